@@ -1,0 +1,1585 @@
+//! Node and Pod manifests, read as `kubectl apply -f` reads them.
+//!
+//! A manifest is multi-document YAML (documents separated by `---` lines, as
+//! kubectl splits them) or a stream of JSON objects (when the text starts with `{`).
+//! Each document is a `v1` `Node` or `Pod`, or a `v1` `List` (also `PodList` and
+//! `NodeList`) whose `items` are such objects or further lists. Empty documents and
+//! documents holding only comments are skipped.
+//!
+//! Objects go through the typed Kubernetes structs of `k8s-openapi`, so a wrong type
+//! is reported with its field path, and are then converted into the SDK's plain
+//! types, applying the defaults the API server would (namespace, scheduler name,
+//! requests from limits, host ports of host-network pods, ...).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use berth_sdk::{
+    Container, HostPort, ImageState, Node, Pod, ResourceList, Resources, Taint, TaintEffect,
+    Toleration, TolerationOperator,
+};
+use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_yaml::Value;
+
+use super::quantity;
+
+/// The namespace of a pod that names none.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// The scheduler of a pod that names none.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// Allocatable pods of a node that states none: the kubelet's default `--max-pods`.
+pub const DEFAULT_MAX_PODS: i64 = 110;
+
+/// Built-in priority classes, which exist in every cluster: a pod naming one of them
+/// without a `spec.priority` gets its value, as the priority admission plugin does.
+const BUILT_IN_PRIORITY_CLASSES: [(&str, i32); 2] = [
+    ("system-cluster-critical", 2_000_000_000),
+    ("system-node-critical", 2_000_001_000),
+];
+
+const TAINT_EFFECTS: [&str; 3] = ["NoExecute", "NoSchedule", "PreferNoSchedule"];
+const TOLERATION_OPERATORS: [&str; 2] = ["Equal", "Exists"];
+
+/// An object loaded from a manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Object {
+    /// A `v1` Node.
+    Node(Node),
+    /// A `v1` Pod.
+    Pod(Pod),
+}
+
+/// Where a document starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The file name as given (or the source name passed to [`load_str`]).
+    pub file: String,
+    /// The document's number in the file, from 1; empty documents are not counted.
+    pub document: usize,
+    /// The document's first line with content, from 1.
+    pub line: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: document {} (line {})",
+            self.file, self.document, self.line
+        )
+    }
+}
+
+/// An object and the document it came from (the items of a List share its document).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Document {
+    /// The object.
+    pub object: Object,
+    /// Where it came from.
+    pub source: Location,
+}
+
+/// Why a manifest could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("{file}: {error}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The operating system's error.
+        error: std::io::Error,
+    },
+    /// The text is not well-formed YAML or JSON (or has a bad `---` separator line).
+    #[error("{file}:{line}:{column}: {message}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// The line, from 1.
+        line: usize,
+        /// The column, from 1.
+        column: usize,
+        /// What the parser found wrong.
+        message: String,
+    },
+    /// An object is of another kind than v1 Node, Pod or List.
+    #[error(
+        "{location}: {}unsupported kind {kind:?} (apiVersion {api_version:?}): only v1 Node, Pod and List are accepted",
+        prefix(.path)
+    )]
+    Unsupported {
+        /// The document.
+        location: Location,
+        /// The object in the document: empty, or `items[i]` for an item of a List.
+        path: String,
+        /// Its `apiVersion`.
+        api_version: String,
+        /// Its `kind`.
+        kind: String,
+    },
+    /// A field is missing, has the wrong type or holds an invalid value.
+    #[error("{location}: {}{message}", prefix(.path))]
+    Invalid {
+        /// The document.
+        location: Location,
+        /// The field, like `spec.containers[0].resources.requests.cpu` (empty when the
+        /// document as a whole is wrong).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// `"path: "`, or nothing for an empty path.
+fn prefix(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
+/// Joins two field paths (`items[0]` and `spec.x` make `items[0].spec.x`).
+fn join(parent: &str, child: &str) -> String {
+    if parent.is_empty() {
+        child.to_owned()
+    } else if child.is_empty() {
+        parent.to_owned()
+    } else if child.starts_with('[') {
+        format!("{parent}{child}")
+    } else {
+        format!("{parent}.{child}")
+    }
+}
+
+/// A bad field found while converting an object.
+#[derive(Debug)]
+struct FieldError {
+    path: String,
+    message: String,
+}
+
+impl FieldError {
+    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A value outside an enumeration, worded as the API server's validation.
+    fn unsupported(path: impl Into<String>, value: &str, supported: &[&str]) -> Self {
+        let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        FieldError::new(
+            path,
+            format!(
+                "unsupported value {value:?}: supported values: {}",
+                supported.join(", ")
+            ),
+        )
+    }
+
+    fn into_manifest_error(self, location: &Location, parent: &str) -> ManifestError {
+        ManifestError::Invalid {
+            location: location.clone(),
+            path: join(parent, &self.path),
+            message: self.message,
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", prefix(&self.path), self.message)
+    }
+}
+
+/// Reads and loads a manifest file (see [`load_str`]).
+pub fn load_file(path: &Path) -> Result<Vec<Document>, ManifestError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => load_str(&file, &text),
+        Err(error) => Err(ManifestError::Read { file, error }),
+    }
+}
+
+/// Loads the Nodes and Pods of a manifest, in order; `file` names it in errors.
+pub fn load_str(file: &str, text: &str) -> Result<Vec<Document>, ManifestError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // kubectl decodes JSON when the text starts with a brace, YAML otherwise.
+    let documents = if text
+        .trim_start_matches([' ', '\t', '\r', '\n'])
+        .starts_with('{')
+    {
+        json_documents(file, text)?
+    } else {
+        yaml_documents(file, text)?
+    };
+    let mut out = Vec::new();
+    for (location, value) in documents {
+        if !value.is_null() {
+            collect(value, "", None, &location, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Splits YAML into documents as kubectl does: at lines starting with `---` that
+/// carry nothing else but a comment.
+fn yaml_documents(file: &str, text: &str) -> Result<Vec<(Location, Value)>, ManifestError> {
+    let mut documents = Vec::new();
+    let mut chunk_start = 0; // byte offset of the current document
+    let mut chunk_line = 1; // its first line
+    let mut content_line = None; // its first line with content
+    let mut offset = 0;
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let number = index + 1;
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if let Some(rest) = bare.strip_prefix("---") {
+            let trimmed = rest.trim();
+            if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                return Err(ManifestError::Syntax {
+                    file: file.to_owned(),
+                    line: number,
+                    column: 4 + rest.len() - rest.trim_start().len(),
+                    message: format!("invalid YAML document separator: {trimmed}"),
+                });
+            }
+            yaml_document(
+                file,
+                &text[chunk_start..offset],
+                chunk_line,
+                content_line,
+                &mut documents,
+            )?;
+            chunk_start = offset + line.len();
+            chunk_line = number + 1;
+            content_line = None;
+        } else if content_line.is_none() {
+            let content = bare.trim();
+            if !content.is_empty() && !content.starts_with('#') {
+                content_line = Some(number);
+            }
+        }
+        offset += line.len();
+    }
+    yaml_document(
+        file,
+        &text[chunk_start..],
+        chunk_line,
+        content_line,
+        &mut documents,
+    )?;
+    Ok(documents)
+}
+
+/// Parses one YAML document (skipped when it has no content); `first_line` is the
+/// line of its first byte, to report syntax errors at their place in the file.
+fn yaml_document(
+    file: &str,
+    text: &str,
+    first_line: usize,
+    content_line: Option<usize>,
+    documents: &mut Vec<(Location, Value)>,
+) -> Result<(), ManifestError> {
+    let Some(line) = content_line else {
+        return Ok(());
+    };
+    let location = Location {
+        file: file.to_owned(),
+        document: documents.len() + 1,
+        line,
+    };
+    let mut value: Value = serde_yaml::from_str(text).map_err(|e| match e.location() {
+        Some(at) => {
+            // serde_yaml appends the position (relative to this document) to the
+            // message; the position is reported separately, in file coordinates.
+            let message = e.to_string();
+            let suffix = format!(" at line {} column {}", at.line(), at.column());
+            let message = match message.find(&suffix) {
+                Some(i) => message[..i].to_owned(),
+                None => message,
+            };
+            ManifestError::Syntax {
+                file: file.to_owned(),
+                line: first_line + at.line() - 1,
+                column: at.column(),
+                message,
+            }
+        }
+        None => ManifestError::Invalid {
+            location: location.clone(),
+            path: String::new(),
+            message: e.to_string(),
+        },
+    })?;
+    // kubectl's YAML reader honours `<<` merge keys.
+    value.apply_merge().map_err(|e| ManifestError::Invalid {
+        location: location.clone(),
+        path: String::new(),
+        message: e.to_string(),
+    })?;
+    documents.push((location, value));
+    Ok(())
+}
+
+/// Splits a stream of JSON values into documents.
+fn json_documents(file: &str, text: &str) -> Result<Vec<(Location, Value)>, ManifestError> {
+    let mut documents = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    let (mut counted, mut line) = (0, 1);
+    loop {
+        let start = stream.byte_offset();
+        let json = match stream.next() {
+            None => break,
+            Some(Ok(json)) => json,
+            Some(Err(e)) => {
+                let message = e.to_string();
+                let suffix = format!(" at line {} column {}", e.line(), e.column());
+                return Err(ManifestError::Syntax {
+                    file: file.to_owned(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: message.strip_suffix(&suffix).unwrap_or(&message).to_owned(),
+                });
+            }
+        };
+        let rest = &text[start..];
+        let begin = start + rest.len() - rest.trim_start().len();
+        line += text[counted..begin].matches('\n').count();
+        counted = begin;
+        let location = Location {
+            file: file.to_owned(),
+            document: documents.len() + 1,
+            line,
+        };
+        let value = serde_yaml::to_value(json).map_err(|e| ManifestError::Invalid {
+            location: location.clone(),
+            path: String::new(),
+            message: e.to_string(),
+        })?;
+        documents.push((location, value));
+    }
+    Ok(documents)
+}
+
+/// A word for the type of a YAML value, for error messages.
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a sequence",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+/// A string field of an object's top level (`apiVersion`, `kind`), if present.
+fn string_field(
+    map: &serde_yaml::Mapping,
+    name: &str,
+    path: &str,
+    location: &Location,
+) -> Result<Option<String>, ManifestError> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ManifestError::Invalid {
+            location: location.clone(),
+            path: join(path, name),
+            message: format!("invalid type: {}, expected a string", describe(other)),
+        }),
+    }
+}
+
+/// Converts one object (or the items of a List) found at `path` of a document.
+/// `item_kind` is the kind of the items of a typed list (`PodList`), which may omit
+/// their `apiVersion` and `kind`.
+fn collect(
+    value: Value,
+    path: &str,
+    item_kind: Option<&str>,
+    location: &Location,
+    out: &mut Vec<Document>,
+) -> Result<(), ManifestError> {
+    let invalid = |field: &str, message: String| ManifestError::Invalid {
+        location: location.clone(),
+        path: join(path, field),
+        message,
+    };
+    let mut map = match value {
+        Value::Mapping(map) => map,
+        other => {
+            return Err(invalid(
+                "",
+                format!(
+                    "expected an object with apiVersion and kind, found {}",
+                    describe(&other)
+                ),
+            ));
+        }
+    };
+    let api_version = string_field(&map, "apiVersion", path, location)?;
+    let kind = string_field(&map, "kind", path, location)?;
+    let (api_version, kind) = match (api_version, kind, item_kind) {
+        (a, k, Some(default)) => (
+            a.unwrap_or_else(|| "v1".into()),
+            k.unwrap_or_else(|| default.into()),
+        ),
+        (Some(a), Some(k), None) => (a, k),
+        (None, _, None) => return Err(invalid("apiVersion", "required value".into())),
+        (_, None, None) => return Err(invalid("kind", "required value".into())),
+    };
+    let object = match (api_version.as_str(), kind.as_str()) {
+        ("v1", "Pod") => {
+            let pod: k8s::Pod = deserialize(Value::Mapping(map), path, location)?;
+            Object::Pod(convert_pod(&pod).map_err(|e| e.into_manifest_error(location, path))?)
+        }
+        ("v1", "Node") => {
+            let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
+            Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
+        }
+        ("v1", "List" | "PodList" | "NodeList") => {
+            let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
+            return match map.remove("items") {
+                None | Some(Value::Null) => Ok(()),
+                Some(Value::Sequence(items)) => {
+                    for (i, item) in items.into_iter().enumerate() {
+                        let item_path = join(path, &format!("items[{i}]"));
+                        collect(item, &item_path, item_kind, location, out)?;
+                    }
+                    Ok(())
+                }
+                Some(other) => Err(invalid(
+                    "items",
+                    format!("invalid type: {}, expected a sequence", describe(&other)),
+                )),
+            };
+        }
+        _ => {
+            return Err(ManifestError::Unsupported {
+                location: location.clone(),
+                path: path.to_owned(),
+                api_version,
+                kind,
+            });
+        }
+    };
+    out.push(Document {
+        object,
+        source: location.clone(),
+    });
+    Ok(())
+}
+
+/// Deserializes a typed object, naming the field path of a type error.
+fn deserialize<T: serde::de::DeserializeOwned>(
+    value: Value,
+    path: &str,
+    location: &Location,
+) -> Result<T, ManifestError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        // serde_path_to_error writes the empty path as ".".
+        let field = if field == "." { "" } else { &field };
+        ManifestError::Invalid {
+            location: location.clone(),
+            path: join(path, field),
+            message: e.inner().to_string(),
+        }
+    })
+}
+
+/// Converts a Kubernetes Pod, applying the API server's defaults: namespace
+/// `default`, scheduler `default-scheduler`, requests from limits, the host ports of
+/// a host-network pod, the priority of the built-in priority classes. A pod without a
+/// UID gets one derived from its namespace and name.
+///
+/// The error names the bad field, as `spec.tolerations[0].operator: ...`.
+pub fn pod_from_k8s(pod: &k8s::Pod) -> Result<Pod, String> {
+    convert_pod(pod).map_err(|e| e.to_string())
+}
+
+/// Converts a Kubernetes Node. A node whose allocatable (or, without allocatable,
+/// capacity) states no `pods` may hold [`DEFAULT_MAX_PODS`] (110, the kubelet's
+/// default), as a kubelet would report.
+///
+/// The error names the bad field, as `spec.taints[0].effect: ...`.
+pub fn node_from_k8s(node: &k8s::Node) -> Result<Node, String> {
+    convert_node(node).map_err(|e| e.to_string())
+}
+
+fn required_name(meta: &ObjectMeta) -> Result<String, FieldError> {
+    match meta.name.as_deref() {
+        Some(name) if !name.is_empty() => Ok(name.to_owned()),
+        _ => Err(FieldError::new("metadata.name", "required value")),
+    }
+}
+
+fn non_empty(s: &Option<String>) -> Option<String> {
+    s.clone().filter(|s| !s.is_empty())
+}
+
+/// A stable UID for a pod that has none, so that loading the same manifest twice
+/// gives the same pod: a UUID (version 8, "custom") made of a SHA-256 of its key.
+fn derived_uid(namespace: &str, name: &str) -> String {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(format!("{namespace}/{name}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&hash[..16]);
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// Converts a resource map found at `path` (see [`quantity::resource_list`]).
+fn resources(
+    map: Option<&BTreeMap<String, Quantity>>,
+    path: &str,
+) -> Result<ResourceList, FieldError> {
+    let Some(map) = map else {
+        return Ok(ResourceList::new());
+    };
+    quantity::resource_list(map)
+        .map_err(|e| FieldError::new(format!("{path}.{}", e.resource), e.error.to_string()))
+}
+
+fn taint_effect(effect: &str) -> Option<TaintEffect> {
+    match effect {
+        "NoSchedule" => Some(TaintEffect::NoSchedule),
+        "PreferNoSchedule" => Some(TaintEffect::PreferNoSchedule),
+        "NoExecute" => Some(TaintEffect::NoExecute),
+        _ => None,
+    }
+}
+
+fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
+    let meta = &pod.metadata;
+    let name = required_name(meta)?;
+    let namespace = non_empty(&meta.namespace).unwrap_or_else(|| DEFAULT_NAMESPACE.into());
+    let uid = non_empty(&meta.uid).unwrap_or_else(|| derived_uid(&namespace, &name));
+    let default_spec = k8s::PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&default_spec);
+    let host_network = spec.host_network.unwrap_or(false);
+
+    let containers = spec
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| container(c, &format!("spec.containers[{i}]"), false, host_network))
+        .collect::<Result<_, _>>()?;
+    let init_containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| container(c, &format!("spec.initContainers[{i}]"), true, host_network))
+        .collect::<Result<_, _>>()?;
+    let tolerations = spec
+        .tolerations
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, t)| toleration(t, &format!("spec.tolerations[{i}]")))
+        .collect::<Result<_, _>>()?;
+
+    let priority = spec.priority.unwrap_or_else(|| {
+        let class = spec.priority_class_name.as_deref().unwrap_or("");
+        BUILT_IN_PRIORITY_CLASSES
+            .iter()
+            .find(|(name, _)| *name == class)
+            .map_or(0, |(_, value)| *value)
+    });
+
+    Ok(Pod {
+        uid,
+        namespace,
+        name,
+        labels: meta.labels.clone().unwrap_or_default(),
+        priority,
+        scheduler_name: non_empty(&spec.scheduler_name)
+            .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.into()),
+        node_name: spec.node_name.clone().unwrap_or_default(),
+        nominated_node_name: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.clone())
+            .unwrap_or_default(),
+        containers,
+        init_containers,
+        overhead: resources(spec.overhead.as_ref(), "spec.overhead")?,
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        tolerations,
+        scheduling_gates: spec
+            .scheduling_gates
+            .iter()
+            .flatten()
+            .map(|g| g.name.clone())
+            .collect(),
+        terminating: meta.deletion_timestamp.is_some(),
+    })
+}
+
+/// Converts a container found at `path`.
+fn container(
+    c: &k8s::Container,
+    path: &str,
+    init: bool,
+    host_network: bool,
+) -> Result<Container, FieldError> {
+    let res = c.resources.as_ref();
+    let mut requests = resources(
+        res.and_then(|r| r.requests.as_ref()),
+        &format!("{path}.resources.requests"),
+    )?;
+    let limits = resources(
+        res.and_then(|r| r.limits.as_ref()),
+        &format!("{path}.resources.limits"),
+    )?;
+    // The API server defaults each request that is missing to its limit.
+    for (name, limit) in limits {
+        requests.entry(name).or_insert(limit);
+    }
+    let ports = c
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| {
+            // The API server gives a host-network pod's ports their container port
+            // as host port.
+            let port = match p.host_port.unwrap_or(0) {
+                0 if host_network => p.container_port,
+                port => port,
+            };
+            (port > 0).then(|| HostPort {
+                host_ip: p.host_ip.clone().unwrap_or_default(),
+                protocol: non_empty(&p.protocol).unwrap_or_else(|| "TCP".into()),
+                port,
+            })
+        })
+        .collect();
+    if c.name.is_empty() {
+        return Err(FieldError::new(format!("{path}.name"), "required value"));
+    }
+    Ok(Container {
+        name: c.name.clone(),
+        image: c.image.clone().unwrap_or_default(),
+        requests,
+        ports,
+        restartable: init && c.restart_policy.as_deref() == Some("Always"),
+    })
+}
+
+/// Converts a toleration found at `path`.
+fn toleration(t: &k8s::Toleration, path: &str) -> Result<Toleration, FieldError> {
+    let operator = match t.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => TolerationOperator::Equal,
+        "Exists" => TolerationOperator::Exists,
+        other => {
+            return Err(FieldError::unsupported(
+                format!("{path}.operator"),
+                other,
+                &TOLERATION_OPERATORS,
+            ));
+        }
+    };
+    let effect = match t.effect.as_deref().unwrap_or("") {
+        "" => None,
+        other => Some(taint_effect(other).ok_or_else(|| {
+            FieldError::unsupported(format!("{path}.effect"), other, &TAINT_EFFECTS)
+        })?),
+    };
+    Ok(Toleration {
+        key: t.key.clone().unwrap_or_default(),
+        operator,
+        value: t.value.clone().unwrap_or_default(),
+        effect,
+        toleration_seconds: t.toleration_seconds,
+    })
+}
+
+fn convert_node(node: &k8s::Node) -> Result<Node, FieldError> {
+    let name = required_name(&node.metadata)?;
+    let spec = node.spec.as_ref();
+    let status = node.status.as_ref();
+    let taints = spec
+        .and_then(|s| s.taints.as_ref())
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.key.is_empty() {
+                return Err(FieldError::new(
+                    format!("spec.taints[{i}].key"),
+                    "required value",
+                ));
+            }
+            let effect = taint_effect(&t.effect).ok_or_else(|| {
+                FieldError::unsupported(
+                    format!("spec.taints[{i}].effect"),
+                    &t.effect,
+                    &TAINT_EFFECTS,
+                )
+            })?;
+            Ok(Taint {
+                key: t.key.clone(),
+                value: t.value.clone().unwrap_or_default(),
+                effect,
+            })
+        })
+        .collect::<Result<_, FieldError>>()?;
+    let mut allocatable = match status.and_then(|s| s.allocatable.as_ref()) {
+        Some(map) => resources(Some(map), "status.allocatable")?,
+        None => resources(status.and_then(|s| s.capacity.as_ref()), "status.capacity")?,
+    };
+    allocatable
+        .entry(berth_sdk::PODS.to_owned())
+        .or_insert(DEFAULT_MAX_PODS);
+    let images = status
+        .and_then(|s| s.images.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|i| ImageState {
+            names: i.names.clone().unwrap_or_default(),
+            size_bytes: i.size_bytes.unwrap_or(0),
+        })
+        .collect();
+    Ok(Node {
+        name,
+        labels: node.metadata.labels.clone().unwrap_or_default(),
+        taints,
+        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+        allocatable: Resources::from_list(&allocatable),
+        images,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Vec<Document> {
+        load_str("t.yaml", text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn error(text: &str) -> String {
+        load_str("t.yaml", text).unwrap_err().to_string()
+    }
+
+    fn pods(text: &str) -> Vec<Pod> {
+        load(text)
+            .into_iter()
+            .map(|d| match d.object {
+                Object::Pod(p) => p,
+                Object::Node(n) => panic!("unexpected node {}", n.name),
+            })
+            .collect()
+    }
+
+    fn pod(text: &str) -> Pod {
+        let mut all = pods(text);
+        assert_eq!(all.len(), 1);
+        all.remove(0)
+    }
+
+    fn node(text: &str) -> Node {
+        match load(text).remove(0).object {
+            Object::Node(n) => n,
+            Object::Pod(p) => panic!("unexpected pod {}", p.name),
+        }
+    }
+
+    fn names(docs: &[Document]) -> Vec<String> {
+        docs.iter()
+            .map(|d| match &d.object {
+                Object::Node(n) => format!("node/{}", n.name),
+                Object::Pod(p) => format!("pod/{}", p.name),
+            })
+            .collect()
+    }
+
+    fn at(document: usize, line: usize) -> Location {
+        Location {
+            file: "t.yaml".into(),
+            document,
+            line,
+        }
+    }
+
+    const MINIMAL_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n";
+
+    #[test]
+    fn multi_document_yaml_keeps_order_and_positions() {
+        let text = "\
+# A small cluster.
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+--- # the pods
+# only a comment here
+---
+
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p1
+---
+~
+---
+  # indented comment
+apiVersion: v1
+kind: Pod
+metadata: {name: p2}
+";
+        let docs = load(text);
+        assert_eq!(names(&docs), ["node/n1", "pod/p1", "pod/p2"]);
+        assert_eq!(docs[0].source, at(1, 3));
+        assert_eq!(docs[1].source, at(2, 12));
+        // The null document counts (it has content) but yields nothing.
+        assert_eq!(docs[2].source, at(4, 20));
+    }
+
+    #[test]
+    fn empty_texts_have_no_documents() {
+        assert!(load("").is_empty());
+        assert!(load("# nothing\n---\n---\n").is_empty());
+        assert!(load("null\n").is_empty());
+    }
+
+    #[test]
+    fn windows_line_endings_and_byte_order_mark() {
+        let text = "\u{feff}apiVersion: v1\r\nkind: Pod\r\nmetadata:\r\n  name: p\r\n---\r\napiVersion: v1\r\nkind: Node\r\nmetadata:\r\n  name: n\r\n";
+        let docs = load(text);
+        assert_eq!(names(&docs), ["pod/p", "node/n"]);
+        assert_eq!(docs[1].source, at(2, 6));
+    }
+
+    #[test]
+    fn json_objects_and_streams() {
+        let one =
+            r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}"#;
+        assert_eq!(pod(one).key(), "ns/p");
+        let stream = "\n\n{\"apiVersion\": \"v1\", \"kind\": \"Node\",\n \"metadata\": {\"name\": \"n\"}}\n\n  {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}}\nnull\n";
+        let docs = load(stream);
+        assert_eq!(names(&docs), ["node/n", "pod/p"]);
+        assert_eq!(docs[0].source, at(1, 3));
+        assert_eq!(docs[1].source, at(2, 6));
+    }
+
+    #[test]
+    fn lists_and_nested_lists() {
+        let text = "\
+apiVersion: v1
+kind: Node
+metadata: {name: first}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: a}
+- apiVersion: v1
+  kind: List
+  items:
+  - apiVersion: v1
+    kind: Node
+    metadata: {name: b}
+  - apiVersion: v1
+    kind: List
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: c}
+";
+        let docs = load(text);
+        assert_eq!(names(&docs), ["node/first", "pod/a", "node/b", "pod/c"]);
+        assert!(docs[1..].iter().all(|d| d.source == at(2, 5)));
+
+        let json = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}]}"#;
+        assert_eq!(names(&load(json)), ["pod/x"]);
+    }
+
+    #[test]
+    fn typed_lists_let_items_omit_their_kind() {
+        let text = "\
+apiVersion: v1
+kind: PodList
+items:
+- metadata: {name: a}
+- metadata: {name: b}
+---
+apiVersion: v1
+kind: NodeList
+items:
+- metadata: {name: n}
+";
+        assert_eq!(names(&load(text)), ["pod/a", "pod/b", "node/n"]);
+    }
+
+    #[test]
+    fn yaml_merge_keys_are_applied() {
+        let text = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  labels:
+    <<: {app: web, tier: front}
+    tier: back
+";
+        let labels = pod(text).labels;
+        assert_eq!(labels["app"], "web");
+        assert_eq!(labels["tier"], "back");
+    }
+
+    #[test]
+    fn pod_defaults() {
+        let p = pod(MINIMAL_POD);
+        assert_eq!(p.name, "p");
+        assert_eq!(p.namespace, "default");
+        assert_eq!(p.scheduler_name, "default-scheduler");
+        assert_eq!(p.priority, 0);
+        assert_eq!(p.node_name, "");
+        assert_eq!(p.nominated_node_name, "");
+        assert!(p.containers.is_empty() && p.init_containers.is_empty());
+        assert!(p.labels.is_empty() && p.node_selector.is_empty());
+        assert!(p.overhead.is_empty() && p.tolerations.is_empty());
+        assert!(p.scheduling_gates.is_empty());
+        assert!(!p.terminating);
+    }
+
+    #[test]
+    fn derived_uids_are_stable_uuids() {
+        let uid = pod(MINIMAL_POD).uid;
+        assert_eq!(uid, pod(MINIMAL_POD).uid);
+        assert_eq!(uid, derived_uid("default", "p"));
+        assert_ne!(uid, derived_uid("other", "p"));
+        assert_ne!(uid, derived_uid("default", "q"));
+        let groups: Vec<usize> = uid.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12]);
+        assert!(uid.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+        assert_eq!(&uid[14..15], "8");
+        assert!("89ab".contains(&uid[19..20]));
+        let given = pod(&format!("{MINIMAL_POD}  uid: 1234-abcd\n"));
+        assert_eq!(given.uid, "1234-abcd");
+    }
+
+    #[test]
+    fn pod_fields() {
+        let text = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: shop
+  labels: {app: web}
+  deletionTimestamp: \"2024-05-01T10:00:00Z\"
+spec:
+  priority: 7
+  priorityClassName: system-node-critical
+  schedulerName: my-scheduler
+  nodeName: n1
+  nodeSelector: {disk: ssd}
+  overhead: {cpu: 250m, memory: 120Mi}
+  schedulingGates:
+  - name: example.com/wait
+  tolerations:
+  - key: dedicated
+    value: gpu
+    effect: NoSchedule
+  - operator: Exists
+  - key: unreachable
+    operator: Exists
+    effect: NoExecute
+    tolerationSeconds: 300
+  initContainers:
+  - name: setup
+    image: busybox
+    resources:
+      requests: {cpu: '1', memory: 1Gi}
+  - name: proxy
+    image: envoy
+    restartPolicy: Always
+    resources:
+      requests: {cpu: 100m}
+  containers:
+  - name: app
+    image: nginx:1.27
+    resources:
+      requests: {cpu: 0.5, memory: 256Mi, example.com/gpu: 2}
+    ports:
+    - containerPort: 8080
+    - containerPort: 80
+      hostPort: 8080
+    - containerPort: 53
+      hostPort: 5353
+      hostIP: 10.0.0.1
+      protocol: UDP
+status:
+  nominatedNodeName: n2
+";
+        let p = pod(text);
+        assert_eq!(p.key(), "shop/web");
+        assert_eq!(p.labels["app"], "web");
+        assert!(p.terminating);
+        // An explicit priority wins over the class.
+        assert_eq!(p.priority, 7);
+        assert_eq!(p.scheduler_name, "my-scheduler");
+        assert_eq!(p.node_name, "n1");
+        assert_eq!(p.nominated_node_name, "n2");
+        assert_eq!(p.node_selector["disk"], "ssd");
+        assert_eq!(
+            p.overhead,
+            ResourceList::from([("cpu".into(), 250), ("memory".into(), 120 << 20)])
+        );
+        assert_eq!(p.scheduling_gates, ["example.com/wait"]);
+
+        assert_eq!(
+            p.tolerations,
+            [
+                Toleration {
+                    key: "dedicated".into(),
+                    operator: TolerationOperator::Equal,
+                    value: "gpu".into(),
+                    effect: Some(TaintEffect::NoSchedule),
+                    toleration_seconds: None,
+                },
+                Toleration {
+                    key: String::new(),
+                    operator: TolerationOperator::Exists,
+                    value: String::new(),
+                    effect: None,
+                    toleration_seconds: None,
+                },
+                Toleration {
+                    key: "unreachable".into(),
+                    operator: TolerationOperator::Exists,
+                    value: String::new(),
+                    effect: Some(TaintEffect::NoExecute),
+                    toleration_seconds: Some(300),
+                },
+            ]
+        );
+
+        let [setup, proxy] = &p.init_containers[..] else {
+            panic!("two init containers expected");
+        };
+        assert_eq!(
+            (setup.name.as_str(), setup.image.as_str()),
+            ("setup", "busybox")
+        );
+        assert!(!setup.restartable);
+        assert_eq!(setup.requests["memory"], 1 << 30);
+        assert!(proxy.restartable);
+
+        let app = &p.containers[0];
+        assert_eq!(app.name, "app");
+        assert_eq!(app.image, "nginx:1.27");
+        assert_eq!(
+            app.requests,
+            ResourceList::from([
+                ("cpu".into(), 500),
+                ("memory".into(), 256 << 20),
+                ("example.com/gpu".into(), 2),
+            ])
+        );
+        assert_eq!(
+            app.ports,
+            [
+                HostPort {
+                    host_ip: String::new(),
+                    protocol: "TCP".into(),
+                    port: 8080,
+                },
+                HostPort {
+                    host_ip: "10.0.0.1".into(),
+                    protocol: "UDP".into(),
+                    port: 5353,
+                },
+            ]
+        );
+        // The plain init container runs before the sidecar starts and is the largest.
+        assert_eq!(p.requests().milli_cpu, 1000 + 250);
+    }
+
+    #[test]
+    fn priority_of_built_in_classes() {
+        let with_class = |class: &str| {
+            pod(&format!(
+                "{MINIMAL_POD}spec:\n  priorityClassName: {class}\n  containers: []\n"
+            ))
+            .priority
+        };
+        assert_eq!(with_class("system-cluster-critical"), 2_000_000_000);
+        assert_eq!(with_class("system-node-critical"), 2_000_001_000);
+        assert_eq!(with_class("high"), 0);
+    }
+
+    #[test]
+    fn requests_default_to_limits_per_resource() {
+        let text = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: limits-only
+    resources:
+      limits: {cpu: '2', memory: 1Gi}
+  - name: mixed
+    resources:
+      requests: {cpu: 500m}
+      limits: {cpu: '1', memory: 2Gi}
+  initContainers:
+  - name: init
+    resources:
+      limits: {cpu: 3}
+";
+        let p = pod(text);
+        assert_eq!(
+            p.containers[0].requests,
+            ResourceList::from([("cpu".into(), 2000), ("memory".into(), 1 << 30)])
+        );
+        assert_eq!(
+            p.containers[1].requests,
+            ResourceList::from([("cpu".into(), 500), ("memory".into(), 2 << 30)])
+        );
+        assert_eq!(p.init_containers[0].requests["cpu"], 3000);
+    }
+
+    #[test]
+    fn host_network_ports_default_to_container_ports() {
+        let text = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostNetwork: true
+  containers:
+  - name: c
+    ports:
+    - containerPort: 9100
+    - containerPort: 53
+      protocol: UDP
+";
+        let ports: Vec<i32> = pod(text).containers[0]
+            .ports
+            .iter()
+            .map(|p| p.port)
+            .collect();
+        assert_eq!(ports, [9100, 53]);
+    }
+
+    #[test]
+    fn node_fields() {
+        let text = "\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {kubernetes.io/hostname: n1, zone: a}
+spec:
+  unschedulable: true
+  taints:
+  - key: dedicated
+    value: gpu
+    effect: NoSchedule
+  - key: node.kubernetes.io/unreachable
+    effect: NoExecute
+status:
+  capacity: {cpu: '8', memory: 32Gi, pods: '250'}
+  allocatable: {cpu: 7800m, memory: 30Gi, ephemeral-storage: 100G, nvidia.com/gpu: '4'}
+  images:
+  - names: [nginx:1.27, nginx@sha256:abc]
+    sizeBytes: 70000000
+  - names: [pause:3.10]
+";
+        let n = node(text);
+        assert_eq!(n.name, "n1");
+        assert_eq!(n.labels["zone"], "a");
+        assert!(n.unschedulable);
+        assert_eq!(
+            n.taints,
+            [
+                Taint {
+                    key: "dedicated".into(),
+                    value: "gpu".into(),
+                    effect: TaintEffect::NoSchedule,
+                },
+                Taint {
+                    key: "node.kubernetes.io/unreachable".into(),
+                    value: String::new(),
+                    effect: TaintEffect::NoExecute,
+                },
+            ]
+        );
+        // Allocatable wins over capacity, as a whole; pods default to 110.
+        assert_eq!(n.allocatable.milli_cpu, 7800);
+        assert_eq!(n.allocatable.memory, 30 << 30);
+        assert_eq!(n.allocatable.ephemeral_storage, 100_000_000_000);
+        assert_eq!(n.allocatable.allowed_pod_number, 110);
+        assert_eq!(n.allocatable.scalar["nvidia.com/gpu"], 4);
+        assert_eq!(
+            n.images,
+            [
+                ImageState {
+                    names: vec!["nginx:1.27".into(), "nginx@sha256:abc".into()],
+                    size_bytes: 70_000_000,
+                },
+                ImageState {
+                    names: vec!["pause:3.10".into()],
+                    size_bytes: 0,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn node_allocatable_falls_back_to_capacity() {
+        let n = node(
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus:\n  capacity: {cpu: 4, memory: 8Gi, pods: 30}\n",
+        );
+        assert_eq!(n.allocatable.milli_cpu, 4000);
+        assert_eq!(n.allocatable.memory, 8 << 30);
+        assert_eq!(n.allocatable.allowed_pod_number, 30);
+        let bare = node("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n");
+        assert_eq!(
+            bare.allocatable,
+            Resources {
+                allowed_pod_number: 110,
+                ..Resources::default()
+            }
+        );
+        assert!(!bare.unschedulable && bare.taints.is_empty() && bare.images.is_empty());
+    }
+
+    #[test]
+    fn syntax_errors_give_file_line_and_column() {
+        let text = "\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+ labels: x
+";
+        assert_eq!(error(text), "t.yaml:10:2: did not find expected key");
+        assert_eq!(
+            error("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  - b\n"),
+            "t.yaml:5:3: did not find expected key"
+        );
+        assert_eq!(
+            error("a: [1, 2\n"),
+            "t.yaml:2:1: did not find expected ',' or ']'"
+        );
+        assert_eq!(
+            error("{\"apiVersion\": \"v1\",\n \"kind\": \"Pod\",\n}"),
+            "t.yaml:3:1: trailing comma"
+        );
+        assert_eq!(
+            error("{\"kind\": \"Pod\"} {\"kind\""),
+            "t.yaml:1:23: EOF while parsing an object"
+        );
+        assert_eq!(
+            error("a: 1\na: 2\n"),
+            "t.yaml:1:1: duplicate entry with key \"a\""
+        );
+        assert_eq!(
+            error("apiVersion: v1\n--- |\n  text\n"),
+            "t.yaml:2:5: invalid YAML document separator: |"
+        );
+        assert_eq!(
+            error("apiVersion: v1\n----\n"),
+            "t.yaml:2:4: invalid YAML document separator: -"
+        );
+    }
+
+    #[test]
+    fn unsupported_kinds_are_named() {
+        let text = format!(
+            "{MINIMAL_POD}---\n# a deployment\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\n"
+        );
+        let err = load_str("t.yaml", &text).unwrap_err();
+        let ManifestError::Unsupported {
+            location,
+            path,
+            api_version,
+            kind,
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!((location, path.as_str()), (&at(2, 7), ""));
+        assert_eq!(
+            (api_version.as_str(), kind.as_str()),
+            ("apps/v1", "Deployment")
+        );
+        assert_eq!(
+            err.to_string(),
+            "t.yaml: document 2 (line 7): unsupported kind \"Deployment\" (apiVersion \"apps/v1\"): only v1 Node, Pod and List are accepted"
+        );
+        assert_eq!(
+            error("apiVersion: v2\nkind: Pod\nmetadata: {name: p}\n"),
+            "t.yaml: document 1 (line 1): unsupported kind \"Pod\" (apiVersion \"v2\"): only v1 Node, Pod and List are accepted"
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {apiVersion: v1, kind: Service}\n"
+            ),
+            "t.yaml: document 1 (line 1): items[0].items[0]: unsupported kind \"Service\" (apiVersion \"v1\"): only v1 Node, Pod and List are accepted"
+        );
+    }
+
+    #[test]
+    fn malformed_objects_are_reported() {
+        assert_eq!(
+            error("kind: Pod\nmetadata: {name: p}\n"),
+            "t.yaml: document 1 (line 1): apiVersion: required value"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nmetadata: {name: p}\n"),
+            "t.yaml: document 1 (line 1): kind: required value"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: 3\n"),
+            "t.yaml: document 1 (line 1): kind: invalid type: a number, expected a string"
+        );
+        assert_eq!(
+            error("- a\n- b\n"),
+            "t.yaml: document 1 (line 1): expected an object with apiVersion and kind, found a sequence"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: List\nitems: {a: 1}\n"),
+            "t.yaml: document 1 (line 1): items: invalid type: a mapping, expected a sequence"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: List\nitems: [null]\n"),
+            "t.yaml: document 1 (line 1): items[0]: expected an object with apiVersion and kind, found null"
+        );
+    }
+
+    #[test]
+    fn type_errors_name_the_field_path() {
+        let text = "\
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: c
+    ports:
+    - containerPort: 80
+      hostPort: \"80\"
+";
+        assert_eq!(
+            error(text),
+            "t.yaml: document 2 (line 5): spec.containers[0].ports[0].hostPort: invalid type: string \"80\", expected i32"
+        );
+        assert_eq!(
+            error(&format!("{MINIMAL_POD}  labels: {{version: 1}}\n")),
+            "t.yaml: document 1 (line 1): metadata.labels.version: invalid type: integer `1`, expected a string"
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n}\n  spec: {unschedulable: maybe}\n"
+            ),
+            "t.yaml: document 1 (line 1): items[0].spec.unschedulable: invalid type: string \"maybe\", expected a boolean"
+        );
+    }
+
+    #[test]
+    fn quantity_errors_name_the_field_path() {
+        let pod_with = |resources: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    resources: {resources}\n"
+            )
+        };
+        let err = load_str("examples/bad.yaml", &pod_with("{requests: {cpu: 1x}}")).unwrap_err();
+        let ManifestError::Invalid { path, .. } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(path, "spec.containers[0].resources.requests.cpu");
+        assert_eq!(
+            err.to_string(),
+            "examples/bad.yaml: document 1 (line 1): spec.containers[0].resources.requests.cpu: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        assert_eq!(
+            error(&pod_with("{limits: {memory: 1K}}")),
+            "t.yaml: document 1 (line 1): spec.containers[0].resources.limits.memory: unable to parse quantity's suffix"
+        );
+        assert_eq!(
+            error(&pod_with("{requests: {cpu: '-1'}}")),
+            "t.yaml: document 1 (line 1): spec.containers[0].resources.requests.cpu: must be greater than or equal to 0"
+        );
+        assert_eq!(
+            error(&pod_with("{requests: {memory: 8Ei}}")),
+            "t.yaml: document 1 (line 1): spec.containers[0].resources.requests.memory: quantity is too large: it does not fit in a signed 64-bit integer"
+        );
+        assert_eq!(
+            error(&format!(
+                "{MINIMAL_POD}spec:\n  containers: []\n  overhead: {{cpu: --1}}\n"
+            )),
+            "t.yaml: document 1 (line 1): spec.overhead.cpu: unable to parse quantity's suffix"
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: n}\n  status: {capacity: {pods: Ei}}\n"
+            ),
+            "t.yaml: document 1 (line 1): items[0].status.capacity.pods: unable to parse numeric part of quantity"
+        );
+    }
+
+    #[test]
+    fn invalid_values_name_the_field() {
+        let tolerations = |t: &str| {
+            error(&format!(
+                "{MINIMAL_POD}spec:\n  containers: []\n  tolerations:\n  - key: a\n  - {t}\n"
+            ))
+        };
+        assert_eq!(
+            tolerations("{operator: Maybe}"),
+            "t.yaml: document 1 (line 1): spec.tolerations[1].operator: unsupported value \"Maybe\": supported values: \"Equal\", \"Exists\""
+        );
+        assert_eq!(
+            tolerations("{effect: NoRun}"),
+            "t.yaml: document 1 (line 1): spec.tolerations[1].effect: unsupported value \"NoRun\": supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec:\n  taints:\n  - {key: a, effect: Never}\n"
+            ),
+            "t.yaml: document 1 (line 1): spec.taints[0].effect: unsupported value \"Never\": supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec:\n  taints:\n  - {effect: NoSchedule}\n"
+            ),
+            "t.yaml: document 1 (line 1): spec.taints[0].key: required value"
+        );
+        assert_eq!(
+            error(&format!(
+                "{MINIMAL_POD}spec:\n  containers:\n  - image: nginx\n"
+            )),
+            "t.yaml: document 1 (line 1): spec.containers[0].name: required value"
+        );
+    }
+
+    #[test]
+    fn objects_need_a_name() {
+        assert_eq!(
+            error("apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n"),
+            "t.yaml: document 1 (line 1): metadata.name: required value"
+        );
+        assert_eq!(
+            error("---\n\napiVersion: v1\nkind: Node\n"),
+            "t.yaml: document 1 (line 3): metadata.name: required value"
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: ''}}\n"
+            ),
+            "t.yaml: document 1 (line 1): items[0].metadata.name: required value"
+        );
+    }
+
+    #[test]
+    fn conversions_of_typed_objects() {
+        let mut k8s_pod = k8s::Pod::default();
+        assert_eq!(
+            pod_from_k8s(&k8s_pod).unwrap_err(),
+            "metadata.name: required value"
+        );
+        k8s_pod.metadata.name = Some("p".into());
+        k8s_pod.spec = Some(k8s::PodSpec {
+            tolerations: Some(vec![k8s::Toleration {
+                operator: Some("Sometimes".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        assert_eq!(
+            pod_from_k8s(&k8s_pod).unwrap_err(),
+            "spec.tolerations[0].operator: unsupported value \"Sometimes\": supported values: \"Equal\", \"Exists\""
+        );
+        k8s_pod.spec = None;
+        assert_eq!(pod_from_k8s(&k8s_pod).unwrap().key(), "default/p");
+
+        let mut k8s_node = k8s::Node::default();
+        k8s_node.metadata.name = Some("n".into());
+        k8s_node.status = Some(k8s::NodeStatus {
+            allocatable: Some(BTreeMap::from([("cpu".into(), Quantity("2x".into()))])),
+            ..Default::default()
+        });
+        assert_eq!(
+            node_from_k8s(&k8s_node).unwrap_err(),
+            "status.allocatable.cpu: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        k8s_node.status = None;
+        assert_eq!(
+            node_from_k8s(&k8s_node)
+                .unwrap()
+                .allocatable
+                .allowed_pod_number,
+            110
+        );
+    }
+
+    #[test]
+    fn files_are_read_and_named_in_errors() {
+        let dir = std::env::temp_dir().join(format!("berth-manifest-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.yaml");
+        std::fs::write(&good, MINIMAL_POD).unwrap();
+        let docs = load_file(&good).unwrap();
+        assert_eq!(docs[0].source.file, good.display().to_string());
+        let bad = dir.join("bad.yaml");
+        std::fs::write(&bad, "apiVersion: v1\nkind: Secret\n").unwrap();
+        let err = load_file(&bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "{}: document 1 (line 1): unsupported kind",
+                bad.display()
+            )),
+            "{err}"
+        );
+        let missing = dir.join("missing.yaml");
+        let err = load_file(&missing).unwrap_err();
+        assert!(matches!(err, ManifestError::Read { .. }));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: No such file or directory (os error 2)",
+                missing.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

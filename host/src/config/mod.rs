@@ -1,0 +1,522 @@
+//! Scheduler configuration, shaped like kube-scheduler's `KubeSchedulerConfiguration`:
+//! profiles name plugins per extension point (enabled on top of the defaults, with
+//! `disabled` and `'*'` as upstream), score weights and plugin args; `modules` says
+//! where a plugin's WebAssembly component comes from when it is not built in.
+//!
+//! ```yaml
+//! apiVersion: berth.dev/v1alpha1
+//! kind: BerthConfiguration
+//! percentageOfNodesToScore: 0
+//! profiles:
+//! - schedulerName: default-scheduler
+//!   plugins:
+//!     score:
+//!       enabled:
+//!       - name: NodeResourcesFit
+//!         weight: 2
+//!   pluginConfig:
+//!   - name: NodeResourcesFit
+//!     args:
+//!       scoringStrategy:
+//!         type: MostAllocated
+//! modules:
+//! - name: MyPlugin
+//!   path: ./my_plugin.wasm
+//! ```
+
+use berth_sdk::ExtensionPoint;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The scheduler name pods get when they name none.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid YAML or a field has the wrong type.
+    #[error("{file}: {field}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// The field path.
+        field: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A value is not allowed.
+    #[error("{file}: {field}: {message}")]
+    Invalid {
+        /// The file (or "<default>").
+        file: String,
+        /// The field path.
+        field: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// The configuration file.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Configuration {
+    /// `berth.dev/v1alpha1`.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// `BerthConfiguration`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Worker threads for Filter and Score (default: the number of cores).
+    #[serde(default)]
+    pub parallelism: Option<usize>,
+    /// Percentage of nodes to score (0 or absent: upstream's adaptive default).
+    #[serde(default)]
+    pub percentage_of_nodes_to_score: Option<u32>,
+    /// One profile per scheduler name.
+    #[serde(default)]
+    pub profiles: Vec<ProfileConfig>,
+    /// Where plugins that are not built in come from (or built-in ones are replaced).
+    #[serde(default)]
+    pub modules: Vec<ModuleSource>,
+}
+
+/// A plugin module on disk.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModuleSource {
+    /// The plugin name profiles use; must match the module's own metadata.
+    pub name: String,
+    /// The component file (relative paths are relative to the configuration file).
+    pub path: PathBuf,
+    /// The expected sha256 of the file, hex; a mismatch refuses the module.
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+/// A profile.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProfileConfig {
+    /// The `spec.schedulerName` this profile serves.
+    #[serde(default)]
+    pub scheduler_name: Option<String>,
+    /// Plugins per extension point, merged with the defaults.
+    #[serde(default)]
+    pub plugins: PluginsConfig,
+    /// Args per plugin.
+    #[serde(default)]
+    pub plugin_config: Vec<PluginArgs>,
+}
+
+/// Args of one plugin.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginArgs {
+    /// The plugin name.
+    pub name: String,
+    /// Its args, passed to the plugin as JSON.
+    #[serde(default)]
+    pub args: serde_json::Value,
+}
+
+/// Plugins per extension point.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct PluginsConfig {
+    #[serde(default)]
+    pub pre_enqueue: PluginSet,
+    #[serde(default)]
+    pub queue_sort: PluginSet,
+    #[serde(default)]
+    pub pre_filter: PluginSet,
+    #[serde(default)]
+    pub filter: PluginSet,
+    #[serde(default)]
+    pub post_filter: PluginSet,
+    #[serde(default)]
+    pub pre_score: PluginSet,
+    #[serde(default)]
+    pub score: PluginSet,
+    #[serde(default)]
+    pub reserve: PluginSet,
+    #[serde(default)]
+    pub permit: PluginSet,
+    #[serde(default)]
+    pub pre_bind: PluginSet,
+    #[serde(default)]
+    pub bind: PluginSet,
+    #[serde(default)]
+    pub post_bind: PluginSet,
+}
+
+impl PluginsConfig {
+    fn sets(&self) -> [(ExtensionPoint, &PluginSet); 12] {
+        use ExtensionPoint as E;
+        [
+            (E::PreEnqueue, &self.pre_enqueue),
+            (E::QueueSort, &self.queue_sort),
+            (E::PreFilter, &self.pre_filter),
+            (E::Filter, &self.filter),
+            (E::PostFilter, &self.post_filter),
+            (E::PreScore, &self.pre_score),
+            (E::Score, &self.score),
+            (E::Reserve, &self.reserve),
+            (E::Permit, &self.permit),
+            (E::PreBind, &self.pre_bind),
+            (E::Bind, &self.bind),
+            (E::PostBind, &self.post_bind),
+        ]
+    }
+}
+
+/// Enabled and disabled plugins of one extension point.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginSet {
+    /// Added after the defaults (or replacing a default of the same name in place).
+    #[serde(default)]
+    pub enabled: Vec<PluginRef>,
+    /// Removed from the defaults; `'*'` removes them all.
+    #[serde(default)]
+    pub disabled: Vec<PluginRef>,
+}
+
+/// A plugin named at an extension point.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginRef {
+    /// The plugin name.
+    pub name: String,
+    /// Score weight (score only; default 1).
+    #[serde(default)]
+    pub weight: Option<i64>,
+}
+
+/// A profile after merging with the defaults: what the framework runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    /// The scheduler name it serves.
+    pub scheduler_name: String,
+    /// Plugins per extension point, in order, with their weights (1 except Score).
+    pub points: BTreeMap<ExtensionPoint, Vec<(String, i64)>>,
+    /// Args per plugin name.
+    pub args: BTreeMap<String, serde_json::Value>,
+}
+
+impl Profile {
+    /// The plugins at one extension point, in order.
+    pub fn plugins_at(&self, point: ExtensionPoint) -> &[(String, i64)] {
+        self.points.get(&point).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every plugin the profile names, once, in first-use order.
+    pub fn plugin_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for point in ExtensionPoint::ALL {
+            for (n, _) in self.plugins_at(point) {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        names
+    }
+}
+
+/// The default plugins per extension point (upstream's default profile, restricted
+/// to the plugins Berth ships), with score weights.
+pub fn default_plugins() -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
+    use ExtensionPoint as E;
+    let list = |names: &[(&str, i64)]| -> Vec<(String, i64)> {
+        names.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect()
+    };
+    BTreeMap::from([
+        (E::QueueSort, list(&[("PrioritySort", 1)])),
+        (E::PreFilter, list(&[("NodeResourcesFit", 1)])),
+        (
+            E::Filter,
+            list(&[
+                ("NodeUnschedulable", 1),
+                ("NodeName", 1),
+                ("TaintToleration", 1),
+                ("NodeResourcesFit", 1),
+            ]),
+        ),
+        (E::PreScore, list(&[("TaintToleration", 1)])),
+        (
+            E::Score,
+            list(&[("TaintToleration", 3), ("NodeResourcesFit", 1)]),
+        ),
+        (E::Bind, list(&[("DefaultBinder", 1)])),
+    ])
+}
+
+impl Configuration {
+    /// Reads a configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            file: file.clone(),
+            source,
+        })?;
+        let mut config = Self::parse(&file, &text)?;
+        // Module paths are relative to the file.
+        let base = path.parent().unwrap_or(Path::new("."));
+        for m in &mut config.modules {
+            if m.path.is_relative() {
+                m.path = base.join(&m.path);
+            }
+        }
+        Ok(config)
+    }
+
+    /// Parses a configuration from YAML (or JSON) text; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
+        let de = serde_yaml::Deserializer::from_str(text);
+        let config: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            let message = match inner.location() {
+                Some(l) => format!("{inner} (line {}, column {})", l.line(), l.column()),
+                None => inner.to_string(),
+            };
+            ConfigError::Parse {
+                file: file.to_owned(),
+                field,
+                message,
+            }
+        })?;
+        let invalid = |field: &str, message: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            field: field.to_owned(),
+            message,
+        };
+        if let Some(kind) = &config.kind {
+            if kind != "BerthConfiguration" {
+                return Err(invalid(
+                    "kind",
+                    format!("expected BerthConfiguration, got {kind:?}"),
+                ));
+            }
+        }
+        if let Some(v) = &config.api_version {
+            if v != "berth.dev/v1alpha1" {
+                return Err(invalid(
+                    "apiVersion",
+                    format!("expected berth.dev/v1alpha1, got {v:?}"),
+                ));
+            }
+        }
+        if config.parallelism == Some(0) {
+            return Err(invalid("parallelism", "must be at least 1".into()));
+        }
+        if let Some(p) = config.percentage_of_nodes_to_score {
+            if p > 100 {
+                return Err(invalid(
+                    "percentageOfNodesToScore",
+                    format!("{p} is not in 0..=100"),
+                ));
+            }
+        }
+        Ok(config)
+    }
+
+    /// The profiles after merging with the defaults; a configuration with no
+    /// profiles has one default profile.
+    pub fn resolve_profiles(&self, file: &str) -> Result<Vec<Profile>, ConfigError> {
+        let profiles = if self.profiles.is_empty() {
+            vec![ProfileConfig::default()]
+        } else {
+            self.profiles.clone()
+        };
+        let mut out: Vec<Profile> = Vec::new();
+        for (i, p) in profiles.iter().enumerate() {
+            let field = |f: &str| format!("profiles[{i}].{f}");
+            let invalid = |f: String, message: String| ConfigError::Invalid {
+                file: file.to_owned(),
+                field: f,
+                message,
+            };
+            let scheduler_name = p
+                .scheduler_name
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_owned());
+            if out.iter().any(|o| o.scheduler_name == scheduler_name) {
+                return Err(invalid(
+                    field("schedulerName"),
+                    format!("duplicate scheduler name {scheduler_name:?}"),
+                ));
+            }
+            let mut points = default_plugins();
+            for (point, set) in p.plugins.sets() {
+                let f = format!("plugins.{}", point.as_str());
+                let list = points.entry(point).or_default();
+                merge(list, set, point, &field(&f)).map_err(|(f, m)| invalid(f, m))?;
+            }
+            points.retain(|_, v| !v.is_empty());
+            if points.get(&ExtensionPoint::QueueSort).map_or(0, Vec::len) != 1 {
+                return Err(invalid(
+                    field("plugins.queueSort"),
+                    "exactly one queueSort plugin must be enabled".into(),
+                ));
+            }
+            if points.get(&ExtensionPoint::Bind).is_none_or(Vec::is_empty) {
+                return Err(invalid(
+                    field("plugins.bind"),
+                    "at least one bind plugin must be enabled".into(),
+                ));
+            }
+            let mut args = BTreeMap::new();
+            for (j, a) in p.plugin_config.iter().enumerate() {
+                if args.insert(a.name.clone(), a.args.clone()).is_some() {
+                    return Err(invalid(
+                        field(&format!("pluginConfig[{j}].name")),
+                        format!("duplicate args for {}", a.name),
+                    ));
+                }
+            }
+            out.push(Profile {
+                scheduler_name,
+                points,
+                args,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn merge(
+    list: &mut Vec<(String, i64)>,
+    set: &PluginSet,
+    point: ExtensionPoint,
+    field: &str,
+) -> Result<(), (String, String)> {
+    if set.disabled.iter().any(|d| d.name == "*") {
+        list.clear();
+    } else {
+        list.retain(|(n, _)| !set.disabled.iter().any(|d| &d.name == n));
+    }
+    for (i, e) in set.enabled.iter().enumerate() {
+        let weight = match (point, e.weight) {
+            (ExtensionPoint::Score, Some(w)) if w < 0 => {
+                return Err((
+                    format!("{field}.enabled[{i}].weight"),
+                    format!("{w} is negative"),
+                ));
+            }
+            (ExtensionPoint::Score, Some(w)) if w > 0 => w,
+            (ExtensionPoint::Score, _) => 1,
+            (_, Some(_)) => {
+                return Err((
+                    format!("{field}.enabled[{i}].weight"),
+                    "weights apply to score plugins only".into(),
+                ));
+            }
+            (_, None) => 1,
+        };
+        match list.iter_mut().find(|(n, _)| n == &e.name) {
+            Some(existing) => existing.1 = weight,
+            None => list.push((e.name.clone(), weight)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_config_is_the_default_profile() {
+        let c = Configuration::parse("c.yaml", "{}").unwrap();
+        let p = c.resolve_profiles("c.yaml").unwrap();
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].scheduler_name, DEFAULT_SCHEDULER_NAME);
+        assert_eq!(p[0].points, default_plugins());
+    }
+
+    #[test]
+    fn enabled_and_disabled_merge_as_upstream() {
+        let text = r#"
+profiles:
+- schedulerName: custom
+  plugins:
+    filter:
+      disabled: [{name: NodeName}]
+      enabled: [{name: Extra}]
+    score:
+      disabled: [{name: "*"}]
+      enabled: [{name: NodeResourcesFit, weight: 5}]
+"#;
+        let c = Configuration::parse("c.yaml", text).unwrap();
+        let p = &c.resolve_profiles("c.yaml").unwrap()[0];
+        let filters: Vec<&str> = p
+            .plugins_at(ExtensionPoint::Filter)
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(
+            filters,
+            [
+                "NodeUnschedulable",
+                "TaintToleration",
+                "NodeResourcesFit",
+                "Extra"
+            ]
+        );
+        assert_eq!(
+            p.plugins_at(ExtensionPoint::Score),
+            [("NodeResourcesFit".to_owned(), 5)]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_field() {
+        let e = Configuration::parse(
+            "c.yaml",
+            "profiles:\n- schedulerName: x\n  plugins:\n    filtre: {}\n",
+        )
+        .unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("c.yaml: profiles[0].plugins"), "{msg}");
+        assert!(msg.contains("filtre"), "{msg}");
+
+        let e = Configuration::parse("c.yaml", "percentageOfNodesToScore: 101\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.yaml: percentageOfNodesToScore: 101 is not in 0..=100"
+        );
+
+        let c = Configuration::parse(
+            "c.yaml",
+            "profiles:\n- plugins:\n    score:\n      enabled: [{name: X, weight: -1}]\n",
+        )
+        .unwrap();
+        let e = c.resolve_profiles("c.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.yaml: profiles[0].plugins.score.enabled[0].weight: -1 is negative"
+        );
+
+        let c = Configuration::parse(
+            "c.yaml",
+            "profiles:\n- plugins:\n    queueSort:\n      disabled: [{name: '*'}]\n",
+        )
+        .unwrap();
+        let e = c.resolve_profiles("c.yaml").unwrap_err();
+        assert!(
+            e.to_string().contains("exactly one queueSort plugin"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Why a pod fits no node, and kube-scheduler's message for it.
+
+use berth_sdk::Status;
+use std::collections::BTreeMap;
+
+/// What a failed scheduling attempt found: the status of every node that was
+/// rejected, or the PreFilter rejection.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Diagnosis {
+    /// Rejected nodes: node name, the plugin that rejected it, its status.
+    pub node_statuses: Vec<(String, String, Status)>,
+    /// Set when PreFilter rejected the pod: the plugin's message.
+    pub pre_filter_msg: Option<String>,
+    /// Plugins that rejected the pod (for queueing hints).
+    pub unschedulable_plugins: Vec<String>,
+}
+
+/// A pod that fits no node, as kube-scheduler's `FitError`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitError {
+    /// How many nodes the snapshot had.
+    pub num_all_nodes: usize,
+    /// What was found.
+    pub diagnosis: Diagnosis,
+}
+
+impl std::fmt::Display for FitError {
+    /// `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
+        if let Some(msg) = &self.diagnosis.pre_filter_msg {
+            // The PreFilter status stands for every node; listing them would repeat it.
+            return write!(f, " {msg}.");
+        }
+        let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, _, status) in &self.diagnosis.node_statuses {
+            for reason in &status.reasons {
+                *histogram.entry(reason.as_str()).or_default() += 1;
+            }
+        }
+        let mut reasons: Vec<String> = histogram.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        // Upstream sorts the formatted "count reason" strings.
+        reasons.sort();
+        if !reasons.is_empty() {
+            write!(f, " {}.", reasons.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for FitError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_counts_reasons_like_upstream() {
+        let e = FitError {
+            num_all_nodes: 3,
+            diagnosis: Diagnosis {
+                node_statuses: vec![
+                    (
+                        "a".into(),
+                        "NodeResourcesFit".into(),
+                        Status::unschedulable("Insufficient cpu"),
+                    ),
+                    (
+                        "b".into(),
+                        "TaintToleration".into(),
+                        Status::unresolvable("node(s) had untolerated taint {dedicated: gpu}"),
+                    ),
+                    (
+                        "c".into(),
+                        "TaintToleration".into(),
+                        Status::unresolvable("node(s) had untolerated taint {dedicated: gpu}"),
+                    ),
+                ],
+                ..Diagnosis::default()
+            },
+        };
+        assert_eq!(
+            e.to_string(),
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}."
+        );
+    }
+
+    #[test]
+    fn prefilter_message_stands_alone() {
+        let e = FitError {
+            num_all_nodes: 5,
+            diagnosis: Diagnosis {
+                pre_filter_msg: Some("node(s) didn't match Pod's node affinity/selector".into()),
+                ..Diagnosis::default()
+            },
+        };
+        assert_eq!(
+            e.to_string(),
+            "0/5 nodes are available: node(s) didn't match Pod's node affinity/selector."
+        );
+    }
+}

@@ -1,0 +1,381 @@
+//! The framework: a profile's plugins per extension point, their instances (one set
+//! for the scheduling thread, one per worker thread, one for the binding cycle), and
+//! the runner of each extension point in upstream's order.
+
+pub mod cycle_state;
+mod fit_error;
+pub mod registry;
+mod schedule;
+
+pub use cycle_state::CycleState;
+pub use fit_error::{Diagnosis, FitError};
+pub use schedule::{ScheduleOutcome, num_feasible_nodes_to_find};
+
+use crate::cluster::Binder;
+use crate::config::Profile;
+use crate::wasm::{CallError, Instance, LoadError, Module, module::WitPod};
+use berth_sdk::{Code, ExtensionPoint, Status};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Why a profile cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameworkError {
+    /// A plugin is named at an extension point its module does not implement.
+    #[error(
+        "profile {profile}: plugin {plugin} is enabled at {point} but its module ({source_name}) implements only [{implemented}]"
+    )]
+    MissingExtensionPoint {
+        /// The profile's scheduler name.
+        profile: String,
+        /// The plugin.
+        plugin: String,
+        /// The extension point.
+        point: &'static str,
+        /// Where the module came from.
+        source_name: String,
+        /// What it implements.
+        implemented: String,
+    },
+    /// A plugin has no module.
+    #[error("profile {profile}: no module for plugin {plugin}")]
+    NoModule {
+        /// The profile's scheduler name.
+        profile: String,
+        /// The plugin.
+        plugin: String,
+    },
+    /// An instance could not be made (args refused, link failure).
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// How the framework runs.
+#[derive(Clone, Debug)]
+pub struct FrameworkOptions {
+    /// Worker threads for Filter and Score.
+    pub parallelism: usize,
+    /// Percentage of nodes to score; 0 is upstream's adaptive default.
+    pub percentage_of_nodes_to_score: u32,
+    /// Seed of the tie-breaking random choice.
+    pub seed: u64,
+}
+
+impl Default for FrameworkOptions {
+    fn default() -> Self {
+        FrameworkOptions {
+            parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            percentage_of_nodes_to_score: 0,
+            seed: 0,
+        }
+    }
+}
+
+/// A plugin of the profile: its module and args.
+struct PluginSlot {
+    name: String,
+    module: Arc<Module>,
+    args_json: String,
+    normalizes: bool,
+}
+
+/// Live instances, one per plugin of the profile, made on first use and remade after
+/// a trap.
+struct InstanceSet {
+    instances: Vec<Option<Instance>>,
+    binder: Option<Arc<dyn Binder>>,
+}
+
+impl InstanceSet {
+    fn new(n: usize, binder: Option<Arc<dyn Binder>>) -> Self {
+        InstanceSet {
+            instances: (0..n).map(|_| None).collect(),
+            binder,
+        }
+    }
+
+    fn get(&mut self, i: usize, plugins: &[PluginSlot]) -> Result<&mut Instance, PluginError> {
+        let stale = self.instances[i]
+            .as_ref()
+            .is_none_or(|inst| inst.is_broken() || !Arc::ptr_eq(inst.module(), &plugins[i].module));
+        if stale {
+            let p = &plugins[i];
+            let inst = p
+                .module
+                .instantiate(&p.args_json, self.binder.clone())
+                .map_err(|e| PluginError {
+                    plugin: p.name.clone(),
+                    message: e.to_string(),
+                })?;
+            self.instances[i] = Some(inst);
+        }
+        Ok(self.instances[i].as_mut().expect("just made"))
+    }
+}
+
+/// A plugin failed (an Error status, a trap, an instance that cannot be made).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("plugin {plugin}: {message}")]
+pub struct PluginError {
+    /// The plugin's name.
+    pub plugin: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl From<CallError> for PluginError {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Trap { plugin, message } => PluginError {
+                plugin,
+                message: format!("trapped: {message}"),
+            },
+            CallError::BadAnswer { plugin, message } => PluginError { plugin, message },
+        }
+    }
+}
+
+/// One profile, ready to schedule.
+pub struct Framework {
+    scheduler_name: String,
+    plugins: Vec<PluginSlot>,
+    points: HashMap<ExtensionPoint, Vec<(usize, i64)>>,
+    main: Mutex<InstanceSet>,
+    workers: Vec<Mutex<InstanceSet>>,
+    binding: Mutex<InstanceSet>,
+    pool: Option<rayon::ThreadPool>,
+    percentage_of_nodes_to_score: u32,
+    next_start: Mutex<usize>,
+    rng: Mutex<StdRng>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Framework {
+    /// Builds a framework for a profile. Every plugin is instantiated once on the
+    /// scheduling thread's set, so bad args are refused here, not mid-cycle.
+    pub fn new(
+        profile: &Profile,
+        modules: &HashMap<String, Arc<Module>>,
+        options: &FrameworkOptions,
+        binder: Arc<dyn Binder>,
+    ) -> Result<Self, FrameworkError> {
+        let mut plugins: Vec<PluginSlot> = Vec::new();
+        let mut points: HashMap<ExtensionPoint, Vec<(usize, i64)>> = HashMap::new();
+        for (point, list) in &profile.points {
+            for (name, weight) in list {
+                let module = modules.get(name).ok_or_else(|| FrameworkError::NoModule {
+                    profile: profile.scheduler_name.clone(),
+                    plugin: name.clone(),
+                })?;
+                if !module.extension_points().contains(point) {
+                    return Err(FrameworkError::MissingExtensionPoint {
+                        profile: profile.scheduler_name.clone(),
+                        plugin: name.clone(),
+                        point: point.as_str(),
+                        source_name: module.source().to_owned(),
+                        implemented: module
+                            .extension_points()
+                            .iter()
+                            .map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    });
+                }
+                let idx = match plugins.iter().position(|p| &p.name == name) {
+                    Some(i) => i,
+                    None => {
+                        let args = profile
+                            .args
+                            .get(name)
+                            .cloned()
+                            .unwrap_or(serde_json::Value::Null);
+                        plugins.push(PluginSlot {
+                            name: name.clone(),
+                            module: module.clone(),
+                            args_json: args.to_string(),
+                            normalizes: module
+                                .extension_points()
+                                .contains(&ExtensionPoint::NormalizeScore),
+                        });
+                        plugins.len() - 1
+                    }
+                };
+                points.entry(*point).or_default().push((idx, *weight));
+            }
+        }
+        let parallelism = options.parallelism.max(1);
+        let pool = if parallelism > 1 {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(parallelism)
+                    .thread_name(|i| format!("berth-worker-{i}"))
+                    .build()
+                    .map_err(|e| LoadError::Metadata {
+                        source_name: "worker pool".into(),
+                        message: e.to_string(),
+                    })?,
+            )
+        } else {
+            None
+        };
+        let fw = Framework {
+            scheduler_name: profile.scheduler_name.clone(),
+            main: Mutex::new(InstanceSet::new(plugins.len(), None)),
+            workers: (0..parallelism)
+                .map(|_| Mutex::new(InstanceSet::new(plugins.len(), None)))
+                .collect(),
+            binding: Mutex::new(InstanceSet::new(plugins.len(), Some(binder))),
+            plugins,
+            points,
+            pool,
+            percentage_of_nodes_to_score: options.percentage_of_nodes_to_score,
+            next_start: Mutex::new(0),
+            rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
+        };
+        {
+            let mut main = lock(&fw.main);
+            for i in 0..fw.plugins.len() {
+                main.get(i, &fw.plugins).map_err(|e| LoadError::Configure {
+                    plugin: e.plugin,
+                    source_name: fw.plugins[i].module.source().to_owned(),
+                    message: e.message,
+                })?;
+            }
+        }
+        Ok(fw)
+    }
+
+    /// The scheduler name this profile serves.
+    pub fn scheduler_name(&self) -> &str {
+        &self.scheduler_name
+    }
+
+    /// How many worker threads Filter and Score use.
+    pub fn parallelism(&self) -> usize {
+        self.workers.len()
+    }
+
+    fn at(&self, point: ExtensionPoint) -> &[(usize, i64)] {
+        self.points.get(&point).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The QueueSort key of a pod, computed once when it is enqueued.
+    pub fn sort_key(&self, pod: &WitPod) -> Result<Vec<i64>, PluginError> {
+        let Some(&(i, _)) = self.at(ExtensionPoint::QueueSort).first() else {
+            return Ok(vec![-i64::from(pod.priority)]);
+        };
+        let mut main = lock(&self.main);
+        Ok(main.get(i, &self.plugins)?.sort_key(pod)?)
+    }
+
+    /// Runs PreEnqueue plugins: `Ok(None)` lets the pod in, `Ok(Some(..))` names the
+    /// plugin that keeps it out and why.
+    pub fn pre_enqueue(&self, pod: &WitPod) -> Result<Option<(String, Status)>, PluginError> {
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::PreEnqueue) {
+            let status = main.get(i, &self.plugins)?.pre_enqueue(pod)?;
+            if !status.is_success() {
+                return Ok(Some((self.plugins[i].name.clone(), status)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reserve, in order; on failure the caller must run [`Framework::unreserve`].
+    pub fn reserve(&self, state: &CycleState, pod: &WitPod, node: &str) -> Result<(), PluginError> {
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::Reserve) {
+            let status = main.get(i, &self.plugins)?.reserve(state, pod, node)?;
+            if !status.is_success() {
+                return Err(self.failure(i, &status));
+            }
+        }
+        Ok(())
+    }
+
+    /// Unreserve, in reverse order; failures are logged, as upstream.
+    pub fn unreserve(&self, state: &CycleState, pod: &WitPod, node: &str) {
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::Reserve).iter().rev() {
+            let r = main
+                .get(i, &self.plugins)
+                .and_then(|inst| inst.unreserve(state, pod, node).map_err(PluginError::from));
+            if let Err(e) = r {
+                tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name), "unreserve failed: {e}");
+            }
+        }
+    }
+
+    /// Permit: Ok when every plugin allows the pod.
+    pub fn permit(&self, state: &CycleState, pod: &WitPod, node: &str) -> Result<(), PluginError> {
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::Permit) {
+            let (status, timeout) = main.get(i, &self.plugins)?.permit(state, pod, node)?;
+            match status.code {
+                Code::Success => {}
+                Code::Wait => {
+                    // No plugin or host API can allow a waiting pod yet; rather than
+                    // hold the pod for `timeout` and then reject it, reject it now.
+                    return Err(PluginError {
+                        plugin: self.plugins[i].name.clone(),
+                        message: format!(
+                            "asked to wait {timeout:?} at Permit; waiting pods are not supported yet, so the pod is rejected"
+                        ),
+                    });
+                }
+                _ => return Err(self.failure(i, &status)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The binding cycle: PreBind, Bind (until a plugin does not Skip), PostBind.
+    pub fn bind(&self, state: &CycleState, pod: &WitPod, node: &str) -> Result<(), PluginError> {
+        let mut set = lock(&self.binding);
+        for &(i, _) in self.at(ExtensionPoint::PreBind) {
+            let status = set.get(i, &self.plugins)?.pre_bind(state, pod, node)?;
+            if !matches!(status.code, Code::Success | Code::Skip) {
+                return Err(self.failure(i, &status));
+            }
+        }
+        let mut bound = false;
+        for &(i, _) in self.at(ExtensionPoint::Bind) {
+            let status = set.get(i, &self.plugins)?.bind(state, pod, node)?;
+            match status.code {
+                Code::Skip => continue,
+                Code::Success => {
+                    bound = true;
+                    break;
+                }
+                _ => return Err(self.failure(i, &status)),
+            }
+        }
+        if !bound {
+            return Err(PluginError {
+                plugin: "Bind".into(),
+                message: "every bind plugin skipped the pod".into(),
+            });
+        }
+        for &(i, _) in self.at(ExtensionPoint::PostBind) {
+            let r = set
+                .get(i, &self.plugins)
+                .and_then(|inst| inst.post_bind(state, pod, node).map_err(PluginError::from));
+            if let Err(e) = r {
+                tracing::warn!("postBind failed: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    fn failure(&self, plugin: usize, status: &Status) -> PluginError {
+        PluginError {
+            plugin: self.plugins[plugin].name.clone(),
+            message: format!("{}: {}", status.code.as_str(), status.message()),
+        }
+    }
+}

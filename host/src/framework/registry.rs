@@ -1,0 +1,125 @@
+//! Which module serves which plugin name: the built-in components (compiled into the
+//! `berth` binary) and the modules a configuration names.
+
+use crate::config::ModuleSource;
+use crate::wasm::{LoadError, Module, Runtime};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Why a plugin has no usable module.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Neither built in nor named in `modules`.
+    #[error("plugin {0} is not built in and no entry of `modules` names it")]
+    Unknown(String),
+    /// The module failed to load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The file's hash is not the one the configuration expects.
+    #[error("{path}: sha256 is {actual}, the configuration expects {expected}")]
+    Sha256 {
+        /// The file.
+        path: String,
+        /// Its hash.
+        actual: String,
+        /// The expected hash.
+        expected: String,
+    },
+    /// The module calls itself by another name.
+    #[error(
+        "{source_name}: module says it is plugin {actual}, the configuration names it {expected}"
+    )]
+    Name {
+        /// Where the module came from.
+        source_name: String,
+        /// Its metadata name.
+        actual: String,
+        /// The name in the configuration.
+        expected: String,
+    },
+}
+
+/// The plugin name of a built-in plugin crate: `node-resources-fit` -> `NodeResourcesFit`.
+pub fn plugin_name_of_crate(crate_name: &str) -> String {
+    crate_name
+        .split(['-', '_'])
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// The built-in plugins, by plugin name.
+pub fn builtin_plugins() -> HashMap<String, &'static berth_artifacts::Artifact> {
+    berth_artifacts::PLUGINS
+        .iter()
+        .map(|a| (plugin_name_of_crate(a.crate_name), a))
+        .collect()
+}
+
+/// Loads the modules for the named plugins: from `sources` when a source names the
+/// plugin, else the built-in component.
+pub fn load_modules(
+    runtime: &Arc<Runtime>,
+    sources: &[ModuleSource],
+    names: &[String],
+) -> Result<HashMap<String, Arc<Module>>, RegistryError> {
+    let builtins = builtin_plugins();
+    let mut out = HashMap::new();
+    for name in names {
+        let module = if let Some(src) = sources.iter().find(|s| &s.name == name) {
+            let path = src.path.display().to_string();
+            let bytes = std::fs::read(&src.path).map_err(|source| LoadError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            if let Some(expected) = &src.sha256 {
+                let actual: String = Sha256::digest(&bytes)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                if !actual.eq_ignore_ascii_case(expected) {
+                    return Err(RegistryError::Sha256 {
+                        path,
+                        actual,
+                        expected: expected.clone(),
+                    });
+                }
+            }
+            runtime.load(&path, &bytes)?
+        } else if let Some(artifact) = builtins.get(name) {
+            runtime.load(&format!("built-in {}", artifact.crate_name), artifact.bytes)?
+        } else {
+            return Err(RegistryError::Unknown(name.clone()));
+        };
+        if module.name() != name {
+            return Err(RegistryError::Name {
+                source_name: module.source().to_owned(),
+                actual: module.name().to_owned(),
+                expected: name.clone(),
+            });
+        }
+        out.insert(name.clone(), module);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crate_names_map_to_plugin_names() {
+        assert_eq!(
+            plugin_name_of_crate("node-resources-fit"),
+            "NodeResourcesFit"
+        );
+        assert_eq!(plugin_name_of_crate("default-binder"), "DefaultBinder");
+        assert_eq!(plugin_name_of_crate("priority-sort"), "PrioritySort");
+    }
+}

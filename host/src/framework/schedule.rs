@@ -1,0 +1,461 @@
+//! One scheduling attempt: PreFilter, Filter fanned out over the workers from the
+//! round-robin start until `numFeasibleNodesToFind` nodes fit, PreScore, Score and
+//! NormalizeScore, weights, and a random choice among the best.
+
+use super::{CycleState, Diagnosis, FitError, Framework, PluginError, lock};
+use crate::cache::Snapshot;
+use crate::wasm::module::WitPod;
+use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use rand::Rng;
+use std::collections::HashSet;
+
+/// Below this many nodes a batch is not split across workers.
+const MIN_NODES_PER_WORKER: usize = 32;
+/// The fewest nodes one Filter round looks at.
+const MIN_ROUND: usize = 256;
+
+/// What one scheduling attempt decided.
+#[derive(Debug)]
+pub enum ScheduleOutcome {
+    /// The pod should go to `node`.
+    Scheduled {
+        /// The chosen node.
+        node: String,
+        /// The cycle's state, for Reserve, Permit and the binding cycle.
+        state: CycleState,
+        /// How many nodes Filter looked at.
+        evaluated: usize,
+        /// How many of them fit.
+        feasible: usize,
+    },
+    /// No node fits.
+    Unschedulable(FitError),
+    /// A plugin failed.
+    Error(PluginError),
+}
+
+/// How many feasible nodes to find before Filter stops, as upstream: every node
+/// below 100; otherwise `percentage` of them (adaptive when 0: 50% minus 1% per 125
+/// nodes, at least 5%), and never fewer than 100.
+pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usize {
+    const MIN_FEASIBLE_NODES: usize = 100;
+    const MIN_PERCENTAGE: i64 = 5;
+    if num_all_nodes < MIN_FEASIBLE_NODES || percentage >= 100 {
+        return num_all_nodes;
+    }
+    let mut pct = i64::from(percentage);
+    if pct == 0 {
+        pct = (50 - num_all_nodes as i64 / 125).max(MIN_PERCENTAGE);
+    }
+    let n = (num_all_nodes as i64 * pct / 100) as usize;
+    n.max(MIN_FEASIBLE_NODES)
+}
+
+type ChunkResult = Result<(Vec<u32>, Vec<(u32, usize, Status)>), PluginError>;
+
+impl Framework {
+    /// Splits `items` into one contiguous chunk per worker and runs `f` on each, on
+    /// the worker that owns the instances of that index. Results come in item order.
+    fn fan_out<R: Send>(&self, items: &[u32], f: impl Fn(usize, &[u32]) -> R + Sync) -> Vec<R> {
+        let workers = self.workers.len();
+        match &self.pool {
+            Some(pool) if items.len() >= 2 * MIN_NODES_PER_WORKER => {
+                let per = items.len().div_ceil(workers).max(MIN_NODES_PER_WORKER);
+                let chunks: Vec<&[u32]> = items.chunks(per).collect();
+                pool.broadcast(|ctx| chunks.get(ctx.index()).map(|c| f(ctx.index(), c)))
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            }
+            _ => vec![f(0, items)],
+        }
+    }
+
+    fn filter_chunk(
+        &self,
+        worker: usize,
+        state: &CycleState,
+        pod: &WitPod,
+        snapshot: &Snapshot,
+        chunk: &[u32],
+        filters: &[usize],
+    ) -> ChunkResult {
+        let mut set = lock(&self.workers[worker]);
+        let mut survivors = chunk.to_vec();
+        let mut failures = Vec::new();
+        for &i in filters {
+            if survivors.is_empty() {
+                break;
+            }
+            let inst = set.get(i, &self.plugins)?;
+            inst.sync(snapshot)?;
+            let rejected = inst.filter(state, pod, &survivors)?;
+            if rejected.is_empty() {
+                continue;
+            }
+            let mut out: HashSet<u32> = HashSet::with_capacity(rejected.len());
+            for (slot, status) in rejected {
+                if status.code == Code::Error {
+                    return Err(PluginError {
+                        plugin: self.plugins[i].name.clone(),
+                        message: status.message(),
+                    });
+                }
+                out.insert(slot);
+                failures.push((slot, i, status));
+            }
+            survivors.retain(|s| !out.contains(s));
+        }
+        Ok((survivors, failures))
+    }
+
+    fn score_chunk(
+        &self,
+        worker: usize,
+        state: &CycleState,
+        pod: &WitPod,
+        snapshot: &Snapshot,
+        chunk: &[u32],
+        scorers: &[(usize, i64)],
+    ) -> Result<Vec<Vec<i64>>, PluginError> {
+        let mut set = lock(&self.workers[worker]);
+        let mut out = Vec::with_capacity(scorers.len());
+        for &(i, _) in scorers {
+            let inst = set.get(i, &self.plugins)?;
+            inst.sync(snapshot)?;
+            match inst.score(state, pod, chunk)? {
+                Ok(scores) => out.push(scores),
+                Err(status) => {
+                    return Err(PluginError {
+                        plugin: self.plugins[i].name.clone(),
+                        message: format!("{}: {}", status.code.as_str(), status.message()),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs one scheduling attempt for `pod` (given as its WIT record) against the
+    /// snapshot.
+    pub fn schedule_pod(&self, pod: &WitPod, snapshot: &Snapshot) -> ScheduleOutcome {
+        match self.try_schedule(pod, snapshot) {
+            Ok(o) => o,
+            Err(e) => ScheduleOutcome::Error(e),
+        }
+    }
+
+    fn try_schedule(
+        &self,
+        pod: &WitPod,
+        snapshot: &Snapshot,
+    ) -> Result<ScheduleOutcome, PluginError> {
+        let num_all = snapshot.num_nodes();
+        let state = CycleState::new();
+        if num_all == 0 {
+            return Ok(ScheduleOutcome::Unschedulable(FitError {
+                num_all_nodes: 0,
+                diagnosis: Diagnosis::default(),
+            }));
+        }
+
+        // PreFilter.
+        let mut skip_filter: HashSet<usize> = HashSet::new();
+        let mut narrowed: Option<HashSet<String>> = None;
+        let mut narrowing_plugins: Vec<String> = Vec::new();
+        {
+            let mut main = lock(&self.main);
+            for &(i, _) in self.at(ExtensionPoint::PreFilter) {
+                let r = main.get(i, &self.plugins)?.pre_filter(&state, pod)?;
+                match r.status.code {
+                    Code::Success => {}
+                    Code::Skip => {
+                        skip_filter.insert(i);
+                        continue;
+                    }
+                    Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
+                        let plugin = self.plugins[i].name.clone();
+                        return Ok(ScheduleOutcome::Unschedulable(FitError {
+                            num_all_nodes: num_all,
+                            diagnosis: Diagnosis {
+                                node_statuses: Vec::new(),
+                                pre_filter_msg: Some(r.status.message()),
+                                unschedulable_plugins: vec![plugin],
+                            },
+                        }));
+                    }
+                    _ => {
+                        return Err(PluginError {
+                            plugin: self.plugins[i].name.clone(),
+                            message: format!("{}: {}", r.status.code.as_str(), r.status.message()),
+                        });
+                    }
+                }
+                if let Some(names) = r.node_names {
+                    let names: HashSet<String> = names.into_iter().collect();
+                    narrowed = Some(match narrowed {
+                        Some(prev) => prev.intersection(&names).cloned().collect(),
+                        None => names,
+                    });
+                    narrowing_plugins.push(self.plugins[i].name.clone());
+                }
+            }
+        }
+
+        let candidates: Vec<u32> = match &narrowed {
+            Some(names) => snapshot
+                .slots()
+                .iter()
+                .copied()
+                .filter(|&s| snapshot.node(s).is_some_and(|n| names.contains(n.name())))
+                .collect(),
+            None => snapshot.slots().to_vec(),
+        };
+        let mut diagnosis = Diagnosis::default();
+        if narrowed.is_some() {
+            // Nodes the PreFilter result left out, as upstream reports them.
+            let reason = format!(
+                "node(s) didn't satisfy plugin(s) [{}]",
+                narrowing_plugins.join(", ")
+            );
+            for &s in snapshot.slots() {
+                if !candidates.contains(&s) {
+                    let name = snapshot
+                        .node(s)
+                        .map(|n| n.name().to_owned())
+                        .unwrap_or_default();
+                    diagnosis.node_statuses.push((
+                        name,
+                        narrowing_plugins.join(","),
+                        Status::unresolvable(reason.clone()),
+                    ));
+                }
+            }
+            diagnosis
+                .unschedulable_plugins
+                .extend(narrowing_plugins.iter().cloned());
+        }
+        if candidates.is_empty() {
+            return Ok(ScheduleOutcome::Unschedulable(FitError {
+                num_all_nodes: num_all,
+                diagnosis,
+            }));
+        }
+
+        // Filter, from the round-robin start, until enough nodes fit.
+        let n = candidates.len();
+        let to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n);
+        let start = *lock(&self.next_start) % n;
+        let filters: Vec<usize> = self
+            .at(ExtensionPoint::Filter)
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|i| !skip_filter.contains(i))
+            .collect();
+        let mut feasible: Vec<u32> = Vec::new();
+        let mut processed = 0usize;
+        while processed < n && feasible.len() < to_find {
+            let want = to_find - feasible.len();
+            let take = (n - processed).min(want.max(MIN_ROUND));
+            let round: Vec<u32> = (processed..processed + take)
+                .map(|k| candidates[(start + k) % n])
+                .collect();
+            let results = self.fan_out(&round, |w, chunk| {
+                self.filter_chunk(w, &state, pod, snapshot, chunk, &filters)
+            });
+            let mut passed: HashSet<u32> = HashSet::new();
+            let mut failed: Vec<(u32, usize, Status)> = Vec::new();
+            for r in results {
+                let (ok, bad) = r?;
+                passed.extend(ok);
+                failed.extend(bad);
+            }
+            // Keep only the nodes up to the one that completed the count, as
+            // upstream counts processed nodes.
+            let mut cut = round.len();
+            for (k, slot) in round.iter().enumerate() {
+                if passed.contains(slot) {
+                    feasible.push(*slot);
+                    if feasible.len() == to_find {
+                        cut = k + 1;
+                        break;
+                    }
+                }
+            }
+            let kept: HashSet<u32> = round[..cut].iter().copied().collect();
+            for (slot, plugin, status) in failed {
+                if kept.contains(&slot) {
+                    let name = snapshot
+                        .node(slot)
+                        .map(|n| n.name().to_owned())
+                        .unwrap_or_default();
+                    if !diagnosis
+                        .unschedulable_plugins
+                        .contains(&self.plugins[plugin].name)
+                    {
+                        diagnosis
+                            .unschedulable_plugins
+                            .push(self.plugins[plugin].name.clone());
+                    }
+                    diagnosis
+                        .node_statuses
+                        .push((name, self.plugins[plugin].name.clone(), status));
+                }
+            }
+            processed += cut;
+        }
+        {
+            let mut next = lock(&self.next_start);
+            *next = (start + processed) % n;
+        }
+        if feasible.is_empty() {
+            return Ok(ScheduleOutcome::Unschedulable(FitError {
+                num_all_nodes: num_all,
+                diagnosis,
+            }));
+        }
+        let name_of = |slot: u32| {
+            snapshot
+                .node(slot)
+                .map(|n| n.name().to_owned())
+                .unwrap_or_default()
+        };
+        if feasible.len() == 1 {
+            return Ok(ScheduleOutcome::Scheduled {
+                node: name_of(feasible[0]),
+                state,
+                evaluated: processed,
+                feasible: 1,
+            });
+        }
+
+        // PreScore.
+        let mut skip_score: HashSet<usize> = HashSet::new();
+        {
+            let mut main = lock(&self.main);
+            for &(i, _) in self.at(ExtensionPoint::PreScore) {
+                let inst = main.get(i, &self.plugins)?;
+                inst.sync(snapshot)?;
+                let status = inst.pre_score(&state, pod, &feasible)?;
+                match status.code {
+                    Code::Success => {}
+                    Code::Skip => {
+                        skip_score.insert(i);
+                    }
+                    _ => {
+                        return Err(PluginError {
+                            plugin: self.plugins[i].name.clone(),
+                            message: format!("{}: {}", status.code.as_str(), status.message()),
+                        });
+                    }
+                }
+            }
+        }
+
+        // Score, NormalizeScore, weights.
+        let scorers: Vec<(usize, i64)> = self
+            .at(ExtensionPoint::Score)
+            .iter()
+            .copied()
+            .filter(|(i, _)| !skip_score.contains(i))
+            .collect();
+        let mut totals = vec![0i64; feasible.len()];
+        if !scorers.is_empty() {
+            let chunks = self.fan_out(&feasible, |w, chunk| {
+                self.score_chunk(w, &state, pod, snapshot, chunk, &scorers)
+            });
+            let mut per_plugin: Vec<Vec<i64>> =
+                vec![Vec::with_capacity(feasible.len()); scorers.len()];
+            for chunk in chunks {
+                for (p, scores) in chunk?.into_iter().enumerate() {
+                    per_plugin[p].extend(scores);
+                }
+            }
+            let mut main = lock(&self.main);
+            for (p, &(i, weight)) in scorers.iter().enumerate() {
+                let mut scores = std::mem::take(&mut per_plugin[p]);
+                if self.plugins[i].normalizes {
+                    scores = match main
+                        .get(i, &self.plugins)?
+                        .normalize_score(&state, pod, &scores)?
+                    {
+                        Ok(s) if s.len() == scores.len() => s,
+                        Ok(s) => {
+                            return Err(PluginError {
+                                plugin: self.plugins[i].name.clone(),
+                                message: format!(
+                                    "normalizeScore answered {} scores for {} nodes",
+                                    s.len(),
+                                    scores.len()
+                                ),
+                            });
+                        }
+                        Err(status) => {
+                            return Err(PluginError {
+                                plugin: self.plugins[i].name.clone(),
+                                message: format!("{}: {}", status.code.as_str(), status.message()),
+                            });
+                        }
+                    };
+                }
+                for (k, s) in scores.iter().enumerate() {
+                    if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
+                        return Err(PluginError {
+                            plugin: self.plugins[i].name.clone(),
+                            message: format!(
+                                "returned an invalid score {s} for node {}: scores must be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                                name_of(feasible[k])
+                            ),
+                        });
+                    }
+                    totals[k] += s * weight;
+                }
+            }
+        }
+
+        // The best score wins; ties are broken uniformly at random (reservoir sampling).
+        let mut best = 0usize;
+        let mut ties = 0u32;
+        {
+            let mut rng = lock(&self.rng);
+            for (k, &t) in totals.iter().enumerate() {
+                if t > totals[best] {
+                    best = k;
+                    ties = 1;
+                } else if t == totals[best] {
+                    ties += 1;
+                    if rng.random_range(0..ties) == 0 {
+                        best = k;
+                    }
+                }
+            }
+        }
+        Ok(ScheduleOutcome::Scheduled {
+            node: name_of(feasible[best]),
+            state,
+            evaluated: processed,
+            feasible: feasible.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feasible_nodes_to_find_follows_upstream() {
+        assert_eq!(num_feasible_nodes_to_find(0, 10), 10);
+        assert_eq!(num_feasible_nodes_to_find(0, 99), 99);
+        assert_eq!(num_feasible_nodes_to_find(0, 100), 100);
+        // 50 - 1000/125 = 42%.
+        assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
+        // 50 - 5000/125 = 10%.
+        assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
+        // Adaptive never goes below 5%.
+        assert_eq!(num_feasible_nodes_to_find(0, 10_000), 500);
+        assert_eq!(num_feasible_nodes_to_find(1, 1000), 100);
+        assert_eq!(num_feasible_nodes_to_find(30, 1000), 300);
+        assert_eq!(num_feasible_nodes_to_find(100, 1000), 1000);
+    }
+}

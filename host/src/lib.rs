@@ -1,0 +1,29 @@
+//! # Berth
+//!
+//! A Kubernetes scheduler whose every extension-point plugin is a sandboxed
+//! WebAssembly component. The host owns the queue, the cache and its snapshots, the
+//! parallel Filter/Score fan-out and binding; plugins are components built against
+//! the WIT package in `wit/` (see the `berth-sdk` crate).
+//!
+//! ```no_run
+//! use berth::simulate::{simulate, SimulateOptions};
+//! use berth::wasm::{Runtime, RuntimeOptions};
+//!
+//! let runtime = Runtime::new(RuntimeOptions::default()).unwrap();
+//! let opts = SimulateOptions {
+//!     files: vec!["examples/cluster.yaml".into()],
+//!     ..SimulateOptions::default()
+//! };
+//! let report = simulate(&runtime, &opts).unwrap();
+//! print!("{}", report.to_text());
+//! ```
+#![deny(missing_docs)]
+
+pub mod cache;
+pub mod cluster;
+pub mod config;
+pub mod framework;
+pub mod queue;
+pub mod scheduler;
+pub mod simulate;
+pub mod wasm;

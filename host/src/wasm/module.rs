@@ -1,0 +1,726 @@
+//! The engine, plugin modules and their instances.
+
+use super::CallError;
+use super::bindings::berth::scheduler::{host, types as w};
+use super::bindings::exports::berth::scheduler as ex;
+use super::bindings::{SchedulerPlugin, SchedulerPluginPre};
+use super::convert;
+use super::limits::{EPOCH_TICK, Limits};
+use crate::cache::Snapshot;
+use crate::cluster::Binder;
+use crate::framework::cycle_state::CycleState;
+use berth_sdk::{ExtensionPoint, PreFilterResult, Status};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
+use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// The WIT package version this host speaks.
+pub const WIT_VERSION: &str = "0.1.0";
+
+/// Why a module could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{path}: cannot read plugin module: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a component wasmtime can compile.
+    #[error("{source_name}: not a valid WebAssembly component: {message}")]
+    Compile {
+        /// Where the module came from.
+        source_name: String,
+        /// What the compiler said.
+        message: String,
+    },
+    /// The component does not target Berth's `scheduler-plugin` world.
+    #[error(
+        "{source_name}: does not fit the berth:scheduler@{WIT_VERSION} plugin world: {message}"
+    )]
+    World {
+        /// Where the module came from.
+        source_name: String,
+        /// What was missing or different.
+        message: String,
+    },
+    /// The module's metadata call failed or answered something unusable.
+    #[error("{source_name}: {message}")]
+    Metadata {
+        /// Where the module came from.
+        source_name: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The module refused its args.
+    #[error("plugin {plugin} ({source_name}) refused its args: {message}")]
+    Configure {
+        /// The plugin's name.
+        plugin: String,
+        /// Where the module came from.
+        source_name: String,
+        /// The plugin's message.
+        message: String,
+    },
+}
+
+/// What the engine is set up with.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeOptions {
+    /// Where precompiled components are kept; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// Deadline and memory limit of every instance.
+    pub limits: Limits,
+}
+
+impl RuntimeOptions {
+    /// The default cache directory: `$BERTH_CACHE_DIR`, else `$XDG_CACHE_HOME/berth`,
+    /// else `~/.cache/berth`.
+    pub fn default_cache_dir() -> Option<PathBuf> {
+        if let Some(d) = std::env::var_os("BERTH_CACHE_DIR") {
+            return Some(PathBuf::from(d));
+        }
+        if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+            return Some(PathBuf::from(d).join("berth"));
+        }
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("berth"))
+    }
+}
+
+/// One wasmtime engine per process, its linker, and the epoch ticker that enforces
+/// call deadlines.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostCtx>,
+    options: RuntimeOptions,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    /// Builds the engine and starts the epoch ticker.
+    pub fn new(options: RuntimeOptions) -> anyhow::Result<Arc<Self>> {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        SchedulerPlugin::add_to_linker::<HostCtx, HasSelf<HostCtx>>(&mut linker, |c| c)?;
+
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        let (weak_engine, stop) = (engine.weak(), stop_ticker.clone());
+        std::thread::Builder::new()
+            .name("berth-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match weak_engine.upgrade() {
+                        Some(e) => e.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })?;
+        Ok(Arc::new(Runtime {
+            engine,
+            linker,
+            options,
+            stop_ticker,
+        }))
+    }
+
+    /// The limits instances run under.
+    pub fn limits(&self) -> Limits {
+        self.options.limits
+    }
+
+    /// Loads a module from a file.
+    pub fn load_file(self: &Arc<Self>, path: &Path) -> Result<Arc<Module>, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.load(&path.display().to_string(), &bytes)
+    }
+
+    /// Compiles (or loads the cached precompiled artifact of) a component, links it
+    /// against the plugin world and reads its metadata.
+    pub fn load(
+        self: &Arc<Self>,
+        source_name: &str,
+        bytes: &[u8],
+    ) -> Result<Arc<Module>, LoadError> {
+        let sha256 = hex(&Sha256::digest(bytes));
+        let component = self.compile_cached(source_name, &sha256, bytes)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::World {
+                source_name: source_name.to_owned(),
+                message: format!("{e:#}"),
+            })?;
+        let pre = SchedulerPluginPre::new(pre).map_err(|e| LoadError::World {
+            source_name: source_name.to_owned(),
+            message: format!("{e:#}"),
+        })?;
+        let mut module = Module {
+            runtime: self.clone(),
+            pre,
+            name: String::new(),
+            extension_points: Vec::new(),
+            sha256,
+            source: source_name.to_owned(),
+        };
+        // Read the metadata from a throwaway instance.
+        let (mut store, bindings) = module.new_store(None).map_err(|e| LoadError::World {
+            source_name: source_name.to_owned(),
+            message: format!("{e:#}"),
+        })?;
+        store.set_epoch_deadline(self.options.limits.deadline_ticks());
+        let info = bindings
+            .berth_scheduler_plugin()
+            .call_info(&mut store)
+            .map_err(|e| LoadError::Metadata {
+                source_name: source_name.to_owned(),
+                message: format!("plugin.info trapped: {e:#}"),
+            })?;
+        if info.wit_version != WIT_VERSION {
+            return Err(LoadError::Metadata {
+                source_name: source_name.to_owned(),
+                message: format!(
+                    "built against berth:scheduler@{}, this host speaks @{WIT_VERSION}",
+                    info.wit_version
+                ),
+            });
+        }
+        if info.name.is_empty() {
+            return Err(LoadError::Metadata {
+                source_name: source_name.to_owned(),
+                message: "plugin.info answered an empty name".into(),
+            });
+        }
+        module.name = info.name;
+        module.extension_points = info
+            .extension_points
+            .into_iter()
+            .map(convert::point_from_wit)
+            .collect();
+        Ok(Arc::new(module))
+    }
+
+    fn compile_cached(
+        &self,
+        source_name: &str,
+        sha256: &str,
+        bytes: &[u8],
+    ) -> Result<Component, LoadError> {
+        let compile_err = |e: wasmtime::Error| LoadError::Compile {
+            source_name: source_name.to_owned(),
+            message: format!("{e:#}"),
+        };
+        let Some(dir) = &self.options.cache_dir else {
+            return Component::new(&self.engine, bytes).map_err(compile_err);
+        };
+        // The artifact is valid only for this wasmtime version and configuration.
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&self.engine.precompile_compatibility_hash(), &mut h);
+        let compat = std::hash::Hasher::finish(&h);
+        let path = dir.join(format!("{sha256}-{compat:016x}.cwasm"));
+        if path.exists() {
+            // SAFETY: the file was written by `Component::serialize` of an engine with
+            // the same compatibility hash (it is in the name), in Berth's own cache.
+            match unsafe { Component::deserialize_file(&self.engine, &path) } {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "discarding bad cached component: {e:#}")
+                }
+            }
+        }
+        let component = Component::new(&self.engine, bytes).map_err(compile_err)?;
+        if let Err(e) = write_cache(dir, &path, &component) {
+            tracing::warn!(dir = %dir.display(), "cannot cache compiled component: {e:#}");
+        }
+        Ok(component)
+    }
+}
+
+fn write_cache(dir: &Path, path: &Path, component: &Component) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let bytes = component.serialize()?;
+    let tmp = tempfile_in(dir)?;
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+fn tempfile_in(dir: &Path) -> std::io::Result<PathBuf> {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    Ok(dir.join(format!(".tmp-{}-{n}", std::process::id())))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A compiled, linked plugin module and what it says of itself.
+pub struct Module {
+    runtime: Arc<Runtime>,
+    pre: SchedulerPluginPre<HostCtx>,
+    name: String,
+    extension_points: Vec<ExtensionPoint>,
+    sha256: String,
+    source: String,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module")
+            .field("name", &self.name)
+            .field("source", &self.source)
+            .field("sha256", &self.sha256)
+            .finish()
+    }
+}
+
+impl Module {
+    /// The plugin's name, from its metadata.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The extension points the plugin says it implements.
+    pub fn extension_points(&self) -> &[ExtensionPoint] {
+        &self.extension_points
+    }
+    /// The sha256 of the module's bytes, hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+    /// Where the module came from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn new_store(
+        &self,
+        binder: Option<Arc<dyn Binder>>,
+    ) -> wasmtime::Result<(Store<HostCtx>, SchedulerPlugin)> {
+        let limits = self.runtime.options.limits;
+        let stderr = MemoryOutputPipe::new(64 * 1024);
+        let wasi = wasmtime_wasi::WasiCtxBuilder::new()
+            .stderr(stderr.clone())
+            .stdout(stderr.clone())
+            .build();
+        let ctx = HostCtx {
+            wasi,
+            table: ResourceTable::new(),
+            limits: StoreLimitsBuilder::new()
+                .memory_size(limits.max_memory_bytes)
+                .trap_on_grow_failure(true)
+                .build(),
+            plugin: self.name.clone(),
+            binder,
+            stderr,
+        };
+        let mut store = Store::new(&self.runtime.engine, ctx);
+        store.limiter(|c| &mut c.limits);
+        store.set_epoch_deadline(limits.deadline_ticks());
+        store.epoch_deadline_trap();
+        let bindings = self.pre.instantiate(&mut store)?;
+        Ok((store, bindings))
+    }
+
+    /// A new instance, configured with the args (JSON). `binder` is what its
+    /// `bind-pod` calls reach.
+    pub fn instantiate(
+        self: &Arc<Self>,
+        args_json: &str,
+        binder: Option<Arc<dyn Binder>>,
+    ) -> Result<Instance, LoadError> {
+        let (store, bindings) = self.new_store(binder).map_err(|e| LoadError::World {
+            source_name: self.source.clone(),
+            message: format!("{e:#}"),
+        })?;
+        let mut inst = Instance {
+            module: self.clone(),
+            store,
+            bindings,
+            replica_generation: None,
+            broken: false,
+        };
+        let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
+        match configured {
+            Ok(Ok(())) => Ok(inst),
+            Ok(Err(message)) => Err(LoadError::Configure {
+                plugin: self.name.clone(),
+                source_name: self.source.clone(),
+                message,
+            }),
+            Err(e) => Err(LoadError::Configure {
+                plugin: self.name.clone(),
+                source_name: self.source.clone(),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// What a store holds: the WASI context (no files, network, env or clock beyond
+/// WASI's defaults), the resource table, limits, and where bindings go.
+pub struct HostCtx {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+    plugin: String,
+    binder: Option<Arc<dyn Binder>>,
+    stderr: MemoryOutputPipe,
+}
+
+impl WasiView for HostCtx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl w::Host for HostCtx {}
+
+impl host::Host for HostCtx {
+    fn log(&mut self, level: host::LogLevel, message: String) {
+        let plugin = self.plugin.as_str();
+        match level {
+            host::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
+            host::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
+            host::LogLevel::Info => tracing::info!(plugin, "{message}"),
+            host::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            host::LogLevel::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+
+    fn bind_pod(&mut self, pod: w::Pod, node: String) -> Result<(), String> {
+        match &self.binder {
+            Some(b) => b.bind(&convert::pod_from_wit(pod), &node),
+            None => Err("bind-pod is only available to binding-cycle instances".into()),
+        }
+    }
+}
+
+impl host::HostCycleState for HostCtx {
+    fn read(&mut self, this: Resource<CycleState>, key: String) -> Option<Vec<u8>> {
+        self.table.get(&this).ok().and_then(|s| s.read(&key))
+    }
+    fn write(&mut self, this: Resource<CycleState>, key: String, value: Vec<u8>) {
+        if let Ok(s) = self.table.get(&this) {
+            s.write(&key, value);
+        }
+    }
+    fn delete(&mut self, this: Resource<CycleState>, key: String) {
+        if let Ok(s) = self.table.get(&this) {
+            s.delete(&key);
+        }
+    }
+    fn drop(&mut self, rep: Resource<CycleState>) -> wasmtime::Result<()> {
+        self.table.delete(rep)?;
+        Ok(())
+    }
+}
+
+/// One live instance of a plugin module, owned by one thread at a time.
+pub struct Instance {
+    module: Arc<Module>,
+    store: Store<HostCtx>,
+    bindings: SchedulerPlugin,
+    /// The snapshot generation the guest's node replica matches.
+    replica_generation: Option<u64>,
+    broken: bool,
+}
+
+impl Instance {
+    /// The module this instance runs.
+    pub fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+
+    /// Whether a call trapped; a broken instance must be replaced.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    fn call<R>(
+        &mut self,
+        f: impl FnOnce(&SchedulerPlugin, &mut Store<HostCtx>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let ticks = self.module.runtime.options.limits.deadline_ticks();
+        self.store.set_epoch_deadline(ticks);
+        match f(&self.bindings, &mut self.store) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.broken = true;
+                let mut message = format!("{e:#}");
+                if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+                    message = match trap {
+                        wasmtime::Trap::Interrupt => format!(
+                            "deadline of {:?} exceeded",
+                            self.module.runtime.options.limits.call_deadline
+                        ),
+                        other => other.to_string(),
+                    };
+                }
+                let out = self.store.data().stderr.contents();
+                let guest = String::from_utf8_lossy(&out);
+                let guest = guest.trim();
+                if !guest.is_empty() {
+                    let tail: Vec<&str> = guest.lines().rev().take(3).collect();
+                    let tail: Vec<&str> = tail.into_iter().rev().collect();
+                    message = format!("{message}; guest said: {}", tail.join(" | "));
+                }
+                Err(CallError::Trap {
+                    plugin: self.module.name.clone(),
+                    message,
+                })
+            }
+        }
+    }
+
+    fn with_state<R>(
+        &mut self,
+        state: &CycleState,
+        f: impl FnOnce(
+            &SchedulerPlugin,
+            &mut Store<HostCtx>,
+            Resource<CycleState>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let handle = self
+            .store
+            .data_mut()
+            .table
+            .push(state.clone())
+            .map_err(|e| CallError::BadAnswer {
+                plugin: self.module.name.clone(),
+                message: format!("resource table: {e}"),
+            })?;
+        let rep = handle.rep();
+        let r = self.call(|b, s| f(b, s, Resource::new_borrow(rep)));
+        let _ = self.store.data_mut().table.delete(handle);
+        r
+    }
+
+    /// Brings the guest's node replica up to the snapshot, sending only what changed
+    /// since this instance's last sync.
+    pub fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+        if self.replica_generation == Some(snapshot.generation()) {
+            return Ok(());
+        }
+        let (updated, removed) = snapshot.changes_since(self.replica_generation);
+        let updated: Vec<(u32, w::NodeInfo)> = updated
+            .into_iter()
+            .map(|(slot, info)| (slot, convert::node_info_to_wit(info)))
+            .collect();
+        self.call(|b, s| {
+            b.berth_scheduler_replica()
+                .call_sync_nodes(s, &updated, &removed)
+        })?;
+        self.replica_generation = Some(snapshot.generation());
+        Ok(())
+    }
+
+    /// QueueSort's key.
+    pub fn sort_key(&mut self, pod: &w::Pod) -> Result<Vec<i64>, CallError> {
+        self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, pod))
+    }
+
+    /// PreEnqueue.
+    pub fn pre_enqueue(&mut self, pod: &w::Pod) -> Result<Status, CallError> {
+        self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, pod))
+            .map(convert::status_from_wit)
+    }
+
+    /// PreFilter.
+    pub fn pre_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+    ) -> Result<PreFilterResult, CallError> {
+        let r = self.with_state(state, |b, s, st| {
+            b.berth_scheduler_pre_filter().call_pre_filter(s, st, pod)
+        })?;
+        Ok(PreFilterResult {
+            status: convert::status_from_wit(r.status),
+            node_names: r.node_names,
+        })
+    }
+
+    /// Filter over many nodes; answers the nodes that did not pass.
+    pub fn filter(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        slots: &[u32],
+    ) -> Result<Vec<(u32, Status)>, CallError> {
+        let r: Vec<ex::filter::NodeStatus> = self.with_state(state, |b, s, st| {
+            b.berth_scheduler_filter().call_filter(s, st, pod, slots)
+        })?;
+        Ok(r.into_iter()
+            .map(|n| (n.slot, convert::status_from_wit(n.status)))
+            .collect())
+    }
+
+    /// PreScore.
+    pub fn pre_score(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        slots: &[u32],
+    ) -> Result<Status, CallError> {
+        self.with_state(state, |b, s, st| {
+            b.berth_scheduler_pre_score()
+                .call_pre_score(s, st, pod, slots)
+        })
+        .map(convert::status_from_wit)
+    }
+
+    /// Score over many nodes, one score per slot in order.
+    pub fn score(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        slots: &[u32],
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        let r = self.with_state(state, |b, s, st| {
+            b.berth_scheduler_score().call_score(s, st, pod, slots)
+        })?;
+        let r = r.map_err(convert::status_from_wit);
+        if let Ok(scores) = &r {
+            if scores.len() != slots.len() {
+                return Err(CallError::BadAnswer {
+                    plugin: self.module.name.clone(),
+                    message: format!(
+                        "score answered {} scores for {} nodes",
+                        scores.len(),
+                        slots.len()
+                    ),
+                });
+            }
+        }
+        Ok(r)
+    }
+
+    /// NormalizeScore.
+    pub fn normalize_score(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        scores: &[i64],
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        let r = self.with_state(state, |b, s, st| {
+            b.berth_scheduler_score()
+                .call_normalize_score(s, st, pod, scores)
+        })?;
+        Ok(r.map_err(convert::status_from_wit))
+    }
+
+    /// Reserve.
+    pub fn reserve(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        self.with_state(state, |b, s, st| {
+            b.berth_scheduler_reserve().call_reserve(s, st, pod, node)
+        })
+        .map(convert::status_from_wit)
+    }
+
+    /// Unreserve.
+    pub fn unreserve(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        self.with_state(state, |b, s, st| {
+            b.berth_scheduler_reserve().call_unreserve(s, st, pod, node)
+        })
+    }
+
+    /// Permit: the status and, with Wait, how long to wait.
+    pub fn permit(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        node: &str,
+    ) -> Result<(Status, std::time::Duration), CallError> {
+        let r = self.with_state(state, |b, s, st| {
+            b.berth_scheduler_permit().call_permit(s, st, pod, node)
+        })?;
+        Ok((
+            convert::status_from_wit(r.status),
+            std::time::Duration::from_millis(r.timeout_ms),
+        ))
+    }
+
+    /// PreBind.
+    pub fn pre_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        self.with_state(state, |b, s, st| {
+            b.berth_scheduler_pre_bind().call_pre_bind(s, st, pod, node)
+        })
+        .map(convert::status_from_wit)
+    }
+
+    /// Bind.
+    pub fn bind(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        self.with_state(state, |b, s, st| {
+            b.berth_scheduler_bind().call_bind(s, st, pod, node)
+        })
+        .map(convert::status_from_wit)
+    }
+
+    /// PostBind.
+    pub fn post_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &w::Pod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        self.with_state(state, |b, s, st| {
+            b.berth_scheduler_post_bind()
+                .call_post_bind(s, st, pod, node)
+        })
+    }
+}
+
+/// The WIT record of a pod, made once per cycle and passed to every call.
+pub type WitPod = w::Pod;
+
+/// Converts a pod into its WIT record.
+pub fn pod_to_wit(pod: &berth_sdk::Pod) -> WitPod {
+    convert::pod_to_wit(pod)
+}

@@ -1,0 +1,592 @@
+//! The plugin's args, in the shape of kube-scheduler's `NodeResourcesFitArgs`, with
+//! the v1 defaults and upstream's validation.
+
+use berth_sdk::serde_json::Value;
+use serde::Deserialize;
+
+/// Scores of a `requestedToCapacityRatio` shape run from 0 to this (upstream's
+/// `MaxCustomPriorityScore`); they are scaled to the 0..100 node score range.
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+/// Largest utilization of a shape point, in percent.
+pub const MAX_UTILIZATION: i64 = 100;
+/// Largest weight of a scored resource.
+pub const MAX_RESOURCE_WEIGHT: i64 = 100;
+
+/// How Score ranks nodes by the resources the pod would use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScoringStrategyType {
+    /// Favours nodes with more free capacity (the default).
+    LeastAllocated,
+    /// Favours nodes with less free capacity (bin packing).
+    MostAllocated,
+    /// Maps utilization through a user-given piecewise-linear shape.
+    RequestedToCapacityRatio,
+}
+
+impl ScoringStrategyType {
+    const ALL: [ScoringStrategyType; 3] = [
+        ScoringStrategyType::LeastAllocated,
+        ScoringStrategyType::MostAllocated,
+        ScoringStrategyType::RequestedToCapacityRatio,
+    ];
+
+    /// The spelling of the config API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScoringStrategyType::LeastAllocated => "LeastAllocated",
+            ScoringStrategyType::MostAllocated => "MostAllocated",
+            ScoringStrategyType::RequestedToCapacityRatio => "RequestedToCapacityRatio",
+        }
+    }
+}
+
+/// A resource Score takes into account, with its weight.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSpec {
+    /// The resource name, e.g. `cpu` or `example.com/gpu`.
+    pub name: String,
+    /// Its weight in the average; 0 or absent means 1.
+    #[serde(default)]
+    pub weight: i64,
+}
+
+/// A point of the `requestedToCapacityRatio` shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapePoint {
+    /// Utilization in percent, 0..=100.
+    #[serde(default)]
+    pub utilization: i64,
+    /// Score at that utilization, 0..=10 as written; 0..=100 once validated.
+    #[serde(default)]
+    pub score: i64,
+}
+
+/// The validated, defaulted args.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FitArgs {
+    /// Extended resources Filter does not check.
+    pub ignored_resources: Vec<String>,
+    /// Groups (the part before `/`) of extended resources Filter does not check.
+    pub ignored_resource_groups: Vec<String>,
+    /// The scoring strategy.
+    pub strategy: ScoringStrategyType,
+    /// The resources Score looks at, with weights in 1..=100.
+    pub resources: Vec<ResourceSpec>,
+    /// For `RequestedToCapacityRatio`: the shape, with scores already scaled to
+    /// 0..=100. Empty for the other strategies.
+    pub shape: Vec<ShapePoint>,
+}
+
+impl Default for FitArgs {
+    fn default() -> Self {
+        FitArgs {
+            ignored_resources: Vec::new(),
+            ignored_resource_groups: Vec::new(),
+            strategy: ScoringStrategyType::LeastAllocated,
+            resources: default_resources(),
+            shape: Vec::new(),
+        }
+    }
+}
+
+/// cpu and memory, weight 1 each: upstream's `defaultResourceSpec`.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    ["cpu", "memory"]
+        .into_iter()
+        .map(|name| ResourceSpec {
+            name: name.to_owned(),
+            weight: 1,
+        })
+        .collect()
+}
+
+/// The args as written; `apiVersion` and `kind` are accepted as in a
+/// KubeSchedulerConfiguration's `pluginConfig`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawArgs {
+    #[serde(default)]
+    #[allow(dead_code)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    ignored_resources: Vec<String>,
+    #[serde(default)]
+    ignored_resource_groups: Vec<String>,
+    #[serde(default)]
+    scoring_strategy: Option<RawScoringStrategy>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawScoringStrategy {
+    #[serde(default, rename = "type")]
+    type_: String,
+    #[serde(default)]
+    resources: Vec<ResourceSpec>,
+    #[serde(default)]
+    requested_to_capacity_ratio: Option<RawRequestedToCapacityRatio>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequestedToCapacityRatio {
+    #[serde(default)]
+    shape: Vec<ShapePoint>,
+}
+
+/// A validation error in upstream's `field.Error` wording.
+fn invalid(field: &str, value: impl std::fmt::Debug, detail: &str) -> String {
+    format!("{field}: Invalid value: {value:?}: {detail}")
+}
+
+impl FitArgs {
+    /// Parses, defaults and validates the args (`Null` means none). Errors name the
+    /// offending field, as upstream's validation does.
+    pub fn from_json(args: Value) -> Result<FitArgs, String> {
+        let raw: RawArgs = match args {
+            Value::Null => RawArgs::default(),
+            value => serde_path_to_error::deserialize(value).map_err(|e| {
+                let path = e.path().to_string();
+                if path == "." {
+                    e.inner().to_string()
+                } else {
+                    format!("{path}: {}", e.inner())
+                }
+            })?,
+        };
+        if let Some(kind) = raw.kind.as_deref()
+            && kind != "NodeResourcesFitArgs"
+        {
+            return Err(invalid("kind", kind, "want NodeResourcesFitArgs"));
+        }
+
+        let mut errs = Vec::new();
+        for (i, res) in raw.ignored_resources.iter().enumerate() {
+            for msg in qualified_name_errors(res) {
+                errs.push(invalid(&format!("ignoredResources[{i}]"), res, &msg));
+            }
+        }
+        for (i, group) in raw.ignored_resource_groups.iter().enumerate() {
+            let field = format!("ignoredResourceGroups[{i}]");
+            if group.contains('/') {
+                errs.push(invalid(
+                    &field,
+                    group,
+                    "resource group name can't contain '/'",
+                ));
+            }
+            for msg in qualified_name_errors(group) {
+                errs.push(invalid(&field, group, &msg));
+            }
+        }
+
+        // v1 defaulting: no strategy means LeastAllocated over cpu and memory; no
+        // resources means cpu and memory; weight 0 means 1. The type is not defaulted.
+        let raw_strategy = raw.scoring_strategy.unwrap_or_else(|| RawScoringStrategy {
+            type_: ScoringStrategyType::LeastAllocated.as_str().to_owned(),
+            ..RawScoringStrategy::default()
+        });
+        let mut resources = raw_strategy.resources;
+        if resources.is_empty() {
+            resources = default_resources();
+        }
+        for r in &mut resources {
+            if r.weight == 0 {
+                r.weight = 1;
+            }
+        }
+
+        let strategy = ScoringStrategyType::ALL
+            .into_iter()
+            .find(|s| s.as_str() == raw_strategy.type_);
+        if strategy.is_none() {
+            let supported: Vec<String> = ScoringStrategyType::ALL
+                .iter()
+                .map(|s| format!("{:?}", s.as_str()))
+                .collect();
+            errs.push(format!(
+                "scoringStrategy.type: Unsupported value: {:?}: supported values: {}",
+                raw_strategy.type_,
+                supported.join(", ")
+            ));
+        }
+        for (i, r) in resources.iter().enumerate() {
+            if r.weight <= 0 || r.weight > MAX_RESOURCE_WEIGHT {
+                errs.push(invalid(
+                    &format!("scoringStrategy.resources[{i}].weight"),
+                    r.weight,
+                    &format!(
+                        "resource weight of {} not in valid range (0, {MAX_RESOURCE_WEIGHT}]",
+                        r.name
+                    ),
+                ));
+            }
+        }
+        const SHAPE: &str = "scoringStrategy.requestedToCapacityRatio.shape";
+        let mut shape = Vec::new();
+        if let Some(ratio) = raw_strategy.requested_to_capacity_ratio {
+            errs.extend(shape_errors(&ratio.shape, SHAPE));
+            shape = ratio.shape;
+        } else if strategy == Some(ScoringStrategyType::RequestedToCapacityRatio) {
+            // Upstream would dereference a nil pointer here.
+            errs.push(
+                "scoringStrategy.requestedToCapacityRatio: Required value: \
+                 the RequestedToCapacityRatio strategy needs a shape"
+                    .to_owned(),
+            );
+        }
+
+        match (errs.len(), strategy) {
+            (0, Some(strategy)) => {
+                if strategy != ScoringStrategyType::RequestedToCapacityRatio {
+                    shape.clear();
+                }
+                // Shape scores are written on a 0..10 scale and used on 0..100.
+                for p in &mut shape {
+                    p.score *= berth_sdk::MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE;
+                }
+                Ok(FitArgs {
+                    ignored_resources: raw.ignored_resources,
+                    ignored_resource_groups: raw.ignored_resource_groups,
+                    strategy,
+                    resources,
+                    shape,
+                })
+            }
+            // As upstream's aggregate error: one message alone, several in brackets.
+            (1, _) => Err(errs.remove(0)),
+            _ => Err(format!("[{}]", errs.join(", "))),
+        }
+    }
+}
+
+/// Upstream's `validateFunctionShape`.
+fn shape_errors(shape: &[ShapePoint], path: &str) -> Vec<String> {
+    if shape.is_empty() {
+        return vec![format!(
+            "{path}: Required value: at least one point must be specified"
+        )];
+    }
+    let mut errs = Vec::new();
+    // Only the first out-of-order point is reported.
+    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
+        errs.push(invalid(
+            &format!("{path}[{i}].utilization"),
+            shape[i].utilization,
+            "values must be sorted in increasing order",
+        ));
+    }
+    for (i, p) in shape.iter().enumerate() {
+        if !(0..=MAX_UTILIZATION).contains(&p.utilization) {
+            errs.push(invalid(
+                &format!("{path}[{i}].utilization"),
+                p.utilization,
+                &format!("not in valid range [0, {MAX_UTILIZATION}]"),
+            ));
+        }
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE).contains(&p.score) {
+            errs.push(invalid(
+                &format!("{path}[{i}].score"),
+                p.score,
+                &format!("not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"),
+            ));
+        }
+    }
+    errs
+}
+
+const QUALIFIED_NAME_FMT: &str = "name part must consist of alphanumeric characters, '-', '_' \
+     or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
+     'my.name',  or '123-abc', regex used for validation is \
+     '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// What is wrong with a qualified name (`[prefix/]name`, as label keys and resource
+/// names), in the words of apimachinery's `IsQualifiedName`; empty when valid.
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let (prefix, name) = match value.split_once('/') {
+        None => (None, value),
+        Some((_, rest)) if rest.contains('/') => {
+            return vec![
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
+                 and must start and end with an alphanumeric character, with an optional \
+                 DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                    .to_owned(),
+            ];
+        }
+        Some((prefix, name)) => (Some(prefix), name),
+    };
+    if let Some(prefix) = prefix {
+        if prefix.is_empty() {
+            errs.push("prefix part must be non-empty".to_owned());
+        } else if !is_dns1123_subdomain(prefix) {
+            errs.push(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
+                 alphanumeric characters, '-' or '.', and must start and end with an \
+                 alphanumeric character (e.g. 'example.com', regex used for validation is \
+                 '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                    .to_owned(),
+            );
+        }
+    }
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_owned());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_owned());
+    }
+    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let body_ok = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let well_formed = body_ok && edge_ok(name.chars().next()) && edge_ok(name.chars().last());
+    if !name.is_empty() && !well_formed {
+        errs.push(QUALIFIED_NAME_FMT.to_owned());
+    }
+    errs
+}
+
+/// apimachinery's `IsDNS1123Subdomain`.
+fn is_dns1123_subdomain(value: &str) -> bool {
+    value.len() <= 253
+        && value.split('.').all(|label| {
+            let b = label.as_bytes();
+            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+            !b.is_empty()
+                && alnum(&b[0])
+                && alnum(&b[b.len() - 1])
+                && b.iter().all(|c| alnum(c) || *c == b'-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_sdk::serde_json::json;
+
+    fn spec(name: &str, weight: i64) -> ResourceSpec {
+        ResourceSpec {
+            name: name.into(),
+            weight,
+        }
+    }
+
+    #[test]
+    fn no_args_is_least_allocated_over_cpu_and_memory() {
+        let args = FitArgs::from_json(Value::Null).unwrap();
+        assert_eq!(args, FitArgs::default());
+        assert_eq!(args.strategy, ScoringStrategyType::LeastAllocated);
+        assert_eq!(args.resources, [spec("cpu", 1), spec("memory", 1)]);
+        assert_eq!(FitArgs::from_json(json!({})).unwrap(), FitArgs::default());
+    }
+
+    #[test]
+    fn api_version_and_kind_are_accepted() {
+        let args = json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "NodeResourcesFitArgs",
+            "ignoredResources": ["example.com/foo"],
+        });
+        let args = FitArgs::from_json(args).unwrap();
+        assert_eq!(args.ignored_resources, ["example.com/foo"]);
+        let err = FitArgs::from_json(json!({"kind": "NodeAffinityArgs"})).unwrap_err();
+        assert!(err.starts_with("kind: Invalid value"), "{err}");
+    }
+
+    #[test]
+    fn resources_and_weights_are_defaulted() {
+        let args = FitArgs::from_json(json!({
+            "scoringStrategy": {"type": "MostAllocated"}
+        }))
+        .unwrap();
+        assert_eq!(args.strategy, ScoringStrategyType::MostAllocated);
+        assert_eq!(args.resources, default_resources());
+
+        // v1 defaulting turns a zero or missing weight into 1 before validation.
+        let args = FitArgs::from_json(json!({
+            "scoringStrategy": {
+                "type": "LeastAllocated",
+                "resources": [{"name": "memory", "weight": 0}, {"name": "cpu"}],
+            }
+        }))
+        .unwrap();
+        assert_eq!(args.resources, [spec("memory", 1), spec("cpu", 1)]);
+    }
+
+    #[test]
+    fn weights_must_be_within_1_to_100() {
+        let args = |w: i64| {
+            FitArgs::from_json(json!({
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "memory", "weight": w}, {"name": "cpu", "weight": 1}],
+                }
+            }))
+        };
+        assert_eq!(
+            args(-1).unwrap_err(),
+            "scoringStrategy.resources[0].weight: Invalid value: -1: \
+             resource weight of memory not in valid range (0, 100]"
+        );
+        assert!(
+            args(101)
+                .unwrap_err()
+                .starts_with("scoringStrategy.resources[0].weight:")
+        );
+        assert_eq!(args(100).unwrap().resources[0].weight, 100);
+    }
+
+    #[test]
+    fn strategy_type_must_be_known() {
+        let err = FitArgs::from_json(json!({"scoringStrategy": {"type": "Foo"}})).unwrap_err();
+        assert_eq!(
+            err,
+            "scoringStrategy.type: Unsupported value: \"Foo\": supported values: \
+             \"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\""
+        );
+        // A strategy without a type is not defaulted.
+        let err = FitArgs::from_json(json!({"scoringStrategy": {}})).unwrap_err();
+        assert!(err.starts_with("scoringStrategy.type: Unsupported value: \"\""));
+    }
+
+    #[test]
+    fn shape_is_validated_and_scaled() {
+        let ratio = |shape: Value| {
+            FitArgs::from_json(json!({
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {"shape": shape},
+                }
+            }))
+        };
+        let args = ratio(json!([
+            {"utilization": 0, "score": 10},
+            {"utilization": 100, "score": 0},
+        ]))
+        .unwrap();
+        assert_eq!(
+            args.shape,
+            [
+                ShapePoint {
+                    utilization: 0,
+                    score: 100
+                },
+                ShapePoint {
+                    utilization: 100,
+                    score: 0
+                }
+            ]
+        );
+
+        assert_eq!(
+            ratio(json!([])).unwrap_err(),
+            "scoringStrategy.requestedToCapacityRatio.shape: Required value: \
+             at least one point must be specified"
+        );
+        assert_eq!(
+            ratio(json!([{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]))
+                .unwrap_err(),
+            "scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: \
+             50: values must be sorted in increasing order"
+        );
+        assert_eq!(
+            ratio(json!([{"utilization": 101, "score": 11}])).unwrap_err(),
+            "[scoringStrategy.requestedToCapacityRatio.shape[0].utilization: Invalid value: \
+             101: not in valid range [0, 100], \
+             scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11: \
+             not in valid range [0, 10]]"
+        );
+        assert!(
+            ratio(json!([{"utilization": -1, "score": 0}]))
+                .unwrap_err()
+                .contains("shape[0].utilization: Invalid value: -1")
+        );
+    }
+
+    #[test]
+    fn ratio_strategy_needs_a_shape() {
+        let err = FitArgs::from_json(json!({
+            "scoringStrategy": {"type": "RequestedToCapacityRatio"}
+        }))
+        .unwrap_err();
+        assert!(
+            err.starts_with("scoringStrategy.requestedToCapacityRatio: Required value"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_shape_with_another_strategy_is_validated_but_unused() {
+        let args = FitArgs::from_json(json!({
+            "scoringStrategy": {
+                "type": "MostAllocated",
+                "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 1}]},
+            }
+        }))
+        .unwrap();
+        assert!(args.shape.is_empty());
+    }
+
+    #[test]
+    fn ignored_resources_must_be_qualified_names() {
+        assert!(
+            FitArgs::from_json(json!({"ignoredResources": ["example.com/foo", "foo"]})).is_ok()
+        );
+        let err = FitArgs::from_json(json!({"ignoredResources": ["foo", "-bad"]})).unwrap_err();
+        assert!(
+            err.starts_with("ignoredResources[1]: Invalid value: \"-bad\": name part must"),
+            "{err}"
+        );
+        let err = FitArgs::from_json(json!({"ignoredResources": ["Example.com/x"]})).unwrap_err();
+        assert!(
+            err.contains("prefix part a lowercase RFC 1123 subdomain"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn ignored_resource_groups_cannot_contain_a_slash() {
+        assert!(FitArgs::from_json(json!({"ignoredResourceGroups": ["example.com"]})).is_ok());
+        let err =
+            FitArgs::from_json(json!({"ignoredResourceGroups": ["example.com/aaa"]})).unwrap_err();
+        assert_eq!(
+            err,
+            "ignoredResourceGroups[0]: Invalid value: \"example.com/aaa\": \
+             resource group name can't contain '/'"
+        );
+    }
+
+    #[test]
+    fn malformed_args_name_the_field() {
+        let err = FitArgs::from_json(json!({
+            "scoringStrategy": {"resources": [{"name": "cpu", "weight": "heavy"}]}
+        }))
+        .unwrap_err();
+        assert!(
+            err.starts_with("scoringStrategy.resources[0].weight: invalid type"),
+            "{err}"
+        );
+        let err = FitArgs::from_json(json!({"ignoredResource": []})).unwrap_err();
+        assert!(err.contains("unknown field `ignoredResource`"), "{err}");
+        assert!(FitArgs::from_json(json!([1])).is_err());
+    }
+
+    #[test]
+    fn qualified_names() {
+        for ok in [
+            "cpu",
+            "example.com/gpu",
+            "a",
+            "A_b.c-9",
+            "sub.kubernetes.io/x",
+        ] {
+            assert!(qualified_name_errors(ok).is_empty(), "{ok}");
+        }
+        for bad in ["", "/x", "a/", "a/b/c", "-a", "a-", "a b", &"x".repeat(64)] {
+            assert!(!qualified_name_errors(bad).is_empty(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,574 @@
+//! The guest side: the WIT bindings, the node replica, and the forwarding from the
+//! generated exports to a plugin's [`VTable`](crate::VTable). Compiled only for wasm.
+
+use crate::plugin::{CycleState, Registered, StateStore, VTable};
+use crate::types as sdk;
+use std::any::Any;
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+#[doc(hidden)]
+pub mod wit {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "berth:scheduler/scheduler-plugin",
+        pub_export_macro: true,
+        generate_all,
+    });
+}
+
+use wit::berth::scheduler::host;
+use wit::berth::scheduler::types as w;
+use wit::exports::berth::scheduler as ex;
+
+/// The version of the WIT package this SDK was built against.
+pub const WIT_VERSION: &str = "0.1.0";
+
+/// One live plugin instance and its replica of the nodes, indexed by slot.
+struct Instance<T> {
+    plugin: T,
+    vtable: VTable<T>,
+    nodes: Vec<Option<sdk::NodeInfo>>,
+}
+
+thread_local! {
+    // A component instance is single-threaded; the slot holds `Instance<T>`.
+    static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+}
+
+fn with_instance<T: Registered, R>(f: impl FnOnce(&mut Instance<T>) -> R) -> R {
+    INSTANCE.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let inst = slot
+            .as_mut()
+            .and_then(|b| b.downcast_mut::<Instance<T>>())
+            .expect("berth: the host called the plugin before configure");
+        f(inst)
+    })
+}
+
+/// The type the generated exports are implemented for; `export_plugin!` names it.
+#[doc(hidden)]
+pub struct Export<T>(PhantomData<T>);
+
+/// The host's cycle-state resource as a [`StateStore`].
+struct HostState<'a>(&'a host::CycleState);
+
+impl StateStore for HostState<'_> {
+    fn read(&self, key: &str) -> Option<Vec<u8>> {
+        self.0.read(key)
+    }
+    fn write(&self, key: &str, value: &[u8]) {
+        self.0.write(key, value)
+    }
+    fn delete(&self, key: &str) {
+        self.0.delete(key)
+    }
+}
+
+fn not_implemented(point: &str) -> w::Status {
+    w::Status {
+        code: w::Code::Error,
+        reasons: vec![format!("plugin does not implement {point}")],
+    }
+}
+
+/// Sends a line to the scheduler's log, tagged with the plugin's name.
+pub fn log(level: crate::LogLevel, message: &str) {
+    let level = match level {
+        crate::LogLevel::Trace => host::LogLevel::Trace,
+        crate::LogLevel::Debug => host::LogLevel::Debug,
+        crate::LogLevel::Info => host::LogLevel::Info,
+        crate::LogLevel::Warn => host::LogLevel::Warn,
+        crate::LogLevel::Error => host::LogLevel::Error,
+    };
+    host::log(level, message);
+}
+
+/// Binds a pod through the cluster's binding API.
+pub fn bind_pod(pod: &sdk::Pod, node: &str) -> Result<(), String> {
+    host::bind_pod(&pod_to_wit(pod), node)
+}
+
+impl<T: Registered> ex::plugin::Guest for Export<T> {
+    fn info() -> w::PluginInfo {
+        let mut points: Vec<w::ExtensionPoint> = T::vtable()
+            .extension_points()
+            .into_iter()
+            .map(point_to_wit)
+            .collect();
+        // Unreserve comes with Reserve; nothing else to add.
+        points.dedup();
+        w::PluginInfo {
+            name: T::NAME.to_owned(),
+            extension_points: points,
+            wit_version: WIT_VERSION.to_owned(),
+        }
+    }
+
+    fn configure(args_json: String) -> Result<(), String> {
+        let args = if args_json.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_str(&args_json).map_err(|e| format!("args are not JSON: {e}"))?
+        };
+        let plugin = T::new(args)?;
+        let inst = Instance {
+            plugin,
+            vtable: T::vtable(),
+            nodes: Vec::new(),
+        };
+        INSTANCE.with(|slot| *slot.borrow_mut() = Some(Box::new(inst)));
+        Ok(())
+    }
+}
+
+impl<T: Registered> ex::replica::Guest for Export<T> {
+    fn sync_nodes(updated: Vec<(u32, w::NodeInfo)>, removed: Vec<u32>) {
+        with_instance::<T, _>(|inst| {
+            for slot in removed {
+                if let Some(n) = inst.nodes.get_mut(slot as usize) {
+                    *n = None;
+                }
+            }
+            for (slot, info) in updated {
+                let slot = slot as usize;
+                if inst.nodes.len() <= slot {
+                    inst.nodes.resize_with(slot + 1, || None);
+                }
+                inst.nodes[slot] = Some(node_info_from_wit(info));
+            }
+        });
+    }
+}
+
+impl<T: Registered> ex::queue_sort::Guest for Export<T> {
+    fn sort_key(pod: w::Pod) -> Vec<i64> {
+        let pod = pod_from_wit(pod);
+        with_instance::<T, _>(|inst| match inst.vtable.sort_key {
+            Some(f) => f(&inst.plugin, &pod),
+            None => vec![-i64::from(pod.priority)],
+        })
+    }
+}
+
+impl<T: Registered> ex::pre_enqueue::Guest for Export<T> {
+    fn pre_enqueue(pod: w::Pod) -> w::Status {
+        let pod = pod_from_wit(pod);
+        with_instance::<T, _>(|inst| match inst.vtable.pre_enqueue {
+            Some(f) => status_to_wit(f(&inst.plugin, &pod)),
+            None => not_implemented("preEnqueue"),
+        })
+    }
+}
+
+impl<T: Registered> ex::pre_filter::Guest for Export<T> {
+    fn pre_filter(state: &host::CycleState, pod: w::Pod) -> ex::pre_filter::PreFilterResult {
+        let pod = pod_from_wit(pod);
+        let store = HostState(state);
+        let state = CycleState::new(&store);
+        with_instance::<T, _>(|inst| match inst.vtable.pre_filter {
+            Some(f) => {
+                let r = f(&inst.plugin, &state, &pod);
+                ex::pre_filter::PreFilterResult {
+                    status: status_to_wit(r.status),
+                    node_names: r.node_names,
+                }
+            }
+            None => ex::pre_filter::PreFilterResult {
+                status: not_implemented("preFilter"),
+                node_names: None,
+            },
+        })
+    }
+}
+
+fn missing_node(slot: u32) -> sdk::Status {
+    sdk::Status::error(format!("node slot {slot} is not in the plugin's replica"))
+}
+
+impl<T: Registered> ex::filter::Guest for Export<T> {
+    fn filter(
+        state: &host::CycleState,
+        pod: w::Pod,
+        slots: Vec<u32>,
+    ) -> Vec<ex::filter::NodeStatus> {
+        let pod = pod_from_wit(pod);
+        let store = HostState(state);
+        let state = CycleState::new(&store);
+        with_instance::<T, _>(|inst| {
+            let Some(f) = inst.vtable.filter else {
+                return slots
+                    .iter()
+                    .map(|&slot| ex::filter::NodeStatus {
+                        slot,
+                        status: not_implemented("filter"),
+                    })
+                    .collect();
+            };
+            let mut out = Vec::new();
+            for slot in slots {
+                let status = match inst.nodes.get(slot as usize).and_then(Option::as_ref) {
+                    Some(node) => f(&inst.plugin, &state, &pod, node),
+                    None => missing_node(slot),
+                };
+                if !status.is_success() {
+                    out.push(ex::filter::NodeStatus {
+                        slot,
+                        status: status_to_wit(status),
+                    });
+                }
+            }
+            out
+        })
+    }
+}
+
+impl<T: Registered> ex::pre_score::Guest for Export<T> {
+    fn pre_score(state: &host::CycleState, pod: w::Pod, slots: Vec<u32>) -> w::Status {
+        let pod = pod_from_wit(pod);
+        let store = HostState(state);
+        let state = CycleState::new(&store);
+        with_instance::<T, _>(|inst| {
+            let Some(f) = inst.vtable.pre_score else {
+                return not_implemented("preScore");
+            };
+            let mut nodes = Vec::with_capacity(slots.len());
+            for slot in slots {
+                match inst.nodes.get(slot as usize).and_then(Option::as_ref) {
+                    Some(n) => nodes.push(n),
+                    None => return status_to_wit(missing_node(slot)),
+                }
+            }
+            status_to_wit(f(&inst.plugin, &state, &pod, &nodes))
+        })
+    }
+}
+
+impl<T: Registered> ex::score::Guest for Export<T> {
+    fn score(
+        state: &host::CycleState,
+        pod: w::Pod,
+        slots: Vec<u32>,
+    ) -> Result<Vec<i64>, w::Status> {
+        let pod = pod_from_wit(pod);
+        let store = HostState(state);
+        let state = CycleState::new(&store);
+        with_instance::<T, _>(|inst| {
+            let Some(f) = inst.vtable.score else {
+                return Err(not_implemented("score"));
+            };
+            slots
+                .iter()
+                .map(
+                    |&slot| match inst.nodes.get(slot as usize).and_then(Option::as_ref) {
+                        Some(n) => f(&inst.plugin, &state, &pod, n).map_err(status_to_wit),
+                        None => Err(status_to_wit(missing_node(slot))),
+                    },
+                )
+                .collect()
+        })
+    }
+
+    fn normalize_score(
+        state: &host::CycleState,
+        pod: w::Pod,
+        mut scores: Vec<i64>,
+    ) -> Result<Vec<i64>, w::Status> {
+        let pod = pod_from_wit(pod);
+        let store = HostState(state);
+        let state = CycleState::new(&store);
+        with_instance::<T, _>(|inst| {
+            let Some(f) = inst.vtable.normalize_score else {
+                return Err(not_implemented("normalizeScore"));
+            };
+            let status = f(&inst.plugin, &state, &pod, &mut scores);
+            if status.is_success() {
+                Ok(scores)
+            } else {
+                Err(status_to_wit(status))
+            }
+        })
+    }
+}
+
+/// Runs a node-name based extension point (Reserve, Permit, PreBind, Bind, ...).
+fn at_node<T: Registered, R>(
+    state: &host::CycleState,
+    pod: w::Pod,
+    f: impl FnOnce(&Instance<T>, &CycleState, &sdk::Pod) -> R,
+) -> R {
+    let pod = pod_from_wit(pod);
+    let store = HostState(state);
+    let state = CycleState::new(&store);
+    with_instance::<T, _>(|inst| f(inst, &state, &pod))
+}
+
+impl<T: Registered> ex::reserve::Guest for Export<T> {
+    fn reserve(state: &host::CycleState, pod: w::Pod, node: String) -> w::Status {
+        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.reserve {
+            Some((f, _)) => status_to_wit(f(&inst.plugin, state, pod, &node)),
+            None => not_implemented("reserve"),
+        })
+    }
+
+    fn unreserve(state: &host::CycleState, pod: w::Pod, node: String) {
+        at_node::<T, _>(state, pod, |inst, state, pod| {
+            if let Some((_, f)) = inst.vtable.reserve {
+                f(&inst.plugin, state, pod, &node)
+            }
+        })
+    }
+}
+
+impl<T: Registered> ex::permit::Guest for Export<T> {
+    fn permit(state: &host::CycleState, pod: w::Pod, node: String) -> ex::permit::PermitResult {
+        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.permit {
+            Some(f) => {
+                let (status, timeout) = f(&inst.plugin, state, pod, &node);
+                ex::permit::PermitResult {
+                    status: status_to_wit(status),
+                    timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                }
+            }
+            None => ex::permit::PermitResult {
+                status: not_implemented("permit"),
+                timeout_ms: 0,
+            },
+        })
+    }
+}
+
+impl<T: Registered> ex::pre_bind::Guest for Export<T> {
+    fn pre_bind(state: &host::CycleState, pod: w::Pod, node: String) -> w::Status {
+        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.pre_bind {
+            Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
+            None => not_implemented("preBind"),
+        })
+    }
+}
+
+impl<T: Registered> ex::bind::Guest for Export<T> {
+    fn bind(state: &host::CycleState, pod: w::Pod, node: String) -> w::Status {
+        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.bind {
+            Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
+            None => not_implemented("bind"),
+        })
+    }
+}
+
+impl<T: Registered> ex::post_bind::Guest for Export<T> {
+    fn post_bind(state: &host::CycleState, pod: w::Pod, node: String) {
+        at_node::<T, _>(state, pod, |inst, state, pod| {
+            if let Some(f) = inst.vtable.post_bind {
+                f(&inst.plugin, state, pod, &node)
+            }
+        })
+    }
+}
+
+// ---- conversions between the WIT records and the SDK's types ----
+
+fn point_to_wit(p: sdk::ExtensionPoint) -> w::ExtensionPoint {
+    use sdk::ExtensionPoint as E;
+    match p {
+        E::PreEnqueue => w::ExtensionPoint::PreEnqueue,
+        E::QueueSort => w::ExtensionPoint::QueueSort,
+        E::PreFilter => w::ExtensionPoint::PreFilter,
+        E::Filter => w::ExtensionPoint::Filter,
+        E::PostFilter => w::ExtensionPoint::PostFilter,
+        E::PreScore => w::ExtensionPoint::PreScore,
+        E::Score => w::ExtensionPoint::Score,
+        E::NormalizeScore => w::ExtensionPoint::NormalizeScore,
+        E::Reserve => w::ExtensionPoint::Reserve,
+        E::Permit => w::ExtensionPoint::Permit,
+        E::PreBind => w::ExtensionPoint::PreBind,
+        E::Bind => w::ExtensionPoint::Bind,
+        E::PostBind => w::ExtensionPoint::PostBind,
+    }
+}
+
+fn status_to_wit(s: sdk::Status) -> w::Status {
+    let code = match s.code {
+        sdk::Code::Success => w::Code::Success,
+        sdk::Code::Error => w::Code::Error,
+        sdk::Code::Unschedulable => w::Code::Unschedulable,
+        sdk::Code::UnschedulableAndUnresolvable => w::Code::UnschedulableAndUnresolvable,
+        sdk::Code::Wait => w::Code::Wait,
+        sdk::Code::Skip => w::Code::Skip,
+        sdk::Code::Pending => w::Code::Pending,
+    };
+    w::Status {
+        code,
+        reasons: s.reasons,
+    }
+}
+
+fn effect_from_wit(e: w::TaintEffect) -> sdk::TaintEffect {
+    match e {
+        w::TaintEffect::NoSchedule => sdk::TaintEffect::NoSchedule,
+        w::TaintEffect::PreferNoSchedule => sdk::TaintEffect::PreferNoSchedule,
+        w::TaintEffect::NoExecute => sdk::TaintEffect::NoExecute,
+    }
+}
+
+fn effect_to_wit(e: sdk::TaintEffect) -> w::TaintEffect {
+    match e {
+        sdk::TaintEffect::NoSchedule => w::TaintEffect::NoSchedule,
+        sdk::TaintEffect::PreferNoSchedule => w::TaintEffect::PreferNoSchedule,
+        sdk::TaintEffect::NoExecute => w::TaintEffect::NoExecute,
+    }
+}
+
+fn resources_from_wit(r: w::Resources) -> sdk::Resources {
+    sdk::Resources {
+        milli_cpu: r.milli_cpu,
+        memory: r.memory,
+        ephemeral_storage: r.ephemeral_storage,
+        allowed_pod_number: r.allowed_pod_number,
+        scalar: r.scalar.into_iter().collect(),
+    }
+}
+
+fn port_from_wit(p: w::HostPort) -> sdk::HostPort {
+    sdk::HostPort {
+        host_ip: p.host_ip,
+        protocol: p.protocol,
+        port: p.port,
+    }
+}
+
+fn port_to_wit(p: &sdk::HostPort) -> w::HostPort {
+    w::HostPort {
+        host_ip: p.host_ip.clone(),
+        protocol: p.protocol.clone(),
+        port: p.port,
+    }
+}
+
+fn container_from_wit(c: w::Container) -> sdk::Container {
+    sdk::Container {
+        name: c.name,
+        image: c.image,
+        requests: c.requests.into_iter().collect(),
+        ports: c.ports.into_iter().map(port_from_wit).collect(),
+        restartable: c.restartable,
+    }
+}
+
+fn container_to_wit(c: &sdk::Container) -> w::Container {
+    w::Container {
+        name: c.name.clone(),
+        image: c.image.clone(),
+        requests: c.requests.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        ports: c.ports.iter().map(port_to_wit).collect(),
+        restartable: c.restartable,
+    }
+}
+
+fn labels_to_wit(l: &sdk::Labels) -> Vec<(String, String)> {
+    l.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn pod_from_wit(p: w::Pod) -> sdk::Pod {
+    sdk::Pod {
+        uid: p.uid,
+        namespace: p.namespace,
+        name: p.name,
+        labels: p.labels.into_iter().collect(),
+        priority: p.priority,
+        scheduler_name: p.scheduler_name,
+        node_name: p.node_name,
+        nominated_node_name: p.nominated_node_name,
+        containers: p.containers.into_iter().map(container_from_wit).collect(),
+        init_containers: p
+            .init_containers
+            .into_iter()
+            .map(container_from_wit)
+            .collect(),
+        overhead: p.overhead.into_iter().collect(),
+        node_selector: p.node_selector.into_iter().collect(),
+        tolerations: p
+            .tolerations
+            .into_iter()
+            .map(|t| sdk::Toleration {
+                key: t.key,
+                operator: match t.operator {
+                    w::TolerationOperator::Equal => sdk::TolerationOperator::Equal,
+                    w::TolerationOperator::Exists => sdk::TolerationOperator::Exists,
+                },
+                value: t.value,
+                effect: t.effect.map(effect_from_wit),
+                toleration_seconds: t.toleration_seconds,
+            })
+            .collect(),
+        scheduling_gates: p.scheduling_gates,
+        terminating: p.terminating,
+    }
+}
+
+fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
+    w::Pod {
+        uid: p.uid.clone(),
+        namespace: p.namespace.clone(),
+        name: p.name.clone(),
+        labels: labels_to_wit(&p.labels),
+        priority: p.priority,
+        scheduler_name: p.scheduler_name.clone(),
+        node_name: p.node_name.clone(),
+        nominated_node_name: p.nominated_node_name.clone(),
+        containers: p.containers.iter().map(container_to_wit).collect(),
+        init_containers: p.init_containers.iter().map(container_to_wit).collect(),
+        overhead: p.overhead.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        node_selector: labels_to_wit(&p.node_selector),
+        tolerations: p
+            .tolerations
+            .iter()
+            .map(|t| w::Toleration {
+                key: t.key.clone(),
+                operator: match t.operator {
+                    sdk::TolerationOperator::Equal => w::TolerationOperator::Equal,
+                    sdk::TolerationOperator::Exists => w::TolerationOperator::Exists,
+                },
+                value: t.value.clone(),
+                effect: t.effect.map(effect_to_wit),
+                toleration_seconds: t.toleration_seconds,
+            })
+            .collect(),
+        scheduling_gates: p.scheduling_gates.clone(),
+        terminating: p.terminating,
+    }
+}
+
+fn node_info_from_wit(n: w::NodeInfo) -> sdk::NodeInfo {
+    let node = n.node;
+    sdk::NodeInfo {
+        node: sdk::Node {
+            name: node.name,
+            labels: node.labels.into_iter().collect(),
+            taints: node
+                .taints
+                .into_iter()
+                .map(|t| sdk::Taint {
+                    key: t.key,
+                    value: t.value,
+                    effect: effect_from_wit(t.effect),
+                })
+                .collect(),
+            unschedulable: node.unschedulable,
+            allocatable: resources_from_wit(node.allocatable),
+            images: node
+                .images
+                .into_iter()
+                .map(|i| sdk::ImageState {
+                    names: i.names,
+                    size_bytes: i.size_bytes,
+                })
+                .collect(),
+        },
+        requested: resources_from_wit(n.requested),
+        non_zero_requested: resources_from_wit(n.non_zero_requested),
+        pod_count: n.pod_count,
+        used_ports: n.used_ports.into_iter().map(port_from_wit).collect(),
+    }
+}

@@ -1,0 +1,118 @@
+//! # berth-sdk
+//!
+//! Write a [Berth](https://example.invalid/berth) scheduler plugin in plain Rust. A
+//! plugin is a type that implements [`Plugin`] and the traits of the extension points
+//! it serves; one line exports it. Built for `wasm32-wasip2`, the crate becomes a
+//! WebAssembly component the scheduler loads; built natively, the same code runs in
+//! unit tests.
+//!
+//! ```
+//! use berth_sdk::{CycleState, Filter, NodeInfo, Plugin, Pod, Status};
+//!
+//! /// Keeps pods off nodes labelled `maintenance=true`.
+//! struct AvoidMaintenance;
+//!
+//! impl Plugin for AvoidMaintenance {
+//!     const NAME: &'static str = "AvoidMaintenance";
+//!     fn new(_args: serde_json::Value) -> Result<Self, String> {
+//!         Ok(AvoidMaintenance)
+//!     }
+//! }
+//!
+//! impl Filter for AvoidMaintenance {
+//!     fn filter(&self, _state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+//!         match node.node.labels.get("maintenance").map(String::as_str) {
+//!             Some("true") => Status::unresolvable("node is under maintenance"),
+//!             _ => Status::success(),
+//!         }
+//!     }
+//! }
+//!
+//! berth_sdk::export_plugin!(AvoidMaintenance: filter);
+//! # fn main() {}
+//! ```
+//!
+//! The host keeps, inside each plugin instance, a replica of the nodes it works on
+//! and sends only what changed, so `filter` and `score` see a `&NodeInfo` at no
+//! cost and a batch over many nodes is one call into the sandbox.
+#![deny(missing_docs)]
+
+pub mod helpers;
+mod plugin;
+pub mod types;
+
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod guest;
+
+pub use plugin::{
+    Bind, CycleState, Filter, MemoryState, NormalizeScore, Permit, Plugin, PostBind, PreBind,
+    PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueSort, Registered, Reserve, Score,
+    StateStore, VTable,
+};
+pub use serde_json;
+pub use types::{
+    CPU, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState, Labels, MEMORY,
+    Node, NodeInfo, PODS, Pod, ResourceList, Resources, Status, Taint, TaintEffect, Toleration,
+    TolerationOperator,
+};
+
+/// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
+pub const MAX_NODE_SCORE: i64 = 100;
+/// The smallest normalized score.
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// Severity of a log line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Very detailed.
+    Trace,
+    /// Detailed.
+    Debug,
+    /// Normal.
+    Info,
+    /// Something looks wrong.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// Sends a line to the scheduler's log, tagged with the plugin's name. Natively it
+/// goes to standard error.
+pub fn log(level: LogLevel, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    guest::log(level, message);
+    #[cfg(not(target_arch = "wasm32"))]
+    eprintln!("{level:?}: {message}");
+}
+
+/// Binds a pod to a node through the cluster (the `pods/binding` subresource); what a
+/// Bind plugin calls. Natively there is no cluster, so it fails.
+pub fn bind_pod(pod: &Pod, node: &str) -> Result<(), String> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::bind_pod(pod, node);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = (pod, node);
+        Err("bind_pod needs the Berth host".to_owned())
+    }
+}
+
+/// Exports a plugin type as the component's plugin, naming the extension points it
+/// implements: `export_plugin!(NodeResourcesFit: pre_filter, filter, score);`.
+///
+/// Names: `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
+/// `normalize_score`, `reserve`, `permit`, `pre_bind`, `bind`, `post_bind`. Natively
+/// it only implements [`Registered`], so the host can run the same type in-process.
+#[macro_export]
+macro_rules! export_plugin {
+    ($t:ty : $($ep:ident),* $(,)?) => {
+        $crate::plugin_vtable!($t : $($ep),*);
+
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            type __BerthExport = $crate::guest::Export<$t>;
+            $crate::__export_scheduler_plugin_impl!(__BerthExport with_types_in $crate::guest::wit);
+        };
+    };
+}

@@ -1,0 +1,287 @@
+//! The traits a plugin implements, one per extension point, and the table the export
+//! macro builds from them.
+
+use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
+use serde::{Serialize, de::DeserializeOwned};
+
+/// Where a cycle's state lives. In the sandbox it is the host's `cycle-state`
+/// resource; natively (tests, native builds) any map will do.
+pub trait StateStore {
+    /// The bytes stored under `key`.
+    fn read(&self, key: &str) -> Option<Vec<u8>>;
+    /// Stores bytes under `key`.
+    fn write(&self, key: &str, value: &[u8]);
+    /// Removes `key`.
+    fn delete(&self, key: &str);
+}
+
+/// The state of one scheduling cycle, shared by every plugin call of that cycle (and
+/// its binding cycle), as kube-scheduler's `CycleState`. Values are encoded with
+/// postcard; prefix keys with the plugin's name to stay out of others' way.
+pub struct CycleState<'a> {
+    store: &'a dyn StateStore,
+}
+
+impl<'a> CycleState<'a> {
+    /// Wraps a store.
+    pub fn new(store: &'a dyn StateStore) -> Self {
+        CycleState { store }
+    }
+
+    /// Reads and decodes a value; `None` when absent or not of type `T`.
+    pub fn read<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        let bytes = self.store.read(key)?;
+        postcard::from_bytes(&bytes).ok()
+    }
+
+    /// Encodes and stores a value.
+    pub fn write<T: Serialize>(&self, key: &str, value: &T) {
+        // Encoding into a Vec cannot fail for plain data.
+        if let Ok(bytes) = postcard::to_allocvec(value) {
+            self.store.write(key, &bytes);
+        }
+    }
+
+    /// Removes a value.
+    pub fn delete(&self, key: &str) {
+        self.store.delete(key);
+    }
+}
+
+impl std::fmt::Debug for CycleState<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CycleState")
+    }
+}
+
+/// A map-backed [`StateStore`] for tests and native runs.
+#[derive(Default, Debug)]
+pub struct MemoryState(std::cell::RefCell<std::collections::HashMap<String, Vec<u8>>>);
+
+impl StateStore for MemoryState {
+    fn read(&self, key: &str) -> Option<Vec<u8>> {
+        self.0.borrow().get(key).cloned()
+    }
+    fn write(&self, key: &str, value: &[u8]) {
+        self.0.borrow_mut().insert(key.to_owned(), value.to_vec());
+    }
+    fn delete(&self, key: &str) {
+        self.0.borrow_mut().remove(key);
+    }
+}
+
+/// Every plugin: its name and how it is built from the profile's args.
+pub trait Plugin: Sized + 'static {
+    /// The name used in profiles, e.g. "NodeResourcesFit".
+    const NAME: &'static str;
+
+    /// Builds the plugin from its args (`serde_json::Value::Null` when the profile
+    /// gives none). An error refuses the module with that message.
+    fn new(args: serde_json::Value) -> Result<Self, String>;
+}
+
+/// PreEnqueue: may keep a pod out of the active queue (e.g. scheduling gates).
+pub trait PreEnqueue: Plugin {
+    /// Success lets the pod in; anything else keeps it waiting.
+    fn pre_enqueue(&self, pod: &Pod) -> Status;
+}
+
+/// QueueSort: orders the active queue with a key computed once per pod.
+pub trait QueueSort: Plugin {
+    /// Lower keys pop first; ties pop in enqueue order.
+    fn sort_key(&self, pod: &Pod) -> Vec<i64>;
+}
+
+/// What PreFilter answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreFilterResult {
+    /// Success, Skip (Filter is not called for this pod), or a rejection.
+    pub status: Status,
+    /// When set, only these nodes are considered.
+    pub node_names: Option<Vec<String>>,
+}
+
+impl From<Status> for PreFilterResult {
+    fn from(status: Status) -> Self {
+        PreFilterResult {
+            status,
+            node_names: None,
+        }
+    }
+}
+
+/// PreFilter: runs once per cycle before Filter.
+pub trait PreFilter: Plugin {
+    /// Computes per-cycle state, may reject the pod or narrow the node set.
+    fn pre_filter(&self, state: &CycleState, pod: &Pod) -> PreFilterResult;
+}
+
+/// Filter: can the pod run on this node?
+pub trait Filter: Plugin {
+    /// Success, or why not.
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status;
+}
+
+/// PreScore: runs once per cycle before Score, with the feasible nodes.
+pub trait PreScore: Plugin {
+    /// Success, Skip (Score is not called for this pod), or an error.
+    fn pre_score(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> Status;
+}
+
+/// Score: ranks a feasible node.
+pub trait Score: Plugin {
+    /// A score; after normalization scores lie in [0, 100].
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status>;
+}
+
+/// NormalizeScore (upstream's ScoreExtensions): rescales this plugin's scores.
+pub trait NormalizeScore: Plugin {
+    /// Rescales `scores` in place into [0, 100].
+    fn normalize_score(&self, state: &CycleState, pod: &Pod, scores: &mut [i64]) -> Status;
+}
+
+/// Reserve: claims what the chosen node gives the pod; Unreserve gives it back.
+pub trait Reserve: Plugin {
+    /// Claims; a failure aborts the cycle.
+    fn reserve(&self, state: &CycleState, pod: &Pod, node: &str) -> Status;
+    /// Releases; must be idempotent.
+    fn unreserve(&self, state: &CycleState, pod: &Pod, node: &str);
+}
+
+/// Permit: approves, rejects or delays binding.
+pub trait Permit: Plugin {
+    /// Success, a rejection, or Wait with how long to wait.
+    fn permit(&self, state: &CycleState, pod: &Pod, node: &str) -> (Status, std::time::Duration);
+}
+
+/// PreBind: prepares binding (e.g. volumes).
+pub trait PreBind: Plugin {
+    /// Success, Skip, or a failure that aborts binding.
+    fn pre_bind(&self, state: &CycleState, pod: &Pod, node: &str) -> Status;
+}
+
+/// Bind: binds the pod to the node.
+pub trait Bind: Plugin {
+    /// Success, Skip (the next bind plugin is tried), or a failure.
+    fn bind(&self, state: &CycleState, pod: &Pod, node: &str) -> Status;
+}
+
+/// PostBind: informational, after a successful bind.
+pub trait PostBind: Plugin {
+    /// Called after the pod is bound.
+    fn post_bind(&self, state: &CycleState, pod: &Pod, node: &str);
+}
+
+/// The extension points a plugin type implements, as function pointers. Built by
+/// [`export_plugin!`](crate::export_plugin) (or [`plugin_vtable!`](crate::plugin_vtable)
+/// for native use); the host runs native builds of plugins through the same table.
+#[allow(clippy::type_complexity)]
+pub struct VTable<T> {
+    /// PreEnqueue.
+    pub pre_enqueue: Option<fn(&T, &Pod) -> Status>,
+    /// QueueSort.
+    pub sort_key: Option<fn(&T, &Pod) -> Vec<i64>>,
+    /// PreFilter.
+    pub pre_filter: Option<fn(&T, &CycleState, &Pod) -> PreFilterResult>,
+    /// Filter.
+    pub filter: Option<fn(&T, &CycleState, &Pod, &NodeInfo) -> Status>,
+    /// PreScore.
+    pub pre_score: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo]) -> Status>,
+    /// Score.
+    pub score: Option<fn(&T, &CycleState, &Pod, &NodeInfo) -> Result<i64, Status>>,
+    /// NormalizeScore.
+    pub normalize_score: Option<fn(&T, &CycleState, &Pod, &mut [i64]) -> Status>,
+    /// Reserve and Unreserve.
+    pub reserve: Option<(
+        fn(&T, &CycleState, &Pod, &str) -> Status,
+        fn(&T, &CycleState, &Pod, &str),
+    )>,
+    /// Permit.
+    pub permit: Option<fn(&T, &CycleState, &Pod, &str) -> (Status, std::time::Duration)>,
+    /// PreBind.
+    pub pre_bind: Option<fn(&T, &CycleState, &Pod, &str) -> Status>,
+    /// Bind.
+    pub bind: Option<fn(&T, &CycleState, &Pod, &str) -> Status>,
+    /// PostBind.
+    pub post_bind: Option<fn(&T, &CycleState, &Pod, &str)>,
+}
+
+impl<T> Default for VTable<T> {
+    fn default() -> Self {
+        VTable {
+            pre_enqueue: None,
+            sort_key: None,
+            pre_filter: None,
+            filter: None,
+            pre_score: None,
+            score: None,
+            normalize_score: None,
+            reserve: None,
+            permit: None,
+            pre_bind: None,
+            bind: None,
+            post_bind: None,
+        }
+    }
+}
+
+impl<T> VTable<T> {
+    /// The extension points present in the table.
+    pub fn extension_points(&self) -> Vec<ExtensionPoint> {
+        use ExtensionPoint as E;
+        let present = [
+            (E::PreEnqueue, self.pre_enqueue.is_some()),
+            (E::QueueSort, self.sort_key.is_some()),
+            (E::PreFilter, self.pre_filter.is_some()),
+            (E::Filter, self.filter.is_some()),
+            (E::PreScore, self.pre_score.is_some()),
+            (E::Score, self.score.is_some()),
+            (E::NormalizeScore, self.normalize_score.is_some()),
+            (E::Reserve, self.reserve.is_some()),
+            (E::Permit, self.permit.is_some()),
+            (E::PreBind, self.pre_bind.is_some()),
+            (E::Bind, self.bind.is_some()),
+            (E::PostBind, self.post_bind.is_some()),
+        ];
+        present
+            .into_iter()
+            .filter_map(|(e, p)| p.then_some(e))
+            .collect()
+    }
+}
+
+/// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
+pub trait Registered: Plugin {
+    /// The table of extension points this type implements.
+    fn vtable() -> VTable<Self>;
+}
+
+/// Implements [`Registered`] for a plugin type, listing the extension points it
+/// implements: `plugin_vtable!(Fit: pre_filter, filter, score);`. Names:
+/// `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
+/// `normalize_score`, `reserve`, `permit`, `pre_bind`, `bind`, `post_bind`.
+#[macro_export]
+macro_rules! plugin_vtable {
+    ($t:ty : $($ep:ident),* $(,)?) => {
+        impl $crate::Registered for $t {
+            fn vtable() -> $crate::VTable<Self> {
+                #[allow(unused_mut)]
+                let mut v = $crate::VTable::<Self>::default();
+                $( $crate::plugin_vtable!(@set v, $t, $ep); )*
+                v
+            }
+        }
+    };
+    (@set $v:ident, $t:ty, pre_enqueue) => { $v.pre_enqueue = Some(<$t as $crate::PreEnqueue>::pre_enqueue); };
+    (@set $v:ident, $t:ty, queue_sort) => { $v.sort_key = Some(<$t as $crate::QueueSort>::sort_key); };
+    (@set $v:ident, $t:ty, pre_filter) => { $v.pre_filter = Some(<$t as $crate::PreFilter>::pre_filter); };
+    (@set $v:ident, $t:ty, filter) => { $v.filter = Some(<$t as $crate::Filter>::filter); };
+    (@set $v:ident, $t:ty, pre_score) => { $v.pre_score = Some(<$t as $crate::PreScore>::pre_score); };
+    (@set $v:ident, $t:ty, score) => { $v.score = Some(<$t as $crate::Score>::score); };
+    (@set $v:ident, $t:ty, normalize_score) => { $v.normalize_score = Some(<$t as $crate::NormalizeScore>::normalize_score); };
+    (@set $v:ident, $t:ty, reserve) => { $v.reserve = Some((<$t as $crate::Reserve>::reserve, <$t as $crate::Reserve>::unreserve)); };
+    (@set $v:ident, $t:ty, permit) => { $v.permit = Some(<$t as $crate::Permit>::permit); };
+    (@set $v:ident, $t:ty, pre_bind) => { $v.pre_bind = Some(<$t as $crate::PreBind>::pre_bind); };
+    (@set $v:ident, $t:ty, bind) => { $v.bind = Some(<$t as $crate::Bind>::bind); };
+    (@set $v:ident, $t:ty, post_bind) => { $v.post_bind = Some(<$t as $crate::PostBind>::post_bind); };
+}

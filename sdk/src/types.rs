@@ -1,0 +1,674 @@
+//! The Kubernetes objects a plugin reads, as plain Rust.
+//!
+//! These mirror the records of the WIT package: the host converts manifests and API
+//! objects into them, and the guest side of the SDK converts the records it receives
+//! into them, so a plugin sees the same types natively and in the sandbox.
+
+use std::collections::BTreeMap;
+
+/// Resource name of CPU.
+pub const CPU: &str = "cpu";
+/// Resource name of memory.
+pub const MEMORY: &str = "memory";
+/// Resource name of ephemeral storage.
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// Resource name of the pod count.
+pub const PODS: &str = "pods";
+
+/// Labels, annotations and node selectors: ordered, unique keys.
+pub type Labels = BTreeMap<String, String>;
+
+/// Quantities by resource name as a manifest writes them: CPU in millicores, memory
+/// and storage in bytes, other resources in their own unit. Absent is not zero.
+pub type ResourceList = BTreeMap<String, i64>;
+
+/// Aggregated resource quantities, as kube-scheduler's `framework.Resource`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// CPU in millicores.
+    pub milli_cpu: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// How many pods fit (allocatable only).
+    pub allowed_pod_number: i64,
+    /// Extended and hugepages resources, by name.
+    pub scalar: BTreeMap<String, i64>,
+}
+
+impl Resources {
+    /// Builds the aggregate from a resource list (`pods` goes to `allowed_pod_number`).
+    pub fn from_list(list: &ResourceList) -> Self {
+        let mut r = Resources::default();
+        r.add_list(list);
+        r
+    }
+
+    /// Adds every quantity of the list.
+    pub fn add_list(&mut self, list: &ResourceList) {
+        for (name, &q) in list {
+            self.add_one(name, q);
+        }
+    }
+
+    fn add_one(&mut self, name: &str, q: i64) {
+        match name {
+            CPU => self.milli_cpu += q,
+            MEMORY => self.memory += q,
+            EPHEMERAL_STORAGE => self.ephemeral_storage += q,
+            PODS => self.allowed_pod_number += q,
+            _ => *self.scalar.entry(name.to_owned()).or_default() += q,
+        }
+    }
+
+    /// Adds `other` to these quantities.
+    pub fn add(&mut self, other: &Resources) {
+        self.milli_cpu += other.milli_cpu;
+        self.memory += other.memory;
+        self.ephemeral_storage += other.ephemeral_storage;
+        self.allowed_pod_number += other.allowed_pod_number;
+        for (k, v) in &other.scalar {
+            *self.scalar.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Subtracts `other` from these quantities.
+    pub fn sub(&mut self, other: &Resources) {
+        self.milli_cpu -= other.milli_cpu;
+        self.memory -= other.memory;
+        self.ephemeral_storage -= other.ephemeral_storage;
+        self.allowed_pod_number -= other.allowed_pod_number;
+        for (k, v) in &other.scalar {
+            *self.scalar.entry(k.clone()).or_default() -= v;
+        }
+        self.scalar.retain(|_, v| *v != 0);
+    }
+
+    /// Raises each quantity to at least `other`'s.
+    pub fn max_with(&mut self, other: &Resources) {
+        self.milli_cpu = self.milli_cpu.max(other.milli_cpu);
+        self.memory = self.memory.max(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        self.allowed_pod_number = self.allowed_pod_number.max(other.allowed_pod_number);
+        for (k, v) in &other.scalar {
+            let e = self.scalar.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// The quantity of one resource by name (0 when absent).
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            CPU => self.milli_cpu,
+            MEMORY => self.memory,
+            EPHEMERAL_STORAGE => self.ephemeral_storage,
+            PODS => self.allowed_pod_number,
+            _ => self.scalar.get(name).copied().unwrap_or(0),
+        }
+    }
+
+    /// True when every quantity is zero.
+    pub fn is_zero(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.allowed_pod_number == 0
+            && self.scalar.values().all(|v| *v == 0)
+    }
+}
+
+/// The effect of a taint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    /// New pods that do not tolerate the taint are not scheduled.
+    NoSchedule,
+    /// The scheduler tries to avoid the node.
+    PreferNoSchedule,
+    /// Running pods that do not tolerate the taint are evicted.
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// The spelling of the Kubernetes API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// A node taint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taint {
+    /// The taint key.
+    pub key: String,
+    /// The taint value (may be empty).
+    pub value: String,
+    /// The taint effect.
+    pub effect: TaintEffect,
+}
+
+/// How a toleration matches a taint's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TolerationOperator {
+    /// Key and value must be equal.
+    Equal,
+    /// The key must exist (any value).
+    Exists,
+}
+
+/// A pod toleration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Toleration {
+    /// Empty with `Exists` tolerates every key.
+    pub key: String,
+    /// `Equal` or `Exists`.
+    pub operator: TolerationOperator,
+    /// Compared with `Equal`.
+    pub value: String,
+    /// `None` tolerates every effect.
+    pub effect: Option<TaintEffect>,
+    /// For `NoExecute`: how long the pod stays bound after the taint appears.
+    pub toleration_seconds: Option<i64>,
+}
+
+impl Toleration {
+    /// Whether this toleration tolerates the taint, as upstream's `ToleratesTaint`.
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if let Some(effect) = self.effect {
+            if effect != taint.effect {
+                return false;
+            }
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        match self.operator {
+            TolerationOperator::Exists => true,
+            TolerationOperator::Equal => self.value == taint.value,
+        }
+    }
+}
+
+/// Whether any toleration in the list tolerates the taint.
+pub fn tolerations_tolerate_taint(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| t.tolerates(taint))
+}
+
+/// The first taint (of the effects `filter` accepts) that no toleration tolerates.
+pub fn find_untolerated_taint<'a>(
+    taints: &'a [Taint],
+    tolerations: &[Toleration],
+    filter: impl Fn(&Taint) -> bool,
+) -> Option<&'a Taint> {
+    taints
+        .iter()
+        .filter(|t| filter(t))
+        .find(|t| !tolerations_tolerate_taint(tolerations, t))
+}
+
+/// A host port that a container asks for, or that a node has in use.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    /// The host IP ("" or "0.0.0.0" means every address).
+    pub host_ip: String,
+    /// "TCP", "UDP" or "SCTP".
+    pub protocol: String,
+    /// The port number.
+    pub port: i32,
+}
+
+/// A container of a pod, as far as scheduling reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Container {
+    /// The container name.
+    pub name: String,
+    /// The image reference.
+    pub image: String,
+    /// Resource requests.
+    pub requests: ResourceList,
+    /// Host ports.
+    pub ports: Vec<HostPort>,
+    /// An init container with `restartPolicy: Always` (a sidecar).
+    pub restartable: bool,
+}
+
+/// A pod, as far as scheduling reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pod {
+    /// The pod's UID.
+    pub uid: String,
+    /// The namespace.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+    /// Labels.
+    pub labels: Labels,
+    /// The resolved priority (0 when none).
+    pub priority: i32,
+    /// The scheduler that should place the pod.
+    pub scheduler_name: String,
+    /// The node the pod is bound to; empty when pending.
+    pub node_name: String,
+    /// The node the pod was nominated to by preemption; empty when none.
+    pub nominated_node_name: String,
+    /// Containers.
+    pub containers: Vec<Container>,
+    /// Init containers, in order.
+    pub init_containers: Vec<Container>,
+    /// The runtime class's pod overhead.
+    pub overhead: ResourceList,
+    /// `spec.nodeSelector`.
+    pub node_selector: Labels,
+    /// `spec.tolerations`.
+    pub tolerations: Vec<Toleration>,
+    /// `spec.schedulingGates` by name.
+    pub scheduling_gates: Vec<String>,
+    /// The pod has a deletion timestamp.
+    pub terminating: bool,
+}
+
+impl Pod {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The pod's effective requests, as upstream's `PodRequests`: the sum of its
+    /// containers, raised to what any init container needs at its turn (sidecars keep
+    /// running), plus the overhead. `default_missing` gives a quantity to containers
+    /// that request none of a resource (used by scoring's non-zero requests).
+    pub fn requests_with(&self, default_missing: &[(&str, i64)]) -> Resources {
+        let container_requests = |c: &Container| {
+            let mut r = Resources::from_list(&c.requests);
+            for (name, q) in default_missing {
+                if !c.requests.contains_key(*name) {
+                    r.add_list(&ResourceList::from([((*name).to_owned(), *q)]));
+                }
+            }
+            r
+        };
+        let mut reqs = Resources::default();
+        for c in &self.containers {
+            reqs.add(&container_requests(c));
+        }
+        let mut sidecars = Resources::default();
+        let mut init_max = Resources::default();
+        for c in &self.init_containers {
+            let r = container_requests(c);
+            let at_turn = if c.restartable {
+                reqs.add(&r);
+                sidecars.add(&r);
+                sidecars.clone()
+            } else {
+                let mut t = r;
+                t.add(&sidecars);
+                t
+            };
+            init_max.max_with(&at_turn);
+        }
+        reqs.max_with(&init_max);
+        reqs.add_list(&self.overhead);
+        reqs
+    }
+
+    /// The pod's effective requests (see [`Pod::requests_with`]).
+    pub fn requests(&self) -> Resources {
+        self.requests_with(&[])
+    }
+
+    /// Requests with upstream's defaults for containers that request no CPU (100m)
+    /// or memory (200 MiB), as scoring uses them.
+    pub fn non_zero_requests(&self) -> Resources {
+        self.requests_with(&[
+            (CPU, DEFAULT_MILLI_CPU_REQUEST),
+            (MEMORY, DEFAULT_MEMORY_REQUEST),
+        ])
+    }
+
+    /// Every host port of the pod's containers (init containers included).
+    pub fn host_ports(&self) -> impl Iterator<Item = &HostPort> {
+        self.init_containers
+            .iter()
+            .chain(&self.containers)
+            .flat_map(|c| c.ports.iter())
+            .filter(|p| p.port > 0)
+    }
+}
+
+/// CPU that scoring assumes for a container that requests none (millicores).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// Memory that scoring assumes for a container that requests none (bytes).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// A container image present on a node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageState {
+    /// The names (tags and digests) of the image.
+    pub names: Vec<String>,
+    /// Its size in bytes.
+    pub size_bytes: i64,
+}
+
+/// A node, as far as scheduling reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Node {
+    /// The node name.
+    pub name: String,
+    /// Labels.
+    pub labels: Labels,
+    /// Taints.
+    pub taints: Vec<Taint>,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    /// `status.allocatable`.
+    pub allocatable: Resources,
+    /// `status.images`.
+    pub images: Vec<ImageState>,
+}
+
+/// A node with the sum of what its pods (bound and assumed) request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// The node.
+    pub node: Node,
+    /// Sum of the pods' effective requests.
+    pub requested: Resources,
+    /// Sum of the pods' non-zero requests (see [`Pod::non_zero_requests`]).
+    pub non_zero_requested: Resources,
+    /// How many pods are on the node.
+    pub pod_count: u32,
+    /// Host ports in use.
+    pub used_ports: Vec<HostPort>,
+}
+
+impl NodeInfo {
+    /// A node with no pods.
+    pub fn new(node: Node) -> Self {
+        NodeInfo {
+            node,
+            ..NodeInfo::default()
+        }
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.node.name
+    }
+
+    /// Counts a pod on this node.
+    pub fn add_pod(&mut self, pod: &Pod) {
+        self.requested.add(&pod.requests());
+        self.non_zero_requested.add(&pod.non_zero_requests());
+        self.pod_count += 1;
+        self.used_ports.extend(pod.host_ports().cloned());
+    }
+
+    /// Stops counting a pod on this node.
+    pub fn remove_pod(&mut self, pod: &Pod) {
+        self.requested.sub(&pod.requests());
+        self.non_zero_requested.sub(&pod.non_zero_requests());
+        self.pod_count = self.pod_count.saturating_sub(1);
+        for p in pod.host_ports() {
+            if let Some(i) = self.used_ports.iter().position(|u| u == p) {
+                self.used_ports.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// A status code, as kube-scheduler's `framework.Code`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// The plugin ran and the pod may proceed.
+    Success,
+    /// An internal error; the pod is retried with backoff.
+    Error,
+    /// The pod does not fit now; preemption may help.
+    Unschedulable,
+    /// The pod does not fit and preemption cannot help.
+    UnschedulableAndUnresolvable,
+    /// Permit only: the pod waits.
+    Wait,
+    /// The plugin has nothing to do for this pod.
+    Skip,
+    /// The pod waits for something outside the scheduler.
+    Pending,
+}
+
+impl Code {
+    /// The spelling kube-scheduler uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Success => "Success",
+            Code::Error => "Error",
+            Code::Unschedulable => "Unschedulable",
+            Code::UnschedulableAndUnresolvable => "UnschedulableAndUnresolvable",
+            Code::Wait => "Wait",
+            Code::Skip => "Skip",
+            Code::Pending => "Pending",
+        }
+    }
+}
+
+/// The answer of an extension point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The code.
+    pub code: Code,
+    /// Reasons, e.g. "Insufficient cpu".
+    pub reasons: Vec<String>,
+}
+
+impl Status {
+    /// Success, no reasons.
+    pub fn success() -> Self {
+        Status::new(Code::Success, Vec::new())
+    }
+    /// Skip, no reasons.
+    pub fn skip() -> Self {
+        Status::new(Code::Skip, Vec::new())
+    }
+    /// A status with a code and reasons.
+    pub fn new(code: Code, reasons: Vec<String>) -> Self {
+        Status { code, reasons }
+    }
+    /// Unschedulable with one reason.
+    pub fn unschedulable(reason: impl Into<String>) -> Self {
+        Status::new(Code::Unschedulable, vec![reason.into()])
+    }
+    /// UnschedulableAndUnresolvable with one reason.
+    pub fn unresolvable(reason: impl Into<String>) -> Self {
+        Status::new(Code::UnschedulableAndUnresolvable, vec![reason.into()])
+    }
+    /// Error with a message.
+    pub fn error(message: impl Into<String>) -> Self {
+        Status::new(Code::Error, vec![message.into()])
+    }
+    /// Whether the code is Success.
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+    /// Whether the code is Unschedulable or UnschedulableAndUnresolvable.
+    pub fn is_rejected(&self) -> bool {
+        matches!(
+            self.code,
+            Code::Unschedulable | Code::UnschedulableAndUnresolvable
+        )
+    }
+    /// The reasons joined by ", ".
+    pub fn message(&self) -> String {
+        self.reasons.join(", ")
+    }
+}
+
+/// An extension point of the scheduling framework.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExtensionPoint {
+    /// Gate a pod before it enters the active queue.
+    PreEnqueue,
+    /// Order the active queue.
+    QueueSort,
+    /// Once per cycle, before filtering.
+    PreFilter,
+    /// Per node: can the pod run here?
+    Filter,
+    /// When no node fits (preemption).
+    PostFilter,
+    /// Once per cycle, before scoring.
+    PreScore,
+    /// Per feasible node: how good is it?
+    Score,
+    /// Rescale a plugin's scores into [0, 100].
+    NormalizeScore,
+    /// Claim resources for the chosen node (and release them on failure).
+    Reserve,
+    /// Approve, reject or delay binding.
+    Permit,
+    /// Before binding.
+    PreBind,
+    /// Bind the pod.
+    Bind,
+    /// After a successful bind.
+    PostBind,
+}
+
+impl ExtensionPoint {
+    /// Every extension point, in framework order.
+    pub const ALL: [ExtensionPoint; 13] = [
+        ExtensionPoint::PreEnqueue,
+        ExtensionPoint::QueueSort,
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::Filter,
+        ExtensionPoint::PostFilter,
+        ExtensionPoint::PreScore,
+        ExtensionPoint::Score,
+        ExtensionPoint::NormalizeScore,
+        ExtensionPoint::Reserve,
+        ExtensionPoint::Permit,
+        ExtensionPoint::PreBind,
+        ExtensionPoint::Bind,
+        ExtensionPoint::PostBind,
+    ];
+
+    /// The name used in profiles (`filter`, `preScore`, ...), as KubeSchedulerConfiguration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionPoint::PreEnqueue => "preEnqueue",
+            ExtensionPoint::QueueSort => "queueSort",
+            ExtensionPoint::PreFilter => "preFilter",
+            ExtensionPoint::Filter => "filter",
+            ExtensionPoint::PostFilter => "postFilter",
+            ExtensionPoint::PreScore => "preScore",
+            ExtensionPoint::Score => "score",
+            ExtensionPoint::NormalizeScore => "normalizeScore",
+            ExtensionPoint::Reserve => "reserve",
+            ExtensionPoint::Permit => "permit",
+            ExtensionPoint::PreBind => "preBind",
+            ExtensionPoint::Bind => "bind",
+            ExtensionPoint::PostBind => "postBind",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn container(cpu: Option<i64>, mem: Option<i64>) -> Container {
+        let mut requests = ResourceList::new();
+        if let Some(c) = cpu {
+            requests.insert(CPU.into(), c);
+        }
+        if let Some(m) = mem {
+            requests.insert(MEMORY.into(), m);
+        }
+        Container {
+            requests,
+            ..Container::default()
+        }
+    }
+
+    #[test]
+    fn requests_take_init_containers_and_sidecars_into_account() {
+        let mut pod = Pod {
+            containers: vec![container(Some(100), Some(10)), container(Some(200), None)],
+            ..Pod::default()
+        };
+        assert_eq!(pod.requests().milli_cpu, 300);
+        // A plain init container bigger than the sum wins.
+        pod.init_containers = vec![container(Some(500), Some(5))];
+        assert_eq!(pod.requests().milli_cpu, 500);
+        assert_eq!(pod.requests().memory, 10);
+        // A sidecar adds to the containers and to every later init container.
+        let mut sidecar = container(Some(50), None);
+        sidecar.restartable = true;
+        pod.init_containers = vec![sidecar, container(Some(400), None)];
+        assert_eq!(pod.requests().milli_cpu, 450);
+        pod.overhead.insert(CPU.into(), 10);
+        assert_eq!(pod.requests().milli_cpu, 460);
+    }
+
+    #[test]
+    fn non_zero_requests_fill_only_missing_quantities() {
+        let pod = Pod {
+            containers: vec![container(None, None), container(Some(0), Some(0))],
+            ..Pod::default()
+        };
+        let r = pod.non_zero_requests();
+        assert_eq!(r.milli_cpu, DEFAULT_MILLI_CPU_REQUEST);
+        assert_eq!(r.memory, DEFAULT_MEMORY_REQUEST);
+        assert!(pod.requests().is_zero());
+    }
+
+    #[test]
+    fn tolerations_match_as_upstream() {
+        let taint = Taint {
+            key: "dedicated".into(),
+            value: "gpu".into(),
+            effect: TaintEffect::NoSchedule,
+        };
+        let tol = |key: &str, op, value: &str, effect| Toleration {
+            key: key.into(),
+            operator: op,
+            value: value.into(),
+            effect,
+            toleration_seconds: None,
+        };
+        use TolerationOperator::*;
+        assert!(tol("dedicated", Equal, "gpu", None).tolerates(&taint));
+        assert!(tol("dedicated", Exists, "", Some(TaintEffect::NoSchedule)).tolerates(&taint));
+        assert!(tol("", Exists, "", None).tolerates(&taint));
+        assert!(!tol("dedicated", Equal, "cpu", None).tolerates(&taint));
+        assert!(!tol("dedicated", Exists, "", Some(TaintEffect::NoExecute)).tolerates(&taint));
+        assert!(!tol("other", Exists, "", None).tolerates(&taint));
+    }
+
+    #[test]
+    fn node_info_adds_and_removes_pods() {
+        let pod = Pod {
+            containers: vec![Container {
+                ports: vec![HostPort {
+                    host_ip: String::new(),
+                    protocol: "TCP".into(),
+                    port: 80,
+                }],
+                ..container(Some(100), Some(1 << 20))
+            }],
+            ..Pod::default()
+        };
+        let mut info = NodeInfo::new(Node::default());
+        info.add_pod(&pod);
+        assert_eq!(info.requested.milli_cpu, 100);
+        assert_eq!(info.used_ports.len(), 1);
+        assert_eq!(info.pod_count, 1);
+        info.remove_pod(&pod);
+        assert!(info.requested.is_zero());
+        assert!(info.non_zero_requested.is_zero());
+        assert!(info.used_ports.is_empty());
+        assert_eq!(info.pod_count, 0);
+    }
+}
