@@ -2,7 +2,7 @@
 //! run Reserve and Permit, bind it, and account for every outcome so no pod is lost.
 
 use crate::cache::{Cache, Snapshot};
-use crate::cluster::Binder;
+use crate::cluster::{Binder, Namespaces};
 use crate::config::{Configuration, ModuleSource};
 use crate::framework::{Framework, FrameworkOptions, ScheduleOutcome, registry};
 use crate::queue::{QueuedPod, SchedulingQueue};
@@ -33,6 +33,7 @@ pub struct Scheduler {
     queue: SchedulingQueue,
     snapshot: Snapshot,
     outcomes: HashMap<String, PodOutcome>,
+    namespaces: Namespaces,
 }
 
 impl Scheduler {
@@ -62,9 +63,10 @@ impl Scheduler {
         if let Some(p) = config.percentage_of_nodes_to_score {
             options.percentage_of_nodes_to_score = p;
         }
+        let namespaces = Namespaces::new();
         let frameworks = profiles
             .iter()
-            .map(|p| Framework::new(p, &modules, &options, binder.clone()))
+            .map(|p| Framework::new(p, &modules, &options, binder.clone(), &namespaces))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scheduler {
             frameworks,
@@ -72,6 +74,7 @@ impl Scheduler {
             queue: SchedulingQueue::new(),
             snapshot: Snapshot::default(),
             outcomes: HashMap::new(),
+            namespaces,
         })
     }
 
@@ -94,6 +97,12 @@ impl Scheduler {
     /// Whether one of the profiles serves this scheduler name.
     pub fn serves(&self, scheduler_name: &str) -> bool {
         self.framework_for(scheduler_name).is_some()
+    }
+
+    /// A namespace appeared or changed (its labels feed namespace selectors).
+    pub fn add_or_update_namespace(&mut self, name: &str, labels: berth_sdk::Labels) {
+        self.namespaces.set(name, labels);
+        self.queue.move_all_to_active();
     }
 
     /// A node appeared or changed.

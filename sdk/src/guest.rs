@@ -87,7 +87,12 @@ pub fn log(level: crate::LogLevel, message: &str) {
 
 /// Binds a pod through the cluster's binding API.
 pub fn bind_pod(pod: &sdk::Pod, node: &str) -> Result<(), String> {
-    host::bind_pod(&pod_to_wit(pod), node)
+    host::bind_pod(&pod.namespace, &pod.name, &pod.uid, node)
+}
+
+/// The labels of a namespace, if the host knows it.
+pub fn namespace_labels(namespace: &str) -> Option<sdk::Labels> {
+    host::namespace_labels(namespace).map(|l| l.into_iter().collect())
 }
 
 impl<T: Registered> ex::plugin::Guest for Export<T> {
@@ -103,6 +108,7 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             name: T::NAME.to_owned(),
             extension_points: points,
             wit_version: WIT_VERSION.to_owned(),
+            wants_pods: T::WANTS_PODS,
         }
     }
 
@@ -169,7 +175,8 @@ impl<T: Registered> ex::pre_filter::Guest for Export<T> {
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| match inst.vtable.pre_filter {
             Some(f) => {
-                let r = f(&inst.plugin, &state, &pod);
+                let nodes: Vec<&sdk::NodeInfo> = inst.nodes.iter().flatten().collect();
+                let r = f(&inst.plugin, &state, &pod, &nodes);
                 ex::pre_filter::PreFilterResult {
                     status: status_to_wit(r.status),
                     node_names: r.node_names,
@@ -240,7 +247,8 @@ impl<T: Registered> ex::pre_score::Guest for Export<T> {
                     None => return status_to_wit(missing_node(slot)),
                 }
             }
-            status_to_wit(f(&inst.plugin, &state, &pod, &nodes))
+            let all: Vec<&sdk::NodeInfo> = inst.nodes.iter().flatten().collect();
+            status_to_wit(f(&inst.plugin, &state, &pod, &nodes, &all))
         })
     }
 }
@@ -412,14 +420,6 @@ fn effect_from_wit(e: w::TaintEffect) -> sdk::TaintEffect {
     }
 }
 
-fn effect_to_wit(e: sdk::TaintEffect) -> w::TaintEffect {
-    match e {
-        sdk::TaintEffect::NoSchedule => w::TaintEffect::NoSchedule,
-        sdk::TaintEffect::PreferNoSchedule => w::TaintEffect::PreferNoSchedule,
-        sdk::TaintEffect::NoExecute => w::TaintEffect::NoExecute,
-    }
-}
-
 fn resources_from_wit(r: w::Resources) -> sdk::Resources {
     sdk::Resources {
         milli_cpu: r.milli_cpu,
@@ -438,14 +438,6 @@ fn port_from_wit(p: w::HostPort) -> sdk::HostPort {
     }
 }
 
-fn port_to_wit(p: &sdk::HostPort) -> w::HostPort {
-    w::HostPort {
-        host_ip: p.host_ip.clone(),
-        protocol: p.protocol.clone(),
-        port: p.port,
-    }
-}
-
 fn container_from_wit(c: w::Container) -> sdk::Container {
     sdk::Container {
         name: c.name,
@@ -454,20 +446,6 @@ fn container_from_wit(c: w::Container) -> sdk::Container {
         ports: c.ports.into_iter().map(port_from_wit).collect(),
         restartable: c.restartable,
     }
-}
-
-fn container_to_wit(c: &sdk::Container) -> w::Container {
-    w::Container {
-        name: c.name.clone(),
-        image: c.image.clone(),
-        requests: c.requests.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        ports: c.ports.iter().map(port_to_wit).collect(),
-        restartable: c.restartable,
-    }
-}
-
-fn labels_to_wit(l: &sdk::Labels) -> Vec<(String, String)> {
-    l.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn pod_from_wit(p: w::Pod) -> sdk::Pod {
@@ -504,39 +482,122 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
             .collect(),
         scheduling_gates: p.scheduling_gates,
         terminating: p.terminating,
+        affinity: affinity_from_wit(p.affinity),
+        topology_spread_constraints: p
+            .topology_spread_constraints
+            .into_iter()
+            .map(spread_from_wit)
+            .collect(),
+        default_selector: p.default_selector.map(selector_from_wit),
     }
 }
 
-fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
-    w::Pod {
-        uid: p.uid.clone(),
-        namespace: p.namespace.clone(),
-        name: p.name.clone(),
-        labels: labels_to_wit(&p.labels),
-        priority: p.priority,
-        scheduler_name: p.scheduler_name.clone(),
-        node_name: p.node_name.clone(),
-        nominated_node_name: p.nominated_node_name.clone(),
-        containers: p.containers.iter().map(container_to_wit).collect(),
-        init_containers: p.init_containers.iter().map(container_to_wit).collect(),
-        overhead: p.overhead.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        node_selector: labels_to_wit(&p.node_selector),
-        tolerations: p
-            .tolerations
-            .iter()
-            .map(|t| w::Toleration {
-                key: t.key.clone(),
-                operator: match t.operator {
-                    sdk::TolerationOperator::Equal => w::TolerationOperator::Equal,
-                    sdk::TolerationOperator::Exists => w::TolerationOperator::Exists,
+fn node_term_from_wit(t: w::NodeSelectorTerm) -> sdk::NodeSelectorTerm {
+    let req = |r: w::NodeSelectorRequirement| sdk::NodeSelectorRequirement {
+        key: r.key,
+        operator: match r.operator {
+            w::NodeSelectorOperator::In => sdk::NodeSelectorOperator::In,
+            w::NodeSelectorOperator::NotIn => sdk::NodeSelectorOperator::NotIn,
+            w::NodeSelectorOperator::Exists => sdk::NodeSelectorOperator::Exists,
+            w::NodeSelectorOperator::DoesNotExist => sdk::NodeSelectorOperator::DoesNotExist,
+            w::NodeSelectorOperator::Gt => sdk::NodeSelectorOperator::Gt,
+            w::NodeSelectorOperator::Lt => sdk::NodeSelectorOperator::Lt,
+        },
+        values: r.values,
+    };
+    sdk::NodeSelectorTerm {
+        match_expressions: t.match_expressions.into_iter().map(req).collect(),
+        match_fields: t.match_fields.into_iter().map(req).collect(),
+    }
+}
+
+fn selector_from_wit(s: w::LabelSelector) -> sdk::LabelSelector {
+    sdk::LabelSelector {
+        match_labels: s.match_labels.into_iter().collect(),
+        match_expressions: s
+            .match_expressions
+            .into_iter()
+            .map(|r| sdk::LabelSelectorRequirement {
+                key: r.key,
+                operator: match r.operator {
+                    w::LabelSelectorOperator::In => sdk::LabelSelectorOperator::In,
+                    w::LabelSelectorOperator::NotIn => sdk::LabelSelectorOperator::NotIn,
+                    w::LabelSelectorOperator::Exists => sdk::LabelSelectorOperator::Exists,
+                    w::LabelSelectorOperator::DoesNotExist => {
+                        sdk::LabelSelectorOperator::DoesNotExist
+                    }
                 },
-                value: t.value.clone(),
-                effect: t.effect.map(effect_to_wit),
-                toleration_seconds: t.toleration_seconds,
+                values: r.values,
             })
             .collect(),
-        scheduling_gates: p.scheduling_gates.clone(),
-        terminating: p.terminating,
+    }
+}
+
+fn pod_term_from_wit(t: w::PodAffinityTerm) -> sdk::PodAffinityTerm {
+    sdk::PodAffinityTerm {
+        label_selector: t.label_selector.map(selector_from_wit),
+        namespaces: t.namespaces,
+        namespace_selector: t.namespace_selector.map(selector_from_wit),
+        topology_key: t.topology_key,
+        match_label_keys: t.match_label_keys,
+        mismatch_label_keys: t.mismatch_label_keys,
+    }
+}
+
+fn pod_affinity_from_wit(a: w::PodAffinity) -> sdk::PodAffinity {
+    sdk::PodAffinity {
+        required: a.required.into_iter().map(pod_term_from_wit).collect(),
+        preferred: a
+            .preferred
+            .into_iter()
+            .map(|w| sdk::WeightedPodAffinityTerm {
+                weight: w.weight,
+                term: pod_term_from_wit(w.term),
+            })
+            .collect(),
+    }
+}
+
+fn affinity_from_wit(a: w::Affinity) -> sdk::Affinity {
+    sdk::Affinity {
+        node_affinity: a.node_affinity.map(|n| sdk::NodeAffinity {
+            required: n
+                .required
+                .map(|terms| terms.into_iter().map(node_term_from_wit).collect()),
+            preferred: n
+                .preferred
+                .into_iter()
+                .map(|p| sdk::PreferredSchedulingTerm {
+                    weight: p.weight,
+                    preference: node_term_from_wit(p.preference),
+                })
+                .collect(),
+        }),
+        pod_affinity: pod_affinity_from_wit(a.pod_affinity),
+        pod_anti_affinity: pod_affinity_from_wit(a.pod_anti_affinity),
+    }
+}
+
+fn policy_from_wit(p: w::NodeInclusionPolicy) -> sdk::NodeInclusionPolicy {
+    match p {
+        w::NodeInclusionPolicy::Honor => sdk::NodeInclusionPolicy::Honor,
+        w::NodeInclusionPolicy::Ignore => sdk::NodeInclusionPolicy::Ignore,
+    }
+}
+
+fn spread_from_wit(c: w::TopologySpreadConstraint) -> sdk::TopologySpreadConstraint {
+    sdk::TopologySpreadConstraint {
+        max_skew: c.max_skew,
+        topology_key: c.topology_key,
+        when_unsatisfiable: match c.when_unsatisfiable {
+            w::WhenUnsatisfiable::DoNotSchedule => sdk::WhenUnsatisfiable::DoNotSchedule,
+            w::WhenUnsatisfiable::ScheduleAnyway => sdk::WhenUnsatisfiable::ScheduleAnyway,
+        },
+        label_selector: c.label_selector.map(selector_from_wit),
+        min_domains: c.min_domains,
+        node_affinity_policy: c.node_affinity_policy.map(policy_from_wit),
+        node_taints_policy: c.node_taints_policy.map(policy_from_wit),
+        match_label_keys: c.match_label_keys,
     }
 }
 
@@ -563,6 +624,7 @@ fn node_info_from_wit(n: w::NodeInfo) -> sdk::NodeInfo {
                 .map(|i| sdk::ImageState {
                     names: i.names,
                     size_bytes: i.size_bytes,
+                    num_nodes: i.num_nodes,
                 })
                 .collect(),
         },
@@ -570,5 +632,6 @@ fn node_info_from_wit(n: w::NodeInfo) -> sdk::NodeInfo {
         non_zero_requested: resources_from_wit(n.non_zero_requested),
         pod_count: n.pod_count,
         used_ports: n.used_ports.into_iter().map(port_from_wit).collect(),
+        pods: n.pods.into_iter().map(pod_from_wit).collect(),
     }
 }

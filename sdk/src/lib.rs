@@ -37,6 +37,7 @@
 //! cost and a batch over many nodes is one call into the sandbox.
 #![deny(missing_docs)]
 
+pub mod affinity;
 pub mod helpers;
 mod plugin;
 pub mod types;
@@ -77,25 +78,67 @@ pub enum LogLevel {
     Error,
 }
 
-/// Sends a line to the scheduler's log, tagged with the plugin's name. Natively it
-/// goes to standard error.
+/// What a plugin can ask of the scheduler. In the sandbox the host answers through
+/// WIT imports; natively (unit tests, native builds run by the host) whoever runs the
+/// plugin installs one with [`set_native_host`].
+pub trait HostApi: Send + Sync {
+    /// Writes a log line.
+    fn log(&self, level: LogLevel, message: &str);
+    /// Binds a pod to a node.
+    fn bind_pod(&self, pod: &Pod, node: &str) -> Result<(), String>;
+    /// The labels of a namespace.
+    fn namespace_labels(&self, namespace: &str) -> Option<Labels>;
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+static NATIVE_HOST: std::sync::RwLock<Option<std::sync::Arc<dyn HostApi>>> =
+    std::sync::RwLock::new(None);
+
+/// Installs the host that native runs of plugins talk to (process-wide).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn set_native_host(host: std::sync::Arc<dyn HostApi>) {
+    *NATIVE_HOST.write().unwrap_or_else(|e| e.into_inner()) = Some(host);
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn native_host() -> Option<std::sync::Arc<dyn HostApi>> {
+    NATIVE_HOST
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// Sends a line to the scheduler's log, tagged with the plugin's name. Natively, with
+/// no host installed, it goes to standard error.
 pub fn log(level: LogLevel, message: &str) {
     #[cfg(target_arch = "wasm32")]
     guest::log(level, message);
     #[cfg(not(target_arch = "wasm32"))]
-    eprintln!("{level:?}: {message}");
+    match native_host() {
+        Some(h) => h.log(level, message),
+        None => eprintln!("{level:?}: {message}"),
+    }
 }
 
 /// Binds a pod to a node through the cluster (the `pods/binding` subresource); what a
-/// Bind plugin calls. Natively there is no cluster, so it fails.
+/// Bind plugin calls. Natively, with no host installed, it fails.
 pub fn bind_pod(pod: &Pod, node: &str) -> Result<(), String> {
     #[cfg(target_arch = "wasm32")]
     return guest::bind_pod(pod, node);
     #[cfg(not(target_arch = "wasm32"))]
-    {
-        let _ = (pod, node);
-        Err("bind_pod needs the Berth host".to_owned())
+    match native_host() {
+        Some(h) => h.bind_pod(pod, node),
+        None => Err("bind_pod needs the Berth host".to_owned()),
     }
+}
+
+/// The labels of a namespace, for namespace selectors; `None` when the cluster has no
+/// such namespace (or, natively, when no host is installed).
+pub fn namespace_labels(namespace: &str) -> Option<Labels> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::namespace_labels(namespace);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().and_then(|h| h.namespace_labels(namespace))
 }
 
 /// Exports a plugin type as the component's plugin, naming the extension points it

@@ -75,6 +75,11 @@ pub trait Plugin: Sized + 'static {
     /// The name used in profiles, e.g. "NodeResourcesFit".
     const NAME: &'static str;
 
+    /// Whether the plugin reads [`NodeInfo::pods`]; the host sends the pods of each
+    /// node to the plugin's replica only when it does, since they cost memory and
+    /// copying.
+    const WANTS_PODS: bool = false;
+
     /// Builds the plugin from its args (`serde_json::Value::Null` when the profile
     /// gives none). An error refuses the module with that message.
     fn new(args: serde_json::Value) -> Result<Self, String>;
@@ -112,8 +117,9 @@ impl From<Status> for PreFilterResult {
 
 /// PreFilter: runs once per cycle before Filter.
 pub trait PreFilter: Plugin {
-    /// Computes per-cycle state, may reject the pod or narrow the node set.
-    fn pre_filter(&self, state: &CycleState, pod: &Pod) -> PreFilterResult;
+    /// Computes per-cycle state, may reject the pod or narrow the node set. `nodes`
+    /// are all the nodes of the snapshot.
+    fn pre_filter(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> PreFilterResult;
 }
 
 /// Filter: can the pod run on this node?
@@ -124,8 +130,15 @@ pub trait Filter: Plugin {
 
 /// PreScore: runs once per cycle before Score, with the feasible nodes.
 pub trait PreScore: Plugin {
-    /// Success, Skip (Score is not called for this pod), or an error.
-    fn pre_score(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> Status;
+    /// Success, Skip (Score is not called for this pod), or an error. `nodes` are the
+    /// feasible nodes, `all_nodes` every node of the snapshot.
+    fn pre_score(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        nodes: &[&NodeInfo],
+        all_nodes: &[&NodeInfo],
+    ) -> Status;
 }
 
 /// Score: ranks a feasible node.
@@ -182,11 +195,11 @@ pub struct VTable<T> {
     /// QueueSort.
     pub sort_key: Option<fn(&T, &Pod) -> Vec<i64>>,
     /// PreFilter.
-    pub pre_filter: Option<fn(&T, &CycleState, &Pod) -> PreFilterResult>,
+    pub pre_filter: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo]) -> PreFilterResult>,
     /// Filter.
     pub filter: Option<fn(&T, &CycleState, &Pod, &NodeInfo) -> Status>,
     /// PreScore.
-    pub pre_score: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo]) -> Status>,
+    pub pre_score: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo], &[&NodeInfo]) -> Status>,
     /// Score.
     pub score: Option<fn(&T, &CycleState, &Pod, &NodeInfo) -> Result<i64, Status>>,
     /// NormalizeScore.

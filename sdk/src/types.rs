@@ -4,7 +4,10 @@
 //! objects into them, and the guest side of the SDK converts the records it receives
 //! into them, so a plugin sees the same types natively and in the sandbox.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+pub use crate::affinity::*;
 
 /// Resource name of CPU.
 pub const CPU: &str = "cpu";
@@ -23,7 +26,7 @@ pub type Labels = BTreeMap<String, String>;
 pub type ResourceList = BTreeMap<String, i64>;
 
 /// Aggregated resource quantities, as kube-scheduler's `framework.Resource`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resources {
     /// CPU in millicores.
     pub milli_cpu: i64,
@@ -119,7 +122,7 @@ impl Resources {
 }
 
 /// The effect of a taint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TaintEffect {
     /// New pods that do not tolerate the taint are not scheduled.
     NoSchedule,
@@ -141,7 +144,7 @@ impl TaintEffect {
 }
 
 /// A node taint.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Taint {
     /// The taint key.
     pub key: String,
@@ -152,7 +155,7 @@ pub struct Taint {
 }
 
 /// How a toleration matches a taint's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TolerationOperator {
     /// Key and value must be equal.
     Equal,
@@ -161,7 +164,7 @@ pub enum TolerationOperator {
 }
 
 /// A pod toleration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Toleration {
     /// Empty with `Exists` tolerates every key.
     pub key: String,
@@ -211,7 +214,7 @@ pub fn find_untolerated_taint<'a>(
 }
 
 /// A host port that a container asks for, or that a node has in use.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct HostPort {
     /// The host IP ("" or "0.0.0.0" means every address).
     pub host_ip: String,
@@ -222,7 +225,7 @@ pub struct HostPort {
 }
 
 /// A container of a pod, as far as scheduling reads it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Container {
     /// The container name.
     pub name: String,
@@ -237,7 +240,7 @@ pub struct Container {
 }
 
 /// A pod, as far as scheduling reads it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pod {
     /// The pod's UID.
     pub uid: String,
@@ -269,6 +272,14 @@ pub struct Pod {
     pub scheduling_gates: Vec<String>,
     /// The pod has a deletion timestamp.
     pub terminating: bool,
+    /// `spec.affinity`.
+    pub affinity: Affinity,
+    /// `spec.topologySpreadConstraints`.
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// The merged selectors of the Services, ReplicaSets and StatefulSets that select
+    /// the pod (upstream's `DefaultSelector`), filled in by the host; `None` when
+    /// nothing selects it. PodTopologySpread's default constraints use it.
+    pub default_selector: Option<LabelSelector>,
 }
 
 impl Pod {
@@ -345,16 +356,18 @@ pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
 /// A container image present on a node.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageState {
     /// The names (tags and digests) of the image.
     pub names: Vec<String>,
     /// Its size in bytes.
     pub size_bytes: i64,
+    /// How many nodes of the cluster have this image (filled in by the host).
+    pub num_nodes: u32,
 }
 
 /// A node, as far as scheduling reads it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Node {
     /// The node name.
     pub name: String,
@@ -371,7 +384,7 @@ pub struct Node {
 }
 
 /// A node with the sum of what its pods (bound and assumed) request.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInfo {
     /// The node.
     pub node: Node,
@@ -383,6 +396,10 @@ pub struct NodeInfo {
     pub pod_count: u32,
     /// Host ports in use.
     pub used_ports: Vec<HostPort>,
+    /// The pods on the node (bound and assumed). Sent to a plugin's replica only when
+    /// the plugin asks for pods ([`Plugin::WANTS_PODS`](crate::Plugin::WANTS_PODS));
+    /// empty otherwise.
+    pub pods: Vec<Pod>,
 }
 
 impl NodeInfo {
@@ -405,6 +422,7 @@ impl NodeInfo {
         self.non_zero_requested.add(&pod.non_zero_requests());
         self.pod_count += 1;
         self.used_ports.extend(pod.host_ports().cloned());
+        self.pods.push(pod.clone());
     }
 
     /// Stops counting a pod on this node.
@@ -417,11 +435,14 @@ impl NodeInfo {
                 self.used_ports.swap_remove(i);
             }
         }
+        if let Some(i) = self.pods.iter().position(|p| p.uid == pod.uid) {
+            self.pods.remove(i);
+        }
     }
 }
 
 /// A status code, as kube-scheduler's `framework.Code`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Code {
     /// The plugin ran and the pod may proceed.
     Success,
@@ -455,7 +476,7 @@ impl Code {
 }
 
 /// The answer of an extension point.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
     /// The code.
     pub code: Code,
@@ -506,7 +527,7 @@ impl Status {
 }
 
 /// An extension point of the scheduling framework.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ExtensionPoint {
     /// Gate a pod before it enters the active queue.
     PreEnqueue,

@@ -55,6 +55,8 @@ pub struct Cache {
     by_name: HashMap<String, u32>,
     pods: HashMap<String, PodEntry>,
     pods_by_node: HashMap<String, HashSet<String>>,
+    /// Which nodes list each image name (for `ImageState::num_nodes`).
+    image_nodes: HashMap<String, HashSet<String>>,
     generation: u64,
 }
 
@@ -134,10 +136,81 @@ impl Cache {
         let name = node.name.clone();
         let slot = self.slot_for(&name);
         let entry = self.slots[slot as usize].as_mut().expect("slot just made");
+        let old_images = image_names(&entry.info.node);
+        let new_images = image_names(&node);
         let info = Arc::make_mut(&mut entry.info);
         info.node = node;
         entry.has_node = true;
         self.touch(slot);
+        if old_images != new_images {
+            for n in &old_images {
+                if let Some(set) = self.image_nodes.get_mut(n) {
+                    set.remove(&name);
+                }
+            }
+            for n in &new_images {
+                self.image_nodes
+                    .entry(n.clone())
+                    .or_default()
+                    .insert(name.clone());
+            }
+            self.refresh_image_counts(old_images.union(&new_images));
+        } else if !new_images.is_empty() {
+            // The node object was replaced: its counts must be filled in again.
+            self.refresh_image_counts(new_images.iter());
+        }
+    }
+
+    /// Recounts `ImageState::num_nodes` on every node that lists one of `names`.
+    fn refresh_image_counts<'a>(&mut self, names: impl Iterator<Item = &'a String>) {
+        let mut nodes: HashSet<String> = HashSet::new();
+        for n in names {
+            if let Some(set) = self.image_nodes.get(n) {
+                nodes.extend(set.iter().cloned());
+            }
+            if self.image_nodes.get(n).is_some_and(HashSet::is_empty) {
+                self.image_nodes.remove(n);
+            }
+        }
+        for node in nodes {
+            let Some(&slot) = self.by_name.get(&node) else {
+                continue;
+            };
+            let counts: Vec<u32> = match &self.slots[slot as usize] {
+                Some(entry) => entry
+                    .info
+                    .node
+                    .images
+                    .iter()
+                    .map(|img| {
+                        let mut holders: HashSet<&String> = HashSet::new();
+                        for n in &img.names {
+                            if let Some(set) = self.image_nodes.get(n) {
+                                holders.extend(set);
+                            }
+                        }
+                        holders.len() as u32
+                    })
+                    .collect(),
+                None => continue,
+            };
+            let entry = self.slots[slot as usize].as_mut().expect("checked above");
+            if entry
+                .info
+                .node
+                .images
+                .iter()
+                .map(|i| i.num_nodes)
+                .eq(counts.iter().copied())
+            {
+                continue;
+            }
+            let info = Arc::make_mut(&mut entry.info);
+            for (img, c) in info.node.images.iter_mut().zip(counts) {
+                img.num_nodes = c;
+            }
+            self.touch(slot);
+        }
     }
 
     /// Removes a node. Pods that still name it stay counted until they are removed,
@@ -146,11 +219,20 @@ impl Cache {
         let Some(&slot) = self.by_name.get(name) else {
             return;
         };
+        let mut images = HashSet::new();
         if let Some(entry) = self.slots[slot as usize].as_mut() {
             entry.has_node = false;
+            images = image_names(&entry.info.node);
+            Arc::make_mut(&mut entry.info).node.images.clear();
+        }
+        for n in &images {
+            if let Some(set) = self.image_nodes.get_mut(n) {
+                set.remove(name);
+            }
         }
         self.touch(slot);
         self.release_if_empty(name);
+        self.refresh_image_counts(images.iter());
     }
 
     fn count_pod(&mut self, pod: &Pod) {
@@ -298,10 +380,48 @@ impl Cache {
     }
 }
 
+fn image_names(node: &Node) -> HashSet<String> {
+    node.images
+        .iter()
+        .flat_map(|i| i.names.iter().cloned())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_sdk::{Container, ResourceList};
+    use berth_sdk::{Container, ImageState, ResourceList};
+
+    #[test]
+    fn image_states_count_the_nodes_that_have_them() {
+        let img = |n: &str| ImageState {
+            names: vec![n.into()],
+            size_bytes: 100,
+            num_nodes: 0,
+        };
+        let mut c = Cache::new();
+        c.add_or_update_node(Node {
+            images: vec![img("nginx"), img("redis")],
+            ..node("a")
+        });
+        c.add_or_update_node(Node {
+            images: vec![img("nginx")],
+            ..node("b")
+        });
+        let counts = |c: &Cache, n: &str| -> Vec<u32> {
+            c.node(n)
+                .unwrap()
+                .node
+                .images
+                .iter()
+                .map(|i| i.num_nodes)
+                .collect()
+        };
+        assert_eq!(counts(&c, "a"), [2, 1]);
+        assert_eq!(counts(&c, "b"), [2]);
+        c.remove_node("b");
+        assert_eq!(counts(&c, "a"), [1, 1]);
+    }
 
     fn node(name: &str) -> Node {
         Node {

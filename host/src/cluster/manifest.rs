@@ -47,6 +47,10 @@ const TOLERATION_OPERATORS: [&str; 2] = ["Equal", "Exists"];
 
 /// An object loaded from a manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "loaded once per manifest; boxing would only burden the callers"
+)]
 pub enum Object {
     /// A `v1` Node.
     Node(Node),
@@ -632,6 +636,15 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             .map(|g| g.name.clone())
             .collect(),
         terminating: meta.deletion_timestamp.is_some(),
+        affinity: super::affinity::affinity(spec.affinity.as_ref(), "spec.affinity")
+            .map_err(|(p, m)| FieldError::new(p, m))?,
+        topology_spread_constraints: super::affinity::spread_constraints(
+            spec.topology_spread_constraints.as_ref(),
+            "spec.topologySpreadConstraints",
+        )
+        .map_err(|(p, m)| FieldError::new(p, m))?,
+        // Filled in by the scheduler from the Services and controllers it knows.
+        default_selector: None,
     })
 }
 
@@ -757,6 +770,8 @@ fn convert_node(node: &k8s::Node) -> Result<Node, FieldError> {
         .map(|i| ImageState {
             names: i.names.clone().unwrap_or_default(),
             size_bytes: i.size_bytes.unwrap_or(0),
+            // Counted over the whole cluster by the host, not known per node.
+            num_nodes: 0,
         })
         .collect();
     Ok(Node {
@@ -1244,10 +1259,12 @@ status:
                 ImageState {
                     names: vec!["nginx:1.27".into(), "nginx@sha256:abc".into()],
                     size_bytes: 70_000_000,
+                    num_nodes: 0,
                 },
                 ImageState {
                     names: vec!["pause:3.10".into()],
                     size_bytes: 0,
+                    num_nodes: 0,
                 },
             ]
         );

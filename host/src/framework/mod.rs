@@ -11,7 +11,7 @@ pub use cycle_state::CycleState;
 pub use fit_error::{Diagnosis, FitError};
 pub use schedule::{ScheduleOutcome, num_feasible_nodes_to_find};
 
-use crate::cluster::Binder;
+use crate::cluster::{Binder, Namespaces};
 use crate::config::Profile;
 use crate::wasm::{CallError, Instance, LoadError, Module, module::WitPod};
 use berth_sdk::{Code, ExtensionPoint, Status};
@@ -86,13 +86,15 @@ struct PluginSlot {
 struct InstanceSet {
     instances: Vec<Option<Instance>>,
     binder: Option<Arc<dyn Binder>>,
+    namespaces: Namespaces,
 }
 
 impl InstanceSet {
-    fn new(n: usize, binder: Option<Arc<dyn Binder>>) -> Self {
+    fn new(n: usize, binder: Option<Arc<dyn Binder>>, namespaces: &Namespaces) -> Self {
         InstanceSet {
             instances: (0..n).map(|_| None).collect(),
             binder,
+            namespaces: namespaces.clone(),
         }
     }
 
@@ -104,7 +106,11 @@ impl InstanceSet {
             let p = &plugins[i];
             let inst = p
                 .module
-                .instantiate(&p.args_json, self.binder.clone())
+                .instantiate(
+                    &p.args_json,
+                    self.binder.clone(),
+                    Some(self.namespaces.clone()),
+                )
                 .map_err(|e| PluginError {
                     plugin: p.name.clone(),
                     message: e.to_string(),
@@ -163,6 +169,7 @@ impl Framework {
         modules: &HashMap<String, Arc<Module>>,
         options: &FrameworkOptions,
         binder: Arc<dyn Binder>,
+        namespaces: &Namespaces,
     ) -> Result<Self, FrameworkError> {
         let mut plugins: Vec<PluginSlot> = Vec::new();
         let mut points: HashMap<ExtensionPoint, Vec<(usize, i64)>> = HashMap::new();
@@ -225,11 +232,11 @@ impl Framework {
         };
         let fw = Framework {
             scheduler_name: profile.scheduler_name.clone(),
-            main: Mutex::new(InstanceSet::new(plugins.len(), None)),
+            main: Mutex::new(InstanceSet::new(plugins.len(), None, namespaces)),
             workers: (0..parallelism)
-                .map(|_| Mutex::new(InstanceSet::new(plugins.len(), None)))
+                .map(|_| Mutex::new(InstanceSet::new(plugins.len(), None, namespaces)))
                 .collect(),
-            binding: Mutex::new(InstanceSet::new(plugins.len(), Some(binder))),
+            binding: Mutex::new(InstanceSet::new(plugins.len(), Some(binder), namespaces)),
             plugins,
             points,
             pool,

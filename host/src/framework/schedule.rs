@@ -166,7 +166,9 @@ impl Framework {
         {
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreFilter) {
-                let r = main.get(i, &self.plugins)?.pre_filter(&state, pod)?;
+                let inst = main.get(i, &self.plugins)?;
+                inst.sync(snapshot)?;
+                let r = inst.pre_filter(&state, pod)?;
                 match r.status.code {
                     Code::Success => {}
                     Code::Skip => {

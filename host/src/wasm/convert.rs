@@ -29,26 +29,10 @@ fn effect_to_wit(e: sdk::TaintEffect) -> w::TaintEffect {
     }
 }
 
-fn effect_from_wit(e: w::TaintEffect) -> sdk::TaintEffect {
-    match e {
-        w::TaintEffect::NoSchedule => sdk::TaintEffect::NoSchedule,
-        w::TaintEffect::PreferNoSchedule => sdk::TaintEffect::PreferNoSchedule,
-        w::TaintEffect::NoExecute => sdk::TaintEffect::NoExecute,
-    }
-}
-
 fn port_to_wit(p: &sdk::HostPort) -> w::HostPort {
     w::HostPort {
         host_ip: p.host_ip.clone(),
         protocol: p.protocol.clone(),
-        port: p.port,
-    }
-}
-
-fn port_from_wit(p: w::HostPort) -> sdk::HostPort {
-    sdk::HostPort {
-        host_ip: p.host_ip,
-        protocol: p.protocol,
         port: p.port,
     }
 }
@@ -59,16 +43,6 @@ fn container_to_wit(c: &sdk::Container) -> w::Container {
         image: c.image.clone(),
         requests: list_to_wit(&c.requests),
         ports: c.ports.iter().map(port_to_wit).collect(),
-        restartable: c.restartable,
-    }
-}
-
-fn container_from_wit(c: w::Container) -> sdk::Container {
-    sdk::Container {
-        name: c.name,
-        image: c.image,
-        requests: c.requests.into_iter().collect(),
-        ports: c.ports.into_iter().map(port_from_wit).collect(),
         restartable: c.restartable,
     }
 }
@@ -103,47 +77,127 @@ pub(crate) fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
             .collect(),
         scheduling_gates: p.scheduling_gates.clone(),
         terminating: p.terminating,
+        affinity: affinity_to_wit(&p.affinity),
+        topology_spread_constraints: p
+            .topology_spread_constraints
+            .iter()
+            .map(spread_to_wit)
+            .collect(),
+        default_selector: p.default_selector.as_ref().map(selector_to_wit),
     }
 }
 
-pub(crate) fn pod_from_wit(p: w::Pod) -> sdk::Pod {
-    sdk::Pod {
-        uid: p.uid,
-        namespace: p.namespace,
-        name: p.name,
-        labels: p.labels.into_iter().collect(),
-        priority: p.priority,
-        scheduler_name: p.scheduler_name,
-        node_name: p.node_name,
-        nominated_node_name: p.nominated_node_name,
-        containers: p.containers.into_iter().map(container_from_wit).collect(),
-        init_containers: p
-            .init_containers
-            .into_iter()
-            .map(container_from_wit)
-            .collect(),
-        overhead: p.overhead.into_iter().collect(),
-        node_selector: p.node_selector.into_iter().collect(),
-        tolerations: p
-            .tolerations
-            .into_iter()
-            .map(|t| sdk::Toleration {
-                key: t.key,
-                operator: match t.operator {
-                    w::TolerationOperator::Equal => sdk::TolerationOperator::Equal,
-                    w::TolerationOperator::Exists => sdk::TolerationOperator::Exists,
+fn node_term_to_wit(t: &sdk::NodeSelectorTerm) -> w::NodeSelectorTerm {
+    let req = |r: &sdk::NodeSelectorRequirement| w::NodeSelectorRequirement {
+        key: r.key.clone(),
+        operator: match r.operator {
+            sdk::NodeSelectorOperator::In => w::NodeSelectorOperator::In,
+            sdk::NodeSelectorOperator::NotIn => w::NodeSelectorOperator::NotIn,
+            sdk::NodeSelectorOperator::Exists => w::NodeSelectorOperator::Exists,
+            sdk::NodeSelectorOperator::DoesNotExist => w::NodeSelectorOperator::DoesNotExist,
+            sdk::NodeSelectorOperator::Gt => w::NodeSelectorOperator::Gt,
+            sdk::NodeSelectorOperator::Lt => w::NodeSelectorOperator::Lt,
+        },
+        values: r.values.clone(),
+    };
+    w::NodeSelectorTerm {
+        match_expressions: t.match_expressions.iter().map(req).collect(),
+        match_fields: t.match_fields.iter().map(req).collect(),
+    }
+}
+
+fn selector_to_wit(s: &sdk::LabelSelector) -> w::LabelSelector {
+    w::LabelSelector {
+        match_labels: labels_to_wit(&s.match_labels),
+        match_expressions: s
+            .match_expressions
+            .iter()
+            .map(|r| w::LabelSelectorRequirement {
+                key: r.key.clone(),
+                operator: match r.operator {
+                    sdk::LabelSelectorOperator::In => w::LabelSelectorOperator::In,
+                    sdk::LabelSelectorOperator::NotIn => w::LabelSelectorOperator::NotIn,
+                    sdk::LabelSelectorOperator::Exists => w::LabelSelectorOperator::Exists,
+                    sdk::LabelSelectorOperator::DoesNotExist => {
+                        w::LabelSelectorOperator::DoesNotExist
+                    }
                 },
-                value: t.value,
-                effect: t.effect.map(effect_from_wit),
-                toleration_seconds: t.toleration_seconds,
+                values: r.values.clone(),
             })
             .collect(),
-        scheduling_gates: p.scheduling_gates,
-        terminating: p.terminating,
     }
 }
 
-pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo) -> w::NodeInfo {
+fn pod_term_to_wit(t: &sdk::PodAffinityTerm) -> w::PodAffinityTerm {
+    w::PodAffinityTerm {
+        label_selector: t.label_selector.as_ref().map(selector_to_wit),
+        namespaces: t.namespaces.clone(),
+        namespace_selector: t.namespace_selector.as_ref().map(selector_to_wit),
+        topology_key: t.topology_key.clone(),
+        match_label_keys: t.match_label_keys.clone(),
+        mismatch_label_keys: t.mismatch_label_keys.clone(),
+    }
+}
+
+fn pod_affinity_to_wit(a: &sdk::PodAffinity) -> w::PodAffinity {
+    w::PodAffinity {
+        required: a.required.iter().map(pod_term_to_wit).collect(),
+        preferred: a
+            .preferred
+            .iter()
+            .map(|p| w::WeightedPodAffinityTerm {
+                weight: p.weight,
+                term: pod_term_to_wit(&p.term),
+            })
+            .collect(),
+    }
+}
+
+fn affinity_to_wit(a: &sdk::Affinity) -> w::Affinity {
+    w::Affinity {
+        node_affinity: a.node_affinity.as_ref().map(|n| w::NodeAffinity {
+            required: n
+                .required
+                .as_ref()
+                .map(|terms| terms.iter().map(node_term_to_wit).collect()),
+            preferred: n
+                .preferred
+                .iter()
+                .map(|p| w::PreferredSchedulingTerm {
+                    weight: p.weight,
+                    preference: node_term_to_wit(&p.preference),
+                })
+                .collect(),
+        }),
+        pod_affinity: pod_affinity_to_wit(&a.pod_affinity),
+        pod_anti_affinity: pod_affinity_to_wit(&a.pod_anti_affinity),
+    }
+}
+
+fn policy_to_wit(p: sdk::NodeInclusionPolicy) -> w::NodeInclusionPolicy {
+    match p {
+        sdk::NodeInclusionPolicy::Honor => w::NodeInclusionPolicy::Honor,
+        sdk::NodeInclusionPolicy::Ignore => w::NodeInclusionPolicy::Ignore,
+    }
+}
+
+fn spread_to_wit(c: &sdk::TopologySpreadConstraint) -> w::TopologySpreadConstraint {
+    w::TopologySpreadConstraint {
+        max_skew: c.max_skew,
+        topology_key: c.topology_key.clone(),
+        when_unsatisfiable: match c.when_unsatisfiable {
+            sdk::WhenUnsatisfiable::DoNotSchedule => w::WhenUnsatisfiable::DoNotSchedule,
+            sdk::WhenUnsatisfiable::ScheduleAnyway => w::WhenUnsatisfiable::ScheduleAnyway,
+        },
+        label_selector: c.label_selector.as_ref().map(selector_to_wit),
+        min_domains: c.min_domains,
+        node_affinity_policy: c.node_affinity_policy.map(policy_to_wit),
+        node_taints_policy: c.node_taints_policy.map(policy_to_wit),
+        match_label_keys: c.match_label_keys.clone(),
+    }
+}
+
+pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo, with_pods: bool) -> w::NodeInfo {
     let node = &n.node;
     w::NodeInfo {
         node: w::Node {
@@ -166,6 +220,7 @@ pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo) -> w::NodeInfo {
                 .map(|i| w::ImageState {
                     names: i.names.clone(),
                     size_bytes: i.size_bytes,
+                    num_nodes: i.num_nodes,
                 })
                 .collect(),
         },
@@ -173,6 +228,11 @@ pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo) -> w::NodeInfo {
         non_zero_requested: resources_to_wit(&n.non_zero_requested),
         pod_count: n.pod_count,
         used_ports: n.used_ports.iter().map(port_to_wit).collect(),
+        pods: if with_pods {
+            n.pods.iter().map(pod_to_wit).collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 

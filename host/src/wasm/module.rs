@@ -7,7 +7,7 @@ use super::bindings::{SchedulerPlugin, SchedulerPluginPre};
 use super::convert;
 use super::limits::{EPOCH_TICK, Limits};
 use crate::cache::Snapshot;
-use crate::cluster::Binder;
+use crate::cluster::{Binder, Namespaces};
 use crate::framework::cycle_state::CycleState;
 use berth_sdk::{ExtensionPoint, PreFilterResult, Status};
 use sha2::{Digest, Sha256};
@@ -180,11 +180,12 @@ impl Runtime {
             pre,
             name: String::new(),
             extension_points: Vec::new(),
+            wants_pods: false,
             sha256,
             source: source_name.to_owned(),
         };
         // Read the metadata from a throwaway instance.
-        let (mut store, bindings) = module.new_store(None).map_err(|e| LoadError::World {
+        let (mut store, bindings) = module.new_store(None, None).map_err(|e| LoadError::World {
             source_name: source_name.to_owned(),
             message: format!("{e:#}"),
         })?;
@@ -212,6 +213,7 @@ impl Runtime {
             });
         }
         module.name = info.name;
+        module.wants_pods = info.wants_pods;
         module.extension_points = info
             .extension_points
             .into_iter()
@@ -283,6 +285,7 @@ pub struct Module {
     pre: SchedulerPluginPre<HostCtx>,
     name: String,
     extension_points: Vec<ExtensionPoint>,
+    wants_pods: bool,
     sha256: String,
     source: String,
 }
@@ -306,6 +309,10 @@ impl Module {
     pub fn extension_points(&self) -> &[ExtensionPoint] {
         &self.extension_points
     }
+    /// Whether the plugin's replica needs the pods of each node.
+    pub fn wants_pods(&self) -> bool {
+        self.wants_pods
+    }
     /// The sha256 of the module's bytes, hex.
     pub fn sha256(&self) -> &str {
         &self.sha256
@@ -318,6 +325,7 @@ impl Module {
     fn new_store(
         &self,
         binder: Option<Arc<dyn Binder>>,
+        namespaces: Option<Namespaces>,
     ) -> wasmtime::Result<(Store<HostCtx>, SchedulerPlugin)> {
         let limits = self.runtime.options.limits;
         let stderr = MemoryOutputPipe::new(64 * 1024);
@@ -334,6 +342,7 @@ impl Module {
                 .build(),
             plugin: self.name.clone(),
             binder,
+            namespaces,
             stderr,
         };
         let mut store = Store::new(&self.runtime.engine, ctx);
@@ -345,16 +354,19 @@ impl Module {
     }
 
     /// A new instance, configured with the args (JSON). `binder` is what its
-    /// `bind-pod` calls reach.
+    /// `bind-pod` calls reach, `namespaces` what `namespace-labels` reads.
     pub fn instantiate(
         self: &Arc<Self>,
         args_json: &str,
         binder: Option<Arc<dyn Binder>>,
+        namespaces: Option<Namespaces>,
     ) -> Result<Instance, LoadError> {
-        let (store, bindings) = self.new_store(binder).map_err(|e| LoadError::World {
-            source_name: self.source.clone(),
-            message: format!("{e:#}"),
-        })?;
+        let (store, bindings) =
+            self.new_store(binder, namespaces)
+                .map_err(|e| LoadError::World {
+                    source_name: self.source.clone(),
+                    message: format!("{e:#}"),
+                })?;
         let mut inst = Instance {
             module: self.clone(),
             store,
@@ -387,6 +399,7 @@ pub struct HostCtx {
     limits: StoreLimits,
     plugin: String,
     binder: Option<Arc<dyn Binder>>,
+    namespaces: Option<Namespaces>,
     stderr: MemoryOutputPipe,
 }
 
@@ -413,9 +426,28 @@ impl host::Host for HostCtx {
         }
     }
 
-    fn bind_pod(&mut self, pod: w::Pod, node: String) -> Result<(), String> {
+    fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {
+        self.namespaces
+            .as_ref()
+            .and_then(|n| n.labels(&namespace))
+            .map(|l| l.into_iter().collect())
+    }
+
+    fn bind_pod(
+        &mut self,
+        namespace: String,
+        name: String,
+        uid: String,
+        node: String,
+    ) -> Result<(), String> {
+        let pod = berth_sdk::Pod {
+            namespace,
+            name,
+            uid,
+            ..berth_sdk::Pod::default()
+        };
         match &self.binder {
-            Some(b) => b.bind(&convert::pod_from_wit(pod), &node),
+            Some(b) => b.bind(&pod, &node),
             None => Err("bind-pod is only available to binding-cycle instances".into()),
         }
     }
@@ -531,7 +563,12 @@ impl Instance {
         let (updated, removed) = snapshot.changes_since(self.replica_generation);
         let updated: Vec<(u32, w::NodeInfo)> = updated
             .into_iter()
-            .map(|(slot, info)| (slot, convert::node_info_to_wit(info)))
+            .map(|(slot, info)| {
+                (
+                    slot,
+                    convert::node_info_to_wit(info, self.module.wants_pods),
+                )
+            })
             .collect();
         self.call(|b, s| {
             b.berth_scheduler_replica()

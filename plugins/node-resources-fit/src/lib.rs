@@ -211,7 +211,7 @@ pub fn fits_request(
 }
 
 impl PreFilter for NodeResourcesFit {
-    fn pre_filter(&self, state: &CycleState, pod: &Pod) -> PreFilterResult {
+    fn pre_filter(&self, state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> PreFilterResult {
         state.write(PRE_FILTER_STATE_KEY, &PreFilterState::from(&pod.requests()));
         Status::success().into()
     }
@@ -245,7 +245,13 @@ impl Filter for NodeResourcesFit {
 }
 
 impl PreScore for NodeResourcesFit {
-    fn pre_score(&self, state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        _nodes: &[&NodeInfo],
+        _all_nodes: &[&NodeInfo],
+    ) -> Status {
         state.write(
             PRE_SCORE_STATE_KEY,
             &score::pod_requests(pod, &self.args.resources),

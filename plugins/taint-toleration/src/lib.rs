@@ -65,7 +65,13 @@ fn count_intolerable_prefer_no_schedule<'a>(
 }
 
 impl PreScore for TaintToleration {
-    fn pre_score(&self, state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        _nodes: &[&NodeInfo],
+        _all_nodes: &[&NodeInfo],
+    ) -> Status {
         // Stored as indices into the pod's tolerations: Score sees the same pod.
         state.write(PRE_SCORE_STATE_KEY, &prefer_no_schedule_tolerations(pod));
         Status::success()
