@@ -32,8 +32,16 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=BERTH_WASM_TARGET_DIR");
 
-    let plugins = crates_in(&root.join("plugins"));
-    let fixtures = crates_in(&root.join("tests/fixtures"));
+    let mut plugins = crates_in(&root.join("plugins"));
+    let mut fixtures = crates_in(&root.join("tests/fixtures"));
+    // A developer knob: build only these crates (comma-separated), e.g. while another
+    // plugin crate is half-written. Unset in CI and normal builds.
+    println!("cargo:rerun-if-env-changed=BERTH_ARTIFACTS_ONLY");
+    if let Ok(only) = std::env::var("BERTH_ARTIFACTS_ONLY") {
+        let keep: Vec<&str> = only.split(',').map(str::trim).collect();
+        plugins.retain(|(n, _)| keep.contains(&n.as_str()));
+        fixtures.retain(|(n, _)| keep.contains(&n.as_str()));
+    }
 
     // <target>/<profile>/build/berth-artifacts-<hash>/out -> <target>/wasm-plugins
     let target_dir = match std::env::var_os("BERTH_WASM_TARGET_DIR") {

@@ -330,7 +330,7 @@ mod tests {
         let plugin = NodeResourcesFit::with_args(args);
         let store = MemoryState::default();
         let state = CycleState::new(&store);
-        assert!(plugin.pre_filter(&state, p).status.is_success());
+        assert!(plugin.pre_filter(&state, p, &[]).status.is_success());
         plugin.filter(&state, p, node)
     }
 

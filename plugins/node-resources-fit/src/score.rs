@@ -592,7 +592,7 @@ mod tests {
         assert_eq!(plugin.score(&state, &requested_pod(), &n), Ok(37));
         assert!(
             plugin
-                .pre_score(&state, &requested_pod(), &[&n])
+                .pre_score(&state, &requested_pod(), &[&n], &[&n])
                 .is_success()
         );
         // Score reads what PreScore stored, not the pod passed to it.

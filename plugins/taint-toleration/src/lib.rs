@@ -158,7 +158,11 @@ mod tests {
         let store = MemoryState::default();
         let state = CycleState::new(&store);
         let refs: Vec<&NodeInfo> = nodes.iter().collect();
-        assert!(TaintToleration.pre_score(&state, pod, &refs).is_success());
+        assert!(
+            TaintToleration
+                .pre_score(&state, pod, &refs, &refs)
+                .is_success()
+        );
         let mut scores: Vec<i64> = nodes
             .iter()
             .map(|n| TaintToleration.score(&state, pod, n).unwrap())

@@ -1,0 +1,264 @@
+//! Component tests: the real plugin components, loaded from files by the real host.
+
+use berth::config::{Configuration, ModuleSource};
+use berth::framework::registry::{RegistryError, load_modules};
+use berth::simulate::{Report, SimulateOptions, simulate};
+use berth::wasm::{Limits, LoadError, Runtime, RuntimeOptions};
+use berth_sdk::ExtensionPoint;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn runtime_with(limits: Limits) -> Arc<Runtime> {
+    Runtime::new(RuntimeOptions {
+        cache_dir: None,
+        limits,
+    })
+    .expect("runtime")
+}
+
+fn runtime() -> Arc<Runtime> {
+    runtime_with(Limits::default())
+}
+
+const NODES: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: alpha}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: zulu}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+"#;
+
+fn pod(name: &str, labels: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {{{labels}}}}}\nspec:\n  containers:\n  - name: c\n    image: busybox\n    resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}\n"
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run(
+    runtime: &Arc<Runtime>,
+    files: Vec<PathBuf>,
+    config: Option<PathBuf>,
+) -> anyhow::Result<Report> {
+    simulate(
+        runtime,
+        &SimulateOptions {
+            files,
+            config,
+            ..SimulateOptions::default()
+        },
+    )
+}
+
+#[test]
+fn every_built_in_plugin_loads_from_its_file_with_its_metadata() {
+    let rt = runtime();
+    for artifact in berth_artifacts::PLUGINS {
+        let module = rt
+            .load_file(Path::new(artifact.path))
+            .expect(artifact.crate_name);
+        let expected = berth::framework::registry::plugin_name_of_crate(artifact.crate_name);
+        assert_eq!(module.name(), expected);
+        assert!(
+            !module.extension_points().is_empty(),
+            "{expected} implements nothing"
+        );
+    }
+    let fit = rt
+        .load_file(Path::new(berth_artifacts::plugin_paths::NODE_RESOURCES_FIT))
+        .unwrap();
+    for p in [
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::Filter,
+        ExtensionPoint::Score,
+    ] {
+        assert!(
+            fit.extension_points().contains(&p),
+            "NodeResourcesFit lacks {p:?}"
+        );
+    }
+}
+
+/// Swapping the module file behind a plugin name changes where pods land: the
+/// plugins really are loaded from the files, not linked in.
+#[test]
+fn replacing_a_module_file_changes_placements() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = write(
+        dir.path(),
+        "cluster.yaml",
+        &format!("{NODES}{}", pod("p", "")),
+    );
+    let module = dir.path().join("preference.wasm");
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "modules:\n- name: NodePreference\n  path: preference.wasm\nprofiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodePreference\n        weight: 50\n",
+    );
+    let rt = runtime();
+
+    std::fs::copy(
+        berth_artifacts::fixtures::FIXTURE_PREFER_FIRST_NODE,
+        &module,
+    )
+    .unwrap();
+    let first = run(&rt, vec![cluster.clone()], Some(config.clone())).unwrap();
+    assert_eq!(first.pods[0].node.as_deref(), Some("alpha"));
+
+    std::fs::copy(berth_artifacts::fixtures::FIXTURE_PREFER_LAST_NODE, &module).unwrap();
+    let last = run(&rt, vec![cluster], Some(config)).unwrap();
+    assert_eq!(last.pods[0].node.as_deref(), Some("zulu"));
+}
+
+/// A plugin that panics, loops forever or eats memory fails only the pod it is
+/// working on, with an Error naming the plugin; the next pods still schedule.
+#[test]
+fn misbehaving_plugins_fail_only_their_pod() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = NODES.to_owned();
+    text += &pod("before", "");
+    text += &pod("panics", "berth.test/misbehave: panic");
+    text += &pod("loops", "berth.test/misbehave: loop");
+    text += &pod("hogs", "berth.test/misbehave: hog");
+    text += &pod("after", "");
+    let cluster = write(dir.path(), "cluster.yaml", &text);
+    std::fs::copy(
+        berth_artifacts::fixtures::FIXTURE_MISBEHAVE,
+        dir.path().join("misbehave.wasm"),
+    )
+    .unwrap();
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "modules:\n- name: Misbehave\n  path: misbehave.wasm\nprofiles:\n- plugins:\n    filter:\n      enabled:\n      - name: Misbehave\n",
+    );
+    let rt = runtime_with(Limits {
+        call_deadline: Duration::from_millis(300),
+        max_memory_bytes: 64 << 20,
+    });
+    let report = run(&rt, vec![cluster], Some(config)).unwrap();
+    let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();
+
+    assert!(by_name("before").node.is_some());
+    assert!(by_name("after").node.is_some(), "{:?}", by_name("after"));
+    for (name, what) in [
+        ("panics", "misbehave: asked to panic"),
+        ("loops", "deadline"),
+        ("hogs", "trapped"),
+    ] {
+        let p = by_name(name);
+        assert_eq!(p.node, None, "{name} was scheduled");
+        assert!(
+            p.message.starts_with("plugin Misbehave: trapped"),
+            "{name}: {}",
+            p.message
+        );
+        assert!(p.message.contains(what), "{name}: {}", p.message);
+    }
+    assert_eq!(report.summary.scheduled, 2);
+    assert_eq!(report.summary.unschedulable, 3);
+}
+
+#[test]
+fn a_file_that_is_not_a_component_is_refused_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(dir.path(), "bad.wasm", "not wasm at all");
+    let e = runtime().load_file(&bad).unwrap_err();
+    assert!(matches!(e, LoadError::Compile { .. }), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "{}: not a valid WebAssembly component",
+            bad.display()
+        )),
+        "{e}"
+    );
+
+    let missing = dir.path().join("missing.wasm");
+    let e = runtime().load_file(&missing).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("missing.wasm: cannot read plugin module"),
+        "{e}"
+    );
+}
+
+#[test]
+fn modules_are_checked_against_their_name_and_hash() {
+    let rt = runtime();
+    let path = PathBuf::from(berth_artifacts::fixtures::FIXTURE_MISBEHAVE);
+    let wrong_name = ModuleSource {
+        name: "NodeResourcesFit".into(),
+        path: path.clone(),
+        sha256: None,
+    };
+    let e = load_modules(&rt, &[wrong_name], &["NodeResourcesFit".into()]).unwrap_err();
+    assert!(matches!(e, RegistryError::Name { .. }), "{e}");
+    assert!(
+        e.to_string().contains("module says it is plugin Misbehave"),
+        "{e}"
+    );
+
+    let wrong_hash = ModuleSource {
+        name: "Misbehave".into(),
+        path,
+        sha256: Some("00".repeat(32)),
+    };
+    let e = load_modules(&rt, &[wrong_hash], &["Misbehave".into()]).unwrap_err();
+    assert!(matches!(e, RegistryError::Sha256 { .. }), "{e}");
+
+    let e = load_modules(&rt, &[], &["NoSuchPlugin".into()]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "plugin NoSuchPlugin is not built in and no entry of `modules` names it"
+    );
+}
+
+#[test]
+fn a_plugin_at_an_extension_point_it_lacks_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = write(dir.path(), "cluster.yaml", NODES);
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodeUnschedulable\n",
+    );
+    let e = run(&runtime(), vec![cluster], Some(config)).unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("plugin NodeUnschedulable is enabled at score but its module"),
+        "{msg}"
+    );
+    assert!(msg.contains("implements only [filter]"), "{msg}");
+}
+
+#[test]
+fn bad_plugin_args_are_refused_at_start_with_the_plugin_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = write(dir.path(), "cluster.yaml", NODES);
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Nonsense\n",
+    );
+    let e = run(&runtime(), vec![cluster], Some(config)).unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(msg.contains("plugin NodeResourcesFit"), "{msg}");
+    assert!(msg.contains("refused its args"), "{msg}");
+    assert!(msg.contains("scoringStrategy"), "{msg}");
+}
+
+#[test]
+fn the_default_configuration_parses() {
+    let c = Configuration::parse("x", "{}").unwrap();
+    assert_eq!(c.resolve_profiles("x").unwrap().len(), 1);
+}
