@@ -173,11 +173,9 @@ fn package_name(manifest: &str) -> Option<String> {
         let line = line.trim();
         if line.starts_with('[') {
             in_package = line == "[package]";
-        } else if in_package {
-            if let Some(rest) = line.strip_prefix("name") {
-                let value = rest.trim_start().strip_prefix('=')?.trim();
-                return Some(value.trim_matches('"').to_owned());
-            }
+        } else if in_package && let Some(rest) = line.strip_prefix("name") {
+            let value = rest.trim_start().strip_prefix('=')?.trim();
+            return Some(value.trim_matches('"').to_owned());
         }
     }
     None
@@ -193,10 +191,10 @@ fn ensure_target_installed() {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    if let Some(sysroot) = &sysroot {
-        if sysroot.join("lib/rustlib").join(TARGET).exists() {
-            return;
-        }
+    if let Some(sysroot) = &sysroot
+        && sysroot.join("lib/rustlib").join(TARGET).exists()
+    {
+        return;
     }
     let status = Command::new("rustup")
         .args(["target", "add", TARGET])

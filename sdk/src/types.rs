@@ -181,10 +181,10 @@ pub struct Toleration {
 impl Toleration {
     /// Whether this toleration tolerates the taint, as upstream's `ToleratesTaint`.
     pub fn tolerates(&self, taint: &Taint) -> bool {
-        if let Some(effect) = self.effect {
-            if effect != taint.effect {
-                return false;
-            }
+        if let Some(effect) = self.effect
+            && effect != taint.effect
+        {
+            return false;
         }
         if !self.key.is_empty() && self.key != taint.key {
             return false;

@@ -44,10 +44,10 @@ impl MemoryCluster {
 
 impl Binder for MemoryCluster {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
-        if let Some(refuse) = &*self.refuse.lock().unwrap_or_else(|e| e.into_inner()) {
-            if let Some(message) = refuse(pod, node) {
-                return Err(message);
-            }
+        if let Some(refuse) = &*self.refuse.lock().unwrap_or_else(|e| e.into_inner())
+            && let Some(message) = refuse(pod, node)
+        {
+            return Err(message);
         }
         let mut bindings = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, bound)) = bindings.get(&pod.uid) {

@@ -301,32 +301,32 @@ impl Configuration {
             field: field.to_owned(),
             message,
         };
-        if let Some(kind) = &config.kind {
-            if kind != "BerthConfiguration" {
-                return Err(invalid(
-                    "kind",
-                    format!("expected BerthConfiguration, got {kind:?}"),
-                ));
-            }
+        if let Some(kind) = &config.kind
+            && kind != "BerthConfiguration"
+        {
+            return Err(invalid(
+                "kind",
+                format!("expected BerthConfiguration, got {kind:?}"),
+            ));
         }
-        if let Some(v) = &config.api_version {
-            if v != "berth.dev/v1alpha1" {
-                return Err(invalid(
-                    "apiVersion",
-                    format!("expected berth.dev/v1alpha1, got {v:?}"),
-                ));
-            }
+        if let Some(v) = &config.api_version
+            && v != "berth.dev/v1alpha1"
+        {
+            return Err(invalid(
+                "apiVersion",
+                format!("expected berth.dev/v1alpha1, got {v:?}"),
+            ));
         }
         if config.parallelism == Some(0) {
             return Err(invalid("parallelism", "must be at least 1".into()));
         }
-        if let Some(p) = config.percentage_of_nodes_to_score {
-            if p > 100 {
-                return Err(invalid(
-                    "percentageOfNodesToScore",
-                    format!("{p} is not in 0..=100"),
-                ));
-            }
+        if let Some(p) = config.percentage_of_nodes_to_score
+            && p > 100
+        {
+            return Err(invalid(
+                "percentageOfNodesToScore",
+                format!("{p} is not in 0..=100"),
+            ));
         }
         Ok(config)
     }

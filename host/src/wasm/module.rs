@@ -644,17 +644,17 @@ impl Instance {
             b.berth_scheduler_score().call_score(s, st, pod, slots)
         })?;
         let r = r.map_err(convert::status_from_wit);
-        if let Ok(scores) = &r {
-            if scores.len() != slots.len() {
-                return Err(CallError::BadAnswer {
-                    plugin: self.module.name.clone(),
-                    message: format!(
-                        "score answered {} scores for {} nodes",
-                        scores.len(),
-                        slots.len()
-                    ),
-                });
-            }
+        if let Ok(scores) = &r
+            && scores.len() != slots.len()
+        {
+            return Err(CallError::BadAnswer {
+                plugin: self.module.name.clone(),
+                message: format!(
+                    "score answered {} scores for {} nodes",
+                    scores.len(),
+                    slots.len()
+                ),
+            });
         }
         Ok(r)
     }
