@@ -20,6 +20,17 @@ struct Cli {
 enum Command {
     /// Schedule the pending pods of manifest files on an embedded cluster.
     Simulate(SimulateArgs),
+    /// Show every plugin's answer for one pending pod on every node.
+    Explain(ExplainArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ExplainArgs {
+    /// The pending pod to explain, as NAMESPACE/NAME.
+    #[arg(long)]
+    pod: String,
+    #[command(flatten)]
+    common: SimulateArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -72,35 +83,51 @@ fn main() -> ExitCode {
     }
 }
 
+fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, SimulateOptions)> {
+    let cache_dir = if args.no_cache {
+        None
+    } else {
+        args.cache_dir
+            .clone()
+            .or_else(RuntimeOptions::default_cache_dir)
+    };
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir,
+        ..RuntimeOptions::default()
+    })
+    .context("starting the WebAssembly runtime")?;
+    let mut framework = FrameworkOptions {
+        seed: args.seed,
+        ..FrameworkOptions::default()
+    };
+    if let Some(p) = args.parallelism {
+        anyhow::ensure!(p > 0, "--parallelism must be at least 1");
+        framework.parallelism = p;
+    }
+    Ok((
+        runtime,
+        SimulateOptions {
+            files: args.files.clone(),
+            config: args.config.clone(),
+            framework,
+        },
+    ))
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Simulate(args) => {
-            let cache_dir = if args.no_cache {
-                None
-            } else {
-                args.cache_dir.or_else(RuntimeOptions::default_cache_dir)
-            };
-            let runtime = Runtime::new(RuntimeOptions {
-                cache_dir,
-                ..RuntimeOptions::default()
-            })
-            .context("starting the WebAssembly runtime")?;
-            let mut framework = FrameworkOptions {
-                seed: args.seed,
-                ..FrameworkOptions::default()
-            };
-            if let Some(p) = args.parallelism {
-                anyhow::ensure!(p > 0, "--parallelism must be at least 1");
-                framework.parallelism = p;
+        Command::Explain(args) => {
+            let (runtime, opts) = options(&args.common)?;
+            let explanation = berth::simulate::explain(&runtime, &opts, &args.pod)?;
+            match args.common.output {
+                Output::Text => print!("{}", explanation.to_text()),
+                Output::Json => println!("{}", serde_json::to_string(&explanation)?),
             }
-            let report = simulate(
-                &runtime,
-                &SimulateOptions {
-                    files: args.files,
-                    config: args.config,
-                    framework,
-                },
-            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Simulate(args) => {
+            let (runtime, opts) = options(&args)?;
+            let report = simulate(&runtime, &opts)?;
             match args.output {
                 Output::Text => print!("{}", report.to_text()),
                 Output::Json => println!("{}", serde_json::to_string(&report)?),

@@ -4,7 +4,9 @@
 use crate::cache::{Cache, Snapshot};
 use crate::cluster::{Binder, Namespaces};
 use crate::config::{Configuration, ModuleSource};
-use crate::framework::{Framework, FrameworkOptions, ScheduleOutcome, registry};
+use crate::framework::{
+    ExplainOptions, Explanation, Framework, FrameworkOptions, ScheduleOutcome, registry,
+};
 use crate::queue::{QueuedPod, SchedulingQueue};
 use crate::wasm::{Runtime, module::pod_to_wit};
 use berth_sdk::{Node, Pod};
@@ -154,6 +156,24 @@ impl Scheduler {
     /// The outcome of a pod by UID.
     pub fn outcome(&self, uid: &str) -> Option<&PodOutcome> {
         self.outcomes.get(uid)
+    }
+
+    /// Explains how the pod's profile sees it on every node (see
+    /// [`Framework::explain`]).
+    pub fn explain(&mut self, pod: &Pod, options: &ExplainOptions) -> anyhow::Result<Explanation> {
+        let fw = self
+            .frameworks
+            .iter()
+            .find(|f| f.scheduler_name() == pod.scheduler_name)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no profile serves scheduler name {:?} of pod {}",
+                    pod.scheduler_name,
+                    pod.key()
+                )
+            })?;
+        self.cache.update_snapshot(&mut self.snapshot);
+        Ok(fw.explain(&pod_to_wit(pod), &self.snapshot, options)?)
     }
 
     /// Schedules until activeQ is empty. Returns how many attempts were made.

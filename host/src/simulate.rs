@@ -8,6 +8,7 @@ use crate::framework::FrameworkOptions;
 use crate::scheduler::{PodOutcome, Scheduler};
 use crate::wasm::Runtime;
 use anyhow::Context;
+use berth_sdk::Pod;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -98,8 +99,17 @@ impl Report {
     }
 }
 
-/// Loads the files, builds the scheduler and schedules every pending pod.
-pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Report> {
+/// A scheduler loaded with the cluster of some manifest files.
+pub struct Loaded {
+    /// The scheduler: nodes and bound pods in its cache, pending pods in its queue.
+    pub scheduler: Scheduler,
+    /// The pending pods its profiles serve, in input order.
+    pub pending: Vec<Pod>,
+}
+
+/// Reads the configuration and every file (all of them before anything happens: a bad
+/// file changes nothing), builds the scheduler and adds the cluster to it.
+pub fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Loaded> {
     let (config, config_name) = match &opts.config {
         Some(p) => (Configuration::load(p)?, p.display().to_string()),
         None => (
@@ -115,7 +125,7 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Resul
     let cluster = Arc::new(MemoryCluster::new());
     let mut scheduler = Scheduler::new(runtime, &config, &config_name, &opts.framework, cluster)?;
 
-    let mut pending: Vec<String> = Vec::new();
+    let mut pending: Vec<Pod> = Vec::new();
     for doc in &docs {
         if let Object::Node(n) = &doc.object {
             scheduler.add_or_update_node(n.clone());
@@ -135,29 +145,36 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Resul
                 );
             }
             let ours = p.node_name.is_empty() && scheduler.serves(&p.scheduler_name);
-            let uid = p.uid.clone();
             let key = p.key();
+            if ours {
+                pending.push(p.clone());
+            }
             scheduler.add_pod(p).with_context(|| {
                 format!(
                     "{}: document {} (line {}): pod {key}",
                     loc.file, loc.document, loc.line
                 )
             })?;
-            if ours {
-                pending.push(uid);
-            }
         }
     }
+    Ok(Loaded { scheduler, pending })
+}
 
+/// Loads the files, builds the scheduler and schedules every pending pod.
+pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Report> {
+    let Loaded {
+        mut scheduler,
+        pending,
+    } = load(runtime, opts)?;
     let start = Instant::now();
     scheduler.run_until_idle();
     let seconds = start.elapsed().as_secs_f64();
 
     let mut pods = Vec::new();
     let mut attempts = Vec::new();
-    for uid in &pending {
+    for pod in &pending {
         let o: &PodOutcome = scheduler
-            .outcome(uid)
+            .outcome(&pod.uid)
             .expect("every pending pod has an outcome");
         pods.push(PodReport {
             namespace: o.namespace.clone(),
@@ -177,4 +194,22 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Resul
         pods,
         attempts,
     })
+}
+
+/// `berth explain`: how the profile sees one pod of the files on every node.
+pub fn explain(
+    runtime: &Arc<Runtime>,
+    opts: &SimulateOptions,
+    pod: &str,
+) -> anyhow::Result<crate::framework::Explanation> {
+    let Loaded {
+        mut scheduler,
+        pending,
+    } = load(runtime, opts)?;
+    let Some(target) = pending.iter().find(|p| p.key() == pod) else {
+        anyhow::bail!(
+            "no pending pod {pod} in the files (give it as NAMESPACE/NAME; pods with spec.nodeName are already placed)"
+        );
+    };
+    scheduler.explain(target, &crate::framework::ExplainOptions::default())
 }

@@ -36,8 +36,10 @@ impl Namespaces {
             .cloned()
     }
 
-    /// Adds or updates a namespace.
-    pub fn set(&self, namespace: &str, labels: Labels) {
+    /// Adds or updates a namespace. Like the API server, it gives every namespace the
+    /// label `kubernetes.io/metadata.name` with its name.
+    pub fn set(&self, namespace: &str, mut labels: Labels) {
+        labels.insert("kubernetes.io/metadata.name".into(), namespace.to_owned());
         self.0
             .write()
             .unwrap_or_else(|e| e.into_inner())

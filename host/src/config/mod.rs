@@ -233,8 +233,9 @@ impl Profile {
     }
 }
 
-/// The default plugins per extension point (upstream's default profile, restricted
-/// to the plugins Berth ships), with score weights.
+/// The default plugins per extension point: upstream's default profile (its
+/// multi-point list expanded, in its order), restricted to the plugins Berth ships,
+/// with upstream's score weights.
 pub fn default_plugins() -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
     use ExtensionPoint as E;
     let list = |names: &[(&str, i64)]| -> Vec<(String, i64)> {
@@ -242,20 +243,52 @@ pub fn default_plugins() -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
     };
     BTreeMap::from([
         (E::QueueSort, list(&[("PrioritySort", 1)])),
-        (E::PreFilter, list(&[("NodeResourcesFit", 1)])),
+        (
+            E::PreFilter,
+            list(&[
+                ("NodeAffinity", 1),
+                ("NodePorts", 1),
+                ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 1),
+                ("InterPodAffinity", 1),
+            ]),
+        ),
         (
             E::Filter,
             list(&[
                 ("NodeUnschedulable", 1),
                 ("NodeName", 1),
                 ("TaintToleration", 1),
+                ("NodeAffinity", 1),
+                ("NodePorts", 1),
                 ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 1),
+                ("InterPodAffinity", 1),
             ]),
         ),
-        (E::PreScore, list(&[("TaintToleration", 1)])),
+        (
+            E::PreScore,
+            list(&[
+                ("TaintToleration", 1),
+                ("NodeAffinity", 1),
+                ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 1),
+                ("InterPodAffinity", 1),
+                ("NodeResourcesBalancedAllocation", 1),
+                ("ImageLocality", 1),
+            ]),
+        ),
         (
             E::Score,
-            list(&[("TaintToleration", 3), ("NodeResourcesFit", 1)]),
+            list(&[
+                ("TaintToleration", 3),
+                ("NodeAffinity", 2),
+                ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 2),
+                ("InterPodAffinity", 2),
+                ("NodeResourcesBalancedAllocation", 1),
+                ("ImageLocality", 1),
+            ]),
         ),
         (E::Bind, list(&[("DefaultBinder", 1)])),
     ])

@@ -3,11 +3,13 @@
 //! the runner of each extension point in upstream's order.
 
 pub mod cycle_state;
+mod explain;
 mod fit_error;
 pub mod registry;
 mod schedule;
 
 pub use cycle_state::CycleState;
+pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
 pub use schedule::{ScheduleOutcome, num_feasible_nodes_to_find};
 

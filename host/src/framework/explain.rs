@@ -1,0 +1,309 @@
+//! `berth explain`: one pod against every node, with every Filter plugin's answer on
+//! every node (no stopping at the first failure) and every Score plugin's raw,
+//! normalized and weighted score over the feasible nodes (no sampling).
+
+use super::{CycleState, Framework, PluginError, lock};
+use crate::cache::Snapshot;
+use crate::wasm::module::WitPod;
+use berth_sdk::{Code, ExtensionPoint, Status};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// One plugin's status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PluginStatus {
+    /// The plugin.
+    pub plugin: String,
+    /// The code, spelled as upstream's.
+    pub code: String,
+    /// The reasons.
+    pub reasons: Vec<String>,
+}
+
+impl PluginStatus {
+    fn new(plugin: &str, status: &Status) -> Self {
+        PluginStatus {
+            plugin: plugin.to_owned(),
+            code: status.code.as_str().to_owned(),
+            reasons: status.reasons.clone(),
+        }
+    }
+}
+
+/// One plugin's score on a node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ScoreEntry {
+    /// The plugin.
+    pub plugin: String,
+    /// What Score answered.
+    pub raw: i64,
+    /// After NormalizeScore (the raw score when the plugin does not normalize).
+    pub normalized: i64,
+    /// Normalized times the plugin's weight.
+    pub weighted: i64,
+}
+
+/// What every plugin said about one node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NodeExplanation {
+    /// The node.
+    pub node: String,
+    /// Whether every filter passed.
+    pub feasible: bool,
+    /// Every Filter plugin's status (and the PreFilter result's, for nodes it left out).
+    pub filters: Vec<PluginStatus>,
+    /// Every Score plugin's score; empty for infeasible nodes.
+    pub scores: Vec<ScoreEntry>,
+    /// The sum of the weighted scores.
+    pub total: i64,
+}
+
+/// The whole explanation, as `berth explain --output json` prints it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Every PreFilter plugin's status.
+    pub prefilter: Vec<PluginStatus>,
+    /// One entry per node, in snapshot order.
+    pub nodes: Vec<NodeExplanation>,
+}
+
+/// What to explain.
+#[derive(Clone, Debug, Default)]
+pub struct ExplainOptions {
+    /// Score exactly these nodes, in this order, feasible or not (conformance tests
+    /// do, as upstream's score tests); `None` scores the feasible nodes.
+    pub score_nodes: Option<Vec<String>>,
+}
+
+impl Framework {
+    /// Explains how the profile sees `pod` on every node of the snapshot.
+    pub fn explain(
+        &self,
+        pod: &WitPod,
+        snapshot: &Snapshot,
+        options: &ExplainOptions,
+    ) -> Result<Explanation, PluginError> {
+        let state = CycleState::new();
+        let mut main = lock(&self.main);
+        let slots: Vec<u32> = snapshot.slots().to_vec();
+        let name_of = |slot: u32| {
+            snapshot
+                .node(slot)
+                .map(|n| n.name().to_owned())
+                .unwrap_or_default()
+        };
+        let mut filters: HashMap<u32, Vec<PluginStatus>> = HashMap::new();
+
+        // PreFilter: every plugin, recorded.
+        let mut prefilter = Vec::new();
+        let mut skip: HashSet<usize> = HashSet::new();
+        let mut rejected_by: HashMap<usize, Status> = HashMap::new();
+        for &(i, _) in self.at(ExtensionPoint::PreFilter) {
+            let inst = main.get(i, &self.plugins)?;
+            inst.sync(snapshot)?;
+            let r = inst.pre_filter(&state, pod)?;
+            let name = &self.plugins[i].name;
+            prefilter.push(PluginStatus::new(name, &r.status));
+            match r.status.code {
+                Code::Skip => {
+                    skip.insert(i);
+                }
+                Code::Success => {
+                    if let Some(names) = r.node_names {
+                        let names: HashSet<String> = names.into_iter().collect();
+                        let left_out = Status::unresolvable(format!(
+                            "node(s) didn't satisfy plugin(s) [{name}]"
+                        ));
+                        for &s in &slots {
+                            if !names.contains(&name_of(s)) {
+                                filters
+                                    .entry(s)
+                                    .or_default()
+                                    .push(PluginStatus::new(name, &left_out));
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    rejected_by.insert(i, r.status);
+                }
+            }
+        }
+
+        // Filter: every plugin on every node.
+        for &(i, _) in self.at(ExtensionPoint::Filter) {
+            if skip.contains(&i) {
+                continue;
+            }
+            let name = &self.plugins[i].name;
+            if let Some(status) = rejected_by.get(&i) {
+                // Its PreFilter already rejected the pod everywhere.
+                for &s in &slots {
+                    filters
+                        .entry(s)
+                        .or_default()
+                        .push(PluginStatus::new(name, status));
+                }
+                continue;
+            }
+            let inst = main.get(i, &self.plugins)?;
+            inst.sync(snapshot)?;
+            let failed: HashMap<u32, Status> =
+                inst.filter(&state, pod, &slots)?.into_iter().collect();
+            for &s in &slots {
+                let status = failed.get(&s).cloned().unwrap_or_else(Status::success);
+                let entry = filters.entry(s).or_default();
+                // A node the PreFilter result left out already has that plugin's entry.
+                if !entry.iter().any(|e| &e.plugin == name) {
+                    entry.push(PluginStatus::new(name, &status));
+                }
+            }
+        }
+        let prefilter_rejected = !rejected_by.is_empty();
+        let feasible_of = |s: u32, filters: &HashMap<u32, Vec<PluginStatus>>| {
+            !prefilter_rejected
+                && filters
+                    .get(&s)
+                    .is_none_or(|f| f.iter().all(|p| p.code == "Success"))
+        };
+
+        // Score over the feasible nodes, or the nodes asked for.
+        let score_slots: Vec<u32> = match &options.score_nodes {
+            Some(names) => names.iter().filter_map(|n| snapshot.slot_of(n)).collect(),
+            None => slots
+                .iter()
+                .copied()
+                .filter(|&s| feasible_of(s, &filters))
+                .collect(),
+        };
+        let mut scores: HashMap<u32, Vec<ScoreEntry>> = HashMap::new();
+        if !score_slots.is_empty() {
+            let mut skip_score: HashSet<usize> = HashSet::new();
+            for &(i, _) in self.at(ExtensionPoint::PreScore) {
+                let inst = main.get(i, &self.plugins)?;
+                inst.sync(snapshot)?;
+                let status = inst.pre_score(&state, pod, &score_slots)?;
+                match status.code {
+                    Code::Success => {}
+                    Code::Skip => {
+                        skip_score.insert(i);
+                    }
+                    _ => return Err(self.failure(i, &status)),
+                }
+            }
+            for &(i, weight) in self.at(ExtensionPoint::Score) {
+                let name = &self.plugins[i].name;
+                let (raw, normalized) = if skip_score.contains(&i) {
+                    (vec![0; score_slots.len()], vec![0; score_slots.len()])
+                } else {
+                    let inst = main.get(i, &self.plugins)?;
+                    inst.sync(snapshot)?;
+                    let raw = inst
+                        .score(&state, pod, &score_slots)?
+                        .map_err(|s| self.failure(i, &s))?;
+                    let normalized = if self.plugins[i].normalizes {
+                        inst.normalize_score(&state, pod, &raw)?
+                            .map_err(|s| self.failure(i, &s))?
+                    } else {
+                        raw.clone()
+                    };
+                    (raw, normalized)
+                };
+                for (k, &s) in score_slots.iter().enumerate() {
+                    scores.entry(s).or_default().push(ScoreEntry {
+                        plugin: name.clone(),
+                        raw: raw[k],
+                        normalized: normalized[k],
+                        weighted: normalized[k] * weight,
+                    });
+                }
+            }
+        }
+
+        let nodes = slots
+            .iter()
+            .map(|&s| {
+                let scores = scores.remove(&s).unwrap_or_default();
+                NodeExplanation {
+                    node: name_of(s),
+                    feasible: feasible_of(s, &filters),
+                    filters: filters.remove(&s).unwrap_or_default(),
+                    total: scores.iter().map(|e| e.weighted).sum(),
+                    scores,
+                }
+            })
+            .collect();
+        Ok(Explanation {
+            pod: format!("{}/{}", pod.namespace, pod.name),
+            prefilter,
+            nodes,
+        })
+    }
+}
+
+impl Explanation {
+    /// A readable table: the PreFilter results, then one block per node.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("Pod {}\n", self.pod);
+        if !self.prefilter.is_empty() {
+            out.push_str("PreFilter:\n");
+            for p in &self.prefilter {
+                out.push_str(&format!(
+                    "  {:<32} {}{}\n",
+                    p.plugin,
+                    p.code,
+                    reasons_suffix(&p.reasons)
+                ));
+            }
+        }
+        let width = self
+            .nodes
+            .iter()
+            .map(|n| n.node.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        out.push_str(&format!(
+            "{:<width$}  {:<8}  {:>6}  FAILED FILTERS, or SCORES (raw/normalized/weighted)\n",
+            "NODE", "FEASIBLE", "TOTAL"
+        ));
+        for n in &self.nodes {
+            let failing: Vec<String> = n
+                .filters
+                .iter()
+                .filter(|f| f.code != "Success")
+                .map(|f| format!("{}: {}{}", f.plugin, f.code, reasons_suffix(&f.reasons)))
+                .collect();
+            let details = if !failing.is_empty() {
+                failing.join("; ")
+            } else {
+                n.scores
+                    .iter()
+                    .map(|s| format!("{} {}/{}/{}", s.plugin, s.raw, s.normalized, s.weighted))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let total = if n.feasible {
+                n.total.to_string()
+            } else {
+                "-".into()
+            };
+            let feasible = if n.feasible { "yes" } else { "no" };
+            out.push_str(&format!(
+                "{:<width$}  {feasible:<8}  {total:>6}  {details}\n",
+                n.node
+            ));
+        }
+        out
+    }
+}
+
+fn reasons_suffix(reasons: &[String]) -> String {
+    if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", reasons.join(", "))
+    }
+}

@@ -1,0 +1,201 @@
+//! PreFilter and Filter, as upstream's `filtering.go`: PreFilter counts, per topology
+//! domain (a node label key and value), the existing pods that matter to the incoming
+//! pod, so that Filter only looks the node's domains up.
+
+use std::collections::HashMap;
+
+use berth_sdk::{Labels, NodeInfo, Pod, Status};
+use serde::{Deserialize, Serialize};
+
+use crate::terms::{self, IncomingNamespace, NamespaceCache, PodTerms};
+
+/// The CycleState key of what PreFilter computes (upstream's key).
+pub const PRE_FILTER_STATE_KEY: &str = "PreFilterInterPodAffinity";
+/// The CycleState key of the id of that state, which Filter reads to find it in the
+/// plugin's memo without decoding the whole state for every node.
+pub const PRE_FILTER_ID_KEY: &str = "PreFilterInterPodAffinity/id";
+
+/// The reason when a node does not satisfy the incoming pod's required affinity.
+pub const ERR_REASON_AFFINITY_RULES_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
+/// The reason when a node does not satisfy the incoming pod's required anti-affinity.
+pub const ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
+    "node(s) didn't match pod anti-affinity rules";
+/// The reason when the incoming pod would break an existing pod's required
+/// anti-affinity.
+pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// Counts by topology domain: topology key, then value. Nested so a lookup borrows
+/// the node's label instead of building a pair.
+pub type TopologyCounts = HashMap<String, HashMap<String, i64>>;
+
+/// Adds `n` to the domain of `key` the node belongs to; false when the node has no
+/// such label (and nothing was added).
+pub fn add(counts: &mut TopologyCounts, node_labels: &Labels, key: &str, n: i64) -> bool {
+    let Some(value) = node_labels.get(key) else {
+        return false;
+    };
+    let by_value = match counts.get_mut(key) {
+        Some(m) => m,
+        None => counts.entry(key.to_owned()).or_default(),
+    };
+    match by_value.get_mut(value) {
+        Some(c) => *c += n,
+        None => {
+            by_value.insert(value.clone(), n);
+        }
+    }
+    true
+}
+
+/// The count of one domain (0 when absent).
+pub fn count(counts: &TopologyCounts, key: &str, value: &str) -> i64 {
+    counts
+        .get(key)
+        .and_then(|m| m.get(value))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// What PreFilter computes for Filter (upstream's `preFilterState`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreFilterState {
+    /// Existing pods whose required anti-affinity terms match the incoming pod, by
+    /// the domain of each matching term.
+    pub existing_anti_affinity_counts: TopologyCounts,
+    /// Existing pods that match all the incoming pod's required affinity terms, by
+    /// the domain of each term.
+    pub affinity_counts: TopologyCounts,
+    /// Existing pods that match the incoming pod's required anti-affinity terms, by
+    /// the domain of each matching term.
+    pub anti_affinity_counts: TopologyCounts,
+    /// The topology keys of the incoming pod's required affinity terms, in order.
+    pub affinity_topology_keys: Vec<String>,
+    /// The topology keys of the incoming pod's required anti-affinity terms.
+    pub anti_affinity_topology_keys: Vec<String>,
+    /// Whether the incoming pod matches all its own required affinity terms.
+    pub matches_own_affinity: bool,
+}
+
+impl PreFilterState {
+    /// Whether Filter can let every node pass, so PreFilter may answer Skip: no
+    /// existing pod's anti-affinity matches and the pod has no required terms.
+    pub fn nothing_to_check(&self) -> bool {
+        self.existing_anti_affinity_counts.is_empty()
+            && self.affinity_topology_keys.is_empty()
+            && self.anti_affinity_topology_keys.is_empty()
+    }
+}
+
+/// Counts what Filter needs over every node of the snapshot (upstream's PreFilter
+/// without the Skip decision).
+pub fn compute(pod: &Pod, terms: &PodTerms, nodes: &[&NodeInfo]) -> PreFilterState {
+    let mut state = PreFilterState {
+        affinity_topology_keys: keys(&terms.required_affinity),
+        anti_affinity_topology_keys: keys(&terms.required_anti_affinity),
+        ..PreFilterState::default()
+    };
+    let has_required =
+        !terms.required_affinity.is_empty() || !terms.required_anti_affinity.is_empty();
+    // Existing pods' terms select namespaces by the incoming pod's namespace labels;
+    // the incoming pod's terms by each existing pod's.
+    let mut incoming_ns = IncomingNamespace::new(&pod.namespace);
+    let mut ns_cache = NamespaceCache::default();
+    for node in nodes {
+        let labels = &node.node.labels;
+        for existing in &node.pods {
+            let anti = &existing.affinity.pod_anti_affinity.required;
+            if !anti.is_empty() {
+                for t in terms::existing_required(existing, anti) {
+                    if t.matches(pod, &mut incoming_ns) {
+                        add(
+                            &mut state.existing_anti_affinity_counts,
+                            labels,
+                            t.topology_key,
+                            1,
+                        );
+                    }
+                }
+            }
+            if !has_required {
+                continue;
+            }
+            // Affinity needs one pod matching every term; each term counts in its
+            // own domain.
+            if terms::matches_all(&terms.required_affinity, existing, &mut ns_cache) {
+                for t in &terms.required_affinity {
+                    add(&mut state.affinity_counts, labels, t.topology_key, 1);
+                }
+            }
+            for t in &terms.required_anti_affinity {
+                if t.matches(existing, &mut ns_cache) {
+                    add(&mut state.anti_affinity_counts, labels, t.topology_key, 1);
+                }
+            }
+        }
+    }
+    state.matches_own_affinity = terms::matches_all(&terms.required_affinity, pod, &mut ns_cache);
+    state
+}
+
+fn keys(terms: &[terms::Term]) -> Vec<String> {
+    terms.iter().map(|t| t.topology_key.to_owned()).collect()
+}
+
+/// Whether the node satisfies the incoming pod's required affinity (upstream's
+/// `satisfyPodAffinity`).
+fn satisfies_pod_affinity(state: &PreFilterState, labels: &Labels) -> bool {
+    let mut pods_exist = true;
+    for key in &state.affinity_topology_keys {
+        match labels.get(key) {
+            Some(value) if count(&state.affinity_counts, key, value) <= 0 => pods_exist = false,
+            Some(_) => {}
+            // Every topology key must be on the node.
+            None => return false,
+        }
+    }
+    // The first pod of a group with affinity to itself would wait forever; it may go
+    // anywhere with the topology keys while no pod in the cluster matches the terms.
+    pods_exist || (state.affinity_counts.is_empty() && state.matches_own_affinity)
+}
+
+/// Whether the node satisfies the incoming pod's required anti-affinity.
+fn satisfies_pod_anti_affinity(state: &PreFilterState, labels: &Labels) -> bool {
+    state.anti_affinity_counts.is_empty()
+        || !state.anti_affinity_topology_keys.iter().any(|key| {
+            labels
+                .get(key)
+                .is_some_and(|value| count(&state.anti_affinity_counts, key, value) > 0)
+        })
+}
+
+/// Whether placing the pod on the node keeps every existing pod's required
+/// anti-affinity: none of the node's domains holds a pod whose term matches it.
+fn satisfies_existing_pods_anti_affinity(state: &PreFilterState, labels: &Labels) -> bool {
+    // Upstream walks the node's labels; walking the few counted keys is the same test.
+    !state
+        .existing_anti_affinity_counts
+        .iter()
+        .any(|(key, by_value)| {
+            labels
+                .get(key)
+                .and_then(|value| by_value.get(value))
+                .is_some_and(|c| *c > 0)
+        })
+}
+
+/// Filter with PreFilter's state: the three checks in upstream's order and codes.
+/// Preemption cannot add a matching pod, hence the affinity failure is unresolvable.
+pub fn filter(state: &PreFilterState, node: &NodeInfo) -> Status {
+    let labels = &node.node.labels;
+    if !satisfies_pod_affinity(state, labels) {
+        return Status::unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
+    }
+    if !satisfies_pod_anti_affinity(state, labels) {
+        return Status::unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
+    }
+    if !satisfies_existing_pods_anti_affinity(state, labels) {
+        return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
+    }
+    Status::success()
+}

@@ -1,0 +1,221 @@
+//! InterPodAffinity: as upstream's `interpodaffinity` plugin, keeps pods off nodes
+//! where their required pod affinity or anti-affinity, or an existing pod's required
+//! anti-affinity, would not hold, and prefers nodes by the preferred terms of the
+//! incoming pod and of the pods already running (and by existing pods' required
+//! affinity terms the incoming pod matches).
+//!
+//! A term ties pods by topology domain: the nodes sharing the value of the term's
+//! `topologyKey` label. PreFilter and PreScore go once over every pod of the snapshot
+//! and count by domain; Filter and Score only look the node's domains up.
+//!
+//! Args (JSON, kube-scheduler's `InterPodAffinityArgs`):
+//!
+//! ```json
+//! {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": false}
+//! ```
+//!
+//! `hardPodAffinityWeight` (0..=100, default 1) is what an existing pod's required
+//! affinity term adds to the nodes of its domain when the incoming pod matches it;
+//! with `ignorePreferredTermsOfExistingPods`, a pod without preferred terms of its
+//! own is not scored at all.
+
+pub mod args;
+pub mod filtering;
+pub mod scoring;
+pub mod terms;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use berth_sdk::{
+    Code, CycleState, Filter, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter, PreFilterResult,
+    PreScore, Score, Status,
+};
+use serde::{Serialize, de::DeserializeOwned};
+
+pub use args::InterPodAffinityArgs;
+pub use filtering::{
+    ERR_REASON_AFFINITY_RULES_NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY,
+    PreFilterState, TopologyCounts,
+};
+pub use scoring::{PRE_SCORE_ID_KEY, PRE_SCORE_STATE_KEY, PreScoreState};
+
+/// The last state a cycle wrote, decoded. The host calls Filter and Score once per
+/// node; decoding a state that grows with the cluster each time would turn a lookup
+/// into a scan, so the decoded state is kept under an id the cycle stores with it.
+///
+/// The id is a hash of the encoded state, so equal ids mean equal states whichever
+/// instance of the plugin wrote them and however the sandbox seeds its randomness.
+struct Memo<T>(Mutex<Option<(u64, Arc<T>)>>);
+
+impl<T: Serialize + DeserializeOwned> Memo<T> {
+    fn new() -> Self {
+        Memo(Mutex::new(None))
+    }
+
+    /// Writes the state and its id into the cycle, and keeps it.
+    fn save(&self, state: &CycleState, id_key: &str, key: &str, value: T) {
+        // Encoding plain data into a Vec cannot fail.
+        let bytes = postcard::to_allocvec(&value).unwrap_or_default();
+        // `DefaultHasher::new` has fixed keys: every instance computes the same id.
+        let mut hasher = DefaultHasher::new();
+        bytes.hash(&mut hasher);
+        let id = hasher.finish();
+        state.write(key, &value);
+        state.write(id_key, &id);
+        *self.lock() = Some((id, Arc::new(value)));
+    }
+
+    /// The state of this cycle: from the memo when the ids agree, else decoded (it
+    /// may have been written by another instance of the plugin).
+    fn load(&self, state: &CycleState, id_key: &str, key: &str) -> Option<Arc<T>> {
+        let id: u64 = state.read(id_key)?;
+        let mut slot = self.lock();
+        if let Some((memo_id, value)) = slot.as_ref()
+            && *memo_id == id
+        {
+            return Some(Arc::clone(value));
+        }
+        let value = Arc::new(state.read::<T>(key)?);
+        *slot = Some((id, Arc::clone(&value)));
+        Some(value)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, Arc<T>)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The plugin.
+pub struct InterPodAffinity {
+    args: InterPodAffinityArgs,
+    pre_filter_memo: Memo<PreFilterState>,
+    pre_score_memo: Memo<PreScoreState>,
+}
+
+impl InterPodAffinity {
+    /// Builds the plugin from validated args.
+    pub fn with_args(args: InterPodAffinityArgs) -> Self {
+        InterPodAffinity {
+            args,
+            pre_filter_memo: Memo::new(),
+            pre_score_memo: Memo::new(),
+        }
+    }
+
+    /// The args in force.
+    pub fn args(&self) -> &InterPodAffinityArgs {
+        &self.args
+    }
+
+    fn pre_score_state(&self, state: &CycleState) -> Result<Arc<PreScoreState>, Status> {
+        self.pre_score_memo
+            .load(state, PRE_SCORE_ID_KEY, PRE_SCORE_STATE_KEY)
+            .ok_or_else(|| {
+                Status::error(format!(
+                    "failed to read {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
+                ))
+            })
+    }
+}
+
+impl Plugin for InterPodAffinity {
+    const NAME: &'static str = "InterPodAffinity";
+    // The existing pods' labels and terms are what this plugin is about.
+    const WANTS_PODS: bool = true;
+    fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
+        InterPodAffinityArgs::from_json(args).map(InterPodAffinity::with_args)
+    }
+}
+
+impl PreFilter for InterPodAffinity {
+    fn pre_filter(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> PreFilterResult {
+        let terms = match terms::PodTerms::of(pod) {
+            Ok(t) => t,
+            // A selector that does not parse will not parse on a retry either.
+            Err(e) => {
+                return Status::new(
+                    Code::UnschedulableAndUnresolvable,
+                    vec![format!("parsing pod: {e}")],
+                )
+                .into();
+            }
+        };
+        let computed = filtering::compute(pod, &terms, nodes);
+        if computed.nothing_to_check() {
+            return Status::skip().into();
+        }
+        self.pre_filter_memo
+            .save(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY, computed);
+        Status::success().into()
+    }
+}
+
+impl Filter for InterPodAffinity {
+    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+        match self
+            .pre_filter_memo
+            .load(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY)
+        {
+            Some(s) => filtering::filter(&s, node),
+            None => Status::error(format!(
+                "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            )),
+        }
+    }
+}
+
+impl PreScore for InterPodAffinity {
+    fn pre_score(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        _nodes: &[&NodeInfo],
+        all_nodes: &[&NodeInfo],
+    ) -> Status {
+        if self.args.ignore_preferred_terms_of_existing_pods && !scoring::has_preferred_terms(pod) {
+            return Status::skip();
+        }
+        let terms = match terms::PodTerms::of(pod) {
+            Ok(t) => t,
+            Err(e) => return Status::error(format!("failed to parse pod: {e}")),
+        };
+        let Some(topology_score) = scoring::compute(&self.args, pod, &terms, all_nodes) else {
+            return Status::skip();
+        };
+        self.pre_score_memo.save(
+            state,
+            PRE_SCORE_ID_KEY,
+            PRE_SCORE_STATE_KEY,
+            PreScoreState { topology_score },
+        );
+        Status::success()
+    }
+}
+
+impl Score for InterPodAffinity {
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+        let s = self.pre_score_state(state)?;
+        Ok(scoring::score(&s.topology_score, &node.node.labels))
+    }
+}
+
+impl NormalizeScore for InterPodAffinity {
+    fn normalize_score(&self, state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
+        let s = match self.pre_score_state(state) {
+            Ok(s) => s,
+            Err(status) => return status,
+        };
+        // Upstream leaves the scores alone when no domain has a weight.
+        if !s.topology_score.is_empty() {
+            scoring::normalize(scores);
+        }
+        Status::success()
+    }
+}
+
+berth_sdk::export_plugin!(InterPodAffinity: pre_filter, filter, pre_score, score, normalize_score);
+
+#[cfg(test)]
+mod tests;

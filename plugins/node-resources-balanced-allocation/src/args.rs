@@ -1,0 +1,205 @@
+//! The plugin's args, in the shape of kube-scheduler's
+//! `NodeResourcesBalancedAllocationArgs`, with the v1 defaults and upstream's
+//! validation.
+
+use berth_sdk::serde_json::Value;
+use serde::Deserialize;
+
+/// A resource whose share of the node Score balances, with its weight.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSpec {
+    /// The resource name, e.g. `cpu` or `example.com/gpu`.
+    pub name: String,
+    /// Its weight; 0 or absent means 1, and upstream accepts nothing else.
+    #[serde(default)]
+    pub weight: i64,
+}
+
+/// The validated, defaulted args.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BalancedAllocationArgs {
+    /// The resources whose usage fractions should be close to each other.
+    pub resources: Vec<ResourceSpec>,
+}
+
+impl Default for BalancedAllocationArgs {
+    fn default() -> Self {
+        BalancedAllocationArgs {
+            resources: default_resources(),
+        }
+    }
+}
+
+/// cpu and memory, weight 1 each: upstream's `defaultResourceSpec`.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    ["cpu", "memory"]
+        .into_iter()
+        .map(|name| ResourceSpec {
+            name: name.to_owned(),
+            weight: 1,
+        })
+        .collect()
+}
+
+/// The args as written; `apiVersion` and `kind` are accepted as in a
+/// KubeSchedulerConfiguration's `pluginConfig`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawArgs {
+    #[serde(default)]
+    #[allow(dead_code)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    resources: Vec<ResourceSpec>,
+}
+
+impl BalancedAllocationArgs {
+    /// Parses, defaults and validates the args (`Null` means none). Errors name the
+    /// offending field, as upstream's validation does.
+    pub fn from_json(args: Value) -> Result<BalancedAllocationArgs, String> {
+        let raw: RawArgs = match args {
+            Value::Null => RawArgs::default(),
+            value => serde_path_to_error::deserialize(value).map_err(|e| {
+                let path = e.path().to_string();
+                if path == "." {
+                    e.inner().to_string()
+                } else {
+                    format!("{path}: {}", e.inner())
+                }
+            })?,
+        };
+        if let Some(kind) = raw.kind.as_deref()
+            && kind != "NodeResourcesBalancedAllocationArgs"
+        {
+            return Err(format!(
+                "kind: Invalid value: {kind:?}: want NodeResourcesBalancedAllocationArgs"
+            ));
+        }
+
+        // v1 defaulting: no resources means cpu and memory; weight 0 means 1.
+        let mut resources = raw.resources;
+        if resources.is_empty() {
+            resources = default_resources();
+        }
+        for r in &mut resources {
+            if r.weight == 0 {
+                r.weight = 1;
+            }
+        }
+
+        let mut errs = Vec::new();
+        for (i, r) in resources.iter().enumerate() {
+            if resources[..i].iter().any(|seen| seen.name == r.name) {
+                errs.push(format!(
+                    "resources[{i}].name: Duplicate value: {:?}",
+                    r.name
+                ));
+            }
+            // The balance ignores weights, so upstream accepts only 1.
+            if r.weight != 1 {
+                errs.push(format!(
+                    "resources[{i}].weight: Invalid value: {}: must be 1",
+                    r.weight
+                ));
+            }
+        }
+        match errs.len() {
+            0 => Ok(BalancedAllocationArgs { resources }),
+            // As upstream's aggregate error: one message alone, several in brackets.
+            1 => Err(errs.remove(0)),
+            _ => Err(format!("[{}]", errs.join(", "))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_sdk::serde_json::json;
+
+    fn spec(name: &str, weight: i64) -> ResourceSpec {
+        ResourceSpec {
+            name: name.into(),
+            weight,
+        }
+    }
+
+    #[test]
+    fn no_args_means_cpu_and_memory() {
+        let want = BalancedAllocationArgs::default();
+        assert_eq!(want.resources, [spec("cpu", 1), spec("memory", 1)]);
+        assert_eq!(
+            BalancedAllocationArgs::from_json(Value::Null).unwrap(),
+            want
+        );
+        assert_eq!(BalancedAllocationArgs::from_json(json!({})).unwrap(), want);
+        assert_eq!(
+            BalancedAllocationArgs::from_json(json!({"resources": []})).unwrap(),
+            want
+        );
+    }
+
+    #[test]
+    fn missing_weights_default_to_1() {
+        let args = BalancedAllocationArgs::from_json(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "NodeResourcesBalancedAllocationArgs",
+            "resources": [{"name": "cpu"}, {"name": "example.com/gpu", "weight": 0}],
+        }))
+        .unwrap();
+        assert_eq!(args.resources, [spec("cpu", 1), spec("example.com/gpu", 1)]);
+    }
+
+    // The cases of upstream's TestValidateNodeResourcesBalancedAllocationArgs.
+    #[test]
+    fn weights_other_than_1_are_refused() {
+        let err = BalancedAllocationArgs::from_json(json!({
+            "resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}],
+        }))
+        .unwrap_err();
+        assert_eq!(err, "resources[0].weight: Invalid value: 2: must be 1");
+        let err = BalancedAllocationArgs::from_json(json!({
+            "resources": [{"name": "cpu", "weight": -1}],
+        }))
+        .unwrap_err();
+        assert_eq!(err, "resources[0].weight: Invalid value: -1: must be 1");
+    }
+
+    #[test]
+    fn duplicate_resources_are_refused() {
+        let err = BalancedAllocationArgs::from_json(json!({
+            "resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 1}],
+        }))
+        .unwrap_err();
+        assert_eq!(err, "resources[1].name: Duplicate value: \"cpu\"");
+        let err = BalancedAllocationArgs::from_json(json!({
+            "resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 3}],
+        }))
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "[resources[1].name: Duplicate value: \"cpu\", \
+             resources[1].weight: Invalid value: 3: must be 1]"
+        );
+    }
+
+    #[test]
+    fn malformed_args_name_the_field() {
+        let err = BalancedAllocationArgs::from_json(json!({
+            "resources": [{"name": "cpu", "weight": "one"}],
+        }))
+        .unwrap_err();
+        assert!(
+            err.starts_with("resources[0].weight: invalid type"),
+            "{err}"
+        );
+        let err = BalancedAllocationArgs::from_json(json!({"resource": []})).unwrap_err();
+        assert!(err.contains("unknown field `resource`"), "{err}");
+        let err =
+            BalancedAllocationArgs::from_json(json!({"kind": "NodeAffinityArgs"})).unwrap_err();
+        assert!(err.starts_with("kind: Invalid value"), "{err}");
+    }
+}

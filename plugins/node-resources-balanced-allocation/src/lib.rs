@@ -1,0 +1,484 @@
+//! NodeResourcesBalancedAllocation: as upstream's `noderesources` BalancedAllocation
+//! plugin, favours nodes where, with the pod placed, the requested share of each
+//! scored resource would be close to the others: the score is `(1 - std) * 100` over
+//! the fractions `requested / allocatable`.
+//!
+//! As upstream since best-effort pods were exempted, the pod's and the node's actual
+//! requests count (not the non-zero defaults other scorers use), and a pod that
+//! requests none of the scored resources is not scored at all (PreScore answers
+//! Skip), so best-effort pods do not all pile onto one node.
+//!
+//! Args (JSON, kube-scheduler's `NodeResourcesBalancedAllocationArgs`):
+//!
+//! ```json
+//! {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}
+//! ```
+
+pub mod args;
+
+use berth_sdk::types::{CPU, EPHEMERAL_STORAGE, MEMORY};
+use berth_sdk::{CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, Status};
+
+pub use args::{BalancedAllocationArgs, ResourceSpec};
+
+/// The CycleState key of the pod's requests of the scored resources, written by
+/// PreScore (upstream's key).
+pub const PRE_SCORE_STATE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
+
+/// The plugin.
+pub struct BalancedAllocation {
+    args: BalancedAllocationArgs,
+}
+
+impl BalancedAllocation {
+    /// Builds the plugin from validated args.
+    pub fn with_args(args: BalancedAllocationArgs) -> Self {
+        BalancedAllocation { args }
+    }
+
+    /// The args in force.
+    pub fn args(&self) -> &BalancedAllocationArgs {
+        &self.args
+    }
+
+    /// The pod's requests of each scored resource, in the order of the args.
+    fn pod_requests(&self, pod: &Pod) -> Vec<i64> {
+        let requests = pod.requests();
+        self.args
+            .resources
+            .iter()
+            .map(|r| requests.get(&r.name))
+            .collect()
+    }
+}
+
+impl Plugin for BalancedAllocation {
+    const NAME: &'static str = "NodeResourcesBalancedAllocation";
+    fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
+        BalancedAllocationArgs::from_json(args).map(BalancedAllocation::with_args)
+    }
+}
+
+/// apimachinery's `IsQualifiedName`, as a yes or no: `[prefix/]name` with a DNS
+/// subdomain prefix and a name of at most 63 alphanumerics, `-`, `_` and `.` that
+/// starts and ends alphanumeric.
+fn is_qualified_name(value: &str) -> bool {
+    let (prefix, name) = match value.split_once('/') {
+        None => (None, value),
+        Some((_, rest)) if rest.contains('/') => return false,
+        Some((prefix, name)) => (Some(prefix), name),
+    };
+    let prefix_ok = prefix.is_none_or(|p| {
+        p.len() <= 253
+            && p.split('.').all(|label| {
+                let b = label.as_bytes();
+                let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+                !b.is_empty()
+                    && alnum(&b[0])
+                    && alnum(&b[b.len() - 1])
+                    && b.iter().all(|c| alnum(c) || *c == b'-')
+            })
+    });
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    prefix_ok
+        && name.len() <= 63
+        && edge(name.chars().next())
+        && edge(name.chars().last())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Upstream's `IsScalarResourceName`: extended resources (`example.com/foo`),
+/// hugepages, prefixed native resources and attachable volumes; the resources the
+/// scheduler tracks beyond cpu, memory, ephemeral storage and pods.
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    let prefixed_native = name.contains("kubernetes.io/");
+    let native = !name.contains('/') || prefixed_native;
+    let extended = !native
+        && !name.starts_with("requests.")
+        // Quota names it `requests.<name>`, which must be a qualified name.
+        && is_qualified_name(&format!("requests.{name}"));
+    extended
+        || name.starts_with("hugepages-")
+        || prefixed_native
+        || name.starts_with("attachable-volumes-")
+}
+
+/// Upstream's `calculateResourceAllocatableRequest` with actual requests: the node's
+/// allocatable quantity of a resource and what its pods plus this one request;
+/// `(0, 0)` leaves the resource out of the balance.
+pub fn allocatable_and_requested(node: &NodeInfo, name: &str, pod_request: i64) -> (i64, i64) {
+    // A scalar resource the pod does not ask for does not count, or every node
+    // offering it would look less balanced.
+    if pod_request == 0 && is_scalar_resource_name(name) {
+        return (0, 0);
+    }
+    let alloc = &node.node.allocatable;
+    let used = &node.requested;
+    match name {
+        CPU => (alloc.milli_cpu, used.milli_cpu + pod_request),
+        MEMORY => (alloc.memory, used.memory + pod_request),
+        EPHEMERAL_STORAGE => (
+            alloc.ephemeral_storage,
+            used.ephemeral_storage + pod_request,
+        ),
+        // Other native names (e.g. `pods`) are not among upstream's scalar resources.
+        _ if is_scalar_resource_name(name) => match alloc.scalar.get(name) {
+            Some(&a) => (a, used.scalar.get(name).copied().unwrap_or(0) + pod_request),
+            None => (0, 0),
+        },
+        _ => (0, 0),
+    }
+}
+
+/// Upstream's `balancedResourceScorer`: `(1 - std) * 100`, truncated, over the
+/// fractions `requested / allocatable` (capped at 1) of the resources with a non-zero
+/// allocatable quantity. Computed in `f64` in upstream's order, so the truncation
+/// lands where upstream's does.
+pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let mut fractions = Vec::with_capacity(requested.len());
+    let mut total = 0.0f64;
+    for (&req, &alloc) in requested.iter().zip(allocatable) {
+        if alloc == 0 {
+            continue;
+        }
+        let fraction = (req as f64 / alloc as f64).min(1.0);
+        total += fraction;
+        fractions.push(fraction);
+    }
+    let std = match fractions.len() {
+        // With two resources the deviation is half their difference.
+        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        n if n > 2 => {
+            let mean = total / n as f64;
+            let sum: f64 = fractions.iter().map(|f| (f - mean) * (f - mean)).sum();
+            (sum / n as f64).sqrt()
+        }
+        _ => 0.0,
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+impl PreScore for BalancedAllocation {
+    fn pre_score(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        _nodes: &[&NodeInfo],
+        _all_nodes: &[&NodeInfo],
+    ) -> Status {
+        let requests = self.pod_requests(pod);
+        // Best-effort pods would otherwise all favour the same emptiest-looking node.
+        if requests.iter().all(|&r| r == 0) {
+            return Status::skip();
+        }
+        state.write(PRE_SCORE_STATE_KEY, &requests);
+        Status::success()
+    }
+}
+
+impl Score for BalancedAllocation {
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+        // As upstream, Score works without PreScore by computing the requests itself.
+        let requests = match state.read::<Vec<i64>>(PRE_SCORE_STATE_KEY) {
+            Some(r) if r.len() == self.args.resources.len() => r,
+            _ => {
+                let r = self.pod_requests(pod);
+                if r.iter().all(|&q| q == 0) {
+                    return Ok(0);
+                }
+                r
+            }
+        };
+        let (mut requested, mut allocatable) = (Vec::new(), Vec::new());
+        for (spec, &pod_request) in self.args.resources.iter().zip(&requests) {
+            let (alloc, req) = allocatable_and_requested(node, &spec.name, pod_request);
+            allocatable.push(alloc);
+            // A resource the node does not have counts as neither requested nor held.
+            requested.push(if alloc == 0 { 0 } else { req });
+        }
+        Ok(balanced_score(&requested, &allocatable))
+    }
+}
+
+berth_sdk::export_plugin!(BalancedAllocation: pre_score, score);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_sdk::{Code, Container, MemoryState, Node, ResourceList, Resources};
+
+    const GPU: &str = "nvidia.com/gpu";
+
+    fn list(items: &[(&str, i64)]) -> ResourceList {
+        items.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+    }
+
+    /// A pod with one container per request list.
+    fn pod(containers: &[&[(&str, i64)]]) -> Pod {
+        Pod {
+            name: "pod".into(),
+            containers: containers
+                .iter()
+                .map(|c| Container {
+                    name: "c".into(),
+                    requests: list(c),
+                    ..Container::default()
+                })
+                .collect(),
+            ..Pod::default()
+        }
+    }
+
+    /// Upstream's `makeNode`: millicores, bytes and scalar resources.
+    fn node(
+        name: &str,
+        milli_cpu: i64,
+        memory: i64,
+        scalar: &[(&str, i64)],
+        pods: &[&Pod],
+    ) -> NodeInfo {
+        let mut alloc = list(scalar);
+        alloc.insert("cpu".into(), milli_cpu);
+        alloc.insert("memory".into(), memory);
+        let mut info = NodeInfo::new(Node {
+            name: name.into(),
+            allocatable: Resources::from_list(&alloc),
+            ..Node::default()
+        });
+        for p in pods {
+            info.add_pod(p);
+        }
+        info
+    }
+
+    fn cpu_and_memory() -> Pod {
+        pod(&[
+            &[("cpu", 1000), ("memory", 2000)],
+            &[("cpu", 2000), ("memory", 3000)],
+        ])
+    }
+
+    fn cpu_only() -> Pod {
+        pod(&[
+            &[("cpu", 1000), ("memory", 0)],
+            &[("cpu", 2000), ("memory", 0)],
+        ])
+    }
+
+    fn cpu_and_memory_and_gpu() -> Pod {
+        pod(&[
+            &[("cpu", 1000), ("memory", 2000)],
+            &[("cpu", 2000), ("memory", 3000), (GPU, 3)],
+        ])
+    }
+
+    fn with_gpu() -> BalancedAllocation {
+        BalancedAllocation::new(berth_sdk::serde_json::json!({
+            "resources": [{"name": "cpu"}, {"name": "memory"}, {"name": GPU}],
+        }))
+        .unwrap()
+    }
+
+    /// PreScore then Score on each node, as upstream's test; `None` when PreScore
+    /// skips.
+    fn scores(plugin: &BalancedAllocation, p: &Pod, nodes: &[NodeInfo]) -> Option<Vec<i64>> {
+        let store = MemoryState::default();
+        let state = CycleState::new(&store);
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let status = plugin.pre_score(&state, p, &refs, &refs);
+        if status.code == Code::Skip {
+            return None;
+        }
+        assert!(status.is_success(), "{status:?}");
+        Some(
+            nodes
+                .iter()
+                .map(|n| plugin.score(&state, p, n).unwrap())
+                .collect(),
+        )
+    }
+
+    fn default_plugin() -> BalancedAllocation {
+        BalancedAllocation::with_args(BalancedAllocationArgs::default())
+    }
+
+    // The cases of upstream's TestNodeResourcesBalancedAllocation.
+    #[test]
+    fn best_effort_pods_are_skipped() {
+        let nodes = [
+            node("node1", 4000, 10000, &[], &[]),
+            node("node2", 4000, 10000, &[], &[]),
+        ];
+        assert_eq!(scores(&default_plugin(), &Pod::default(), &nodes), None);
+        // Containers that request nothing make a best-effort pod too.
+        assert_eq!(scores(&default_plugin(), &pod(&[&[]]), &nodes), None);
+    }
+
+    #[test]
+    fn nothing_scheduled_resources_requested_differently_sized_nodes() {
+        let nodes = [
+            node("node1", 4000, 10000, &[], &[]),
+            node("node2", 6000, 10000, &[], &[]),
+        ];
+        assert_eq!(
+            scores(&default_plugin(), &cpu_and_memory(), &nodes),
+            Some(vec![87, 100])
+        );
+    }
+
+    #[test]
+    fn resources_requested_pods_scheduled_with_resources() {
+        let nodes = [
+            node("node1", 10000, 20000, &[], &[&cpu_only()]),
+            node("node2", 10000, 20000, &[], &[&cpu_and_memory()]),
+        ];
+        assert_eq!(
+            scores(&default_plugin(), &cpu_and_memory(), &nodes),
+            Some(vec![82, 95])
+        );
+    }
+
+    #[test]
+    fn resources_requested_pods_scheduled_differently_sized_nodes() {
+        let nodes = [
+            node("node1", 10000, 20000, &[], &[&cpu_only()]),
+            node("node2", 10000, 50000, &[], &[&cpu_and_memory()]),
+        ];
+        assert_eq!(
+            scores(&default_plugin(), &cpu_and_memory(), &nodes),
+            Some(vec![82, 80])
+        );
+    }
+
+    #[test]
+    fn requested_resources_at_node_capacity() {
+        let nodes = [
+            node("node1", 6000, 10000, &[], &[&cpu_only()]),
+            node("node2", 6000, 10000, &[], &[&cpu_and_memory()]),
+        ];
+        assert_eq!(
+            scores(&default_plugin(), &cpu_only(), &nodes),
+            Some(vec![50, 75])
+        );
+    }
+
+    #[test]
+    fn scalar_resource_on_the_node_is_balanced_too() {
+        let gpu8 = [(GPU, 8)];
+        let nodes = [
+            node("node1", 3500, 40000, &gpu8, &[&cpu_and_memory_and_gpu()]),
+            node("node2", 3500, 40000, &gpu8, &[&cpu_and_memory()]),
+        ];
+        let p = pod(&[&[("memory", 0), (GPU, 1)]]);
+        assert_eq!(scores(&with_gpu(), &p, &nodes), Some(vec![70, 65]));
+    }
+
+    #[test]
+    fn a_scalar_resource_the_pod_does_not_request_is_left_out() {
+        let nodes = [
+            node("node1", 3500, 40000, &[(GPU, 8)], &[]),
+            node("node2", 3500, 40000, &[], &[]),
+        ];
+        assert_eq!(
+            scores(&with_gpu(), &cpu_and_memory(), &nodes),
+            Some(vec![63, 63])
+        );
+    }
+
+    #[test]
+    fn score_without_pre_score_computes_the_requests() {
+        let nodes = [
+            node("node1", 10000, 20000, &[], &[&cpu_only()]),
+            node("node2", 10000, 20000, &[], &[&cpu_and_memory()]),
+        ];
+        let store = MemoryState::default();
+        let state = CycleState::new(&store);
+        let p = cpu_and_memory();
+        let got: Vec<i64> = nodes
+            .iter()
+            .map(|n| default_plugin().score(&state, &p, n).unwrap())
+            .collect();
+        assert_eq!(got, [82, 95]);
+        // A best-effort pod scores 0 there.
+        assert_eq!(
+            default_plugin().score(&state, &Pod::default(), &nodes[0]),
+            Ok(0)
+        );
+    }
+
+    // Beyond upstream's table: the pieces of the computation.
+    #[test]
+    fn best_effort_pods_on_the_node_do_not_count() {
+        // Actual requests, not the non-zero defaults: a best-effort pod adds nothing.
+        let empty = node("node1", 4000, 10000, &[], &[]);
+        let busy = node("node2", 4000, 10000, &[], &[&pod(&[&[]])]);
+        assert_eq!(
+            scores(&default_plugin(), &cpu_and_memory(), &[empty, busy]),
+            Some(vec![87, 87])
+        );
+    }
+
+    #[test]
+    fn overcommitted_fractions_are_capped_at_1() {
+        assert_eq!(balanced_score(&[8000, 5000], &[4000, 10000]), 75);
+        assert_eq!(balanced_score(&[8000, 20000], &[4000, 10000]), 100);
+    }
+
+    #[test]
+    fn one_resource_or_none_is_perfectly_balanced() {
+        assert_eq!(balanced_score(&[3000], &[4000]), 100);
+        assert_eq!(balanced_score(&[3000, 5], &[4000, 0]), 100);
+        assert_eq!(balanced_score(&[], &[]), 100);
+    }
+
+    #[test]
+    fn init_containers_and_overhead_count() {
+        let mut p = pod(&[&[("cpu", 1000), ("memory", 1000)]]);
+        p.init_containers = vec![Container {
+            name: "init".into(),
+            requests: list(&[("cpu", 3000)]),
+            ..Container::default()
+        }];
+        p.overhead = list(&[("memory", 4000)]);
+        // cpu 3000/4000 = 0.75, memory 5000/10000 = 0.5: std 0.125.
+        let nodes = [node("node1", 4000, 10000, &[], &[])];
+        assert_eq!(scores(&default_plugin(), &p, &nodes), Some(vec![87]));
+    }
+
+    #[test]
+    fn scalar_resource_names() {
+        for yes in [
+            GPU,
+            "hugepages-2Mi",
+            "kubernetes.io/foo",
+            "attachable-volumes-aws-ebs",
+        ] {
+            assert!(is_scalar_resource_name(yes), "{yes}");
+        }
+        for no in [
+            "cpu",
+            "memory",
+            "pods",
+            "foo",
+            "requests.example.com/x",
+            "a/b/c",
+        ] {
+            assert!(!is_scalar_resource_name(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn ephemeral_storage_can_be_balanced() {
+        let plugin = BalancedAllocation::new(berth_sdk::serde_json::json!({
+            "resources": [{"name": "cpu"}, {"name": "ephemeral-storage"}],
+        }))
+        .unwrap();
+        let mut n = node("node1", 4000, 10000, &[], &[]);
+        n.node.allocatable.ephemeral_storage = 1000;
+        let p = pod(&[&[("cpu", 2000), ("ephemeral-storage", 100)]]);
+        // cpu 0.5, storage 0.1: std 0.2.
+        assert_eq!(scores(&plugin, &p, &[n]), Some(vec![80]));
+    }
+}

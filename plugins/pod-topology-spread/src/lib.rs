@@ -1,0 +1,214 @@
+//! PodTopologySpread: as upstream's `podtopologyspread` plugin, keeps the pods that a
+//! pod's `topologySpreadConstraints` select evenly spread across topology domains.
+//! `DoNotSchedule` constraints filter out nodes where placing the pod would make the
+//! skew exceed `maxSkew`; `ScheduleAnyway` constraints score nodes, favouring those
+//! whose domains hold fewer matching pods. Pods without constraints of their own get
+//! the default constraints, selecting what their Services, ReplicaSets and
+//! StatefulSets select ([`Pod::default_selector`]).
+//!
+//! Args (JSON, kube-scheduler's `PodTopologySpreadArgs`):
+//!
+//! ```json
+//! {
+//!   "defaultingType": "List",
+//!   "defaultConstraints": [
+//!     {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+//!      "whenUnsatisfiable": "ScheduleAnyway"}
+//!   ]
+//! }
+//! ```
+//!
+//! Without args, `defaultingType` is `System`: hostname with maxSkew 3 and zone with
+//! maxSkew 5, both `ScheduleAnyway`.
+
+pub mod args;
+pub mod common;
+pub mod scoring;
+
+use std::collections::HashMap;
+
+use berth_sdk::types::{TopologySpreadConstraint, WhenUnsatisfiable};
+use berth_sdk::{CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, Status};
+use serde::{Deserialize, Serialize};
+
+pub use args::{DefaultingType, SpreadArgs};
+pub use common::{Constraint, LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE};
+
+use common::{count_key, node_has_all_keys, pod_constraints, required_node_affinity_matches};
+
+/// The CycleState key of what PreFilter computes (upstream's key); the per-domain
+/// counts live under keys with this prefix.
+pub const PRE_FILTER_STATE_KEY: &str = "PreFilterPodTopologySpread";
+/// The reason when placing the pod would exceed a constraint's maxSkew.
+pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints";
+/// The reason when the node lacks a constraint's topology label.
+pub const ERR_REASON_NODE_LABEL_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints (missing required label)";
+
+/// The plugin.
+pub struct PodTopologySpread {
+    args: SpreadArgs,
+    default_constraints: Vec<TopologySpreadConstraint>,
+    system_defaulted: bool,
+}
+
+impl PodTopologySpread {
+    /// Builds the plugin from validated args.
+    pub fn with_args(args: SpreadArgs) -> Self {
+        PodTopologySpread {
+            default_constraints: args.effective_default_constraints(),
+            system_defaulted: args.defaulting_type == DefaultingType::System,
+            args,
+        }
+    }
+
+    /// The args in force.
+    pub fn args(&self) -> &SpreadArgs {
+        &self.args
+    }
+
+    /// The pod's constraints with the given action: its own, or the default ones
+    /// when it has none.
+    pub fn constraints(&self, pod: &Pod, action: WhenUnsatisfiable) -> Vec<Constraint> {
+        pod_constraints(&self.default_constraints, pod, action)
+    }
+}
+
+impl Plugin for PodTopologySpread {
+    const NAME: &'static str = "PodTopologySpread";
+    // Counting matching pods per domain needs every node's pods.
+    const WANTS_PODS: bool = true;
+
+    fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
+        SpreadArgs::from_json(args).map(PodTopologySpread::with_args)
+    }
+}
+
+/// What Filter needs of one constraint, computed by PreFilter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterConstraint {
+    /// The node label that defines domains.
+    pub topology_key: String,
+    /// The largest allowed skew.
+    pub max_skew: i32,
+    /// Whether the incoming pod itself matches the selector (it adds 1 to a domain).
+    pub self_match: bool,
+    /// The global minimum of matching pods over eligible domains, 0 when there are
+    /// fewer eligible domains than minDomains.
+    pub min_match: i64,
+}
+
+/// What PreFilter stores under [`PRE_FILTER_STATE_KEY`]; the counts are stored per
+/// domain beside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct PreFilterState {
+    constraints: Vec<FilterConstraint>,
+}
+
+/// Upstream's `calPreFilterState` counts: for each constraint, the matching pods of
+/// every eligible domain. A node is eligible when it has every constraint's
+/// topology label and passes the constraint's node inclusion policies; each
+/// eligible node's domain is present, with 0 when it holds no matching pod.
+pub fn count_matching_pods(
+    pod: &Pod,
+    constraints: &[Constraint],
+    nodes: &[&NodeInfo],
+) -> Vec<HashMap<String, i64>> {
+    let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+    for info in nodes {
+        let node = &info.node;
+        if !node_has_all_keys(&node.labels, constraints) {
+            continue;
+        }
+        let affinity_matches = required_node_affinity_matches(pod, node);
+        for (c, domains) in constraints.iter().zip(counts.iter_mut()) {
+            if !c.includes_node(pod, node, affinity_matches) {
+                continue;
+            }
+            let value = &node.labels[&c.topology_key];
+            let n = c.count_pods(&info.pods, &pod.namespace);
+            match domains.get_mut(value) {
+                Some(total) => *total += n,
+                None => {
+                    domains.insert(value.clone(), n);
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// The global minimum used for skew (upstream's `minMatchNum`): the smallest count
+/// over eligible domains, or 0 when there are fewer eligible domains than
+/// `min_domains`.
+pub fn min_match_num(domains: &HashMap<String, i64>, min_domains: i32) -> i64 {
+    if i64::try_from(domains.len()).unwrap_or(i64::MAX) < i64::from(min_domains) {
+        return 0;
+    }
+    // No domain at all leaves upstream's initial critical path (MaxInt32).
+    domains
+        .values()
+        .copied()
+        .min()
+        .unwrap_or(i64::from(i32::MAX))
+}
+
+impl PreFilter for PodTopologySpread {
+    fn pre_filter(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> PreFilterResult {
+        let constraints = self.constraints(pod, WhenUnsatisfiable::DoNotSchedule);
+        if constraints.is_empty() {
+            return Status::skip().into();
+        }
+        let counts = count_matching_pods(pod, &constraints, nodes);
+        let header = PreFilterState {
+            constraints: constraints
+                .iter()
+                .zip(&counts)
+                .map(|(c, domains)| FilterConstraint {
+                    topology_key: c.topology_key.clone(),
+                    max_skew: c.max_skew,
+                    self_match: c.self_matches(&pod.labels),
+                    min_match: min_match_num(domains, c.min_domains),
+                })
+                .collect(),
+        };
+        state.write(PRE_FILTER_STATE_KEY, &header);
+        for (i, domains) in counts.iter().enumerate() {
+            // An absent key reads as 0, so empty domains need no write.
+            for (value, &n) in domains.iter().filter(|(_, n)| **n != 0) {
+                state.write(&count_key(PRE_FILTER_STATE_KEY, i, value), &n);
+            }
+        }
+        Status::success().into()
+    }
+}
+
+impl Filter for PodTopologySpread {
+    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+            return Status::error(format!(
+                "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            ));
+        };
+        for (i, c) in s.constraints.iter().enumerate() {
+            let Some(value) = node.node.labels.get(&c.topology_key) else {
+                // No domain to place the pod in; preemption cannot add a label.
+                return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+            };
+            let matching = state
+                .read::<i64>(&count_key(PRE_FILTER_STATE_KEY, i, value))
+                .unwrap_or(0);
+            let skew = matching + i64::from(c.self_match) - c.min_match;
+            if skew > i64::from(c.max_skew) {
+                return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+            }
+        }
+        Status::success()
+    }
+}
+
+berth_sdk::export_plugin!(PodTopologySpread: pre_filter, filter, pre_score, score, normalize_score);
+
+#[cfg(test)]
+mod tests;
