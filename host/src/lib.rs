@@ -20,9 +20,11 @@
 #![deny(missing_docs)]
 
 pub mod cache;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod framework;
+pub mod metrics;
 pub mod queue;
 pub mod scheduler;
 pub mod simulate;

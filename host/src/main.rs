@@ -1,7 +1,7 @@
 //! The `berth` command.
 
 use anyhow::Context;
-use berth::framework::FrameworkOptions;
+use berth::scheduler::SchedulerOptions;
 use berth::simulate::{SimulateOptions, simulate};
 use berth::wasm::{Runtime, RuntimeOptions};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -63,6 +63,10 @@ struct SimulateArgs {
     /// Compile plugin components every time instead of caching them.
     #[arg(long)]
     no_cache: bool,
+    /// A pod that failed this many attempts is no longer retried on the virtual
+    /// clock alone (a cluster event still retries it).
+    #[arg(long, default_value_t = 5)]
+    max_attempts: u32,
 }
 
 fn main() -> ExitCode {
@@ -96,20 +100,20 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
         ..RuntimeOptions::default()
     })
     .context("starting the WebAssembly runtime")?;
-    let mut framework = FrameworkOptions {
-        seed: args.seed,
-        ..FrameworkOptions::default()
-    };
+    let mut scheduler = SchedulerOptions::default();
+    scheduler.framework.seed = args.seed;
     if let Some(p) = args.parallelism {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");
-        framework.parallelism = p;
+        scheduler.framework.parallelism = p;
     }
+    anyhow::ensure!(args.max_attempts > 0, "--max-attempts must be at least 1");
+    scheduler.max_attempts = args.max_attempts;
     Ok((
         runtime,
         SimulateOptions {
             files: args.files.clone(),
             config: args.config.clone(),
-            framework,
+            scheduler,
         },
     ))
 }

@@ -1,17 +1,29 @@
 //! The scheduling loop: pop a pod, schedule it against a fresh snapshot, assume it,
-//! run Reserve and Permit, bind it, and account for every outcome so no pod is lost.
+//! run Reserve and Permit, and hand it to the binding cycle, which runs on its own
+//! thread while the loop goes on with the next pod. Every outcome is accounted for:
+//! a pod ends bound exactly once, or back in the queue with its reason; never lost.
 
 use crate::cache::{Cache, Snapshot};
+use crate::clock::Clock;
 use crate::cluster::{Binder, Namespaces};
-use crate::config::{Configuration, ModuleSource};
+use crate::config::Configuration;
+use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
-    ExplainOptions, Explanation, Framework, FrameworkOptions, ScheduleOutcome, registry,
+    CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions, PermitOutcome,
+    PluginError, ScheduleOutcome, registry,
 };
-use crate::queue::{QueuedPod, SchedulingQueue};
-use crate::wasm::{Runtime, module::pod_to_wit};
-use berth_sdk::{Node, Pod};
-use std::collections::HashMap;
+use crate::metrics::{AttemptResult, Metrics};
+use crate::queue::{
+    HintOracle, QueueConfig, QueueName, QueuedPod, SchedulingQueue, node_update_actions,
+    pod_update_actions,
+};
+use crate::wasm::Runtime;
+use crate::wasm::module::{HostServices, WitPod, pod_to_wit};
+use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
 
 /// What happened to a pod this scheduler is responsible for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,14 +40,109 @@ pub struct PodOutcome {
     pub attempts: u32,
 }
 
-/// The scheduler: its profiles, the cache, the queue.
+/// How the scheduler runs.
+#[derive(Clone, Debug)]
+pub struct SchedulerOptions {
+    /// The framework's options (parallelism, seed, ...).
+    pub framework: FrameworkOptions,
+    /// Backoff settings.
+    pub queue: QueueConfig,
+    /// On a virtual clock, a pod that failed this many attempts no longer moves the
+    /// clock forward to its backoff (a cluster event can still retry it).
+    pub max_attempts: u32,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> Self {
+        SchedulerOptions {
+            framework: FrameworkOptions::default(),
+            queue: QueueConfig::default(),
+            max_attempts: 5,
+        }
+    }
+}
+
+/// The PreEnqueue plugin that keeps a pod out, and its message.
+type Gate = Option<(String, String)>;
+
+/// A pod between Reserve and the end of its binding cycle.
+struct Binding {
+    qp: QueuedPod,
+    assumed: Pod,
+    node: String,
+    state: CycleState,
+    framework: Arc<Framework>,
+}
+
+struct BindJob {
+    uid: String,
+    framework: Arc<Framework>,
+    state: CycleState,
+    pod: WitPod,
+    node: String,
+}
+
+type BindResult = (String, Result<(), PluginError>);
+
+/// Runs binding cycles on their own thread, so a slow PreBind or Bind never holds up
+/// the scheduling loop.
+fn spawn_binder() -> (Sender<BindJob>, Receiver<BindResult>) {
+    let (job_tx, job_rx) = channel::<BindJob>();
+    let (res_tx, res_rx) = channel::<BindResult>();
+    std::thread::Builder::new()
+        .name("berth-binding".into())
+        .spawn(move || {
+            for job in job_rx {
+                let r = job.framework.bind(&job.state, &job.pod, &job.node);
+                if res_tx.send((job.uid, r)).is_err() {
+                    break;
+                }
+            }
+        })
+        .expect("spawn the binding thread");
+    (job_tx, res_rx)
+}
+
+/// The scheduler: its profiles, the cache, the queue, the binding cycle.
 pub struct Scheduler {
-    frameworks: Vec<Framework>,
+    frameworks: Vec<Arc<Framework>>,
     cache: Cache,
     queue: SchedulingQueue,
     snapshot: Snapshot,
     outcomes: HashMap<String, PodOutcome>,
     namespaces: Namespaces,
+    waiting: WaitingPods,
+    clock: Arc<dyn Clock>,
+    binder: Arc<dyn Binder>,
+    bind_tx: Sender<BindJob>,
+    bind_rx: Receiver<BindResult>,
+    binding: HashMap<String, Binding>,
+    bindings_in_flight: usize,
+    metrics: Metrics,
+    max_attempts: u32,
+}
+
+/// Asks the frameworks' plugins for queueing hints.
+struct Oracle<'a>(&'a [Arc<Framework>]);
+
+impl HintOracle for Oracle<'_> {
+    fn hint(
+        &self,
+        plugin: &str,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> QueueingHint {
+        match self
+            .0
+            .iter()
+            .find(|f| f.scheduler_name() == pod.scheduler_name)
+        {
+            Some(fw) => fw.queueing_hint(plugin, event, pod, old, new),
+            None => QueueingHint::Queue,
+        }
+    }
 }
 
 impl Scheduler {
@@ -45,8 +152,9 @@ impl Scheduler {
         runtime: &Arc<Runtime>,
         config: &Configuration,
         file: &str,
-        options: &FrameworkOptions,
+        options: &SchedulerOptions,
         binder: Arc<dyn Binder>,
+        clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Self> {
         let profiles = config.resolve_profiles(file)?;
         let mut names: Vec<String> = Vec::new();
@@ -58,31 +166,40 @@ impl Scheduler {
             }
         }
         let modules = registry::load_modules(runtime, &config.modules, &names)?;
-        let mut options = options.clone();
+        let mut fw_options = options.framework.clone();
         if let Some(p) = config.parallelism {
-            options.parallelism = p;
+            fw_options.parallelism = p;
         }
         if let Some(p) = config.percentage_of_nodes_to_score {
-            options.percentage_of_nodes_to_score = p;
+            fw_options.percentage_of_nodes_to_score = p;
         }
-        let namespaces = Namespaces::new();
+        let services = HostServices {
+            binder: Some(binder.clone()),
+            namespaces: Namespaces::new(),
+            waiting: WaitingPods::new(),
+        };
         let frameworks = profiles
             .iter()
-            .map(|p| Framework::new(p, &modules, &options, binder.clone(), &namespaces))
+            .map(|p| Framework::new(p, &modules, &fw_options, &services).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
+        let (bind_tx, bind_rx) = spawn_binder();
         Ok(Scheduler {
             frameworks,
             cache: Cache::new(),
-            queue: SchedulingQueue::new(),
+            queue: SchedulingQueue::new(options.queue),
             snapshot: Snapshot::default(),
             outcomes: HashMap::new(),
-            namespaces,
+            namespaces: services.namespaces,
+            waiting: services.waiting,
+            clock,
+            binder,
+            bind_tx,
+            bind_rx,
+            binding: HashMap::new(),
+            bindings_in_flight: 0,
+            metrics: Metrics::default(),
+            max_attempts: options.max_attempts.max(1),
         })
-    }
-
-    /// The modules named in a configuration, for display.
-    pub fn module_sources(config: &Configuration) -> &[ModuleSource] {
-        &config.modules
     }
 
     /// The cache (read-only).
@@ -90,7 +207,23 @@ impl Scheduler {
         &self.cache
     }
 
-    fn framework_for(&self, scheduler_name: &str) -> Option<&Framework> {
+    /// The queue (read-only).
+    pub fn queue(&self) -> &SchedulingQueue {
+        &self.queue
+    }
+
+    /// The metrics, in the Prometheus text format.
+    pub fn metrics_text(&self) -> String {
+        self.metrics
+            .render(&self.queue.pending(), self.queue.incoming())
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn framework_for(&self, scheduler_name: &str) -> Option<&Arc<Framework>> {
         self.frameworks
             .iter()
             .find(|f| f.scheduler_name() == scheduler_name)
@@ -101,56 +234,172 @@ impl Scheduler {
         self.framework_for(scheduler_name).is_some()
     }
 
+    fn event(&mut self, event: ClusterEvent, old: Option<Object>, new: Option<Object>) {
+        let now = self.clock.now();
+        self.queue
+            .on_event(event, old, new, now, &Oracle(&self.frameworks));
+    }
+
     /// A namespace appeared or changed (its labels feed namespace selectors).
-    pub fn add_or_update_namespace(&mut self, name: &str, labels: berth_sdk::Labels) {
+    pub fn add_or_update_namespace(&mut self, name: &str, labels: Labels) {
+        let known = self.namespaces.labels(name).is_some();
         self.namespaces.set(name, labels);
-        self.queue.move_all_to_active();
+        let actions = if known {
+            ActionType::UPDATE_OTHER
+        } else {
+            ActionType::ADD
+        };
+        self.event(
+            ClusterEvent::new(EventResource::Namespace, actions),
+            None,
+            None,
+        );
     }
 
     /// A node appeared or changed.
     pub fn add_or_update_node(&mut self, node: Node) {
-        self.cache.add_or_update_node(node);
-        // A new or changed node may fit pods that fit nowhere before.
-        self.queue.move_all_to_active();
+        let old = self.cache.node(&node.name).map(|n| n.node.clone());
+        self.cache.add_or_update_node(node.clone());
+        let actions = match &old {
+            Some(o) => node_update_actions(o, &node),
+            None => ActionType::ADD,
+        };
+        self.event(
+            ClusterEvent::new(EventResource::Node, actions),
+            old.map(Object::Node),
+            Some(Object::Node(node)),
+        );
     }
 
-    /// A pod appeared: a bound pod is counted on its node; a pending pod for one of
-    /// the profiles is queued; others are ignored. Errors if a plugin fails on it.
-    pub fn add_pod(&mut self, pod: Pod) -> anyhow::Result<()> {
-        if !pod.node_name.is_empty() {
-            self.cache.add_pod(&pod)?;
-            return Ok(());
-        }
-        let Some(fw) = self.framework_for(&pod.scheduler_name) else {
-            return Ok(());
-        };
-        let wpod = pod_to_wit(&pod);
-        let key = fw.sort_key(&wpod)?;
-        if let Some((plugin, status)) = fw.pre_enqueue(&wpod)? {
-            self.outcomes.insert(
-                pod.uid.clone(),
-                PodOutcome {
-                    namespace: pod.namespace.clone(),
-                    name: pod.name.clone(),
-                    node: None,
-                    message: format!("waiting at PreEnqueue: {plugin}: {}", status.message()),
-                    attempts: 0,
-                },
+    /// A node is gone.
+    pub fn remove_node(&mut self, name: &str) {
+        let old = self.cache.node(name).map(|n| n.node.clone());
+        self.cache.remove_node(name);
+        if let Some(old) = old {
+            self.event(
+                ClusterEvent::new(EventResource::Node, ActionType::DELETE),
+                Some(Object::Node(old)),
+                None,
             );
-            return Ok(());
         }
+    }
+
+    fn gate(&self, fw: &Framework, pod: &Pod) -> anyhow::Result<(Vec<i64>, Gate)> {
+        let wpod = pod_to_wit(pod);
+        let key = fw.sort_key(&wpod)?;
+        let gate = fw
+            .pre_enqueue(&wpod)?
+            .map(|(plugin, status)| (plugin.clone(), format!("{plugin}: {}", status.message())));
+        Ok((key, gate))
+    }
+
+    fn set_outcome(&mut self, pod: &Pod, node: Option<String>, message: String, attempts: u32) {
         self.outcomes.insert(
             pod.uid.clone(),
             PodOutcome {
                 namespace: pod.namespace.clone(),
                 name: pod.name.clone(),
-                node: None,
-                message: "pending".into(),
-                attempts: 0,
+                node,
+                message,
+                attempts,
             },
         );
-        self.queue.add(pod, key);
+    }
+
+    /// A pod appeared: a bound pod is counted on its node; a pending pod for one of
+    /// the profiles is queued (or gated); others are ignored.
+    pub fn add_pod(&mut self, pod: Pod) -> anyhow::Result<()> {
+        if !pod.node_name.is_empty() {
+            self.cache.add_pod(&pod)?;
+            self.event(
+                ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+                None,
+                Some(Object::Pod(pod)),
+            );
+            return Ok(());
+        }
+        let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
+            return Ok(());
+        };
+        let (key, gate) = self.gate(&fw, &pod)?;
+        let message = gate.as_ref().map_or("pending".to_owned(), |(_, m)| {
+            format!("waiting at PreEnqueue: {m}")
+        });
+        self.set_outcome(&pod, None, message, 0);
+        let now = self.clock.now();
+        self.queue.add(pod, key, gate, now);
         Ok(())
+    }
+
+    /// A pod changed. A bound pod is recounted; a pending one is updated in the queue
+    /// (its gates checked again); a pending pod that someone else bound leaves the
+    /// queue and is counted on its node.
+    pub fn update_pod(&mut self, pod: Pod) -> anyhow::Result<()> {
+        if let Some(old) = self.cache.pod(&pod.uid).cloned() {
+            if self.cache.is_assumed(&pod.uid) {
+                // Ours, being bound: the binding cycle will confirm it.
+                return Ok(());
+            }
+            self.cache.update_pod(&pod)?;
+            let actions = pod_update_actions(&old, &pod);
+            self.event(
+                ClusterEvent::new(EventResource::AssignedPod, actions),
+                Some(Object::Pod(old)),
+                Some(Object::Pod(pod)),
+            );
+            return Ok(());
+        }
+        if !pod.node_name.is_empty() {
+            // Bound by someone else while pending here.
+            self.queue.delete(&pod.uid);
+            self.outcomes.remove(&pod.uid);
+            return self.add_pod(pod);
+        }
+        let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
+            return Ok(());
+        };
+        let (key, gate) = self.gate(&fw, &pod)?;
+        if let Some(o) = self.outcomes.get_mut(&pod.uid) {
+            if let Some((_, m)) = &gate {
+                o.message = format!("waiting at PreEnqueue: {m}");
+            }
+        } else {
+            self.set_outcome(&pod, None, "pending".into(), 0);
+        }
+        let now = self.clock.now();
+        self.queue
+            .update(pod, key, gate, now, &Oracle(&self.frameworks));
+        Ok(())
+    }
+
+    /// A pod is gone: it leaves the queue, the binding cycle or its node.
+    pub fn delete_pod(&mut self, uid: &str) {
+        if let Some(b) = self.binding.get(uid) {
+            if self.waiting.remove(uid) {
+                // Waiting at Permit: give back what it reserved.
+                let b = self.binding.remove(uid).expect("checked");
+                b.framework
+                    .unreserve(&b.state, &pod_to_wit(&b.assumed), &b.node);
+                let _ = self.cache.forget_pod(uid);
+                self.queue.done(uid);
+                self.outcomes.remove(uid);
+                return;
+            }
+            // Being bound: the binding cycle's result decides; note the deletion.
+            let _ = b;
+            self.queue.delete(uid);
+            return;
+        }
+        if self.queue.delete(uid) && !self.queue.is_in_flight(uid) {
+            self.outcomes.remove(uid);
+        }
+        if let Ok(pod) = self.cache.remove_pod(uid) {
+            self.event(
+                ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
+                Some(Object::Pod(pod)),
+                None,
+            );
+        }
     }
 
     /// The outcome of a pod by UID.
@@ -162,9 +411,8 @@ impl Scheduler {
     /// [`Framework::explain`]).
     pub fn explain(&mut self, pod: &Pod, options: &ExplainOptions) -> anyhow::Result<Explanation> {
         let fw = self
-            .frameworks
-            .iter()
-            .find(|f| f.scheduler_name() == pod.scheduler_name)
+            .framework_for(&pod.scheduler_name)
+            .cloned()
             .ok_or_else(|| {
                 anyhow::anyhow!(
                     "no profile serves scheduler name {:?} of pod {}",
@@ -176,79 +424,276 @@ impl Scheduler {
         Ok(fw.explain(&pod_to_wit(pod), &self.snapshot, options)?)
     }
 
-    /// Schedules until activeQ is empty. Returns how many attempts were made.
+    /// Schedules until nothing more can happen: activeQ is empty, no binding is in
+    /// flight, and (on a virtual clock) no backoff or Permit wait is left to wait for;
+    /// a virtual clock jumps to each. Returns how many attempts were made.
     pub fn run_until_idle(&mut self) -> usize {
         let mut attempts = 0;
-        while self.schedule_one() {
-            attempts += 1;
+        loop {
+            let now = self.clock.now();
+            self.queue.flush_backoff(now);
+            self.resolve_waiting(now);
+            while self.schedule_one() {
+                attempts += 1;
+                self.drain_bind_results(false);
+                self.resolve_waiting(self.clock.now());
+            }
+            if self.bindings_in_flight > 0 {
+                self.drain_bind_results(true);
+                continue;
+            }
+            let next = [
+                self.queue.next_backoff_flush(self.max_attempts),
+                self.waiting.next_deadline(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            match next {
+                Some(t) if self.clock.advance_to(t.max(now)) => {}
+                _ => break,
+            }
         }
         attempts
     }
 
-    /// Pops one pod and runs a scheduling attempt and its binding cycle; false when
-    /// activeQ is empty.
+    /// Pops one pod and runs its scheduling cycle (the binding cycle goes on apart);
+    /// false when activeQ is empty.
     pub fn schedule_one(&mut self) -> bool {
         let Some(qp) = self.queue.pop() else {
             return false;
         };
-        let name = &qp.pod.scheduler_name;
-        let Some(fw) = self.frameworks.iter().find(|f| f.scheduler_name() == name) else {
-            // The profile is gone; nothing can schedule it.
+        let Some(fw) = self.framework_for(&qp.pod.scheduler_name).cloned() else {
+            // The profile is gone; nothing here can schedule it.
+            self.queue.done(&qp.pod.uid);
             return true;
         };
+        let started = Instant::now();
         self.cache.update_snapshot(&mut self.snapshot);
         let wpod = pod_to_wit(&qp.pod);
-        let result = match fw.schedule_pod(&wpod, &self.snapshot) {
+        match fw.schedule_pod(&wpod, &self.snapshot) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
-                let mut assumed = qp.pod.clone();
-                assumed.node_name = node.clone();
-                let wassumed = pod_to_wit(&assumed);
-                match self.cache.assume_pod(&assumed) {
-                    Err(e) => Err(format!("cannot assume pod: {e}")),
-                    Ok(()) => {
-                        let r = fw
-                            .reserve(&state, &wassumed, &node)
-                            .and_then(|()| fw.permit(&state, &wassumed, &node))
-                            .and_then(|()| fw.bind(&state, &wassumed, &node));
-                        match r {
-                            Ok(()) => {
-                                // The cluster confirms the binding (an informer event
-                                // in a real cluster).
-                                let _ = self.cache.finish_binding(&assumed.uid);
-                                let _ = self.cache.add_pod(&assumed);
-                                Ok(node)
-                            }
-                            Err(e) => {
-                                fw.unreserve(&state, &wassumed, &node);
-                                let _ = self.cache.forget_pod(&assumed.uid);
-                                Err(e.to_string())
-                            }
-                        }
-                    }
-                }
+                self.metrics
+                    .observe_attempt(AttemptResult::Scheduled, started.elapsed());
+                self.assume_and_permit(fw, qp, node, state);
             }
-            ScheduleOutcome::Unschedulable(fit) => Err(fit.to_string()),
-            ScheduleOutcome::Error(e) => Err(e.to_string()),
-        };
-        self.record(qp, result);
+            ScheduleOutcome::Unschedulable(fit) => {
+                self.metrics
+                    .observe_attempt(AttemptResult::Unschedulable, started.elapsed());
+                let plugins: BTreeSet<String> = fit
+                    .diagnosis
+                    .unschedulable_plugins
+                    .iter()
+                    .cloned()
+                    .collect();
+                // A pod rejected by no plugin (no nodes at all) is retried on node events.
+                let plugins = if plugins.is_empty() {
+                    BTreeSet::from(["*".to_owned()])
+                } else {
+                    plugins
+                };
+                self.fail(qp, plugins, fit.to_string());
+            }
+            ScheduleOutcome::Error(e) => {
+                self.metrics
+                    .observe_attempt(AttemptResult::Error, started.elapsed());
+                self.fail(qp, BTreeSet::new(), e.to_string());
+            }
+        }
         true
     }
 
-    fn record(&mut self, mut qp: QueuedPod, result: Result<String, String>) {
-        let outcome = PodOutcome {
-            namespace: qp.pod.namespace.clone(),
-            name: qp.pod.name.clone(),
-            node: result.as_ref().ok().cloned(),
-            message: match &result {
-                Ok(node) => format!("Successfully assigned {} to {node}", qp.pod.key()),
-                Err(m) => m.clone(),
-            },
-            attempts: qp.attempts,
-        };
-        self.outcomes.insert(qp.pod.uid.clone(), outcome);
-        if let Err(m) = result {
-            qp.last_failure = Some(m);
-            self.queue.add_unschedulable(qp);
+    fn assume_and_permit(
+        &mut self,
+        fw: Arc<Framework>,
+        qp: QueuedPod,
+        node: String,
+        state: CycleState,
+    ) {
+        let mut assumed = qp.pod.clone();
+        assumed.node_name = node.clone();
+        if let Err(e) = self.cache.assume_pod(&assumed) {
+            self.fail(qp, BTreeSet::new(), format!("cannot assume pod: {e}"));
+            return;
         }
+        let wassumed = pod_to_wit(&assumed);
+        let permit = fw
+            .reserve(&state, &wassumed, &node)
+            .and_then(|()| fw.permit(&state, &wassumed, &node));
+        let uid = assumed.uid.clone();
+        match permit {
+            Ok(PermitOutcome::Allow) => {
+                self.binding.insert(
+                    uid.clone(),
+                    Binding {
+                        qp,
+                        assumed,
+                        node,
+                        state,
+                        framework: fw,
+                    },
+                );
+                self.start_binding(&uid);
+            }
+            Ok(PermitOutcome::Wait(plugins, timeout)) => {
+                let deadline = self.clock.now() + timeout;
+                self.waiting.add(
+                    &uid,
+                    &assumed.namespace,
+                    &assumed.name,
+                    &node,
+                    plugins,
+                    deadline,
+                );
+                let message = format!("waiting at Permit on node {node}");
+                self.set_outcome(&assumed, None, message, qp.attempts);
+                self.binding.insert(
+                    uid,
+                    Binding {
+                        qp,
+                        assumed,
+                        node,
+                        state,
+                        framework: fw,
+                    },
+                );
+            }
+            Err(e) => {
+                fw.unreserve(&state, &wassumed, &node);
+                let _ = self.cache.forget_pod(&uid);
+                // A Permit rejection names its plugin, which an event may satisfy.
+                let plugins = BTreeSet::from([e.plugin.clone()]);
+                self.fail(qp, plugins, e.to_string());
+            }
+        }
+    }
+
+    fn start_binding(&mut self, uid: &str) {
+        let Some(b) = self.binding.get(uid) else {
+            return;
+        };
+        let job = BindJob {
+            uid: uid.to_owned(),
+            framework: b.framework.clone(),
+            state: b.state.clone(),
+            pod: pod_to_wit(&b.assumed),
+            node: b.node.clone(),
+        };
+        if self.bind_tx.send(job).is_ok() {
+            self.bindings_in_flight += 1;
+        } else {
+            self.finish_binding(
+                uid.to_owned(),
+                Err(PluginError {
+                    plugin: "Bind".into(),
+                    message: "the binding thread is gone".into(),
+                }),
+            );
+        }
+    }
+
+    /// Decides the pods whose wait at Permit ended.
+    fn resolve_waiting(&mut self, now: Duration) {
+        for (uid, state) in self.waiting.take_decided(now) {
+            match state {
+                WaitState::Allowed => self.start_binding(&uid),
+                WaitState::Rejected(plugin, message) => {
+                    if let Some(b) = self.binding.remove(&uid) {
+                        b.framework
+                            .unreserve(&b.state, &pod_to_wit(&b.assumed), &b.node);
+                        let _ = self.cache.forget_pod(&uid);
+                        let plugins = BTreeSet::from([plugin.clone()]);
+                        self.fail(
+                            b.qp,
+                            plugins,
+                            format!("rejected at Permit by {plugin}: {message}"),
+                        );
+                    }
+                }
+                WaitState::Waiting(_) => {}
+            }
+        }
+    }
+
+    fn drain_bind_results(&mut self, block: bool) {
+        if block
+            && self.bindings_in_flight > 0
+            && let Ok((uid, r)) = self.bind_rx.recv()
+        {
+            self.bindings_in_flight -= 1;
+            self.finish_binding(uid, r);
+        }
+        while let Ok((uid, r)) = self.bind_rx.try_recv() {
+            self.bindings_in_flight -= 1;
+            self.finish_binding(uid, r);
+        }
+    }
+
+    fn finish_binding(&mut self, uid: String, result: Result<(), PluginError>) {
+        let Some(b) = self.binding.remove(&uid) else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                let _ = self.cache.finish_binding(&uid);
+                // The cluster confirms the binding (an informer event in a real
+                // cluster): the pod is counted for good.
+                let _ = self.cache.add_pod(&b.assumed);
+                let deleted = self.queue.deleted_in_flight(&uid);
+                self.queue.done(&uid);
+                let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
+                self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
+                if deleted {
+                    // Deleted while it was being bound: it is gone from the cluster too.
+                    let _ = self.cache.remove_pod(&uid);
+                    self.outcomes.remove(&uid);
+                    return;
+                }
+                self.event(
+                    ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+                    None,
+                    Some(Object::Pod(b.assumed)),
+                );
+            }
+            Err(e) => {
+                b.framework
+                    .unreserve(&b.state, &pod_to_wit(&b.assumed), &b.node);
+                let _ = self.cache.forget_pod(&uid);
+                if let Some(other) = self.binder.bound_node(&b.assumed) {
+                    // Someone else bound it: drop it from the queue, do not retry.
+                    self.queue.done(&uid);
+                    let message = format!("bound to node {other} by someone else ({e})");
+                    self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
+                    return;
+                }
+                self.fail(b.qp, BTreeSet::new(), e.to_string());
+            }
+        }
+    }
+
+    fn fail(&mut self, qp: QueuedPod, plugins: BTreeSet<String>, message: String) {
+        let pod = qp.pod.clone();
+        let attempts = qp.attempts;
+        let now = self.clock.now();
+        let went =
+            self.queue
+                .requeue_failed(qp, plugins, message.clone(), now, &Oracle(&self.frameworks));
+        match went {
+            Some(_) => self.set_outcome(&pod, None, message, attempts),
+            None => {
+                self.outcomes.remove(&pod.uid);
+            }
+        }
+    }
+
+    /// Where each pending pod waits (for reports).
+    pub fn queue_of(&self, uid: &str) -> Option<QueueName> {
+        self.queue.queue_of(uid)
+    }
+
+    /// Whether nothing is in flight: no pod in a scheduling or binding cycle, none
+    /// waiting at Permit.
+    pub fn is_quiet(&self) -> bool {
+        self.binding.is_empty() && self.queue.in_flight().is_empty() && self.waiting.is_empty()
     }
 }

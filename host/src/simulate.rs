@@ -1,15 +1,23 @@
-//! `berth simulate`: schedule the pending pods of manifest files on the embedded
-//! cluster and report where each one landed, or why it did not.
+//! `berth simulate`: apply manifest files to the embedded cluster as a timeline of
+//! events and report where each pending pod landed, or why it did not.
+//!
+//! The documents are applied in order. The first document for an object adds it;
+//! a later document for the same object (same kind, namespace and name) updates it;
+//! a document annotated `berth.dev/simulate: delete` deletes it. Between two
+//! documents the scheduler runs until nothing more can happen, on a virtual clock, so
+//! backoffs and Permit waits cost no wall time.
 
-use crate::cluster::manifest::{self, Object};
+use crate::clock::VirtualClock;
+use crate::cluster::manifest::{self, Document, Object};
 use crate::cluster::memory::MemoryCluster;
 use crate::config::Configuration;
-use crate::framework::FrameworkOptions;
-use crate::scheduler::{PodOutcome, Scheduler};
+use crate::framework::Explanation;
+use crate::scheduler::{Scheduler, SchedulerOptions};
 use crate::wasm::Runtime;
 use anyhow::Context;
 use berth_sdk::Pod;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,12 +25,12 @@ use std::time::Instant;
 /// What to simulate.
 #[derive(Clone, Debug, Default)]
 pub struct SimulateOptions {
-    /// Manifest files (YAML or JSON; multi-document; `v1 List`).
+    /// Manifest files (YAML or JSON; multi-document; `v1 List`), applied in order.
     pub files: Vec<PathBuf>,
     /// A `BerthConfiguration` file; the default profile when absent.
     pub config: Option<PathBuf>,
-    /// Framework options (parallelism, seed, ...).
-    pub framework: FrameworkOptions,
+    /// How the scheduler runs.
+    pub scheduler: SchedulerOptions,
 }
 
 /// One pod's line of the report.
@@ -36,6 +44,8 @@ pub struct PodReport {
     pub node: Option<String>,
     /// The event message.
     pub message: String,
+    /// Scheduling attempts.
+    pub attempts: u32,
 }
 
 /// Totals.
@@ -52,13 +62,11 @@ pub struct Summary {
 /// The report, as `--output json` prints it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
-    /// One entry per pending pod of Berth's profiles, in input order.
+    /// One entry per pending pod of Berth's profiles (still there at the end), in
+    /// the order the pods first appeared.
     pub pods: Vec<PodReport>,
     /// Totals.
     pub summary: Summary,
-    /// Attempts per pod (same order as `pods`); not part of the JSON.
-    #[serde(skip)]
-    pub attempts: Vec<u32>,
 }
 
 impl Report {
@@ -79,12 +87,26 @@ impl Report {
             .map(|p| p.namespace.len() + p.name.len() + 1)
             .max()
             .unwrap_or(0);
+        let node_width = self
+            .pods
+            .iter()
+            .map(|p| p.node.as_ref().map_or(9, String::len))
+            .max()
+            .unwrap_or(0);
         let mut out = String::new();
         for p in &self.pods {
             let key = format!("{}/{}", p.namespace, p.name);
+            let attempts = if p.attempts == 1 {
+                "1 attempt ".to_owned()
+            } else {
+                format!("{} attempts", p.attempts)
+            };
             match &p.node {
-                Some(n) => out.push_str(&format!("{key:<width$}  {n}\n")),
-                None => out.push_str(&format!("{key:<width$}  <pending>  {}\n", p.message)),
+                Some(n) => out.push_str(&format!("{key:<width$}  {n:<node_width$}  {attempts}\n")),
+                None => out.push_str(&format!(
+                    "{key:<width$}  {:<node_width$}  {attempts}  {}\n",
+                    "<pending>", p.message
+                )),
             }
         }
         out.push_str(&format!(
@@ -99,17 +121,15 @@ impl Report {
     }
 }
 
-/// A scheduler loaded with the cluster of some manifest files.
-pub struct Loaded {
-    /// The scheduler: nodes and bound pods in its cache, pending pods in its queue.
-    pub scheduler: Scheduler,
-    /// The pending pods its profiles serve, in input order.
-    pub pending: Vec<Pod>,
+/// A scheduler loaded with a configuration, and the documents to apply.
+struct Loaded {
+    scheduler: Scheduler,
+    docs: Vec<Document>,
 }
 
-/// Reads the configuration and every file (all of them before anything happens: a bad
-/// file changes nothing), builds the scheduler and adds the cluster to it.
-pub fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Loaded> {
+/// Reads the configuration and every file (all of them before anything happens: a
+/// bad file changes nothing) and builds the scheduler.
+fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Loaded> {
     let (config, config_name) = match &opts.config {
         Some(p) => (Configuration::load(p)?, p.display().to_string()),
         None => (
@@ -117,72 +137,121 @@ pub fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Lo
             "<default configuration>".to_owned(),
         ),
     };
-    // Read every file before scheduling anything: a bad file schedules nothing.
     let mut docs = Vec::new();
     for f in &opts.files {
         docs.extend(manifest::load_file(f)?);
     }
     let cluster = Arc::new(MemoryCluster::new());
-    let mut scheduler = Scheduler::new(runtime, &config, &config_name, &opts.framework, cluster)?;
-
-    let mut pending: Vec<Pod> = Vec::new();
-    for doc in &docs {
-        if let Object::Node(n) = &doc.object {
-            scheduler.add_or_update_node(n.clone());
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    for doc in docs {
-        if let Object::Pod(p) = doc.object {
-            let loc = &doc.source;
-            if !seen.insert(p.uid.clone()) {
-                anyhow::bail!(
-                    "{}: document {} (line {}): pod {} appears twice (same UID)",
-                    loc.file,
-                    loc.document,
-                    loc.line,
-                    p.key()
-                );
-            }
-            let ours = p.node_name.is_empty() && scheduler.serves(&p.scheduler_name);
-            let key = p.key();
-            if ours {
-                pending.push(p.clone());
-            }
-            scheduler.add_pod(p).with_context(|| {
-                format!(
-                    "{}: document {} (line {}): pod {key}",
-                    loc.file, loc.document, loc.line
-                )
-            })?;
-        }
-    }
-    Ok(Loaded { scheduler, pending })
+    let clock = Arc::new(VirtualClock::default());
+    let scheduler = Scheduler::new(
+        runtime,
+        &config,
+        &config_name,
+        &opts.scheduler,
+        cluster,
+        clock,
+    )?;
+    Ok(Loaded { scheduler, docs })
 }
 
-/// Loads the files, builds the scheduler and schedules every pending pod.
+/// The timeline's bookkeeping: which objects exist, which pods to report.
+#[derive(Default)]
+struct Timeline {
+    /// Pods by `namespace/name`: their UID.
+    pods: HashMap<String, String>,
+    nodes: std::collections::HashSet<String>,
+    /// Pending pods of Berth's profiles, by UID, in order of first appearance.
+    reported: Vec<String>,
+}
+
+impl Timeline {
+    fn apply(&mut self, scheduler: &mut Scheduler, doc: Document) -> anyhow::Result<()> {
+        let loc = doc.source;
+        let at = |what: String| {
+            format!(
+                "{}: document {} (line {}): {what}",
+                loc.file, loc.document, loc.line
+            )
+        };
+        match doc.object {
+            Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
+            Object::Node(node) => {
+                self.nodes.insert(node.name.clone());
+                scheduler.add_or_update_node(node);
+            }
+            Object::Pod(pod) => self
+                .apply_pod(scheduler, pod)
+                .with_context(|| at("pod".into()))?,
+            Object::Delete {
+                kind,
+                namespace,
+                name,
+            } => match kind.as_str() {
+                "Node" => {
+                    anyhow::ensure!(
+                        self.nodes.remove(&name),
+                        at(format!("cannot delete node {name}: it does not exist"))
+                    );
+                    scheduler.remove_node(&name);
+                }
+                "Pod" => {
+                    let key = format!("{namespace}/{name}");
+                    let uid = self.pods.remove(&key).ok_or_else(|| {
+                        anyhow::anyhow!(at(format!("cannot delete pod {key}: it does not exist")))
+                    })?;
+                    self.reported.retain(|u| u != &uid);
+                    scheduler.delete_pod(&uid);
+                }
+                _ => {}
+            },
+        }
+        Ok(())
+    }
+
+    fn apply_pod(&mut self, scheduler: &mut Scheduler, pod: Pod) -> anyhow::Result<()> {
+        let key = pod.key();
+        let pending_here = pod.node_name.is_empty() && scheduler.serves(&pod.scheduler_name);
+        match self.pods.get(&key) {
+            Some(uid) if uid == &pod.uid => scheduler.update_pod(pod)?,
+            Some(_) => anyhow::bail!("pod {key} appears again with another UID; delete it first"),
+            None => {
+                self.pods.insert(key, pod.uid.clone());
+                if pending_here {
+                    self.reported.push(pod.uid.clone());
+                }
+                scheduler.add_pod(pod)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Loads the files and runs them as a timeline; reports every pending pod.
 pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Report> {
     let Loaded {
         mut scheduler,
-        pending,
+        docs,
     } = load(runtime, opts)?;
+    let mut timeline = Timeline::default();
     let start = Instant::now();
-    scheduler.run_until_idle();
+    for doc in docs {
+        timeline.apply(&mut scheduler, doc)?;
+        scheduler.run_until_idle();
+    }
     let seconds = start.elapsed().as_secs_f64();
 
     let mut pods = Vec::new();
-    let mut attempts = Vec::new();
-    for pod in &pending {
-        let o: &PodOutcome = scheduler
-            .outcome(&pod.uid)
-            .expect("every pending pod has an outcome");
+    for uid in &timeline.reported {
+        let Some(o) = scheduler.outcome(uid) else {
+            continue;
+        };
         pods.push(PodReport {
             namespace: o.namespace.clone(),
             name: o.name.clone(),
             node: o.node.clone(),
             message: o.message.clone(),
+            attempts: o.attempts,
         });
-        attempts.push(o.attempts);
     }
     let scheduled = pods.iter().filter(|p| p.node.is_some()).count();
     Ok(Report {
@@ -192,24 +261,36 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Resul
             seconds,
         },
         pods,
-        attempts,
     })
 }
 
-/// `berth explain`: how the profile sees one pod of the files on every node.
+/// `berth explain`: how the profile sees one pending pod of the files on every node,
+/// with the cluster as it is once every document is applied (pending pods are not
+/// scheduled: only pods with `spec.nodeName` are on nodes).
 pub fn explain(
     runtime: &Arc<Runtime>,
     opts: &SimulateOptions,
     pod: &str,
-) -> anyhow::Result<crate::framework::Explanation> {
+) -> anyhow::Result<Explanation> {
     let Loaded {
         mut scheduler,
-        pending,
+        docs,
     } = load(runtime, opts)?;
-    let Some(target) = pending.iter().find(|p| p.key() == pod) else {
+    let mut timeline = Timeline::default();
+    let mut target: Option<Pod> = None;
+    for doc in docs {
+        if let Object::Pod(p) = &doc.object
+            && p.node_name.is_empty()
+            && p.key() == pod
+        {
+            target = Some(p.clone());
+        }
+        timeline.apply(&mut scheduler, doc)?;
+    }
+    let Some(target) = target else {
         anyhow::bail!(
             "no pending pod {pod} in the files (give it as NAMESPACE/NAME; pods with spec.nodeName are already placed)"
         );
     };
-    scheduler.explain(target, &crate::framework::ExplainOptions::default())
+    scheduler.explain(&target, &crate::framework::ExplainOptions::default())
 }

@@ -37,24 +37,24 @@ fn simulate_places_the_example_and_explains_the_pod_that_fits_nowhere() {
     assert_eq!(lines.len(), 6, "{text}");
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["default/web-1", "small-1"]
+        ["default/web-1", "small-1", "1", "attempt"]
     );
     assert_eq!(
         lines[1].split_whitespace().collect::<Vec<_>>(),
-        ["default/web-2", "small-1"]
+        ["default/web-2", "small-1", "1", "attempt"]
     );
     assert_eq!(
         lines[2].split_whitespace().collect::<Vec<_>>(),
-        ["jobs/batch-1", "large-1"]
+        ["jobs/batch-1", "large-1", "1", "attempt"]
     );
     assert_eq!(
         lines[3].split_whitespace().collect::<Vec<_>>(),
-        ["ml/trainer", "gpu-1"]
+        ["ml/trainer", "gpu-1", "1", "attempt"]
     );
     assert!(lines[4].starts_with("default/huge"), "{text}");
     assert!(
         lines[4].ends_with(
-            "<pending>  0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu."
+            "1 attempt   0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu."
         ),
         "{text}"
     );
@@ -79,7 +79,7 @@ fn simulate_json_has_exactly_the_documented_shape() {
     assert_eq!(pods.len(), 5);
     for p in pods {
         let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["message", "name", "namespace", "node"]);
+        assert_eq!(keys, ["attempts", "message", "name", "namespace", "node"]);
     }
     assert_eq!(pods[0]["node"], "small-1");
     assert_eq!(
@@ -153,6 +153,107 @@ fn a_missing_file_and_a_bad_config_are_errors() {
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("config.yaml: percentageOfNodesToScore: 150 is not in 0..=100"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn simulate_runs_a_timeline_of_adds_updates_and_deletes() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = berth(
+        &["simulate", "--output", "json", "examples/timeline.yaml"],
+        cache.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pods = v["pods"].as_array().unwrap();
+    let names: Vec<&str> = pods.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["big", "gated"], "the deleted pod is not reported");
+    // Too big for the small node; lands on the big node when it joins.
+    assert_eq!(pods[0]["node"], "big");
+    assert_eq!(pods[0]["attempts"], 2);
+    // Gated first (no attempt), then scheduled once its gate is removed.
+    assert_eq!(pods[1]["node"], "small");
+    assert_eq!(pods[1]["attempts"], 1);
+}
+
+#[test]
+fn explain_prints_every_filter_and_score() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = berth(
+        &[
+            "explain",
+            "--pod",
+            "default/web-1",
+            "-o",
+            "json",
+            "examples/cluster.yaml",
+        ],
+        cache.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let top: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(top, ["nodes", "pod", "prefilter"]);
+    assert_eq!(v["pod"], "default/web-1");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    for n in nodes {
+        let keys: Vec<&String> = n.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["feasible", "filters", "node", "scores", "total"]);
+        // Every filter plugin whose PreFilter did not Skip answers on every node, even
+        // after a failure.
+        let plugins: Vec<&str> = n["filters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["plugin"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            plugins,
+            [
+                "NodeUnschedulable",
+                "NodeName",
+                "TaintToleration",
+                "NodeResourcesFit"
+            ],
+            "{n}"
+        );
+    }
+    let gpu = nodes.iter().find(|n| n["node"] == "gpu-1").unwrap();
+    assert_eq!(gpu["feasible"], false);
+    let taint = gpu["filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["plugin"] == "TaintToleration")
+        .unwrap();
+    assert_eq!(taint["code"], "UnschedulableAndUnresolvable");
+    assert_eq!(
+        taint["reasons"][0],
+        "node(s) had untolerated taint {dedicated: gpu}"
+    );
+    let small = nodes.iter().find(|n| n["node"] == "small-1").unwrap();
+    assert_eq!(small["feasible"], true);
+    let scores = small["scores"].as_array().unwrap();
+    assert_eq!(scores.len(), 7);
+    let total: i64 = scores.iter().map(|s| s["weighted"].as_i64().unwrap()).sum();
+    assert_eq!(small["total"], total);
+    let tt = scores
+        .iter()
+        .find(|s| s["plugin"] == "TaintToleration")
+        .unwrap();
+    assert_eq!(tt["normalized"], 100);
+    assert_eq!(tt["weighted"], 300);
+
+    let out = berth(
+        &["explain", "--pod", "default/nope", "examples/cluster.yaml"],
+        cache.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no pending pod default/nope"),
         "{}",
         stderr(&out)
     );

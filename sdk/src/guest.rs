@@ -90,6 +90,30 @@ pub fn bind_pod(pod: &sdk::Pod, node: &str) -> Result<(), String> {
     host::bind_pod(&pod.namespace, &pod.name, &pod.uid, node)
 }
 
+/// The pods waiting at Permit.
+pub fn waiting_pods() -> Vec<crate::WaitingPod> {
+    host::waiting_pods()
+        .into_iter()
+        .map(|p| crate::WaitingPod {
+            uid: p.uid,
+            namespace: p.namespace,
+            name: p.name,
+            node: p.node,
+            pending_plugins: p.pending_plugins,
+        })
+        .collect()
+}
+
+/// Allows a waiting pod.
+pub fn allow_waiting_pod(uid: &str, plugin: &str) {
+    host::allow_waiting_pod(uid, plugin)
+}
+
+/// Rejects a waiting pod.
+pub fn reject_waiting_pod(uid: &str, plugin: &str, message: &str) {
+    host::reject_waiting_pod(uid, plugin, message)
+}
+
 /// The labels of a namespace, if the host knows it.
 pub fn namespace_labels(namespace: &str) -> Option<sdk::Labels> {
     host::namespace_labels(namespace).map(|l| l.into_iter().collect())
@@ -109,6 +133,14 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             extension_points: points,
             wit_version: WIT_VERSION.to_owned(),
             wants_pods: T::WANTS_PODS,
+            events: T::events().map(|list| {
+                list.into_iter()
+                    .map(|r| w::EventRegistration {
+                        event: event_to_wit(r.event),
+                        has_hint: r.has_hint,
+                    })
+                    .collect()
+            }),
         }
     }
 
@@ -155,6 +187,58 @@ impl<T: Registered> ex::queue_sort::Guest for Export<T> {
             Some(f) => f(&inst.plugin, &pod),
             None => vec![-i64::from(pod.priority)],
         })
+    }
+}
+
+impl<T: Registered> ex::enqueue_extensions::Guest for Export<T> {
+    fn hint(
+        event: w::ClusterEvent,
+        pod: w::Pod,
+        old: Option<w::Object>,
+        new: Option<w::Object>,
+    ) -> Result<w::QueueingHint, String> {
+        let event = event_from_wit(event);
+        let pod = pod_from_wit(pod);
+        let old = old.map(object_from_wit);
+        let new = new.map(object_from_wit);
+        with_instance::<T, _>(|inst| match inst.vtable.queueing_hint {
+            Some(f) => f(&inst.plugin, &event, &pod, old.as_ref(), new.as_ref()).map(|h| match h {
+                crate::QueueingHint::Queue => w::QueueingHint::Queue,
+                crate::QueueingHint::QueueSkip => w::QueueingHint::QueueSkip,
+            }),
+            None => Ok(w::QueueingHint::Queue),
+        })
+    }
+}
+
+fn event_to_wit(e: crate::ClusterEvent) -> w::ClusterEvent {
+    w::ClusterEvent {
+        resource: match e.resource {
+            crate::EventResource::AssignedPod => w::EventResource::AssignedPod,
+            crate::EventResource::UnscheduledPod => w::EventResource::UnscheduledPod,
+            crate::EventResource::Node => w::EventResource::Node,
+            crate::EventResource::Namespace => w::EventResource::Namespace,
+        },
+        actions: w::ActionType::from_bits_retain(e.actions.0 as _),
+    }
+}
+
+fn event_from_wit(e: w::ClusterEvent) -> crate::ClusterEvent {
+    crate::ClusterEvent {
+        resource: match e.resource {
+            w::EventResource::AssignedPod => crate::EventResource::AssignedPod,
+            w::EventResource::UnscheduledPod => crate::EventResource::UnscheduledPod,
+            w::EventResource::Node => crate::EventResource::Node,
+            w::EventResource::Namespace => crate::EventResource::Namespace,
+        },
+        actions: crate::ActionType(e.actions.bits() as u32),
+    }
+}
+
+fn object_from_wit(o: w::Object) -> crate::Object {
+    match o {
+        w::Object::Pod(p) => crate::Object::Pod(pod_from_wit(p)),
+        w::Object::Node(n) => crate::Object::Node(node_from_wit(n)),
     }
 }
 
@@ -601,33 +685,36 @@ fn spread_from_wit(c: w::TopologySpreadConstraint) -> sdk::TopologySpreadConstra
     }
 }
 
+fn node_from_wit(node: w::Node) -> sdk::Node {
+    sdk::Node {
+        name: node.name,
+        labels: node.labels.into_iter().collect(),
+        taints: node
+            .taints
+            .into_iter()
+            .map(|t| sdk::Taint {
+                key: t.key,
+                value: t.value,
+                effect: effect_from_wit(t.effect),
+            })
+            .collect(),
+        unschedulable: node.unschedulable,
+        allocatable: resources_from_wit(node.allocatable),
+        images: node
+            .images
+            .into_iter()
+            .map(|i| sdk::ImageState {
+                names: i.names,
+                size_bytes: i.size_bytes,
+                num_nodes: i.num_nodes,
+            })
+            .collect(),
+    }
+}
+
 fn node_info_from_wit(n: w::NodeInfo) -> sdk::NodeInfo {
-    let node = n.node;
     sdk::NodeInfo {
-        node: sdk::Node {
-            name: node.name,
-            labels: node.labels.into_iter().collect(),
-            taints: node
-                .taints
-                .into_iter()
-                .map(|t| sdk::Taint {
-                    key: t.key,
-                    value: t.value,
-                    effect: effect_from_wit(t.effect),
-                })
-                .collect(),
-            unschedulable: node.unschedulable,
-            allocatable: resources_from_wit(node.allocatable),
-            images: node
-                .images
-                .into_iter()
-                .map(|i| sdk::ImageState {
-                    names: i.names,
-                    size_bytes: i.size_bytes,
-                    num_nodes: i.num_nodes,
-                })
-                .collect(),
-        },
+        node: node_from_wit(n.node),
         requested: resources_from_wit(n.requested),
         non_zero_requested: resources_from_wit(n.non_zero_requested),
         pod_count: n.pod_count,

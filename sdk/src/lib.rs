@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod events;
 pub mod helpers;
 mod plugin;
 pub mod types;
@@ -46,10 +47,13 @@ pub mod types;
 #[doc(hidden)]
 pub mod guest;
 
+pub use events::{
+    ActionType, ClusterEvent, EventRegistration, EventResource, Object, QueueingHint,
+};
 pub use plugin::{
-    Bind, CycleState, Filter, MemoryState, NormalizeScore, Permit, Plugin, PostBind, PreBind,
-    PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueSort, Registered, Reserve, Score,
-    StateStore, VTable,
+    Bind, CycleState, EnqueueExtensions, Filter, MemoryState, NormalizeScore, Permit, Plugin,
+    PostBind, PreBind, PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueSort, Registered,
+    Reserve, Score, StateStore, VTable,
 };
 pub use serde_json;
 pub use types::{
@@ -88,6 +92,62 @@ pub trait HostApi: Send + Sync {
     fn bind_pod(&self, pod: &Pod, node: &str) -> Result<(), String>;
     /// The labels of a namespace.
     fn namespace_labels(&self, namespace: &str) -> Option<Labels>;
+    /// The pods waiting at Permit.
+    fn waiting_pods(&self) -> Vec<WaitingPod> {
+        Vec::new()
+    }
+    /// Allows a waiting pod on behalf of a plugin.
+    fn allow_waiting_pod(&self, uid: &str, plugin: &str) {
+        let _ = (uid, plugin);
+    }
+    /// Rejects a waiting pod.
+    fn reject_waiting_pod(&self, uid: &str, plugin: &str, message: &str) {
+        let _ = (uid, plugin, message);
+    }
+}
+
+/// A pod that a Permit plugin asked to wait.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitingPod {
+    /// UID.
+    pub uid: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The node it is reserved on.
+    pub node: String,
+    /// The plugins that have not allowed it yet.
+    pub pending_plugins: Vec<String>,
+}
+
+/// The pods waiting at Permit (for plugins that release pods in groups).
+pub fn waiting_pods() -> Vec<WaitingPod> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::waiting_pods();
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().map(|h| h.waiting_pods()).unwrap_or_default()
+}
+
+/// Allows a waiting pod on behalf of `plugin`; it binds once every plugin it waits for
+/// has allowed it.
+pub fn allow_waiting_pod(uid: &str, plugin: &str) {
+    #[cfg(target_arch = "wasm32")]
+    guest::allow_waiting_pod(uid, plugin);
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(h) = native_host() {
+        h.allow_waiting_pod(uid, plugin);
+    }
+}
+
+/// Rejects a waiting pod: it is unreserved and requeued.
+pub fn reject_waiting_pod(uid: &str, plugin: &str, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    guest::reject_waiting_pod(uid, plugin, message);
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(h) = native_host() {
+        h.reject_waiting_pod(uid, plugin, message);
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -144,7 +204,7 @@ pub fn namespace_labels(namespace: &str) -> Option<Labels> {
 /// Exports a plugin type as the component's plugin, naming the extension points it
 /// implements: `export_plugin!(NodeResourcesFit: pre_filter, filter, score);`.
 ///
-/// Names: `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
+/// Names: `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
 /// `normalize_score`, `reserve`, `permit`, `pre_bind`, `bind`, `post_bind`. Natively
 /// it only implements [`Registered`], so the host can run the same type in-process.
 #[macro_export]

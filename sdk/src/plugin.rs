@@ -1,6 +1,7 @@
 //! The traits a plugin implements, one per extension point, and the table the export
 //! macro builds from them.
 
+use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -83,6 +84,24 @@ pub trait Plugin: Sized + 'static {
     /// Builds the plugin from its args (`serde_json::Value::Null` when the profile
     /// gives none). An error refuses the module with that message.
     fn new(args: serde_json::Value) -> Result<Self, String>;
+
+    /// The cluster events that may make a pod this plugin rejected schedulable
+    /// (upstream's `EventsToRegister`). `None`, the default, means every event.
+    fn events() -> Option<Vec<EventRegistration>> {
+        None
+    }
+}
+
+/// EnqueueExtensions: decides whether an event may help a pod this plugin rejected.
+pub trait EnqueueExtensions: Plugin {
+    /// Queue or QueueSkip; an error counts as Queue.
+    fn queueing_hint(
+        &self,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String>;
 }
 
 /// PreEnqueue: may keep a pod out of the active queue (e.g. scheduling gates).
@@ -192,6 +211,16 @@ pub trait PostBind: Plugin {
 pub struct VTable<T> {
     /// PreEnqueue.
     pub pre_enqueue: Option<fn(&T, &Pod) -> Status>,
+    /// Queueing hints.
+    pub queueing_hint: Option<
+        fn(
+            &T,
+            &ClusterEvent,
+            &Pod,
+            Option<&Object>,
+            Option<&Object>,
+        ) -> Result<QueueingHint, String>,
+    >,
     /// QueueSort.
     pub sort_key: Option<fn(&T, &Pod) -> Vec<i64>>,
     /// PreFilter.
@@ -223,6 +252,7 @@ impl<T> Default for VTable<T> {
     fn default() -> Self {
         VTable {
             pre_enqueue: None,
+            queueing_hint: None,
             sort_key: None,
             pre_filter: None,
             filter: None,
@@ -271,7 +301,7 @@ pub trait Registered: Plugin {
 
 /// Implements [`Registered`] for a plugin type, listing the extension points it
 /// implements: `plugin_vtable!(Fit: pre_filter, filter, score);`. Names:
-/// `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
+/// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
 /// `normalize_score`, `reserve`, `permit`, `pre_bind`, `bind`, `post_bind`.
 #[macro_export]
 macro_rules! plugin_vtable {
@@ -286,6 +316,7 @@ macro_rules! plugin_vtable {
         }
     };
     (@set $v:ident, $t:ty, pre_enqueue) => { $v.pre_enqueue = Some(<$t as $crate::PreEnqueue>::pre_enqueue); };
+    (@set $v:ident, $t:ty, queueing_hint) => { $v.queueing_hint = Some(<$t as $crate::EnqueueExtensions>::queueing_hint); };
     (@set $v:ident, $t:ty, queue_sort) => { $v.sort_key = Some(<$t as $crate::QueueSort>::sort_key); };
     (@set $v:ident, $t:ty, pre_filter) => { $v.pre_filter = Some(<$t as $crate::PreFilter>::pre_filter); };
     (@set $v:ident, $t:ty, filter) => { $v.filter = Some(<$t as $crate::Filter>::filter); };

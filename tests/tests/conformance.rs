@@ -8,8 +8,9 @@ use berth::cluster::manifest::{self, Object};
 use berth::cluster::memory::MemoryCluster;
 use berth::config::Profile;
 use berth::framework::registry::load_modules;
+use berth::framework::waiting::WaitingPods;
 use berth::framework::{ExplainOptions, Framework, FrameworkOptions};
-use berth::wasm::module::pod_to_wit;
+use berth::wasm::module::{HostServices, pod_to_wit};
 use berth::wasm::{Module, Runtime, RuntimeOptions};
 use berth_sdk::ExtensionPoint;
 use serde_json::Value;
@@ -145,13 +146,12 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             parallelism: 1,
             ..FrameworkOptions::default()
         };
-        let fw = match Framework::new(
-            &profile,
-            &modules,
-            &options,
-            Arc::new(MemoryCluster::new()),
-            &namespaces,
-        ) {
+        let services = HostServices {
+            binder: Some(Arc::new(MemoryCluster::new())),
+            namespaces,
+            waiting: WaitingPods::new(),
+        };
+        let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,
             Err(e) => {
                 checker.failures.push(format!("{name}: framework: {e}"));

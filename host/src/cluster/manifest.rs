@@ -56,7 +56,23 @@ pub enum Object {
     Node(Node),
     /// A `v1` Pod.
     Pod(Pod),
+    /// A `v1` Namespace: its name and labels.
+    Namespace(String, berth_sdk::Labels),
+    /// A document annotated `berth.dev/simulate: delete`: the object of that kind,
+    /// namespace (empty for nodes and namespaces) and name is deleted.
+    Delete {
+        /// `Pod`, `Node` or `Namespace`.
+        kind: String,
+        /// The namespace (pods only).
+        namespace: String,
+        /// The name.
+        name: String,
+    },
 }
+
+/// The annotation that turns a document into a deletion in `berth simulate`'s
+/// timeline: `berth.dev/simulate: delete`.
+pub const SIMULATE_ANNOTATION: &str = "berth.dev/simulate";
 
 /// Where a document starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,7 +129,7 @@ pub enum ManifestError {
     },
     /// An object is of another kind than v1 Node, Pod or List.
     #[error(
-        "{location}: {}unsupported kind {kind:?} (apiVersion {api_version:?}): only v1 Node, Pod and List are accepted",
+        "{location}: {}unsupported kind {kind:?} (apiVersion {api_version:?}): only v1 Node, Pod, Namespace and List are accepted",
         prefix(.path)
     )]
     Unsupported {
@@ -441,7 +457,58 @@ fn collect(
         (None, _, None) => return Err(invalid("apiVersion", "required value".into())),
         (_, None, None) => return Err(invalid("kind", "required value".into())),
     };
+    if let Some(Value::Mapping(meta)) = map.get("metadata") {
+        let annotation = meta
+            .get("annotations")
+            .and_then(|a| a.get(SIMULATE_ANNOTATION))
+            .and_then(Value::as_str);
+        match annotation {
+            None => {}
+            Some("delete")
+                if matches!(kind.as_str(), "Pod" | "Node" | "Namespace") && api_version == "v1" =>
+            {
+                let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
+                if name.is_empty() {
+                    return Err(invalid("metadata.name", "required value".into()));
+                }
+                let namespace = if kind == "Pod" {
+                    meta.get("namespace")
+                        .and_then(Value::as_str)
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or(DEFAULT_NAMESPACE)
+                        .to_owned()
+                } else {
+                    String::new()
+                };
+                out.push(Document {
+                    object: Object::Delete {
+                        kind: kind.clone(),
+                        namespace,
+                        name: name.to_owned(),
+                    },
+                    source: location.clone(),
+                });
+                return Ok(());
+            }
+            Some(other) => {
+                return Err(invalid(
+                    &format!("metadata.annotations.{SIMULATE_ANNOTATION}"),
+                    format!(
+                        "unsupported value {other:?}: only \"delete\" (of a v1 Pod, Node or Namespace)"
+                    ),
+                ));
+            }
+        }
+    }
     let object = match (api_version.as_str(), kind.as_str()) {
+        ("v1", "Namespace") => {
+            let ns: k8s::Namespace = deserialize(Value::Mapping(map), path, location)?;
+            let name = ns.metadata.name.clone().unwrap_or_default();
+            if name.is_empty() {
+                return Err(invalid("metadata.name", "required value".into()));
+            }
+            Object::Namespace(name, ns.metadata.labels.clone().unwrap_or_default())
+        }
         ("v1", "Pod") => {
             let pod: k8s::Pod = deserialize(Value::Mapping(map), path, location)?;
             Object::Pod(convert_pod(&pod).map_err(|e| e.into_manifest_error(location, path))?)
@@ -450,7 +517,7 @@ fn collect(
             let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
             Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
         }
-        ("v1", "List" | "PodList" | "NodeList") => {
+        ("v1", "List" | "PodList" | "NodeList" | "NamespaceList") => {
             let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
             return match map.remove("items") {
                 None | Some(Value::Null) => Ok(()),
@@ -801,7 +868,7 @@ mod tests {
             .into_iter()
             .map(|d| match d.object {
                 Object::Pod(p) => p,
-                Object::Node(n) => panic!("unexpected node {}", n.name),
+                other => panic!("unexpected {other:?}"),
             })
             .collect()
     }
@@ -815,7 +882,7 @@ mod tests {
     fn node(text: &str) -> Node {
         match load(text).remove(0).object {
             Object::Node(n) => n,
-            Object::Pod(p) => panic!("unexpected pod {}", p.name),
+            other => panic!("unexpected {other:?}"),
         }
     }
 
@@ -824,8 +891,36 @@ mod tests {
             .map(|d| match &d.object {
                 Object::Node(n) => format!("node/{}", n.name),
                 Object::Pod(p) => format!("pod/{}", p.name),
+                Object::Namespace(n, _) => format!("namespace/{n}"),
+                Object::Delete {
+                    kind,
+                    namespace,
+                    name,
+                } => format!("delete {kind}/{namespace}/{name}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn namespaces_and_simulate_deletes() {
+        let docs = load_str(
+            "t.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: team, labels: {a: b}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {berth.dev/simulate: delete}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {berth.dev/simulate: delete}}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            names(&docs),
+            ["namespace/team", "delete Pod/default/p", "delete Node//n"]
+        );
+        let e = load_str(
+            "t.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {berth.dev/simulate: explode}}\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.yaml: document 1 (line 1): metadata.annotations.berth.dev/simulate: unsupported value \"explode\": only \"delete\" (of a v1 Pod, Node or Namespace)"
+        );
     }
 
     fn at(document: usize, line: usize) -> Location {
@@ -1356,17 +1451,17 @@ metadata:
         );
         assert_eq!(
             err.to_string(),
-            "t.yaml: document 2 (line 7): unsupported kind \"Deployment\" (apiVersion \"apps/v1\"): only v1 Node, Pod and List are accepted"
+            "t.yaml: document 2 (line 7): unsupported kind \"Deployment\" (apiVersion \"apps/v1\"): only v1 Node, Pod, Namespace and List are accepted"
         );
         assert_eq!(
             error("apiVersion: v2\nkind: Pod\nmetadata: {name: p}\n"),
-            "t.yaml: document 1 (line 1): unsupported kind \"Pod\" (apiVersion \"v2\"): only v1 Node, Pod and List are accepted"
+            "t.yaml: document 1 (line 1): unsupported kind \"Pod\" (apiVersion \"v2\"): only v1 Node, Pod, Namespace and List are accepted"
         );
         assert_eq!(
             error(
                 "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {apiVersion: v1, kind: Service}\n"
             ),
-            "t.yaml: document 1 (line 1): items[0].items[0]: unsupported kind \"Service\" (apiVersion \"v1\"): only v1 Node, Pod and List are accepted"
+            "t.yaml: document 1 (line 1): items[0].items[0]: unsupported kind \"Service\" (apiVersion \"v1\"): only v1 Node, Pod, Namespace and List are accepted"
         );
     }
 

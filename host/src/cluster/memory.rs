@@ -60,6 +60,14 @@ impl Binder for MemoryCluster {
         bindings.insert(pod.uid.clone(), (pod.key(), node.to_owned()));
         Ok(())
     }
+
+    fn bound_node(&self, pod: &Pod) -> Option<String> {
+        self.bindings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&pod.uid)
+            .map(|(_, n)| n.clone())
+    }
 }
 
 #[cfg(test)]

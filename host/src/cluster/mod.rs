@@ -14,6 +14,13 @@ use std::sync::{Arc, RwLock};
 pub trait Binder: Send + Sync {
     /// Binds `pod` to `node`; an error names why the cluster refused.
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+
+    /// The node the cluster has the pod bound to, if any (after a failed bind: was
+    /// it bound by someone else?).
+    fn bound_node(&self, pod: &Pod) -> Option<String> {
+        let _ = pod;
+        None
+    }
 }
 
 /// The namespaces of the cluster and their labels, shared with plugin instances

@@ -242,6 +242,7 @@ pub fn default_plugins() -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
         names.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect()
     };
     BTreeMap::from([
+        (E::PreEnqueue, list(&[("SchedulingGates", 1)])),
         (E::QueueSort, list(&[("PrioritySort", 1)])),
         (
             E::PreFilter,
@@ -503,7 +504,11 @@ profiles:
             [
                 "NodeUnschedulable",
                 "TaintToleration",
+                "NodeAffinity",
+                "NodePorts",
                 "NodeResourcesFit",
+                "PodTopologySpread",
+                "InterPodAffinity",
                 "Extra"
             ]
         );

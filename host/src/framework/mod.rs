@@ -7,19 +7,20 @@ mod explain;
 mod fit_error;
 pub mod registry;
 mod schedule;
+pub mod waiting;
 
 pub use cycle_state::CycleState;
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
 pub use schedule::{ScheduleOutcome, num_feasible_nodes_to_find};
 
-use crate::cluster::{Binder, Namespaces};
 use crate::config::Profile;
-use crate::wasm::{CallError, Instance, LoadError, Module, module::WitPod};
+use crate::wasm::module::{HostServices, WitPod};
+use crate::wasm::{CallError, Instance, LoadError, Module};
 use berth_sdk::{Code, ExtensionPoint, Status};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Why a profile cannot run.
@@ -87,16 +88,14 @@ struct PluginSlot {
 /// a trap.
 struct InstanceSet {
     instances: Vec<Option<Instance>>,
-    binder: Option<Arc<dyn Binder>>,
-    namespaces: Namespaces,
+    services: HostServices,
 }
 
 impl InstanceSet {
-    fn new(n: usize, binder: Option<Arc<dyn Binder>>, namespaces: &Namespaces) -> Self {
+    fn new(n: usize, services: HostServices) -> Self {
         InstanceSet {
             instances: (0..n).map(|_| None).collect(),
-            binder,
-            namespaces: namespaces.clone(),
+            services,
         }
     }
 
@@ -108,11 +107,7 @@ impl InstanceSet {
             let p = &plugins[i];
             let inst = p
                 .module
-                .instantiate(
-                    &p.args_json,
-                    self.binder.clone(),
-                    Some(self.namespaces.clone()),
-                )
+                .instantiate(&p.args_json, self.services.clone())
                 .map_err(|e| PluginError {
                     plugin: p.name.clone(),
                     message: e.to_string(),
@@ -121,6 +116,18 @@ impl InstanceSet {
         }
         Ok(self.instances[i].as_mut().expect("just made"))
     }
+}
+
+/// The longest a pod may wait at Permit, as upstream.
+pub const MAX_PERMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// What Permit decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PermitOutcome {
+    /// Bind now.
+    Allow,
+    /// Wait until these plugins allow the pod, at most this long.
+    Wait(BTreeSet<String>, std::time::Duration),
 }
 
 /// A plugin failed (an Error status, a trap, an instance that cannot be made).
@@ -170,8 +177,7 @@ impl Framework {
         profile: &Profile,
         modules: &HashMap<String, Arc<Module>>,
         options: &FrameworkOptions,
-        binder: Arc<dyn Binder>,
-        namespaces: &Namespaces,
+        services: &HostServices,
     ) -> Result<Self, FrameworkError> {
         let mut plugins: Vec<PluginSlot> = Vec::new();
         let mut points: HashMap<ExtensionPoint, Vec<(usize, i64)>> = HashMap::new();
@@ -232,13 +238,18 @@ impl Framework {
         } else {
             None
         };
+        // Only binding-cycle instances may bind.
+        let scheduling_services = HostServices {
+            binder: None,
+            ..services.clone()
+        };
         let fw = Framework {
             scheduler_name: profile.scheduler_name.clone(),
-            main: Mutex::new(InstanceSet::new(plugins.len(), None, namespaces)),
+            main: Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())),
             workers: (0..parallelism)
-                .map(|_| Mutex::new(InstanceSet::new(plugins.len(), None, namespaces)))
+                .map(|_| Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())))
                 .collect(),
-            binding: Mutex::new(InstanceSet::new(plugins.len(), Some(binder), namespaces)),
+            binding: Mutex::new(InstanceSet::new(plugins.len(), services.clone())),
             plugins,
             points,
             pool,
@@ -320,27 +331,74 @@ impl Framework {
         }
     }
 
-    /// Permit: Ok when every plugin allows the pod.
-    pub fn permit(&self, state: &CycleState, pod: &WitPod, node: &str) -> Result<(), PluginError> {
+    /// Permit: every plugin allows the pod, some ask it to wait, or one rejects it.
+    pub fn permit(
+        &self,
+        state: &CycleState,
+        pod: &WitPod,
+        node: &str,
+    ) -> Result<PermitOutcome, PluginError> {
         let mut main = lock(&self.main);
+        let mut waiting: BTreeSet<String> = BTreeSet::new();
+        let mut timeout = MAX_PERMIT_TIMEOUT;
         for &(i, _) in self.at(ExtensionPoint::Permit) {
-            let (status, timeout) = main.get(i, &self.plugins)?.permit(state, pod, node)?;
+            let (status, t) = main.get(i, &self.plugins)?.permit(state, pod, node)?;
             match status.code {
                 Code::Success => {}
                 Code::Wait => {
-                    // No plugin or host API can allow a waiting pod yet; rather than
-                    // hold the pod for `timeout` and then reject it, reject it now.
-                    return Err(PluginError {
-                        plugin: self.plugins[i].name.clone(),
-                        message: format!(
-                            "asked to wait {timeout:?} at Permit; waiting pods are not supported yet, so the pod is rejected"
-                        ),
-                    });
+                    waiting.insert(self.plugins[i].name.clone());
+                    timeout = timeout.min(t);
                 }
                 _ => return Err(self.failure(i, &status)),
             }
         }
-        Ok(())
+        Ok(if waiting.is_empty() {
+            PermitOutcome::Allow
+        } else {
+            PermitOutcome::Wait(waiting, timeout)
+        })
+    }
+
+    /// Asks `plugin` whether `event` may make `pod` schedulable: QueueSkip when the
+    /// plugin did not register the event, Queue when it registered it without a hint
+    /// or registered every event, else its hint (a failing hint counts as Queue).
+    pub fn queueing_hint(
+        &self,
+        plugin: &str,
+        event: &berth_sdk::ClusterEvent,
+        pod: &berth_sdk::Pod,
+        old: Option<&berth_sdk::Object>,
+        new: Option<&berth_sdk::Object>,
+    ) -> berth_sdk::QueueingHint {
+        use berth_sdk::QueueingHint::{Queue, QueueSkip};
+        let Some(i) = self.plugins.iter().position(|p| p.name == plugin) else {
+            return Queue;
+        };
+        let Some(events) = self.plugins[i].module.events() else {
+            return Queue;
+        };
+        let Some(reg) = events.iter().find(|r| r.event.covers(event)) else {
+            return QueueSkip;
+        };
+        if !reg.has_hint {
+            return Queue;
+        }
+        let mut main = lock(&self.main);
+        let wpod = crate::wasm::module::pod_to_wit(pod);
+        match main.get(i, &self.plugins).and_then(|inst| {
+            inst.queueing_hint(event, &wpod, old, new)
+                .map_err(PluginError::from)
+        }) {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => {
+                tracing::debug!(plugin, "queueing hint failed, requeueing: {e}");
+                Queue
+            }
+            Err(e) => {
+                tracing::debug!(plugin, "queueing hint failed, requeueing: {e}");
+                Queue
+            }
+        }
     }
 
     /// The binding cycle: PreBind, Bind (until a plugin does not Skip), PostBind.

@@ -1,149 +1,631 @@
-//! The scheduling queue: activeQ ordered by the QueueSort plugin's key, and the pods
-//! that were found unschedulable.
+//! The scheduling queue, with kube-scheduler's semantics
+//! (pkg/scheduler/backend/queue): activeQ ordered by the QueueSort key, backoffQ with
+//! per-pod exponential backoff, the unschedulable pods (and the gated ones) that wait
+//! for a cluster event a queueing hint says may help them, and the pods in flight,
+//! whose events are kept so that nothing that happens during their cycle is missed.
 //!
 //! QueueSort runs once per pod, when it is enqueued: the plugin turns the pod into a
 //! key and the heap compares keys natively, so no heap comparison calls into wasm.
+//!
+//! Time is a [`Duration`] on the scheduler's clock, passed in by the caller, so the
+//! queue runs the same on a real clock and on `berth simulate`'s virtual one.
 
-use berth_sdk::Pod;
+use berth_sdk::{ActionType, ClusterEvent, EventResource, Object, Pod, QueueingHint};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::time::Duration;
+
+/// Backoff and flush settings, upstream's defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Backoff after the first failed attempt (`podInitialBackoffSeconds`, 1 s).
+    pub initial_backoff: Duration,
+    /// The longest backoff (`podMaxBackoffSeconds`, 10 s).
+    pub max_backoff: Duration,
+    /// How long a pod stays unschedulable before it is retried anyway (5 min).
+    pub max_in_unschedulable: Duration,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            max_in_unschedulable: Duration::from_secs(300),
+        }
+    }
+}
+
+/// How often backoffQ is flushed, as upstream.
+pub const BACKOFF_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// How often long-unschedulable pods are flushed, as upstream.
+pub const UNSCHEDULABLE_FLUSH_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Where a pod waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QueueName {
+    /// Ready to be scheduled.
+    Active,
+    /// Waiting for its backoff to expire.
+    Backoff,
+    /// Rejected; waiting for an event that may help.
+    Unschedulable,
+    /// Kept out by a PreEnqueue plugin.
+    Gated,
+}
+
+impl QueueName {
+    /// The label kube-scheduler's metrics use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueName::Active => "active",
+            QueueName::Backoff => "backoff",
+            QueueName::Unschedulable => "unschedulable",
+            QueueName::Gated => "gated",
+        }
+    }
+}
 
 /// A pod waiting in the queue, with what the queue knows of its attempts.
 #[derive(Clone, Debug)]
 pub struct QueuedPod {
-    /// The pod.
+    /// The pod (its latest version).
     pub pod: Pod,
     /// The QueueSort key (lower pops first).
     pub key: Vec<i64>,
     /// How many scheduling attempts the pod has had.
     pub attempts: u32,
+    /// When the pod was last added or requeued (backoff counts from here).
+    pub timestamp: Duration,
     /// Enqueue order; breaks ties between equal keys (earlier first).
     pub seq: u64,
-    /// The message of the last failed attempt.
+    /// The plugins that rejected the last attempt (empty after an error).
+    pub unschedulable_plugins: BTreeSet<String>,
+    /// The PreEnqueue plugin that keeps the pod out, if any.
+    pub gated_by: Option<String>,
+    /// The message of the last failed attempt or of the gate.
     pub last_failure: Option<String>,
 }
 
-/// activeQ and the unschedulable pods.
+/// Which plugins care about an event, and what they say of a pod.
+pub trait HintOracle {
+    /// Queue or QueueSkip for `pod`, which `plugin` rejected, after `event`. Plugins
+    /// that did not register the event answer QueueSkip; registered ones without a
+    /// hint answer Queue; a failing hint answers Queue.
+    fn hint(
+        &self,
+        plugin: &str,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> QueueingHint;
+}
+
+/// An event recorded while pods were in flight.
+#[derive(Clone, Debug)]
+struct RecordedEvent {
+    id: u64,
+    event: ClusterEvent,
+    old: Option<Object>,
+    new: Option<Object>,
+}
+
+#[derive(Clone, Debug)]
+struct InFlight {
+    /// Events with an id above this arrived during the pod's cycle.
+    since: u64,
+    /// The pod was deleted during its cycle.
+    deleted: bool,
+    /// The pod was updated during its cycle: the latest version.
+    updated: Option<Pod>,
+}
+
+/// Counts of pods entering a queue, by event, for metrics.
+pub type IncomingCounts = HashMap<(String, QueueName), u64>;
+
+/// activeQ, backoffQ, the unschedulable and gated pods, and the pods in flight.
 #[derive(Debug, Default)]
 pub struct SchedulingQueue {
-    heap: BinaryHeap<Reverse<(Vec<i64>, u64, String)>>,
-    active: HashMap<String, QueuedPod>,
-    unschedulable: HashMap<String, QueuedPod>,
+    config: QueueConfig,
     next_seq: u64,
+    active_heap: BinaryHeap<Reverse<(Vec<i64>, u64, String)>>,
+    active: HashMap<String, QueuedPod>,
+    backoff_heap: BinaryHeap<Reverse<(Duration, u64, String)>>,
+    backoff: HashMap<String, QueuedPod>,
+    unschedulable: HashMap<String, QueuedPod>,
+    in_flight: HashMap<String, InFlight>,
+    events: Vec<RecordedEvent>,
+    next_event_id: u64,
+    incoming: IncomingCounts,
+}
+
+fn backoff_duration(config: &QueueConfig, attempts: u32) -> Duration {
+    let mut d = config.initial_backoff;
+    for _ in 1..attempts.max(1) {
+        d = d.saturating_mul(2);
+        if d > config.max_backoff {
+            return config.max_backoff;
+        }
+    }
+    d.min(config.max_backoff)
 }
 
 impl SchedulingQueue {
     /// An empty queue.
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(config: QueueConfig) -> Self {
+        SchedulingQueue {
+            config,
+            ..Self::default()
+        }
     }
 
-    /// Adds a new pending pod to activeQ with its sort key.
-    pub fn add(&mut self, pod: Pod, key: Vec<i64>) {
+    /// The settings.
+    pub fn config(&self) -> QueueConfig {
+        self.config
+    }
+
+    /// The backoff a pod with this many attempts gets: `initial × 2^(attempts−1)`,
+    /// capped.
+    pub fn backoff_for(&self, attempts: u32) -> Duration {
+        backoff_duration(&self.config, attempts)
+    }
+
+    fn backoff_expiry(&self, qp: &QueuedPod) -> Duration {
+        qp.timestamp + backoff_duration(&self.config, qp.attempts)
+    }
+
+    fn count_incoming(&mut self, event: &str, queue: QueueName) {
+        *self.incoming.entry((event.to_owned(), queue)).or_default() += 1;
+    }
+
+    /// Pods that entered each queue, by event (for metrics).
+    pub fn incoming(&self) -> &IncomingCounts {
+        &self.incoming
+    }
+
+    fn push_active(&mut self, mut qp: QueuedPod, event: &str) {
         self.next_seq += 1;
+        qp.seq = self.next_seq;
+        let uid = qp.pod.uid.clone();
+        self.active_heap
+            .push(Reverse((qp.key.clone(), qp.seq, uid.clone())));
+        self.active.insert(uid, qp);
+        self.count_incoming(event, QueueName::Active);
+    }
+
+    fn push_backoff(&mut self, mut qp: QueuedPod, event: &str) {
+        self.next_seq += 1;
+        qp.seq = self.next_seq;
+        let uid = qp.pod.uid.clone();
+        let expiry = self.backoff_expiry(&qp);
+        self.backoff_heap
+            .push(Reverse((expiry, qp.seq, uid.clone())));
+        self.backoff.insert(uid, qp);
+        self.count_incoming(event, QueueName::Backoff);
+    }
+
+    /// Moves a pod out of unschedulable: to backoffQ while its backoff runs, else to
+    /// activeQ (upstream's `requeuePodWithQueueingStrategy`).
+    fn requeue(&mut self, qp: QueuedPod, now: Duration, event: &str) -> QueueName {
+        if qp.attempts > 0 && self.backoff_expiry(&qp) > now {
+            self.push_backoff(qp, event);
+            QueueName::Backoff
+        } else {
+            self.push_active(qp, event);
+            QueueName::Active
+        }
+    }
+
+    /// A new pending pod. `gate` names the PreEnqueue plugin that keeps it out, with
+    /// its message.
+    pub fn add(&mut self, pod: Pod, key: Vec<i64>, gate: Option<(String, String)>, now: Duration) {
+        let gated = gate.is_some();
+        let (gated_by, last_failure) = match gate {
+            Some((p, m)) => (Some(p), Some(m)),
+            None => (None, None),
+        };
         let qp = QueuedPod {
             pod,
             key,
             attempts: 0,
-            seq: self.next_seq,
-            last_failure: None,
+            timestamp: now,
+            seq: 0,
+            unschedulable_plugins: BTreeSet::new(),
+            gated_by,
+            last_failure,
         };
-        self.push_active(qp);
+        if gated {
+            self.count_incoming("PodAdd", QueueName::Gated);
+            self.unschedulable.insert(qp.pod.uid.clone(), qp);
+        } else {
+            self.push_active(qp, "PodAdd");
+        }
     }
 
-    fn push_active(&mut self, qp: QueuedPod) {
-        let uid = qp.pod.uid.clone();
-        self.heap
-            .push(Reverse((qp.key.clone(), qp.seq, uid.clone())));
-        self.active.insert(uid, qp);
-    }
-
-    /// Takes the pod that sorts first out of activeQ.
+    /// Takes the pod that sorts first out of activeQ; it is in flight until
+    /// [`SchedulingQueue::done`] or [`SchedulingQueue::requeue_failed`].
     pub fn pop(&mut self) -> Option<QueuedPod> {
-        while let Some(Reverse((_, seq, uid))) = self.heap.pop() {
+        while let Some(Reverse((_, seq, uid))) = self.active_heap.pop() {
             // Entries of pods removed or re-added since are stale; skip them.
             if self.active.get(&uid).is_some_and(|q| q.seq == seq) {
                 let mut qp = self.active.remove(&uid)?;
                 qp.attempts += 1;
+                self.in_flight.insert(
+                    uid,
+                    InFlight {
+                        since: self.next_event_id,
+                        deleted: false,
+                        updated: None,
+                    },
+                );
                 return Some(qp);
             }
         }
         None
     }
 
-    /// Parks a pod that no node fits until something changes.
-    pub fn add_unschedulable(&mut self, qp: QueuedPod) {
-        self.unschedulable.insert(qp.pod.uid.clone(), qp);
+    /// The pod's cycle is over (bound, or requeued): forget its in-flight record.
+    pub fn done(&mut self, uid: &str) {
+        self.in_flight.remove(uid);
+        self.prune_events();
     }
 
-    /// Moves every unschedulable pod back to activeQ (a cluster change may help).
-    pub fn move_all_to_active(&mut self) {
-        let pods: Vec<QueuedPod> = self.unschedulable.drain().map(|(_, q)| q).collect();
-        for mut qp in pods {
-            self.next_seq += 1;
-            qp.seq = self.next_seq;
-            self.push_active(qp);
+    fn prune_events(&mut self) {
+        match self.in_flight.values().map(|f| f.since).min() {
+            Some(oldest) => self.events.retain(|e| e.id >= oldest),
+            None => self.events.clear(),
         }
     }
 
-    /// Removes a pod wherever it waits.
-    pub fn delete(&mut self, uid: &str) -> Option<QueuedPod> {
+    /// Whether the pod is in flight (popped, not yet done).
+    pub fn is_in_flight(&self, uid: &str) -> bool {
+        self.in_flight.contains_key(uid)
+    }
+
+    /// A failed attempt: the pod goes back, with upstream's rules. `plugins` are the
+    /// plugins that rejected it (empty for an error: then it backs off). If an event
+    /// during its cycle may have helped it, it backs off instead of waiting in
+    /// unschedulable. A pod deleted during its cycle is dropped. Returns where it went.
+    pub fn requeue_failed(
+        &mut self,
+        mut qp: QueuedPod,
+        plugins: BTreeSet<String>,
+        message: String,
+        now: Duration,
+        oracle: &dyn HintOracle,
+    ) -> Option<QueueName> {
+        let uid = qp.pod.uid.clone();
+        let flight = self.in_flight.remove(&uid);
+        if flight.as_ref().is_some_and(|f| f.deleted) {
+            self.prune_events();
+            return None;
+        }
+        if let Some(newer) = flight.as_ref().and_then(|f| f.updated.clone()) {
+            qp.pod = newer;
+        }
+        qp.timestamp = now;
+        qp.unschedulable_plugins = plugins;
+        qp.last_failure = Some(message);
+        let queue = if qp.unschedulable_plugins.is_empty() {
+            self.push_backoff(qp, "ScheduleAttemptFailure");
+            QueueName::Backoff
+        } else {
+            let since = flight.map_or(u64::MAX, |f| f.since);
+            let helped = self
+                .events
+                .iter()
+                .filter(|e| e.id >= since)
+                .any(|e| self.queueing_hint(&qp, e, oracle) == QueueingHint::Queue);
+            if helped {
+                self.push_backoff(qp, "ScheduleAttemptFailure");
+                QueueName::Backoff
+            } else {
+                self.count_incoming("ScheduleAttemptFailure", QueueName::Unschedulable);
+                self.unschedulable.insert(uid, qp);
+                QueueName::Unschedulable
+            }
+        };
+        self.prune_events();
+        Some(queue)
+    }
+
+    fn queueing_hint(
+        &self,
+        qp: &QueuedPod,
+        e: &RecordedEvent,
+        oracle: &dyn HintOracle,
+    ) -> QueueingHint {
+        let any_queue = qp.unschedulable_plugins.iter().any(|p| {
+            oracle.hint(p, &e.event, &qp.pod, e.old.as_ref(), e.new.as_ref()) == QueueingHint::Queue
+        });
+        if any_queue {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        }
+    }
+
+    /// A cluster event: unschedulable pods that a rejecting plugin's hint says may now
+    /// fit move to backoffQ or activeQ. The event is also kept for the pods in flight.
+    /// Returns how many pods moved.
+    pub fn on_event(
+        &mut self,
+        event: ClusterEvent,
+        old: Option<Object>,
+        new: Option<Object>,
+        now: Duration,
+        oracle: &dyn HintOracle,
+    ) -> usize {
+        let recorded = RecordedEvent {
+            id: self.next_event_id,
+            event,
+            old,
+            new,
+        };
+        self.next_event_id += 1;
+        let label = event_label(&event);
+        let candidates: Vec<String> = self
+            .unschedulable
+            .iter()
+            .filter(|(_, q)| q.gated_by.is_none())
+            .filter(|(_, q)| self.queueing_hint(q, &recorded, oracle) == QueueingHint::Queue)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        let moved = candidates.len();
+        for uid in candidates {
+            if let Some(qp) = self.unschedulable.remove(&uid) {
+                self.requeue(qp, now, &label);
+            }
+        }
+        if !self.in_flight.is_empty() {
+            self.events.push(recorded);
+        }
+        moved
+    }
+
+    /// A pending pod changed. In activeQ or backoffQ it is updated in place; gated, it
+    /// is let in once `gate` is None; unschedulable, it moves when a rejecting plugin's
+    /// hint says the update may help; in flight, the newer version is used when it
+    /// comes back.
+    pub fn update(
+        &mut self,
+        pod: Pod,
+        key: Vec<i64>,
+        gate: Option<(String, String)>,
+        now: Duration,
+        oracle: &dyn HintOracle,
+    ) {
+        let uid = pod.uid.clone();
+        if let Some(f) = self.in_flight.get_mut(&uid) {
+            f.updated = Some(pod);
+            return;
+        }
+        if let Some(q) = self.active.get_mut(&uid) {
+            q.pod = pod;
+            return;
+        }
+        if let Some(q) = self.backoff.get_mut(&uid) {
+            q.pod = pod;
+            return;
+        }
+        let Some(mut qp) = self.unschedulable.remove(&uid) else {
+            // Unknown: treat as new.
+            self.add(pod, key, gate, now);
+            return;
+        };
+        let old = std::mem::replace(&mut qp.pod, pod);
+        qp.key = key;
+        if qp.gated_by.is_some() {
+            match gate {
+                Some((p, m)) => {
+                    qp.gated_by = Some(p);
+                    qp.last_failure = Some(m);
+                    self.unschedulable.insert(uid, qp);
+                }
+                None => {
+                    qp.gated_by = None;
+                    qp.last_failure = None;
+                    self.push_active(qp, "PodSchedulingGatesEliminated");
+                }
+            }
+            return;
+        }
+        let event = ClusterEvent::new(
+            EventResource::UnscheduledPod,
+            pod_update_actions(&old, &qp.pod),
+        );
+        let recorded = RecordedEvent {
+            id: u64::MAX,
+            event,
+            old: Some(Object::Pod(old)),
+            new: Some(Object::Pod(qp.pod.clone())),
+        };
+        if self.queueing_hint(&qp, &recorded, oracle) == QueueingHint::Queue {
+            self.requeue(qp, now, "UnscheduledPodUpdate");
+        } else {
+            self.unschedulable.insert(uid, qp);
+        }
+    }
+
+    /// A pending pod was deleted: it leaves every queue (and, in flight, is dropped
+    /// when its cycle ends). Returns whether the queue knew it.
+    pub fn delete(&mut self, uid: &str) -> bool {
+        if let Some(f) = self.in_flight.get_mut(uid) {
+            f.deleted = true;
+            return true;
+        }
+        self.active.remove(uid).is_some()
+            || self.backoff.remove(uid).is_some()
+            || self.unschedulable.remove(uid).is_some()
+    }
+
+    /// Whether a pod in flight was deleted during its cycle.
+    pub fn deleted_in_flight(&self, uid: &str) -> bool {
+        self.in_flight.get(uid).is_some_and(|f| f.deleted)
+    }
+
+    /// Moves pods whose backoff expired to activeQ (run every second, as upstream).
+    pub fn flush_backoff(&mut self, now: Duration) -> usize {
+        let mut moved = 0;
+        while let Some(Reverse((expiry, seq, uid))) = self.backoff_heap.peek().cloned() {
+            if expiry > now {
+                break;
+            }
+            self.backoff_heap.pop();
+            if self.backoff.get(&uid).is_some_and(|q| q.seq == seq) {
+                let qp = self.backoff.remove(&uid).expect("checked");
+                self.push_active(qp, "BackoffComplete");
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    /// Retries pods that have been unschedulable longer than the limit (run every 30
+    /// seconds, as upstream).
+    pub fn flush_unschedulable_leftover(&mut self, now: Duration) -> usize {
+        let limit = self.config.max_in_unschedulable;
+        let old: Vec<String> = self
+            .unschedulable
+            .iter()
+            .filter(|(_, q)| q.gated_by.is_none() && now.saturating_sub(q.timestamp) > limit)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in &old {
+            if let Some(qp) = self.unschedulable.remove(uid) {
+                self.requeue(qp, now, "UnschedulableTimeout");
+            }
+        }
+        old.len()
+    }
+
+    /// When the earliest backoff of a pod with fewer than `max_attempts` attempts
+    /// ends, rounded up to the next backoff flush (a virtual clock jumps there).
+    pub fn next_backoff_flush(&self, max_attempts: u32) -> Option<Duration> {
+        let expiry = self
+            .backoff
+            .values()
+            .filter(|q| q.attempts < max_attempts)
+            .map(|q| self.backoff_expiry(q))
+            .min()?;
+        let tick = BACKOFF_FLUSH_INTERVAL.as_nanos();
+        let n = expiry.as_nanos().div_ceil(tick);
+        Some(Duration::from_nanos((n * tick) as u64))
+    }
+
+    /// How many pods wait in each queue (gated pods apart).
+    pub fn pending(&self) -> HashMap<QueueName, usize> {
+        let gated = self
+            .unschedulable
+            .values()
+            .filter(|q| q.gated_by.is_some())
+            .count();
+        HashMap::from([
+            (QueueName::Active, self.active.len()),
+            (QueueName::Backoff, self.backoff.len()),
+            (QueueName::Unschedulable, self.unschedulable.len() - gated),
+            (QueueName::Gated, gated),
+        ])
+    }
+
+    /// Where a pod waits, if it does.
+    pub fn queue_of(&self, uid: &str) -> Option<QueueName> {
+        if self.active.contains_key(uid) {
+            Some(QueueName::Active)
+        } else if self.backoff.contains_key(uid) {
+            Some(QueueName::Backoff)
+        } else {
+            self.unschedulable.get(uid).map(|q| {
+                if q.gated_by.is_some() {
+                    QueueName::Gated
+                } else {
+                    QueueName::Unschedulable
+                }
+            })
+        }
+    }
+
+    /// A waiting pod by UID.
+    pub fn get(&self, uid: &str) -> Option<&QueuedPod> {
         self.active
-            .remove(uid)
-            .or_else(|| self.unschedulable.remove(uid))
+            .get(uid)
+            .or_else(|| self.backoff.get(uid))
+            .or_else(|| self.unschedulable.get(uid))
     }
 
-    /// Pods in activeQ.
-    pub fn active_len(&self) -> usize {
-        self.active.len()
+    /// Every waiting pod (not in flight).
+    pub fn waiting(&self) -> impl Iterator<Item = &QueuedPod> {
+        self.active
+            .values()
+            .chain(self.backoff.values())
+            .chain(self.unschedulable.values())
     }
 
-    /// The unschedulable pods.
-    pub fn unschedulable(&self) -> impl Iterator<Item = &QueuedPod> {
-        self.unschedulable.values()
+    /// UIDs of the pods in flight.
+    pub fn in_flight(&self) -> HashSet<String> {
+        self.in_flight.keys().cloned().collect()
     }
+}
+
+/// The metric label of an event, e.g. `NodeAdd`, `AssignedPodDelete`.
+pub fn event_label(e: &ClusterEvent) -> String {
+    let resource = match e.resource {
+        EventResource::AssignedPod => "AssignedPod",
+        EventResource::UnscheduledPod => "UnscheduledPod",
+        EventResource::Node => "Node",
+        EventResource::Namespace => "Namespace",
+    };
+    let action = if e.actions == ActionType::ADD {
+        "Add"
+    } else if e.actions == ActionType::DELETE {
+        "Delete"
+    } else {
+        "Update"
+    };
+    format!("{resource}{action}")
+}
+
+/// What changed between two versions of a pod, as event actions.
+pub fn pod_update_actions(old: &Pod, new: &Pod) -> ActionType {
+    let mut a = ActionType::default();
+    if old.labels != new.labels {
+        a = a | ActionType::UPDATE_POD_LABEL;
+    }
+    if old.tolerations != new.tolerations {
+        a = a | ActionType::UPDATE_POD_TOLERATION;
+    }
+    if !old.scheduling_gates.is_empty() && new.scheduling_gates.is_empty() {
+        a = a | ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED;
+    }
+    let (o, n) = (old.requests(), new.requests());
+    if n.milli_cpu < o.milli_cpu || n.memory < o.memory || n.ephemeral_storage < o.ephemeral_storage
+    {
+        a = a | ActionType::UPDATE_POD_SCALE_DOWN;
+    }
+    if a == ActionType::default() {
+        a = ActionType::UPDATE_OTHER;
+    }
+    a
+}
+
+/// What changed between two versions of a node, as event actions.
+pub fn node_update_actions(old: &berth_sdk::Node, new: &berth_sdk::Node) -> ActionType {
+    let mut a = ActionType::default();
+    if old.allocatable != new.allocatable {
+        a = a | ActionType::UPDATE_NODE_ALLOCATABLE;
+    }
+    if old.labels != new.labels {
+        a = a | ActionType::UPDATE_NODE_LABEL;
+    }
+    if old.taints != new.taints || old.unschedulable != new.unschedulable {
+        a = a | ActionType::UPDATE_NODE_TAINT;
+    }
+    if a == ActionType::default() {
+        a = ActionType::UPDATE_OTHER;
+    }
+    a
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(uid: &str) -> Pod {
-        Pod {
-            uid: uid.into(),
-            ..Pod::default()
-        }
-    }
-
-    #[test]
-    fn pops_by_key_then_enqueue_order() {
-        let mut q = SchedulingQueue::new();
-        q.add(pod("low"), vec![0]);
-        q.add(pod("high-1"), vec![-100]);
-        q.add(pod("high-2"), vec![-100]);
-        let order: Vec<String> = std::iter::from_fn(|| q.pop()).map(|q| q.pod.uid).collect();
-        assert_eq!(order, ["high-1", "high-2", "low"]);
-    }
-
-    #[test]
-    fn unschedulable_pods_come_back_with_their_attempts() {
-        let mut q = SchedulingQueue::new();
-        q.add(pod("a"), vec![0]);
-        let a = q.pop().unwrap();
-        assert_eq!(a.attempts, 1);
-        q.add_unschedulable(a);
-        assert!(q.pop().is_none());
-        q.move_all_to_active();
-        assert_eq!(q.pop().unwrap().attempts, 2);
-    }
-
-    #[test]
-    fn deleted_pods_do_not_pop() {
-        let mut q = SchedulingQueue::new();
-        q.add(pod("a"), vec![0]);
-        q.add(pod("b"), vec![1]);
-        assert!(q.delete("a").is_some());
-        assert_eq!(q.pop().unwrap().pod.uid, "b");
-        assert!(q.pop().is_none());
-    }
-}
+mod tests;

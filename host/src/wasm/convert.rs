@@ -197,33 +197,72 @@ fn spread_to_wit(c: &sdk::TopologySpreadConstraint) -> w::TopologySpreadConstrai
     }
 }
 
-pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo, with_pods: bool) -> w::NodeInfo {
-    let node = &n.node;
-    w::NodeInfo {
-        node: w::Node {
-            name: node.name.clone(),
-            labels: labels_to_wit(&node.labels),
-            taints: node
-                .taints
-                .iter()
-                .map(|t| w::Taint {
-                    key: t.key.clone(),
-                    value: t.value.clone(),
-                    effect: effect_to_wit(t.effect),
-                })
-                .collect(),
-            unschedulable: node.unschedulable,
-            allocatable: resources_to_wit(&node.allocatable),
-            images: node
-                .images
-                .iter()
-                .map(|i| w::ImageState {
-                    names: i.names.clone(),
-                    size_bytes: i.size_bytes,
-                    num_nodes: i.num_nodes,
-                })
-                .collect(),
+fn node_to_wit(node: &sdk::Node) -> w::Node {
+    w::Node {
+        name: node.name.clone(),
+        labels: labels_to_wit(&node.labels),
+        taints: node
+            .taints
+            .iter()
+            .map(|t| w::Taint {
+                key: t.key.clone(),
+                value: t.value.clone(),
+                effect: effect_to_wit(t.effect),
+            })
+            .collect(),
+        unschedulable: node.unschedulable,
+        allocatable: resources_to_wit(&node.allocatable),
+        images: node
+            .images
+            .iter()
+            .map(|i| w::ImageState {
+                names: i.names.clone(),
+                size_bytes: i.size_bytes,
+                num_nodes: i.num_nodes,
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn object_to_wit(o: &berth_sdk::Object) -> w::Object {
+    match o {
+        berth_sdk::Object::Pod(p) => w::Object::Pod(pod_to_wit(p)),
+        berth_sdk::Object::Node(n) => w::Object::Node(node_to_wit(n)),
+    }
+}
+
+pub(crate) fn event_to_wit(e: &berth_sdk::ClusterEvent) -> w::ClusterEvent {
+    use berth_sdk::EventResource as R;
+    w::ClusterEvent {
+        resource: match e.resource {
+            R::AssignedPod => w::EventResource::AssignedPod,
+            R::UnscheduledPod => w::EventResource::UnscheduledPod,
+            R::Node => w::EventResource::Node,
+            R::Namespace => w::EventResource::Namespace,
         },
+        actions: actions_to_wit(e.actions),
+    }
+}
+
+pub(crate) fn registration_from_wit(r: w::EventRegistration) -> berth_sdk::EventRegistration {
+    use berth_sdk::EventResource as R;
+    berth_sdk::EventRegistration {
+        event: berth_sdk::ClusterEvent {
+            resource: match r.event.resource {
+                w::EventResource::AssignedPod => R::AssignedPod,
+                w::EventResource::UnscheduledPod => R::UnscheduledPod,
+                w::EventResource::Node => R::Node,
+                w::EventResource::Namespace => R::Namespace,
+            },
+            actions: actions_from_wit(r.event.actions),
+        },
+        has_hint: r.has_hint,
+    }
+}
+
+pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo, with_pods: bool) -> w::NodeInfo {
+    w::NodeInfo {
+        node: node_to_wit(&n.node),
         requested: resources_to_wit(&n.requested),
         non_zero_requested: resources_to_wit(&n.non_zero_requested),
         pod_count: n.pod_count,
@@ -266,4 +305,37 @@ pub(crate) fn point_from_wit(p: w::ExtensionPoint) -> sdk::ExtensionPoint {
         w::ExtensionPoint::Bind => E::Bind,
         w::ExtensionPoint::PostBind => E::PostBind,
     }
+}
+
+/// The WIT flags in declaration order: bit `i` of the SDK's `ActionType` is flag `i`.
+const ACTION_FLAGS: [w::ActionType; 12] = [
+    w::ActionType::ADD,
+    w::ActionType::DELETE,
+    w::ActionType::UPDATE_NODE_ALLOCATABLE,
+    w::ActionType::UPDATE_NODE_LABEL,
+    w::ActionType::UPDATE_NODE_TAINT,
+    w::ActionType::UPDATE_NODE_CONDITION,
+    w::ActionType::UPDATE_NODE_ANNOTATION,
+    w::ActionType::UPDATE_POD_LABEL,
+    w::ActionType::UPDATE_POD_SCALE_DOWN,
+    w::ActionType::UPDATE_POD_TOLERATION,
+    w::ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+    w::ActionType::UPDATE_OTHER,
+];
+
+fn actions_to_wit(a: berth_sdk::ActionType) -> w::ActionType {
+    ACTION_FLAGS
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| a.0 & (1 << i) != 0)
+        .fold(w::ActionType::empty(), |acc, (_, f)| acc | *f)
+}
+
+fn actions_from_wit(f: w::ActionType) -> berth_sdk::ActionType {
+    let bits = ACTION_FLAGS
+        .iter()
+        .enumerate()
+        .filter(|(_, flag)| f.contains(**flag))
+        .fold(0u32, |acc, (i, _)| acc | (1 << i));
+    berth_sdk::ActionType(bits)
 }

@@ -9,6 +9,8 @@ use super::limits::{EPOCH_TICK, Limits};
 use crate::cache::Snapshot;
 use crate::cluster::{Binder, Namespaces};
 use crate::framework::cycle_state::CycleState;
+use crate::framework::waiting::WaitingPods;
+use berth_sdk::EventRegistration;
 use berth_sdk::{ExtensionPoint, PreFilterResult, Status};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -181,14 +183,18 @@ impl Runtime {
             name: String::new(),
             extension_points: Vec::new(),
             wants_pods: false,
+            events: None,
             sha256,
             source: source_name.to_owned(),
         };
         // Read the metadata from a throwaway instance.
-        let (mut store, bindings) = module.new_store(None, None).map_err(|e| LoadError::World {
-            source_name: source_name.to_owned(),
-            message: format!("{e:#}"),
-        })?;
+        let (mut store, bindings) =
+            module
+                .new_store(HostServices::default())
+                .map_err(|e| LoadError::World {
+                    source_name: source_name.to_owned(),
+                    message: format!("{e:#}"),
+                })?;
         store.set_epoch_deadline(self.options.limits.deadline_ticks());
         let info = bindings
             .berth_scheduler_plugin()
@@ -214,6 +220,11 @@ impl Runtime {
         }
         module.name = info.name;
         module.wants_pods = info.wants_pods;
+        module.events = info.events.map(|list| {
+            list.into_iter()
+                .map(convert::registration_from_wit)
+                .collect()
+        });
         module.extension_points = info
             .extension_points
             .into_iter()
@@ -286,6 +297,7 @@ pub struct Module {
     name: String,
     extension_points: Vec<ExtensionPoint>,
     wants_pods: bool,
+    events: Option<Vec<EventRegistration>>,
     sha256: String,
     source: String,
 }
@@ -309,6 +321,12 @@ impl Module {
     pub fn extension_points(&self) -> &[ExtensionPoint] {
         &self.extension_points
     }
+    /// The events that may make pods this plugin rejected schedulable; `None` means
+    /// every event.
+    pub fn events(&self) -> Option<&[EventRegistration]> {
+        self.events.as_deref()
+    }
+
     /// Whether the plugin's replica needs the pods of each node.
     pub fn wants_pods(&self) -> bool {
         self.wants_pods
@@ -324,8 +342,7 @@ impl Module {
 
     fn new_store(
         &self,
-        binder: Option<Arc<dyn Binder>>,
-        namespaces: Option<Namespaces>,
+        services: HostServices,
     ) -> wasmtime::Result<(Store<HostCtx>, SchedulerPlugin)> {
         let limits = self.runtime.options.limits;
         let stderr = MemoryOutputPipe::new(64 * 1024);
@@ -341,8 +358,7 @@ impl Module {
                 .trap_on_grow_failure(true)
                 .build(),
             plugin: self.name.clone(),
-            binder,
-            namespaces,
+            services,
             stderr,
         };
         let mut store = Store::new(&self.runtime.engine, ctx);
@@ -353,20 +369,16 @@ impl Module {
         Ok((store, bindings))
     }
 
-    /// A new instance, configured with the args (JSON). `binder` is what its
-    /// `bind-pod` calls reach, `namespaces` what `namespace-labels` reads.
+    /// A new instance, configured with the args (JSON), whose imports reach `services`.
     pub fn instantiate(
         self: &Arc<Self>,
         args_json: &str,
-        binder: Option<Arc<dyn Binder>>,
-        namespaces: Option<Namespaces>,
+        services: HostServices,
     ) -> Result<Instance, LoadError> {
-        let (store, bindings) =
-            self.new_store(binder, namespaces)
-                .map_err(|e| LoadError::World {
-                    source_name: self.source.clone(),
-                    message: format!("{e:#}"),
-                })?;
+        let (store, bindings) = self.new_store(services).map_err(|e| LoadError::World {
+            source_name: self.source.clone(),
+            message: format!("{e:#}"),
+        })?;
         let mut inst = Instance {
             module: self.clone(),
             store,
@@ -398,9 +410,20 @@ pub struct HostCtx {
     table: ResourceTable,
     limits: StoreLimits,
     plugin: String,
-    binder: Option<Arc<dyn Binder>>,
-    namespaces: Option<Namespaces>,
+    services: HostServices,
     stderr: MemoryOutputPipe,
+}
+
+/// What the host offers an instance's imports: where bindings go, the namespaces,
+/// the pods waiting at Permit.
+#[derive(Clone, Default)]
+pub struct HostServices {
+    /// What `bind-pod` reaches (binding-cycle instances only).
+    pub binder: Option<Arc<dyn Binder>>,
+    /// What `namespace-labels` reads.
+    pub namespaces: Namespaces,
+    /// What the waiting-pod calls act on.
+    pub waiting: WaitingPods,
 }
 
 impl WasiView for HostCtx {
@@ -426,10 +449,33 @@ impl host::Host for HostCtx {
         }
     }
 
+    fn waiting_pods(&mut self) -> Vec<host::WaitingPod> {
+        self.services
+            .waiting
+            .list()
+            .into_iter()
+            .map(|p| host::WaitingPod {
+                uid: p.uid,
+                namespace: p.namespace,
+                name: p.name,
+                node: p.node,
+                pending_plugins: p.pending_plugins,
+            })
+            .collect()
+    }
+
+    fn allow_waiting_pod(&mut self, uid: String, plugin: String) {
+        self.services.waiting.allow(&uid, &plugin);
+    }
+
+    fn reject_waiting_pod(&mut self, uid: String, plugin: String, message: String) {
+        self.services.waiting.reject(&uid, &plugin, &message);
+    }
+
     fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {
-        self.namespaces
-            .as_ref()
-            .and_then(|n| n.labels(&namespace))
+        self.services
+            .namespaces
+            .labels(&namespace)
             .map(|l| l.into_iter().collect())
     }
 
@@ -446,7 +492,7 @@ impl host::Host for HostCtx {
             uid,
             ..berth_sdk::Pod::default()
         };
-        match &self.binder {
+        match &self.services.binder {
             Some(b) => b.bind(&pod, &node),
             None => Err("bind-pod is only available to binding-cycle instances".into()),
         }
@@ -581,6 +627,33 @@ impl Instance {
     /// QueueSort's key.
     pub fn sort_key(&mut self, pod: &w::Pod) -> Result<Vec<i64>, CallError> {
         self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, pod))
+    }
+
+    /// The queueing hint for an event; an error (of the plugin or the call) counts as
+    /// Queue at the caller.
+    pub fn queueing_hint(
+        &mut self,
+        event: &berth_sdk::ClusterEvent,
+        pod: &w::Pod,
+        old: Option<&berth_sdk::Object>,
+        new: Option<&berth_sdk::Object>,
+    ) -> Result<Result<berth_sdk::QueueingHint, String>, CallError> {
+        let event = convert::event_to_wit(event);
+        let old = old.map(convert::object_to_wit);
+        let new = new.map(convert::object_to_wit);
+        let r = self.call(|b, s| {
+            b.berth_scheduler_enqueue_extensions().call_hint(
+                s,
+                event,
+                pod,
+                old.as_ref(),
+                new.as_ref(),
+            )
+        })?;
+        Ok(r.map(|h| match h {
+            w::QueueingHint::Queue => berth_sdk::QueueingHint::Queue,
+            w::QueueingHint::QueueSkip => berth_sdk::QueueingHint::QueueSkip,
+        }))
     }
 
     /// PreEnqueue.

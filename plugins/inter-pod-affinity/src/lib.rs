@@ -21,6 +21,7 @@
 
 pub mod args;
 pub mod filtering;
+pub mod queueing;
 pub mod scoring;
 pub mod terms;
 
@@ -127,6 +128,10 @@ impl Plugin for InterPodAffinity {
     fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         InterPodAffinityArgs::from_json(args).map(InterPodAffinity::with_args)
     }
+
+    fn events() -> Option<Vec<berth_sdk::EventRegistration>> {
+        Some(queueing::events())
+    }
 }
 
 impl PreFilter for InterPodAffinity {
@@ -215,7 +220,14 @@ impl NormalizeScore for InterPodAffinity {
     }
 }
 
-berth_sdk::export_plugin!(InterPodAffinity: pre_filter, filter, pre_score, score, normalize_score);
+berth_sdk::export_plugin!(
+    InterPodAffinity: queueing_hint,
+    pre_filter,
+    filter,
+    pre_score,
+    score,
+    normalize_score
+);
 
 #[cfg(test)]
 mod tests;

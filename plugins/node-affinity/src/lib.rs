@@ -21,13 +21,14 @@
 //! ```
 
 pub mod args;
+pub mod queueing;
 pub mod selector;
 
 use std::collections::BTreeSet;
 
 use berth_sdk::affinity::{NodeSelectorOperator, NodeSelectorTerm, PreferredSchedulingTerm};
 use berth_sdk::{
-    CycleState, Filter, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
+    CycleState, Filter, MAX_NODE_SCORE, Node, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
     PreFilterResult, PreScore, Score, Status, helpers::default_normalize_score,
 };
 
@@ -63,6 +64,10 @@ impl Plugin for NodeAffinity {
     fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         NodeAffinityArgs::from_json(args).map(NodeAffinity::with_args)
     }
+
+    fn events() -> Option<Vec<berth_sdk::EventRegistration>> {
+        Some(queueing::events())
+    }
 }
 
 /// The pod's required node affinity terms; `None` when it has none (not even an empty
@@ -86,11 +91,17 @@ fn preferred_terms(pod: &Pod) -> &[PreferredSchedulingTerm] {
 /// it has any, its required node affinity terms (ORed), as upstream's
 /// `RequiredNodeAffinity.Match`.
 pub fn matches_pod_requirements(pod: &Pod, node: &NodeInfo) -> bool {
-    let labels = &node.node.labels;
+    matches_node(pod, &node.node)
+}
+
+/// [`matches_pod_requirements`] on a bare node (queueing hints see nodes, not node
+/// infos).
+pub fn matches_node(pod: &Pod, node: &Node) -> bool {
+    let labels = &node.labels;
     pod.node_selector
         .iter()
         .all(|(k, v)| labels.get(k) == Some(v))
-        && required_terms(pod).is_none_or(|terms| selector_matches(terms, labels, node.name()))
+        && required_terms(pod).is_none_or(|terms| selector_matches(terms, labels, &node.name))
 }
 
 /// The nodes the pod's required terms name through `matchFields` (`metadata.name`
@@ -195,7 +206,14 @@ impl NormalizeScore for NodeAffinity {
     }
 }
 
-berth_sdk::export_plugin!(NodeAffinity: pre_filter, filter, pre_score, score, normalize_score);
+berth_sdk::export_plugin!(
+    NodeAffinity: queueing_hint,
+    pre_filter,
+    filter,
+    pre_score,
+    score,
+    normalize_score
+);
 
 #[cfg(test)]
 mod tests;

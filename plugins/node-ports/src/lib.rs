@@ -3,9 +3,14 @@
 //! already in use.
 //!
 //! The plugin takes no args.
+//!
+//! A pod it rejected may fit once a bound pod holding one of its ports goes away, or
+//! once a node appears (upstream's `EventsToRegister`).
 
 use berth_sdk::{
-    CycleState, Filter, HostPort, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, Status,
+    ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
+    Filter, HostPort, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint,
+    Status,
 };
 
 /// The CycleState key of the pod's host ports, written by PreFilter (upstream's key).
@@ -24,6 +29,75 @@ impl Plugin for NodePorts {
     const NAME: &'static str = "NodePorts";
     fn new(_args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         Ok(NodePorts)
+    }
+
+    /// A bound pod deleted (with the hint): it may free a port. A node added (no
+    /// hint: a new node has every port free). Ports are immutable, so pod updates
+    /// never help; node updates do not free ports either (upstream registers them
+    /// only when queueing hints are off, for its preCheck).
+    fn events() -> Option<Vec<EventRegistration>> {
+        Some(vec![
+            EventRegistration {
+                event: ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
+                has_hint: true,
+            },
+            EventRegistration {
+                event: ClusterEvent::new(EventResource::Node, ActionType::ADD),
+                has_hint: false,
+            },
+        ])
+    }
+}
+
+impl NodePorts {
+    /// Upstream's `isSchedulableAfterPodDeleted`: Queue when the deleted pod was
+    /// bound (or nominated) and held a host port that conflicts with one the pod
+    /// wants.
+    pub fn is_schedulable_after_pod_deleted(
+        &self,
+        pod: &Pod,
+        old: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let deleted = match old {
+            Some(Object::Pod(p)) => p,
+            Some(Object::Node(n)) => return Err(format!("expected a pod, got node {}", n.name)),
+            None => return Err("the event has no deleted pod".into()),
+        };
+        // A pod that held no node held no port.
+        if deleted.node_name.is_empty() && deleted.nominated_node_name.is_empty() {
+            return Ok(QueueingHint::QueueSkip);
+        }
+        // What the node counted as used for the pod (the SDK's `NodeInfo` counts the
+        // ports of plain init containers too), so that no port Filter saw taken is
+        // missed.
+        let freed: Vec<HostPort> = deleted.host_ports().cloned().collect();
+        if freed.is_empty() {
+            return Ok(QueueingHint::QueueSkip);
+        }
+        let wanted = pod_host_ports(pod);
+        if wanted.iter().any(|p| conflicts(&freed, p)) {
+            Ok(QueueingHint::Queue)
+        } else {
+            Ok(QueueingHint::QueueSkip)
+        }
+    }
+}
+
+impl EnqueueExtensions for NodePorts {
+    fn queueing_hint(
+        &self,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        _new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        match event.resource {
+            EventResource::AssignedPod if event.actions.intersects(ActionType::DELETE) => {
+                self.is_schedulable_after_pod_deleted(pod, old)
+            }
+            // Not asked with a hint: requeue rather than guess.
+            _ => Ok(QueueingHint::Queue),
+        }
     }
 }
 
@@ -106,7 +180,7 @@ impl Filter for NodePorts {
     }
 }
 
-berth_sdk::export_plugin!(NodePorts: pre_filter, filter);
+berth_sdk::export_plugin!(NodePorts: queueing_hint, pre_filter, filter);
 
 #[cfg(test)]
 mod tests {
@@ -316,5 +390,124 @@ mod tests {
         let (code, status) = run(&incoming, &node);
         assert_eq!(code, Code::Success);
         assert_eq!(status.unwrap(), Status::unschedulable(ERR_REASON));
+    }
+
+    // Upstream's Test_isSchedulableAfterPodDeleted, with `podWithHostPort` wanting
+    // TCP port 8080 on every address.
+    fn deleted_hint(old: &Object) -> Result<QueueingHint, String> {
+        let event = ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE);
+        NodePorts.queueing_hint(&event, &pod(&["TCP//8080"]), Some(old), None)
+    }
+
+    fn bound(mut p: Pod) -> Object {
+        p.node_name = "fake-node".into();
+        Object::Pod(p)
+    }
+
+    #[test]
+    fn backoff_wrong_old_object() {
+        let not_a_pod = Object::Node(Node::default());
+        assert!(deleted_hint(&not_a_pod).is_err());
+    }
+
+    #[test]
+    fn skip_queue_on_unscheduled() {
+        assert_eq!(
+            deleted_hint(&Object::Pod(pod(&["TCP//8080"]))),
+            Ok(QueueingHint::QueueSkip)
+        );
+    }
+
+    #[test]
+    fn skip_queue_on_non_hostport() {
+        assert_eq!(deleted_hint(&bound(pod(&[]))), Ok(QueueingHint::QueueSkip));
+    }
+
+    #[test]
+    fn skip_queue_on_unrelated_hostport() {
+        assert_eq!(
+            deleted_hint(&bound(pod(&["TCP//8081"]))),
+            Ok(QueueingHint::QueueSkip)
+        );
+    }
+
+    #[test]
+    fn queue_on_released_hostport() {
+        assert_eq!(
+            deleted_hint(&bound(pod(&["TCP//8080"]))),
+            Ok(QueueingHint::Queue)
+        );
+    }
+
+    // Berth's own cases.
+    #[test]
+    fn a_nominated_pod_held_its_ports() {
+        let mut p = pod(&["TCP//8080"]);
+        p.nominated_node_name = "fake-node".into();
+        assert_eq!(deleted_hint(&Object::Pod(p)), Ok(QueueingHint::Queue));
+    }
+
+    #[test]
+    fn freed_ports_conflict_as_filter_sees_them() {
+        // Same port, other protocol or other address: nothing the pod wants.
+        assert_eq!(
+            deleted_hint(&bound(pod(&["UDP//8080"]))),
+            Ok(QueueingHint::QueueSkip)
+        );
+        let event = ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE);
+        let hint = |wanted: &[&str], freed: &[&str]| {
+            NodePorts
+                .queueing_hint(&event, &pod(wanted), Some(&bound(pod(freed))), None)
+                .unwrap()
+        };
+        assert_eq!(
+            hint(&["TCP/127.0.0.1/8080"], &["TCP/127.0.0.2/8080"]),
+            QueueingHint::QueueSkip
+        );
+        // A wildcard address on either side conflicts.
+        assert_eq!(
+            hint(&["TCP/127.0.0.1/8080"], &["TCP/0.0.0.0/8080"]),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            hint(&["TCP//8080"], &["TCP/10.0.0.1/8080"]),
+            QueueingHint::Queue
+        );
+        // A plain init container's port: upstream does not count it as held, but the
+        // SDK's NodeInfo does, so its release may matter to Filter.
+        let mut init_only = Pod {
+            init_containers: vec![Container {
+                name: "init".into(),
+                ports: vec![port("TCP//8080")],
+                ..Container::default()
+            }],
+            ..Pod::default()
+        };
+        assert_eq!(
+            deleted_hint(&bound(init_only.clone())),
+            Ok(QueueingHint::Queue)
+        );
+        init_only.init_containers[0].restartable = true;
+        assert_eq!(deleted_hint(&bound(init_only)), Ok(QueueingHint::Queue));
+    }
+
+    #[test]
+    fn registers_assigned_pod_delete_with_a_hint_and_node_add_without() {
+        let events = NodePorts::events().unwrap();
+        let find = |resource, actions| {
+            events
+                .iter()
+                .find(|r| r.event.covers(&ClusterEvent::new(resource, actions)))
+                .map(|r| r.has_hint)
+        };
+        assert_eq!(
+            find(EventResource::AssignedPod, ActionType::DELETE),
+            Some(true)
+        );
+        assert_eq!(find(EventResource::Node, ActionType::ADD), Some(false));
+        assert_eq!(find(EventResource::AssignedPod, ActionType::ADD), None);
+        assert_eq!(find(EventResource::AssignedPod, ActionType::UPDATE), None);
+        assert_eq!(find(EventResource::Node, ActionType::UPDATE), None);
+        assert_eq!(find(EventResource::Node, ActionType::DELETE), None);
     }
 }

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod args;
+pub mod queueing;
 pub mod score;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,6 +66,10 @@ impl Plugin for NodeResourcesFit {
     const NAME: &'static str = "NodeResourcesFit";
     fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         FitArgs::from_json(args).map(NodeResourcesFit::with_args)
+    }
+
+    fn events() -> Option<Vec<berth_sdk::EventRegistration>> {
+        Some(queueing::events())
     }
 }
 
@@ -271,7 +276,7 @@ impl Score for NodeResourcesFit {
     }
 }
 
-berth_sdk::export_plugin!(NodeResourcesFit: pre_filter, filter, pre_score, score);
+berth_sdk::export_plugin!(NodeResourcesFit: queueing_hint, pre_filter, filter, pre_score, score);
 
 #[cfg(test)]
 mod tests {

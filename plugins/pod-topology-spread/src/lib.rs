@@ -23,6 +23,7 @@
 
 pub mod args;
 pub mod common;
+pub mod queueing;
 pub mod scoring;
 
 use std::collections::HashMap;
@@ -82,6 +83,10 @@ impl Plugin for PodTopologySpread {
 
     fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         SpreadArgs::from_json(args).map(PodTopologySpread::with_args)
+    }
+
+    fn events() -> Option<Vec<berth_sdk::EventRegistration>> {
+        Some(queueing::events())
     }
 }
 
@@ -208,7 +213,14 @@ impl Filter for PodTopologySpread {
     }
 }
 
-berth_sdk::export_plugin!(PodTopologySpread: pre_filter, filter, pre_score, score, normalize_score);
+berth_sdk::export_plugin!(
+    PodTopologySpread: queueing_hint,
+    pre_filter,
+    filter,
+    pre_score,
+    score,
+    normalize_score
+);
 
 #[cfg(test)]
 mod tests;

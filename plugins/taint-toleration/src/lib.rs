@@ -3,8 +3,9 @@
 //! with fewer untolerated `PreferNoSchedule` taints.
 
 use berth_sdk::{
-    CycleState, Filter, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Plugin, Pod, PreScore, Score,
-    Status, Taint, TaintEffect, Toleration, helpers::default_normalize_score,
+    ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
+    Filter, MAX_NODE_SCORE, Node, NodeInfo, NormalizeScore, Object, Plugin, Pod, PreScore,
+    QueueingHint, Score, Status, Taint, TaintEffect, Toleration, helpers::default_normalize_score,
     types::find_untolerated_taint,
 };
 
@@ -19,6 +20,103 @@ impl Plugin for TaintToleration {
     fn new(_args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         Ok(TaintToleration)
     }
+
+    /// Node Add and UpdateNodeTaint, and the pod's own toleration updates, with
+    /// hints. Upstream adds UpdateNodeLabel only when queueing hints are off, for its
+    /// preCheck.
+    fn events() -> Option<Vec<EventRegistration>> {
+        Some(vec![
+            EventRegistration {
+                event: ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+                ),
+                has_hint: true,
+            },
+            EventRegistration {
+                event: ClusterEvent::new(
+                    EventResource::UnscheduledPod,
+                    ActionType::UPDATE_POD_TOLERATION,
+                ),
+                has_hint: true,
+            },
+        ])
+    }
+}
+
+/// Whether a taint keeps pods that do not tolerate it off the node (what Filter
+/// checks; `PreferNoSchedule` only lowers the score).
+fn is_hard(t: &Taint) -> bool {
+    matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
+}
+
+/// Whether the node has a hard taint the pod does not tolerate.
+fn untolerated(node: &Node, pod: &Pod) -> bool {
+    find_untolerated_taint(&node.taints, &pod.tolerations, is_hard).is_some()
+}
+
+/// The object as a node, as upstream's `util.As[*v1.Node]`.
+fn as_node(o: Option<&Object>) -> Result<Option<&Node>, String> {
+    match o {
+        None => Ok(None),
+        Some(Object::Node(n)) => Ok(Some(n)),
+        Some(Object::Pod(p)) => Err(format!("expected a node, got pod {}", p.key())),
+    }
+}
+
+impl TaintToleration {
+    /// Upstream's `isSchedulableAfterNodeChange`: Queue when the node (added, or
+    /// updated from one with an untolerated taint) has no taint the pod does not
+    /// tolerate.
+    pub fn is_schedulable_after_node_change(
+        &self,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let original = as_node(old)?;
+        let modified = as_node(new)?.ok_or("the event has no new node")?;
+        let was_untolerated = original.is_none_or(|n| untolerated(n, pod));
+        Ok(if was_untolerated && !untolerated(modified, pod) {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        })
+    }
+
+    /// Upstream's `isSchedulableAfterTargetPodTolerationChange`: the pod's own
+    /// tolerations changed (they can only be added), which may let it onto a node.
+    pub fn is_schedulable_after_pod_toleration_change(
+        &self,
+        pod: &Pod,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        match new {
+            Some(Object::Pod(p)) if p.uid == pod.uid => Ok(QueueingHint::Queue),
+            Some(Object::Pod(_)) => Ok(QueueingHint::QueueSkip),
+            Some(Object::Node(n)) => Err(format!("expected a pod, got node {}", n.name)),
+            None => Err("the event has no new pod".into()),
+        }
+    }
+}
+
+impl EnqueueExtensions for TaintToleration {
+    fn queueing_hint(
+        &self,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        match event.resource {
+            EventResource::Node => self.is_schedulable_after_node_change(pod, old, new),
+            EventResource::UnscheduledPod => {
+                self.is_schedulable_after_pod_toleration_change(pod, new)
+            }
+            // Not registered: requeue rather than guess.
+            _ => Ok(QueueingHint::Queue),
+        }
+    }
 }
 
 /// The reason upstream gives for an untolerated taint.
@@ -32,8 +130,7 @@ pub fn err_reason_untolerated(taint: &Taint) -> String {
 impl Filter for TaintToleration {
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         // PreferNoSchedule taints only lower the score.
-        let hard = |t: &Taint| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute);
-        match find_untolerated_taint(&node.node.taints, &pod.tolerations, hard) {
+        match find_untolerated_taint(&node.node.taints, &pod.tolerations, is_hard) {
             None => Status::success(),
             // Preemption cannot remove a taint.
             Some(taint) => Status::unresolvable(err_reason_untolerated(taint)),
@@ -102,7 +199,13 @@ impl NormalizeScore for TaintToleration {
     }
 }
 
-berth_sdk::export_plugin!(TaintToleration: filter, pre_score, score, normalize_score);
+berth_sdk::export_plugin!(
+    TaintToleration: queueing_hint,
+    filter,
+    pre_score,
+    score,
+    normalize_score
+);
 
 #[cfg(test)]
 mod tests {
@@ -370,5 +473,133 @@ mod tests {
             ],
         );
         assert_eq!(TaintToleration.score(&state, &p, &n), Ok(2));
+    }
+
+    // Upstream's TestIsSchedulableAfterNodeChange.
+    fn tainted(taints: Vec<Taint>) -> Object {
+        Object::Node(node("nodeA", taints).node)
+    }
+
+    fn node_hint(p: &Pod, old: Option<&Object>, new: &Object) -> Result<QueueingHint, String> {
+        let actions = if old.is_some() {
+            ActionType::UPDATE_NODE_TAINT
+        } else {
+            ActionType::ADD
+        };
+        let event = ClusterEvent::new(EventResource::Node, actions);
+        TaintToleration.queueing_hint(&event, p, old, Some(new))
+    }
+
+    fn user2() -> Pod {
+        pod(vec![tol("dedicated", Equal, "user2", Some(NoSchedule))])
+    }
+
+    #[test]
+    fn backoff_wrong_objects() {
+        let not_a_node = Object::Pod(Pod::default());
+        assert!(node_hint(&user2(), None, &not_a_node).is_err());
+        let new = tainted(vec![taint("dedicated", "user1", NoSchedule)]);
+        assert!(node_hint(&user2(), Some(&not_a_node), &new).is_err());
+    }
+
+    #[test]
+    fn skip_queue_on_untolerated_taint_node_added() {
+        let new = tainted(vec![taint("dedicated", "user1", NoSchedule)]);
+        assert_eq!(node_hint(&user2(), None, &new), Ok(QueueingHint::QueueSkip));
+    }
+
+    #[test]
+    fn queue_on_tolerated_taint_node_added() {
+        let new = tainted(vec![taint("dedicated", "user2", NoSchedule)]);
+        assert_eq!(node_hint(&user2(), None, &new), Ok(QueueingHint::Queue));
+    }
+
+    #[test]
+    fn skip_unrelated_change() {
+        let old = tainted(vec![taint("dedicated", "user1", NoSchedule)]);
+        let new = tainted(vec![
+            taint("dedicated", "user1", NoSchedule),
+            taint("dedicated", "user3", NoSchedule),
+        ]);
+        assert_eq!(
+            node_hint(&user2(), Some(&old), &new),
+            Ok(QueueingHint::QueueSkip)
+        );
+    }
+
+    #[test]
+    fn queue_on_taint_change() {
+        let old = tainted(vec![taint("dedicated", "user1", NoSchedule)]);
+        let new = tainted(vec![taint("dedicated", "user2", NoSchedule)]);
+        assert_eq!(
+            node_hint(&user2(), Some(&old), &new),
+            Ok(QueueingHint::Queue)
+        );
+    }
+
+    // Berth's own node cases.
+    #[test]
+    fn prefer_no_schedule_taints_do_not_count() {
+        let old = tainted(vec![taint("dedicated", "user1", NoSchedule)]);
+        let new = tainted(vec![taint("dedicated", "user1", PreferNoSchedule)]);
+        assert_eq!(
+            node_hint(&user2(), Some(&old), &new),
+            Ok(QueueingHint::Queue)
+        );
+        // Already tolerated before: nothing new.
+        let tolerated = tainted(vec![taint("dedicated", "user2", NoSchedule)]);
+        assert_eq!(
+            node_hint(&user2(), Some(&tolerated), &new),
+            Ok(QueueingHint::QueueSkip)
+        );
+    }
+
+    // Upstream's Test_isSchedulableAfterTargetPodTolerationChange.
+    #[test]
+    fn queue_on_toleration_added() {
+        let pending = Pod {
+            uid: "pod-1".into(),
+            ..pod(vec![])
+        };
+        let updated = Pod {
+            tolerations: vec![tol("foo", Exists, "", Some(NoSchedule))],
+            ..pending.clone()
+        };
+        let event = ClusterEvent::new(
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_TOLERATION,
+        );
+        let (old, new) = (Object::Pod(pending.clone()), Object::Pod(updated));
+        assert_eq!(
+            TaintToleration.queueing_hint(&event, &pending, Some(&old), Some(&new)),
+            Ok(QueueingHint::Queue)
+        );
+        let other = Object::Pod(Pod {
+            uid: "pod-2".into(),
+            ..pending.clone()
+        });
+        assert_eq!(
+            TaintToleration.queueing_hint(&event, &pending, Some(&old), Some(&other)),
+            Ok(QueueingHint::QueueSkip)
+        );
+    }
+
+    #[test]
+    fn registrations() {
+        let events = TaintToleration::events().unwrap();
+        assert!(events.iter().all(|r| r.has_hint));
+        let covered = |resource, actions| {
+            events
+                .iter()
+                .any(|r| r.event.covers(&ClusterEvent::new(resource, actions)))
+        };
+        assert!(covered(EventResource::Node, ActionType::ADD));
+        assert!(covered(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
+        assert!(!covered(EventResource::Node, ActionType::UPDATE_NODE_LABEL));
+        assert!(covered(
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_TOLERATION
+        ));
+        assert!(!covered(EventResource::AssignedPod, ActionType::ALL));
     }
 }

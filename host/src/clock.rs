@@ -1,0 +1,50 @@
+//! The scheduler's clock: real time in a cluster, virtual time in `berth simulate`,
+//! where waiting for a backoff costs nothing.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Time since the scheduler started.
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> Duration;
+    /// Moves a virtual clock forward to `t`; a real clock cannot be moved and
+    /// answers false.
+    fn advance_to(&self, t: Duration) -> bool;
+}
+
+/// Wall-clock time.
+#[derive(Debug)]
+pub struct RealClock(Instant);
+
+impl Default for RealClock {
+    fn default() -> Self {
+        RealClock(Instant::now())
+    }
+}
+
+impl Clock for RealClock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+    fn advance_to(&self, _t: Duration) -> bool {
+        false
+    }
+}
+
+/// Time that moves only when told to.
+#[derive(Debug, Default)]
+pub struct VirtualClock(Mutex<Duration>);
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Duration {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn advance_to(&self, t: Duration) -> bool {
+        let mut now = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if t > *now {
+            *now = t;
+        }
+        true
+    }
+}

@@ -1,0 +1,343 @@
+//! Queue transitions, driven by explicit times (no sleeps).
+
+use super::*;
+use std::collections::HashMap;
+
+/// A fake oracle: per plugin, which event resources it registered, and whether its
+/// hint says Queue.
+#[derive(Default)]
+struct Oracle(HashMap<&'static str, (Vec<EventResource>, QueueingHint)>);
+
+impl HintOracle for Oracle {
+    fn hint(
+        &self,
+        plugin: &str,
+        event: &ClusterEvent,
+        _: &Pod,
+        _: Option<&Object>,
+        _: Option<&Object>,
+    ) -> QueueingHint {
+        match self.0.get(plugin) {
+            Some((resources, hint)) if resources.contains(&event.resource) => *hint,
+            _ => QueueingHint::QueueSkip,
+        }
+    }
+}
+
+fn pod(uid: &str) -> Pod {
+    Pod {
+        uid: uid.into(),
+        namespace: "default".into(),
+        name: uid.into(),
+        ..Pod::default()
+    }
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn plugins(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn node_add() -> ClusterEvent {
+    ClusterEvent::new(EventResource::Node, ActionType::ADD)
+}
+
+fn fit_oracle(hint: QueueingHint) -> Oracle {
+    Oracle(HashMap::from([("Fit", (vec![EventResource::Node], hint))]))
+}
+
+#[test]
+fn pops_by_key_then_enqueue_order() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("low"), vec![0], None, secs(0));
+    q.add(pod("high-1"), vec![-100], None, secs(0));
+    q.add(pod("high-2"), vec![-100], None, secs(0));
+    let order: Vec<String> = std::iter::from_fn(|| q.pop()).map(|q| q.pod.uid).collect();
+    assert_eq!(order, ["high-1", "high-2", "low"]);
+}
+
+#[test]
+fn backoff_doubles_from_initial_up_to_max() {
+    let q = SchedulingQueue::new(QueueConfig::default());
+    let got: Vec<u64> = (1..=6).map(|a| q.backoff_for(a).as_secs()).collect();
+    assert_eq!(got, [1, 2, 4, 8, 10, 10]);
+    let q = SchedulingQueue::new(QueueConfig {
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_millis(250),
+        ..QueueConfig::default()
+    });
+    assert_eq!(q.backoff_for(1), Duration::from_millis(100));
+    assert_eq!(q.backoff_for(2), Duration::from_millis(200));
+    assert_eq!(q.backoff_for(3), Duration::from_millis(250));
+}
+
+#[test]
+fn an_error_backs_off_and_returns_when_the_backoff_ends() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    assert!(q.is_in_flight("a"));
+    let went = q.requeue_failed(
+        a,
+        BTreeSet::new(),
+        "boom".into(),
+        secs(10),
+        &Oracle::default(),
+    );
+    assert_eq!(went, Some(QueueName::Backoff));
+    assert!(!q.is_in_flight("a"));
+    // First failure: 1 s of backoff, flushed on the next 1 s tick.
+    assert_eq!(q.next_backoff_flush(u32::MAX), Some(secs(11)));
+    assert_eq!(q.flush_backoff(Duration::from_millis(10_999)), 0);
+    assert!(q.pop().is_none());
+    assert_eq!(q.flush_backoff(secs(11)), 1);
+    let a = q.pop().unwrap();
+    assert_eq!(a.attempts, 2);
+    // Second failure: 2 s.
+    q.requeue_failed(
+        a,
+        BTreeSet::new(),
+        "boom".into(),
+        secs(20),
+        &Oracle::default(),
+    );
+    assert_eq!(q.next_backoff_flush(u32::MAX), Some(secs(22)));
+    // A pod past the attempt limit does not wake a virtual clock.
+    assert_eq!(q.next_backoff_flush(2), None);
+}
+
+#[test]
+fn rejected_pods_wait_until_a_hint_says_queue() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    let went = q.requeue_failed(
+        a,
+        plugins(&["Fit"]),
+        "Insufficient cpu".into(),
+        secs(0),
+        &fit_oracle(QueueingHint::Queue),
+    );
+    assert_eq!(went, Some(QueueName::Unschedulable));
+
+    // A plugin's hint says the event does not help: the pod stays.
+    assert_eq!(
+        q.on_event(
+            node_add(),
+            None,
+            None,
+            secs(5),
+            &fit_oracle(QueueingHint::QueueSkip)
+        ),
+        0
+    );
+    assert_eq!(q.queue_of("a"), Some(QueueName::Unschedulable));
+    // An event the rejecting plugin did not register: the pod stays.
+    let ns = ClusterEvent::new(EventResource::Namespace, ActionType::ADD);
+    assert_eq!(
+        q.on_event(ns, None, None, secs(5), &fit_oracle(QueueingHint::Queue)),
+        0
+    );
+    // The hint says Queue; the backoff (1 s from t=0) is over, so straight to activeQ.
+    assert_eq!(
+        q.on_event(
+            node_add(),
+            None,
+            None,
+            secs(5),
+            &fit_oracle(QueueingHint::Queue)
+        ),
+        1
+    );
+    assert_eq!(q.queue_of("a"), Some(QueueName::Active));
+    assert_eq!(q.incoming()[&("NodeAdd".to_owned(), QueueName::Active)], 1);
+}
+
+#[test]
+fn a_pod_still_backing_off_moves_to_backoff_not_active() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    q.requeue_failed(
+        a,
+        plugins(&["Fit"]),
+        "no".into(),
+        secs(100),
+        &Oracle::default(),
+    );
+    q.on_event(
+        node_add(),
+        None,
+        None,
+        Duration::from_millis(100_500),
+        &fit_oracle(QueueingHint::Queue),
+    );
+    assert_eq!(q.queue_of("a"), Some(QueueName::Backoff));
+}
+
+#[test]
+fn an_event_during_the_cycle_is_not_missed() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    // While "a" is being scheduled, a node arrives.
+    q.on_event(
+        node_add(),
+        None,
+        None,
+        secs(1),
+        &fit_oracle(QueueingHint::Queue),
+    );
+    let went = q.requeue_failed(
+        a,
+        plugins(&["Fit"]),
+        "no".into(),
+        secs(1),
+        &fit_oracle(QueueingHint::Queue),
+    );
+    assert_eq!(went, Some(QueueName::Backoff));
+
+    // The same with a hint that says the event does not help.
+    q.flush_backoff(secs(100));
+    let a = q.pop().unwrap();
+    q.on_event(
+        node_add(),
+        None,
+        None,
+        secs(101),
+        &fit_oracle(QueueingHint::QueueSkip),
+    );
+    let went = q.requeue_failed(
+        a,
+        plugins(&["Fit"]),
+        "no".into(),
+        secs(101),
+        &fit_oracle(QueueingHint::QueueSkip),
+    );
+    assert_eq!(went, Some(QueueName::Unschedulable));
+}
+
+#[test]
+fn long_unschedulable_pods_are_flushed_after_five_minutes() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    q.requeue_failed(
+        a,
+        plugins(&["Fit"]),
+        "no".into(),
+        secs(0),
+        &Oracle::default(),
+    );
+    assert_eq!(q.flush_unschedulable_leftover(secs(300)), 0);
+    assert_eq!(q.flush_unschedulable_leftover(secs(301)), 1);
+    assert_eq!(q.queue_of("a"), Some(QueueName::Active));
+}
+
+#[test]
+fn gated_pods_wait_outside_active_until_their_gates_are_removed() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    let gate = Some((
+        "SchedulingGates".to_owned(),
+        "waiting for scheduling gates: [g]".to_owned(),
+    ));
+    q.add(pod("a"), vec![0], gate.clone(), secs(0));
+    assert_eq!(q.queue_of("a"), Some(QueueName::Gated));
+    assert!(q.pop().is_none());
+    // Events do not release gated pods.
+    q.on_event(
+        node_add(),
+        None,
+        None,
+        secs(1),
+        &fit_oracle(QueueingHint::Queue),
+    );
+    assert_eq!(q.queue_of("a"), Some(QueueName::Gated));
+    // An update that keeps a gate keeps it out; one without gates lets it in.
+    q.update(pod("a"), vec![0], gate, secs(2), &Oracle::default());
+    assert_eq!(q.queue_of("a"), Some(QueueName::Gated));
+    q.update(pod("a"), vec![0], None, secs(3), &Oracle::default());
+    assert_eq!(q.queue_of("a"), Some(QueueName::Active));
+    assert_eq!(q.pending()[&QueueName::Gated], 0);
+}
+
+#[test]
+fn updates_and_deletes_of_queued_and_in_flight_pods() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("a"), vec![0], None, secs(0));
+    q.add(pod("b"), vec![1], None, secs(0));
+    // Updating a pod in activeQ keeps its place and takes the new version.
+    let mut newer = pod("b");
+    newer.labels.insert("v".into(), "2".into());
+    q.update(newer, vec![1], None, secs(0), &Oracle::default());
+    assert!(q.delete("a"));
+    let b = q.pop().unwrap();
+    assert_eq!(b.pod.labels.get("v").map(String::as_str), Some("2"));
+    // Updated while in flight: the newer version comes back.
+    let mut newest = pod("b");
+    newest.labels.insert("v".into(), "3".into());
+    q.update(newest, vec![1], None, secs(1), &Oracle::default());
+    q.requeue_failed(
+        b,
+        BTreeSet::new(),
+        "err".into(),
+        secs(1),
+        &Oracle::default(),
+    );
+    assert_eq!(
+        q.get("b").unwrap().pod.labels.get("v").map(String::as_str),
+        Some("3")
+    );
+    // Deleted while in flight: dropped when its cycle ends.
+    q.flush_backoff(secs(100));
+    let b = q.pop().unwrap();
+    assert!(q.delete("b"));
+    assert!(q.deleted_in_flight("b"));
+    assert_eq!(
+        q.requeue_failed(
+            b,
+            BTreeSet::new(),
+            "err".into(),
+            secs(101),
+            &Oracle::default()
+        ),
+        None
+    );
+    assert!(q.get("b").is_none());
+    assert!(!q.is_in_flight("b"));
+}
+
+#[test]
+fn an_unschedulable_pod_moves_when_its_own_update_may_help() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    let oracle = Oracle(HashMap::from([(
+        "TaintToleration",
+        (vec![EventResource::UnscheduledPod], QueueingHint::Queue),
+    )]));
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    q.requeue_failed(
+        a,
+        plugins(&["TaintToleration"]),
+        "taint".into(),
+        secs(0),
+        &oracle,
+    );
+    let mut tolerant = pod("a");
+    tolerant.tolerations.push(berth_sdk::Toleration {
+        key: String::new(),
+        operator: berth_sdk::TolerationOperator::Exists,
+        value: String::new(),
+        effect: None,
+        toleration_seconds: None,
+    });
+    assert_eq!(
+        pod_update_actions(&pod("a"), &tolerant),
+        ActionType::UPDATE_POD_TOLERATION
+    );
+    q.update(tolerant, vec![0], None, secs(10), &oracle);
+    assert_eq!(q.queue_of("a"), Some(QueueName::Active));
+}

@@ -1,0 +1,363 @@
+//! The binding cycle and the queue with real components: failures at Permit, PreBind
+//! and Bind, a cluster that refuses binds, waiting pods, and a stress run that checks
+//! that every pod ends bound exactly once or pending with a reason, never lost.
+
+use berth::clock::VirtualClock;
+use berth::cluster::Binder;
+use berth::cluster::memory::MemoryCluster;
+use berth::config::{Configuration, ModuleSource};
+use berth::metrics::AttemptResult;
+use berth::queue::QueueName;
+use berth::scheduler::{Scheduler, SchedulerOptions};
+use berth::wasm::{Runtime, RuntimeOptions};
+use berth_sdk::{Container, Node, Pod, ResourceList, Resources};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+fn runtime() -> Arc<Runtime> {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
+    Runtime::new(RuntimeOptions {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..RuntimeOptions::default()
+    })
+    .unwrap()
+}
+
+fn config(extra: &str) -> Configuration {
+    let text = format!(
+        "modules:\n- name: Flaky\n  path: {}\n- name: Gang\n  path: {}\nprofiles:\n- plugins:\n    permit:\n      enabled: [{{name: Flaky}}, {{name: Gang}}]\n    preBind:\n      enabled: [{{name: Flaky}}]\n    bind:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Flaky}}, {{name: DefaultBinder}}]\n{extra}",
+        berth_artifacts::fixtures::FIXTURE_FLAKY,
+        berth_artifacts::fixtures::FIXTURE_GANG
+    );
+    let c = Configuration::parse("test.yaml", &text).unwrap();
+    assert_eq!(
+        c.modules[0],
+        ModuleSource {
+            name: "Flaky".into(),
+            path: berth_artifacts::fixtures::FIXTURE_FLAKY.into(),
+            sha256: None
+        }
+    );
+    c
+}
+
+fn scheduler(cluster: Arc<MemoryCluster>) -> Scheduler {
+    let options = SchedulerOptions {
+        max_attempts: 20,
+        ..SchedulerOptions::default()
+    };
+    Scheduler::new(
+        &runtime(),
+        &config(""),
+        "test.yaml",
+        &options,
+        cluster,
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap()
+}
+
+fn node(name: &str, cpu: i64) -> Node {
+    Node {
+        name: name.into(),
+        allocatable: Resources {
+            milli_cpu: cpu,
+            memory: 1 << 40,
+            allowed_pod_number: 10_000,
+            ..Resources::default()
+        },
+        ..Node::default()
+    }
+}
+
+fn pod(name: &str, cpu: i64, labels: &[(&str, &str)]) -> Pod {
+    Pod {
+        uid: format!("uid-{name}"),
+        namespace: "default".into(),
+        name: name.into(),
+        scheduler_name: "default-scheduler".into(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect(),
+        containers: vec![Container {
+            name: "c".into(),
+            requests: ResourceList::from([("cpu".to_owned(), cpu)]),
+            ..Container::default()
+        }],
+        ..Pod::default()
+    }
+}
+
+#[test]
+fn failures_in_the_binding_cycle_unreserve_and_retry_with_backoff() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("n1", 4000));
+    for (name, at) in [
+        ("p-permit", "permit"),
+        ("p-prebind", "prebind"),
+        ("p-bind", "bind"),
+        ("p-ok", ""),
+    ] {
+        s.add_pod(pod(name, 1000, &[("berth.test/fail-at", at)]))
+            .unwrap();
+    }
+    s.run_until_idle();
+    let bindings = cluster.bindings();
+    for name in ["p-permit", "p-prebind", "p-bind", "p-ok"] {
+        let uid = format!("uid-{name}");
+        assert_eq!(
+            bindings.get(&uid).map(|(_, n)| n.as_str()),
+            Some("n1"),
+            "{name}"
+        );
+        let o = s.outcome(&uid).unwrap();
+        let expected = if name == "p-ok" { 1 } else { 2 };
+        assert_eq!(o.attempts, expected, "{name}: {o:?}");
+    }
+    // Every failed attempt gave its reservation back: the node holds the four pods once.
+    assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 4000);
+    assert!(s.is_quiet());
+    assert_eq!(s.metrics().attempts(AttemptResult::Scheduled), 7);
+}
+
+#[test]
+fn a_cluster_that_refuses_a_bind_gets_the_pod_again_later() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let refused = Arc::new(std::sync::Mutex::new(0));
+    let r = refused.clone();
+    cluster.refuse_bindings(Box::new(move |pod, _| {
+        let mut n = r.lock().unwrap();
+        (pod.name == "p" && *n < 2).then(|| {
+            *n += 1;
+            "etcdserver: request timed out".to_owned()
+        })
+    }));
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("n1", 4000));
+    s.add_pod(pod("p", 100, &[])).unwrap();
+    s.run_until_idle();
+    assert_eq!(*refused.lock().unwrap(), 2);
+    assert_eq!(s.outcome("uid-p").unwrap().attempts, 3);
+    assert_eq!(s.outcome("uid-p").unwrap().node.as_deref(), Some("n1"));
+}
+
+#[test]
+fn a_pod_bound_by_someone_else_is_dropped_not_retried() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("n1", 4000));
+    s.add_or_update_node(node("n2", 4000));
+    // Another scheduler binds the pod first.
+    let p = pod("p", 100, &[]);
+    cluster.bind(&p, "n2").unwrap();
+    s.add_pod(p).unwrap();
+    s.run_until_idle();
+    let o = s.outcome("uid-p").unwrap();
+    assert_eq!(o.node.as_deref(), Some("n2"), "{o:?}");
+    assert!(o.message.contains("by someone else"), "{o:?}");
+    assert_eq!(o.attempts, 1);
+    assert!(s.queue().get("uid-p").is_none());
+    assert_eq!(
+        s.cache().node("n1").unwrap().pod_count,
+        0,
+        "the reservation was given back"
+    );
+}
+
+#[test]
+fn waiting_pods_bind_together_or_time_out() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("n1", 8000));
+    let gang = |name: &str, group: &str, size: &str| {
+        pod(
+            name,
+            100,
+            &[
+                ("berth.test/gang", group),
+                ("berth.test/gang-size", size),
+                ("berth.test/gang-timeout-seconds", "5"),
+            ],
+        )
+    };
+    s.add_pod(gang("a1", "a", "3")).unwrap();
+    s.add_pod(gang("a2", "a", "3")).unwrap();
+    s.add_pod(gang("b1", "b", "2")).unwrap();
+    // Schedule without letting the virtual clock run out the waits.
+    while s.schedule_one() {}
+    assert!(
+        cluster.bindings().is_empty(),
+        "nothing binds while the gangs are incomplete"
+    );
+    assert_eq!(
+        s.outcome("uid-a1").unwrap().message,
+        "waiting at Permit on node n1"
+    );
+    // The third member of gang a arrives: the gang binds.
+    s.add_pod(gang("a3", "a", "3")).unwrap();
+    s.run_until_idle();
+    let bindings = cluster.bindings();
+    for p in ["a1", "a2", "a3"] {
+        assert!(
+            bindings.contains_key(&format!("uid-{p}")),
+            "{p} not bound: {bindings:?}"
+        );
+    }
+    // Gang b never fills: it timed out at Permit and went back to the queue.
+    assert!(!bindings.contains_key("uid-b1"));
+    let o = s.outcome("uid-b1").unwrap();
+    assert!(o.message.contains("rejected at Permit by Gang"), "{o:?}");
+    assert!(o.message.contains("timeout"), "{o:?}");
+    assert_eq!(
+        s.cache().node("n1").unwrap().pod_count,
+        3,
+        "b1's reservation was given back"
+    );
+}
+
+#[test]
+fn a_pod_deleted_while_waiting_gives_its_reservation_back() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("n1", 8000));
+    s.add_pod(pod(
+        "w",
+        500,
+        &[("berth.test/gang", "g"), ("berth.test/gang-size", "2")],
+    ))
+    .unwrap();
+    while s.schedule_one() {}
+    assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 500);
+    s.delete_pod("uid-w");
+    assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 0);
+    assert!(s.is_quiet());
+    s.run_until_idle();
+    assert!(cluster.bindings().is_empty());
+}
+
+#[test]
+fn unschedulable_pods_come_back_when_a_node_joins_and_metrics_count_it() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("small", 1000));
+    s.add_pod(pod("big", 4000, &[])).unwrap();
+    s.run_until_idle();
+    assert_eq!(s.queue_of("uid-big"), Some(QueueName::Unschedulable));
+    // The node joins while the pod's first backoff (1 s) still runs: it moves to
+    // backoffQ, then to activeQ when the virtual clock reaches the backoff's end.
+    s.add_or_update_node(node("large", 8000));
+    s.run_until_idle();
+    let o = s.outcome("uid-big").unwrap();
+    assert_eq!((o.node.as_deref(), o.attempts), (Some("large"), 2));
+    let text = s.metrics_text();
+    assert!(
+        text.contains("scheduler_schedule_attempts_total{result=\"unschedulable\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scheduler_schedule_attempts_total{result=\"scheduled\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scheduler_queue_incoming_pods_total{event=\"NodeAdd\",queue=\"backoff\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scheduler_pending_pods{queue=\"unschedulable\"} 0"),
+        "{text}"
+    );
+}
+
+/// A few thousand pods, random failures everywhere: every pod ends bound exactly
+/// once, or pending with a reason; none is lost, none is left assumed.
+#[test]
+fn stress_every_pod_ends_bound_once_or_pending_with_a_reason() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let refusals = Arc::new(std::sync::Mutex::new(BTreeMap::<String, u32>::new()));
+    let r = refusals.clone();
+    cluster.refuse_bindings(Box::new(move |pod, _| {
+        // About one pod in seven is refused once by the cluster.
+        let h = pod
+            .name
+            .bytes()
+            .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b.into()));
+        let mut seen = r.lock().unwrap();
+        let n = seen.entry(pod.uid.clone()).or_default();
+        (h % 7 == 0 && *n == 0).then(|| {
+            *n += 1;
+            "refused by the test cluster".to_owned()
+        })
+    }));
+    let mut s = scheduler(cluster.clone());
+    for i in 0..50 {
+        s.add_or_update_node(node(&format!("n{i:02}"), 40_000));
+    }
+    let points = ["", "", "", "permit", "prebind", "bind"];
+    let total = 2500;
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for i in 0..total {
+        // xorshift: deterministic pseudo-random failures.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = points[(x % points.len() as u64) as usize];
+        // A few pods are too big for any node: they must end pending with a reason.
+        let cpu = if i % 250 == 0 { 100_000 } else { 500 };
+        s.add_pod(pod(&format!("p{i:04}"), cpu, &[("berth.test/fail-at", at)]))
+            .unwrap();
+        if i % 100 == 0 {
+            s.run_until_idle();
+        }
+    }
+    s.run_until_idle();
+    assert!(s.is_quiet(), "something is still in flight");
+    let bindings = cluster.bindings();
+    let mut bound = 0;
+    let mut pending = 0;
+    for i in 0..total {
+        let uid = format!("uid-p{i:04}");
+        let o = s.outcome(&uid).unwrap_or_else(|| panic!("{uid} was lost"));
+        match &o.node {
+            Some(n) => {
+                bound += 1;
+                assert_eq!(bindings.get(&uid).map(|(_, b)| b), Some(n), "{uid}");
+                assert!(!s.cache().is_assumed(&uid), "{uid} still assumed");
+                assert!(
+                    s.cache().pod(&uid).is_some(),
+                    "{uid} bound but not in the cache"
+                );
+            }
+            None => {
+                pending += 1;
+                assert!(
+                    !bindings.contains_key(&uid),
+                    "{uid} bound but reported pending"
+                );
+                assert!(
+                    o.message.starts_with("0/50 nodes are available"),
+                    "{uid}: {o:?}"
+                );
+                assert!(
+                    s.queue().get(&uid).is_some(),
+                    "{uid} pending but not queued"
+                );
+            }
+        }
+    }
+    assert_eq!(pending, 10);
+    assert_eq!(bound + pending, total);
+    assert_eq!(bindings.len(), bound, "a pod was bound twice or by mistake");
+    let requested: i64 = (0..50)
+        .map(|i| {
+            s.cache()
+                .node(&format!("n{i:02}"))
+                .unwrap()
+                .requested
+                .milli_cpu
+        })
+        .sum();
+    assert_eq!(requested, 500 * bound as i64, "a reservation leaked");
+}
