@@ -5,12 +5,13 @@
 
 use crate::cache::{Cache, Snapshot};
 use crate::clock::Clock;
+use crate::cluster::manifest::PodSelector;
 use crate::cluster::{Binder, Namespaces};
 use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
-    CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions, PermitOutcome,
-    PluginError, ScheduleOutcome, registry,
+    CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions, NominatedPods,
+    PermitOutcome, PluginError, ScheduleOutcome, registry,
 };
 use crate::metrics::{AttemptResult, Metrics};
 use crate::queue::{
@@ -19,6 +20,7 @@ use crate::queue::{
 };
 use crate::wasm::Runtime;
 use crate::wasm::module::{HostServices, WitPod, pod_to_wit};
+use berth_sdk::affinity::LabelSelector;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -120,6 +122,8 @@ pub struct Scheduler {
     bindings_in_flight: usize,
     metrics: Metrics,
     max_attempts: u32,
+    selectors: Vec<PodSelector>,
+    nominated: NominatedPods,
 }
 
 /// Asks the frameworks' plugins for queueing hints.
@@ -199,6 +203,8 @@ impl Scheduler {
             bindings_in_flight: 0,
             metrics: Metrics::default(),
             max_attempts: options.max_attempts.max(1),
+            selectors: Vec::new(),
+            nominated: NominatedPods::new(),
         })
     }
 
@@ -238,6 +244,63 @@ impl Scheduler {
         let now = self.clock.now();
         self.queue
             .on_event(event, old, new, now, &Oracle(&self.frameworks));
+    }
+
+    /// A Service or controller appeared or changed: its selector feeds the default
+    /// selector of the pods it selects.
+    pub fn add_or_update_selector(&mut self, selector: PodSelector) {
+        self.remove_selector(&selector.kind, &selector.namespace, &selector.name);
+        self.selectors.push(selector);
+    }
+
+    /// A Service or controller is gone.
+    pub fn remove_selector(&mut self, kind: &str, namespace: &str, name: &str) {
+        self.selectors
+            .retain(|s| !(s.kind == kind && s.namespace == namespace && s.name == name));
+    }
+
+    /// Counts a pending pod's nomination (its `status.nominatedNodeName`) on that node.
+    fn nominate(&mut self, pod: &Pod) {
+        self.unnominate(&pod.uid);
+        if !pod.nominated_node_name.is_empty() {
+            self.nominated
+                .entry(pod.nominated_node_name.clone())
+                .or_default()
+                .push(pod.clone());
+        }
+    }
+
+    fn unnominate(&mut self, uid: &str) {
+        for pods in self.nominated.values_mut() {
+            pods.retain(|p| p.uid != uid);
+        }
+        self.nominated.retain(|_, pods| !pods.is_empty());
+    }
+
+    /// The pods nominated to each node.
+    pub fn nominated(&self) -> &NominatedPods {
+        &self.nominated
+    }
+
+    /// Upstream's `DefaultSelector`: the merged selectors of the Services and
+    /// controllers in the pod's namespace that select it. Berth matches controllers by
+    /// their selector rather than the pod's owner reference, which agrees for pods a
+    /// controller made.
+    fn default_selector(&self, pod: &Pod) -> Option<LabelSelector> {
+        let mut merged: Option<LabelSelector> = None;
+        for s in &self.selectors {
+            if s.namespace != pod.namespace
+                || s.selector.is_empty()
+                || !s.selector.matches(&pod.labels)
+            {
+                continue;
+            }
+            let m = merged.get_or_insert_with(LabelSelector::default);
+            m.match_labels.extend(s.selector.match_labels.clone());
+            m.match_expressions
+                .extend(s.selector.match_expressions.iter().cloned());
+        }
+        merged
     }
 
     /// A namespace appeared or changed (its labels feed namespace selectors).
@@ -326,6 +389,7 @@ impl Scheduler {
             format!("waiting at PreEnqueue: {m}")
         });
         self.set_outcome(&pod, None, message, 0);
+        self.nominate(&pod);
         let now = self.clock.now();
         self.queue.add(pod, key, gate, now);
         Ok(())
@@ -366,6 +430,7 @@ impl Scheduler {
         } else {
             self.set_outcome(&pod, None, "pending".into(), 0);
         }
+        self.nominate(&pod);
         let now = self.clock.now();
         self.queue
             .update(pod, key, gate, now, &Oracle(&self.frameworks));
@@ -374,6 +439,7 @@ impl Scheduler {
 
     /// A pod is gone: it leaves the queue, the binding cycle or its node.
     pub fn delete_pod(&mut self, uid: &str) {
+        self.unnominate(uid);
         if let Some(b) = self.binding.get(uid) {
             if self.waiting.remove(uid) {
                 // Waiting at Permit: give back what it reserved.
@@ -421,7 +487,9 @@ impl Scheduler {
                 )
             })?;
         self.cache.update_snapshot(&mut self.snapshot);
-        Ok(fw.explain(&pod_to_wit(pod), &self.snapshot, options)?)
+        let mut pod = pod.clone();
+        pod.default_selector = self.default_selector(&pod);
+        Ok(fw.explain(&pod_to_wit(&pod), &self.snapshot, options)?)
     }
 
     /// Schedules until nothing more can happen: activeQ is empty, no binding is in
@@ -468,10 +536,12 @@ impl Scheduler {
             self.queue.done(&qp.pod.uid);
             return true;
         };
+        let mut qp = qp;
+        qp.pod.default_selector = self.default_selector(&qp.pod);
         let started = Instant::now();
         self.cache.update_snapshot(&mut self.snapshot);
         let wpod = pod_to_wit(&qp.pod);
-        match fw.schedule_pod(&wpod, &self.snapshot) {
+        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
                 self.metrics
                     .observe_attempt(AttemptResult::Scheduled, started.elapsed());
@@ -516,6 +586,8 @@ impl Scheduler {
             self.fail(qp, BTreeSet::new(), format!("cannot assume pod: {e}"));
             return;
         }
+        // Assumed on a node, it counts there, not on its nominated node.
+        self.unnominate(&assumed.uid);
         let wassumed = pod_to_wit(&assumed);
         let permit = fw
             .reserve(&state, &wassumed, &node)
@@ -673,6 +745,8 @@ impl Scheduler {
 
     fn fail(&mut self, qp: QueuedPod, plugins: BTreeSet<String>, message: String) {
         let pod = qp.pod.clone();
+        // Back in the queue, its nomination (if any) counts again.
+        self.nominate(&pod);
         let attempts = qp.attempts;
         let now = self.clock.now();
         let went =

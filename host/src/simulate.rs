@@ -175,6 +175,7 @@ impl Timeline {
         };
         match doc.object {
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
+            Object::Selector(s) => scheduler.add_or_update_selector(s),
             Object::Node(node) => {
                 self.nodes.insert(node.name.clone());
                 scheduler.add_or_update_node(node);
@@ -202,7 +203,8 @@ impl Timeline {
                     self.reported.retain(|u| u != &uid);
                     scheduler.delete_pod(&uid);
                 }
-                _ => {}
+                "Namespace" => {}
+                other => scheduler.remove_selector(other, &namespace, &name),
             },
         }
         Ok(())

@@ -258,3 +258,73 @@ fn explain_prints_every_filter_and_score() {
         stderr(&out)
     );
 }
+
+#[test]
+fn services_give_pods_the_default_spread_constraints() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1, topology.kubernetes.io/zone: a}}
+status: {allocatable: {cpu: "4", memory: 8Gi}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2, topology.kubernetes.io/zone: b}}
+status: {allocatable: {cpu: "4", memory: 8Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, labels: {app: web}}
+spec: {nodeName: n1, containers: [{name: c, image: nginx}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, labels: {app: web}}
+spec: {containers: [{name: c, image: nginx}]}
+"#;
+    let service =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {selector: {app: web}}\n";
+    let spread_scores = |text: &str| -> Vec<(String, i64)> {
+        let f = dir.path().join("c.yaml");
+        std::fs::write(&f, text).unwrap();
+        let out = berth(
+            &[
+                "explain",
+                "--pod",
+                "default/web-1",
+                "-o",
+                "json",
+                f.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                let s = n["scores"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["plugin"] == "PodTopologySpread")
+                    .unwrap();
+                (
+                    n["node"].as_str().unwrap().to_owned(),
+                    s["normalized"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // Without a Service nothing selects the pod: PodTopologySpread has nothing to do.
+    assert_eq!(
+        spread_scores(base),
+        [("n1".to_owned(), 0), ("n2".to_owned(), 0)]
+    );
+    // The Service makes the system default constraints apply: n1 already runs a web pod.
+    let with_service = spread_scores(&format!("{base}{service}"));
+    assert!(with_service[0].1 < with_service[1].1, "{with_service:?}");
+}

@@ -361,3 +361,56 @@ fn stress_every_pod_ends_bound_once_or_pending_with_a_reason() {
         .sum();
     assert_eq!(requested, 500 * bound as i64, "a reservation leaked");
 }
+
+#[test]
+fn nominated_pods_count_on_their_node_for_lower_priority_pods() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("n1", 2000));
+    s.add_or_update_node(node("n2", 2000));
+    // A high-priority pod nominated to n1, held back by a scheduling gate.
+    let mut nominee = pod("nominee", 1500, &[]);
+    nominee.priority = 100;
+    nominee.nominated_node_name = "n1".into();
+    nominee.scheduling_gates = vec!["example.com/hold".into()];
+    s.add_pod(nominee).unwrap();
+    assert_eq!(s.nominated()["n1"].len(), 1);
+    // A lower-priority pod does not fit n1 with the nominee counted there.
+    s.add_pod(pod("low", 1000, &[])).unwrap();
+    s.run_until_idle();
+    assert_eq!(s.outcome("uid-low").unwrap().node.as_deref(), Some("n2"));
+    // A higher-priority pod ignores the nomination: n1 (emptier) is best for it.
+    let mut high = pod("high", 1000, &[]);
+    high.priority = 200;
+    s.add_pod(high).unwrap();
+    s.run_until_idle();
+    assert_eq!(s.outcome("uid-high").unwrap().node.as_deref(), Some("n1"));
+}
+
+#[test]
+fn a_nominated_pod_tries_its_nominated_node_first() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    s.add_or_update_node(node("n1", 4000));
+    s.add_or_update_node(node("n2", 4000));
+    let mut filler = pod("filler", 3000, &[]);
+    filler.node_name = "n2".into();
+    s.add_pod(filler).unwrap();
+    // Scoring prefers the empty n1, but the pod was nominated to n2 and fits there.
+    let mut nominated = pod("nominated", 100, &[]);
+    nominated.nominated_node_name = "n2".into();
+    s.add_pod(nominated).unwrap();
+    s.run_until_idle();
+    assert_eq!(
+        s.outcome("uid-nominated").unwrap().node.as_deref(),
+        Some("n2")
+    );
+    assert!(
+        s.nominated().is_empty(),
+        "a bound pod is no longer nominated"
+    );
+    // Without a nomination the same pod goes to n1.
+    s.add_pod(pod("free", 100, &[])).unwrap();
+    s.run_until_idle();
+    assert_eq!(s.outcome("uid-free").unwrap().node.as_deref(), Some("n1"));
+}

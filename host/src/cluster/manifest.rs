@@ -58,16 +58,33 @@ pub enum Object {
     Pod(Pod),
     /// A `v1` Namespace: its name and labels.
     Namespace(String, berth_sdk::Labels),
+    /// A `v1` Service, `v1` ReplicationController, `apps/v1` ReplicaSet or
+    /// `apps/v1` StatefulSet: only its pod selector matters to scheduling (it makes
+    /// the default selector of PodTopologySpread's default constraints).
+    Selector(PodSelector),
     /// A document annotated `berth.dev/simulate: delete`: the object of that kind,
     /// namespace (empty for nodes and namespaces) and name is deleted.
     Delete {
-        /// `Pod`, `Node` or `Namespace`.
+        /// `Pod`, `Node`, `Namespace`, or the kind of a [`PodSelector`].
         kind: String,
         /// The namespace (pods only).
         namespace: String,
         /// The name.
         name: String,
     },
+}
+
+/// An object that selects pods by label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodSelector {
+    /// `Service`, `ReplicationController`, `ReplicaSet` or `StatefulSet`.
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Which pods it selects; an empty selector selects none (as upstream's listers).
+    pub selector: berth_sdk::affinity::LabelSelector,
 }
 
 /// The annotation that turns a document into a deletion in `berth simulate`'s
@@ -129,7 +146,7 @@ pub enum ManifestError {
     },
     /// An object is of another kind than v1 Node, Pod or List.
     #[error(
-        "{location}: {}unsupported kind {kind:?} (apiVersion {api_version:?}): only v1 Node, Pod, Namespace and List are accepted",
+        "{location}: {}unsupported kind {kind:?} (apiVersion {api_version:?}): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted",
         prefix(.path)
     )]
     Unsupported {
@@ -471,7 +488,7 @@ fn collect(
                 if name.is_empty() {
                     return Err(invalid("metadata.name", "required value".into()));
                 }
-                let namespace = if kind == "Pod" {
+                let namespace = if !matches!(kind.as_str(), "Node" | "Namespace") {
                     meta.get("namespace")
                         .and_then(Value::as_str)
                         .filter(|n| !n.is_empty())
@@ -501,6 +518,9 @@ fn collect(
         }
     }
     let object = match (api_version.as_str(), kind.as_str()) {
+        ("v1", "Service" | "ReplicationController") | ("apps/v1", "ReplicaSet" | "StatefulSet") => {
+            Object::Selector(pod_selector(&kind, Value::Mapping(map), path, location)?)
+        }
         ("v1", "Namespace") => {
             let ns: k8s::Namespace = deserialize(Value::Mapping(map), path, location)?;
             let name = ns.metadata.name.clone().unwrap_or_default();
@@ -517,7 +537,7 @@ fn collect(
             let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
             Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
         }
-        ("v1", "List" | "PodList" | "NodeList" | "NamespaceList") => {
+        ("v1", "List" | "PodList" | "NodeList" | "NamespaceList" | "ServiceList") => {
             let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
             return match map.remove("items") {
                 None | Some(Value::Null) => Ok(()),
@@ -548,6 +568,76 @@ fn collect(
         source: location.clone(),
     });
     Ok(())
+}
+
+/// The pod selector of a Service, ReplicationController (label maps) or ReplicaSet,
+/// StatefulSet (`metav1.LabelSelector`).
+fn pod_selector(
+    kind: &str,
+    value: Value,
+    path: &str,
+    location: &Location,
+) -> Result<PodSelector, ManifestError> {
+    use k8s_openapi::api::apps::v1 as apps;
+    let invalid = |field: &str, message: String| ManifestError::Invalid {
+        location: location.clone(),
+        path: join(path, field),
+        message,
+    };
+    let (meta, selector) = match kind {
+        "Service" => {
+            let s: k8s::Service = deserialize(value, path, location)?;
+            let labels = s.spec.and_then(|s| s.selector).unwrap_or_default();
+            (
+                s.metadata,
+                berth_sdk::affinity::LabelSelector {
+                    match_labels: labels,
+                    match_expressions: Vec::new(),
+                },
+            )
+        }
+        "ReplicationController" => {
+            let s: k8s::ReplicationController = deserialize(value, path, location)?;
+            let labels = s.spec.and_then(|s| s.selector).unwrap_or_default();
+            (
+                s.metadata,
+                berth_sdk::affinity::LabelSelector {
+                    match_labels: labels,
+                    match_expressions: Vec::new(),
+                },
+            )
+        }
+        "ReplicaSet" | "StatefulSet" => {
+            let (meta, sel) = if kind == "ReplicaSet" {
+                let s: apps::ReplicaSet = deserialize(value, path, location)?;
+                (s.metadata, Some(s.spec.selector))
+            } else {
+                let s: apps::StatefulSet = deserialize(value, path, location)?;
+                (s.metadata, Some(s.spec.selector))
+            };
+            let selector = match sel {
+                Some(sel) => super::affinity::label_selector(&sel, "spec.selector")
+                    .map_err(|(p, m)| invalid(&p, m))?,
+                None => berth_sdk::affinity::LabelSelector::default(),
+            };
+            (meta, selector)
+        }
+        _ => unreachable!("dispatched on these kinds"),
+    };
+    let name = meta.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        return Err(invalid("metadata.name", "required value".into()));
+    }
+    Ok(PodSelector {
+        kind: kind.to_owned(),
+        namespace: meta
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+        name,
+        selector,
+    })
 }
 
 /// Deserializes a typed object, naming the field path of a type error.
@@ -892,6 +982,7 @@ mod tests {
                 Object::Node(n) => format!("node/{}", n.name),
                 Object::Pod(p) => format!("pod/{}", p.name),
                 Object::Namespace(n, _) => format!("namespace/{n}"),
+                Object::Selector(s) => format!("{}/{}", s.kind.to_lowercase(), s.name),
                 Object::Delete {
                     kind,
                     namespace,
@@ -919,7 +1010,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "t.yaml: document 1 (line 1): metadata.annotations.berth.dev/simulate: unsupported value \"explode\": only \"delete\" (of a v1 Pod, Node or Namespace)"
+            "t.yaml: document 1 (line 1): metadata.annotations.berth.dev/simulate: unsupported value \"explode\": only \"delete\" (of an object Berth reads)"
         );
     }
 
@@ -1451,17 +1542,17 @@ metadata:
         );
         assert_eq!(
             err.to_string(),
-            "t.yaml: document 2 (line 7): unsupported kind \"Deployment\" (apiVersion \"apps/v1\"): only v1 Node, Pod, Namespace and List are accepted"
+            "t.yaml: document 2 (line 7): unsupported kind \"Deployment\" (apiVersion \"apps/v1\"): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted"
         );
         assert_eq!(
             error("apiVersion: v2\nkind: Pod\nmetadata: {name: p}\n"),
-            "t.yaml: document 1 (line 1): unsupported kind \"Pod\" (apiVersion \"v2\"): only v1 Node, Pod, Namespace and List are accepted"
+            "t.yaml: document 1 (line 1): unsupported kind \"Pod\" (apiVersion \"v2\"): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted"
         );
         assert_eq!(
             error(
-                "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {apiVersion: v1, kind: Service}\n"
+                "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {apiVersion: v1, kind: Secret}\n"
             ),
-            "t.yaml: document 1 (line 1): items[0].items[0]: unsupported kind \"Service\" (apiVersion \"v1\"): only v1 Node, Pod, Namespace and List are accepted"
+            "t.yaml: document 1 (line 1): items[0].items[0]: unsupported kind \"Secret\" (apiVersion \"v1\"): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted"
         );
     }
 

@@ -12,7 +12,7 @@ pub mod waiting;
 pub use cycle_state::CycleState;
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
-pub use schedule::{ScheduleOutcome, num_feasible_nodes_to_find};
+pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 
 use crate::config::Profile;
 use crate::wasm::module::{HostServices, WitPod};

@@ -5,9 +5,9 @@
 use super::{CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use crate::cache::Snapshot;
 use crate::wasm::module::WitPod;
-use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, Pod, Status};
 use rand::Rng;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Below this many nodes a batch is not split across workers.
 const MIN_NODES_PER_WORKER: usize = 32;
@@ -53,6 +53,42 @@ pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usiz
 
 type ChunkResult = Result<(Vec<u32>, Vec<(u32, usize, Status)>), PluginError>;
 
+/// Pods nominated to nodes (by preemption), by node name: later cycles count them
+/// on their node.
+pub type NominatedPods = HashMap<String, Vec<Pod>>;
+
+/// Nodes as they would be with the nominated pods of at least the pod's priority
+/// added (upstream's `addGENominatedPods`), by slot.
+fn nominated_overlays(
+    pod: &WitPod,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+) -> HashMap<u32, NodeInfo> {
+    let mut out = HashMap::new();
+    for (node, pods) in nominated {
+        let Some(slot) = snapshot.slot_of(node) else {
+            continue;
+        };
+        let mut adding = pods
+            .iter()
+            .filter(|p| p.uid != pod.uid && p.priority >= pod.priority)
+            .peekable();
+        if adding.peek().is_none() {
+            continue;
+        }
+        let Some(mut info) = snapshot.node(slot).cloned() else {
+            continue;
+        };
+        for p in adding {
+            let mut p = p.clone();
+            p.node_name = node.clone();
+            info.add_pod(&p);
+        }
+        out.insert(slot, info);
+    }
+    out
+}
+
 impl Framework {
     /// Splits `items` into one contiguous chunk per worker and runs `f` on each, on
     /// the worker that owns the instances of that index. Results come in item order.
@@ -71,6 +107,7 @@ impl Framework {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn filter_chunk(
         &self,
         worker: usize,
@@ -79,10 +116,45 @@ impl Framework {
         snapshot: &Snapshot,
         chunk: &[u32],
         filters: &[usize],
+        overlays: &HashMap<u32, NodeInfo>,
     ) -> ChunkResult {
         let mut set = lock(&self.workers[worker]);
-        let mut survivors = chunk.to_vec();
         let mut failures = Vec::new();
+        // Upstream's two passes: a node with nominated pods must fit the pod with
+        // them counted, and without them.
+        let mut overlaid: Vec<u32> = chunk
+            .iter()
+            .copied()
+            .filter(|s| overlays.contains_key(s))
+            .collect();
+        let mut failed_first_pass: HashSet<u32> = HashSet::new();
+        for &i in filters {
+            if overlaid.is_empty() {
+                break;
+            }
+            let inst = set.get(i, &self.plugins)?;
+            inst.sync(snapshot)?;
+            let views: Vec<(u32, &NodeInfo)> =
+                overlaid.iter().map(|s| (*s, &overlays[s])).collect();
+            inst.sync_overlay(&views)?;
+            let rejected = inst.filter(state, pod, &overlaid)?;
+            for (slot, status) in rejected {
+                if status.code == Code::Error {
+                    return Err(PluginError {
+                        plugin: self.plugins[i].name.clone(),
+                        message: status.message(),
+                    });
+                }
+                failed_first_pass.insert(slot);
+                failures.push((slot, i, status));
+            }
+            overlaid.retain(|s| !failed_first_pass.contains(s));
+        }
+        let mut survivors: Vec<u32> = chunk
+            .iter()
+            .copied()
+            .filter(|s| !failed_first_pass.contains(s))
+            .collect();
         for &i in filters {
             if survivors.is_empty() {
                 break;
@@ -137,9 +209,14 @@ impl Framework {
     }
 
     /// Runs one scheduling attempt for `pod` (given as its WIT record) against the
-    /// snapshot.
-    pub fn schedule_pod(&self, pod: &WitPod, snapshot: &Snapshot) -> ScheduleOutcome {
-        match self.try_schedule(pod, snapshot) {
+    /// snapshot, counting `nominated` pods of at least its priority on their nodes.
+    pub fn schedule_pod(
+        &self,
+        pod: &WitPod,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+    ) -> ScheduleOutcome {
+        match self.try_schedule(pod, snapshot, nominated) {
             Ok(o) => o,
             Err(e) => ScheduleOutcome::Error(e),
         }
@@ -149,6 +226,7 @@ impl Framework {
         &self,
         pod: &WitPod,
         snapshot: &Snapshot,
+        nominated: &NominatedPods,
     ) -> Result<ScheduleOutcome, PluginError> {
         let num_all = snapshot.num_nodes();
         let state = CycleState::new();
@@ -244,16 +322,43 @@ impl Framework {
             }));
         }
 
-        // Filter, from the round-robin start, until enough nodes fit.
-        let n = candidates.len();
-        let to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n);
-        let start = *lock(&self.next_start) % n;
-        let filters: Vec<usize> = self
+        let overlays = nominated_overlays(pod, snapshot, nominated);
+        let filters_for_pod: Vec<usize> = self
             .at(ExtensionPoint::Filter)
             .iter()
             .map(|&(i, _)| i)
             .filter(|i| !skip_filter.contains(i))
             .collect();
+
+        // A pod nominated to a node (by an earlier preemption) tries that node first;
+        // if it fits, it goes there without scoring, as upstream.
+        if let Some(slot) = snapshot.slot_of(&pod.nominated_node_name) {
+            if candidates.contains(&slot) {
+                let (ok, _) = self.filter_chunk(
+                    0,
+                    &state,
+                    pod,
+                    snapshot,
+                    &[slot],
+                    &filters_for_pod,
+                    &overlays,
+                )?;
+                if !ok.is_empty() {
+                    return Ok(ScheduleOutcome::Scheduled {
+                        node: pod.nominated_node_name.clone(),
+                        state,
+                        evaluated: 1,
+                        feasible: 1,
+                    });
+                }
+            }
+        }
+
+        // Filter, from the round-robin start, until enough nodes fit.
+        let n = candidates.len();
+        let to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n);
+        let start = *lock(&self.next_start) % n;
+        let filters = filters_for_pod;
         let mut feasible: Vec<u32> = Vec::new();
         let mut processed = 0usize;
         while processed < n && feasible.len() < to_find {
@@ -263,7 +368,7 @@ impl Framework {
                 .map(|k| candidates[(start + k) % n])
                 .collect();
             let results = self.fan_out(&round, |w, chunk| {
-                self.filter_chunk(w, &state, pod, snapshot, chunk, &filters)
+                self.filter_chunk(w, &state, pod, snapshot, chunk, &filters, &overlays)
             });
             let mut passed: HashSet<u32> = HashSet::new();
             let mut failed: Vec<(u32, usize, Status)> = Vec::new();

@@ -384,6 +384,7 @@ impl Module {
             store,
             bindings,
             replica_generation: None,
+            overlaid: Vec::new(),
             broken: false,
         };
         let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
@@ -526,6 +527,9 @@ pub struct Instance {
     bindings: SchedulerPlugin,
     /// The snapshot generation the guest's node replica matches.
     replica_generation: Option<u64>,
+    /// Slots whose replica holds a per-cycle overlay (nominated pods added) rather
+    /// than the snapshot's node: the next sync sends them again.
+    overlaid: Vec<u32>,
     broken: bool,
 }
 
@@ -603,10 +607,24 @@ impl Instance {
     /// Brings the guest's node replica up to the snapshot, sending only what changed
     /// since this instance's last sync.
     pub fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
-        if self.replica_generation == Some(snapshot.generation()) {
+        if self.replica_generation == Some(snapshot.generation()) && self.overlaid.is_empty() {
             return Ok(());
         }
-        let (updated, removed) = snapshot.changes_since(self.replica_generation);
+        let (mut updated, mut removed) = if self.replica_generation == Some(snapshot.generation()) {
+            (Vec::new(), Vec::new())
+        } else {
+            snapshot.changes_since(self.replica_generation)
+        };
+        // Undo overlays: the snapshot's version of those nodes goes back.
+        for slot in std::mem::take(&mut self.overlaid) {
+            if updated.iter().any(|(s, _)| *s == slot) || removed.contains(&slot) {
+                continue;
+            }
+            match snapshot.node(slot) {
+                Some(info) => updated.push((slot, info)),
+                None => removed.push(slot),
+            }
+        }
         let updated: Vec<(u32, w::NodeInfo)> = updated
             .into_iter()
             .map(|(slot, info)| {
@@ -622,6 +640,32 @@ impl Instance {
         })?;
         self.replica_generation = Some(snapshot.generation());
         Ok(())
+    }
+
+    /// Replaces some nodes of the replica, for this cycle only, with versions that
+    /// count the pods nominated to them (upstream's first filter pass); the next
+    /// [`Instance::sync`] puts the snapshot's versions back.
+    pub fn sync_overlay(
+        &mut self,
+        overlays: &[(u32, &berth_sdk::NodeInfo)],
+    ) -> Result<(), CallError> {
+        if overlays.is_empty() {
+            return Ok(());
+        }
+        let updated: Vec<(u32, w::NodeInfo)> = overlays
+            .iter()
+            .map(|(slot, info)| {
+                (
+                    *slot,
+                    convert::node_info_to_wit(info, self.module.wants_pods),
+                )
+            })
+            .collect();
+        self.overlaid.extend(overlays.iter().map(|(s, _)| *s));
+        self.call(|b, s| {
+            b.berth_scheduler_replica()
+                .call_sync_nodes(s, &updated, &[])
+        })
     }
 
     /// QueueSort's key.
