@@ -106,3 +106,152 @@ pub enum Object {
     /// A node.
     Node(Node),
 }
+
+impl EventRegistration {
+    /// A registration for `actions` on `resource` whose events the plugin's
+    /// `queueing_hint` is asked about.
+    pub const fn with_hint(resource: EventResource, actions: ActionType) -> Self {
+        EventRegistration {
+            event: ClusterEvent::new(resource, actions),
+            has_hint: true,
+        }
+    }
+
+    /// A registration for `actions` on `resource` whose events always requeue the
+    /// pod, without asking the plugin.
+    pub const fn without_hint(resource: EventResource, actions: ActionType) -> Self {
+        EventRegistration {
+            event: ClusterEvent::new(resource, actions),
+            has_hint: false,
+        }
+    }
+}
+
+impl Object {
+    /// The pod, when the object is one.
+    pub fn as_pod(&self) -> Option<&Pod> {
+        match self {
+            Object::Pod(p) => Some(p),
+            Object::Node(_) => None,
+        }
+    }
+
+    /// The node, when the object is one.
+    pub fn as_node(&self) -> Option<&Node> {
+        match self {
+            Object::Node(n) => Some(n),
+            Object::Pod(_) => None,
+        }
+    }
+}
+
+/// Whether some of a plugin's registrations covers `event` (see
+/// [`ClusterEvent::covers`]).
+pub fn is_registered(registrations: &[EventRegistration], event: &ClusterEvent) -> bool {
+    registrations.iter().any(|r| r.event.covers(event))
+}
+
+/// The old and new objects of an event as `T`, as upstream's `util.As`: an absent
+/// object stays `None`, one of the other kind is the error `expected a {kind} object`.
+///
+/// ```
+/// use berth_sdk::events::{Object, objects};
+/// use berth_sdk::{Node, Pod};
+///
+/// let node = Object::Node(Node::default());
+/// let (old, new) = objects(None, Some(&node), Object::as_node, "node").unwrap();
+/// assert!(old.is_none() && new.is_some());
+/// let err = objects(Some(&node), None, Object::as_pod, "pod").unwrap_err();
+/// assert_eq!(err, "expected a pod object");
+/// # let _: Option<&Pod> = None;
+/// ```
+pub fn objects<'a, T: ?Sized>(
+    old: Option<&'a Object>,
+    new: Option<&'a Object>,
+    cast: fn(&'a Object) -> Option<&'a T>,
+    kind: &str,
+) -> Result<(Option<&'a T>, Option<&'a T>), String> {
+    let one = |o: Option<&'a Object>| match o {
+        None => Ok(None),
+        Some(o) => cast(o)
+            .map(Some)
+            .ok_or_else(|| format!("expected a {kind} object")),
+    };
+    Ok((one(old)?, one(new)?))
+}
+
+/// An event's object as a node, as upstream's `util.As[*v1.Node]`: absent stays
+/// `None`, a pod is the error `expected a node, got pod {namespace/name}`.
+pub fn node_or_error(o: Option<&Object>) -> Result<Option<&Node>, String> {
+    match o {
+        None => Ok(None),
+        Some(Object::Node(n)) => Ok(Some(n)),
+        Some(Object::Pod(p)) => Err(format!("expected a node, got pod {}", p.key())),
+    }
+}
+
+/// The old and new node of a node event, with [`node_or_error`]'s errors; the new
+/// node must be there (`the event has no new node`).
+pub fn node_change<'a>(
+    old: Option<&'a Object>,
+    new: Option<&'a Object>,
+) -> Result<(Option<&'a Node>, &'a Node), String> {
+    let old = node_or_error(old)?;
+    let new = node_or_error(new)?.ok_or("the event has no new node")?;
+    Ok((old, new))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registrations() {
+        let r = EventRegistration::with_hint(EventResource::Node, ActionType::ADD);
+        assert_eq!(
+            r.event,
+            ClusterEvent::new(EventResource::Node, ActionType::ADD)
+        );
+        assert!(r.has_hint);
+        assert!(!EventRegistration::without_hint(EventResource::Node, ActionType::ADD).has_hint);
+        let regs = [r];
+        let node = |actions| ClusterEvent::new(EventResource::Node, actions);
+        assert!(is_registered(
+            &regs,
+            &node(ActionType::ADD | ActionType::DELETE)
+        ));
+        assert!(!is_registered(&regs, &node(ActionType::DELETE)));
+        assert!(!is_registered(
+            &regs,
+            &ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD)
+        ));
+    }
+
+    #[test]
+    fn objects_are_cast_or_refused() {
+        let pod = Object::Pod(Pod::default());
+        let node = Object::Node(Node::default());
+        assert!(pod.as_pod().is_some() && pod.as_node().is_none());
+        assert!(node.as_node().is_some() && node.as_pod().is_none());
+        let (old, new) = objects(Some(&pod), None, Object::as_pod, "pod").unwrap();
+        assert!(old.is_some() && new.is_none());
+        assert_eq!(
+            objects(None, Some(&pod), Object::as_node, "node").unwrap_err(),
+            "expected a node object"
+        );
+        assert!(node_or_error(Some(&node)).unwrap().is_some());
+        assert!(node_or_error(None).unwrap().is_none());
+        assert!(
+            node_or_error(Some(&pod))
+                .unwrap_err()
+                .starts_with("expected a node, got pod ")
+        );
+        let (old, new) = node_change(None, Some(&node)).unwrap();
+        assert!(old.is_none() && new.name.is_empty());
+        assert_eq!(
+            node_change(Some(&node), None).unwrap_err(),
+            "the event has no new node"
+        );
+        assert!(node_change(Some(&pod), Some(&node)).is_err());
+    }
+}

@@ -1,6 +1,9 @@
 //! Small building blocks that several plugins share, as upstream's
 //! `framework/plugins/helper` package.
 
+use crate::types::{CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo};
+use crate::validation::is_scalar_resource_name;
+
 /// Rescales scores from `[0, max(scores)]` to `[0, max]` in place, as upstream's
 /// `DefaultNormalizeScore`; with `reverse`, each scaled score becomes `max - score`,
 /// so the node with the lowest raw score gets the most.
@@ -28,6 +31,50 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [i64]) {
         // Widened so a large raw score cannot overflow the product.
         let scaled = (i128::from(max) * i128::from(*score) / i128::from(highest)) as i64;
         *score = if reverse { max - scaled } else { scaled };
+    }
+}
+
+/// Upstream's `calculateResourceAllocatableRequest`: the node's allocatable quantity
+/// of resource `name` and what its pods plus the incoming one (`pod_request`) request;
+/// `(0, 0)` leaves the resource out of the score.
+///
+/// CPU and memory count the node's non-zero requests (a container that requests
+/// none counts as 100m / 200 MiB), or its plain requests with `use_requested`;
+/// ephemeral storage and scalar resources always count plain requests. A scalar
+/// resource the pod does not request, and native resources other than these (e.g.
+/// `pods`), are left out.
+pub fn allocatable_and_requested(
+    node: &NodeInfo,
+    name: &str,
+    pod_request: i64,
+    use_requested: bool,
+) -> (i64, i64) {
+    // A scalar resource the pod does not ask for does not count, or every node
+    // offering it would look emptier (or less balanced).
+    if pod_request == 0 && is_scalar_resource_name(name) {
+        return (0, 0);
+    }
+    let alloc = &node.node.allocatable;
+    let cpu_and_memory = if use_requested {
+        &node.requested
+    } else {
+        &node.non_zero_requested
+    };
+    match name {
+        CPU => (alloc.milli_cpu, cpu_and_memory.milli_cpu + pod_request),
+        MEMORY => (alloc.memory, cpu_and_memory.memory + pod_request),
+        EPHEMERAL_STORAGE => (
+            alloc.ephemeral_storage,
+            node.requested.ephemeral_storage + pod_request,
+        ),
+        _ if is_scalar_resource_name(name) => match alloc.scalar.get(name) {
+            Some(&a) => {
+                let used = node.requested.scalar.get(name).copied().unwrap_or(0);
+                (a, used + pod_request)
+            }
+            None => (0, 0),
+        },
+        _ => (0, 0),
     }
 }
 
@@ -63,6 +110,30 @@ mod tests {
         assert_eq!(normalized(false, &[0, 0, 0]), [0, 0, 0]);
         assert_eq!(normalized(true, &[0, 0, 0]), [100, 100, 100]);
         assert_eq!(normalized(true, &[]), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn allocatable_and_requested_resources() {
+        let mut node = NodeInfo::default();
+        node.node.allocatable.milli_cpu = 4000;
+        node.node.allocatable.ephemeral_storage = 50;
+        node.node
+            .allocatable
+            .scalar
+            .insert("example.com/gpu".into(), 8);
+        node.requested.milli_cpu = 1000;
+        node.requested.ephemeral_storage = 5;
+        node.requested.scalar.insert("example.com/gpu".into(), 2);
+        node.non_zero_requested.milli_cpu = 1100;
+        let f =
+            |name, req, use_requested| allocatable_and_requested(&node, name, req, use_requested);
+        assert_eq!(f(CPU, 500, false), (4000, 1600));
+        assert_eq!(f(CPU, 500, true), (4000, 1500));
+        assert_eq!(f(EPHEMERAL_STORAGE, 1, false), (50, 6));
+        assert_eq!(f("example.com/gpu", 1, false), (8, 3));
+        assert_eq!(f("example.com/gpu", 0, true), (0, 0));
+        assert_eq!(f("example.com/tpu", 1, true), (0, 0));
+        assert_eq!(f("pods", 1, true), (0, 0));
     }
 
     #[test]

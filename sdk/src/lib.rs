@@ -38,10 +38,12 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod args;
 pub mod events;
 pub mod helpers;
 mod plugin;
 pub mod types;
+pub mod validation;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]

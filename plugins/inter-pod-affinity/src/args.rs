@@ -2,6 +2,7 @@
 //! the v1 defaults and upstream's validation.
 
 use berth_sdk::serde_json::Value;
+use berth_sdk::validation::invalid;
 use serde::Deserialize;
 
 /// The smallest allowed `hardPodAffinityWeight`.
@@ -49,35 +50,12 @@ struct RawArgs {
     ignore_preferred_terms_of_existing_pods: Option<bool>,
 }
 
-/// A validation error in upstream's `field.Error` wording.
-fn invalid(field: &str, value: impl std::fmt::Display, detail: &str) -> String {
-    format!("{field}: Invalid value: {value}: {detail}")
-}
-
 impl InterPodAffinityArgs {
     /// Parses, defaults and validates the args (`Null` means none). Errors name the
     /// offending field, as upstream's validation does.
     pub fn from_json(args: Value) -> Result<InterPodAffinityArgs, String> {
-        let raw: RawArgs = match args {
-            Value::Null => RawArgs::default(),
-            value => serde_path_to_error::deserialize(value).map_err(|e| {
-                let path = e.path().to_string();
-                if path == "." {
-                    e.inner().to_string()
-                } else {
-                    format!("{path}: {}", e.inner())
-                }
-            })?,
-        };
-        if let Some(kind) = raw.kind.as_deref()
-            && kind != "InterPodAffinityArgs"
-        {
-            return Err(invalid(
-                "kind",
-                format!("{kind:?}"),
-                "want InterPodAffinityArgs",
-            ));
-        }
+        let raw: RawArgs = berth_sdk::args::parse(args)?;
+        berth_sdk::args::check_kind(raw.kind.as_deref(), "InterPodAffinityArgs")?;
         let weight = raw
             .hard_pod_affinity_weight
             .unwrap_or(DEFAULT_HARD_POD_AFFINITY_WEIGHT);

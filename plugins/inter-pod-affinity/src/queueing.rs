@@ -8,6 +8,7 @@
 //! changes labels or goes away may help, as may the pod's own label change, and a
 //! node whose topology labels appear, change or go away.
 
+use berth_sdk::events::objects;
 use berth_sdk::{
     ActionType, ClusterEvent, EnqueueExtensions, EventRegistration, EventResource, Node, Object,
     Pod, QueueingHint,
@@ -29,52 +30,17 @@ use QueueingHint::{Queue, QueueSkip};
 ///   UpdateNodeTaint only when queueing hints are off (for its preCheck); Berth's
 ///   queue always asks the hints.
 pub fn events() -> Vec<EventRegistration> {
-    let with_hint = |resource, actions| EventRegistration {
-        event: ClusterEvent::new(resource, actions),
-        has_hint: true,
-    };
     vec![
-        with_hint(
+        EventRegistration::with_hint(
             EventResource::AssignedPod,
             ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
         ),
-        with_hint(EventResource::UnscheduledPod, ActionType::UPDATE_POD_LABEL),
-        with_hint(
+        EventRegistration::with_hint(EventResource::UnscheduledPod, ActionType::UPDATE_POD_LABEL),
+        EventRegistration::with_hint(
             EventResource::Node,
             ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
         ),
     ]
-}
-
-/// The objects of an event as `T`, as upstream's `util.As`: an object of the other
-/// kind is an error.
-fn objects<'a, T>(
-    old: Option<&'a Object>,
-    new: Option<&'a Object>,
-    cast: fn(&'a Object) -> Option<&'a T>,
-    kind: &str,
-) -> Result<(Option<&'a T>, Option<&'a T>), String> {
-    let one = |o: Option<&'a Object>| match o {
-        None => Ok(None),
-        Some(o) => cast(o)
-            .map(Some)
-            .ok_or_else(|| format!("expected a {kind} object")),
-    };
-    Ok((one(old)?, one(new)?))
-}
-
-fn as_pod(o: &Object) -> Option<&Pod> {
-    match o {
-        Object::Pod(p) => Some(p),
-        Object::Node(_) => None,
-    }
-}
-
-fn as_node(o: &Object) -> Option<&Node> {
-    match o {
-        Object::Node(n) => Some(n),
-        Object::Pod(_) => None,
-    }
 }
 
 /// The value of a node's label.
@@ -97,7 +63,7 @@ impl InterPodAffinity {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let (original, modified) = objects(old, new, as_pod, "pod")?;
+        let (original, modified) = objects(old, new, Object::as_pod, "pod")?;
         if let Some(m) = modified
             && m.uid == pod.uid
         {
@@ -164,7 +130,7 @@ impl InterPodAffinity {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let (original, modified) = objects(old, new, as_node, "node")?;
+        let (original, modified) = objects(old, new, Object::as_node, "node")?;
         let modified = modified.ok_or("the event has no new node")?;
         let affinity = terms::required(pod, &pod.affinity.pod_affinity.required)?;
         for t in &affinity {
@@ -704,9 +670,7 @@ mod tests {
         let events = InterPodAffinity::events().unwrap();
         assert!(events.iter().all(|r| r.has_hint));
         let covered = |resource, actions| {
-            events
-                .iter()
-                .any(|r| r.event.covers(&ClusterEvent::new(resource, actions)))
+            berth_sdk::events::is_registered(&events, &ClusterEvent::new(resource, actions))
         };
         use ActionType as A;
         use EventResource as R;

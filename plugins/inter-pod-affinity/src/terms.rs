@@ -4,10 +4,18 @@
 
 use std::collections::HashMap;
 
+use berth_sdk::validation::{aggregate, go_string_slice};
 use berth_sdk::{
     Labels, Pod,
     types::{LabelSelector, LabelSelectorOperator, PodAffinityTerm, WeightedPodAffinityTerm},
 };
+
+/// What is wrong with a label value, in the words of apimachinery's
+/// `IsValidLabelValue`; empty when valid.
+pub use berth_sdk::validation::label_value_errors;
+/// What is wrong with a label key (`[prefix/]name`), in the words of apimachinery's
+/// `IsQualifiedName`; empty when valid.
+pub use berth_sdk::validation::qualified_name_errors;
 
 /// No labels: what upstream matches a namespace selector against when the incoming
 /// pod's namespace is unknown.
@@ -244,11 +252,7 @@ impl<'a> PodTerms<'a> {
                 preferred(pod, &anti.preferred),
             ),
         };
-        match errs.len() {
-            0 => Ok(terms),
-            1 => Err(errs.remove(0)),
-            _ => Err(format!("[{}]", errs.join(", "))),
-        }
+        aggregate(errs).map_or(Ok(terms), Err)
     }
 }
 
@@ -271,12 +275,6 @@ pub fn check_selector(selector: &LabelSelector) -> Result<(), String> {
         requirement_errors(&r.key, Some(r.operator), &r.values)?;
     }
     Ok(())
-}
-
-/// Go's `%#v` of a string slice, as `field.Invalid` prints one.
-fn go_string_slice(values: &[String]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
 }
 
 /// Upstream's `labels.NewRequirement` checks; `None` is matchLabels' equality.
@@ -327,104 +325,7 @@ fn requirement_errors(
             ));
         }
     }
-    match errs.len() {
-        0 => Ok(()),
-        1 => Err(errs.remove(0)),
-        _ => Err(format!("[{}]", errs.join(", "))),
-    }
-}
-
-/// The longest label value and name part.
-const MAX_NAME_LENGTH: usize = 63;
-
-/// Whether `name` matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_qualified_name_part(name: &str) -> bool {
-    let b = name.as_bytes();
-    let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
-    edge(b.first())
-        && edge(b.last())
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// What is wrong with a label value, in the words of apimachinery's
-/// `IsValidLabelValue`; empty when valid.
-pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > MAX_NAME_LENGTH {
-        errs.push(format!("must be no more than {MAX_NAME_LENGTH} characters"));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errs.push(
-            "a valid label must be an empty string or consist of alphanumeric characters, \
-             '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
-             'MyValue',  or 'my_value',  or '12345', regex used for validation is \
-             '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-                .to_owned(),
-        );
-    }
-    errs
-}
-
-/// What is wrong with a label key (`[prefix/]name`), in the words of apimachinery's
-/// `IsQualifiedName`; empty when valid.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    let (prefix, name) = match value.split_once('/') {
-        None => (None, value),
-        Some((_, rest)) if rest.contains('/') => {
-            return vec![
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
-                 and must start and end with an alphanumeric character (e.g. 'MyName',  or \
-                 'my.name',  or '123-abc', regex used for validation is \
-                 '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain \
-                 prefix and '/' (e.g. 'example.com/MyName')"
-                    .to_owned(),
-            ];
-        }
-        Some((prefix, name)) => (Some(prefix), name),
-    };
-    let mut errs = Vec::new();
-    match prefix {
-        Some("") => errs.push("prefix part must be non-empty".to_owned()),
-        Some(p) if !is_dns1123_subdomain(p) => errs.push(
-            "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
-             alphanumeric characters, '-' or '.', and must start and end with an \
-             alphanumeric character (e.g. 'example.com', regex used for validation is \
-             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                .to_owned(),
-        ),
-        _ => {}
-    }
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_owned());
-    } else if name.len() > MAX_NAME_LENGTH {
-        errs.push(format!(
-            "name part must be no more than {MAX_NAME_LENGTH} characters"
-        ));
-    }
-    // As upstream, an empty name also fails the pattern.
-    if !is_qualified_name_part(name) {
-        errs.push(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must \
-             start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
-             '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-                .to_owned(),
-        );
-    }
-    errs
-}
-
-/// apimachinery's `IsDNS1123Subdomain`.
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.len() <= 253
-        && value.split('.').all(|label| {
-            let b = label.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            !b.is_empty()
-                && alnum(&b[0])
-                && alnum(&b[b.len() - 1])
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
+    aggregate(errs).map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
@@ -614,26 +515,5 @@ mod tests {
         );
         assert!(check_selector(&expr("example.com/k", NotIn, &["", "v.1"])).is_ok());
         assert!(check_selector(&selector(&[("k", &"v".repeat(64))])).is_err());
-    }
-
-    #[test]
-    fn qualified_names_and_label_values() {
-        for ok in [
-            "a",
-            "A_b.c-9",
-            "example.com/x",
-            "kubernetes.io/metadata.name",
-        ] {
-            assert!(qualified_name_errors(ok).is_empty(), "{ok}");
-        }
-        for bad in ["", "/x", "a/", "a/b/c", "-a", "a-", "a b", "Ex.com/x"] {
-            assert!(!qualified_name_errors(bad).is_empty(), "{bad:?}");
-        }
-        for ok in ["", "a", "a.b-c_d", &"v".repeat(63)] {
-            assert!(label_value_errors(ok).is_empty(), "{ok}");
-        }
-        for bad in ["-a", "a/b", &"v".repeat(64)] {
-            assert!(!label_value_errors(bad).is_empty(), "{bad:?}");
-        }
     }
 }

@@ -136,24 +136,8 @@ impl NodeAffinityArgs {
     /// Parses and validates the args (`Null` means none). Errors name the offending
     /// field, as upstream's validation does.
     pub fn from_json(args: Value) -> Result<NodeAffinityArgs, String> {
-        let raw: RawArgs = match args {
-            Value::Null => RawArgs::default(),
-            value => serde_path_to_error::deserialize(value).map_err(|e| {
-                let path = e.path().to_string();
-                if path == "." {
-                    e.inner().to_string()
-                } else {
-                    format!("{path}: {}", e.inner())
-                }
-            })?,
-        };
-        if let Some(kind) = raw.kind.as_deref()
-            && kind != "NodeAffinityArgs"
-        {
-            return Err(format!(
-                "kind: Invalid value: {kind:?}: want NodeAffinityArgs"
-            ));
-        }
+        let raw: RawArgs = berth_sdk::args::parse(args)?;
+        berth_sdk::args::check_kind(raw.kind.as_deref(), "NodeAffinityArgs")?;
         let Some(added) = raw.added_affinity else {
             return Ok(NodeAffinityArgs::default());
         };

@@ -7,6 +7,7 @@
 //! pod requires (and the scheduler-enforced `addedAffinity`) and, for an update, did
 //! not before.
 
+use berth_sdk::events::node_change;
 use berth_sdk::{
     ActionType, ClusterEvent, EnqueueExtensions, EventRegistration, EventResource, Node, Object,
     Pod, QueueingHint,
@@ -19,29 +20,10 @@ use crate::{NodeAffinity, matches_node, required_terms};
 /// when queueing hints are off (its preCheck may drop a Node/Add); Berth's queue
 /// always asks the hints, so it is not needed.
 pub fn events() -> Vec<EventRegistration> {
-    vec![EventRegistration {
-        event: ClusterEvent::new(
-            EventResource::Node,
-            ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
-        ),
-        has_hint: true,
-    }]
-}
-
-/// The old and new node of a node event, as upstream's `util.As[*v1.Node]`: an
-/// object of another kind is an error; the new node must be there.
-fn nodes<'a>(
-    old: Option<&'a Object>,
-    new: Option<&'a Object>,
-) -> Result<(Option<&'a Node>, &'a Node), String> {
-    let as_node = |o: Option<&'a Object>| match o {
-        None => Ok(None),
-        Some(Object::Node(n)) => Ok(Some(n)),
-        Some(Object::Pod(p)) => Err(format!("expected a node, got pod {}", p.key())),
-    };
-    let old = as_node(old)?;
-    let new = as_node(new)?.ok_or("the event has no new node")?;
-    Ok((old, new))
+    vec![EventRegistration::with_hint(
+        EventResource::Node,
+        ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+    )]
 }
 
 /// Upstream's `RequiredNodeAffinity.Match` reports the parse errors of the pod's
@@ -78,7 +60,7 @@ impl NodeAffinity {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let (original, modified) = nodes(old, new)?;
+        let (original, modified) = node_change(old, new)?;
         if let Some(added) = &self.args().added_required
             && !selector_matches(added, &modified.labels, &modified.name)
         {

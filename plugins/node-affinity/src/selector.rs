@@ -8,6 +8,16 @@ use berth_sdk::affinity::{
     NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm,
 };
 use berth_sdk::types::Labels;
+use berth_sdk::validation::{go_string_slice as go_strings, unsupported};
+
+/// Upstream's aggregate of errors: one message alone, several in brackets.
+pub use berth_sdk::validation::aggregate;
+/// What is wrong with a label value, in the words of apimachinery's
+/// `IsValidLabelValue`.
+pub use berth_sdk::validation::label_value_errors;
+/// What is wrong with a label key (`[prefix/]name`), in the wording this plugin has
+/// always reported.
+pub use berth_sdk::validation::qualified_name_errors_short as qualified_name_errors;
 
 /// The only node field a selector can name.
 pub const NODE_NAME_FIELD: &str = "metadata.name";
@@ -51,21 +61,6 @@ pub fn child(parent: &str, name: &str) -> String {
     }
 }
 
-/// A list of strings as Go's `%#v` prints a `[]string`, as upstream's errors show it.
-fn go_strings(values: &[String]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
-
-/// Upstream's aggregate of errors: one message alone, several in brackets.
-pub fn aggregate(mut errs: Vec<String>) -> Option<String> {
-    match errs.len() {
-        0 => None,
-        1 => Some(errs.remove(0)),
-        _ => Some(format!("[{}]", errs.join(", "))),
-    }
-}
-
 /// Whether an empty term: it selects nothing and upstream does not parse it.
 pub fn is_empty_term(term: &NodeSelectorTerm) -> bool {
     term.match_expressions.is_empty() && term.match_fields.is_empty()
@@ -82,11 +77,10 @@ pub fn label_requirement_errors(
 ) -> Vec<String> {
     let mut errs = Vec::new();
     let Some(op) = parse_operator(operator) else {
-        let supported: Vec<String> = LABEL_OPERATORS.iter().map(|o| format!("{o:?}")).collect();
-        errs.push(format!(
-            "{}: Unsupported value: {operator:?}: supported values: {}",
-            child(path, "operator"),
-            supported.join(", ")
+        errs.push(unsupported(
+            &child(path, "operator"),
+            operator,
+            &LABEL_OPERATORS,
         ));
         return errs;
     };
@@ -151,11 +145,10 @@ pub fn field_requirement_errors(operator: &str, values: &[String], path: &str) -
             go_strings(values)
         )];
     }
-    let supported: Vec<String> = FIELD_OPERATORS.iter().map(|o| format!("{o:?}")).collect();
-    vec![format!(
-        "{}: Unsupported value: {operator:?}: supported values: {}",
-        child(path, "operator"),
-        supported.join(", ")
+    vec![unsupported(
+        &child(path, "operator"),
+        operator,
+        &FIELD_OPERATORS,
     )]
 }
 
@@ -278,93 +271,6 @@ pub fn preferred_score(
         .filter(|t| term_matches(&t.preference, labels, node_name))
         .map(|t| i64::from(t.weight))
         .sum()
-}
-
-const QUALIFIED_NAME_FMT: &str = "name part must consist of alphanumeric characters, '-', '_' \
-     or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
-     'my.name',  or '123-abc', regex used for validation is \
-     '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-/// Whether a name part (`[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`) is well formed.
-fn is_name_part(name: &str) -> bool {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    edge(name.chars().next())
-        && edge(name.chars().last())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// What is wrong with a label key (`[prefix/]name`), in the words of apimachinery's
-/// `IsQualifiedName`; empty when valid.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let (prefix, name) = match value.split_once('/') {
-        None => (None, value),
-        Some((_, rest)) if rest.contains('/') => {
-            return vec![
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
-                 and must start and end with an alphanumeric character, with an optional \
-                 DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-                    .to_owned(),
-            ];
-        }
-        Some((prefix, name)) => (Some(prefix), name),
-    };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            errs.push("prefix part must be non-empty".to_owned());
-        } else if !is_dns1123_subdomain(prefix) {
-            errs.push(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
-                 alphanumeric characters, '-' or '.', and must start and end with an \
-                 alphanumeric character (e.g. 'example.com', regex used for validation is \
-                 '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                    .to_owned(),
-            );
-        }
-    }
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_owned());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_owned());
-    }
-    if !name.is_empty() && !is_name_part(name) {
-        errs.push(QUALIFIED_NAME_FMT.to_owned());
-    }
-    errs
-}
-
-/// What is wrong with a label value, in the words of apimachinery's
-/// `IsValidLabelValue`; empty when valid (the empty value is valid).
-pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push("must be no more than 63 characters".to_owned());
-    }
-    if !value.is_empty() && !is_name_part(value) {
-        errs.push(
-            "a valid label must be an empty string or consist of alphanumeric characters, \
-             '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
-             'MyValue',  or 'my_value',  or '12345', regex used for validation is \
-             '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-                .to_owned(),
-        );
-    }
-    errs
-}
-
-/// apimachinery's `IsDNS1123Subdomain`.
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.len() <= 253
-        && value.split('.').all(|label| {
-            let b = label.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            !b.is_empty()
-                && alnum(&b[0])
-                && alnum(&b[b.len() - 1])
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
 }
 
 #[cfg(test)]

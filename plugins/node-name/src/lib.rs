@@ -22,10 +22,10 @@ impl Plugin for NodeName {
     /// node's name never changes, so updates cannot (upstream registers updates only
     /// when queueing hints are off, for its preCheck).
     fn events() -> Option<Vec<EventRegistration>> {
-        Some(vec![EventRegistration {
-            event: ClusterEvent::new(EventResource::Node, ActionType::ADD),
-            has_hint: true,
-        }])
+        Some(vec![EventRegistration::with_hint(
+            EventResource::Node,
+            ActionType::ADD,
+        )])
     }
 }
 

@@ -37,14 +37,8 @@ impl Plugin for NodePorts {
     /// only when queueing hints are off, for its preCheck).
     fn events() -> Option<Vec<EventRegistration>> {
         Some(vec![
-            EventRegistration {
-                event: ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
-                has_hint: true,
-            },
-            EventRegistration {
-                event: ClusterEvent::new(EventResource::Node, ActionType::ADD),
-                has_hint: false,
-            },
+            EventRegistration::with_hint(EventResource::AssignedPod, ActionType::DELETE),
+            EventRegistration::without_hint(EventResource::Node, ActionType::ADD),
         ])
     }
 }

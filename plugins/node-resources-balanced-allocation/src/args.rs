@@ -2,19 +2,13 @@
 //! `NodeResourcesBalancedAllocationArgs`, with the v1 defaults and upstream's
 //! validation.
 
+use berth_sdk::args::default_resource_specs;
 use berth_sdk::serde_json::Value;
 use serde::Deserialize;
 
-/// A resource whose share of the node Score balances, with its weight.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResourceSpec {
-    /// The resource name, e.g. `cpu` or `example.com/gpu`.
-    pub name: String,
-    /// Its weight; 0 or absent means 1, and upstream accepts nothing else.
-    #[serde(default)]
-    pub weight: i64,
-}
+/// A resource whose share of the node Score balances, with its weight (0 or absent
+/// means 1, and upstream accepts nothing else).
+pub use berth_sdk::args::{ResourceSpec, default_resources};
 
 /// The validated, defaulted args.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,17 +23,6 @@ impl Default for BalancedAllocationArgs {
             resources: default_resources(),
         }
     }
-}
-
-/// cpu and memory, weight 1 each: upstream's `defaultResourceSpec`.
-pub fn default_resources() -> Vec<ResourceSpec> {
-    ["cpu", "memory"]
-        .into_iter()
-        .map(|name| ResourceSpec {
-            name: name.to_owned(),
-            weight: 1,
-        })
-        .collect()
 }
 
 /// The args as written; `apiVersion` and `kind` are accepted as in a
@@ -60,35 +43,11 @@ impl BalancedAllocationArgs {
     /// Parses, defaults and validates the args (`Null` means none). Errors name the
     /// offending field, as upstream's validation does.
     pub fn from_json(args: Value) -> Result<BalancedAllocationArgs, String> {
-        let raw: RawArgs = match args {
-            Value::Null => RawArgs::default(),
-            value => serde_path_to_error::deserialize(value).map_err(|e| {
-                let path = e.path().to_string();
-                if path == "." {
-                    e.inner().to_string()
-                } else {
-                    format!("{path}: {}", e.inner())
-                }
-            })?,
-        };
-        if let Some(kind) = raw.kind.as_deref()
-            && kind != "NodeResourcesBalancedAllocationArgs"
-        {
-            return Err(format!(
-                "kind: Invalid value: {kind:?}: want NodeResourcesBalancedAllocationArgs"
-            ));
-        }
+        let raw: RawArgs = berth_sdk::args::parse(args)?;
+        berth_sdk::args::check_kind(raw.kind.as_deref(), "NodeResourcesBalancedAllocationArgs")?;
 
         // v1 defaulting: no resources means cpu and memory; weight 0 means 1.
-        let mut resources = raw.resources;
-        if resources.is_empty() {
-            resources = default_resources();
-        }
-        for r in &mut resources {
-            if r.weight == 0 {
-                r.weight = 1;
-            }
-        }
+        let resources = default_resource_specs(raw.resources);
 
         let mut errs = Vec::new();
         for (i, r) in resources.iter().enumerate() {
@@ -106,11 +65,9 @@ impl BalancedAllocationArgs {
                 ));
             }
         }
-        match errs.len() {
-            0 => Ok(BalancedAllocationArgs { resources }),
-            // As upstream's aggregate error: one message alone, several in brackets.
-            1 => Err(errs.remove(0)),
-            _ => Err(format!("[{}]", errs.join(", "))),
+        match berth_sdk::validation::aggregate(errs) {
+            None => Ok(BalancedAllocationArgs { resources }),
+            Some(err) => Err(err),
         }
     }
 }

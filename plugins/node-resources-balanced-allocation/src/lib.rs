@@ -16,10 +16,10 @@
 
 pub mod args;
 
-use berth_sdk::types::{CPU, EPHEMERAL_STORAGE, MEMORY};
 use berth_sdk::{CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, Status};
 
 pub use args::{BalancedAllocationArgs, ResourceSpec};
+pub use berth_sdk::validation::is_scalar_resource_name;
 
 /// The CycleState key of the pod's requests of the scored resources, written by
 /// PreScore (upstream's key).
@@ -59,77 +59,11 @@ impl Plugin for BalancedAllocation {
     }
 }
 
-/// apimachinery's `IsQualifiedName`, as a yes or no: `[prefix/]name` with a DNS
-/// subdomain prefix and a name of at most 63 alphanumerics, `-`, `_` and `.` that
-/// starts and ends alphanumeric.
-fn is_qualified_name(value: &str) -> bool {
-    let (prefix, name) = match value.split_once('/') {
-        None => (None, value),
-        Some((_, rest)) if rest.contains('/') => return false,
-        Some((prefix, name)) => (Some(prefix), name),
-    };
-    let prefix_ok = prefix.is_none_or(|p| {
-        p.len() <= 253
-            && p.split('.').all(|label| {
-                let b = label.as_bytes();
-                let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-                !b.is_empty()
-                    && alnum(&b[0])
-                    && alnum(&b[b.len() - 1])
-                    && b.iter().all(|c| alnum(c) || *c == b'-')
-            })
-    });
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    prefix_ok
-        && name.len() <= 63
-        && edge(name.chars().next())
-        && edge(name.chars().last())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// Upstream's `IsScalarResourceName`: extended resources (`example.com/foo`),
-/// hugepages, prefixed native resources and attachable volumes; the resources the
-/// scheduler tracks beyond cpu, memory, ephemeral storage and pods.
-pub fn is_scalar_resource_name(name: &str) -> bool {
-    let prefixed_native = name.contains("kubernetes.io/");
-    let native = !name.contains('/') || prefixed_native;
-    let extended = !native
-        && !name.starts_with("requests.")
-        // Quota names it `requests.<name>`, which must be a qualified name.
-        && is_qualified_name(&format!("requests.{name}"));
-    extended
-        || name.starts_with("hugepages-")
-        || prefixed_native
-        || name.starts_with("attachable-volumes-")
-}
-
 /// Upstream's `calculateResourceAllocatableRequest` with actual requests: the node's
 /// allocatable quantity of a resource and what its pods plus this one request;
 /// `(0, 0)` leaves the resource out of the balance.
 pub fn allocatable_and_requested(node: &NodeInfo, name: &str, pod_request: i64) -> (i64, i64) {
-    // A scalar resource the pod does not ask for does not count, or every node
-    // offering it would look less balanced.
-    if pod_request == 0 && is_scalar_resource_name(name) {
-        return (0, 0);
-    }
-    let alloc = &node.node.allocatable;
-    let used = &node.requested;
-    match name {
-        CPU => (alloc.milli_cpu, used.milli_cpu + pod_request),
-        MEMORY => (alloc.memory, used.memory + pod_request),
-        EPHEMERAL_STORAGE => (
-            alloc.ephemeral_storage,
-            used.ephemeral_storage + pod_request,
-        ),
-        // Other native names (e.g. `pods`) are not among upstream's scalar resources.
-        _ if is_scalar_resource_name(name) => match alloc.scalar.get(name) {
-            Some(&a) => (a, used.scalar.get(name).copied().unwrap_or(0) + pod_request),
-            None => (0, 0),
-        },
-        _ => (0, 0),
-    }
+    berth_sdk::helpers::allocatable_and_requested(node, name, pod_request, true)
 }
 
 /// Upstream's `balancedResourceScorer`: `(1 - std) * 100`, truncated, over the

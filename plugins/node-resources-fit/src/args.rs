@@ -1,8 +1,17 @@
 //! The plugin's args, in the shape of kube-scheduler's `NodeResourcesFitArgs`, with
 //! the v1 defaults and upstream's validation.
 
+use berth_sdk::args::default_resource_specs;
 use berth_sdk::serde_json::Value;
+use berth_sdk::validation::{aggregate, invalid, unsupported};
 use serde::Deserialize;
+
+/// A resource Score takes into account, with its weight (0 or absent means 1).
+pub use berth_sdk::args::{ResourceSpec, default_resources};
+
+/// What is wrong with a qualified name (`[prefix/]name`), in the wording this
+/// plugin has always reported.
+pub use berth_sdk::validation::qualified_name_errors_short as qualified_name_errors;
 
 /// Scores of a `requestedToCapacityRatio` shape run from 0 to this (upstream's
 /// `MaxCustomPriorityScore`); they are scaled to the 0..100 node score range.
@@ -38,17 +47,6 @@ impl ScoringStrategyType {
             ScoringStrategyType::RequestedToCapacityRatio => "RequestedToCapacityRatio",
         }
     }
-}
-
-/// A resource Score takes into account, with its weight.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResourceSpec {
-    /// The resource name, e.g. `cpu` or `example.com/gpu`.
-    pub name: String,
-    /// Its weight in the average; 0 or absent means 1.
-    #[serde(default)]
-    pub weight: i64,
 }
 
 /// A point of the `requestedToCapacityRatio` shape.
@@ -91,17 +89,6 @@ impl Default for FitArgs {
     }
 }
 
-/// cpu and memory, weight 1 each: upstream's `defaultResourceSpec`.
-pub fn default_resources() -> Vec<ResourceSpec> {
-    ["cpu", "memory"]
-        .into_iter()
-        .map(|name| ResourceSpec {
-            name: name.to_owned(),
-            weight: 1,
-        })
-        .collect()
-}
-
 /// The args as written; `apiVersion` and `kind` are accepted as in a
 /// KubeSchedulerConfiguration's `pluginConfig`.
 #[derive(Debug, Default, Deserialize)]
@@ -138,31 +125,12 @@ struct RawRequestedToCapacityRatio {
     shape: Vec<ShapePoint>,
 }
 
-/// A validation error in upstream's `field.Error` wording.
-fn invalid(field: &str, value: impl std::fmt::Debug, detail: &str) -> String {
-    format!("{field}: Invalid value: {value:?}: {detail}")
-}
-
 impl FitArgs {
     /// Parses, defaults and validates the args (`Null` means none). Errors name the
     /// offending field, as upstream's validation does.
     pub fn from_json(args: Value) -> Result<FitArgs, String> {
-        let raw: RawArgs = match args {
-            Value::Null => RawArgs::default(),
-            value => serde_path_to_error::deserialize(value).map_err(|e| {
-                let path = e.path().to_string();
-                if path == "." {
-                    e.inner().to_string()
-                } else {
-                    format!("{path}: {}", e.inner())
-                }
-            })?,
-        };
-        if let Some(kind) = raw.kind.as_deref()
-            && kind != "NodeResourcesFitArgs"
-        {
-            return Err(invalid("kind", kind, "want NodeResourcesFitArgs"));
-        }
+        let raw: RawArgs = berth_sdk::args::parse(args)?;
+        berth_sdk::args::check_kind(raw.kind.as_deref(), "NodeResourcesFitArgs")?;
 
         let mut errs = Vec::new();
         for (i, res) in raw.ignored_resources.iter().enumerate() {
@@ -190,28 +158,17 @@ impl FitArgs {
             type_: ScoringStrategyType::LeastAllocated.as_str().to_owned(),
             ..RawScoringStrategy::default()
         });
-        let mut resources = raw_strategy.resources;
-        if resources.is_empty() {
-            resources = default_resources();
-        }
-        for r in &mut resources {
-            if r.weight == 0 {
-                r.weight = 1;
-            }
-        }
+        let resources = default_resource_specs(raw_strategy.resources);
 
         let strategy = ScoringStrategyType::ALL
             .into_iter()
             .find(|s| s.as_str() == raw_strategy.type_);
         if strategy.is_none() {
-            let supported: Vec<String> = ScoringStrategyType::ALL
-                .iter()
-                .map(|s| format!("{:?}", s.as_str()))
-                .collect();
-            errs.push(format!(
-                "scoringStrategy.type: Unsupported value: {:?}: supported values: {}",
-                raw_strategy.type_,
-                supported.join(", ")
+            let supported = ScoringStrategyType::ALL.map(ScoringStrategyType::as_str);
+            errs.push(unsupported(
+                "scoringStrategy.type",
+                &raw_strategy.type_,
+                &supported,
             ));
         }
         for (i, r) in resources.iter().enumerate() {
@@ -240,8 +197,8 @@ impl FitArgs {
             );
         }
 
-        match (errs.len(), strategy) {
-            (0, Some(strategy)) => {
+        match (aggregate(errs), strategy) {
+            (None, Some(strategy)) => {
                 if strategy != ScoringStrategyType::RequestedToCapacityRatio {
                     shape.clear();
                 }
@@ -257,9 +214,8 @@ impl FitArgs {
                     shape,
                 })
             }
-            // As upstream's aggregate error: one message alone, several in brackets.
-            (1, _) => Err(errs.remove(0)),
-            _ => Err(format!("[{}]", errs.join(", "))),
+            // An unknown strategy is always among the errors.
+            (err, _) => Err(err.unwrap_or_default()),
         }
     }
 }
@@ -297,69 +253,6 @@ fn shape_errors(shape: &[ShapePoint], path: &str) -> Vec<String> {
         }
     }
     errs
-}
-
-const QUALIFIED_NAME_FMT: &str = "name part must consist of alphanumeric characters, '-', '_' \
-     or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
-     'my.name',  or '123-abc', regex used for validation is \
-     '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-/// What is wrong with a qualified name (`[prefix/]name`, as label keys and resource
-/// names), in the words of apimachinery's `IsQualifiedName`; empty when valid.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let (prefix, name) = match value.split_once('/') {
-        None => (None, value),
-        Some((_, rest)) if rest.contains('/') => {
-            return vec![
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
-                 and must start and end with an alphanumeric character, with an optional \
-                 DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-                    .to_owned(),
-            ];
-        }
-        Some((prefix, name)) => (Some(prefix), name),
-    };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            errs.push("prefix part must be non-empty".to_owned());
-        } else if !is_dns1123_subdomain(prefix) {
-            errs.push(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
-                 alphanumeric characters, '-' or '.', and must start and end with an \
-                 alphanumeric character (e.g. 'example.com', regex used for validation is \
-                 '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                    .to_owned(),
-            );
-        }
-    }
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_owned());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_owned());
-    }
-    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    let body_ok = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let well_formed = body_ok && edge_ok(name.chars().next()) && edge_ok(name.chars().last());
-    if !name.is_empty() && !well_formed {
-        errs.push(QUALIFIED_NAME_FMT.to_owned());
-    }
-    errs
-}
-
-/// apimachinery's `IsDNS1123Subdomain`.
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.len() <= 253
-        && value.split('.').all(|label| {
-            let b = label.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            !b.is_empty()
-                && alnum(&b[0])
-                && alnum(&b[b.len() - 1])
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
 }
 
 #[cfg(test)]
@@ -572,21 +465,5 @@ mod tests {
         let err = FitArgs::from_json(json!({"ignoredResource": []})).unwrap_err();
         assert!(err.contains("unknown field `ignoredResource`"), "{err}");
         assert!(FitArgs::from_json(json!([1])).is_err());
-    }
-
-    #[test]
-    fn qualified_names() {
-        for ok in [
-            "cpu",
-            "example.com/gpu",
-            "a",
-            "A_b.c-9",
-            "sub.kubernetes.io/x",
-        ] {
-            assert!(qualified_name_errors(ok).is_empty(), "{ok}");
-        }
-        for bad in ["", "/x", "a/", "a/b/c", "-a", "a-", "a b", &"x".repeat(64)] {
-            assert!(!qualified_name_errors(bad).is_empty(), "{bad:?}");
-        }
     }
 }

@@ -30,6 +30,7 @@ use berth_sdk::{
 use serde::{Deserialize, Serialize};
 
 pub use args::{FitArgs, ResourceSpec, ScoringStrategyType, ShapePoint};
+pub use berth_sdk::validation::{is_extended_resource_name, is_scalar_resource_name};
 
 /// The CycleState key of the pod's requests, written by PreFilter (upstream's key).
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterNodeResourcesFit";
@@ -120,31 +121,6 @@ pub struct InsufficientResource {
     pub capacity: i64,
     /// The pod asks for more than the whole node has, so preemption cannot help.
     pub unresolvable: bool,
-}
-
-/// Whether a resource is a native one (unprefixed or in the `kubernetes.io/` domain),
-/// as upstream's `IsNativeResource`.
-fn is_native_resource(name: &str) -> bool {
-    !name.contains('/') || name.contains("kubernetes.io/")
-}
-
-/// Whether a resource is an extended resource (`example.com/foo`), as upstream's
-/// `IsExtendedResourceName`: the only kind the ignore lists apply to.
-pub fn is_extended_resource_name(name: &str) -> bool {
-    !is_native_resource(name)
-        && !name.starts_with("requests.")
-        // Quota names it as `requests.<name>`, which must be a qualified name.
-        && args::qualified_name_errors(&format!("requests.{name}")).is_empty()
-}
-
-/// Whether a resource is kept among a node's scalar resources, as upstream's
-/// `IsScalarResourceName`: extended, hugepages, prefixed native and attachable
-/// volume resources.
-pub fn is_scalar_resource_name(name: &str) -> bool {
-    is_extended_resource_name(name)
-        || name.starts_with("hugepages-")
-        || name.contains("kubernetes.io/")
-        || name.starts_with("attachable-volumes-")
 }
 
 /// Upstream's `fitsRequest`: every resource the node lacks for a pod requesting

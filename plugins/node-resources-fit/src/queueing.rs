@@ -6,6 +6,7 @@
 //! less, and when a node appears or its allocatable grows; the pod itself asking
 //! for less may also let it fit.
 
+use berth_sdk::events::objects;
 use berth_sdk::{
     ActionType, ClusterEvent, EnqueueExtensions, EventRegistration, EventResource, Node, NodeInfo,
     Object, Pod, QueueingHint, Resources,
@@ -23,55 +24,20 @@ use QueueingHint::{Queue, QueueSkip};
 /// - Node Add and UpdateNodeAllocatable. Upstream adds UpdateNodeTaint and
 ///   UpdateNodeLabel only when queueing hints are off, for its preCheck.
 pub fn events() -> Vec<EventRegistration> {
-    let with_hint = |resource, actions| EventRegistration {
-        event: ClusterEvent::new(resource, actions),
-        has_hint: true,
-    };
     vec![
-        with_hint(
+        EventRegistration::with_hint(
             EventResource::AssignedPod,
             ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN,
         ),
-        with_hint(
+        EventRegistration::with_hint(
             EventResource::UnscheduledPod,
             ActionType::UPDATE_POD_SCALE_DOWN,
         ),
-        with_hint(
+        EventRegistration::with_hint(
             EventResource::Node,
             ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
         ),
     ]
-}
-
-/// The objects of an event as `T`, as upstream's `util.As`: an object of the other
-/// kind is an error.
-fn objects<'a, T>(
-    old: Option<&'a Object>,
-    new: Option<&'a Object>,
-    cast: fn(&'a Object) -> Option<&'a T>,
-    kind: &str,
-) -> Result<(Option<&'a T>, Option<&'a T>), String> {
-    let one = |o: Option<&'a Object>| match o {
-        None => Ok(None),
-        Some(o) => cast(o)
-            .map(Some)
-            .ok_or_else(|| format!("expected a {kind} object")),
-    };
-    Ok((one(old)?, one(new)?))
-}
-
-fn as_pod(o: &Object) -> Option<&Pod> {
-    match o {
-        Object::Pod(p) => Some(p),
-        Object::Node(_) => None,
-    }
-}
-
-fn as_node(o: &Object) -> Option<&Node> {
-    match o {
-        Object::Node(n) => Some(n),
-        Object::Pod(_) => None,
-    }
 }
 
 /// Whether some resource the pod requests grew from `before` to `after` (the
@@ -120,7 +86,7 @@ impl NodeResourcesFit {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let (original, modified) = objects(old, new, as_pod, "pod")?;
+        let (original, modified) = objects(old, new, Object::as_pod, "pod")?;
         let Some(modified) = modified else {
             let deleted = original.ok_or("the event has no pod")?;
             return Ok(
@@ -160,7 +126,7 @@ impl NodeResourcesFit {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let (original, modified) = objects(old, new, as_node, "node")?;
+        let (original, modified) = objects(old, new, Object::as_node, "node")?;
         let modified = modified.ok_or("the event has no new node")?;
         if !self.fits_empty_node(pod, modified) {
             return Ok(QueueSkip);
@@ -607,9 +573,7 @@ mod tests {
         let events = NodeResourcesFit::events().unwrap();
         assert!(events.iter().all(|r| r.has_hint));
         let covered = |resource, actions| {
-            events
-                .iter()
-                .any(|r| r.event.covers(&ClusterEvent::new(resource, actions)))
+            berth_sdk::events::is_registered(&events, &ClusterEvent::new(resource, actions))
         };
         use ActionType as A;
         use EventResource as R;

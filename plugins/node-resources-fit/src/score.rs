@@ -9,7 +9,7 @@ use berth_sdk::types::{CPU, EPHEMERAL_STORAGE, MEMORY};
 use berth_sdk::{MAX_NODE_SCORE, NodeInfo, Pod};
 
 use crate::args::{FitArgs, MAX_UTILIZATION, ResourceSpec, ScoringStrategyType, ShapePoint};
-use crate::is_scalar_resource_name;
+use berth_sdk::helpers::allocatable_and_requested;
 
 /// The pod's non-zero requests of each scored resource, in the order of `resources`.
 pub fn pod_requests(pod: &Pod, resources: &[ResourceSpec]) -> Vec<i64> {
@@ -25,37 +25,6 @@ pub fn pod_requests(pod: &Pod, resources: &[ResourceSpec]) -> Vec<i64> {
         .collect()
 }
 
-/// Upstream's `calculateResourceAllocatableRequest`: the node's allocatable quantity
-/// and what its pods plus this one would request; `(0, 0)` leaves the resource out.
-fn allocatable_and_requested(node: &NodeInfo, name: &str, pod_request: i64) -> (i64, i64) {
-    // A scalar resource the pod does not ask for does not count, or every node
-    // offering it would look emptier.
-    if pod_request == 0 && is_scalar_resource_name(name) {
-        return (0, 0);
-    }
-    let alloc = &node.node.allocatable;
-    match name {
-        CPU => (
-            alloc.milli_cpu,
-            node.non_zero_requested.milli_cpu + pod_request,
-        ),
-        MEMORY => (alloc.memory, node.non_zero_requested.memory + pod_request),
-        EPHEMERAL_STORAGE => (
-            alloc.ephemeral_storage,
-            node.requested.ephemeral_storage + pod_request,
-        ),
-        _ if is_scalar_resource_name(name) => match alloc.scalar.get(name) {
-            Some(&a) => {
-                let used = node.requested.scalar.get(name).copied().unwrap_or(0);
-                (a, used + pod_request)
-            }
-            None => (0, 0),
-        },
-        // Other native resources (e.g. `pods`) are not scored.
-        _ => (0, 0),
-    }
-}
-
 /// The node's score in `0..=100` for a pod whose requests of the scored resources
 /// are `pod_requests` (from [`pod_requests`]).
 pub fn score(args: &FitArgs, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
@@ -65,7 +34,7 @@ pub fn score(args: &FitArgs, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
         .iter()
         .zip(pod_requests)
         .map(|(r, &req)| {
-            let (alloc, requested) = allocatable_and_requested(node, &r.name, req);
+            let (alloc, requested) = allocatable_and_requested(node, &r.name, req, false);
             (r.weight, requested, alloc)
         })
         .filter(|&(_, _, alloc)| alloc != 0);

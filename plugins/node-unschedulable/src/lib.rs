@@ -1,9 +1,10 @@
 //! NodeUnschedulable: filters out nodes with `spec.unschedulable` set, unless the pod
 //! tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint, as upstream.
 
+use berth_sdk::events::node_change;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
-    Filter, Node, NodeInfo, Object, Plugin, Pod, QueueingHint, Status, Taint, TaintEffect,
+    Filter, NodeInfo, Object, Plugin, Pod, QueueingHint, Status, Taint, TaintEffect,
     types::tolerations_tolerate_taint,
 };
 
@@ -27,20 +28,14 @@ impl Plugin for NodeUnschedulable {
     /// off, for its preCheck.
     fn events() -> Option<Vec<EventRegistration>> {
         Some(vec![
-            EventRegistration {
-                event: ClusterEvent::new(
-                    EventResource::Node,
-                    ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
-                ),
-                has_hint: true,
-            },
-            EventRegistration {
-                event: ClusterEvent::new(
-                    EventResource::UnscheduledPod,
-                    ActionType::UPDATE_POD_TOLERATION,
-                ),
-                has_hint: true,
-            },
+            EventRegistration::with_hint(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+            ),
+            EventRegistration::with_hint(
+                EventResource::UnscheduledPod,
+                ActionType::UPDATE_POD_TOLERATION,
+            ),
         ])
     }
 }
@@ -65,15 +60,6 @@ impl Filter for NodeUnschedulable {
     }
 }
 
-/// The object as a node, as upstream's `util.As[*v1.Node]`.
-fn as_node(o: Option<&Object>) -> Result<Option<&Node>, String> {
-    match o {
-        None => Ok(None),
-        Some(Object::Node(n)) => Ok(Some(n)),
-        Some(Object::Pod(p)) => Err(format!("expected a node, got pod {}", p.key())),
-    }
-}
-
 impl NodeUnschedulable {
     /// Upstream's `isSchedulableAfterNodeChange`: Queue when a schedulable node is
     /// added, or a node is uncordoned.
@@ -82,8 +68,7 @@ impl NodeUnschedulable {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let original = as_node(old)?;
-        let modified = as_node(new)?.ok_or("the event has no new node")?;
+        let (original, modified) = node_change(old, new)?;
         let helps = !modified.unschedulable && original.is_none_or(|o| o.unschedulable);
         Ok(if helps {
             QueueingHint::Queue
@@ -291,9 +276,7 @@ mod tests {
         let events = NodeUnschedulable::events().unwrap();
         assert!(events.iter().all(|r| r.has_hint));
         let covered = |resource, actions| {
-            events
-                .iter()
-                .any(|r| r.event.covers(&ClusterEvent::new(resource, actions)))
+            berth_sdk::events::is_registered(&events, &ClusterEvent::new(resource, actions))
         };
         assert!(covered(EventResource::Node, ActionType::ADD));
         assert!(covered(EventResource::Node, ActionType::UPDATE_NODE_TAINT));

@@ -3,7 +3,12 @@
 
 use berth_sdk::serde_json::Value;
 use berth_sdk::types::{NodeInclusionPolicy, TopologySpreadConstraint, WhenUnsatisfiable};
+use berth_sdk::validation::{aggregate, invalid, unsupported};
 use serde::Deserialize;
+
+/// What is wrong with a qualified name (`[prefix/]name`), in the wording this
+/// plugin has always reported.
+pub use berth_sdk::validation::qualified_name_errors_short as qualified_name_errors;
 
 use crate::common::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE};
 
@@ -116,20 +121,6 @@ struct RawConstraint {
     match_label_keys: Option<Vec<String>>,
 }
 
-/// A validation error in upstream's `field.Error` wording: strings are quoted,
-/// numbers are not.
-fn invalid(field: &str, value: impl std::fmt::Debug, detail: &str) -> String {
-    format!("{field}: Invalid value: {value:?}: {detail}")
-}
-
-fn unsupported(field: &str, value: &str, supported: &[&str]) -> String {
-    let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-    format!(
-        "{field}: Unsupported value: {value:?}: supported values: {}",
-        supported.join(", ")
-    )
-}
-
 fn policy(field: &str, value: Option<&str>, errs: &mut Vec<String>) -> Option<NodeInclusionPolicy> {
     match value? {
         "Honor" => Some(NodeInclusionPolicy::Honor),
@@ -145,22 +136,8 @@ impl SpreadArgs {
     /// Parses, defaults and validates the args (`Null` means none). Errors name the
     /// offending field, as upstream's validation does.
     pub fn from_json(args: Value) -> Result<SpreadArgs, String> {
-        let raw: RawArgs = match args {
-            Value::Null => RawArgs::default(),
-            value => serde_path_to_error::deserialize(value).map_err(|e| {
-                let path = e.path().to_string();
-                if path == "." {
-                    e.inner().to_string()
-                } else {
-                    format!("{path}: {}", e.inner())
-                }
-            })?,
-        };
-        if let Some(kind) = raw.kind.as_deref()
-            && kind != "PodTopologySpreadArgs"
-        {
-            return Err(invalid("kind", kind, "want PodTopologySpreadArgs"));
-        }
+        let raw: RawArgs = berth_sdk::args::parse(args)?;
+        berth_sdk::args::check_kind(raw.kind.as_deref(), "PodTopologySpreadArgs")?;
 
         let raw_constraints = raw.default_constraints.unwrap_or_default();
         let mut errs = Vec::new();
@@ -267,79 +244,15 @@ impl SpreadArgs {
             }
         }
 
-        match (errs.len(), defaulting_type) {
-            (0, Some(defaulting_type)) => Ok(SpreadArgs {
+        match (aggregate(errs), defaulting_type) {
+            (None, Some(defaulting_type)) => Ok(SpreadArgs {
                 defaulting_type,
                 default_constraints: constraints,
             }),
-            // As upstream's aggregate error: one message alone, several in brackets.
-            (1, _) => Err(errs.remove(0)),
-            _ => Err(format!("[{}]", errs.join(", "))),
+            // An unknown defaulting type is always among the errors.
+            (err, _) => Err(err.unwrap_or_default()),
         }
     }
-}
-
-const QUALIFIED_NAME_FMT: &str = "name part must consist of alphanumeric characters, '-', '_' \
-     or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
-     'my.name',  or '123-abc', regex used for validation is \
-     '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-/// What is wrong with a qualified name (`[prefix/]name`, as label keys), in the words
-/// of apimachinery's `IsQualifiedName`; empty when valid.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let (prefix, name) = match value.split_once('/') {
-        None => (None, value),
-        Some((_, rest)) if rest.contains('/') => {
-            return vec![
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
-                 and must start and end with an alphanumeric character, with an optional \
-                 DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-                    .to_owned(),
-            ];
-        }
-        Some((prefix, name)) => (Some(prefix), name),
-    };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            errs.push("prefix part must be non-empty".to_owned());
-        } else if !is_dns1123_subdomain(prefix) {
-            errs.push(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
-                 alphanumeric characters, '-' or '.', and must start and end with an \
-                 alphanumeric character (e.g. 'example.com', regex used for validation is \
-                 '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                    .to_owned(),
-            );
-        }
-    }
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_owned());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_owned());
-    }
-    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    let body_ok = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let well_formed = body_ok && edge_ok(name.chars().next()) && edge_ok(name.chars().last());
-    if !name.is_empty() && !well_formed {
-        errs.push(QUALIFIED_NAME_FMT.to_owned());
-    }
-    errs
-}
-
-/// apimachinery's `IsDNS1123Subdomain`.
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.len() <= 253
-        && value.split('.').all(|label| {
-            let b = label.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            !b.is_empty()
-                && alnum(&b[0])
-                && alnum(&b[b.len() - 1])
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
 }
 
 #[cfg(test)]
@@ -587,15 +500,5 @@ mod tests {
         let err = SpreadArgs::from_json(json!({"kind": "NodeAffinityArgs"})).unwrap_err();
         assert!(err.starts_with("kind: Invalid value"), "{err}");
         assert!(SpreadArgs::from_json(json!([1])).is_err());
-    }
-
-    #[test]
-    fn qualified_names() {
-        for ok in ["zone", "topology.kubernetes.io/zone", "a", "A_b.c-9"] {
-            assert!(qualified_name_errors(ok).is_empty(), "{ok}");
-        }
-        for bad in ["", "/x", "a/", "a/b/c", "-a", "a-", "a b", &"x".repeat(64)] {
-            assert!(!qualified_name_errors(bad).is_empty(), "{bad:?}");
-        }
     }
 }

@@ -7,6 +7,7 @@
 //! counting for one of them, the pod itself getting labels or tolerations that change
 //! how it counts, or a node that joins, leaves or moves between domains.
 
+use berth_sdk::events::objects;
 use berth_sdk::types::WhenUnsatisfiable;
 use berth_sdk::{
     ActionType, ClusterEvent, EnqueueExtensions, EventRegistration, EventResource, Labels, Node,
@@ -28,20 +29,16 @@ use crate::common::{Constraint, node_has_all_keys};
 /// - Node Add, Delete, UpdateNodeLabel, UpdateNodeTaint: domains appear, vanish or
 ///   move, and taints change which nodes count.
 pub fn events() -> Vec<EventRegistration> {
-    let with_hint = |resource, actions| EventRegistration {
-        event: ClusterEvent::new(resource, actions),
-        has_hint: true,
-    };
     vec![
-        with_hint(
+        EventRegistration::with_hint(
             EventResource::AssignedPod,
             ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
         ),
-        with_hint(
+        EventRegistration::with_hint(
             EventResource::UnscheduledPod,
             ActionType::UPDATE_POD_LABEL | ActionType::UPDATE_POD_TOLERATION,
         ),
-        with_hint(
+        EventRegistration::with_hint(
             EventResource::Node,
             ActionType::ADD
                 | ActionType::DELETE
@@ -49,37 +46,6 @@ pub fn events() -> Vec<EventRegistration> {
                 | ActionType::UPDATE_NODE_TAINT,
         ),
     ]
-}
-
-/// The objects of an event as `T`, as upstream's `util.As`: an object of the other
-/// kind is an error.
-fn objects<'a, T>(
-    old: Option<&'a Object>,
-    new: Option<&'a Object>,
-    cast: fn(&'a Object) -> Option<&'a T>,
-    kind: &str,
-) -> Result<(Option<&'a T>, Option<&'a T>), String> {
-    let one = |o: Option<&'a Object>| match o {
-        None => Ok(None),
-        Some(o) => cast(o)
-            .map(Some)
-            .ok_or_else(|| format!("expected a {kind} object")),
-    };
-    Ok((one(old)?, one(new)?))
-}
-
-fn as_pod(o: &Object) -> Option<&Pod> {
-    match o {
-        Object::Pod(p) => Some(p),
-        Object::Node(_) => None,
-    }
-}
-
-fn as_node(o: &Object) -> Option<&Node> {
-    match o {
-        Object::Node(n) => Some(n),
-        Object::Pod(_) => None,
-    }
 }
 
 /// Upstream's `involvedInTopologySpreading`: the other pod is the pod itself, or a
@@ -112,7 +78,7 @@ impl PodTopologySpread {
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
         use QueueingHint::{Queue, QueueSkip};
-        let (original, modified) = objects(old, new, as_pod, "pod")?;
+        let (original, modified) = objects(old, new, Object::as_pod, "pod")?;
         if modified.is_some_and(|m| !involved(m, pod))
             || original.is_some_and(|o| !involved(o, pod))
         {
@@ -165,7 +131,7 @@ impl PodTopologySpread {
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
         use QueueingHint::{Queue, QueueSkip};
-        let (original, modified) = objects(old, new, as_node, "node")?;
+        let (original, modified) = objects(old, new, Object::as_node, "node")?;
         let constraints = self.constraints(pod, WhenUnsatisfiable::DoNotSchedule);
         let matching =
             |n: Option<&Node>| n.is_some_and(|n| node_has_all_keys(&n.labels, &constraints));
@@ -752,9 +718,7 @@ mod tests {
         let events = PodTopologySpread::events().unwrap();
         assert!(events.iter().all(|r| r.has_hint));
         let covered = |resource, actions| {
-            events
-                .iter()
-                .any(|r| r.event.covers(&ClusterEvent::new(resource, actions)))
+            berth_sdk::events::is_registered(&events, &ClusterEvent::new(resource, actions))
         };
         use ActionType as A;
         use EventResource as R;

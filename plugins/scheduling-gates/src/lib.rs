@@ -17,13 +17,10 @@ impl Plugin for SchedulingGates {
     }
 
     fn events() -> Option<Vec<EventRegistration>> {
-        Some(vec![EventRegistration {
-            event: ClusterEvent::new(
-                EventResource::UnscheduledPod,
-                ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
-            ),
-            has_hint: true,
-        }])
+        Some(vec![EventRegistration::with_hint(
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+        )])
     }
 }
 

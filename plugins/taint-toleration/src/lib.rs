@@ -2,6 +2,7 @@
 //! `NoSchedule` or `NoExecute` taint the pod does not tolerate, and prefers nodes
 //! with fewer untolerated `PreferNoSchedule` taints.
 
+use berth_sdk::events::node_change;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
     Filter, MAX_NODE_SCORE, Node, NodeInfo, NormalizeScore, Object, Plugin, Pod, PreScore,
@@ -26,20 +27,14 @@ impl Plugin for TaintToleration {
     /// preCheck.
     fn events() -> Option<Vec<EventRegistration>> {
         Some(vec![
-            EventRegistration {
-                event: ClusterEvent::new(
-                    EventResource::Node,
-                    ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
-                ),
-                has_hint: true,
-            },
-            EventRegistration {
-                event: ClusterEvent::new(
-                    EventResource::UnscheduledPod,
-                    ActionType::UPDATE_POD_TOLERATION,
-                ),
-                has_hint: true,
-            },
+            EventRegistration::with_hint(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+            ),
+            EventRegistration::with_hint(
+                EventResource::UnscheduledPod,
+                ActionType::UPDATE_POD_TOLERATION,
+            ),
         ])
     }
 }
@@ -55,15 +50,6 @@ fn untolerated(node: &Node, pod: &Pod) -> bool {
     find_untolerated_taint(&node.taints, &pod.tolerations, is_hard).is_some()
 }
 
-/// The object as a node, as upstream's `util.As[*v1.Node]`.
-fn as_node(o: Option<&Object>) -> Result<Option<&Node>, String> {
-    match o {
-        None => Ok(None),
-        Some(Object::Node(n)) => Ok(Some(n)),
-        Some(Object::Pod(p)) => Err(format!("expected a node, got pod {}", p.key())),
-    }
-}
-
 impl TaintToleration {
     /// Upstream's `isSchedulableAfterNodeChange`: Queue when the node (added, or
     /// updated from one with an untolerated taint) has no taint the pod does not
@@ -74,8 +60,7 @@ impl TaintToleration {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let original = as_node(old)?;
-        let modified = as_node(new)?.ok_or("the event has no new node")?;
+        let (original, modified) = node_change(old, new)?;
         let was_untolerated = original.is_none_or(|n| untolerated(n, pod));
         Ok(if was_untolerated && !untolerated(modified, pod) {
             QueueingHint::Queue
@@ -589,9 +574,7 @@ mod tests {
         let events = TaintToleration::events().unwrap();
         assert!(events.iter().all(|r| r.has_hint));
         let covered = |resource, actions| {
-            events
-                .iter()
-                .any(|r| r.event.covers(&ClusterEvent::new(resource, actions)))
+            berth_sdk::events::is_registered(&events, &ClusterEvent::new(resource, actions))
         };
         assert!(covered(EventResource::Node, ActionType::ADD));
         assert!(covered(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
