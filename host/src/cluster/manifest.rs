@@ -511,7 +511,7 @@ fn collect(
                 return Err(invalid(
                     &format!("metadata.annotations.{SIMULATE_ANNOTATION}"),
                     format!(
-                        "unsupported value {other:?}: only \"delete\" (of a v1 Pod, Node or Namespace)"
+                        "unsupported value {other:?}: only \"delete\" (of an object Berth reads)"
                     ),
                 ));
             }
