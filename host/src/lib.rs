@@ -19,12 +19,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod cache;
 pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod framework;
 pub mod metrics;
+pub mod native;
 pub mod queue;
 pub mod scheduler;
 pub mod simulate;

@@ -1,6 +1,7 @@
 //! The `berth` command.
 
 use anyhow::Context;
+use berth::bench::BenchOptions;
 use berth::scheduler::SchedulerOptions;
 use berth::simulate::{SimulateOptions, simulate};
 use berth::wasm::{Runtime, RuntimeOptions};
@@ -22,6 +23,55 @@ enum Command {
     Simulate(SimulateArgs),
     /// Show every plugin's answer for one pending pod on every node.
     Explain(ExplainArgs),
+    /// Run scheduler_perf-shaped workloads and report pods/s, attempt latency,
+    /// peak memory and the wasm/native ratio.
+    Bench(BenchArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Compare {
+    /// Run each workload natively too and report wasm time over native time.
+    Native,
+}
+
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// Run only this workload (repeatable): SchedulingBasic, SchedulingNodeAffinity,
+    /// TopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
+    /// Unschedulable.
+    #[arg(long)]
+    workload: Vec<String>,
+    /// Run only the size with this many nodes (500 or 5000; another count runs the
+    /// nearest size's pods on that many nodes).
+    #[arg(long)]
+    nodes: Option<usize>,
+    /// Override the number of initial pods.
+    #[arg(long)]
+    init_pods: Option<usize>,
+    /// Override the number of measured pods.
+    #[arg(long)]
+    measure_pods: Option<usize>,
+    /// Small node and pod counts: the whole run takes seconds.
+    #[arg(long)]
+    quick: bool,
+    /// Run the plugins natively (compiled into the host) instead of as wasm.
+    #[arg(long, conflicts_with = "compare")]
+    native: bool,
+    /// Also run each workload natively and report the wasm/native ratio.
+    #[arg(long, value_enum)]
+    compare: Option<Compare>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    /// Worker threads for Filter and Score (default: the number of cores).
+    #[arg(long)]
+    parallelism: Option<usize>,
+    /// Where compiled plugin components are cached.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Compile plugin components every time instead of caching them.
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -67,6 +117,10 @@ struct SimulateArgs {
     /// clock alone (a cluster event still retries it).
     #[arg(long, default_value_t = 5)]
     max_attempts: u32,
+    /// Run the built-in plugins natively (compiled into the host) instead of as
+    /// wasm components.
+    #[arg(long)]
+    native: bool,
 }
 
 fn main() -> ExitCode {
@@ -87,21 +141,24 @@ fn main() -> ExitCode {
     }
 }
 
-fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, SimulateOptions)> {
-    let cache_dir = if args.no_cache {
+fn runtime(cache_dir: &Option<PathBuf>, no_cache: bool) -> anyhow::Result<std::sync::Arc<Runtime>> {
+    let cache_dir = if no_cache {
         None
     } else {
-        args.cache_dir
-            .clone()
-            .or_else(RuntimeOptions::default_cache_dir)
+        cache_dir.clone().or_else(RuntimeOptions::default_cache_dir)
     };
-    let runtime = Runtime::new(RuntimeOptions {
+    Runtime::new(RuntimeOptions {
         cache_dir,
         ..RuntimeOptions::default()
     })
-    .context("starting the WebAssembly runtime")?;
+    .context("starting the WebAssembly runtime")
+}
+
+fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, SimulateOptions)> {
+    let runtime = runtime(&args.cache_dir, args.no_cache)?;
     let mut scheduler = SchedulerOptions::default();
     scheduler.framework.seed = args.seed;
+    scheduler.framework.native = args.native;
     if let Some(p) = args.parallelism {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");
         scheduler.framework.parallelism = p;
@@ -118,8 +175,60 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
     ))
 }
 
+fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let runtime = runtime(&args.cache_dir, args.no_cache)?;
+    let mut scheduler = SchedulerOptions::default();
+    if let Some(p) = args.parallelism {
+        anyhow::ensure!(p > 0, "--parallelism must be at least 1");
+        scheduler.framework.parallelism = p;
+    }
+    if let Some(n) = args.nodes {
+        anyhow::ensure!(n > 0, "--nodes must be at least 1");
+    }
+    let opts = BenchOptions {
+        workloads: args.workload,
+        nodes: args.nodes,
+        init_pods: args.init_pods,
+        measure_pods: args.measure_pods,
+        quick: args.quick,
+        native: args.native,
+        compare_native: matches!(args.compare, Some(Compare::Native)),
+        scheduler,
+    };
+    let json = matches!(args.output, Output::Json);
+    let mut progress = |line: &str| eprintln!("bench: {line}");
+    let mut results = Vec::new();
+    // Print each JSON line as soon as its workload is done.
+    let names: Vec<String> = if opts.workloads.is_empty() {
+        berth::bench::WORKLOADS
+            .iter()
+            .map(|w| w.name.to_owned())
+            .collect()
+    } else {
+        opts.workloads.clone()
+    };
+    for name in names {
+        let one = BenchOptions {
+            workloads: vec![name],
+            ..opts.clone()
+        };
+        let r = berth::bench::run(&runtime, &one, &mut progress)?;
+        if json {
+            for x in &r {
+                println!("{}", serde_json::to_string(x)?);
+            }
+        }
+        results.extend(r);
+    }
+    if !json {
+        print!("{}", berth::bench::to_text(&results));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Bench(args) => bench(args),
         Command::Explain(args) => {
             let (runtime, opts) = options(&args.common)?;
             let explanation = berth::simulate::explain(&runtime, &opts, &args.pod)?;

@@ -10,7 +10,7 @@ use crate::cluster::{Binder, Namespaces};
 use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
-    CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions, NominatedPods,
+    CyclePod, CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions, NominatedPods,
     PermitOutcome, PluginError, ScheduleOutcome, registry,
 };
 use crate::metrics::{AttemptResult, Metrics};
@@ -19,7 +19,7 @@ use crate::queue::{
     pod_update_actions,
 };
 use crate::wasm::Runtime;
-use crate::wasm::module::{HostServices, WitPod, pod_to_wit};
+use crate::wasm::module::HostServices;
 use berth_sdk::affinity::LabelSelector;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
 use std::collections::{BTreeSet, HashMap};
@@ -80,7 +80,7 @@ struct BindJob {
     uid: String,
     framework: Arc<Framework>,
     state: CycleState,
-    pod: WitPod,
+    pod: CyclePod,
     node: String,
 }
 
@@ -186,6 +186,13 @@ impl Scheduler {
             .iter()
             .map(|p| Framework::new(p, &modules, &fw_options, &services).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
+        if fw_options.native {
+            crate::native::install_host(crate::native::NativeHost {
+                binder: binder.clone(),
+                namespaces: services.namespaces.clone(),
+                waiting: services.waiting.clone(),
+            });
+        }
         let (bind_tx, bind_rx) = spawn_binder();
         Ok(Scheduler {
             frameworks,
@@ -348,7 +355,7 @@ impl Scheduler {
     }
 
     fn gate(&self, fw: &Framework, pod: &Pod) -> anyhow::Result<(Vec<i64>, Gate)> {
-        let wpod = pod_to_wit(pod);
+        let wpod = CyclePod::new(pod.clone());
         let key = fw.sort_key(&wpod)?;
         let gate = fw
             .pre_enqueue(&wpod)?
@@ -445,7 +452,7 @@ impl Scheduler {
                 // Waiting at Permit: give back what it reserved.
                 let b = self.binding.remove(uid).expect("checked");
                 b.framework
-                    .unreserve(&b.state, &pod_to_wit(&b.assumed), &b.node);
+                    .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
                 let _ = self.cache.forget_pod(uid);
                 self.queue.done(uid);
                 self.outcomes.remove(uid);
@@ -489,7 +496,7 @@ impl Scheduler {
         self.cache.update_snapshot(&mut self.snapshot);
         let mut pod = pod.clone();
         pod.default_selector = self.default_selector(&pod);
-        Ok(fw.explain(&pod_to_wit(&pod), &self.snapshot, options)?)
+        Ok(fw.explain(&CyclePod::new(pod), &self.snapshot, options)?)
     }
 
     /// Schedules until nothing more can happen: activeQ is empty, no binding is in
@@ -540,7 +547,7 @@ impl Scheduler {
         qp.pod.default_selector = self.default_selector(&qp.pod);
         let started = Instant::now();
         self.cache.update_snapshot(&mut self.snapshot);
-        let wpod = pod_to_wit(&qp.pod);
+        let wpod = CyclePod::new(qp.pod.clone());
         match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
                 self.metrics
@@ -588,7 +595,7 @@ impl Scheduler {
         }
         // Assumed on a node, it counts there, not on its nominated node.
         self.unnominate(&assumed.uid);
-        let wassumed = pod_to_wit(&assumed);
+        let wassumed = CyclePod::new(assumed.clone());
         let permit = fw
             .reserve(&state, &wassumed, &node)
             .and_then(|()| fw.permit(&state, &wassumed, &node));
@@ -648,7 +655,7 @@ impl Scheduler {
             uid: uid.to_owned(),
             framework: b.framework.clone(),
             state: b.state.clone(),
-            pod: pod_to_wit(&b.assumed),
+            pod: CyclePod::new(b.assumed.clone()),
             node: b.node.clone(),
         };
         if self.bind_tx.send(job).is_ok() {
@@ -672,7 +679,7 @@ impl Scheduler {
                 WaitState::Rejected(plugin, message) => {
                     if let Some(b) = self.binding.remove(&uid) {
                         b.framework
-                            .unreserve(&b.state, &pod_to_wit(&b.assumed), &b.node);
+                            .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
                         let _ = self.cache.forget_pod(&uid);
                         let plugins = BTreeSet::from([plugin.clone()]);
                         self.fail(
@@ -729,7 +736,7 @@ impl Scheduler {
             }
             Err(e) => {
                 b.framework
-                    .unreserve(&b.state, &pod_to_wit(&b.assumed), &b.node);
+                    .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
                 let _ = self.cache.forget_pod(&uid);
                 if let Some(other) = self.binder.bound_node(&b.assumed) {
                     // Someone else bound it: drop it from the queue, do not retry.

@@ -102,7 +102,11 @@ impl Report {
                 format!("{} attempts", p.attempts)
             };
             match &p.node {
-                Some(n) => out.push_str(&format!("{key:<width$}  {n:<node_width$}  {attempts}\n")),
+                Some(n) => {
+                    let line = format!("{key:<width$}  {n:<node_width$}  {attempts}");
+                    out.push_str(line.trim_end());
+                    out.push('\n');
+                }
                 None => out.push_str(&format!(
                     "{key:<width$}  {:<node_width$}  {attempts}  {}\n",
                     "<pending>", p.message

@@ -28,7 +28,9 @@ pub const WIT_VERSION: &str = "0.1.0";
 struct Instance<T> {
     plugin: T,
     vtable: VTable<T>,
-    nodes: Vec<Option<sdk::NodeInfo>>,
+    /// Boxed, so that walking every node (PreFilter, PreScore) reads pointers, not
+    /// whole node infos.
+    nodes: Vec<Option<Box<sdk::NodeInfo>>>,
 }
 
 thread_local! {
@@ -174,7 +176,7 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 if inst.nodes.len() <= slot {
                     inst.nodes.resize_with(slot + 1, || None);
                 }
-                inst.nodes[slot] = Some(node_info_from_wit(info));
+                inst.nodes[slot] = Some(Box::new(node_info_from_wit(info)));
             }
         });
     }
@@ -259,7 +261,8 @@ impl<T: Registered> ex::pre_filter::Guest for Export<T> {
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| match inst.vtable.pre_filter {
             Some(f) => {
-                let nodes: Vec<&sdk::NodeInfo> = inst.nodes.iter().flatten().collect();
+                let nodes: Vec<&sdk::NodeInfo> =
+                    inst.nodes.iter().flatten().map(|n| &**n).collect();
                 let r = f(&inst.plugin, &state, &pod, &nodes);
                 ex::pre_filter::PreFilterResult {
                     status: status_to_wit(r.status),
@@ -299,7 +302,7 @@ impl<T: Registered> ex::filter::Guest for Export<T> {
             };
             let mut out = Vec::new();
             for slot in slots {
-                let status = match inst.nodes.get(slot as usize).and_then(Option::as_ref) {
+                let status = match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
                     Some(node) => f(&inst.plugin, &state, &pod, node),
                     None => missing_node(slot),
                 };
@@ -326,12 +329,12 @@ impl<T: Registered> ex::pre_score::Guest for Export<T> {
             };
             let mut nodes = Vec::with_capacity(slots.len());
             for slot in slots {
-                match inst.nodes.get(slot as usize).and_then(Option::as_ref) {
+                match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
                     Some(n) => nodes.push(n),
                     None => return status_to_wit(missing_node(slot)),
                 }
             }
-            let all: Vec<&sdk::NodeInfo> = inst.nodes.iter().flatten().collect();
+            let all: Vec<&sdk::NodeInfo> = inst.nodes.iter().flatten().map(|n| &**n).collect();
             status_to_wit(f(&inst.plugin, &state, &pod, &nodes, &all))
         })
     }
@@ -353,7 +356,7 @@ impl<T: Registered> ex::score::Guest for Export<T> {
             slots
                 .iter()
                 .map(
-                    |&slot| match inst.nodes.get(slot as usize).and_then(Option::as_ref) {
+                    |&slot| match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
                         Some(n) => f(&inst.plugin, &state, &pod, n).map_err(status_to_wit),
                         None => Err(status_to_wit(missing_node(slot))),
                     },

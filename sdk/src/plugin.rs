@@ -21,22 +21,47 @@ pub trait StateStore {
 /// postcard; prefix keys with the plugin's name to stay out of others' way.
 pub struct CycleState<'a> {
     store: &'a dyn StateStore,
+    /// Bytes already read during this call (a batch over many nodes reads the same
+    /// keys for every node; in the sandbox each read is a call into the host).
+    read_cache: ReadCache,
 }
+
+/// Keys read during one call and their bytes (`None`: absent).
+type ReadCache = std::cell::RefCell<Vec<(String, Option<std::rc::Rc<[u8]>>)>>;
 
 impl<'a> CycleState<'a> {
     /// Wraps a store.
     pub fn new(store: &'a dyn StateStore) -> Self {
-        CycleState { store }
+        CycleState {
+            store,
+            read_cache: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    fn bytes(&self, key: &str) -> Option<std::rc::Rc<[u8]>> {
+        if let Some((_, v)) = self.read_cache.borrow().iter().find(|(k, _)| k == key) {
+            return v.clone();
+        }
+        let v: Option<std::rc::Rc<[u8]>> = self.store.read(key).map(Into::into);
+        self.read_cache
+            .borrow_mut()
+            .push((key.to_owned(), v.clone()));
+        v
+    }
+
+    fn forget(&self, key: &str) {
+        self.read_cache.borrow_mut().retain(|(k, _)| k != key);
     }
 
     /// Reads and decodes a value; `None` when absent or not of type `T`.
     pub fn read<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        let bytes = self.store.read(key)?;
+        let bytes = self.bytes(key)?;
         postcard::from_bytes(&bytes).ok()
     }
 
     /// Encodes and stores a value.
     pub fn write<T: Serialize>(&self, key: &str, value: &T) {
+        self.forget(key);
         // Encoding into a Vec cannot fail for plain data.
         if let Ok(bytes) = postcard::to_allocvec(value) {
             self.store.write(key, &bytes);
@@ -45,6 +70,7 @@ impl<'a> CycleState<'a> {
 
     /// Removes a value.
     pub fn delete(&self, key: &str) {
+        self.forget(key);
         self.store.delete(key);
     }
 }

@@ -9,8 +9,8 @@ use berth::cluster::memory::MemoryCluster;
 use berth::config::Profile;
 use berth::framework::registry::load_modules;
 use berth::framework::waiting::WaitingPods;
-use berth::framework::{ExplainOptions, Framework, FrameworkOptions};
-use berth::wasm::module::{HostServices, pod_to_wit};
+use berth::framework::{CyclePod, ExplainOptions, Framework, FrameworkOptions};
+use berth::wasm::module::HostServices;
 use berth::wasm::{Module, Runtime, RuntimeOptions};
 use berth_sdk::ExtensionPoint;
 use serde_json::Value;
@@ -163,7 +163,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             .as_object()
             .map(|m| m.keys().cloned().collect());
         let explain = fw.explain(
-            &pod_to_wit(&pod),
+            &CyclePod::new(pod.clone()),
             &snapshot,
             &ExplainOptions {
                 // Normalization depends on the set of nodes, not their order.

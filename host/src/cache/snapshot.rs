@@ -15,6 +15,13 @@ pub struct Snapshot {
     /// Slots of the nodes, in the order cycles visit them.
     order: Vec<u32>,
     by_name: HashMap<String, u32>,
+    /// The slots each catch-up changed, as (the generation caught up to, slot), in
+    /// order: a replica at generation `g` needs only the entries after `g`, so
+    /// catching a replica up costs what changed, not the number of nodes.
+    log: Vec<(u64, u32)>,
+    /// Entries up to this generation were dropped from `log`; older replicas are
+    /// caught up by a full scan.
+    log_floor: u64,
 }
 
 impl Snapshot {
@@ -36,6 +43,11 @@ impl Snapshot {
     /// A node by slot.
     pub fn node(&self, slot: u32) -> Option<&NodeInfo> {
         self.nodes.get(slot as usize)?.as_deref()
+    }
+
+    /// The shared node info of a slot (native plugins see it as is).
+    pub fn shared(&self, slot: u32) -> Option<&Arc<NodeInfo>> {
+        self.nodes.get(slot as usize)?.as_ref()
     }
 
     /// A node's slot by name.
@@ -65,10 +77,17 @@ impl Snapshot {
         self.nodes.resize(slots.len(), None);
         self.slot_generation.resize(slots.len(), 0);
         let mut membership_changed = false;
+        if self.log.len() > 2 * slots.len().max(64) {
+            // Forget the older half; replicas that old take the full scan.
+            let cut = self.log.len() / 2;
+            self.log_floor = self.log[cut - 1].0;
+            self.log.drain(..cut);
+        }
         for (i, slot) in slots.iter().enumerate() {
             if slot_generation[i] <= self.generation && self.generation != 0 {
                 continue;
             }
+            self.log.push((generation, i as u32));
             let now = slot.as_ref().filter(|s| s.has_node).map(|s| s.info.clone());
             let was = self.nodes[i].take();
             if was.is_some() != now.is_some()
@@ -106,6 +125,26 @@ impl Snapshot {
     pub fn changes_since(&self, since: Option<u64>) -> (Vec<(u32, &NodeInfo)>, Vec<u32>) {
         let mut updated = Vec::new();
         let mut removed = Vec::new();
+        if let Some(g) = since
+            && g >= self.log_floor
+            && g > 0
+        {
+            let from = self.log.partition_point(|&(cg, _)| cg <= g);
+            let mut slots: Vec<u32> = self.log[from..].iter().map(|&(_, s)| s).collect();
+            slots.sort_unstable();
+            slots.dedup();
+            for s in slots {
+                let i = s as usize;
+                if self.slot_generation.get(i).is_none_or(|&sg| sg <= g) {
+                    continue;
+                }
+                match &self.nodes[i] {
+                    Some(n) => updated.push((s, &**n)),
+                    None => removed.push(s),
+                }
+            }
+            return (updated, removed);
+        }
         for (i, node) in self.nodes.iter().enumerate() {
             let changed = match since {
                 None => true,

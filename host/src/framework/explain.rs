@@ -2,9 +2,8 @@
 //! every node (no stopping at the first failure) and every Score plugin's raw,
 //! normalized and weighted score over the feasible nodes (no sampling).
 
-use super::{CycleState, Framework, PluginError, lock};
+use super::{CyclePod, CycleState, Framework, PluginError, lock};
 use crate::cache::Snapshot;
-use crate::wasm::module::WitPod;
 use berth_sdk::{Code, ExtensionPoint, Status};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -81,7 +80,7 @@ impl Framework {
     /// Explains how the profile sees `pod` on every node of the snapshot.
     pub fn explain(
         &self,
-        pod: &WitPod,
+        pod: &CyclePod,
         snapshot: &Snapshot,
         options: &ExplainOptions,
     ) -> Result<Explanation, PluginError> {

@@ -5,6 +5,7 @@
 pub mod cycle_state;
 mod explain;
 mod fit_error;
+mod instance;
 pub mod registry;
 mod schedule;
 pub mod waiting;
@@ -12,12 +13,15 @@ pub mod waiting;
 pub use cycle_state::CycleState;
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
+pub use instance::CyclePod;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 
 use crate::config::Profile;
-use crate::wasm::module::{HostServices, WitPod};
-use crate::wasm::{CallError, Instance, LoadError, Module};
+use crate::native::{NativeInstance, Twin};
+use crate::wasm::module::HostServices;
+use crate::wasm::{CallError, LoadError, Module};
 use berth_sdk::{Code, ExtensionPoint, Status};
+use instance::PluginInstance;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use std::collections::{BTreeSet, HashMap};
@@ -64,6 +68,9 @@ pub struct FrameworkOptions {
     pub percentage_of_nodes_to_score: u32,
     /// Seed of the tie-breaking random choice.
     pub seed: u64,
+    /// Run the built-in plugins as their native twins (compiled into the host)
+    /// instead of as wasm components; modules a configuration names stay wasm.
+    pub native: bool,
 }
 
 impl Default for FrameworkOptions {
@@ -72,6 +79,7 @@ impl Default for FrameworkOptions {
             parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
             percentage_of_nodes_to_score: 0,
             seed: 0,
+            native: false,
         }
     }
 }
@@ -82,12 +90,14 @@ struct PluginSlot {
     module: Arc<Module>,
     args_json: String,
     normalizes: bool,
+    /// The native twin to run instead of the module, in native mode.
+    native: Option<Twin>,
 }
 
 /// Live instances, one per plugin of the profile, made on first use and remade after
 /// a trap.
 struct InstanceSet {
-    instances: Vec<Option<Instance>>,
+    instances: Vec<Option<PluginInstance>>,
     services: HostServices,
 }
 
@@ -99,19 +109,36 @@ impl InstanceSet {
         }
     }
 
-    fn get(&mut self, i: usize, plugins: &[PluginSlot]) -> Result<&mut Instance, PluginError> {
-        let stale = self.instances[i]
-            .as_ref()
-            .is_none_or(|inst| inst.is_broken() || !Arc::ptr_eq(inst.module(), &plugins[i].module));
+    fn get(
+        &mut self,
+        i: usize,
+        plugins: &[PluginSlot],
+    ) -> Result<&mut PluginInstance, PluginError> {
+        let p = &plugins[i];
+        let stale = match &self.instances[i] {
+            None => true,
+            Some(PluginInstance::Wasm(inst)) => {
+                p.native.is_some() || inst.is_broken() || !Arc::ptr_eq(inst.module(), &p.module)
+            }
+            Some(PluginInstance::Native(_)) => p.native.is_none(),
+        };
         if stale {
-            let p = &plugins[i];
-            let inst = p
-                .module
-                .instantiate(&p.args_json, self.services.clone())
-                .map_err(|e| PluginError {
-                    plugin: p.name.clone(),
-                    message: e.to_string(),
-                })?;
+            let inst = match &p.native {
+                Some(twin) => NativeInstance::new(twin, &p.args_json)
+                    .map(PluginInstance::Native)
+                    .map_err(|message| PluginError {
+                        plugin: p.name.clone(),
+                        message,
+                    })?,
+                None => p
+                    .module
+                    .instantiate(&p.args_json, self.services.clone())
+                    .map(PluginInstance::Wasm)
+                    .map_err(|e| PluginError {
+                        plugin: p.name.clone(),
+                        message: e.to_string(),
+                    })?,
+            };
             self.instances[i] = Some(inst);
         }
         Ok(self.instances[i].as_mut().expect("just made"))
@@ -179,6 +206,11 @@ impl Framework {
         options: &FrameworkOptions,
         services: &HostServices,
     ) -> Result<Self, FrameworkError> {
+        let twins = if options.native {
+            crate::native::registry()
+        } else {
+            HashMap::new()
+        };
         let mut plugins: Vec<PluginSlot> = Vec::new();
         let mut points: HashMap<ExtensionPoint, Vec<(usize, i64)>> = HashMap::new();
         for (point, list) in &profile.points {
@@ -216,6 +248,13 @@ impl Framework {
                             normalizes: module
                                 .extension_points()
                                 .contains(&ExtensionPoint::NormalizeScore),
+                            // Only a built-in module has a native twin; a module the
+                            // configuration names replaces it and stays wasm.
+                            native: if registry::is_builtin(module) {
+                                twins.get(name.as_str()).copied()
+                            } else {
+                                None
+                            },
                         });
                         plugins.len() - 1
                     }
@@ -285,7 +324,7 @@ impl Framework {
     }
 
     /// The QueueSort key of a pod, computed once when it is enqueued.
-    pub fn sort_key(&self, pod: &WitPod) -> Result<Vec<i64>, PluginError> {
+    pub fn sort_key(&self, pod: &CyclePod) -> Result<Vec<i64>, PluginError> {
         let Some(&(i, _)) = self.at(ExtensionPoint::QueueSort).first() else {
             return Ok(vec![-i64::from(pod.priority)]);
         };
@@ -295,7 +334,7 @@ impl Framework {
 
     /// Runs PreEnqueue plugins: `Ok(None)` lets the pod in, `Ok(Some(..))` names the
     /// plugin that keeps it out and why.
-    pub fn pre_enqueue(&self, pod: &WitPod) -> Result<Option<(String, Status)>, PluginError> {
+    pub fn pre_enqueue(&self, pod: &CyclePod) -> Result<Option<(String, Status)>, PluginError> {
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::PreEnqueue) {
             let status = main.get(i, &self.plugins)?.pre_enqueue(pod)?;
@@ -307,7 +346,12 @@ impl Framework {
     }
 
     /// Reserve, in order; on failure the caller must run [`Framework::unreserve`].
-    pub fn reserve(&self, state: &CycleState, pod: &WitPod, node: &str) -> Result<(), PluginError> {
+    pub fn reserve(
+        &self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), PluginError> {
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve) {
             let status = main.get(i, &self.plugins)?.reserve(state, pod, node)?;
@@ -319,7 +363,7 @@ impl Framework {
     }
 
     /// Unreserve, in reverse order; failures are logged, as upstream.
-    pub fn unreserve(&self, state: &CycleState, pod: &WitPod, node: &str) {
+    pub fn unreserve(&self, state: &CycleState, pod: &CyclePod, node: &str) {
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve).iter().rev() {
             let r = main
@@ -335,7 +379,7 @@ impl Framework {
     pub fn permit(
         &self,
         state: &CycleState,
-        pod: &WitPod,
+        pod: &CyclePod,
         node: &str,
     ) -> Result<PermitOutcome, PluginError> {
         let mut main = lock(&self.main);
@@ -384,9 +428,8 @@ impl Framework {
             return Queue;
         }
         let mut main = lock(&self.main);
-        let wpod = crate::wasm::module::pod_to_wit(pod);
         match main.get(i, &self.plugins).and_then(|inst| {
-            inst.queueing_hint(event, &wpod, old, new)
+            inst.queueing_hint(event, pod, old, new)
                 .map_err(PluginError::from)
         }) {
             Ok(Ok(h)) => h,
@@ -402,7 +445,7 @@ impl Framework {
     }
 
     /// The binding cycle: PreBind, Bind (until a plugin does not Skip), PostBind.
-    pub fn bind(&self, state: &CycleState, pod: &WitPod, node: &str) -> Result<(), PluginError> {
+    pub fn bind(&self, state: &CycleState, pod: &CyclePod, node: &str) -> Result<(), PluginError> {
         let mut set = lock(&self.binding);
         for &(i, _) in self.at(ExtensionPoint::PreBind) {
             let status = set.get(i, &self.plugins)?.pre_bind(state, pod, node)?;

@@ -62,6 +62,13 @@ pub fn builtin_plugins() -> HashMap<String, &'static berth_artifacts::Artifact> 
         .collect()
 }
 
+const BUILTIN_PREFIX: &str = "built-in ";
+
+/// Whether a module is a built-in plugin's component (not one a configuration names).
+pub fn is_builtin(module: &Module) -> bool {
+    module.source().starts_with(BUILTIN_PREFIX)
+}
+
 /// Loads the modules for the named plugins: from `sources` when a source names the
 /// plugin, else the built-in component.
 pub fn load_modules(
@@ -93,7 +100,10 @@ pub fn load_modules(
             }
             runtime.load(&path, &bytes)?
         } else if let Some(artifact) = builtins.get(name) {
-            runtime.load(&format!("built-in {}", artifact.crate_name), artifact.bytes)?
+            runtime.load(
+                &format!("{BUILTIN_PREFIX}{}", artifact.crate_name),
+                artifact.bytes,
+            )?
         } else {
             return Err(RegistryError::Unknown(name.clone()));
         };

@@ -2,9 +2,8 @@
 //! round-robin start until `numFeasibleNodesToFind` nodes fit, PreScore, Score and
 //! NormalizeScore, weights, and a random choice among the best.
 
-use super::{CycleState, Diagnosis, FitError, Framework, PluginError, lock};
+use super::{CyclePod, CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use crate::cache::Snapshot;
-use crate::wasm::module::WitPod;
 use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, Pod, Status};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
@@ -60,7 +59,7 @@ pub type NominatedPods = HashMap<String, Vec<Pod>>;
 /// Nodes as they would be with the nominated pods of at least the pod's priority
 /// added (upstream's `addGENominatedPods`), by slot.
 fn nominated_overlays(
-    pod: &WitPod,
+    pod: &CyclePod,
     snapshot: &Snapshot,
     nominated: &NominatedPods,
 ) -> HashMap<u32, NodeInfo> {
@@ -112,7 +111,7 @@ impl Framework {
         &self,
         worker: usize,
         state: &CycleState,
-        pod: &WitPod,
+        pod: &CyclePod,
         snapshot: &Snapshot,
         chunk: &[u32],
         filters: &[usize],
@@ -185,7 +184,7 @@ impl Framework {
         &self,
         worker: usize,
         state: &CycleState,
-        pod: &WitPod,
+        pod: &CyclePod,
         snapshot: &Snapshot,
         chunk: &[u32],
         scorers: &[(usize, i64)],
@@ -212,7 +211,7 @@ impl Framework {
     /// snapshot, counting `nominated` pods of at least its priority on their nodes.
     pub fn schedule_pod(
         &self,
-        pod: &WitPod,
+        pod: &CyclePod,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
     ) -> ScheduleOutcome {
@@ -224,7 +223,7 @@ impl Framework {
 
     fn try_schedule(
         &self,
-        pod: &WitPod,
+        pod: &CyclePod,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
     ) -> Result<ScheduleOutcome, PluginError> {
@@ -332,25 +331,25 @@ impl Framework {
 
         // A pod nominated to a node (by an earlier preemption) tries that node first;
         // if it fits, it goes there without scoring, as upstream.
-        if let Some(slot) = snapshot.slot_of(&pod.nominated_node_name) {
-            if candidates.contains(&slot) {
-                let (ok, _) = self.filter_chunk(
-                    0,
-                    &state,
-                    pod,
-                    snapshot,
-                    &[slot],
-                    &filters_for_pod,
-                    &overlays,
-                )?;
-                if !ok.is_empty() {
-                    return Ok(ScheduleOutcome::Scheduled {
-                        node: pod.nominated_node_name.clone(),
-                        state,
-                        evaluated: 1,
-                        feasible: 1,
-                    });
-                }
+        if let Some(slot) = snapshot.slot_of(&pod.nominated_node_name)
+            && candidates.contains(&slot)
+        {
+            let (ok, _) = self.filter_chunk(
+                0,
+                &state,
+                pod,
+                snapshot,
+                &[slot],
+                &filters_for_pod,
+                &overlays,
+            )?;
+            if !ok.is_empty() {
+                return Ok(ScheduleOutcome::Scheduled {
+                    node: pod.nominated_node_name.clone(),
+                    state,
+                    evaluated: 1,
+                    feasible: 1,
+                });
             }
         }
 

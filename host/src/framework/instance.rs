@@ -1,0 +1,267 @@
+//! A plugin instance the framework calls: a sandboxed wasm instance, or a native twin
+//! compiled into the host. Both answer the same calls; the pod goes to a wasm
+//! instance as its WIT record (made once per cycle, on first use) and to a native one
+//! as the SDK's pod.
+
+use super::CycleState;
+use crate::cache::Snapshot;
+use crate::native::NativeInstance;
+use crate::wasm::module::{WitPod, pod_to_wit};
+use crate::wasm::{CallError, Instance};
+use berth_sdk::{ClusterEvent, NodeInfo, Object, Pod, PreFilterResult, QueueingHint, Status};
+use std::sync::OnceLock;
+
+/// A pod as a cycle hands it to plugins: the SDK's pod, and its WIT record, made the
+/// first time a wasm instance needs it and then reused by every call of the cycle.
+#[derive(Debug)]
+pub struct CyclePod {
+    pod: Pod,
+    wit: OnceLock<WitPod>,
+}
+
+impl CyclePod {
+    /// Wraps a pod.
+    pub fn new(pod: Pod) -> Self {
+        CyclePod {
+            pod,
+            wit: OnceLock::new(),
+        }
+    }
+
+    /// The SDK's pod.
+    pub fn pod(&self) -> &Pod {
+        &self.pod
+    }
+
+    /// The WIT record (converted once).
+    pub fn wit(&self) -> &WitPod {
+        self.wit.get_or_init(|| pod_to_wit(&self.pod))
+    }
+}
+
+impl From<Pod> for CyclePod {
+    fn from(pod: Pod) -> Self {
+        CyclePod::new(pod)
+    }
+}
+
+impl std::ops::Deref for CyclePod {
+    type Target = Pod;
+    fn deref(&self) -> &Pod {
+        &self.pod
+    }
+}
+
+/// One live plugin instance.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a handful per worker, called in the hot path: no indirection wanted"
+)]
+pub(crate) enum PluginInstance {
+    /// A sandboxed component instance.
+    Wasm(Instance),
+    /// A native twin.
+    Native(NativeInstance),
+}
+
+impl PluginInstance {
+    /// Brings the instance's view of the nodes up to the snapshot.
+    pub fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.sync(snapshot),
+            PluginInstance::Native(n) => {
+                n.sync(snapshot);
+                Ok(())
+            }
+        }
+    }
+
+    /// Overlays nodes with nominated pods counted, for this cycle.
+    pub fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) -> Result<(), CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.sync_overlay(overlays),
+            PluginInstance::Native(n) => {
+                n.sync_overlay(overlays);
+                Ok(())
+            }
+        }
+    }
+
+    /// QueueSort's key.
+    pub fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.sort_key(pod.wit()),
+            PluginInstance::Native(n) => Ok(n.sort_key(pod)),
+        }
+    }
+
+    /// A queueing hint.
+    pub fn queueing_hint(
+        &mut self,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<Result<QueueingHint, String>, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.queueing_hint(event, &pod_to_wit(pod), old, new),
+            PluginInstance::Native(n) => Ok(n.queueing_hint(event, pod, old, new)),
+        }
+    }
+
+    /// PreEnqueue.
+    pub fn pre_enqueue(&mut self, pod: &CyclePod) -> Result<Status, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.pre_enqueue(pod.wit()),
+            PluginInstance::Native(n) => Ok(n.pre_enqueue(pod)),
+        }
+    }
+
+    /// PreFilter.
+    pub fn pre_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+    ) -> Result<PreFilterResult, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.pre_filter(state, pod.wit()),
+            PluginInstance::Native(n) => Ok(n.pre_filter(state, pod)),
+        }
+    }
+
+    /// Filter over many nodes: the nodes that did not pass.
+    pub fn filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Vec<(u32, Status)>, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.filter(state, pod.wit(), slots),
+            PluginInstance::Native(n) => Ok(n.filter(state, pod, slots)),
+        }
+    }
+
+    /// PreScore.
+    pub fn pre_score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Status, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.pre_score(state, pod.wit(), slots),
+            PluginInstance::Native(n) => Ok(n.pre_score(state, pod, slots)),
+        }
+    }
+
+    /// Score over many nodes, in order.
+    pub fn score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.score(state, pod.wit(), slots),
+            PluginInstance::Native(n) => Ok(n.score(state, pod, slots)),
+        }
+    }
+
+    /// NormalizeScore.
+    pub fn normalize_score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        scores: &[i64],
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.normalize_score(state, pod.wit(), scores),
+            PluginInstance::Native(n) => Ok(n.normalize_score(state, pod, scores)),
+        }
+    }
+
+    /// Reserve.
+    pub fn reserve(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.reserve(state, pod.wit(), node),
+            PluginInstance::Native(n) => Ok(n.reserve(state, pod, node)),
+        }
+    }
+
+    /// Unreserve.
+    pub fn unreserve(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.unreserve(state, pod.wit(), node),
+            PluginInstance::Native(n) => {
+                n.unreserve(state, pod, node);
+                Ok(())
+            }
+        }
+    }
+
+    /// Permit.
+    pub fn permit(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(Status, std::time::Duration), CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.permit(state, pod.wit(), node),
+            PluginInstance::Native(n) => Ok(n.permit(state, pod, node)),
+        }
+    }
+
+    /// PreBind.
+    pub fn pre_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.pre_bind(state, pod.wit(), node),
+            PluginInstance::Native(n) => Ok(n.pre_bind(state, pod, node)),
+        }
+    }
+
+    /// Bind.
+    pub fn bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.bind(state, pod.wit(), node),
+            PluginInstance::Native(n) => Ok(n.bind(state, pod, node)),
+        }
+    }
+
+    /// PostBind.
+    pub fn post_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.post_bind(state, pod.wit(), node),
+            PluginInstance::Native(n) => {
+                n.post_bind(state, pod, node);
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! `berth bench` (and the native twins it compares against) end to end, as a user
+//! runs it. No timing is asserted: only that the runs happen and report sane fields.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn berth(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(args)
+        .env("BERTH_CACHE_DIR", cache)
+        .current_dir(workspace())
+        .output()
+        .expect("run berth")
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn quick_json_reports_every_measured_pod_in_both_modes() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = berth(
+        &[
+            "bench",
+            "--quick",
+            "--output",
+            "json",
+            "--workload",
+            "SchedulingBasic",
+            "--workload",
+            "SchedulingPodAntiAffinity",
+            "--compare",
+            "native",
+        ],
+        cache.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bench: "), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{}", stdout(&out));
+    let expected = [
+        ("SchedulingBasic", "wasm"),
+        ("SchedulingBasic", "native"),
+        ("SchedulingPodAntiAffinity", "wasm"),
+        ("SchedulingPodAntiAffinity", "native"),
+    ];
+    for (r, (workload, mode)) in lines.iter().zip(expected) {
+        assert_eq!(r["workload"], workload);
+        assert_eq!(r["mode"], mode);
+        assert_eq!(r["nodes"], 100);
+        let measured = r["measured_pods"].as_u64().unwrap();
+        assert!(measured > 0);
+        // Every measured pod fits (the anti-affinity workload has a node for each).
+        assert_eq!(r["scheduled"].as_u64(), Some(measured), "{r}");
+        for field in ["pods_per_second", "p50_ms", "p99_ms", "peak_rss_mib"] {
+            let x = r[field].as_f64().unwrap_or(-1.0);
+            assert!(x > 0.0 && x.is_finite(), "{field} in {r}");
+        }
+        assert!(r["p50_ms"].as_f64() <= r["p99_ms"].as_f64(), "{r}");
+        assert!(r["cores"].as_u64().unwrap() >= 1);
+        match mode {
+            "wasm" => assert!(r["wasm_over_native"].as_f64().unwrap() > 0.0, "{r}"),
+            _ => assert!(r.get("wasm_over_native").is_none(), "{r}"),
+        }
+    }
+}
+
+#[test]
+fn text_output_is_a_table_and_unknown_workloads_are_refused() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = berth(
+        &[
+            "bench",
+            "--quick",
+            "--workload",
+            "unschedulable",
+            "--native",
+        ],
+        cache.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("workload"), "{text}");
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(row[0], "Unschedulable");
+    assert_eq!(row[4], "native");
+    assert!(lines[2].ends_with("cores"), "{text}");
+
+    let out = berth(&["bench", "--quick", "--workload", "Nope"], cache.path());
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no workload \"Nope\""),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn native_twins_place_the_example_as_the_components_do() {
+    let cache = tempfile::tempdir().unwrap();
+    let wasm = berth(
+        &["simulate", "--output", "json", "examples/cluster.yaml"],
+        cache.path(),
+    );
+    let native = berth(
+        &[
+            "simulate",
+            "--native",
+            "--output",
+            "json",
+            "examples/cluster.yaml",
+        ],
+        cache.path(),
+    );
+    assert!(wasm.status.success(), "{}", stderr(&wasm));
+    assert!(native.status.success(), "{}", stderr(&native));
+    let pods = |o: &Output| {
+        let v: serde_json::Value = serde_json::from_str(&stdout(o)).unwrap();
+        v["pods"].clone()
+    };
+    assert_eq!(pods(&wasm), pods(&native));
+    assert!(pods(&native).as_array().unwrap().len() >= 2);
+}
