@@ -1,32 +1,10 @@
 //! `berth bench` (and the native twins it compares against) end to end, as a user
 //! runs it. No timing is asserted: only that the runs happen and report sane fields.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn berth(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(args)
-        .env("BERTH_CACHE_DIR", cache)
-        .current_dir(workspace())
-        .output()
-        .expect("run berth")
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{berth, stderr, stdout};
+use std::process::Output;
 
 #[test]
 fn quick_json_reports_every_measured_pod_in_both_modes() {

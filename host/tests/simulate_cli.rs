@@ -1,31 +1,8 @@
 //! `berth simulate` end to end, as a user runs it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn berth(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(args)
-        .env("BERTH_CACHE_DIR", cache)
-        .current_dir(workspace())
-        .output()
-        .expect("run berth")
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{berth, stderr, stdout};
 
 #[test]
 fn simulate_places_the_example_and_explains_the_pod_that_fits_nowhere() {

@@ -1,0 +1,32 @@
+//! Running the `berth` binary from the CLI tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `berth` with `args` from the workspace root, caching components in `cache`.
+pub fn berth(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(args)
+        .env("BERTH_CACHE_DIR", cache)
+        .current_dir(workspace())
+        .output()
+        .expect("run berth")
+}
+
+/// The workspace root (examples/ are relative to it).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Standard output as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
