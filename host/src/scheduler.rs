@@ -447,7 +447,7 @@ impl Scheduler {
     /// A pod is gone: it leaves the queue, the binding cycle or its node.
     pub fn delete_pod(&mut self, uid: &str) {
         self.unnominate(uid);
-        if let Some(b) = self.binding.get(uid) {
+        if self.binding.contains_key(uid) {
             if self.waiting.remove(uid) {
                 // Waiting at Permit: give back what it reserved.
                 let b = self.binding.remove(uid).expect("checked");
@@ -459,7 +459,6 @@ impl Scheduler {
                 return;
             }
             // Being bound: the binding cycle's result decides; note the deletion.
-            let _ = b;
             self.queue.delete(uid);
             return;
         }

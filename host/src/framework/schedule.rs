@@ -197,10 +197,7 @@ impl Framework {
             match inst.score(state, pod, chunk)? {
                 Ok(scores) => out.push(scores),
                 Err(status) => {
-                    return Err(PluginError {
-                        plugin: self.plugins[i].name.clone(),
-                        message: format!("{}: {}", status.code.as_str(), status.message()),
-                    });
+                    return Err(self.failure(i, &status));
                 }
             }
         }
@@ -264,10 +261,7 @@ impl Framework {
                         }));
                     }
                     _ => {
-                        return Err(PluginError {
-                            plugin: self.plugins[i].name.clone(),
-                            message: format!("{}: {}", r.status.code.as_str(), r.status.message()),
-                        });
+                        return Err(self.failure(i, &r.status));
                     }
                 }
                 if let Some(names) = r.node_names {
@@ -449,10 +443,7 @@ impl Framework {
                         skip_score.insert(i);
                     }
                     _ => {
-                        return Err(PluginError {
-                            plugin: self.plugins[i].name.clone(),
-                            message: format!("{}: {}", status.code.as_str(), status.message()),
-                        });
+                        return Err(self.failure(i, &status));
                     }
                 }
             }
@@ -497,10 +488,7 @@ impl Framework {
                             });
                         }
                         Err(status) => {
-                            return Err(PluginError {
-                                plugin: self.plugins[i].name.clone(),
-                                message: format!("{}: {}", status.code.as_str(), status.message()),
-                            });
+                            return Err(self.failure(i, &status));
                         }
                     };
                 }

@@ -554,14 +554,6 @@ impl SchedulingQueue {
             .or_else(|| self.unschedulable.get(uid))
     }
 
-    /// Every waiting pod (not in flight).
-    pub fn waiting(&self) -> impl Iterator<Item = &QueuedPod> {
-        self.active
-            .values()
-            .chain(self.backoff.values())
-            .chain(self.unschedulable.values())
-    }
-
     /// UIDs of the pods in flight.
     pub fn in_flight(&self) -> HashSet<String> {
         self.in_flight.keys().cloned().collect()
