@@ -19,15 +19,18 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod apibench;
 pub mod bench;
 pub mod cache;
 pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod framework;
+pub mod live;
 pub mod metrics;
 pub mod native;
 pub mod queue;
+pub mod run;
 pub mod scheduler;
 pub mod simulate;
 pub mod wasm;

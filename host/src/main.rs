@@ -21,11 +21,43 @@ struct Cli {
 enum Command {
     /// Schedule the pending pods of manifest files on an embedded cluster.
     Simulate(SimulateArgs),
+    /// Schedule the pods of a Kubernetes cluster, until SIGINT or SIGTERM.
+    Run(RunArgs),
     /// Show every plugin's answer for one pending pod on every node.
     Explain(ExplainArgs),
     /// Run scheduler_perf-shaped workloads and report pods/s, attempt latency,
     /// peak memory and the wasm/native ratio.
     Bench(BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// A BerthConfiguration file (profiles, plugin args, modules, clientConnection).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The kubeconfig file (default: clientConnection.kubeconfig, else $KUBECONFIG,
+    /// ~/.kube/config, then the in-cluster service account).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Worker threads for Filter and Score (default: the number of cores).
+    #[arg(long)]
+    parallelism: Option<usize>,
+    /// Binding cycles that may run at once.
+    #[arg(long, default_value_t = berth::scheduler::DEFAULT_PARALLEL_BINDINGS)]
+    parallel_bindings: usize,
+    /// Seconds a bound pod may wait for the API server to show it bound before the
+    /// cache forgets it (0: never).
+    #[arg(long, default_value_t = berth::scheduler::DEFAULT_ASSUMED_POD_EXPIRY.as_secs())]
+    assumed_pod_expiry_seconds: u64,
+    /// Where compiled plugin components are cached.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Compile plugin components every time instead of caching them.
+    #[arg(long)]
+    no_cache: bool,
+    /// Run the built-in plugins natively (compiled into the host).
+    #[arg(long)]
+    native: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -72,6 +104,21 @@ struct BenchArgs {
     /// Compile plugin components every time instead of caching them.
     #[arg(long)]
     no_cache: bool,
+    /// Run SchedulingBasic through a real API server instead of the embedded
+    /// cluster: nodes and pods are created through it, throughput is taken from the
+    /// bind times (the cluster must have no nodes).
+    #[arg(long, conflicts_with_all = ["compare", "native", "quick"])]
+    api: bool,
+    /// With --api: the kubeconfig (default: kube's inference).
+    #[arg(long, requires = "api")]
+    kubeconfig: Option<PathBuf>,
+    /// With --api: run this command as the scheduler under test (for example
+    /// kube-scheduler) instead of Berth in this process.
+    #[arg(long, requires = "api")]
+    scheduler_command: Option<String>,
+    /// With --api: Berth's configuration (clientConnection.qps and burst, profiles).
+    #[arg(long, requires = "api")]
+    config: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -175,7 +222,64 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
     ))
 }
 
+fn bench_api(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.workload.iter().all(|w| w == "SchedulingBasic"),
+        "--api runs SchedulingBasic only"
+    );
+    let runtime = runtime(&args.cache_dir, args.no_cache)?;
+    let mut scheduler = SchedulerOptions::default();
+    if let Some(p) = args.parallelism {
+        anyhow::ensure!(p > 0, "--parallelism must be at least 1");
+        scheduler.framework.parallelism = p;
+    }
+    let opts = berth::apibench::ApiBenchOptions {
+        kubeconfig: args.kubeconfig,
+        nodes: args.nodes.unwrap_or(5000),
+        init_pods: args.init_pods.unwrap_or(1000),
+        measure_pods: args.measure_pods.unwrap_or(1000),
+        scheduler_command: args.scheduler_command,
+        run: berth::run::RunOptions {
+            config: args.config,
+            kubeconfig: None,
+            scheduler,
+        },
+        stall_timeout: std::time::Duration::from_secs(60),
+    };
+    anyhow::ensure!(opts.measure_pods > 1, "--measure-pods must be at least 2");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("berth-io")
+        .build()
+        .context("starting the async runtime")?;
+    let mut progress = |line: &str| eprintln!("bench: {line}");
+    let r = rt.block_on(berth::apibench::run_api_bench(
+        &runtime,
+        &opts,
+        &mut progress,
+    ))?;
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string(&r)?),
+        Output::Text => println!(
+            "{} through the API server, {}: {} nodes, {} initial pods, {}/{} measured pods bound in {:.2} s: {:.0} pods/s ({} cores)",
+            r.workload,
+            r.scheduler,
+            r.nodes,
+            r.init_pods,
+            r.scheduled,
+            r.measured_pods,
+            r.seconds,
+            r.pods_per_second,
+            r.cores
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.api {
+        return bench_api(args);
+    }
     let runtime = runtime(&args.cache_dir, args.no_cache)?;
     let mut scheduler = SchedulerOptions::default();
     if let Some(p) = args.parallelism {
@@ -226,8 +330,61 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let runtime = runtime(&args.cache_dir, args.no_cache)?;
+    let mut scheduler = SchedulerOptions::default();
+    scheduler.framework.native = args.native;
+    if let Some(p) = args.parallelism {
+        anyhow::ensure!(p > 0, "--parallelism must be at least 1");
+        scheduler.framework.parallelism = p;
+    }
+    anyhow::ensure!(
+        args.parallel_bindings > 0,
+        "--parallel-bindings must be at least 1"
+    );
+    scheduler.parallel_bindings = args.parallel_bindings;
+    scheduler.assumed_pod_expiry = (args.assumed_pod_expiry_seconds > 0)
+        .then(|| std::time::Duration::from_secs(args.assumed_pod_expiry_seconds));
+    let opts = berth::run::RunOptions {
+        config: args.config,
+        kubeconfig: args.kubeconfig,
+        scheduler,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("berth-io")
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(berth::run::run(&runtime, &opts, shutdown_signal()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Run(args) => live(args),
         Command::Bench(args) => bench(args),
         Command::Explain(args) => {
             let (runtime, opts) = options(&args.common)?;

@@ -1,12 +1,13 @@
 //! The scheduling loop: pop a pod, schedule it against a fresh snapshot, assume it,
-//! run Reserve and Permit, and hand it to the binding cycle, which runs on its own
-//! thread while the loop goes on with the next pod. Every outcome is accounted for:
-//! a pod ends bound exactly once, or back in the queue with its reason; never lost.
+//! run Reserve and Permit, and hand it to a binding cycle, which runs on a pool of
+//! binding threads while the loop goes on with the next pod. Every outcome is
+//! accounted for: a pod ends bound exactly once, or back in the queue with its
+//! reason; never lost.
 
 use crate::cache::{Cache, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
-use crate::cluster::{Binder, Namespaces};
+use crate::cluster::{Binder, Change, FailureReason, Namespaces, NoRecorder, PodState, Recorder};
 use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
@@ -23,8 +24,8 @@ use crate::wasm::module::HostServices;
 use berth_sdk::affinity::LabelSelector;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// What happened to a pod this scheduler is responsible for.
@@ -52,6 +53,16 @@ pub struct SchedulerOptions {
     /// On a virtual clock, a pod that failed this many attempts no longer moves the
     /// clock forward to its backoff (a cluster event can still retry it).
     pub max_attempts: u32,
+    /// Binding cycles that may run at once, each on its own thread and plugin
+    /// instances. The embedded cluster binds at once, so the default is 1 (which also
+    /// keeps `simulate` repeatable); `berth run` uses [`DEFAULT_PARALLEL_BINDINGS`].
+    pub parallel_bindings: usize,
+    /// Keep a bound pod assumed until the cluster reports it bound (a watch event),
+    /// as upstream's cache does. The embedded cluster confirms a binding at once.
+    pub confirm_bindings: bool,
+    /// With `confirm_bindings`, how long a bound pod may stay unconfirmed before the
+    /// cache forgets it (with a warning); `None` keeps it until confirmed.
+    pub assumed_pod_expiry: Option<Duration>,
 }
 
 impl Default for SchedulerOptions {
@@ -60,9 +71,25 @@ impl Default for SchedulerOptions {
             framework: FrameworkOptions::default(),
             queue: QueueConfig::default(),
             max_attempts: 5,
+            parallel_bindings: 1,
+            confirm_bindings: false,
+            assumed_pod_expiry: Some(DEFAULT_ASSUMED_POD_EXPIRY),
         }
     }
 }
+
+/// Binding cycles in flight at once by default in `berth run`. Upstream starts a
+/// goroutine per binding cycle and lets the client's QPS limit them; Berth gives each
+/// binding cycle a thread and its own plugin instances, so it bounds them. Plugins see
+/// the consequence: two binding cycles may run on different instances, so what a
+/// plugin remembers between binding cycles in its own memory is per instance.
+pub const DEFAULT_PARALLEL_BINDINGS: usize = 32;
+
+/// How long a bound pod may wait for the cluster's confirmation by default.
+pub const DEFAULT_ASSUMED_POD_EXPIRY: Duration = Duration::from_secs(15 * 60);
+
+/// Wakes whoever drives the scheduler (a binding cycle ended).
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
 /// The PreEnqueue plugin that keeps a pod out, and its message.
 type Gate = Option<(String, String)>;
@@ -86,23 +113,38 @@ struct BindJob {
 
 type BindResult = (String, Result<(), PluginError>);
 
-/// Runs binding cycles on their own thread, so a slow PreBind or Bind never holds up
-/// the scheduling loop.
-fn spawn_binder() -> (Sender<BindJob>, Receiver<BindResult>) {
+/// Runs binding cycles on `n` threads of their own, so a slow PreBind or Bind never
+/// holds up the scheduling loop, and `n` binds wait for the API server at once.
+fn spawn_binders(
+    n: usize,
+    waker: Arc<RwLock<Option<Waker>>>,
+) -> anyhow::Result<(Sender<BindJob>, Receiver<BindResult>)> {
     let (job_tx, job_rx) = channel::<BindJob>();
     let (res_tx, res_rx) = channel::<BindResult>();
-    std::thread::Builder::new()
-        .name("berth-binding".into())
-        .spawn(move || {
-            for job in job_rx {
-                let r = job.framework.bind(&job.state, &job.pod, &job.node);
-                if res_tx.send((job.uid, r)).is_err() {
-                    break;
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    for i in 0..n.max(1) {
+        let job_rx = job_rx.clone();
+        let res_tx = res_tx.clone();
+        let waker = waker.clone();
+        std::thread::Builder::new()
+            .name(format!("berth-binding-{i}"))
+            .spawn(move || {
+                loop {
+                    let job = match job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
+                        Ok(job) => job,
+                        Err(_) => break,
+                    };
+                    let r = job.framework.bind(&job.state, &job.pod, &job.node);
+                    if res_tx.send((job.uid, r)).is_err() {
+                        break;
+                    }
+                    if let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner()) {
+                        w();
+                    }
                 }
-            }
-        })
-        .expect("spawn the binding thread");
-    (job_tx, res_rx)
+            })?;
+    }
+    Ok((job_tx, res_rx))
 }
 
 /// The scheduler: its profiles, the cache, the queue, the binding cycle.
@@ -116,6 +158,8 @@ pub struct Scheduler {
     waiting: WaitingPods,
     clock: Arc<dyn Clock>,
     binder: Arc<dyn Binder>,
+    recorder: Arc<dyn Recorder>,
+    waker: Arc<RwLock<Option<Waker>>>,
     bind_tx: Sender<BindJob>,
     bind_rx: Receiver<BindResult>,
     binding: HashMap<String, Binding>,
@@ -124,6 +168,11 @@ pub struct Scheduler {
     max_attempts: u32,
     selectors: Vec<PodSelector>,
     nominated: NominatedPods,
+    confirm_bindings: bool,
+    assumed_pod_expiry: Option<Duration>,
+    /// Pods whose binding succeeded and that wait for the cluster's confirmation:
+    /// when their binding ended.
+    unconfirmed: HashMap<String, Duration>,
 }
 
 /// Asks the frameworks' plugins for queueing hints.
@@ -193,7 +242,8 @@ impl Scheduler {
                 waiting: services.waiting.clone(),
             });
         }
-        let (bind_tx, bind_rx) = spawn_binder();
+        let waker = Arc::new(RwLock::new(None));
+        let (bind_tx, bind_rx) = spawn_binders(options.parallel_bindings, waker.clone())?;
         Ok(Scheduler {
             frameworks,
             cache: Cache::new(),
@@ -204,6 +254,8 @@ impl Scheduler {
             waiting: services.waiting,
             clock,
             binder,
+            recorder: Arc::new(NoRecorder),
+            waker,
             bind_tx,
             bind_rx,
             binding: HashMap::new(),
@@ -212,7 +264,106 @@ impl Scheduler {
             max_attempts: options.max_attempts.max(1),
             selectors: Vec::new(),
             nominated: NominatedPods::new(),
+            confirm_bindings: options.confirm_bindings,
+            assumed_pod_expiry: options.assumed_pod_expiry,
+            unconfirmed: HashMap::new(),
         })
+    }
+
+    /// Where events and pod status go (the embedded cluster records nothing).
+    pub fn set_recorder(&mut self, recorder: Arc<dyn Recorder>) {
+        self.recorder = recorder;
+    }
+
+    /// Called whenever a binding cycle ends, so that a loop waiting for input wakes.
+    pub fn set_waker(&self, waker: Waker) {
+        *self.waker.write().unwrap_or_else(|e| e.into_inner()) = Some(waker);
+    }
+
+    /// Applies a change a cluster source reported.
+    pub fn apply(&mut self, change: Change) -> anyhow::Result<()> {
+        match change {
+            Change::Node(node) => self.add_or_update_node(node),
+            Change::NodeDeleted(name) => self.remove_node(&name),
+            Change::Pod(pod) => {
+                if self.knows_pod(&pod.uid) {
+                    self.update_pod(pod)?;
+                } else {
+                    self.add_pod(pod)?;
+                }
+            }
+            Change::PodDeleted(uid) => self.delete_pod(&uid),
+            Change::Namespace(name, labels) => self.add_or_update_namespace(&name, labels),
+            Change::NamespaceDeleted(name) => self.namespaces.remove(&name),
+            Change::Selector(s) => self.add_or_update_selector(s),
+            Change::SelectorDeleted {
+                kind,
+                namespace,
+                name,
+            } => self.remove_selector(&kind, &namespace, &name),
+            Change::Synced => {}
+        }
+        Ok(())
+    }
+
+    /// Whether the scheduler has this pod: on a node, assumed, queued, in a
+    /// scheduling or binding cycle.
+    pub fn knows_pod(&self, uid: &str) -> bool {
+        self.cache.pod(uid).is_some()
+            || self.binding.contains_key(uid)
+            || self.queue.is_in_flight(uid)
+            || self.queue.queue_of(uid).is_some()
+    }
+
+    /// Takes in what happened meanwhile: Permit waits decided, binding results, and
+    /// bound pods the cluster never confirmed forgotten.
+    pub fn poll(&mut self, now: Duration) {
+        self.resolve_waiting(now);
+        self.drain_bind_results(false);
+        self.expire_unconfirmed(now);
+    }
+
+    /// Moves pods whose backoff ended to activeQ (call it every second, as upstream).
+    pub fn flush_backoff(&mut self, now: Duration) {
+        self.queue.flush_backoff(now);
+    }
+
+    /// Retries pods unschedulable for longer than the limit (call it every 30 s).
+    pub fn flush_unschedulable_leftover(&mut self, now: Duration) {
+        self.queue.flush_unschedulable_leftover(now);
+    }
+
+    /// The earliest Permit wait to end, if any.
+    pub fn next_permit_deadline(&self) -> Option<Duration> {
+        self.waiting.next_deadline()
+    }
+
+    fn expire_unconfirmed(&mut self, now: Duration) {
+        let Some(ttl) = self.assumed_pod_expiry else {
+            return;
+        };
+        let expired: Vec<String> = self
+            .unconfirmed
+            .iter()
+            .filter(|(_, at)| now.saturating_sub(**at) > ttl)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in expired {
+            self.unconfirmed.remove(&uid);
+            if self.cache.is_assumed(&uid) {
+                let key = self.cache.pod(&uid).map(|p| p.key()).unwrap_or_default();
+                tracing::warn!(
+                    pod = %key,
+                    "the cluster never confirmed the binding within {ttl:?}; forgetting the assumed pod"
+                );
+                let _ = self.cache.forget_pod(&uid);
+            }
+        }
+    }
+
+    /// Bound pods still waiting for the cluster to confirm them.
+    pub fn unconfirmed(&self) -> usize {
+        self.unconfirmed.len()
     }
 
     /// The cache (read-only).
@@ -380,6 +531,10 @@ impl Scheduler {
     /// the profiles is queued (or gated); others are ignored.
     pub fn add_pod(&mut self, pod: Pod) -> anyhow::Result<()> {
         if !pod.node_name.is_empty() {
+            if self.cache.is_assumed(&pod.uid) {
+                self.confirm(pod);
+                return Ok(());
+            }
             self.cache.add_pod(&pod)?;
             self.event(
                 ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
@@ -408,7 +563,13 @@ impl Scheduler {
     pub fn update_pod(&mut self, pod: Pod) -> anyhow::Result<()> {
         if let Some(old) = self.cache.pod(&pod.uid).cloned() {
             if self.cache.is_assumed(&pod.uid) {
-                // Ours, being bound: the binding cycle will confirm it.
+                if pod.node_name.is_empty() || !self.confirm_bindings {
+                    // Ours, being bound: the binding cycle will confirm it.
+                    return Ok(());
+                }
+                // The cluster shows it bound: counted for good, where the cluster
+                // put it.
+                self.confirm(pod);
                 return Ok(());
             }
             self.cache.update_pod(&pod)?;
@@ -444,9 +605,23 @@ impl Scheduler {
         Ok(())
     }
 
+    fn confirm(&mut self, pod: Pod) {
+        self.unconfirmed.remove(&pod.uid);
+        if let Err(e) = self.cache.add_pod(&pod) {
+            tracing::warn!(pod = %pod.key(), "confirming the binding: {e}");
+            return;
+        }
+        self.event(
+            ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+            None,
+            Some(Object::Pod(pod)),
+        );
+    }
+
     /// A pod is gone: it leaves the queue, the binding cycle or its node.
     pub fn delete_pod(&mut self, uid: &str) {
         self.unnominate(uid);
+        self.unconfirmed.remove(uid);
         if self.binding.contains_key(uid) {
             if self.waiting.remove(uid) {
                 // Waiting at Permit: give back what it reserved.
@@ -568,12 +743,17 @@ impl Scheduler {
                 } else {
                     plugins
                 };
-                self.fail(qp, plugins, fit.to_string());
+                self.fail(qp, plugins, FailureReason::Unschedulable, fit.to_string());
             }
             ScheduleOutcome::Error(e) => {
                 self.metrics
                     .observe_attempt(AttemptResult::Error, started.elapsed());
-                self.fail(qp, BTreeSet::new(), e.to_string());
+                self.fail(
+                    qp,
+                    BTreeSet::new(),
+                    FailureReason::SchedulerError,
+                    e.to_string(),
+                );
             }
         }
         true
@@ -589,7 +769,12 @@ impl Scheduler {
         let mut assumed = qp.pod.clone();
         assumed.node_name = node.clone();
         if let Err(e) = self.cache.assume_pod(&assumed) {
-            self.fail(qp, BTreeSet::new(), format!("cannot assume pod: {e}"));
+            self.fail(
+                qp,
+                BTreeSet::new(),
+                FailureReason::SchedulerError,
+                format!("cannot assume pod: {e}"),
+            );
             return;
         }
         // Assumed on a node, it counts there, not on its nominated node.
@@ -614,6 +799,7 @@ impl Scheduler {
                 self.start_binding(&uid);
             }
             Ok(PermitOutcome::Wait(plugins, timeout)) => {
+                tracing::debug!(pod = %assumed.key(), %node, ?plugins, "waiting at Permit");
                 let deadline = self.clock.now() + timeout;
                 self.waiting.add(
                     &uid,
@@ -641,7 +827,7 @@ impl Scheduler {
                 let _ = self.cache.forget_pod(&uid);
                 // A Permit rejection names its plugin, which an event may satisfy.
                 let plugins = BTreeSet::from([e.plugin.clone()]);
-                self.fail(qp, plugins, e.to_string());
+                self.fail(qp, plugins, FailureReason::Unschedulable, e.to_string());
             }
         }
     }
@@ -684,6 +870,7 @@ impl Scheduler {
                         self.fail(
                             b.qp,
                             plugins,
+                            FailureReason::Unschedulable,
                             format!("rejected at Permit by {plugin}: {message}"),
                         );
                     }
@@ -713,20 +900,31 @@ impl Scheduler {
         };
         match result {
             Ok(()) => {
-                let _ = self.cache.finish_binding(&uid);
-                // The cluster confirms the binding (an informer event in a real
-                // cluster): the pod is counted for good.
-                let _ = self.cache.add_pod(&b.assumed);
                 let deleted = self.queue.deleted_in_flight(&uid);
                 self.queue.done(&uid);
                 let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
                 self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
+                self.recorder
+                    .scheduled(b.framework.scheduler_name(), &b.assumed, &b.node);
                 if deleted {
                     // Deleted while it was being bound: it is gone from the cluster too.
+                    self.unconfirmed.remove(&uid);
                     let _ = self.cache.remove_pod(&uid);
                     self.outcomes.remove(&uid);
                     return;
                 }
+                if self.confirm_bindings {
+                    // Counted as assumed until the cluster shows it bound (which may
+                    // already have happened: then it is no longer assumed).
+                    if self.cache.finish_binding(&uid).is_ok() {
+                        self.unconfirmed.insert(uid, self.clock.now());
+                    }
+                    return;
+                }
+                // The embedded cluster confirms the binding at once: the pod is counted
+                // for good.
+                let _ = self.cache.finish_binding(&uid);
+                let _ = self.cache.add_pod(&b.assumed);
                 self.event(
                     ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
                     None,
@@ -737,20 +935,41 @@ impl Scheduler {
                 b.framework
                     .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
                 let _ = self.cache.forget_pod(&uid);
-                if let Some(other) = self.binder.bound_node(&b.assumed) {
-                    // Someone else bound it: drop it from the queue, do not retry.
-                    self.queue.done(&uid);
-                    let message = format!("bound to node {other} by someone else ({e})");
-                    self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
-                    return;
+                match self.binder.lookup(&b.assumed) {
+                    PodState::BoundTo(other) => {
+                        // Someone else bound it (409 Conflict): drop it from the queue,
+                        // do not retry.
+                        self.queue.done(&uid);
+                        tracing::info!(pod = %b.assumed.key(), node = %other, "bound by someone else: {e}");
+                        let message = format!("bound to node {other} by someone else ({e})");
+                        self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
+                    }
+                    PodState::Gone => {
+                        // Deleted (404): nothing left to schedule.
+                        tracing::info!(pod = %b.assumed.key(), "deleted while being bound: {e}");
+                        self.queue.done(&uid);
+                        self.outcomes.remove(&uid);
+                    }
+                    PodState::Pending => self.fail(
+                        b.qp,
+                        BTreeSet::new(),
+                        FailureReason::SchedulerError,
+                        e.to_string(),
+                    ),
                 }
-                self.fail(b.qp, BTreeSet::new(), e.to_string());
             }
         }
     }
 
-    fn fail(&mut self, qp: QueuedPod, plugins: BTreeSet<String>, message: String) {
+    fn fail(
+        &mut self,
+        qp: QueuedPod,
+        plugins: BTreeSet<String>,
+        reason: FailureReason,
+        message: String,
+    ) {
         let pod = qp.pod.clone();
+        tracing::debug!(pod = %pod.key(), reason = reason.as_str(), "attempt failed: {message}");
         // Back in the queue, its nomination (if any) counts again.
         self.nominate(&pod);
         let attempts = qp.attempts;
@@ -759,7 +978,11 @@ impl Scheduler {
             self.queue
                 .requeue_failed(qp, plugins, message.clone(), now, &Oracle(&self.frameworks));
         match went {
-            Some(_) => self.set_outcome(&pod, None, message, attempts),
+            Some(_) => {
+                self.recorder
+                    .failed(&pod.scheduler_name, &pod, reason, &message);
+                self.set_outcome(&pod, None, message, attempts)
+            }
             None => {
                 self.outcomes.remove(&pod.uid);
             }

@@ -2,7 +2,7 @@
 //! and Bind, a cluster that refuses binds, waiting pods, and a stress run that checks
 //! that every pod ends bound exactly once or pending with a reason, never lost.
 
-use berth::clock::VirtualClock;
+use berth::clock::{Clock, VirtualClock};
 use berth::cluster::Binder;
 use berth::cluster::memory::MemoryCluster;
 use berth::config::{Configuration, ModuleSource};
@@ -275,6 +275,19 @@ fn unschedulable_pods_come_back_when_a_node_joins_and_metrics_count_it() {
 /// once, or pending with a reason; none is lost, none is left assumed.
 #[test]
 fn stress_every_pod_ends_bound_once_or_pending_with_a_reason() {
+    stress(1);
+}
+
+#[test]
+fn stress_with_concurrent_binding_cycles() {
+    stress(8);
+}
+
+/// 2500 pods, failures injected at Permit, PreBind, Bind and in the cluster, with
+/// `parallel_bindings` binding cycles at once. The Flaky fixture fails a pod the
+/// first time each of its instances sees it, so with several binding-cycle instances a
+/// pod may fail more than once; it must still end bound exactly once.
+fn stress(parallel_bindings: usize) {
     let cluster = Arc::new(MemoryCluster::new());
     let refusals = Arc::new(std::sync::Mutex::new(BTreeMap::<String, u32>::new()));
     let r = refusals.clone();
@@ -291,7 +304,20 @@ fn stress_every_pod_ends_bound_once_or_pending_with_a_reason() {
             "refused by the test cluster".to_owned()
         })
     }));
-    let mut s = scheduler(cluster.clone());
+    let options = SchedulerOptions {
+        max_attempts: 20,
+        parallel_bindings,
+        ..SchedulerOptions::default()
+    };
+    let mut s = Scheduler::new(
+        &runtime(),
+        &config(""),
+        "test.yaml",
+        &options,
+        cluster.clone(),
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap();
     for i in 0..50 {
         s.add_or_update_node(node(&format!("n{i:02}"), 40_000));
     }
@@ -413,4 +439,52 @@ fn a_nominated_pod_tries_its_nominated_node_first() {
     s.add_pod(pod("free", 100, &[])).unwrap();
     s.run_until_idle();
     assert_eq!(s.outcome("uid-free").unwrap().node.as_deref(), Some("n1"));
+}
+
+#[test]
+fn bound_pods_stay_assumed_until_the_cluster_confirms_them() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let clock = Arc::new(VirtualClock::default());
+    let options = SchedulerOptions {
+        confirm_bindings: true,
+        assumed_pod_expiry: Some(std::time::Duration::from_secs(60)),
+        ..SchedulerOptions::default()
+    };
+    let mut s = Scheduler::new(
+        &runtime(),
+        &config(""),
+        "test.yaml",
+        &options,
+        cluster.clone(),
+        clock.clone(),
+    )
+    .unwrap();
+    s.add_or_update_node(node("n1", 4000));
+    for name in ["a", "b"] {
+        s.apply(berth::cluster::Change::Pod(pod(name, 1000, &[])))
+            .unwrap();
+    }
+    s.run_until_idle();
+    assert_eq!(cluster.bindings().len(), 2);
+    // Bound, but not yet seen bound: both assumed and counted.
+    assert!(s.cache().is_assumed("uid-a") && s.cache().is_assumed("uid-b"));
+    assert_eq!(s.unconfirmed(), 2);
+    assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 2000);
+
+    // The watch shows `a` bound: counted for good, once.
+    let mut a = pod("a", 1000, &[]);
+    a.node_name = "n1".into();
+    s.apply(berth::cluster::Change::Pod(a)).unwrap();
+    assert!(!s.cache().is_assumed("uid-a"));
+    assert_eq!(s.unconfirmed(), 1);
+    assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 2000);
+
+    // `b` is never confirmed: after the expiry the cache forgets it.
+    clock.advance_to(std::time::Duration::from_secs(61));
+    s.poll(std::time::Duration::from_secs(61));
+    assert_eq!(s.unconfirmed(), 0);
+    assert!(s.cache().pod("uid-b").is_none());
+    assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 1000);
+    // `a` stays.
+    assert!(s.cache().pod("uid-a").is_some());
 }

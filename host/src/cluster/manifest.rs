@@ -570,6 +570,26 @@ fn collect(
     Ok(())
 }
 
+/// The pod selector of a typed Service, ReplicationController, ReplicaSet or
+/// StatefulSet read from the API server (`kind` names which); the error names the
+/// bad field.
+pub fn selector_from_k8s<T: serde::Serialize>(
+    kind: &str,
+    object: &T,
+) -> Result<PodSelector, String> {
+    let location = Location {
+        file: "api".into(),
+        document: 1,
+        line: 1,
+    };
+    let value = serde_yaml::to_value(object).map_err(|e| e.to_string())?;
+    match pod_selector(kind, value, "", &location) {
+        Ok(s) => Ok(s),
+        Err(ManifestError::Invalid { path, message, .. }) => Err(format!("{path}: {message}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// The pod selector of a Service, ReplicationController (label maps) or ReplicaSet,
 /// StatefulSet (`metav1.LabelSelector`).
 fn pod_selector(

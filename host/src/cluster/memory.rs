@@ -1,7 +1,7 @@
 //! The embedded cluster: in-process bookkeeping of bindings, for `berth simulate`,
 //! `berth bench` and tests. Like the API server, it refuses to bind a pod twice.
 
-use super::Binder;
+use super::{Binder, PodState};
 use berth_sdk::Pod;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -61,12 +61,16 @@ impl Binder for MemoryCluster {
         Ok(())
     }
 
-    fn bound_node(&self, pod: &Pod) -> Option<String> {
-        self.bindings
+    fn lookup(&self, pod: &Pod) -> PodState {
+        match self
+            .bindings
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&pod.uid)
-            .map(|(_, n)| n.clone())
+        {
+            Some((_, n)) => PodState::BoundTo(n.clone()),
+            None => PodState::Pending,
+        }
     }
 }
 

@@ -1,11 +1,13 @@
 //! Where pods and nodes come from and where bindings go.
 
 pub mod affinity;
+pub mod kube;
 pub mod manifest;
 pub mod memory;
 pub mod quantity;
 
-use berth_sdk::{Labels, Pod};
+use berth_sdk::{Labels, Node, Pod};
+use manifest::PodSelector;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -15,12 +17,97 @@ pub trait Binder: Send + Sync {
     /// Binds `pod` to `node`; an error names why the cluster refused.
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
 
-    /// The node the cluster has the pod bound to, if any (after a failed bind: was
-    /// it bound by someone else?).
-    fn bound_node(&self, pod: &Pod) -> Option<String> {
+    /// Where the cluster has the pod now: after a failed bind, was it bound by
+    /// someone else (409 Conflict) or deleted (404)?
+    fn lookup(&self, pod: &Pod) -> PodState {
         let _ = pod;
-        None
+        PodState::Pending
     }
+}
+
+/// A pod as the cluster has it, asked after a failed bind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// Still waiting for a node (or the cluster could not be asked).
+    Pending,
+    /// Bound to this node.
+    BoundTo(String),
+    /// Deleted (or replaced by another pod of the same name).
+    Gone,
+}
+
+/// Why a scheduling attempt failed, as the `PodScheduled` condition's reason says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureReason {
+    /// No node fits (`Unschedulable`).
+    Unschedulable,
+    /// Something went wrong: a plugin error, a failed bind (`SchedulerError`).
+    SchedulerError,
+}
+
+impl FailureReason {
+    /// The condition reason, as upstream writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureReason::Unschedulable => "Unschedulable",
+            FailureReason::SchedulerError => "SchedulerError",
+        }
+    }
+}
+
+/// Tells the cluster what became of a pod: events and the pod's status. The embedded
+/// cluster keeps outcomes itself and records nothing; `cluster::kube` writes
+/// `events.k8s.io/v1` events and the `PodScheduled` condition. Calls must not block:
+/// the scheduling loop makes them.
+pub trait Recorder: Send + Sync {
+    /// The pod was bound to `node` by the profile `scheduler_name`.
+    fn scheduled(&self, scheduler_name: &str, pod: &Pod, node: &str);
+    /// A scheduling attempt failed; the pod goes back to the queue.
+    fn failed(&self, scheduler_name: &str, pod: &Pod, reason: FailureReason, message: &str);
+}
+
+/// Records nothing.
+#[derive(Debug, Default)]
+pub struct NoRecorder;
+
+impl Recorder for NoRecorder {
+    fn scheduled(&self, _: &str, _: &Pod, _: &str) {}
+    fn failed(&self, _: &str, _: &Pod, _: FailureReason, _: &str) {}
+}
+
+/// A change in the cluster, as a cluster source reports it: both the embedded cluster
+/// and `cluster::kube`'s watchers feed the scheduler through these.
+#[derive(Clone, Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one change at a time; boxing would only burden the sources"
+)]
+pub enum Change {
+    /// A node appeared or changed.
+    Node(Node),
+    /// A node is gone.
+    NodeDeleted(String),
+    /// A pod appeared or changed.
+    Pod(Pod),
+    /// A pod is gone (by UID).
+    PodDeleted(String),
+    /// A namespace appeared or changed, with its labels.
+    Namespace(String, Labels),
+    /// A namespace is gone.
+    NamespaceDeleted(String),
+    /// A Service or controller selecting pods appeared or changed.
+    Selector(PodSelector),
+    /// A Service or controller is gone.
+    SelectorDeleted {
+        /// Its kind.
+        kind: String,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
+    /// Every source has listed its objects once: the scheduler's view is complete.
+    Synced,
 }
 
 /// The namespaces of the cluster and their labels, shared with plugin instances

@@ -87,6 +87,31 @@ pub struct Configuration {
     /// Where plugins that are not built in come from (or built-in ones are replaced).
     #[serde(default)]
     pub modules: Vec<ModuleSource>,
+    /// How `berth run` talks to the API server (kube-scheduler's `clientConnection`).
+    #[serde(default)]
+    pub client_connection: Option<ClientConnection>,
+}
+
+/// kube-scheduler's `clientConnection`: the kubeconfig and the client's rate limit.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientConnection {
+    /// The kubeconfig file (relative paths are relative to the configuration file);
+    /// `--kubeconfig` overrides it.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Requests per second (default 50; 0 or less: no limit).
+    #[serde(default)]
+    pub qps: Option<f32>,
+    /// Requests that may go at once after a quiet spell (default 100).
+    #[serde(default)]
+    pub burst: Option<u32>,
+    /// Accepted for compatibility; Berth speaks JSON.
+    #[serde(default)]
+    pub accept_content_types: Option<String>,
+    /// Accepted for compatibility; Berth speaks JSON.
+    #[serde(default)]
+    pub content_type: Option<String>,
 }
 
 /// A plugin module on disk.
@@ -311,6 +336,13 @@ impl Configuration {
                 m.path = base.join(&m.path);
             }
         }
+        if let Some(cc) = &mut config.client_connection
+            && let Some(k) = &mut cc.kubeconfig
+            && k.is_relative()
+            && !k.as_os_str().is_empty()
+        {
+            *k = base.join(&*k);
+        }
         Ok(config)
     }
 
@@ -353,6 +385,15 @@ impl Configuration {
         }
         if config.parallelism == Some(0) {
             return Err(invalid("parallelism", "must be at least 1".into()));
+        }
+        if let Some(cc) = &config.client_connection
+            && let Some(qps) = cc.qps
+            && !qps.is_finite()
+        {
+            return Err(invalid(
+                "clientConnection.qps",
+                format!("{qps} is not a number of requests per second"),
+            ));
         }
         if let Some(p) = config.percentage_of_nodes_to_score
             && p > 100

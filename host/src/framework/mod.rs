@@ -1,6 +1,6 @@
 //! The framework: a profile's plugins per extension point, their instances (one set
-//! for the scheduling thread, one per worker thread, one for the binding cycle), and
-//! the runner of each extension point in upstream's order.
+//! for the scheduling thread, one per worker thread, one per binding cycle in flight),
+//! and the runner of each extension point in upstream's order.
 
 pub mod cycle_state;
 mod explain;
@@ -186,7 +186,10 @@ pub struct Framework {
     points: HashMap<ExtensionPoint, Vec<(usize, i64)>>,
     main: Mutex<InstanceSet>,
     workers: Vec<Mutex<InstanceSet>>,
-    binding: Mutex<InstanceSet>,
+    /// Idle binding-cycle instance sets: a binding cycle takes one (or makes one) and
+    /// gives it back, so there are as many as binding cycles ever ran at once.
+    binding: Mutex<Vec<InstanceSet>>,
+    binding_services: HostServices,
     pool: Option<rayon::ThreadPool>,
     percentage_of_nodes_to_score: u32,
     next_start: Mutex<usize>,
@@ -288,7 +291,8 @@ impl Framework {
             workers: (0..parallelism)
                 .map(|_| Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())))
                 .collect(),
-            binding: Mutex::new(InstanceSet::new(plugins.len(), services.clone())),
+            binding: Mutex::new(Vec::new()),
+            binding_services: services.clone(),
             plugins,
             points,
             pool,
@@ -444,9 +448,24 @@ impl Framework {
         }
     }
 
-    /// The binding cycle: PreBind, Bind (until a plugin does not Skip), PostBind.
+    /// The binding cycle: PreBind, Bind (until a plugin does not Skip), PostBind. Runs
+    /// on its own instances, so several binding cycles may run at once.
     pub fn bind(&self, state: &CycleState, pod: &CyclePod, node: &str) -> Result<(), PluginError> {
-        let mut set = lock(&self.binding);
+        let taken = lock(&self.binding).pop();
+        let mut set = taken
+            .unwrap_or_else(|| InstanceSet::new(self.plugins.len(), self.binding_services.clone()));
+        let r = self.bind_with(&mut set, state, pod, node);
+        lock(&self.binding).push(set);
+        r
+    }
+
+    fn bind_with(
+        &self,
+        set: &mut InstanceSet,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), PluginError> {
         for &(i, _) in self.at(ExtensionPoint::PreBind) {
             let status = set.get(i, &self.plugins)?.pre_bind(state, pod, node)?;
             if !matches!(status.code, Code::Success | Code::Skip) {

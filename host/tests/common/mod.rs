@@ -1,4 +1,5 @@
 //! Running the `berth` binary from the CLI tests.
+#![allow(dead_code, reason = "each test binary uses a part of the helpers")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

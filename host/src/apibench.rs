@@ -1,0 +1,331 @@
+//! `berth bench --api`: the SchedulingBasic workload through a real API server.
+//!
+//! Nodes, initial pods (already bound, round-robin) and the measured pods (pending)
+//! are created through the API first; then the scheduler starts — Berth in this
+//! process, or any scheduler as a command (`--scheduler-command`, for example
+//! kube-scheduler) — and a watch notes when each measured pod shows up bound.
+//! Throughput is taken from the bind times alone: (measured pods − 1) over the time
+//! from the first bind to the last, so neither pod creation nor the scheduler's start
+//! is counted, whichever scheduler runs.
+
+use crate::bench::cores;
+use crate::cluster::kube::{KubeCluster, KubeOptions};
+use crate::run::{RunOptions, run};
+use crate::wasm::Runtime;
+use anyhow::Context;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1 as k8s;
+use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::watcher;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The namespace of the benchmark's pods.
+pub const NAMESPACE: &str = "berth-bench";
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct ApiBenchOptions {
+    /// How to reach the API server (kube's inference without it).
+    pub kubeconfig: Option<PathBuf>,
+    /// Nodes to create.
+    pub nodes: usize,
+    /// Pods created already bound.
+    pub init_pods: usize,
+    /// Pods to schedule and measure.
+    pub measure_pods: usize,
+    /// A command that runs the scheduler under test (split on whitespace); without
+    /// it, Berth runs in this process.
+    pub scheduler_command: Option<String>,
+    /// Berth's own options, when it runs in this process.
+    pub run: RunOptions,
+    /// Give up after this long without a new bind.
+    pub stall_timeout: Duration,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ApiBenchResult {
+    /// `SchedulingBasic`.
+    pub workload: String,
+    /// `berth` or the command's program name.
+    pub scheduler: String,
+    /// Nodes.
+    pub nodes: usize,
+    /// Initial (bound) pods.
+    pub init_pods: usize,
+    /// Measured pods.
+    pub measured_pods: usize,
+    /// Measured pods seen bound.
+    pub scheduled: usize,
+    /// From the first bind to the last, seconds.
+    pub seconds: f64,
+    /// (scheduled − 1) / seconds.
+    pub pods_per_second: f64,
+    /// The machine's cores.
+    pub cores: usize,
+}
+
+fn node(i: usize) -> serde_json::Value {
+    let name = format!("node-{i}");
+    // scheduler_perf's default node: 4 CPUs, 32Gi, 110 pods.
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+        },
+    })
+}
+
+fn pod(name: &str, node: Option<&str>, measured: bool) -> serde_json::Value {
+    // scheduler_perf's default pod: a pause container asking 100m CPU and 500Mi.
+    let mut spec = serde_json::json!({
+        "containers": [{
+            "name": "pause",
+            "image": "registry.k8s.io/pause:3.10",
+            "ports": [{"containerPort": 80}],
+            "resources": {
+                "limits": {"cpu": "100m", "memory": "500Mi"},
+                "requests": {"cpu": "100m", "memory": "500Mi"},
+            },
+        }],
+    });
+    if let Some(n) = node {
+        spec["nodeName"] = n.into();
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"berth.dev/bench": if measured { "measure" } else { "init" }},
+        },
+        "spec": spec,
+    })
+}
+
+/// A scheduler process, killed when the benchmark ends however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Creates objects with `concurrency` requests in flight.
+async fn create_all<K>(
+    api: &Api<K>,
+    objects: Vec<serde_json::Value>,
+    what: &str,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let total = objects.len();
+    let started = Instant::now();
+    let mut stream = futures::stream::iter(objects.into_iter().map(|o| {
+        let api = api.clone();
+        async move {
+            let obj: K = serde_json::from_value(o)?;
+            api.create(&PostParams::default(), &obj).await?;
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(64);
+    let mut done = 0;
+    while let Some(r) = stream.next().await {
+        r.with_context(|| format!("creating {what}"))?;
+        done += 1;
+        if done % 1000 == 0 || done == total {
+            progress(&format!(
+                "created {done}/{total} {what} ({:.1} s)",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the benchmark against the cluster the options reach, which must hold no
+/// nodes yet (the counts would be wrong otherwise).
+pub async fn run_api_bench(
+    runtime: &Arc<Runtime>,
+    opts: &ApiBenchOptions,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> anyhow::Result<ApiBenchResult> {
+    let cluster = KubeCluster::connect(&KubeOptions {
+        kubeconfig: opts.kubeconfig.clone(),
+        qps: 0.0,
+        burst: 1,
+    })
+    .await?;
+    let client = cluster.client.clone();
+    let nodes: Api<k8s::Node> = Api::all(client.clone());
+    let existing = nodes.list(&ListParams::default().limit(1)).await?;
+    anyhow::ensure!(
+        existing.items.is_empty(),
+        "bench --api needs a cluster without nodes: {} has some (start a fresh one with tests/e2e/apiserver.sh start DIR)",
+        cluster.server
+    );
+    let namespaces: Api<k8s::Namespace> = Api::all(client.clone());
+    let ns: k8s::Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}}))?;
+    namespaces.create(&PostParams::default(), &ns).await?;
+    // Service accounts are not needed by pods on this API server (the admission
+    // plugin may be on): wait for the default one if it appears, but do not insist.
+    create_all(
+        &nodes,
+        (0..opts.nodes).map(node).collect(),
+        "nodes",
+        progress,
+    )
+    .await?;
+    let pods: Api<k8s::Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    create_all(
+        &pods,
+        (0..opts.init_pods)
+            .map(|i| {
+                let n = format!("node-{}", i % opts.nodes.max(1));
+                pod(&format!("init-{i}"), Some(&n), false)
+            })
+            .collect(),
+        "initial pods",
+        progress,
+    )
+    .await?;
+    create_all(
+        &pods,
+        (0..opts.measure_pods)
+            .map(|i| pod(&format!("measure-{i}"), None, true))
+            .collect(),
+        "measured pods",
+        progress,
+    )
+    .await?;
+
+    // Watch the measured pods before the scheduler starts.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
+    let watch = tokio::spawn({
+        let pods = pods.clone();
+        async move {
+            let config = watcher::Config::default().labels("berth.dev/bench=measure");
+            let mut stream = watcher::watcher(pods, config).boxed();
+            while let Ok(Some(ev)) = stream.try_next().await {
+                let objects = match ev {
+                    watcher::Event::Apply(p) | watcher::Event::InitApply(p) => vec![p],
+                    _ => continue,
+                };
+                for p in objects {
+                    let bound = p
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_deref())
+                        .is_some_and(|n| !n.is_empty());
+                    if bound && let Some(name) = p.metadata.name {
+                        let _ = tx.send((name, Instant::now()));
+                    }
+                }
+            }
+        }
+    });
+
+    let (scheduler, mut child, stop) = match &opts.scheduler_command {
+        Some(cmd) => {
+            let mut words = cmd.split_whitespace();
+            let program = words.next().context("--scheduler-command is empty")?;
+            let child = std::process::Command::new(program)
+                .args(words)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .with_context(|| format!("starting {program}"))?;
+            let name = std::path::Path::new(program)
+                .file_name()
+                .map_or(program.to_owned(), |n| n.to_string_lossy().into_owned());
+            (name, Some(KillOnDrop(child)), None)
+        }
+        None => {
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let runtime = runtime.clone();
+            let mut run_opts = opts.run.clone();
+            if run_opts.kubeconfig.is_none() {
+                run_opts.kubeconfig = opts.kubeconfig.clone();
+            }
+            let task = tokio::spawn(async move {
+                run(&runtime, &run_opts, async {
+                    let _ = stop_rx.await;
+                })
+                .await
+            });
+            ("berth".to_owned(), None, Some((stop_tx, task)))
+        }
+    };
+    progress(&format!("{scheduler} started; waiting for binds"));
+
+    let mut bound: HashMap<String, Instant> = HashMap::new();
+    let mut last_report = Instant::now();
+    while bound.len() < opts.measure_pods {
+        match tokio::time::timeout(opts.stall_timeout, rx.recv()).await {
+            Ok(Some((name, at))) => {
+                bound.entry(name).or_insert(at);
+            }
+            Ok(None) => break,
+            Err(_) => {
+                progress(&format!(
+                    "no bind for {:?}; stopping with {}/{} bound",
+                    opts.stall_timeout,
+                    bound.len(),
+                    opts.measure_pods
+                ));
+                break;
+            }
+        }
+        if let Some(c) = &mut child
+            && let Ok(Some(status)) = c.0.try_wait()
+        {
+            anyhow::bail!("{scheduler} exited with {status} before every pod was bound");
+        }
+        if last_report.elapsed() > Duration::from_secs(2) {
+            progress(&format!("{}/{} bound", bound.len(), opts.measure_pods));
+            last_report = Instant::now();
+        }
+    }
+    watch.abort();
+    drop(child);
+    if let Some((stop_tx, task)) = stop {
+        let _ = stop_tx.send(());
+        task.await??;
+    }
+    let first = bound.values().min().copied();
+    let last = bound.values().max().copied();
+    let seconds = match (first, last) {
+        (Some(f), Some(l)) => l.duration_since(f).as_secs_f64(),
+        _ => 0.0,
+    };
+    let pods_per_second = if seconds > 0.0 {
+        (bound.len() - 1) as f64 / seconds
+    } else {
+        0.0
+    };
+    Ok(ApiBenchResult {
+        workload: "SchedulingBasic".into(),
+        scheduler,
+        nodes: opts.nodes,
+        init_pods: opts.init_pods,
+        measured_pods: opts.measure_pods,
+        scheduled: bound.len(),
+        seconds,
+        pods_per_second,
+        cores: cores(),
+    })
+}

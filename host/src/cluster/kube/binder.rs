@@ -1,0 +1,109 @@
+//! Binding through the `pods/binding` subresource.
+//!
+//! Binding-cycle threads call [`Binder::bind`] synchronously (it is reached from a
+//! plugin's `bind-pod` host call); the request itself runs on the tokio runtime and the
+//! calling binding thread waits for it. Each binding cycle has its own thread, so the
+//! scheduling loop never waits for the API server.
+
+use super::{KubeCluster, error_message};
+use crate::cluster::{Binder, PodState};
+use berth_sdk::Pod;
+use k8s_openapi::api::core::v1 as k8s;
+use kube::api::{Api, PostParams};
+use std::time::Duration;
+use tokio::runtime::Handle;
+
+/// How long one bind request may take before the binding cycle fails (and the pod is
+/// retried after a check of where it is).
+const BIND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Binds pods on a real cluster.
+#[derive(Debug, Clone)]
+pub struct KubeBinder {
+    cluster: KubeCluster,
+    handle: Handle,
+}
+
+impl KubeBinder {
+    /// A binder that runs its requests on `handle`'s runtime.
+    pub fn new(cluster: KubeCluster, handle: Handle) -> Self {
+        KubeBinder { cluster, handle }
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match Handle::try_current() {
+            // Called on a runtime thread (not the case for binding threads): do not
+            // block the runtime's own worker.
+            Ok(_) => tokio::task::block_in_place(|| self.handle.block_on(f)),
+            Err(_) => self.handle.block_on(f),
+        }
+    }
+}
+
+impl Binder for KubeBinder {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
+        let binding = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            // The UID makes the API server refuse to bind a pod of the same name that
+            // replaced the one we scheduled.
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        let limiter = self.cluster.bind_limiter.clone();
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(
+                BIND_TIMEOUT,
+                api.create_subresource::<_, serde_json::Value>(
+                    "binding",
+                    &pod.name,
+                    &PostParams::default(),
+                    &binding,
+                ),
+            )
+            .await
+        });
+        match r {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!(
+                "binding {} to {node}: {}",
+                pod.key(),
+                error_message(&e)
+            )),
+            Err(_) => Err(format!(
+                "binding {} to {node}: no answer within {BIND_TIMEOUT:?}",
+                pod.key()
+            )),
+        }
+    }
+
+    fn lookup(&self, pod: &Pod) -> PodState {
+        let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
+        let limiter = self.cluster.bind_limiter.clone();
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(BIND_TIMEOUT, api.get_opt(&pod.name)).await
+        });
+        match r {
+            Ok(Ok(None)) => PodState::Gone,
+            Ok(Ok(Some(p))) => {
+                if p.metadata.uid.as_deref() != Some(pod.uid.as_str())
+                    || p.metadata.deletion_timestamp.is_some()
+                {
+                    return PodState::Gone;
+                }
+                match p.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty()) {
+                    Some(n) => PodState::BoundTo(n),
+                    None => PodState::Pending,
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(pod = %pod.key(), "looking up the pod after a failed bind: {}", error_message(&e));
+                PodState::Pending
+            }
+            Err(_) => PodState::Pending,
+        }
+    }
+}

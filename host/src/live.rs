@@ -1,0 +1,151 @@
+//! The live scheduling loop: one thread that owns the [`Scheduler`], takes cluster
+//! changes from the sources as they arrive, schedules whatever is in activeQ, and
+//! runs the queue's timers on the real clock (backoffQ every second, the leftover
+//! unschedulable pods every 30 seconds, as upstream). Binding cycles run on their own
+//! threads and wake the loop when they end.
+//!
+//! The loop does not schedule before every source has listed its objects once
+//! ([`Change::Synced`]): placing a pod against half the nodes would be wrong.
+
+use crate::clock::Clock;
+use crate::cluster::Change;
+use crate::queue::{BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL};
+use crate::scheduler::Scheduler;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What the loop reacts to.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "inputs move through the channel one at a time; boxing would allocate per change"
+)]
+pub enum Input {
+    /// A change in the cluster.
+    Change(Change),
+    /// Something finished elsewhere (a binding cycle); look again.
+    Wake,
+    /// Stop scheduling and return the scheduler.
+    Stop,
+}
+
+/// A running loop: send it changes, stop it.
+pub struct LiveLoop {
+    tx: Sender<Input>,
+    thread: Option<JoinHandle<Scheduler>>,
+    synced: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for LiveLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveLoop").finish_non_exhaustive()
+    }
+}
+
+impl LiveLoop {
+    /// Starts the loop on its own thread.
+    pub fn start(scheduler: Scheduler, clock: Arc<dyn Clock>) -> std::io::Result<Self> {
+        let (tx, rx) = channel();
+        let wake = tx.clone();
+        scheduler.set_waker(Arc::new(move || {
+            let _ = wake.send(Input::Wake);
+        }));
+        let synced = Arc::new(AtomicBool::new(false));
+        let flag = synced.clone();
+        let thread = std::thread::Builder::new()
+            .name("berth-scheduler".into())
+            .spawn(move || run(scheduler, rx, clock, flag))?;
+        Ok(LiveLoop {
+            tx,
+            thread: Some(thread),
+            synced,
+        })
+    }
+
+    /// Where cluster sources send their changes.
+    pub fn sender(&self) -> Sender<Input> {
+        self.tx.clone()
+    }
+
+    /// Whether the sources have listed everything once and the loop schedules.
+    pub fn synced(&self) -> bool {
+        self.synced.load(Ordering::Relaxed)
+    }
+
+    /// Stops the loop after the pod it is scheduling (if any) and returns the
+    /// scheduler; binding cycles in flight are left to finish on their threads.
+    pub fn stop(mut self) -> Option<Scheduler> {
+        let _ = self.tx.send(Input::Stop);
+        self.thread.take().and_then(|t| t.join().ok())
+    }
+}
+
+fn run(
+    mut scheduler: Scheduler,
+    rx: Receiver<Input>,
+    clock: Arc<dyn Clock>,
+    synced_flag: Arc<AtomicBool>,
+) -> Scheduler {
+    let mut synced = false;
+    let mut next_backoff_flush = clock.now() + BACKOFF_FLUSH_INTERVAL;
+    let mut next_leftover_flush = clock.now() + UNSCHEDULABLE_FLUSH_INTERVAL;
+    let input = |scheduler: &mut Scheduler, i: Input, synced: &mut bool| -> bool {
+        match i {
+            Input::Change(Change::Synced) => {
+                if !*synced {
+                    tracing::info!("cluster state synced; scheduling starts");
+                }
+                *synced = true;
+                synced_flag.store(true, Ordering::Relaxed);
+            }
+            Input::Change(c) => {
+                if let Err(e) = scheduler.apply(c) {
+                    tracing::warn!("cluster change not applied: {e:#}");
+                }
+            }
+            Input::Wake => {}
+            Input::Stop => return false,
+        }
+        true
+    };
+    loop {
+        let now = clock.now();
+        let mut wait = next_backoff_flush.saturating_sub(now);
+        if let Some(d) = scheduler.next_permit_deadline() {
+            wait = wait.min(d.saturating_sub(now));
+        }
+        match rx.recv_timeout(wait.max(Duration::from_millis(1))) {
+            Ok(i) => {
+                if !input(&mut scheduler, i, &mut synced) {
+                    return scheduler;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return scheduler,
+        }
+        loop {
+            // Take in everything that arrived, then schedule one pod, and again.
+            while let Ok(i) = rx.try_recv() {
+                if !input(&mut scheduler, i, &mut synced) {
+                    return scheduler;
+                }
+            }
+            let now = clock.now();
+            if now >= next_backoff_flush {
+                scheduler.flush_backoff(now);
+                next_backoff_flush = now + BACKOFF_FLUSH_INTERVAL;
+            }
+            scheduler.poll(now);
+            if now >= next_leftover_flush {
+                scheduler.flush_unschedulable_leftover(now);
+                next_leftover_flush = now + UNSCHEDULABLE_FLUSH_INTERVAL;
+            }
+            if !synced || !scheduler.schedule_one() {
+                break;
+            }
+        }
+    }
+}

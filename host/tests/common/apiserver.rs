@@ -1,0 +1,267 @@
+//! A real kube-apiserver and etcd for the end-to-end tests, started and stopped with
+//! `tests/e2e/apiserver.sh`, and a `berth run` process against it.
+
+use crate::common::workspace;
+use k8s_openapi::api::core::v1 as k8s;
+use kube::api::{Api, ListParams, PostParams};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One API server at a time: the tests share two cores, and each starts its own.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Serializes the tests that start an API server.
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().await
+}
+
+fn script() -> PathBuf {
+    workspace().join("tests/e2e/apiserver.sh")
+}
+
+fn run_script(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(script())
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run tests/e2e/apiserver.sh");
+    assert!(
+        out.status.success(),
+        "tests/e2e/apiserver.sh {args:?} failed ({}): see its messages above",
+        out.status
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// etcd and kube-apiserver on loopback, stopped on drop.
+pub struct ApiServer {
+    /// Its directory: certificates, tokens, logs, kubeconfigs.
+    pub dir: tempfile::TempDir,
+}
+
+impl ApiServer {
+    /// Starts both (building them first if the cache has none).
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts both with extra arguments to the script's `start` (`--rbac`).
+    pub fn start_with(extra: &[&str]) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("berth-e2e-")
+            .tempdir()
+            .expect("temp dir");
+        let d = dir.path().to_str().unwrap().to_owned();
+        let mut args = vec!["start", d.as_str()];
+        args.extend_from_slice(extra);
+        run_script(&args);
+        ApiServer { dir }
+    }
+
+    /// The admin kubeconfig (token auth, the server's CA).
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    /// The API server's port.
+    pub fn port(&self) -> u16 {
+        let env = std::fs::read_to_string(self.dir.path().join("env")).unwrap();
+        env.lines()
+            .find_map(|l| l.strip_prefix("APISERVER_PORT="))
+            .and_then(|p| p.parse().ok())
+            .expect("APISERVER_PORT in env")
+    }
+
+    /// Kills the API server (SIGKILL); etcd keeps running.
+    pub fn kill(&self) {
+        run_script(&["kill-apiserver", self.dir.path().to_str().unwrap()]);
+    }
+
+    /// Starts the API server again on the same port and etcd.
+    pub fn restart(&self) {
+        run_script(&["start-apiserver", self.dir.path().to_str().unwrap()]);
+    }
+
+    /// A client with the admin kubeconfig.
+    pub async fn client(&self) -> kube::Client {
+        client_for(&self.kubeconfig()).await
+    }
+}
+
+/// A client for a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("read kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("kubeconfig");
+    kube::Client::try_from(config).expect("client")
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let d = self.dir.path().to_str().unwrap().to_owned();
+        let _ = Command::new("bash")
+            .arg(script())
+            .args(["stop", &d])
+            .status();
+    }
+}
+
+/// A `berth run` process, killed on drop; its log is kept in a file.
+pub struct Berth {
+    child: Child,
+    /// Its stderr.
+    pub log: PathBuf,
+}
+
+impl Berth {
+    /// Starts `berth run` with these arguments (and `BERTH_LOG=info`).
+    pub fn start(args: &[&str], log: PathBuf, cache: &Path) -> Self {
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .arg("run")
+            .args(args)
+            .env("BERTH_CACHE_DIR", cache)
+            .env("BERTH_LOG", "info,berth=debug,kube=warn")
+            .current_dir(workspace())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start berth run");
+        Berth { child, log }
+    }
+
+    /// What it logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits for it to say scheduling has started.
+    pub fn wait_running(&mut self) {
+        let start = Instant::now();
+        loop {
+            if self.log_text().contains("scheduling starts") {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("berth run exited with {status}:\n{}", self.log_text());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "berth run did not start scheduling:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Sends SIGKILL and waits.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Berth {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `f` every 100 ms until it answers `Some`, or fails after `secs` seconds with
+/// `what` and the last answer's description.
+pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let start = Instant::now();
+    loop {
+        match f().await {
+            Ok(t) => return t,
+            Err(last) => {
+                if start.elapsed() > Duration::from_secs(secs) {
+                    panic!("timed out after {secs} s waiting for {what}: {last}");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A node with this much CPU, memory and pod capacity, and labels.
+pub fn node(name: &str, cpu: &str, memory: &str, pods: u32) -> k8s::Node {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": memory, "pods": pods.to_string()},
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": pods.to_string()},
+        },
+    }))
+    .unwrap()
+}
+
+/// A pod requesting this much CPU, for `scheduler`.
+pub fn pod(name: &str, cpu: &str, scheduler: &str) -> k8s::Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{
+                "name": "c",
+                "image": "registry.example/app:1",
+                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+            }],
+        },
+    }))
+    .unwrap()
+}
+
+/// Creates nodes. The API server keeps a node's status on create, so its capacity
+/// holds without a kubelet.
+pub async fn create_nodes(client: &kube::Client, nodes: &[k8s::Node]) {
+    let api: Api<k8s::Node> = Api::all(client.clone());
+    for n in nodes {
+        api.create(&PostParams::default(), n)
+            .await
+            .expect("create node");
+    }
+}
+
+/// Creates pods in `namespace`.
+pub async fn create_pods(client: &kube::Client, namespace: &str, pods: &[k8s::Pod]) {
+    let api: Api<k8s::Pod> = Api::namespaced(client.clone(), namespace);
+    for p in pods {
+        api.create(&PostParams::default(), p)
+            .await
+            .expect("create pod");
+    }
+}
+
+/// Every pod of `namespace`.
+pub async fn list_pods(client: &kube::Client, namespace: &str) -> Result<Vec<k8s::Pod>, String> {
+    let api: Api<k8s::Pod> = Api::namespaced(client.clone(), namespace);
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|e| e.to_string())
+}
+
+/// The node a pod is bound to.
+pub fn node_of(p: &k8s::Pod) -> Option<String> {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .filter(|n| !n.is_empty())
+}
+
+/// The name of a pod.
+pub fn name_of(p: &k8s::Pod) -> String {
+    p.metadata.name.clone().unwrap_or_default()
+}

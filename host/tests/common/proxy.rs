@@ -1,0 +1,218 @@
+//! A fault-injecting proxy in front of the real API server: it terminates TLS with the
+//! API server's own certificate (the test CA signed it for 127.0.0.1), forwards to the
+//! API server over TLS, and on command delays traffic, drops every connection,
+//! refuses new ones, or answers new connections' first request with an HTTP error
+//! (429, 500) as an overloaded or failing API server would.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::AbortHandle;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+
+/// What the proxy does to traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Pass everything through.
+    None,
+    /// Hold every chunk of data this long, both ways.
+    Delay(Duration),
+    /// Close new connections at once.
+    Refuse,
+    /// Answer the first request of each new connection with this HTTP status.
+    Status(u16),
+}
+
+/// The proxy; it stops when dropped.
+pub struct FaultProxy {
+    /// The port it listens on (127.0.0.1).
+    pub port: u16,
+    fault: Arc<Mutex<Fault>>,
+    connections: Arc<Mutex<Vec<AbortHandle>>>,
+    accept: AbortHandle,
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl FaultProxy {
+    /// Starts a proxy to the API server on `upstream_port`, with the certificates the
+    /// start script wrote to `dir`.
+    pub async fn start(dir: &Path, upstream_port: u16) -> Self {
+        let certs: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_file_iter(dir.join("server.crt"))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+        let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+        let mut server = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        server.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in CertificateDer::pem_file_iter(dir.join("ca.crt")).unwrap() {
+            roots.add(ca.unwrap()).unwrap();
+        }
+        let client = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let fault = Arc::new(Mutex::new(Fault::None));
+        let connections: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
+        let (f, conns) = (fault.clone(), connections.clone());
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let fault = *f.lock().unwrap();
+                if fault == Fault::Refuse {
+                    drop(socket);
+                    continue;
+                }
+                let (acceptor, connector) = (acceptor.clone(), connector.clone());
+                let task = tokio::spawn(async move {
+                    let _ = serve(socket, acceptor, connector, upstream_port, fault).await;
+                });
+                let mut c = conns.lock().unwrap();
+                c.retain(|h| !h.is_finished());
+                c.push(task.abort_handle());
+            }
+        })
+        .abort_handle();
+        FaultProxy {
+            port,
+            fault,
+            connections,
+            accept,
+        }
+    }
+
+    /// Changes what the proxy does to new connections (and, for a delay, to new
+    /// connections only).
+    pub fn set(&self, fault: Fault) {
+        *self.fault.lock().unwrap() = fault;
+    }
+
+    /// Closes every open connection (watches included): the clients reconnect.
+    pub fn drop_connections(&self) {
+        for h in self.connections.lock().unwrap().drain(..) {
+            h.abort();
+        }
+    }
+
+    /// A kubeconfig that goes through the proxy, with the API server's CA and the
+    /// admin token.
+    pub fn write_kubeconfig(&self, dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("kubeconfig-proxy");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: berth-admin-token\ncontexts:\n- name: proxy\n  context: {{cluster: proxy, user: admin}}\ncurrent-context: proxy\n",
+                self.port,
+                dir.join("ca.crt").display()
+            ),
+        )
+        .unwrap();
+        path
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.drop_connections();
+    }
+}
+
+async fn serve(
+    socket: TcpStream,
+    acceptor: tokio_rustls::TlsAcceptor,
+    connector: tokio_rustls::TlsConnector,
+    upstream_port: u16,
+    fault: Fault,
+) -> std::io::Result<()> {
+    let mut downstream = acceptor.accept(socket).await?;
+    if let Fault::Status(code) = fault {
+        // Read the request head, answer with the error, close.
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 65536 {
+            let n = downstream.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let reason = if code == 429 {
+            "TooManyRequests"
+        } else {
+            "InternalError"
+        };
+        let body = format!(
+            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"injected by the test proxy","reason":"{reason}","code":{code}}}"#
+        );
+        let text = if code == 429 {
+            "Too Many Requests"
+        } else {
+            "Internal Server Error"
+        };
+        let response = format!(
+            "HTTP/1.1 {code} {text}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        downstream.write_all(response.as_bytes()).await?;
+        downstream.shutdown().await?;
+        return Ok(());
+    }
+    let tcp = TcpStream::connect(("127.0.0.1", upstream_port)).await?;
+    let name = ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
+    let upstream = connector.connect(name, tcp).await?;
+    let delay = match fault {
+        Fault::Delay(d) => d,
+        _ => Duration::ZERO,
+    };
+    let (mut dr, mut dw) = tokio::io::split(downstream);
+    let (mut ur, mut uw) = tokio::io::split(upstream);
+    let up = async {
+        let mut buf = vec![0u8; 16384];
+        loop {
+            let n = dr.read(&mut buf).await?;
+            if n == 0 {
+                return uw.shutdown().await;
+            }
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            uw.write_all(&buf[..n]).await?;
+        }
+    };
+    let down = async {
+        let mut buf = vec![0u8; 16384];
+        loop {
+            let n = ur.read(&mut buf).await?;
+            if n == 0 {
+                return dw.shutdown().await;
+            }
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            dw.write_all(&buf[..n]).await?;
+        }
+    };
+    let _: (std::io::Result<()>, std::io::Result<()>) = tokio::join!(up, down);
+    Ok(())
+}
