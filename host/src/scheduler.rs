@@ -622,6 +622,7 @@ impl Scheduler {
     pub fn delete_pod(&mut self, uid: &str) {
         self.unnominate(uid);
         self.unconfirmed.remove(uid);
+        self.recorder.forget(uid);
         if self.binding.contains_key(uid) {
             if self.waiting.remove(uid) {
                 // Waiting at Permit: give back what it reserved.

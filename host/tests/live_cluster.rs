@@ -92,14 +92,7 @@ async fn binds_pods_writes_events_and_conditions() {
     // Another scheduler's pod: Berth must leave it alone.
     create_pods(&client, NS, &[pod("not-mine", "100m", "other-scheduler")]).await;
 
-    let cache = tempfile::tempdir().unwrap();
-    let kubeconfig = server.kubeconfig();
-    let mut berth = Berth::start(
-        &["--kubeconfig", kubeconfig.to_str().unwrap()],
-        server.dir.path().join("berth.log"),
-        cache.path(),
-    );
-    berth.wait_running();
+    let berth = Berth::run_in(server.dir.path(), &server.kubeconfig(), &[]);
 
     let names: HashSet<String> = (0..20).map(|i| format!("web-{i}")).collect();
     let bound = all_bound(&client, &names, 60).await;
@@ -175,18 +168,8 @@ async fn api_server_killed_mid_run_loses_and_doubles_nothing() {
     let client = server.client().await;
     // 20 nodes of 10 pods each: exactly room for the 200 pods. A pod the cache lost or
     // counted twice would put 11 on some node or leave one pending.
-    let nodes: Vec<k8s::Node> = (0..20)
-        .map(|i| node(&format!("n{i:02}"), "64", "256Gi", 10))
-        .collect();
-    create_nodes(&client, &nodes).await;
-    let cache = tempfile::tempdir().unwrap();
-    let kubeconfig = server.kubeconfig();
-    let mut berth = Berth::start(
-        &["--kubeconfig", kubeconfig.to_str().unwrap()],
-        server.dir.path().join("berth.log"),
-        cache.path(),
-    );
-    berth.wait_running();
+    create_ten_pod_nodes(&client, 20).await;
+    let berth = Berth::run_in(server.dir.path(), &server.kubeconfig(), &[]);
 
     let first: Vec<k8s::Pod> = (0..100)
         .map(|i| pod(&format!("p{i:03}"), "10m", "default-scheduler"))
@@ -215,12 +198,7 @@ async fn api_server_killed_mid_run_loses_and_doubles_nothing() {
 
     let names: HashSet<String> = (0..200).map(|i| format!("p{i:03}")).collect();
     let bound = all_bound(&client, &names, 180).await;
-    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
-    for n in bound.values() {
-        *per_node.entry(n).or_default() += 1;
-    }
-    assert_eq!(per_node.len(), 20, "{per_node:?}");
-    assert!(per_node.values().all(|&c| c == 10), "{per_node:?}");
+    assert_ten_per_node(&bound, 20);
     let log = berth.log_text();
     assert!(
         log.contains("watch failed, retrying") || log.contains("listed"),
@@ -270,20 +248,12 @@ async fn pods_bound_elsewhere_or_deleted_during_their_binding_cycle() {
         ],
     )
     .await;
-    let cache = tempfile::tempdir().unwrap();
     let config = gang_config(server.dir.path());
-    let kubeconfig = server.kubeconfig();
-    let mut berth = Berth::start(
-        &[
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        server.dir.path().join("berth.log"),
-        cache.path(),
+    let berth = Berth::run_in(
+        server.dir.path(),
+        &server.kubeconfig(),
+        &["--config", config.to_str().unwrap()],
     );
-    berth.wait_running();
     let api: Api<k8s::Pod> = Api::namespaced(client.clone(), NS);
 
     // Deleted while waiting at Permit: dropped, its reservation given back.
@@ -408,19 +378,10 @@ async fn delays_dropped_connections_and_error_answers_lose_nothing() {
     let server = ApiServer::start();
     let client = server.client().await;
     // 12 nodes of 10 pods: exactly room for the 120 pods below.
-    let nodes: Vec<k8s::Node> = (0..12)
-        .map(|i| node(&format!("n{i:02}"), "64", "256Gi", 10))
-        .collect();
-    create_nodes(&client, &nodes).await;
+    create_ten_pod_nodes(&client, 12).await;
     let proxy = FaultProxy::start(server.dir.path(), server.port()).await;
     let kubeconfig = proxy.write_kubeconfig(server.dir.path());
-    let cache = tempfile::tempdir().unwrap();
-    let mut berth = Berth::start(
-        &["--kubeconfig", kubeconfig.to_str().unwrap()],
-        server.dir.path().join("berth.log"),
-        cache.path(),
-    );
-    berth.wait_running();
+    let berth = Berth::run_in(server.dir.path(), &kubeconfig, &[]);
     let batch = |from: usize| -> Vec<k8s::Pod> {
         (from..from + 30)
             .map(|i| pod(&format!("p{i:03}"), "10m", "default-scheduler"))
@@ -460,11 +421,7 @@ async fn delays_dropped_connections_and_error_answers_lose_nothing() {
 
     let names: HashSet<String> = (0..120).map(|i| format!("p{i:03}")).collect();
     let bound = all_bound(&client, &names, 240).await;
-    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
-    for n in bound.values() {
-        *per_node.entry(n).or_default() += 1;
-    }
-    assert!(per_node.values().all(|&c| c == 10), "{per_node:?}");
+    assert_ten_per_node(&bound, 12);
     let log = berth.log_text();
     assert!(
         log.contains("injected by the test proxy"),

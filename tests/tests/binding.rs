@@ -47,13 +47,21 @@ fn scheduler(cluster: Arc<MemoryCluster>) -> Scheduler {
         max_attempts: 20,
         ..SchedulerOptions::default()
     };
+    scheduler_with(cluster, &options, Arc::new(VirtualClock::default()))
+}
+
+fn scheduler_with(
+    cluster: Arc<MemoryCluster>,
+    options: &SchedulerOptions,
+    clock: Arc<VirtualClock>,
+) -> Scheduler {
     Scheduler::new(
         &runtime(),
         &config(""),
         "test.yaml",
-        &options,
+        options,
         cluster,
-        Arc::new(VirtualClock::default()),
+        clock,
     )
     .unwrap()
 }
@@ -309,15 +317,7 @@ fn stress(parallel_bindings: usize) {
         parallel_bindings,
         ..SchedulerOptions::default()
     };
-    let mut s = Scheduler::new(
-        &runtime(),
-        &config(""),
-        "test.yaml",
-        &options,
-        cluster.clone(),
-        Arc::new(VirtualClock::default()),
-    )
-    .unwrap();
+    let mut s = scheduler_with(cluster.clone(), &options, Arc::new(VirtualClock::default()));
     for i in 0..50 {
         s.add_or_update_node(node(&format!("n{i:02}"), 40_000));
     }
@@ -450,15 +450,7 @@ fn bound_pods_stay_assumed_until_the_cluster_confirms_them() {
         assumed_pod_expiry: Some(std::time::Duration::from_secs(60)),
         ..SchedulerOptions::default()
     };
-    let mut s = Scheduler::new(
-        &runtime(),
-        &config(""),
-        "test.yaml",
-        &options,
-        cluster.clone(),
-        clock.clone(),
-    )
-    .unwrap();
+    let mut s = scheduler_with(cluster.clone(), &options, clock.clone());
     s.add_or_update_node(node("n1", 4000));
     for name in ["a", "b"] {
         s.apply(berth::cluster::Change::Pod(pod(name, 1000, &[])))

@@ -64,6 +64,10 @@ pub trait Recorder: Send + Sync {
     fn scheduled(&self, scheduler_name: &str, pod: &Pod, node: &str);
     /// A scheduling attempt failed; the pod goes back to the queue.
     fn failed(&self, scheduler_name: &str, pod: &Pod, reason: FailureReason, message: &str);
+    /// The pod is gone: forget whatever was kept about it.
+    fn forget(&self, uid: &str) {
+        let _ = uid;
+    }
 }
 
 /// Records nothing.

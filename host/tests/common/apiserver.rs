@@ -133,6 +133,18 @@ impl Berth {
         Berth { child, log }
     }
 
+    /// Starts `berth run --kubeconfig KUBECONFIG EXTRA...` with its log and component
+    /// cache in `dir`, and waits until it schedules.
+    pub fn run_in(dir: &Path, kubeconfig: &Path, extra: &[&str]) -> Self {
+        let mut args = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let cache = dir.join("component-cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let mut berth = Berth::start(&args, dir.join("berth.log"), &cache);
+        berth.wait_running();
+        berth
+    }
+
     /// What it logged so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -264,4 +276,23 @@ pub fn node_of(p: &k8s::Pod) -> Option<String> {
 /// The name of a pod.
 pub fn name_of(p: &k8s::Pod) -> String {
     p.metadata.name.clone().unwrap_or_default()
+}
+
+/// Creates `count` nodes `n00`, `n01`, ... with room for exactly 10 pods each (and
+/// CPU and memory to spare), so that a pod lost or counted twice shows.
+pub async fn create_ten_pod_nodes(client: &kube::Client, count: usize) {
+    let nodes: Vec<k8s::Node> = (0..count)
+        .map(|i| node(&format!("n{i:02}"), "64", "256Gi", 10))
+        .collect();
+    create_nodes(client, &nodes).await;
+}
+
+/// Asserts that the pods (pod -> node) fill `nodes` nodes with exactly 10 each.
+pub fn assert_ten_per_node(bound: &std::collections::BTreeMap<String, String>, nodes: usize) {
+    let mut per_node: std::collections::BTreeMap<&str, usize> = Default::default();
+    for n in bound.values() {
+        *per_node.entry(n).or_default() += 1;
+    }
+    assert_eq!(per_node.len(), nodes, "{per_node:?}");
+    assert!(per_node.values().all(|&c| c == 10), "{per_node:?}");
 }

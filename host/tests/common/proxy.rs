@@ -185,34 +185,27 @@ async fn serve(
         Fault::Delay(d) => d,
         _ => Duration::ZERO,
     };
-    let (mut dr, mut dw) = tokio::io::split(downstream);
-    let (mut ur, mut uw) = tokio::io::split(upstream);
-    let up = async {
-        let mut buf = vec![0u8; 16384];
-        loop {
-            let n = dr.read(&mut buf).await?;
-            if n == 0 {
-                return uw.shutdown().await;
-            }
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            uw.write_all(&buf[..n]).await?;
-        }
-    };
-    let down = async {
-        let mut buf = vec![0u8; 16384];
-        loop {
-            let n = ur.read(&mut buf).await?;
-            if n == 0 {
-                return dw.shutdown().await;
-            }
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            dw.write_all(&buf[..n]).await?;
-        }
-    };
-    let _: (std::io::Result<()>, std::io::Result<()>) = tokio::join!(up, down);
+    let (dr, dw) = tokio::io::split(downstream);
+    let (ur, uw) = tokio::io::split(upstream);
+    let _ = tokio::join!(pump(dr, uw, delay), pump(ur, dw, delay));
     Ok(())
+}
+
+/// Copies one direction, holding each chunk `delay`.
+async fn pump(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    delay: Duration,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 16384];
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        to.write_all(&buf[..n]).await?;
+    }
 }

@@ -200,6 +200,13 @@ impl Recorder for KubeRecorder {
         });
     }
 
+    fn forget(&self, uid: &str) {
+        self.last_condition
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uid);
+    }
+
     fn failed(&self, scheduler_name: &str, pod: &Pod, reason: FailureReason, message: &str) {
         let _ = self.tx.send(Record::Event {
             reporting_controller: scheduler_name.to_owned(),

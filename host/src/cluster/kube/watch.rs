@@ -26,91 +26,113 @@ use std::sync::mpsc::Sender;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-/// What one object of a kind becomes: its key (for deletions) and its change, or
-/// nothing (an object the scheduler ignores), or why it cannot be read.
-type Convert<K> = fn(&K) -> Result<Option<(String, Change)>, String>;
-/// The change for a deleted object, by key.
-type Deleted = fn(String) -> Change;
-
 /// Starts the watchers on `handle`'s runtime; they run until aborted.
 pub fn start_watchers(
     cluster: &KubeCluster,
     handle: &Handle,
     tx: Sender<Input>,
 ) -> Vec<JoinHandle<()>> {
-    let c = &cluster.client;
-    let pending = Arc::new(AtomicUsize::new(7));
-    let mut tasks = Vec::new();
+    let mut s = Spawner {
+        client: cluster.client.clone(),
+        handle,
+        tx,
+        // One for the spawning itself, so that no watcher that lists quickly can say
+        // "synced" before the others are even started.
+        pending: Arc::new(AtomicUsize::new(1)),
+        tasks: Vec::new(),
+    };
     // Terminal pods hold nothing on their node, as upstream's informer filter.
     let pods = watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed");
-    tasks.push(handle.spawn(watch::<k8s::Pod>(
-        Api::all(c.clone()),
-        pods,
-        "pods",
-        convert_pod,
-        Change::PodDeleted,
-        tx.clone(),
-        pending.clone(),
-    )));
-    tasks.push(handle.spawn(watch::<k8s::Node>(
-        Api::all(c.clone()),
-        watcher::Config::default(),
+    s.spawn::<k8s::Pod>("pods", pods, convert_pod, Change::PodDeleted);
+    s.spawn::<k8s::Node>(
         "nodes",
+        watcher::Config::default(),
         |n| node_from_k8s(n).map(|n| Some((n.name.clone(), Change::Node(n)))),
         Change::NodeDeleted,
-        tx.clone(),
-        pending.clone(),
-    )));
-    tasks.push(handle.spawn(watch::<k8s::Namespace>(
-        Api::all(c.clone()),
-        watcher::Config::default(),
+    );
+    s.spawn::<k8s::Namespace>(
         "namespaces",
+        watcher::Config::default(),
         |ns| {
             let name = ns.metadata.name.clone().unwrap_or_default();
             let labels: Labels = ns.metadata.labels.clone().unwrap_or_default();
             Ok(Some((name.clone(), Change::Namespace(name, labels))))
         },
         Change::NamespaceDeleted,
-        tx.clone(),
-        pending.clone(),
-    )));
-    tasks.push(handle.spawn(watch::<k8s::Service>(
-        Api::all(c.clone()),
-        watcher::Config::default(),
-        "services",
-        |o| selector("Service", o),
-        |k| selector_deleted("Service", k),
-        tx.clone(),
-        pending.clone(),
-    )));
-    tasks.push(handle.spawn(watch::<k8s::ReplicationController>(
-        Api::all(c.clone()),
-        watcher::Config::default(),
-        "replicationcontrollers",
-        |o| selector("ReplicationController", o),
-        |k| selector_deleted("ReplicationController", k),
-        tx.clone(),
-        pending.clone(),
-    )));
-    tasks.push(handle.spawn(watch::<apps::ReplicaSet>(
-        Api::all(c.clone()),
-        watcher::Config::default(),
-        "replicasets",
-        |o| selector("ReplicaSet", o),
-        |k| selector_deleted("ReplicaSet", k),
-        tx.clone(),
-        pending.clone(),
-    )));
-    tasks.push(handle.spawn(watch::<apps::StatefulSet>(
-        Api::all(c.clone()),
-        watcher::Config::default(),
-        "statefulsets",
-        |o| selector("StatefulSet", o),
-        |k| selector_deleted("StatefulSet", k),
-        tx,
-        pending,
-    )));
-    tasks
+    );
+    s.selectors::<k8s::Service>("services", "Service");
+    s.selectors::<k8s::ReplicationController>("replicationcontrollers", "ReplicationController");
+    s.selectors::<apps::ReplicaSet>("replicasets", "ReplicaSet");
+    s.selectors::<apps::StatefulSet>("statefulsets", "StatefulSet");
+    if s.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let _ = s.tx.send(Input::Change(Change::Synced));
+    }
+    s.tasks
+}
+
+struct Spawner<'a> {
+    client: kube::Client,
+    handle: &'a Handle,
+    tx: Sender<Input>,
+    pending: Arc<AtomicUsize>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Spawner<'_> {
+    fn spawn<K>(
+        &mut self,
+        kind: &'static str,
+        config: watcher::Config,
+        convert: impl Fn(&K) -> Result<Option<(String, Change)>, String> + Send + 'static,
+        deleted: impl Fn(String) -> Change + Send + 'static,
+    ) where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + Debug
+            + Send
+            + 'static,
+    {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        self.tasks.push(self.handle.spawn(watch::<K>(
+            Api::all(self.client.clone()),
+            config,
+            kind,
+            convert,
+            deleted,
+            self.tx.clone(),
+            self.pending.clone(),
+        )));
+    }
+
+    /// A kind whose only interest is its pod selector; `kind` is its `kind`.
+    fn selectors<K>(&mut self, resource: &'static str, kind: &'static str)
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + serde::Serialize
+            + Debug
+            + Send
+            + 'static,
+    {
+        let convert = move |o: &K| -> Result<Option<(String, Change)>, String> {
+            let s = selector_from_k8s(kind, o)?;
+            Ok(Some((
+                format!("{}/{}", s.namespace, s.name),
+                Change::Selector(s),
+            )))
+        };
+        let deleted = move |key: String| {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+            Change::SelectorDeleted {
+                kind: kind.to_owned(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            }
+        };
+        self.spawn::<K>(resource, watcher::Config::default(), convert, deleted);
+    }
 }
 
 fn convert_pod(p: &k8s::Pod) -> Result<Option<(String, Change)>, String> {
@@ -122,23 +144,6 @@ fn convert_pod(p: &k8s::Pod) -> Result<Option<(String, Change)>, String> {
         return Ok(Some((uid.clone(), Change::PodDeleted(uid))));
     }
     Ok(Some((uid, Change::Pod(pod))))
-}
-
-fn selector<T: serde::Serialize>(kind: &str, o: &T) -> Result<Option<(String, Change)>, String> {
-    let s = selector_from_k8s(kind, o)?;
-    Ok(Some((
-        format!("{}/{}", s.namespace, s.name),
-        Change::Selector(s),
-    )))
-}
-
-fn selector_deleted(kind: &str, key: String) -> Change {
-    let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-    Change::SelectorDeleted {
-        kind: kind.to_owned(),
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-    }
 }
 
 fn object_name<K: kube::Resource>(o: &K) -> String {
@@ -153,8 +158,11 @@ async fn watch<K>(
     api: Api<K>,
     config: watcher::Config,
     kind: &'static str,
-    convert: Convert<K>,
-    deleted: Deleted,
+    // What one object becomes: its key (for deletions) and its change, or nothing (an
+    // object the scheduler ignores), or why it cannot be read.
+    convert: impl Fn(&K) -> Result<Option<(String, Change)>, String>,
+    // The change for a deleted object, by key.
+    deleted: impl Fn(String) -> Change,
     tx: Sender<Input>,
     pending: Arc<AtomicUsize>,
 ) where
