@@ -32,5 +32,6 @@ pub mod native;
 pub mod queue;
 pub mod run;
 pub mod scheduler;
+pub mod server;
 pub mod simulate;
 pub mod wasm;

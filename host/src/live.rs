@@ -5,7 +5,9 @@
 //! threads and wake the loop when they end.
 //!
 //! The loop does not schedule before every source has listed its objects once
-//! ([`Change::Synced`]): placing a pod against half the nodes would be wrong.
+//! ([`Change::Synced`]): placing a pod against half the nodes would be wrong. With
+//! leader election it keeps its state current as a follower and schedules only after
+//! [`LiveLoop::lead`], so that a follower that takes over starts from a warm cache.
 
 use crate::clock::Clock;
 use crate::cluster::Change;
@@ -28,6 +30,8 @@ pub enum Input {
     Change(Change),
     /// Something finished elsewhere (a binding cycle); look again.
     Wake,
+    /// This replica now leads: schedule.
+    Lead,
     /// Stop scheduling and return the scheduler.
     Stop,
 }
@@ -39,6 +43,9 @@ pub struct LiveLoop {
     synced: Arc<AtomicBool>,
 }
 
+/// How often the queue gauges of the metrics are brought up to date.
+const PUBLISH_INTERVAL: Duration = Duration::from_millis(500);
+
 impl std::fmt::Debug for LiveLoop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveLoop").finish_non_exhaustive()
@@ -46,8 +53,13 @@ impl std::fmt::Debug for LiveLoop {
 }
 
 impl LiveLoop {
-    /// Starts the loop on its own thread.
-    pub fn start(scheduler: Scheduler, clock: Arc<dyn Clock>) -> std::io::Result<Self> {
+    /// Starts the loop on its own thread; `leading` false makes it wait for
+    /// [`LiveLoop::lead`] before it schedules.
+    pub fn start(
+        scheduler: Scheduler,
+        clock: Arc<dyn Clock>,
+        leading: bool,
+    ) -> std::io::Result<Self> {
         let (tx, rx) = channel();
         let wake = tx.clone();
         scheduler.set_waker(Arc::new(move || {
@@ -57,7 +69,7 @@ impl LiveLoop {
         let flag = synced.clone();
         let thread = std::thread::Builder::new()
             .name("berth-scheduler".into())
-            .spawn(move || run(scheduler, rx, clock, flag))?;
+            .spawn(move || run(scheduler, rx, clock, flag, leading))?;
         Ok(LiveLoop {
             tx,
             thread: Some(thread),
@@ -70,9 +82,19 @@ impl LiveLoop {
         self.tx.clone()
     }
 
-    /// Whether the sources have listed everything once and the loop schedules.
+    /// Whether the sources have listed everything once.
     pub fn synced(&self) -> bool {
         self.synced.load(Ordering::Relaxed)
+    }
+
+    /// The flag behind [`LiveLoop::synced`], for health checks.
+    pub fn synced_flag(&self) -> Arc<AtomicBool> {
+        self.synced.clone()
+    }
+
+    /// Starts scheduling (this replica has become the leader).
+    pub fn lead(&self) {
+        let _ = self.tx.send(Input::Lead);
     }
 
     /// Stops the loop after the pod it is scheduling (if any) and returns the
@@ -88,18 +110,30 @@ fn run(
     rx: Receiver<Input>,
     clock: Arc<dyn Clock>,
     synced_flag: Arc<AtomicBool>,
+    leading: bool,
 ) -> Scheduler {
-    let mut synced = false;
+    // Scheduling waits for both: the state listed once, and the lease.
+    let mut ready = Ready {
+        synced: false,
+        leading,
+    };
     let mut next_backoff_flush = clock.now() + BACKOFF_FLUSH_INTERVAL;
     let mut next_leftover_flush = clock.now() + UNSCHEDULABLE_FLUSH_INTERVAL;
-    let input = |scheduler: &mut Scheduler, i: Input, synced: &mut bool| -> bool {
+    let mut next_publish = clock.now();
+    let input = |scheduler: &mut Scheduler, i: Input, ready: &mut Ready| -> bool {
         match i {
             Input::Change(Change::Synced) => {
-                if !*synced {
-                    tracing::info!("cluster state synced; scheduling starts");
+                if !ready.synced {
+                    ready.synced = true;
+                    synced_flag.store(true, Ordering::Relaxed);
+                    ready.announce("cluster state synced");
                 }
-                *synced = true;
-                synced_flag.store(true, Ordering::Relaxed);
+            }
+            Input::Lead => {
+                if !ready.leading {
+                    ready.leading = true;
+                    ready.announce("leading");
+                }
             }
             Input::Change(c) => {
                 if let Err(e) = scheduler.apply(c) {
@@ -119,7 +153,7 @@ fn run(
         }
         match rx.recv_timeout(wait.max(Duration::from_millis(1))) {
             Ok(i) => {
-                if !input(&mut scheduler, i, &mut synced) {
+                if !input(&mut scheduler, i, &mut ready) {
                     return scheduler;
                 }
             }
@@ -129,7 +163,7 @@ fn run(
         loop {
             // Take in everything that arrived, then schedule one pod, and again.
             while let Ok(i) = rx.try_recv() {
-                if !input(&mut scheduler, i, &mut synced) {
+                if !input(&mut scheduler, i, &mut ready) {
                     return scheduler;
                 }
             }
@@ -143,9 +177,32 @@ fn run(
                 scheduler.flush_unschedulable_leftover(now);
                 next_leftover_flush = now + UNSCHEDULABLE_FLUSH_INTERVAL;
             }
-            if !synced || !scheduler.schedule_one() {
+            if now >= next_publish {
+                scheduler.publish_metrics();
+                next_publish = now + PUBLISH_INTERVAL;
+            }
+            if !ready.schedules() || !scheduler.schedule_one() {
                 break;
             }
+        }
+    }
+}
+
+struct Ready {
+    synced: bool,
+    leading: bool,
+}
+
+impl Ready {
+    fn schedules(&self) -> bool {
+        self.synced && self.leading
+    }
+
+    fn announce(&self, what: &str) {
+        if self.schedules() {
+            tracing::info!("{what}; scheduling starts");
+        } else if self.synced {
+            tracing::info!("{what}; waiting for the lease before scheduling");
         }
     }
 }

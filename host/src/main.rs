@@ -58,6 +58,29 @@ struct RunArgs {
     /// Run the built-in plugins natively (compiled into the host).
     #[arg(long)]
     native: bool,
+    /// The port of /healthz, /livez, /readyz and /metrics (0: do not serve them).
+    #[arg(long, default_value_t = berth::server::DEFAULT_SECURE_PORT)]
+    secure_port: u16,
+    /// The address to serve them on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: std::net::IpAddr,
+    /// A PEM certificate (chain) for HTTPS (default: a self-signed one made at start).
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// The PEM private key of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// Serve the endpoints over plain HTTP instead of HTTPS.
+    #[arg(long, conflicts_with_all = ["tls_cert_file", "tls_private_key_file"])]
+    serve_http: bool,
+    /// Elect a leader among replicas through a Lease (overrides
+    /// leaderElection.leaderElect; on by default, as kube-scheduler).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    leader_elect: Option<bool>,
+    /// Seconds a graceful shutdown (SIGTERM, SIGINT) waits for binding cycles under
+    /// way before it releases the Lease and exits.
+    #[arg(long, default_value_t = berth::run::DEFAULT_SHUTDOWN_TIMEOUT.as_secs())]
+    shutdown_timeout_seconds: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -243,6 +266,10 @@ fn bench_api(args: BenchArgs) -> anyhow::Result<ExitCode> {
             config: args.config,
             kubeconfig: None,
             scheduler,
+            // One replica, measured alone: no endpoints, no Lease.
+            serve: None,
+            leader_elect: Some(false),
+            ..berth::run::RunOptions::default()
         },
         stall_timeout: std::time::Duration::from_secs(60),
     };
@@ -345,10 +372,28 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
     scheduler.parallel_bindings = args.parallel_bindings;
     scheduler.assumed_pod_expiry = (args.assumed_pod_expiry_seconds > 0)
         .then(|| std::time::Duration::from_secs(args.assumed_pod_expiry_seconds));
+    let tls = match (
+        args.serve_http,
+        args.tls_cert_file,
+        args.tls_private_key_file,
+    ) {
+        (true, _, _) => berth::server::Tls::None,
+        (false, Some(cert), Some(key)) => berth::server::Tls::Files { cert, key },
+        _ => berth::server::Tls::SelfSigned,
+    };
     let opts = berth::run::RunOptions {
         config: args.config,
         kubeconfig: args.kubeconfig,
         scheduler,
+        serve: (args.secure_port != 0).then(|| {
+            (
+                std::net::SocketAddr::new(args.bind_address, args.secure_port),
+                tls,
+            )
+        }),
+        leader_elect: args.leader_elect,
+        identity: None,
+        shutdown_timeout: std::time::Duration::from_secs(args.shutdown_timeout_seconds),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,17 +1,19 @@
-//! Metrics kept in the host, named as kube-scheduler's, rendered in the Prometheus
-//! text format (served over HTTP later).
+//! Metrics kept in the host, with kube-scheduler's names, labels and buckets where the
+//! meaning is the same, plus Berth's own about the sandbox. They live in a
+//! [`prometheus::Registry`] and are rendered in the Prometheus text format by that
+//! library; `berth run` serves them on `/metrics`.
+//!
+//! A [`Metrics`] is a cheap handle: clones share the same counters, so the scheduling
+//! loop, the binding threads and the HTTP server all see one set.
 
-use crate::queue::{IncomingCounts, QueueName};
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+use crate::queue::QueueName;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    exponential_buckets,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Upper bounds of the attempt-duration histogram, in seconds (upstream's buckets:
-/// exponential from 1 ms).
-pub const DURATION_BUCKETS: [f64; 15] = [
-    0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
-    8.192, 16.384,
-];
 
 /// The result of a scheduling attempt, as upstream's `result` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -35,99 +37,254 @@ impl AttemptResult {
     }
 }
 
-/// Counters and histograms of the scheduling loop.
-#[derive(Clone, Debug, Default)]
+/// Attempts at or beyond this count share one `attempts` label value ("15+"), as
+/// upstream's SLI histogram keeps its label set bounded.
+const MAX_ATTEMPTS_LABEL: u32 = 15;
+
+/// The scheduler's metrics (a shared handle).
+#[derive(Clone)]
 pub struct Metrics {
-    attempts: BTreeMap<AttemptResult, u64>,
-    /// Per result: bucket counts, sum, count.
-    durations: BTreeMap<AttemptResult, (Vec<u64>, f64, u64)>,
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    registry: Registry,
+    schedule_attempts: IntCounterVec,
+    attempt_duration: HistogramVec,
+    pending_pods: IntGaugeVec,
+    incoming_pods: IntCounterVec,
+    extension_point_duration: HistogramVec,
+    plugin_execution_duration: HistogramVec,
+    sli_duration: HistogramVec,
+    plugin_traps: IntCounterVec,
+    plugin_call_duration: HistogramVec,
+}
+
+fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
+    exponential_buckets(start, factor, count).expect("constant, valid bucket parameters")
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry.register(Box::new(c.clone())).expect("unique name");
+    c
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: Vec<f64>,
+) -> HistogramVec {
+    let h =
+        HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels).expect("valid");
+    registry.register(Box::new(h.clone())).expect("unique name");
+    h
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Metrics {
-    /// Records one attempt.
-    pub fn observe_attempt(&mut self, result: AttemptResult, took: Duration) {
-        *self.attempts.entry(result).or_default() += 1;
-        let (buckets, sum, count) = self
-            .durations
-            .entry(result)
-            .or_insert_with(|| (vec![0; DURATION_BUCKETS.len()], 0.0, 0));
-        let secs = took.as_secs_f64();
-        for (i, b) in DURATION_BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                buckets[i] += 1;
-            }
+    /// A fresh set, in its own registry.
+    pub fn new() -> Self {
+        let r = Registry::new();
+        let pending_pods = IntGaugeVec::new(
+            Opts::new(
+                "scheduler_pending_pods",
+                "Pods waiting to be scheduled, per queue: active (activeQ), backoff (backoffQ), unschedulable (tried and failed), gated (held back by a PreEnqueue plugin, never tried).",
+            ),
+            &["queue"],
+        )
+        .expect("valid metric");
+        r.register(Box::new(pending_pods.clone()))
+            .expect("unique name");
+        let inner = Inner {
+            schedule_attempts: counter(
+                &r,
+                "scheduler_schedule_attempts_total",
+                "Scheduling attempts per result (scheduled; unschedulable: no node fits; error: a plugin or the scheduler failed) and profile.",
+                &["result", "profile"],
+            ),
+            attempt_duration: histogram(
+                &r,
+                "scheduler_scheduling_attempt_duration_seconds",
+                "Seconds one scheduling cycle took, per result and profile.",
+                &["result", "profile"],
+                buckets(0.001, 2.0, 15),
+            ),
+            pending_pods,
+            incoming_pods: counter(
+                &r,
+                "scheduler_queue_incoming_pods_total",
+                "Pods moved into a queue, per queue and the event that moved them.",
+                &["queue", "event"],
+            ),
+            extension_point_duration: histogram(
+                &r,
+                "scheduler_framework_extension_point_duration_seconds",
+                "Seconds the plugins of one extension point took together, per extension point, status and profile.",
+                &["extension_point", "status", "profile"],
+                buckets(0.0001, 2.0, 12),
+            ),
+            plugin_execution_duration: histogram(
+                &r,
+                "scheduler_plugin_execution_duration_seconds",
+                "Seconds one plugin took at one extension point, per status; measured in a sample of the scheduling cycles.",
+                &["plugin", "extension_point", "status"],
+                buckets(0.00001, 1.5, 20),
+            ),
+            sli_duration: histogram(
+                &r,
+                "scheduler_pod_scheduling_sli_duration_seconds",
+                "Seconds from a pod's first scheduling attempt to its successful binding, per number of attempts it needed.",
+                &["attempts"],
+                buckets(0.01, 2.0, 20),
+            ),
+            plugin_traps: counter(
+                &r,
+                "berth_plugin_traps_total",
+                "Number of calls into a plugin's WebAssembly instance that trapped (a panic, a deadline, a memory fault); the instance is rebuilt after each.",
+                &["plugin"],
+            ),
+            plugin_call_duration: histogram(
+                &r,
+                "berth_plugin_call_duration_seconds",
+                "Time spent inside a plugin's WebAssembly instance per call, without the host's work around it.",
+                &["plugin", "extension_point"],
+                buckets(0.00001, 1.5, 20),
+            ),
+            registry: r,
+        };
+        Metrics {
+            inner: Arc::new(inner),
         }
-        *sum += secs;
-        *count += 1;
     }
 
-    /// Attempts by result.
+    /// Records one scheduling attempt of a pod of `profile`.
+    pub fn observe_attempt(&self, result: AttemptResult, profile: &str, took: Duration) {
+        let labels = [result.as_str(), profile];
+        self.inner
+            .schedule_attempts
+            .with_label_values(&labels)
+            .inc();
+        self.inner
+            .attempt_duration
+            .with_label_values(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// Attempts with this result, over every profile.
     pub fn attempts(&self, result: AttemptResult) -> u64 {
-        self.attempts.get(&result).copied().unwrap_or(0)
+        use prometheus::core::Collector;
+        self.inner
+            .schedule_attempts
+            .collect()
+            .iter()
+            .flat_map(|f| f.get_metric())
+            .filter(|m| {
+                m.get_label()
+                    .iter()
+                    .any(|l| l.name() == "result" && l.value() == result.as_str())
+            })
+            .map(|m| m.get_counter().get_value() as u64)
+            .sum()
     }
 
-    /// The Prometheus text exposition, with the queue's gauges and counters.
-    pub fn render(&self, pending: &HashMap<QueueName, usize>, incoming: &IncomingCounts) -> String {
-        let mut out = String::new();
-        out.push_str("# HELP scheduler_pending_pods Number of pending pods, by the queue type.\n");
-        out.push_str("# TYPE scheduler_pending_pods gauge\n");
-        let mut queues: Vec<_> = pending.iter().collect();
-        queues.sort();
-        for (q, n) in queues {
-            let _ = writeln!(
-                out,
-                "scheduler_pending_pods{{queue=\"{}\"}} {n}",
-                q.as_str()
-            );
+    /// Sets how many pods wait in each queue.
+    pub fn set_pending(&self, pending: &HashMap<QueueName, usize>) {
+        for (q, n) in pending {
+            self.inner
+                .pending_pods
+                .with_label_values(&[q.as_str()])
+                .set(*n as i64);
         }
-        out.push_str("# HELP scheduler_schedule_attempts_total Number of attempts to schedule pods, by the result.\n");
-        out.push_str("# TYPE scheduler_schedule_attempts_total counter\n");
-        for (r, n) in &self.attempts {
-            let _ = writeln!(
-                out,
-                "scheduler_schedule_attempts_total{{result=\"{}\"}} {n}",
-                r.as_str()
-            );
-        }
-        out.push_str("# HELP scheduler_scheduling_attempt_duration_seconds Scheduling attempt latency in seconds.\n");
-        out.push_str("# TYPE scheduler_scheduling_attempt_duration_seconds histogram\n");
-        for (r, (buckets, sum, count)) in &self.durations {
-            for (i, b) in DURATION_BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "scheduler_scheduling_attempt_duration_seconds_bucket{{result=\"{}\",le=\"{b}\"}} {}",
-                    r.as_str(),
-                    buckets[i]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "scheduler_scheduling_attempt_duration_seconds_bucket{{result=\"{}\",le=\"+Inf\"}} {count}",
-                r.as_str()
-            );
-            let _ = writeln!(
-                out,
-                "scheduler_scheduling_attempt_duration_seconds_sum{{result=\"{}\"}} {sum}",
-                r.as_str()
-            );
-            let _ = writeln!(
-                out,
-                "scheduler_scheduling_attempt_duration_seconds_count{{result=\"{}\"}} {count}",
-                r.as_str()
-            );
-        }
-        out.push_str("# HELP scheduler_queue_incoming_pods_total Number of pods added to scheduling queues by event and queue type.\n");
-        out.push_str("# TYPE scheduler_queue_incoming_pods_total counter\n");
-        let mut inc: Vec<_> = incoming.iter().collect();
-        inc.sort();
-        for ((event, queue), n) in inc {
-            let _ = writeln!(
-                out,
-                "scheduler_queue_incoming_pods_total{{event=\"{event}\",queue=\"{}\"}} {n}",
-                queue.as_str()
-            );
-        }
-        out
+    }
+
+    /// A pod entered `queue` because of `event`.
+    pub fn count_incoming(&self, event: &str, queue: QueueName) {
+        self.inner
+            .incoming_pods
+            .with_label_values(&[queue.as_str(), event])
+            .inc();
+    }
+
+    /// A pod was bound `took` after its first attempt began, in `attempts` attempts.
+    pub fn observe_scheduled_pod(&self, attempts: u32, took: Duration) {
+        let label = if attempts >= MAX_ATTEMPTS_LABEL {
+            format!("{MAX_ATTEMPTS_LABEL}+")
+        } else {
+            attempts.to_string()
+        };
+        self.inner
+            .sli_duration
+            .with_label_values(&[&label])
+            .observe(took.as_secs_f64());
+    }
+
+    /// All plugins of an extension point ran for a pod of `profile`.
+    pub fn observe_extension_point(
+        &self,
+        extension_point: &str,
+        status: &str,
+        profile: &str,
+        took: Duration,
+    ) {
+        self.inner
+            .extension_point_duration
+            .with_label_values(&[extension_point, status, profile])
+            .observe(took.as_secs_f64());
+    }
+
+    /// One plugin ran at an extension point (sampled by the caller, as upstream).
+    pub fn observe_plugin(
+        &self,
+        plugin: &str,
+        extension_point: &str,
+        status: &str,
+        took: Duration,
+    ) {
+        self.inner
+            .plugin_execution_duration
+            .with_label_values(&[plugin, extension_point, status])
+            .observe(took.as_secs_f64());
+    }
+
+    /// A call into a plugin's instance trapped.
+    pub fn count_trap(&self, plugin: &str) {
+        self.inner.plugin_traps.with_label_values(&[plugin]).inc();
+    }
+
+    /// Time spent inside a plugin's instance for one call.
+    pub fn observe_plugin_call(&self, plugin: &str, extension_point: &str, took: Duration) {
+        self.inner
+            .plugin_call_duration
+            .with_label_values(&[plugin, extension_point])
+            .observe(took.as_secs_f64());
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of every metric.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.inner.registry.gather(), &mut out)
+            .expect("encoding into memory does not fail");
+        String::from_utf8(out).expect("the text format is UTF-8")
+    }
+
+    /// The content type of [`Metrics::render`]'s text.
+    pub fn content_type() -> &'static str {
+        "text/plain; version=0.0.4; charset=utf-8"
     }
 }
 
@@ -136,24 +293,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_counters_and_histogram() {
-        let mut m = Metrics::default();
-        m.observe_attempt(AttemptResult::Scheduled, Duration::from_millis(3));
-        m.observe_attempt(AttemptResult::Scheduled, Duration::from_millis(30));
-        m.observe_attempt(AttemptResult::Unschedulable, Duration::from_millis(1));
-        assert_eq!(m.attempts(AttemptResult::Scheduled), 2);
-        let pending = HashMap::from([(QueueName::Active, 3)]);
-        let incoming = IncomingCounts::from([(("PodAdd".to_owned(), QueueName::Active), 4)]);
-        let text = m.render(&pending, &incoming);
-        assert!(
-            text.contains("scheduler_pending_pods{queue=\"active\"} 3\n"),
-            "{text}"
+    fn renders_counters_gauges_and_histograms_with_upstream_names() {
+        let m = Metrics::new();
+        m.observe_attempt(
+            AttemptResult::Scheduled,
+            "default-scheduler",
+            Duration::from_millis(3),
         );
-        assert!(text.contains("scheduler_schedule_attempts_total{result=\"scheduled\"} 2\n"));
-        assert!(text.contains("scheduler_scheduling_attempt_duration_seconds_bucket{result=\"scheduled\",le=\"0.004\"} 1\n"));
-        assert!(text.contains("scheduler_scheduling_attempt_duration_seconds_bucket{result=\"scheduled\",le=\"0.032\"} 2\n"));
-        assert!(text.contains(
-            "scheduler_queue_incoming_pods_total{event=\"PodAdd\",queue=\"active\"} 4\n"
-        ));
+        m.observe_attempt(
+            AttemptResult::Scheduled,
+            "default-scheduler",
+            Duration::from_millis(30),
+        );
+        m.observe_attempt(AttemptResult::Scheduled, "other", Duration::from_millis(1));
+        m.observe_attempt(
+            AttemptResult::Unschedulable,
+            "default-scheduler",
+            Duration::from_millis(1),
+        );
+        assert_eq!(m.attempts(AttemptResult::Scheduled), 3);
+        assert_eq!(m.attempts(AttemptResult::Error), 0);
+        m.set_pending(&HashMap::from([(QueueName::Active, 3)]));
+        for _ in 0..4 {
+            m.count_incoming("PodAdd", QueueName::Active);
+        }
+        m.observe_scheduled_pod(2, Duration::from_millis(50));
+        m.observe_scheduled_pod(40, Duration::from_secs(1));
+        let text = m.render();
+        for line in [
+            "scheduler_pending_pods{queue=\"active\"} 3\n",
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 2\n",
+            "scheduler_schedule_attempts_total{profile=\"other\",result=\"scheduled\"} 1\n",
+            "scheduler_scheduling_attempt_duration_seconds_bucket{profile=\"default-scheduler\",result=\"scheduled\",le=\"0.004\"} 1\n",
+            "scheduler_scheduling_attempt_duration_seconds_bucket{profile=\"default-scheduler\",result=\"scheduled\",le=\"0.032\"} 2\n",
+            "scheduler_queue_incoming_pods_total{event=\"PodAdd\",queue=\"active\"} 4\n",
+            "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"2\"} 1\n",
+            "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"15+\"} 1\n",
+            "# TYPE scheduler_scheduling_attempt_duration_seconds histogram\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn clones_share_one_set() {
+        let m = Metrics::new();
+        let n = m.clone();
+        n.count_trap("Fit");
+        assert!(
+            m.render()
+                .contains("berth_plugin_traps_total{plugin=\"Fit\"} 1\n")
+        );
     }
 }

@@ -1,15 +1,30 @@
 //! `berth run`: schedule the pods of a real cluster. Connects to the API server,
-//! starts the watchers, the scheduling loop and the binding threads, and runs until
-//! told to stop (SIGINT or SIGTERM).
+//! starts the watchers, the scheduling loop and the binding threads, serves
+//! `/healthz`, `/readyz` and `/metrics`, and — with leader election on, the default —
+//! schedules only while it holds the Lease. Runs until told to stop (SIGINT or
+//! SIGTERM), then shuts down gracefully: no new pods, binding cycles under way finish
+//! (up to a timeout), the Lease is released so that the next leader starts at once.
+//! Losing the Lease stops scheduling at once and ends `run` with an error, as
+//! kube-scheduler exits; the process is restarted as a follower.
 
 use crate::clock::{Clock, RealClock};
-use crate::cluster::kube::{KubeBinder, KubeCluster, KubeOptions, KubeRecorder, start_watchers};
+use crate::cluster::kube::lease::default_identity;
+use crate::cluster::kube::{
+    KubeBinder, KubeCluster, KubeOptions, KubeRecorder, LeaderElector, LeaseConfig, start_watchers,
+};
 use crate::config::Configuration;
 use crate::live::LiveLoop;
 use crate::scheduler::{Scheduler, SchedulerOptions};
+use crate::server::{Health, Server, Tls};
 use crate::wasm::Runtime;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How long a graceful shutdown waits for binding cycles under way.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What `berth run` needs.
 #[derive(Clone, Debug, Default)]
@@ -20,6 +35,22 @@ pub struct RunOptions {
     pub kubeconfig: Option<PathBuf>,
     /// How the scheduler runs (`confirm_bindings` is turned on).
     pub scheduler: SchedulerOptions,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served (none: not served).
+    pub serve: Option<(SocketAddr, Tls)>,
+    /// Overrides the configuration's `leaderElection.leaderElect`.
+    pub leader_elect: Option<bool>,
+    /// This replica's Lease holder identity (default: host name and a random suffix).
+    pub identity: Option<String>,
+    /// How long a graceful shutdown waits for binding cycles under way.
+    pub shutdown_timeout: Duration,
+}
+
+/// Why `run` ended with an error after scheduling started.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Another replica leads now, or the Lease could not be renewed in time.
+    #[error("leader election lost: {0}")]
+    LeadershipLost(#[from] crate::cluster::kube::LeadershipLost),
 }
 
 /// Runs until `stop` resolves. Errors before scheduling starts (a bad configuration,
@@ -37,6 +68,14 @@ pub async fn run(
         ),
     };
     let cc = config.client_connection.clone().unwrap_or_default();
+    let mut election = config
+        .leader_election
+        .clone()
+        .unwrap_or_default()
+        .resolve(&config_name)?;
+    if let Some(on) = options.leader_elect {
+        election.enabled = on;
+    }
     let kube_options = KubeOptions {
         kubeconfig: options
             .kubeconfig
@@ -85,14 +124,114 @@ pub async fn run(
     })
     .await??;
     scheduler.set_recorder(recorder);
-    let live = LiveLoop::start(scheduler, clock)?;
+    let metrics = scheduler.metrics().clone();
+    let live = LiveLoop::start(scheduler, clock, !election.enabled)?;
+    let mut elector = election.enabled.then(|| {
+        LeaderElector::new(
+            cluster.client.clone(),
+            LeaseConfig {
+                namespace: election.namespace.clone(),
+                name: election.name.clone(),
+                identity: options.identity.clone().unwrap_or_else(default_identity),
+                lease_duration: election.lease_duration,
+                renew_deadline: election.renew_deadline,
+                retry_period: election.retry_period,
+            },
+        )
+    });
+    let health = Arc::new(Health {
+        metrics,
+        synced: live.synced_flag(),
+        shutting_down: AtomicBool::new(false),
+        leader: elector
+            .as_ref()
+            .map(|e| (e.status(), election.lease_duration)),
+    });
+    let server = match &options.serve {
+        Some((addr, tls)) => {
+            let server = Server::bind(*addr, tls, health.clone()).await?;
+            let scheme = if server.is_tls() { "https" } else { "http" };
+            tracing::info!(
+                "serving /healthz, /livez, /readyz and /metrics on {scheme}://{}",
+                server.local_addr()?
+            );
+            Some(tokio::spawn(server.serve()))
+        }
+        None => None,
+    };
     let watchers = start_watchers(&cluster, &handle, live.sender());
     tracing::info!(server = %cluster.server, "berth is running");
-    stop.await;
-    tracing::info!("stopping");
+    tokio::pin!(stop);
+    let mut stopped = false;
+    let mut lost = None;
+    if let Some(e) = elector.as_mut() {
+        tracing::info!(identity = %e.identity(), lease = %format!("{}/{}", election.namespace, election.name), "competing for the lease");
+        tokio::select! {
+            _ = e.acquire() => {}
+            _ = &mut stop => stopped = true,
+        }
+        if !stopped {
+            live.lead();
+            tokio::select! {
+                why = e.hold() => lost = Some(why),
+                _ = &mut stop => {}
+            }
+        }
+    } else {
+        stop.await;
+    }
+    health.shutting_down.store(true, Ordering::Relaxed);
     for w in &watchers {
         w.abort();
     }
-    let _ = tokio::task::spawn_blocking(move || live.stop()).await;
+    if let Some(why) = lost {
+        // Another replica may be scheduling already: stop at once, finish nothing.
+        tracing::error!("leader election lost ({why}); stopping scheduling at once");
+        let _ = tokio::task::spawn_blocking(move || live.stop()).await;
+        if let Some(s) = server {
+            s.abort();
+        }
+        return Err(RunError::LeadershipLost(why).into());
+    }
+    let timeout = options.shutdown_timeout;
+    tracing::info!(
+        "shutting down: taking no new pods; binding cycles under way may finish within {timeout:?}"
+    );
+    let mut drain = tokio::task::spawn_blocking(move || {
+        live.stop().map(|mut s| {
+            let left = s.finish_in_flight(timeout);
+            (left, s)
+        })
+    });
+    // Keep the Lease while binding cycles finish, so no other replica starts early.
+    let drained = match elector.as_mut() {
+        Some(e) => tokio::select! {
+            r = &mut drain => r,
+            why = e.hold() => {
+                tracing::warn!("the lease was lost while binding cycles finished: {why}");
+                drain.await
+            }
+        },
+        None => drain.await,
+    };
+    match drained {
+        Ok(Some((0, _))) => tracing::info!("every binding cycle under way finished"),
+        Ok(Some((left, _))) => tracing::warn!(
+            "{left} binding cycle(s) did not finish within {timeout:?}; their pods stay pending for the next leader"
+        ),
+        _ => tracing::warn!("the scheduling loop had already stopped"),
+    }
+    if let Some(e) = elector.as_mut()
+        && let Err(err) = e.release().await
+    {
+        tracing::warn!(
+            "cannot release the lease: {}",
+            crate::cluster::kube::error_message(&err)
+        );
+    }
+    if let Some(s) = server {
+        s.abort();
+    }
+    tracing::info!("stopped");
     Ok(())
 }

@@ -244,10 +244,13 @@ impl Scheduler {
         }
         let waker = Arc::new(RwLock::new(None));
         let (bind_tx, bind_rx) = spawn_binders(options.parallel_bindings, waker.clone())?;
+        let metrics = Metrics::new();
+        let mut queue = SchedulingQueue::new(options.queue);
+        queue.set_metrics(metrics.clone());
         Ok(Scheduler {
             frameworks,
             cache: Cache::new(),
-            queue: SchedulingQueue::new(options.queue),
+            queue,
             snapshot: Snapshot::default(),
             outcomes: HashMap::new(),
             namespaces: services.namespaces,
@@ -260,7 +263,7 @@ impl Scheduler {
             bind_rx,
             binding: HashMap::new(),
             bindings_in_flight: 0,
-            metrics: Metrics::default(),
+            metrics,
             max_attempts: options.max_attempts.max(1),
             selectors: Vec::new(),
             nominated: NominatedPods::new(),
@@ -378,13 +381,19 @@ impl Scheduler {
 
     /// The metrics, in the Prometheus text format.
     pub fn metrics_text(&self) -> String {
-        self.metrics
-            .render(&self.queue.pending(), self.queue.incoming())
+        self.publish_metrics();
+        self.metrics.render()
     }
 
-    /// The metrics.
+    /// The metrics (a handle that clones share: an HTTP server can render it while
+    /// the loop schedules).
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Brings the gauges that mirror the queue up to date.
+    pub fn publish_metrics(&self) {
+        self.metrics.set_pending(&self.queue.pending());
     }
 
     fn framework_for(&self, scheduler_name: &str) -> Option<&Arc<Framework>> {
@@ -725,13 +734,19 @@ impl Scheduler {
         let wpod = CyclePod::new(qp.pod.clone());
         match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
-                self.metrics
-                    .observe_attempt(AttemptResult::Scheduled, started.elapsed());
+                self.metrics.observe_attempt(
+                    AttemptResult::Scheduled,
+                    fw.scheduler_name(),
+                    started.elapsed(),
+                );
                 self.assume_and_permit(fw, qp, node, state);
             }
             ScheduleOutcome::Unschedulable(fit) => {
-                self.metrics
-                    .observe_attempt(AttemptResult::Unschedulable, started.elapsed());
+                self.metrics.observe_attempt(
+                    AttemptResult::Unschedulable,
+                    fw.scheduler_name(),
+                    started.elapsed(),
+                );
                 let plugins: BTreeSet<String> = fit
                     .diagnosis
                     .unschedulable_plugins
@@ -747,8 +762,11 @@ impl Scheduler {
                 self.fail(qp, plugins, FailureReason::Unschedulable, fit.to_string());
             }
             ScheduleOutcome::Error(e) => {
-                self.metrics
-                    .observe_attempt(AttemptResult::Error, started.elapsed());
+                self.metrics.observe_attempt(
+                    AttemptResult::Error,
+                    fw.scheduler_name(),
+                    started.elapsed(),
+                );
                 self.fail(
                     qp,
                     BTreeSet::new(),
@@ -903,6 +921,10 @@ impl Scheduler {
             Ok(()) => {
                 let deleted = self.queue.deleted_in_flight(&uid);
                 self.queue.done(&uid);
+                if let Some(first) = b.qp.initial_attempt {
+                    self.metrics
+                        .observe_scheduled_pod(b.qp.attempts, first.elapsed());
+                }
                 let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
                 self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
                 self.recorder
@@ -988,6 +1010,43 @@ impl Scheduler {
                 self.outcomes.remove(&pod.uid);
             }
         }
+    }
+
+    /// Ends what is in flight for a shutdown: pods waiting at Permit give back their
+    /// reservations (they stay pending in the cluster for the next leader), and
+    /// binding cycles already under way may finish until `timeout`. Returns how many
+    /// binding cycles were still running when the time was up.
+    pub fn finish_in_flight(&mut self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        let waiting: Vec<String> = self
+            .binding
+            .keys()
+            .filter(|uid| self.waiting.remove(uid))
+            .cloned()
+            .collect();
+        for uid in waiting {
+            let b = self.binding.remove(&uid).expect("listed");
+            b.framework
+                .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
+            let _ = self.cache.forget_pod(&uid);
+            self.queue.done(&uid);
+        }
+        while self.bindings_in_flight > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.bind_rx.recv_timeout(left) {
+                Ok((uid, r)) => {
+                    self.bindings_in_flight -= 1;
+                    self.finish_binding(uid, r);
+                }
+                Err(_) => break,
+            }
+        }
+        self.bindings_in_flight
+    }
+
+    /// Binding cycles under way.
+    pub fn bindings_in_flight(&self) -> usize {
+        self.bindings_in_flight
     }
 
     /// Where each pending pod waits (for reports).

@@ -262,11 +262,11 @@ fn unschedulable_pods_come_back_when_a_node_joins_and_metrics_count_it() {
     assert_eq!((o.node.as_deref(), o.attempts), (Some("large"), 2));
     let text = s.metrics_text();
     assert!(
-        text.contains("scheduler_schedule_attempts_total{result=\"unschedulable\"} 1"),
+        text.contains("scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"unschedulable\"} 1"),
         "{text}"
     );
     assert!(
-        text.contains("scheduler_schedule_attempts_total{result=\"scheduled\"} 1"),
+        text.contains("scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1"),
         "{text}"
     );
     assert!(

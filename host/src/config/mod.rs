@@ -24,6 +24,8 @@
 //!   path: ./my_plugin.wasm
 //! ```
 
+pub mod duration;
+
 use berth_sdk::ExtensionPoint;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -90,6 +92,134 @@ pub struct Configuration {
     /// How `berth run` talks to the API server (kube-scheduler's `clientConnection`).
     #[serde(default)]
     pub client_connection: Option<ClientConnection>,
+    /// Whether and how `berth run` takes turns with its other replicas (kube-scheduler's
+    /// `leaderElection`).
+    #[serde(default)]
+    pub leader_election: Option<LeaderElectionConfig>,
+}
+
+/// kube-scheduler's `leaderElection`: replicas take turns holding a
+/// `coordination.k8s.io/v1` Lease; only the holder schedules.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaderElectionConfig {
+    /// Whether to elect a leader (default true, as upstream).
+    #[serde(default)]
+    pub leader_elect: Option<bool>,
+    /// How long a lease lasts after its last renewal before another replica may take
+    /// it (default 15s).
+    #[serde(default, deserialize_with = "duration::deserialize_opt")]
+    pub lease_duration: Option<std::time::Duration>,
+    /// How long the leader keeps trying to renew before it gives up leading (10s).
+    #[serde(default, deserialize_with = "duration::deserialize_opt")]
+    pub renew_deadline: Option<std::time::Duration>,
+    /// How often replicas try to take or renew the lease (2s).
+    #[serde(default, deserialize_with = "duration::deserialize_opt")]
+    pub retry_period: Option<std::time::Duration>,
+    /// Only `leases` (the default) is supported, as in current Kubernetes.
+    #[serde(default)]
+    pub resource_lock: Option<String>,
+    /// The Lease's name (default `berth`, so that Berth never competes for
+    /// kube-scheduler's own lease when it runs beside it).
+    #[serde(default)]
+    pub resource_name: Option<String>,
+    /// The Lease's namespace (default `kube-system`).
+    #[serde(default)]
+    pub resource_namespace: Option<String>,
+}
+
+/// Leader election with every default filled in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaderElection {
+    /// Whether to elect a leader.
+    pub enabled: bool,
+    /// See [`LeaderElectionConfig::lease_duration`].
+    pub lease_duration: std::time::Duration,
+    /// See [`LeaderElectionConfig::renew_deadline`].
+    pub renew_deadline: std::time::Duration,
+    /// See [`LeaderElectionConfig::retry_period`].
+    pub retry_period: std::time::Duration,
+    /// The Lease's name.
+    pub name: String,
+    /// The Lease's namespace.
+    pub namespace: String,
+}
+
+/// The Lease Berth's replicas share by default.
+pub const DEFAULT_LEASE_NAME: &str = "berth";
+
+impl LeaderElectionConfig {
+    /// The effective settings: upstream's defaults where the file says nothing, and
+    /// upstream's rules (lease > renew deadline > 1.2 × retry period > 0).
+    pub fn resolve(&self, file: &str) -> Result<LeaderElection, ConfigError> {
+        use std::time::Duration;
+        let invalid = |field: &str, message: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            field: format!("leaderElection.{field}"),
+            message,
+        };
+        let le = LeaderElection {
+            enabled: self.leader_elect.unwrap_or(true),
+            lease_duration: self.lease_duration.unwrap_or(Duration::from_secs(15)),
+            renew_deadline: self.renew_deadline.unwrap_or(Duration::from_secs(10)),
+            retry_period: self.retry_period.unwrap_or(Duration::from_secs(2)),
+            name: self
+                .resource_name
+                .clone()
+                .unwrap_or_else(|| DEFAULT_LEASE_NAME.to_owned()),
+            namespace: self
+                .resource_namespace
+                .clone()
+                .unwrap_or_else(|| "kube-system".to_owned()),
+        };
+        if let Some(lock) = &self.resource_lock
+            && lock != "leases"
+        {
+            return Err(invalid(
+                "resourceLock",
+                format!("{lock:?} is not supported; use \"leases\""),
+            ));
+        }
+        if !le.enabled {
+            return Ok(le);
+        }
+        for (field, d) in [
+            ("leaseDuration", le.lease_duration),
+            ("renewDeadline", le.renew_deadline),
+            ("retryPeriod", le.retry_period),
+        ] {
+            if d.is_zero() {
+                return Err(invalid(field, "must be greater than zero".into()));
+            }
+        }
+        if le.lease_duration <= le.renew_deadline {
+            return Err(invalid(
+                "leaseDuration",
+                format!(
+                    "{} must be greater than renewDeadline {}",
+                    duration::format(le.lease_duration),
+                    duration::format(le.renew_deadline)
+                ),
+            ));
+        }
+        if le.renew_deadline.as_secs_f64() <= 1.2 * le.retry_period.as_secs_f64() {
+            return Err(invalid(
+                "renewDeadline",
+                format!(
+                    "{} must be greater than 1.2 × retryPeriod {}",
+                    duration::format(le.renew_deadline),
+                    duration::format(le.retry_period)
+                ),
+            ));
+        }
+        if le.name.is_empty() {
+            return Err(invalid("resourceName", "must not be empty".into()));
+        }
+        if le.namespace.is_empty() {
+            return Err(invalid("resourceNamespace", "must not be empty".into()));
+        }
+        Ok(le)
+    }
 }
 
 /// kube-scheduler's `clientConnection`: the kubeconfig and the client's rate limit.
@@ -395,6 +525,11 @@ impl Configuration {
                 format!("{qps} is not a number of requests per second"),
             ));
         }
+        config
+            .leader_election
+            .clone()
+            .unwrap_or_default()
+            .resolve(file)?;
         if let Some(p) = config.percentage_of_nodes_to_score
             && p > 100
         {
@@ -556,6 +691,75 @@ profiles:
         assert_eq!(
             p.plugins_at(ExtensionPoint::Score),
             [("NodeResourcesFit".to_owned(), 5)]
+        );
+    }
+
+    #[test]
+    fn leader_election_defaults_and_rules_are_upstream_s() {
+        let c = Configuration::parse("c.yaml", "{}").unwrap();
+        let le = c
+            .leader_election
+            .clone()
+            .unwrap_or_default()
+            .resolve("c.yaml")
+            .unwrap();
+        assert!(le.enabled);
+        assert_eq!(
+            (le.lease_duration, le.renew_deadline, le.retry_period),
+            (
+                std::time::Duration::from_secs(15),
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs(2)
+            )
+        );
+        assert_eq!(
+            (le.name.as_str(), le.namespace.as_str()),
+            ("berth", "kube-system")
+        );
+
+        let text = "leaderElection:\n  leaderElect: true\n  leaseDuration: 30s\n  renewDeadline: 20s\n  retryPeriod: 1s\n  resourceName: mine\n  resourceNamespace: sched\n";
+        let c = Configuration::parse("c.yaml", text).unwrap();
+        let le = c.leader_election.unwrap().resolve("c.yaml").unwrap();
+        assert_eq!(le.lease_duration, std::time::Duration::from_secs(30));
+        assert_eq!((le.name.as_str(), le.namespace.as_str()), ("mine", "sched"));
+
+        for (text, want) in [
+            (
+                "leaderElection: {leaseDuration: 10s, renewDeadline: 10s}\n",
+                "c.yaml: leaderElection.leaseDuration: 10s must be greater than renewDeadline 10s",
+            ),
+            (
+                "leaderElection: {renewDeadline: 2s, retryPeriod: 2s}\n",
+                "c.yaml: leaderElection.renewDeadline: 2s must be greater than 1.2 × retryPeriod 2s",
+            ),
+            (
+                "leaderElection: {resourceLock: endpoints}\n",
+                "c.yaml: leaderElection.resourceLock: \"endpoints\" is not supported; use \"leases\"",
+            ),
+        ] {
+            let e = Configuration::parse("c.yaml", text).unwrap_err();
+            assert_eq!(e.to_string(), want);
+        }
+        let e = Configuration::parse("c.yaml", "leaderElection: {leaseDuration: 15}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("c.yaml: leaderElection.leaseDuration: ")
+                && e.contains("unit is missing"),
+            "{e}"
+        );
+        // Turned off, the timings are not checked.
+        let c = Configuration::parse(
+            "c.yaml",
+            "leaderElection: {leaderElect: false, leaseDuration: 1s}\n",
+        )
+        .unwrap();
+        assert!(
+            !c.leader_election
+                .unwrap()
+                .resolve("c.yaml")
+                .unwrap()
+                .enabled
         );
     }
 

@@ -85,6 +85,8 @@ pub struct QueuedPod {
     pub gated_by: Option<String>,
     /// The message of the last failed attempt or of the gate.
     pub last_failure: Option<String>,
+    /// When its first scheduling attempt began (the start of the scheduling SLI).
+    pub initial_attempt: Option<std::time::Instant>,
 }
 
 /// Which plugins care about an event, and what they say of a pod.
@@ -138,6 +140,7 @@ pub struct SchedulingQueue {
     events: Vec<RecordedEvent>,
     next_event_id: u64,
     incoming: IncomingCounts,
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 fn backoff_duration(config: &QueueConfig, attempts: u32) -> Duration {
@@ -177,6 +180,14 @@ impl SchedulingQueue {
 
     fn count_incoming(&mut self, event: &str, queue: QueueName) {
         *self.incoming.entry((event.to_owned(), queue)).or_default() += 1;
+        if let Some(m) = &self.metrics {
+            m.count_incoming(event, queue);
+        }
+    }
+
+    /// Counts the pods entering each queue in these metrics too.
+    pub fn set_metrics(&mut self, metrics: crate::metrics::Metrics) {
+        self.metrics = Some(metrics);
     }
 
     /// Pods that entered each queue, by event (for metrics).
@@ -234,6 +245,7 @@ impl SchedulingQueue {
             unschedulable_plugins: BTreeSet::new(),
             gated_by,
             last_failure,
+            initial_attempt: None,
         };
         if gated {
             self.count_incoming("PodAdd", QueueName::Gated);
@@ -251,6 +263,8 @@ impl SchedulingQueue {
             if self.active.get(&uid).is_some_and(|q| q.seq == seq) {
                 let mut qp = self.active.remove(&uid)?;
                 qp.attempts += 1;
+                qp.initial_attempt
+                    .get_or_insert_with(std::time::Instant::now);
                 self.in_flight.insert(
                     uid,
                     InFlight {

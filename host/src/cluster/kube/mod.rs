@@ -9,11 +9,13 @@
 //! bind.
 
 mod binder;
+pub mod lease;
 pub mod ratelimit;
 mod recorder;
 mod watch;
 
 pub use binder::KubeBinder;
+pub use lease::{LeaderElector, LeaderStatus, LeadershipLost, LeaseConfig};
 pub use recorder::KubeRecorder;
 pub use watch::start_watchers;
 
@@ -171,4 +173,19 @@ pub(crate) fn error_message(e: &kube::Error) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// This host's name (`$HOSTNAME`, else /etc/hostname), for event sources and lease
+/// identities.
+pub(crate) fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_owned())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "berth".into())
 }

@@ -56,7 +56,7 @@ impl KubeRecorder {
     /// Starts the writer task on `handle`'s runtime.
     pub fn start(cluster: KubeCluster, handle: &tokio::runtime::Handle) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<Record>();
-        let instance = hostname();
+        let instance = super::hostname();
         handle.spawn(async move {
             let slots = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_WRITES));
             while let Some(record) = rx.recv().await {
@@ -77,19 +77,6 @@ impl KubeRecorder {
             last_condition: Arc::default(),
         }
     }
-}
-
-fn hostname() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|s| s.trim().to_owned())
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "berth".into())
 }
 
 async fn write(cluster: &KubeCluster, instance: &str, record: Record) {

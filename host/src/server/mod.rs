@@ -1,0 +1,439 @@
+//! The endpoints `berth run` serves on one port, as kube-scheduler serves them on its
+//! secure port: `/healthz` and `/livez` (the process is alive and, when it leads, still
+//! renews its Lease), `/readyz` (the cluster state has been listed once, and the
+//! process is not shutting down) and `/metrics` (the Prometheus text format).
+//!
+//! HTTPS by default, with the certificate and key given, or else a self-signed one made
+//! at start (kubelet probes and Prometheus with `insecure_skip_verify` accept it, as
+//! they accept kube-scheduler's); plain HTTP when asked for.
+
+use crate::cluster::kube::LeaderStatus;
+use crate::metrics::Metrics;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+
+/// kube-scheduler's secure port.
+pub const DEFAULT_SECURE_PORT: u16 = 10259;
+
+/// How long past the lease duration a leader may go without renewing before
+/// `/healthz` fails (upstream's leader-election health check allows 20 s).
+pub const LEADER_HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
+
+/// Why the endpoints could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A certificate or key file could not be read or used.
+    #[error("{file}: {message}")]
+    Tls {
+        /// The file (or "self-signed certificate").
+        file: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// Where the certificate comes from.
+#[derive(Clone, Debug, Default)]
+pub enum Tls {
+    /// A self-signed certificate made at start.
+    #[default]
+    SelfSigned,
+    /// PEM files: the certificate chain and its private key.
+    Files {
+        /// `--tls-cert-file`.
+        cert: PathBuf,
+        /// `--tls-private-key-file`.
+        key: PathBuf,
+    },
+    /// Plain HTTP.
+    None,
+}
+
+/// What the endpoints report on.
+#[derive(Debug)]
+pub struct Health {
+    /// The metrics to render.
+    pub metrics: Metrics,
+    /// Set once every cluster source has listed its objects.
+    pub synced: Arc<AtomicBool>,
+    /// Set when shutdown begins.
+    pub shutting_down: AtomicBool,
+    /// The leader election, when on, and its lease duration.
+    pub leader: Option<(Arc<LeaderStatus>, Duration)>,
+}
+
+/// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`).
+struct Check {
+    name: &'static str,
+    failure: Option<String>,
+}
+
+impl Health {
+    fn live_checks(&self) -> Vec<Check> {
+        let mut checks = vec![Check {
+            name: "ping",
+            failure: None,
+        }];
+        if let Some((status, lease)) = &self.leader {
+            let failure = match status.since_last_renewal() {
+                Some(since) if status.is_leading() && since > *lease + LEADER_HEALTH_TOLERANCE => {
+                    Some(format!("the lease was last renewed {since:?} ago"))
+                }
+                _ => None,
+            };
+            checks.push(Check {
+                name: "leaderElection",
+                failure,
+            });
+        }
+        checks
+    }
+
+    fn ready_checks(&self) -> Vec<Check> {
+        let mut checks = self.live_checks();
+        checks.push(Check {
+            name: "sched-handler-sync",
+            failure: (!self.synced.load(Ordering::Relaxed))
+                .then(|| "the cluster state has not been listed yet".into()),
+        });
+        checks.push(Check {
+            name: "shutdown",
+            failure: self
+                .shutting_down
+                .load(Ordering::Relaxed)
+                .then(|| "shutting down".into()),
+        });
+        checks
+    }
+}
+
+/// A bound listener: bind first (so a taken port is an error at start), then serve.
+pub struct Server {
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    health: Arc<Health>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("listener", &self.listener)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+impl Server {
+    /// Binds `addr` and prepares TLS.
+    pub async fn bind(
+        addr: SocketAddr,
+        tls: &Tls,
+        health: Arc<Health>,
+    ) -> Result<Self, ServeError> {
+        let acceptor = match tls {
+            Tls::None => None,
+            t => Some(acceptor(t)?),
+        };
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        Ok(Server {
+            listener,
+            tls: acceptor,
+            health,
+        })
+    }
+
+    /// The address actually bound (port 0 picks one).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Whether it speaks HTTPS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Serves until the task is dropped or aborted.
+    pub async fn serve(self) {
+        loop {
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let health = self.health.clone();
+            match &self.tls {
+                None => {
+                    tokio::spawn(connection(stream, health));
+                }
+                Some(acceptor) => {
+                    let acceptor = acceptor.clone();
+                    tokio::spawn(async move {
+                        match acceptor.accept(stream).await {
+                            Ok(s) => connection(s, health).await,
+                            Err(e) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+async fn connection<S>(stream: S, health: Arc<Health>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req| {
+        let health = health.clone();
+        async move { Ok::<_, std::convert::Infallible>(respond(&req, &health)) }
+    });
+    if let Err(e) = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .await
+    {
+        tracing::debug!("serving a connection: {e}");
+    }
+}
+
+fn text(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .header("x-content-type-options", "nosniff")
+        .body(Full::new(Bytes::from(body)))
+        .expect("static headers are valid")
+}
+
+fn report(kind: &str, checks: &[Check], verbose: bool) -> Response<Full<Bytes>> {
+    let failed = checks.iter().any(|c| c.failure.is_some());
+    let plain = "text/plain; charset=utf-8";
+    if !failed && !verbose {
+        return text(StatusCode::OK, plain, "ok".into());
+    }
+    let mut body = String::new();
+    for c in checks {
+        match &c.failure {
+            None => body.push_str(&format!("[+]{} ok\n", c.name)),
+            Some(why) => body.push_str(&format!("[-]{} failed: {why}\n", c.name)),
+        }
+    }
+    if failed {
+        body.push_str(&format!("{kind} check failed\n"));
+        text(StatusCode::INTERNAL_SERVER_ERROR, plain, body)
+    } else {
+        body.push_str(&format!("{kind} check passed\n"));
+        text(StatusCode::OK, plain, body)
+    }
+}
+
+fn respond(req: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            "only GET\n".into(),
+        );
+    }
+    let verbose = req.uri().query().is_some_and(|q| {
+        q.split('&')
+            .any(|p| p == "verbose" || p.starts_with("verbose="))
+    });
+    match req.uri().path() {
+        "/healthz" => report("healthz", &health.live_checks(), verbose),
+        "/livez" => report("livez", &health.live_checks(), verbose),
+        "/readyz" => report("readyz", &health.ready_checks(), verbose),
+        "/metrics" => text(
+            StatusCode::OK,
+            Metrics::content_type(),
+            health.metrics.render(),
+        ),
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "404 page not found\n".into(),
+        ),
+    }
+}
+
+fn acceptor(tls: &Tls) -> Result<TlsAcceptor, ServeError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let (certs, key, source) = match tls {
+        Tls::Files { cert, key } => {
+            let certs = CertificateDer::pem_file_iter(cert)
+                .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| ServeError::Tls {
+                    file: cert.display().to_string(),
+                    message: format!("not a PEM certificate chain: {e}"),
+                })?;
+            if certs.is_empty() {
+                return Err(ServeError::Tls {
+                    file: cert.display().to_string(),
+                    message: "no certificate in the file".into(),
+                });
+            }
+            let k = PrivateKeyDer::from_pem_file(key).map_err(|e| ServeError::Tls {
+                file: key.display().to_string(),
+                message: format!("not a PEM private key: {e}"),
+            })?;
+            (certs, k, cert.display().to_string())
+        }
+        _ => {
+            let mut names = vec!["localhost".to_owned(), crate::cluster::kube::hostname()];
+            names.dedup();
+            let made = rcgen::generate_simple_self_signed(names).map_err(|e| ServeError::Tls {
+                file: "self-signed certificate".into(),
+                message: e.to_string(),
+            })?;
+            let key =
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
+            (
+                vec![made.cert.der().clone()],
+                key,
+                "self-signed certificate".into(),
+            )
+        }
+    };
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
+    .map_err(|e| ServeError::Tls {
+        file: source,
+        message: e.to_string(),
+    })?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        let status = out[9..12].parse().unwrap();
+        let body = out.split_once("\r\n\r\n").unwrap().1.to_owned();
+        (status, body)
+    }
+
+    #[tokio::test]
+    async fn readyz_waits_for_sync_and_shutdown_fails_it() {
+        let health = Arc::new(Health {
+            metrics: Metrics::new(),
+            synced: Arc::new(AtomicBool::new(false)),
+            shutting_down: AtomicBool::new(false),
+            leader: Some((Arc::new(LeaderStatus::default()), Duration::from_secs(15))),
+        });
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), &Tls::None, health.clone())
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+        assert_eq!(get(addr, "/healthz").await, (200, "ok".into()));
+        assert_eq!(get(addr, "/livez").await, (200, "ok".into()));
+        let (status, body) = get(addr, "/readyz").await;
+        assert_eq!(status, 500);
+        assert!(
+            body.contains(
+                "[-]sched-handler-sync failed: the cluster state has not been listed yet\n"
+            ),
+            "{body}"
+        );
+        assert!(body.ends_with("readyz check failed\n"), "{body}");
+        health.synced.store(true, Ordering::Relaxed);
+        assert_eq!(get(addr, "/readyz").await, (200, "ok".into()));
+        let (status, body) = get(addr, "/readyz?verbose").await;
+        assert_eq!(status, 200);
+        assert!(
+            body.contains("[+]leaderElection ok\n[+]sched-handler-sync ok\n"),
+            "{body}"
+        );
+        health.shutting_down.store(true, Ordering::Relaxed);
+        assert_eq!(get(addr, "/readyz").await.0, 500);
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        health.metrics.count_trap("X");
+        let (status, body) = get(addr, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(
+            body.contains("berth_plugin_traps_total{plugin=\"X\"} 1"),
+            "{body}"
+        );
+        assert_eq!(get(addr, "/nope").await.0, 404);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn refuses_a_taken_port_and_bad_pem_files_by_name() {
+        let health = Arc::new(Health {
+            metrics: Metrics::new(),
+            synced: Arc::default(),
+            shutting_down: AtomicBool::new(false),
+            leader: None,
+        });
+        let first = Server::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            &Tls::SelfSigned,
+            health.clone(),
+        )
+        .await
+        .unwrap();
+        assert!(first.is_tls());
+        let addr = first.local_addr().unwrap();
+        let e = Server::bind(addr, &Tls::None, health.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("cannot listen on {addr}: ")),
+            "{e}"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("tls.crt");
+        std::fs::write(&cert, "not pem").unwrap();
+        let tls = Tls::Files {
+            cert: cert.clone(),
+            key: dir.path().join("tls.key"),
+        };
+        let e = Server::bind("127.0.0.1:0".parse().unwrap(), &tls, health)
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with(&format!("{}: ", cert.display())),
+            "{e}"
+        );
+    }
+}
