@@ -199,6 +199,10 @@ pub async fn run(
     );
     let mut drain = tokio::task::spawn_blocking(move || {
         live.stop().map(|mut s| {
+            tracing::info!(
+                "{} binding cycle(s) under way at shutdown",
+                s.bindings_in_flight()
+            );
             let left = s.finish_in_flight(timeout);
             (left, s)
         })

@@ -169,7 +169,14 @@ async fn api_server_killed_mid_run_loses_and_doubles_nothing() {
     // 20 nodes of 10 pods each: exactly room for the 200 pods. A pod the cache lost or
     // counted twice would put 11 on some node or leave one pending.
     create_ten_pod_nodes(&client, 20).await;
-    let berth = Berth::run_in(server.dir.path(), &server.kubeconfig(), &[]);
+    // Without leader election: with it, an API server down longer than the renew
+    // deadline ends the leader's run (as kube-scheduler exits), which is tested in
+    // tests/operations.rs; here the watches and the cache are under test.
+    let berth = Berth::run_in(
+        server.dir.path(),
+        &server.kubeconfig(),
+        &["--leader-elect=false"],
+    );
 
     let first: Vec<k8s::Pod> = (0..100)
         .map(|i| pod(&format!("p{i:03}"), "10m", "default-scheduler"))
@@ -381,7 +388,9 @@ async fn delays_dropped_connections_and_error_answers_lose_nothing() {
     create_ten_pod_nodes(&client, 12).await;
     let proxy = FaultProxy::start(server.dir.path(), server.port()).await;
     let kubeconfig = proxy.write_kubeconfig(server.dir.path());
-    let berth = Berth::run_in(server.dir.path(), &kubeconfig, &[]);
+    // Without leader election: the faults below outlast the renew deadline (see
+    // api_server_killed_mid_run_loses_and_doubles_nothing).
+    let berth = Berth::run_in(server.dir.path(), &kubeconfig, &["--leader-elect=false"]);
     let batch = |from: usize| -> Vec<k8s::Pod> {
         (from..from + 30)
             .map(|i| pod(&format!("p{i:03}"), "10m", "default-scheduler"))

@@ -1,5 +1,6 @@
 //! A real kube-apiserver and etcd for the end-to-end tests, started and stopped with
 //! `tests/e2e/apiserver.sh`, and a `berth run` process against it.
+#![allow(dead_code, reason = "each test binary uses a part of the helpers")]
 
 use crate::common::workspace;
 use k8s_openapi::api::core::v1 as k8s;
@@ -117,9 +118,14 @@ pub struct Berth {
 }
 
 impl Berth {
-    /// Starts `berth run` with these arguments (and `BERTH_LOG=info`).
+    /// Starts `berth run` with these arguments (and `BERTH_LOG=info`); the endpoints
+    /// are not served unless `args` name a `--secure-port`.
     pub fn start(args: &[&str], log: PathBuf, cache: &Path) -> Self {
         let file = std::fs::File::create(&log).expect("log file");
+        let mut args = args.to_vec();
+        if !args.iter().any(|a| a.starts_with("--secure-port")) {
+            args.push("--secure-port=0");
+        }
         let child = Command::new(env!("CARGO_BIN_EXE_berth"))
             .arg("run")
             .args(args)
@@ -152,20 +158,50 @@ impl Berth {
 
     /// Waits for it to say scheduling has started.
     pub fn wait_running(&mut self) {
+        self.wait_log("scheduling starts", Duration::from_secs(120));
+    }
+
+    /// Waits until its log contains `text` (it must stay alive meanwhile).
+    pub fn wait_log(&mut self, text: &str, limit: Duration) {
         let start = Instant::now();
         loop {
-            if self.log_text().contains("scheduling starts") {
+            if self.log_text().contains(text) {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("berth run exited with {status}:\n{}", self.log_text());
             }
             assert!(
-                start.elapsed() < Duration::from_secs(120),
-                "berth run did not start scheduling:\n{}",
+                start.elapsed() < limit,
+                "berth run did not log {text:?} within {limit:?}:\n{}",
                 self.log_text()
             );
             std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Sends SIGTERM (a graceful shutdown).
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits for the process to exit, at most `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "berth run did not exit within {limit:?}:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -295,4 +331,40 @@ pub fn assert_ten_per_node(bound: &std::collections::BTreeMap<String, String>, n
     }
     assert_eq!(per_node.len(), nodes, "{per_node:?}");
     assert!(per_node.values().all(|&c| c == 10), "{per_node:?}");
+}
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path` over plain HTTP on a loopback port: the status and the body (an error
+/// while nothing listens yet).
+pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| format!("connect to port {port}: {e}"))?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = out
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not an HTTP answer: {out:?}"))?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
 }

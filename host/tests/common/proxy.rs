@@ -3,6 +3,7 @@
 //! API server over TLS, and on command delays traffic, drops every connection,
 //! refuses new ones, or answers new connections' first request with an HTTP error
 //! (429, 500) as an overloaded or failing API server would.
+#![allow(dead_code, reason = "each test binary uses a part of the helpers")]
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,159 @@
+//! deploy/ is what an operator applies: every manifest must be exactly what its
+//! Kubernetes type accepts (a misspelt field would be dropped silently by the API
+//! server), the ConfigMap must hold a configuration Berth loads, and the Deployment
+//! must run Berth with flags it knows and probe the endpoints it serves.
+
+mod common;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn manifests() -> Vec<(PathBuf, Value)> {
+    let dir = common::workspace().join("deploy");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "deploy/ holds the manifests: {files:?}");
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            if !v.is_null() {
+                out.push((f.clone(), v));
+            }
+        }
+    }
+    out
+}
+
+/// Parses `v` as `T` and checks nothing was lost on the way (an unknown or misspelt
+/// field would be).
+fn exact<T: serde::de::DeserializeOwned + serde::Serialize>(file: &PathBuf, v: &Value) -> T {
+    let t: T =
+        serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let back = serde_json::to_value(&t).unwrap();
+    assert_eq!(
+        &back,
+        v,
+        "{}: a field is not part of {}",
+        file.display(),
+        std::any::type_name::<T>()
+    );
+    t
+}
+
+#[test]
+fn every_manifest_parses_into_its_kubernetes_type() {
+    let mut kinds = Vec::new();
+    let mut deployment = None;
+    let mut config = None;
+    for (file, v) in manifests() {
+        let kind = v["kind"].as_str().unwrap_or_default().to_owned();
+        match kind.as_str() {
+            "ServiceAccount" => {
+                exact::<ServiceAccount>(&file, &v);
+            }
+            "ClusterRole" => {
+                exact::<ClusterRole>(&file, &v);
+            }
+            "ClusterRoleBinding" => {
+                exact::<ClusterRoleBinding>(&file, &v);
+            }
+            "Role" => {
+                exact::<Role>(&file, &v);
+            }
+            "RoleBinding" => {
+                exact::<RoleBinding>(&file, &v);
+            }
+            "ConfigMap" => config = Some(exact::<ConfigMap>(&file, &v)),
+            "Deployment" => deployment = Some(exact::<Deployment>(&file, &v)),
+            other => panic!("{}: unexpected kind {other:?}", file.display()),
+        }
+        kinds.push(kind);
+    }
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "Deployment",
+            "Role",
+            "RoleBinding",
+            "ServiceAccount"
+        ]
+    );
+
+    // The ConfigMap's configuration loads, with leader election on the Lease the Role
+    // grants.
+    let config = config.unwrap();
+    let text = &config.data.as_ref().unwrap()["config.yaml"];
+    let c = berth::config::Configuration::parse("deploy/20-configmap.yaml", text).unwrap();
+    c.resolve_profiles("deploy/20-configmap.yaml").unwrap();
+    let le = c
+        .leader_election
+        .unwrap()
+        .resolve("deploy/20-configmap.yaml")
+        .unwrap();
+    assert!(le.enabled);
+    assert_eq!(
+        (le.name.as_str(), le.namespace.as_str()),
+        ("berth", "kube-system")
+    );
+
+    // The Deployment: two replicas, locked down, probing the endpoints Berth serves,
+    // with flags `berth run` accepts.
+    let d = deployment.unwrap();
+    let spec = d.spec;
+    assert_eq!(spec.replicas, Some(2));
+    let pod = spec.template.spec.unwrap();
+    assert_eq!(pod.service_account_name.as_deref(), Some("berth"));
+    let c = &pod.containers[0];
+    let sc = c.security_context.as_ref().unwrap();
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(
+        pod.security_context.as_ref().unwrap().run_as_non_root,
+        Some(true)
+    );
+    let path = |p: &Option<k8s_openapi::api::core::v1::Probe>| {
+        p.as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(path(&c.liveness_probe), "/livez");
+    assert_eq!(path(&c.readiness_probe), "/readyz");
+    assert!(c.resources.as_ref().unwrap().limits.is_some());
+    let mut args: Vec<&str> = c
+        .args
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(args.remove(0), "run");
+    let mut cli = vec!["run"];
+    cli.extend(args);
+    cli.push("--help");
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::berth(&cli, dir.path());
+    assert!(
+        out.status.success(),
+        "berth {cli:?}: {}",
+        common::stderr(&out)
+    );
+}
