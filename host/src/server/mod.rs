@@ -396,6 +396,54 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn serves_https_with_the_given_certificate() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        std::fs::write(&cert, made.cert.pem()).unwrap();
+        std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+        let health = Arc::new(Health {
+            metrics: Metrics::new(),
+            synced: Arc::new(AtomicBool::new(true)),
+            shutting_down: AtomicBool::new(false),
+            leader: None,
+        });
+        let server = Server::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            &Tls::Files { cert, key },
+            health,
+        )
+        .await
+        .unwrap();
+        let addr = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(made.cert.der().clone()).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut tls = connector.connect(name, tcp).await.unwrap();
+        tls.write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        let _ = tls.read_to_end(&mut out).await;
+        let out = String::from_utf8_lossy(&out);
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        assert!(out.ends_with("\r\n\r\nok"), "{out}");
+        task.abort();
+    }
+
+    #[tokio::test]
     async fn refuses_a_taken_port_and_bad_pem_files_by_name() {
         let health = Arc::new(Health {
             metrics: Metrics::new(),
