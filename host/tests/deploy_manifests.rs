@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Deserialize;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn manifests() -> Vec<(PathBuf, Value)> {
     let dir = common::workspace().join("deploy");
@@ -36,7 +36,7 @@ fn manifests() -> Vec<(PathBuf, Value)> {
 
 /// Parses `v` as `T` and checks nothing was lost on the way (an unknown or misspelt
 /// field would be).
-fn exact<T: serde::de::DeserializeOwned + serde::Serialize>(file: &PathBuf, v: &Value) -> T {
+fn exact<T: serde::de::DeserializeOwned + serde::Serialize>(file: &Path, v: &Value) -> T {
     let t: T =
         serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let back = serde_json::to_value(&t).unwrap();
