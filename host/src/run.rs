@@ -104,6 +104,7 @@ pub async fn run(
     let cluster = KubeCluster::connect(&kube_options).await?;
     let handle = tokio::runtime::Handle::current();
     let binder = Arc::new(KubeBinder::new(cluster.clone(), handle.clone()));
+    let fence = binder.clone();
     let recorder = Arc::new(KubeRecorder::start(cluster.clone(), &handle));
     let clock: Arc<dyn Clock> = Arc::new(RealClock::default());
     let mut scheduler_options = options.scheduler.clone();
@@ -187,6 +188,7 @@ pub async fn run(
     if let Some(why) = lost {
         // Another replica may be scheduling already: stop at once, finish nothing.
         tracing::error!("leader election lost ({why}); stopping scheduling at once");
+        fence.fence();
         let _ = tokio::task::spawn_blocking(move || live.stop()).await;
         if let Some(s) = server {
             s.abort();

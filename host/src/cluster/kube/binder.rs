@@ -10,6 +10,8 @@ use crate::cluster::{Binder, PodState};
 use berth_sdk::Pod;
 use k8s_openapi::api::core::v1 as k8s;
 use kube::api::{Api, PostParams};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::runtime::Handle;
 
@@ -22,12 +24,23 @@ const BIND_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct KubeBinder {
     cluster: KubeCluster,
     handle: Handle,
+    fenced: Arc<AtomicBool>,
 }
 
 impl KubeBinder {
     /// A binder that runs its requests on `handle`'s runtime.
     pub fn new(cluster: KubeCluster, handle: Handle) -> Self {
-        KubeBinder { cluster, handle }
+        KubeBinder {
+            cluster,
+            handle,
+            fenced: Arc::default(),
+        }
+    }
+
+    /// Refuses every bind from now on (this replica lost its Lease: another may be
+    /// scheduling the same pods). Requests already sent are not recalled.
+    pub fn fence(&self) {
+        self.fenced.store(true, Ordering::SeqCst);
     }
 
     fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
@@ -42,6 +55,9 @@ impl KubeBinder {
 
 impl Binder for KubeBinder {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err("not binding: this replica no longer holds the lease".into());
+        }
         let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
         let binding = serde_json::json!({
             "apiVersion": "v1",
