@@ -28,11 +28,33 @@ enum Command {
     /// Run scheduler_perf-shaped workloads and report pods/s, attempt latency,
     /// peak memory and the wasm/native ratio.
     Bench(BenchArgs),
+    /// Check a configuration file, or print the default one.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigCommand {
+    /// Check a configuration as the scheduler would use it (modules loaded,
+    /// multiPoint expanded, plugins given their args) and report every problem.
+    Validate {
+        /// The KubeSchedulerConfiguration or BerthConfiguration file.
+        file: PathBuf,
+        /// Where compiled plugin components are cached.
+        #[arg(long)]
+        cache_dir: Option<PathBuf>,
+    },
+    /// Print the effective default configuration (a KubeSchedulerConfiguration).
+    Default {
+        /// Where compiled plugin components are cached.
+        #[arg(long)]
+        cache_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args, Debug)]
 struct RunArgs {
-    /// A BerthConfiguration file (profiles, plugin args, modules, clientConnection).
+    /// A KubeSchedulerConfiguration (or BerthConfiguration) file.
     #[arg(long)]
     config: Option<PathBuf>,
     /// The kubeconfig file (default: clientConnection.kubeconfig, else $KUBECONFIG,
@@ -431,6 +453,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => live(args),
         Command::Bench(args) => bench(args),
+        Command::Config(ConfigCommand::Validate { file, cache_dir }) => {
+            let runtime = runtime(&cache_dir, false)?;
+            match berth::config::check::validate(&runtime, &file) {
+                Ok(summary) => {
+                    print!("{summary}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(errors) => {
+                    for e in &errors {
+                        eprintln!("{e}");
+                    }
+                    eprintln!("{}: {} problem(s) found", file.display(), errors.len());
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        Command::Config(ConfigCommand::Default { cache_dir }) => {
+            let runtime = runtime(&cache_dir, false)?;
+            print!("{}", berth::config::check::default_configuration(&runtime)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Explain(args) => {
             let (runtime, opts) = options(&args.common)?;
             let explanation = berth::simulate::explain(&runtime, &opts, &args.pod)?;

@@ -85,8 +85,9 @@ pub async fn run(
         burst: cc.burst.unwrap_or(crate::cluster::kube::DEFAULT_BURST),
     };
     // Profiles and modules are checked before the server is asked anything.
+    let specs = config.resolve_profiles(&config_name)?;
     let mut names: Vec<String> = Vec::new();
-    for p in config.resolve_profiles(&config_name)? {
+    for p in &specs {
         for n in p.plugin_names() {
             if !names.contains(&n) {
                 names.push(n);
@@ -95,9 +96,12 @@ pub async fn run(
     }
     {
         let runtime = runtime.clone();
-        let modules = config.modules.clone();
-        tokio::task::spawn_blocking(move || {
-            crate::framework::registry::load_modules(&runtime, &modules, &names)
+        let sources = config.modules();
+        let file = config_name.clone();
+        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            let modules = crate::framework::registry::load_modules(&runtime, &sources, &names)?;
+            crate::config::expand_profiles(&specs, &file, &modules)?;
+            Ok(())
         })
         .await??;
     }

@@ -209,16 +209,17 @@ impl Scheduler {
         binder: Arc<dyn Binder>,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Self> {
-        let profiles = config.resolve_profiles(file)?;
+        let specs = config.resolve_profiles(file)?;
         let mut names: Vec<String> = Vec::new();
-        for p in &profiles {
+        for p in &specs {
             for n in p.plugin_names() {
                 if !names.contains(&n) {
                     names.push(n);
                 }
             }
         }
-        let modules = registry::load_modules(runtime, &config.modules, &names)?;
+        let modules = registry::load_modules(runtime, &config.modules(), &names)?;
+        let profiles = crate::config::expand_profiles(&specs, file, &modules)?;
         let mut fw_options = options.framework.clone();
         if let Some(p) = config.parallelism {
             fw_options.parallelism = p;
@@ -233,7 +234,13 @@ impl Scheduler {
         };
         let frameworks = profiles
             .iter()
-            .map(|p| Framework::new(p, &modules, &fw_options, &services).map(Arc::new))
+            .map(|p| {
+                let mut o = fw_options.clone();
+                if let Some(pct) = p.percentage_of_nodes_to_score {
+                    o.percentage_of_nodes_to_score = pct;
+                }
+                Framework::new(p, &modules, &o, &services).map(Arc::new)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         if fw_options.native {
             crate::native::install_host(crate::native::NativeHost {
@@ -245,7 +252,7 @@ impl Scheduler {
         let waker = Arc::new(RwLock::new(None));
         let (bind_tx, bind_rx) = spawn_binders(options.parallel_bindings, waker.clone())?;
         let metrics = Metrics::new();
-        let mut queue = SchedulingQueue::new(options.queue);
+        let mut queue = SchedulingQueue::new(config.queue_config(options.queue));
         queue.set_metrics(metrics.clone());
         Ok(Scheduler {
             frameworks,

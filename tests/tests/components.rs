@@ -121,6 +121,30 @@ fn replacing_a_module_file_changes_placements() {
     assert_eq!(last.pods[0].node.as_deref(), Some("zulu"));
 }
 
+/// An upstream-shaped configuration names a module under `berth.modules` and enables
+/// it through `multiPoint` (it lands at Score, the only point it implements).
+#[test]
+fn a_kube_scheduler_configuration_with_a_berth_module_through_multi_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = write(
+        dir.path(),
+        "cluster.yaml",
+        &format!("{NODES}{}", pod("p", "")),
+    );
+    std::fs::copy(
+        berth_artifacts::fixtures::FIXTURE_PREFER_LAST_NODE,
+        dir.path().join("preference.wasm"),
+    )
+    .unwrap();
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n      enabled:\n      - name: NodePreference\n        weight: 50\nberth:\n  modules:\n  - name: NodePreference\n    path: preference.wasm\n",
+    );
+    let report = run(&runtime(), vec![cluster], Some(config)).unwrap();
+    assert_eq!(report.pods[0].node.as_deref(), Some("zulu"));
+}
+
 /// A plugin that panics, loops forever or eats memory fails only the pod it is
 /// working on, with an Error naming the plugin; the next pods still schedule.
 #[test]
@@ -262,7 +286,79 @@ fn bad_plugin_args_are_refused_at_start_with_the_plugin_name() {
 }
 
 #[test]
-fn the_default_configuration_parses() {
+fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_modules() {
     let c = Configuration::parse("x", "{}").unwrap();
-    assert_eq!(c.resolve_profiles("x").unwrap().len(), 1);
+    let specs = c.resolve_profiles("x").unwrap();
+    assert_eq!(specs.len(), 1);
+    let modules = load_modules(&runtime(), &[], &specs[0].plugin_names()).unwrap();
+    let p = &berth::config::expand_profiles(&specs, "x", &modules).unwrap()[0];
+    let at = |point| -> Vec<(&str, i64)> {
+        p.plugins_at(point)
+            .iter()
+            .map(|(n, w)| (n.as_str(), *w))
+            .collect()
+    };
+    use ExtensionPoint as E;
+    assert_eq!(at(E::PreEnqueue), [("SchedulingGates", 1)]);
+    assert_eq!(at(E::QueueSort), [("PrioritySort", 1)]);
+    let ones = |names: &[&'static str]| -> Vec<(&'static str, i64)> {
+        names.iter().map(|n| (*n, 1)).collect()
+    };
+    assert_eq!(
+        at(E::PreFilter),
+        ones(&[
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity"
+        ])
+    );
+    assert_eq!(
+        at(E::Filter),
+        ones(&[
+            "NodeUnschedulable",
+            "NodeName",
+            "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity"
+        ])
+    );
+    assert_eq!(
+        at(E::PreScore),
+        ones(&[
+            "TaintToleration",
+            "NodeAffinity",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "NodeResourcesBalancedAllocation",
+            "ImageLocality"
+        ])
+    );
+    assert_eq!(
+        at(E::Score),
+        [
+            ("TaintToleration", 3),
+            ("NodeAffinity", 2),
+            ("NodeResourcesFit", 1),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1)
+        ]
+    );
+    assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
+    for point in [
+        E::PostFilter,
+        E::Reserve,
+        E::Permit,
+        E::PreBind,
+        E::PostBind,
+    ] {
+        assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
+    }
 }

@@ -64,6 +64,7 @@ fn profile_for(plugin: &str, module: &Module, args: Option<&Value>) -> Profile {
         scheduler_name: "default-scheduler".into(),
         points,
         args: all_args,
+        percentage_of_nodes_to_score: None,
     }
 }
 

@@ -1,15 +1,22 @@
-//! Scheduler configuration, shaped like kube-scheduler's `KubeSchedulerConfiguration`:
-//! profiles name plugins per extension point (enabled on top of the defaults, with
-//! `disabled` and `'*'` as upstream), score weights and plugin args; `modules` says
-//! where a plugin's WebAssembly component comes from when it is not built in.
+//! Scheduler configuration in kube-scheduler's shape: a
+//! `kubescheduler.config.k8s.io/v1` `KubeSchedulerConfiguration` (or Berth's older
+//! `BerthConfiguration`, which reads the same). Profiles name plugins per extension
+//! point and in `multiPoint`, merged with the default profile by upstream's rules
+//! (the defaults are one `multiPoint` list; a plugin re-configured at a point moves to
+//! the front there; `disabled` and `'*'` as upstream), score weights and plugin args.
+//! Berth's additions live under the top-level `berth` field: where a plugin's
+//! WebAssembly component comes from when it is not built in.
 //!
 //! ```yaml
-//! apiVersion: berth.dev/v1alpha1
-//! kind: BerthConfiguration
+//! apiVersion: kubescheduler.config.k8s.io/v1
+//! kind: KubeSchedulerConfiguration
 //! percentageOfNodesToScore: 0
 //! profiles:
 //! - schedulerName: default-scheduler
 //!   plugins:
+//!     multiPoint:
+//!       enabled:
+//!       - name: MyPlugin
 //!     score:
 //!       enabled:
 //!       - name: NodeResourcesFit
@@ -19,17 +26,24 @@
 //!     args:
 //!       scoringStrategy:
 //!         type: MostAllocated
-//! modules:
-//! - name: MyPlugin
-//!   path: ./my_plugin.wasm
+//! berth:
+//!   modules:
+//!   - name: MyPlugin
+//!     path: ./my_plugin.wasm
 //! ```
 
+pub mod check;
 pub mod duration;
 
 use berth_sdk::ExtensionPoint;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// The kind of kube-scheduler's configuration file.
+pub const UPSTREAM_KIND: &str = "KubeSchedulerConfiguration";
+/// Its API version.
+pub const UPSTREAM_API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 
 /// The scheduler name pods get when they name none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -65,6 +79,28 @@ pub enum ConfigError {
         /// What was wrong.
         message: String,
     },
+    /// Several problems, each on its own line.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Many(Vec<ConfigError>),
+}
+
+impl ConfigError {
+    /// One error, or all of them.
+    pub fn many(mut errors: Vec<ConfigError>) -> Self {
+        if errors.len() == 1 {
+            errors.pop().expect("one")
+        } else {
+            ConfigError::Many(errors)
+        }
+    }
+
+    /// The single errors.
+    pub fn into_list(self) -> Vec<ConfigError> {
+        match self {
+            ConfigError::Many(v) => v.into_iter().flat_map(ConfigError::into_list).collect(),
+            e => vec![e],
+        }
+    }
 }
 
 /// The configuration file.
@@ -86,9 +122,34 @@ pub struct Configuration {
     /// One profile per scheduler name.
     #[serde(default)]
     pub profiles: Vec<ProfileConfig>,
-    /// Where plugins that are not built in come from (or built-in ones are replaced).
+    /// Where plugins that are not built in come from (or built-in ones are replaced);
+    /// `BerthConfiguration` only (a `KubeSchedulerConfiguration` says it under
+    /// `berth.modules`). Read through [`Configuration::modules`].
     #[serde(default)]
     pub modules: Vec<ModuleSource>,
+    /// Berth's additions to a `KubeSchedulerConfiguration`, kept in one place so that
+    /// the rest of the file stays upstream's.
+    #[serde(default)]
+    pub berth: Option<BerthExtension>,
+    /// Backoff after a pod's first failed attempt, in seconds (default 1).
+    #[serde(default)]
+    pub pod_initial_backoff_seconds: Option<i64>,
+    /// The longest backoff, in seconds (default 10).
+    #[serde(default)]
+    pub pod_max_backoff_seconds: Option<i64>,
+    /// Accepted for compatibility with upstream files; Berth serves no profiling
+    /// endpoints.
+    #[serde(default)]
+    pub enable_profiling: Option<bool>,
+    /// Accepted for compatibility with upstream files (see `enableProfiling`).
+    #[serde(default)]
+    pub enable_contention_profiling: Option<bool>,
+    /// Accepted for compatibility: followers always keep their cache warm.
+    #[serde(default)]
+    pub delay_cache_until_active: Option<bool>,
+    /// Scheduler extenders (webhooks): not supported; listed so that the error says so.
+    #[serde(default)]
+    pub extenders: Vec<serde_json::Value>,
     /// How `berth run` talks to the API server (kube-scheduler's `clientConnection`).
     #[serde(default)]
     pub client_connection: Option<ClientConnection>,
@@ -244,6 +305,15 @@ pub struct ClientConnection {
     pub content_type: Option<String>,
 }
 
+/// Berth's part of a `KubeSchedulerConfiguration` (the top-level `berth` field).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BerthExtension {
+    /// Where plugins that are not built in come from (or built-in ones are replaced).
+    #[serde(default)]
+    pub modules: Vec<ModuleSource>,
+}
+
 /// A plugin module on disk.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -270,6 +340,9 @@ pub struct ProfileConfig {
     /// Args per plugin.
     #[serde(default)]
     pub plugin_config: Vec<PluginArgs>,
+    /// This profile's percentage of nodes to score (overrides the top-level one).
+    #[serde(default)]
+    pub percentage_of_nodes_to_score: Option<u32>,
 }
 
 /// Args of one plugin.
@@ -288,6 +361,10 @@ pub struct PluginArgs {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[allow(missing_docs)]
 pub struct PluginsConfig {
+    /// Plugins enabled at every extension point they implement (upstream's default
+    /// profile is a multiPoint list).
+    #[serde(default)]
+    pub multi_point: PluginSet,
     #[serde(default)]
     pub pre_enqueue: PluginSet,
     #[serde(default)]
@@ -357,7 +434,8 @@ pub struct PluginRef {
     pub weight: Option<i64>,
 }
 
-/// A profile after merging with the defaults: what the framework runs.
+/// A profile after merging with the defaults and expanding `multiPoint`: what the
+/// framework runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
     /// The scheduler name it serves.
@@ -366,6 +444,8 @@ pub struct Profile {
     pub points: BTreeMap<ExtensionPoint, Vec<(String, i64)>>,
     /// Args per plugin name.
     pub args: BTreeMap<String, serde_json::Value>,
+    /// The profile's own percentage of nodes to score, if it sets one.
+    pub percentage_of_nodes_to_score: Option<u32>,
 }
 
 impl Profile {
@@ -388,80 +468,288 @@ impl Profile {
     }
 }
 
-/// The default plugins per extension point: upstream's default profile (its
-/// multi-point list expanded, in its order), restricted to the plugins Berth ships,
-/// with upstream's score weights.
-pub fn default_plugins() -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
-    use ExtensionPoint as E;
-    let list = |names: &[(&str, i64)]| -> Vec<(String, i64)> {
-        names.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect()
-    };
-    BTreeMap::from([
-        (E::PreEnqueue, list(&[("SchedulingGates", 1)])),
-        (E::QueueSort, list(&[("PrioritySort", 1)])),
-        (
-            E::PreFilter,
-            list(&[
-                ("NodeAffinity", 1),
-                ("NodePorts", 1),
-                ("NodeResourcesFit", 1),
-                ("PodTopologySpread", 1),
-                ("InterPodAffinity", 1),
-            ]),
-        ),
-        (
-            E::Filter,
-            list(&[
-                ("NodeUnschedulable", 1),
-                ("NodeName", 1),
-                ("TaintToleration", 1),
-                ("NodeAffinity", 1),
-                ("NodePorts", 1),
-                ("NodeResourcesFit", 1),
-                ("PodTopologySpread", 1),
-                ("InterPodAffinity", 1),
-            ]),
-        ),
-        (
-            E::PreScore,
-            list(&[
-                ("TaintToleration", 1),
-                ("NodeAffinity", 1),
-                ("NodeResourcesFit", 1),
-                ("PodTopologySpread", 1),
-                ("InterPodAffinity", 1),
-                ("NodeResourcesBalancedAllocation", 1),
-                ("ImageLocality", 1),
-            ]),
-        ),
-        (
-            E::Score,
-            list(&[
-                ("TaintToleration", 3),
-                ("NodeAffinity", 2),
-                ("NodeResourcesFit", 1),
-                ("PodTopologySpread", 2),
-                ("InterPodAffinity", 2),
-                ("NodeResourcesBalancedAllocation", 1),
-                ("ImageLocality", 1),
-            ]),
-        ),
-        (E::Bind, list(&[("DefaultBinder", 1)])),
-    ])
+/// Upstream's default profile: one `multiPoint` list, restricted to the plugins Berth
+/// ships, in upstream's order, with upstream's score weights (`None`: no weight given).
+pub fn default_multi_point() -> Vec<PluginRef> {
+    [
+        ("SchedulingGates", None),
+        ("PrioritySort", None),
+        ("NodeUnschedulable", None),
+        ("NodeName", None),
+        ("TaintToleration", Some(3)),
+        ("NodeAffinity", Some(2)),
+        ("NodePorts", None),
+        ("NodeResourcesFit", Some(1)),
+        ("PodTopologySpread", Some(2)),
+        ("InterPodAffinity", Some(2)),
+        ("NodeResourcesBalancedAllocation", Some(1)),
+        ("ImageLocality", Some(1)),
+        ("DefaultBinder", None),
+    ]
+    .into_iter()
+    .map(|(name, weight)| PluginRef {
+        name: name.to_owned(),
+        weight,
+    })
+    .collect()
 }
+
+/// In-tree plugins of upstream's default profile that Berth does not ship yet: an
+/// upstream file may disable them or give them args (ignored, with a warning), but
+/// not enable them.
+pub const NOT_YET_SHIPPED: [&str; 6] = [
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "DefaultPreemption",
+    "DynamicResources",
+];
+
+/// A plugin set after merging with the defaults (upstream's `mergePluginSet`): the
+/// defaults minus the disabled ones, a default the user enabled again replaced in
+/// place, then the user's other plugins in their order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MergedSet {
+    /// Enabled, in order.
+    pub enabled: Vec<PluginRef>,
+    /// Disabled names (`*`: all).
+    pub disabled: Vec<String>,
+}
+
+fn merge_set(defaults: &[PluginRef], custom: &PluginSet) -> MergedSet {
+    let disabled: Vec<String> = custom.disabled.iter().map(|d| d.name.clone()).collect();
+    let mut replaced: Vec<usize> = Vec::new();
+    let mut enabled = Vec::new();
+    if !disabled.iter().any(|d| d == "*") {
+        for d in defaults {
+            if disabled.contains(&d.name) {
+                continue;
+            }
+            match custom.enabled.iter().position(|c| c.name == d.name) {
+                Some(i) => {
+                    replaced.push(i);
+                    enabled.push(custom.enabled[i].clone());
+                }
+                None => enabled.push(d.clone()),
+            }
+        }
+    }
+    for (i, c) in custom.enabled.iter().enumerate() {
+        if !replaced.contains(&i) {
+            enabled.push(c.clone());
+        }
+    }
+    MergedSet { enabled, disabled }
+}
+
+/// A profile after merging with the defaults, before `multiPoint` is expanded (which
+/// needs to know the extension points each plugin implements).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileSpec {
+    /// The scheduler name it serves.
+    pub scheduler_name: String,
+    /// The merged `multiPoint` set.
+    pub multi_point: MergedSet,
+    /// The merged set of each extension point.
+    pub sets: BTreeMap<ExtensionPoint, MergedSet>,
+    /// Args per plugin name.
+    pub args: BTreeMap<String, serde_json::Value>,
+    /// The profile's own percentage of nodes to score.
+    pub percentage_of_nodes_to_score: Option<u32>,
+    /// Its index in `profiles` (for error field paths).
+    pub index: usize,
+    /// The `multiPoint` plugins the file itself enables, in its order (for error
+    /// field paths).
+    pub multi_point_in_file: Vec<String>,
+}
+
+impl ProfileSpec {
+    /// Every plugin the profile enables anywhere, once, in first-use order: the
+    /// modules to load before [`ProfileSpec::expand`].
+    pub fn plugin_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        let all = self
+            .multi_point
+            .enabled
+            .iter()
+            .chain(self.sets.values().flat_map(|s| s.enabled.iter()));
+        for p in all {
+            if !names.contains(&p.name) {
+                names.push(p.name.clone());
+            }
+        }
+        names
+    }
+
+    /// Expands `multiPoint` as upstream's framework does: at each extension point,
+    /// first the plugins the point's own list re-configures (in that list's order), then
+    /// the `multiPoint` plugins that implement the point and are not disabled there,
+    /// then the rest of the point's own list. `*` disabled at a point keeps only its
+    /// own list. A Score weight comes from the score list, else from `multiPoint`, else
+    /// it is 1. `implements(name)` gives a plugin's extension points (`None`: unknown).
+    /// Every problem is reported, not only the first.
+    pub fn expand(
+        &self,
+        file: &str,
+        implements: &dyn Fn(&str) -> Option<Vec<ExtensionPoint>>,
+    ) -> Result<Profile, ConfigError> {
+        let mut errors: Vec<ConfigError> = Vec::new();
+        let field = |f: &str| format!("profiles[{}].plugins.{f}", self.index);
+        let mut err = |f: String, message: String| {
+            errors.push(ConfigError::Invalid {
+                file: file.to_owned(),
+                field: f,
+                message,
+            })
+        };
+        let describe = |pts: &[ExtensionPoint]| {
+            pts.iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for (k, name) in self.multi_point_in_file.iter().enumerate() {
+            if implements(name).is_none() {
+                err(
+                    field(&format!("multiPoint.enabled[{k}]")),
+                    format!("unknown plugin {name:?}"),
+                );
+            }
+        }
+        let mut points: BTreeMap<ExtensionPoint, Vec<(String, i64)>> = BTreeMap::new();
+        for point in CONFIGURABLE_POINTS {
+            let empty = MergedSet::default();
+            let set = self.sets.get(&point).unwrap_or(&empty);
+            let at = point.as_str();
+            for (k, p) in set.enabled.iter().enumerate() {
+                match implements(&p.name) {
+                    None => err(
+                        field(&format!("{at}.enabled[{k}]")),
+                        format!("unknown plugin {:?}", p.name),
+                    ),
+                    Some(pts) if !pts.contains(&point) => err(
+                        field(&format!("{at}.enabled[{k}]")),
+                        format!(
+                            "plugin {:?} does not implement {at} (it implements {})",
+                            p.name,
+                            describe(&pts)
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+                if point != ExtensionPoint::Score && p.weight.is_some() {
+                    err(
+                        field(&format!("{at}.enabled[{k}].weight")),
+                        "weights apply to score plugins only".into(),
+                    );
+                }
+            }
+            let own: Vec<&str> = set.enabled.iter().map(|p| p.name.as_str()).collect();
+            let mut list: Vec<&str> = Vec::new();
+            if set.disabled.iter().any(|d| d == "*") {
+                list.extend(own.iter().copied());
+            } else {
+                let mut overrides: Vec<&str> = Vec::new();
+                let mut from_multi: Vec<&str> = Vec::new();
+                for p in &self.multi_point.enabled {
+                    let implemented = implements(&p.name).is_some_and(|pts| pts.contains(&point));
+                    if !implemented || set.disabled.contains(&p.name) {
+                        continue;
+                    }
+                    if own.contains(&p.name.as_str()) {
+                        overrides.push(&p.name);
+                    } else if !from_multi.contains(&p.name.as_str()) {
+                        from_multi.push(&p.name);
+                    }
+                }
+                list.extend(overrides.iter().copied());
+                list.extend(from_multi);
+                list.extend(own.iter().copied().filter(|n| !overrides.contains(n)));
+            }
+            let weighted: Vec<(String, i64)> = list
+                .iter()
+                .map(|name| {
+                    let weight = if point == ExtensionPoint::Score {
+                        set.enabled
+                            .iter()
+                            .chain(self.multi_point.enabled.iter())
+                            .find(|p| p.name == *name)
+                            .and_then(|p| p.weight)
+                            .filter(|w| *w != 0)
+                            .unwrap_or(1)
+                    } else {
+                        1
+                    };
+                    ((*name).to_owned(), weight)
+                })
+                .collect();
+            if !weighted.is_empty() {
+                points.insert(point, weighted);
+            }
+        }
+        if points.get(&ExtensionPoint::QueueSort).map_or(0, Vec::len) != 1 {
+            err(
+                field("queueSort"),
+                "exactly one queueSort plugin must be enabled".into(),
+            );
+        }
+        if points.get(&ExtensionPoint::Bind).is_none_or(Vec::is_empty) {
+            err(
+                field("bind"),
+                "at least one bind plugin must be enabled".into(),
+            );
+        }
+        if !errors.is_empty() {
+            return Err(ConfigError::many(errors));
+        }
+        Ok(Profile {
+            scheduler_name: self.scheduler_name.clone(),
+            points,
+            args: self.args.clone(),
+            percentage_of_nodes_to_score: self.percentage_of_nodes_to_score,
+        })
+    }
+}
+
+/// The extension points a profile configures, in upstream's order (NormalizeScore is
+/// part of Score).
+pub const CONFIGURABLE_POINTS: [ExtensionPoint; 12] = [
+    ExtensionPoint::PreEnqueue,
+    ExtensionPoint::QueueSort,
+    ExtensionPoint::PreFilter,
+    ExtensionPoint::Filter,
+    ExtensionPoint::PostFilter,
+    ExtensionPoint::PreScore,
+    ExtensionPoint::Score,
+    ExtensionPoint::Reserve,
+    ExtensionPoint::Permit,
+    ExtensionPoint::PreBind,
+    ExtensionPoint::Bind,
+    ExtensionPoint::PostBind,
+];
 
 impl Configuration {
     /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let config = Self::load_unchecked(path)?;
+        config.check(&path.display().to_string())?;
+        Ok(config)
+    }
+
+    /// Reads a configuration file, checking only its syntax and types (see
+    /// [`Configuration::check`] for the values).
+    pub fn load_unchecked(path: &Path) -> Result<Self, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             file: file.clone(),
             source,
         })?;
-        let mut config = Self::parse(&file, &text)?;
+        let mut config = Self::parse_unchecked(&file, &text)?;
         // Module paths are relative to the file.
         let base = path.parent().unwrap_or(Path::new("."));
-        for m in &mut config.modules {
+        let extension = config.berth.iter_mut().flat_map(|b| b.modules.iter_mut());
+        for m in config.modules.iter_mut().chain(extension) {
             if m.path.is_relative() {
                 m.path = base.join(&m.path);
             }
@@ -478,6 +766,13 @@ impl Configuration {
 
     /// Parses a configuration from YAML (or JSON) text; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
+        let config = Self::parse_unchecked(file, text)?;
+        config.check(file)?;
+        Ok(config)
+    }
+
+    /// Parses the syntax and types only.
+    pub fn parse_unchecked(file: &str, text: &str) -> Result<Self, ConfigError> {
         let de = serde_yaml::Deserializer::from_str(text);
         let config: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {
             let field = e.path().to_string();
@@ -492,167 +787,413 @@ impl Configuration {
                 message,
             }
         })?;
+        Ok(config)
+    }
+
+    /// Checks the values (kind, version, ranges, leader election): every problem at
+    /// once.
+    pub fn check(&self, file: &str) -> Result<(), ConfigError> {
+        let config = self;
         let invalid = |field: &str, message: String| ConfigError::Invalid {
             file: file.to_owned(),
             field: field.to_owned(),
             message,
         };
-        if let Some(kind) = &config.kind
-            && kind != "BerthConfiguration"
-        {
-            return Err(invalid(
+        let mut errors: Vec<ConfigError> = Vec::new();
+        let upstream = config.kind.as_deref() == Some(UPSTREAM_KIND);
+        match config.kind.as_deref() {
+            None | Some("BerthConfiguration") | Some(UPSTREAM_KIND) => {}
+            Some(kind) => errors.push(invalid(
                 "kind",
-                format!("expected BerthConfiguration, got {kind:?}"),
+                format!("expected {UPSTREAM_KIND} or BerthConfiguration, got {kind:?}"),
+            )),
+        }
+        let want_version = if upstream {
+            UPSTREAM_API_VERSION
+        } else {
+            "berth.dev/v1alpha1"
+        };
+        if let Some(v) = &config.api_version
+            && v != want_version
+        {
+            errors.push(invalid(
+                "apiVersion",
+                format!("expected {want_version}, got {v:?}"),
             ));
         }
-        if let Some(v) = &config.api_version
-            && v != "berth.dev/v1alpha1"
+        if upstream && !config.modules.is_empty() {
+            errors.push(invalid(
+                "modules",
+                "a KubeSchedulerConfiguration names modules under berth.modules".into(),
+            ));
+        }
+        if !config.extenders.is_empty() {
+            errors.push(invalid(
+                "extenders",
+                "scheduler extenders are not supported; write the extension as a plugin module"
+                    .into(),
+            ));
+        }
+        if let Some(s) = config.pod_initial_backoff_seconds
+            && s <= 0
         {
-            return Err(invalid(
-                "apiVersion",
-                format!("expected berth.dev/v1alpha1, got {v:?}"),
+            errors.push(invalid(
+                "podInitialBackoffSeconds",
+                format!("{s} must be greater than 0"),
+            ));
+        }
+        if let (Some(max), initial) = (
+            config.pod_max_backoff_seconds,
+            config.pod_initial_backoff_seconds.unwrap_or(1),
+        ) && max < initial
+        {
+            errors.push(invalid(
+                "podMaxBackoffSeconds",
+                format!("{max} must be at least podInitialBackoffSeconds ({initial})"),
             ));
         }
         if config.parallelism == Some(0) {
-            return Err(invalid("parallelism", "must be at least 1".into()));
+            errors.push(invalid("parallelism", "must be at least 1".into()));
         }
         if let Some(cc) = &config.client_connection
             && let Some(qps) = cc.qps
             && !qps.is_finite()
         {
-            return Err(invalid(
+            errors.push(invalid(
                 "clientConnection.qps",
                 format!("{qps} is not a number of requests per second"),
             ));
         }
-        config
+        if let Err(e) = config
             .leader_election
             .clone()
             .unwrap_or_default()
-            .resolve(file)?;
+            .resolve(file)
+        {
+            errors.push(e);
+        }
         if let Some(p) = config.percentage_of_nodes_to_score
             && p > 100
         {
-            return Err(invalid(
+            errors.push(invalid(
                 "percentageOfNodesToScore",
                 format!("{p} is not in 0..=100"),
             ));
         }
-        Ok(config)
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::many(errors))
+        }
     }
 
-    /// The profiles after merging with the defaults; a configuration with no
-    /// profiles has one default profile.
-    pub fn resolve_profiles(&self, file: &str) -> Result<Vec<Profile>, ConfigError> {
+    /// The profiles after merging with the defaults (upstream's rules; a
+    /// configuration with no profiles has one default profile), before `multiPoint`
+    /// is expanded. Every problem is reported, not only the first.
+    pub fn resolve_profiles(&self, file: &str) -> Result<Vec<ProfileSpec>, ConfigError> {
+        let (specs, errors) = self.resolve_profiles_lenient(file);
+        if errors.is_empty() {
+            Ok(specs)
+        } else {
+            Err(ConfigError::many(errors))
+        }
+    }
+
+    /// [`Configuration::resolve_profiles`], returning what could be resolved beside the
+    /// problems (for reporting every problem at once).
+    pub fn resolve_profiles_lenient(&self, file: &str) -> (Vec<ProfileSpec>, Vec<ConfigError>) {
         let profiles = if self.profiles.is_empty() {
             vec![ProfileConfig::default()]
         } else {
             self.profiles.clone()
         };
-        let mut out: Vec<Profile> = Vec::new();
+        let mut errors: Vec<ConfigError> = Vec::new();
+        let mut out: Vec<ProfileSpec> = Vec::new();
+        let defaults = default_multi_point();
         for (i, p) in profiles.iter().enumerate() {
             let field = |f: &str| format!("profiles[{i}].{f}");
-            let invalid = |f: String, message: String| ConfigError::Invalid {
-                file: file.to_owned(),
-                field: f,
-                message,
+            let mut invalid = |f: String, message: String| {
+                errors.push(ConfigError::Invalid {
+                    file: file.to_owned(),
+                    field: f,
+                    message,
+                })
             };
             let scheduler_name = p
                 .scheduler_name
                 .clone()
                 .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_owned());
             if out.iter().any(|o| o.scheduler_name == scheduler_name) {
-                return Err(invalid(
+                invalid(
                     field("schedulerName"),
                     format!("duplicate scheduler name {scheduler_name:?}"),
-                ));
+                );
             }
-            let mut points = default_plugins();
-            for (point, set) in p.plugins.sets() {
-                let f = format!("plugins.{}", point.as_str());
-                let list = points.entry(point).or_default();
-                merge(list, set, point, &field(&f)).map_err(|(f, m)| invalid(f, m))?;
+            if let Some(pct) = p.percentage_of_nodes_to_score
+                && pct > 100
+            {
+                invalid(
+                    field("percentageOfNodesToScore"),
+                    format!("{pct} is not in 0..=100"),
+                );
             }
-            points.retain(|_, v| !v.is_empty());
-            if points.get(&ExtensionPoint::QueueSort).map_or(0, Vec::len) != 1 {
-                return Err(invalid(
-                    field("plugins.queueSort"),
-                    "exactly one queueSort plugin must be enabled".into(),
-                ));
-            }
-            if points.get(&ExtensionPoint::Bind).is_none_or(Vec::is_empty) {
-                return Err(invalid(
-                    field("plugins.bind"),
-                    "at least one bind plugin must be enabled".into(),
-                ));
-            }
-            let mut args = BTreeMap::new();
-            for (j, a) in p.plugin_config.iter().enumerate() {
-                if args.insert(a.name.clone(), a.args.clone()).is_some() {
-                    return Err(invalid(
-                        field(&format!("pluginConfig[{j}].name")),
-                        format!("duplicate args for {}", a.name),
-                    ));
+            let mut named = vec![("multiPoint", &p.plugins.multi_point)];
+            named.extend(p.plugins.sets().map(|(pt, s)| (pt.as_str(), s)));
+            for (at, set) in named {
+                for (k, e) in set.enabled.iter().enumerate() {
+                    if set.enabled[..k].iter().any(|q| q.name == e.name) {
+                        invalid(
+                            field(&format!("plugins.{at}.enabled[{k}]")),
+                            format!("plugin {:?} is enabled twice", e.name),
+                        );
+                    }
+                    if let Some(w) = e.weight
+                        && w < 0
+                    {
+                        invalid(
+                            field(&format!("plugins.{at}.enabled[{k}].weight")),
+                            format!("{w} is negative"),
+                        );
+                    }
+                    if NOT_YET_SHIPPED.contains(&e.name.as_str()) {
+                        invalid(
+                            field(&format!("plugins.{at}.enabled[{k}]")),
+                            format!(
+                                "{} is an in-tree plugin Berth does not ship yet; disable it or leave it out",
+                                e.name
+                            ),
+                        );
+                    }
                 }
             }
-            out.push(Profile {
+            let multi_point = merge_set(&defaults, &p.plugins.multi_point);
+            let sets: BTreeMap<ExtensionPoint, MergedSet> = p
+                .plugins
+                .sets()
+                .into_iter()
+                .map(|(point, set)| (point, merge_set(&[], set)))
+                .filter(|(_, m)| !m.enabled.is_empty() || !m.disabled.is_empty())
+                .collect();
+            let mut args = BTreeMap::new();
+            for (j, a) in p.plugin_config.iter().enumerate() {
+                if NOT_YET_SHIPPED.contains(&a.name.as_str()) {
+                    tracing::warn!(
+                        "{file}: profiles[{i}].pluginConfig[{j}]: args of {} ignored: Berth does not ship it yet",
+                        a.name
+                    );
+                    continue;
+                }
+                if args.insert(a.name.clone(), a.args.clone()).is_some() {
+                    invalid(
+                        field(&format!("pluginConfig[{j}].name")),
+                        format!("duplicate args for {}", a.name),
+                    );
+                }
+            }
+            out.push(ProfileSpec {
                 scheduler_name,
-                points,
+                multi_point,
+                sets,
                 args,
+                percentage_of_nodes_to_score: p.percentage_of_nodes_to_score,
+                index: i,
+                multi_point_in_file: p
+                    .plugins
+                    .multi_point
+                    .enabled
+                    .iter()
+                    .map(|e| e.name.clone())
+                    .collect(),
             });
         }
-        Ok(out)
+        (out, errors)
+    }
+
+    /// Where plugin modules come from: `berth.modules`, and the top-level `modules` of
+    /// a `BerthConfiguration`.
+    pub fn modules(&self) -> Vec<ModuleSource> {
+        let mut all = self.modules.clone();
+        if let Some(b) = &self.berth {
+            all.extend(b.modules.iter().cloned());
+        }
+        all
+    }
+
+    /// The queue's backoff settings from `podInitialBackoffSeconds` and
+    /// `podMaxBackoffSeconds`, on top of `base`.
+    pub fn queue_config(&self, base: crate::queue::QueueConfig) -> crate::queue::QueueConfig {
+        let mut q = base;
+        if let Some(s) = self.pod_initial_backoff_seconds {
+            q.initial_backoff = std::time::Duration::from_secs(s.max(0) as u64);
+        }
+        if let Some(s) = self.pod_max_backoff_seconds {
+            q.max_backoff = std::time::Duration::from_secs(s.max(0) as u64);
+        }
+        q
     }
 }
 
-fn merge(
-    list: &mut Vec<(String, i64)>,
-    set: &PluginSet,
-    point: ExtensionPoint,
-    field: &str,
-) -> Result<(), (String, String)> {
-    if set.disabled.iter().any(|d| d.name == "*") {
-        list.clear();
-    } else {
-        list.retain(|(n, _)| !set.disabled.iter().any(|d| &d.name == n));
-    }
-    for (i, e) in set.enabled.iter().enumerate() {
-        let weight = match (point, e.weight) {
-            (ExtensionPoint::Score, Some(w)) if w < 0 => {
-                return Err((
-                    format!("{field}.enabled[{i}].weight"),
-                    format!("{w} is negative"),
-                ));
-            }
-            (ExtensionPoint::Score, Some(w)) if w > 0 => w,
-            (ExtensionPoint::Score, _) => 1,
-            (_, Some(_)) => {
-                return Err((
-                    format!("{field}.enabled[{i}].weight"),
-                    "weights apply to score plugins only".into(),
-                ));
-            }
-            (_, None) => 1,
-        };
-        match list.iter_mut().find(|(n, _)| n == &e.name) {
-            Some(existing) => existing.1 = weight,
-            None => list.push((e.name.clone(), weight)),
+/// Expands every profile with the extension points of loaded modules.
+pub fn expand_profiles(
+    specs: &[ProfileSpec],
+    file: &str,
+    modules: &std::collections::HashMap<String, std::sync::Arc<crate::wasm::Module>>,
+) -> Result<Vec<Profile>, ConfigError> {
+    let implements = |name: &str| -> Option<Vec<ExtensionPoint>> {
+        modules.get(name).map(|m| m.extension_points().to_vec())
+    };
+    expand_profiles_with(specs, file, &implements)
+}
+
+/// [`expand_profiles`] with the extension points each plugin implements given by
+/// `implements`.
+pub fn expand_profiles_with(
+    specs: &[ProfileSpec],
+    file: &str,
+    implements: &dyn Fn(&str) -> Option<Vec<ExtensionPoint>>,
+) -> Result<Vec<Profile>, ConfigError> {
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for s in specs {
+        match s.expand(file, implements) {
+            Ok(p) => out.push(p),
+            Err(e) => errors.extend(e.into_list()),
         }
     }
-    Ok(())
+    // Upstream: every profile sorts its queue with the same plugin.
+    if let Some(first) = out.first() {
+        let sort = first.plugins_at(ExtensionPoint::QueueSort).to_vec();
+        for (i, p) in out.iter().enumerate().skip(1) {
+            if p.plugins_at(ExtensionPoint::QueueSort) != sort.as_slice() {
+                errors.push(ConfigError::Invalid {
+                    file: file.to_owned(),
+                    field: format!("profiles[{i}].plugins.queueSort"),
+                    message: "every profile must use the same queueSort plugin".into(),
+                });
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ConfigError::many(errors))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use ExtensionPoint as E;
+
+    /// The extension points of Berth's built-in plugins (what their modules declare;
+    /// tests/tests/components.rs checks the expansion against the real modules), and
+    /// two custom plugins.
+    fn implements(name: &str) -> Option<Vec<ExtensionPoint>> {
+        Some(match name {
+            "SchedulingGates" => vec![E::PreEnqueue],
+            "PrioritySort" => vec![E::QueueSort],
+            "NodeUnschedulable" | "NodeName" => vec![E::Filter],
+            "TaintToleration" => vec![E::Filter, E::PreScore, E::Score, E::NormalizeScore],
+            "NodeAffinity" | "PodTopologySpread" | "InterPodAffinity" => vec![
+                E::PreFilter,
+                E::Filter,
+                E::PreScore,
+                E::Score,
+                E::NormalizeScore,
+            ],
+            "NodePorts" => vec![E::PreFilter, E::Filter],
+            "NodeResourcesFit" => vec![E::PreFilter, E::Filter, E::PreScore, E::Score],
+            "NodeResourcesBalancedAllocation" => vec![E::PreScore, E::Score],
+            "ImageLocality" => vec![E::PreScore, E::Score],
+            "DefaultBinder" => vec![E::Bind],
+            "Custom" => vec![E::Filter, E::Score],
+            "Gate" => vec![E::Permit],
+            _ => return None,
+        })
+    }
+
+    fn expand_one(text: &str) -> Result<Profile, ConfigError> {
+        let c = Configuration::parse("c.yaml", text)?;
+        let specs = c.resolve_profiles("c.yaml")?;
+        specs[0].expand("c.yaml", &implements)
+    }
+
+    fn names(p: &Profile, point: ExtensionPoint) -> Vec<&str> {
+        p.plugins_at(point)
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// The default profile, expanded: upstream's order at every point.
+    pub(crate) fn expected_default_points() -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
+        let list = |names: &[(&str, i64)]| -> Vec<(String, i64)> {
+            names.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect()
+        };
+        let prefilter = [
+            ("NodeAffinity", 1),
+            ("NodePorts", 1),
+            ("NodeResourcesFit", 1),
+            ("PodTopologySpread", 1),
+            ("InterPodAffinity", 1),
+        ];
+        BTreeMap::from([
+            (E::PreEnqueue, list(&[("SchedulingGates", 1)])),
+            (E::QueueSort, list(&[("PrioritySort", 1)])),
+            (E::PreFilter, list(&prefilter)),
+            (
+                E::Filter,
+                list(&[
+                    ("NodeUnschedulable", 1),
+                    ("NodeName", 1),
+                    ("TaintToleration", 1),
+                    ("NodeAffinity", 1),
+                    ("NodePorts", 1),
+                    ("NodeResourcesFit", 1),
+                    ("PodTopologySpread", 1),
+                    ("InterPodAffinity", 1),
+                ]),
+            ),
+            (
+                E::PreScore,
+                list(&[
+                    ("TaintToleration", 1),
+                    ("NodeAffinity", 1),
+                    ("NodeResourcesFit", 1),
+                    ("PodTopologySpread", 1),
+                    ("InterPodAffinity", 1),
+                    ("NodeResourcesBalancedAllocation", 1),
+                    ("ImageLocality", 1),
+                ]),
+            ),
+            (
+                E::Score,
+                list(&[
+                    ("TaintToleration", 3),
+                    ("NodeAffinity", 2),
+                    ("NodeResourcesFit", 1),
+                    ("PodTopologySpread", 2),
+                    ("InterPodAffinity", 2),
+                    ("NodeResourcesBalancedAllocation", 1),
+                    ("ImageLocality", 1),
+                ]),
+            ),
+            (E::Bind, list(&[("DefaultBinder", 1)])),
+        ])
+    }
+
     #[test]
     fn empty_config_is_the_default_profile() {
-        let c = Configuration::parse("c.yaml", "{}").unwrap();
-        let p = c.resolve_profiles("c.yaml").unwrap();
-        assert_eq!(p.len(), 1);
-        assert_eq!(p[0].scheduler_name, DEFAULT_SCHEDULER_NAME);
-        assert_eq!(p[0].points, default_plugins());
+        let p = expand_one("{}").unwrap();
+        assert_eq!(p.scheduler_name, DEFAULT_SCHEDULER_NAME);
+        assert_eq!(p.points, expected_default_points());
+        // The same, said as upstream says it.
+        let p = expand_one(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n",
+        )
+        .unwrap();
+        assert_eq!(p.points, expected_default_points());
     }
 
     #[test]
@@ -663,20 +1204,14 @@ profiles:
   plugins:
     filter:
       disabled: [{name: NodeName}]
-      enabled: [{name: Extra}]
+      enabled: [{name: Custom}]
     score:
       disabled: [{name: "*"}]
       enabled: [{name: NodeResourcesFit, weight: 5}]
 "#;
-        let c = Configuration::parse("c.yaml", text).unwrap();
-        let p = &c.resolve_profiles("c.yaml").unwrap()[0];
-        let filters: Vec<&str> = p
-            .plugins_at(ExtensionPoint::Filter)
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect();
+        let p = expand_one(text).unwrap();
         assert_eq!(
-            filters,
+            names(&p, E::Filter),
             [
                 "NodeUnschedulable",
                 "TaintToleration",
@@ -685,12 +1220,183 @@ profiles:
                 "NodeResourcesFit",
                 "PodTopologySpread",
                 "InterPodAffinity",
-                "Extra"
+                "Custom"
             ]
         );
+        assert_eq!(p.plugins_at(E::Score), [("NodeResourcesFit".to_owned(), 5)]);
+    }
+
+    #[test]
+    fn multi_point_expands_as_upstream_s_framework() {
+        // A custom multiPoint plugin lands at every point it implements, after the
+        // defaults, with its weight.
+        let p = expand_one(
+            "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: Custom, weight: 5}]\n",
+        )
+        .unwrap();
+        assert_eq!(names(&p, E::Filter).last(), Some(&"Custom"));
         assert_eq!(
-            p.plugins_at(ExtensionPoint::Score),
-            [("NodeResourcesFit".to_owned(), 5)]
+            p.plugins_at(E::Score).last(),
+            Some(&("Custom".to_owned(), 5))
+        );
+        assert!(!names(&p, E::PreFilter).contains(&"Custom"));
+
+        // A default re-configured at one point comes first there, with the point's
+        // weight; the rest keep upstream's order.
+        let p = expand_one("profiles:\n- plugins:\n    score:\n      enabled: [{name: ImageLocality, weight: 7}]\n").unwrap();
+        assert_eq!(p.plugins_at(E::Score)[0], ("ImageLocality".to_owned(), 7));
+        assert_eq!(p.plugins_at(E::Score).len(), 7);
+        assert_eq!(p.plugins_at(E::Score)[1], ("TaintToleration".to_owned(), 3));
+
+        // A default re-configured in multiPoint keeps its place and takes the weight.
+        let p = expand_one("profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: TaintToleration, weight: 10}]\n").unwrap();
+        assert_eq!(
+            p.plugins_at(E::Score)[0],
+            ("TaintToleration".to_owned(), 10)
+        );
+        assert_eq!(names(&p, E::Filter)[2], "TaintToleration");
+
+        // Disabled at one point only.
+        let p = expand_one(
+            "profiles:\n- plugins:\n    filter:\n      disabled: [{name: TaintToleration}]\n",
+        )
+        .unwrap();
+        assert!(!names(&p, E::Filter).contains(&"TaintToleration"));
+        assert!(names(&p, E::Score).contains(&"TaintToleration"));
+
+        // Every default disabled: only what the file enables.
+        let p = expand_one(
+            "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: '*'}]\n      enabled: [{name: PrioritySort}, {name: DefaultBinder}, {name: Custom}]\n",
+        )
+        .unwrap();
+        assert_eq!(names(&p, E::Filter), ["Custom"]);
+        assert_eq!(names(&p, E::PreFilter), Vec::<&str>::new());
+        assert_eq!(names(&p, E::QueueSort), ["PrioritySort"]);
+
+        // `*` disabled at a point stops the expansion there.
+        let p = expand_one("profiles:\n- plugins:\n    preScore:\n      disabled: [{name: '*'}]\n")
+            .unwrap();
+        assert!(p.plugins_at(E::PreScore).is_empty());
+        assert_eq!(p.plugins_at(E::Score).len(), 7);
+
+        // A plugin enabled at a point and in multiPoint is there once.
+        let p = expand_one(
+            "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: Gate}]\n    permit:\n      enabled: [{name: Gate}]\n",
+        )
+        .unwrap();
+        assert_eq!(names(&p, E::Permit), ["Gate"]);
+    }
+
+    #[test]
+    fn an_upstream_file_using_in_tree_plugins_loads_as_is() {
+        let text = r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+parallelism: 8
+percentageOfNodesToScore: 50
+podInitialBackoffSeconds: 2
+podMaxBackoffSeconds: 20
+enableProfiling: false
+leaderElection:
+  leaderElect: true
+  resourceName: my-scheduler
+clientConnection:
+  qps: 100
+  burst: 200
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      disabled:
+      - name: VolumeBinding
+      - name: DefaultPreemption
+    score:
+      enabled:
+      - name: NodeResourcesFit
+        weight: 3
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+  - name: VolumeBinding
+    args:
+      bindTimeoutSeconds: 600
+- schedulerName: spread
+  percentageOfNodesToScore: 100
+"#;
+        let c = Configuration::parse("up.yaml", text).unwrap();
+        let specs = c.resolve_profiles("up.yaml").unwrap();
+        let p0 = specs[0].expand("up.yaml", &implements).unwrap();
+        assert_eq!(
+            p0.plugins_at(E::Score)[0],
+            ("NodeResourcesFit".to_owned(), 3)
+        );
+        assert!(p0.args.contains_key("NodeResourcesFit"));
+        assert!(!p0.args.contains_key("VolumeBinding"));
+        let p1 = specs[1].expand("up.yaml", &implements).unwrap();
+        assert_eq!(p1.percentage_of_nodes_to_score, Some(100));
+        assert_eq!(p1.points, expected_default_points());
+        let q = c.queue_config(crate::queue::QueueConfig::default());
+        assert_eq!(q.initial_backoff, std::time::Duration::from_secs(2));
+        assert_eq!(q.max_backoff, std::time::Duration::from_secs(20));
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let text = r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 0
+extenders: [{urlPrefix: "http://x"}]
+modules: [{name: X, path: x.wasm}]
+"#;
+        let e = Configuration::parse("c.yaml", text).unwrap_err();
+        let lines: Vec<String> = e.to_string().lines().map(str::to_owned).collect();
+        assert_eq!(
+            lines,
+            [
+                "c.yaml: modules: a KubeSchedulerConfiguration names modules under berth.modules",
+                "c.yaml: extenders: scheduler extenders are not supported; write the extension as a plugin module",
+                "c.yaml: podInitialBackoffSeconds: 0 must be greater than 0",
+            ]
+        );
+
+        let text = r#"
+profiles:
+- plugins:
+    multiPoint:
+      enabled: [{name: VolumeBinding}]
+- schedulerName: default-scheduler
+"#;
+        let c = Configuration::parse("c.yaml", text).unwrap();
+        let e = c.resolve_profiles("c.yaml").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: VolumeBinding is an in-tree plugin Berth does not ship yet; disable it or leave it out\nc.yaml: profiles[1].schedulerName: duplicate scheduler name \"default-scheduler\""
+        );
+
+        let e = expand_one(
+            "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: Custom}, {name: Custom}]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "c.yaml: profiles[0].plugins.multiPoint.enabled[1]: plugin \"Custom\" is enabled twice"
+        );
+        let e = expand_one(
+            "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: Other}]\n    permit:\n      enabled: [{name: Custom}, {name: Nope}]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e.lines().collect::<Vec<_>>(),
+            [
+                "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: unknown plugin \"Other\"",
+                "c.yaml: profiles[0].plugins.permit.enabled[0]: plugin \"Custom\" does not implement permit (it implements filter, score)",
+                "c.yaml: profiles[0].plugins.permit.enabled[1]: unknown plugin \"Nope\"",
+            ]
         );
     }
 
@@ -796,7 +1502,9 @@ profiles:
             "profiles:\n- plugins:\n    queueSort:\n      disabled: [{name: '*'}]\n",
         )
         .unwrap();
-        let e = c.resolve_profiles("c.yaml").unwrap_err();
+        let e = c.resolve_profiles("c.yaml").unwrap()[0]
+            .expand("c.yaml", &implements)
+            .unwrap_err();
         assert!(
             e.to_string().contains("exactly one queueSort plugin"),
             "{e}"

@@ -1,0 +1,165 @@
+//! `berth config validate` and `berth config default`: a configuration checked as the
+//! scheduler would use it (modules loaded, `multiPoint` expanded, plugins given their
+//! args), every problem reported at once; and the effective default configuration.
+
+use super::{
+    CONFIGURABLE_POINTS, ConfigError, Configuration, LeaderElectionConfig, UPSTREAM_API_VERSION,
+    UPSTREAM_KIND, default_multi_point, duration, expand_profiles, expand_profiles_with,
+};
+use crate::framework::registry::load_modules;
+use crate::wasm::Runtime;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Checks the configuration in `path`; on success a one-line summary per profile, on
+/// failure every problem found, one per line.
+pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<String>> {
+    let file = path.display().to_string();
+    let lines = |e: ConfigError| -> Vec<String> {
+        e.into_list().into_iter().map(|e| e.to_string()).collect()
+    };
+    let config = Configuration::load_unchecked(path).map_err(lines)?;
+    let mut found: Vec<String> = Vec::new();
+    if let Err(e) = config.check(&file) {
+        found.extend(lines(e));
+    }
+    let (specs, problems) = config.resolve_profiles_lenient(&file);
+    found.extend(problems.into_iter().map(|e| e.to_string()));
+    let sources = config.modules();
+    let mut errors: Vec<String> = Vec::new();
+    let mut modules = HashMap::new();
+    for spec in &specs {
+        for name in spec.plugin_names() {
+            if modules.contains_key(&name) {
+                continue;
+            }
+            match load_modules(runtime, &sources, std::slice::from_ref(&name)) {
+                Ok(m) => modules.extend(m),
+                Err(e) => errors.push(format!("{file}: plugin {name}: {e}")),
+            }
+        }
+    }
+    // Expand with what loaded; a plugin whose module failed (already reported) counts
+    // as implementing exactly the points the file names it at, so that it adds no
+    // second report.
+    let implements = |name: &str| -> Option<Vec<berth_sdk::ExtensionPoint>> {
+        match modules.get(name) {
+            Some(m) => Some(m.extension_points().to_vec()),
+            None => Some(
+                specs
+                    .iter()
+                    .flat_map(|s| s.sets.iter())
+                    .filter(|(_, set)| set.enabled.iter().any(|p| p.name == name))
+                    .map(|(point, _)| *point)
+                    .collect(),
+            ),
+        }
+    };
+    let expanded = expand_profiles_with(&specs, &file, &implements);
+    found.extend(errors);
+    let profiles = match expanded {
+        Ok(p) => p,
+        Err(e) => {
+            found.extend(lines(e));
+            Vec::new()
+        }
+    };
+    if !found.is_empty() {
+        return Err(found);
+    }
+    // Instantiating every plugin with its args is what the scheduler does next; a
+    // plugin that refuses its args fails here.
+    let cluster = Arc::new(crate::cluster::memory::MemoryCluster::new());
+    let clock = Arc::new(crate::clock::VirtualClock::default());
+    let options = crate::scheduler::SchedulerOptions::default();
+    if let Err(e) =
+        crate::scheduler::Scheduler::new(runtime, &config, &file, &options, cluster, clock)
+    {
+        return Err(vec![format!("{file}: {e:#}")]);
+    }
+    let mut out = format!("{file}: valid\n");
+    for p in &profiles {
+        out.push_str(&format!(
+            "profile {}: {} plugins\n",
+            p.scheduler_name,
+            p.plugin_names().len()
+        ));
+        for point in CONFIGURABLE_POINTS {
+            let list = p.plugins_at(point);
+            if list.is_empty() {
+                continue;
+            }
+            let names: Vec<String> = list
+                .iter()
+                .map(|(n, w)| {
+                    if point == berth_sdk::ExtensionPoint::Score {
+                        format!("{n}({w})")
+                    } else {
+                        n.clone()
+                    }
+                })
+                .collect();
+            out.push_str(&format!("  {:<11} {}\n", point.as_str(), names.join(", ")));
+        }
+    }
+    Ok(out)
+}
+
+/// The effective default configuration as a `KubeSchedulerConfiguration`, with the
+/// default profile's `multiPoint` list and, as comments, what it expands to.
+pub fn default_configuration(runtime: &Arc<Runtime>) -> anyhow::Result<String> {
+    let config = Configuration::default();
+    let specs = config.resolve_profiles("<default>")?;
+    let modules = load_modules(runtime, &[], &specs[0].plugin_names())?;
+    let profile = &expand_profiles(&specs, "<default>", &modules)?[0];
+    let le = LeaderElectionConfig::default().resolve("<default>")?;
+    let queue = crate::queue::QueueConfig::default();
+    let multi_point: Vec<serde_json::Value> = default_multi_point()
+        .into_iter()
+        .map(|p| match p.weight {
+            Some(w) => serde_json::json!({"name": p.name, "weight": w}),
+            None => serde_json::json!({"name": p.name}),
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "apiVersion": UPSTREAM_API_VERSION,
+        "kind": UPSTREAM_KIND,
+        "parallelism": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "percentageOfNodesToScore": 0,
+        "podInitialBackoffSeconds": queue.initial_backoff.as_secs(),
+        "podMaxBackoffSeconds": queue.max_backoff.as_secs(),
+        "clientConnection": {
+            "kubeconfig": "",
+            "qps": crate::cluster::kube::DEFAULT_QPS,
+            "burst": crate::cluster::kube::DEFAULT_BURST,
+        },
+        "leaderElection": {
+            "leaderElect": le.enabled,
+            "leaseDuration": duration::format(le.lease_duration),
+            "renewDeadline": duration::format(le.renew_deadline),
+            "retryPeriod": duration::format(le.retry_period),
+            "resourceLock": "leases",
+            "resourceName": le.name,
+            "resourceNamespace": le.namespace,
+        },
+        "profiles": [{
+            "schedulerName": profile.scheduler_name,
+            "plugins": {"multiPoint": {"enabled": multi_point}},
+        }],
+    });
+    let mut out = serde_yaml::to_string(&doc)?;
+    out.push_str("# The default profile's multiPoint list, expanded per extension point:\n");
+    for point in CONFIGURABLE_POINTS {
+        let list = profile.plugins_at(point);
+        if list.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = list.iter().map(|(n, _)| n.clone()).collect();
+        out.push_str(&format!("#   {}: {}\n", point.as_str(), names.join(", ")));
+    }
+    out.push_str(
+        "# Berth's additions go under `berth:` (for example berth.modules: [{name, path, sha256}]).\n",
+    );
+    Ok(out)
+}

@@ -1,0 +1,107 @@
+//! `berth config validate` and `berth config default` as an operator runs them.
+
+mod common;
+
+use common::{berth, stderr, stdout};
+
+#[test]
+fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = berth(&["config", "default"], cache.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("apiVersion: kubescheduler.config.k8s.io/v1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kind: KubeSchedulerConfiguration\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity\n"),
+        "{text}"
+    );
+    // What it prints is a configuration Berth loads, with the same profile.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("default.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let out = berth(
+        &["config", "validate", file.to_str().unwrap()],
+        cache.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = stdout(&out);
+    assert!(
+        summary.contains("profile default-scheduler: 13 plugins\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), PodTopologySpread(2), InterPodAffinity(2), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn validate_reports_every_problem_with_file_and_field() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 0
+profiles:
+- plugins:
+    multiPoint:
+      enabled: [{name: Custom}]
+    permit:
+      enabled: [{name: NodeName}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: Nonsense}}
+- schedulerName: default-scheduler
+",
+    )
+    .unwrap();
+    let f = file.display().to_string();
+    let out = berth(&["config", "validate", &f], cache.path());
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{f}: podInitialBackoffSeconds: 0 must be greater than 0"),
+            format!(
+                "{f}: profiles[1].schedulerName: duplicate scheduler name \"default-scheduler\""
+            ),
+            format!(
+                "{f}: plugin Custom: plugin Custom is not built in and no entry of `modules` names it"
+            ),
+            format!(
+                "{f}: profiles[0].plugins.permit.enabled[0]: plugin \"NodeName\" does not implement permit (it implements filter)"
+            ),
+            format!("{f}: 4 problem(s) found"),
+        ]
+    );
+
+    // Once the structure is right, a plugin that refuses its args is named.
+    std::fs::write(
+        &file,
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: Nonsense}}
+",
+    )
+    .unwrap();
+    let out = berth(&["config", "validate", &f], cache.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("NodeResourcesFit"), "{err}");
+    assert!(err.contains("scoringStrategy"), "{err}");
+}
