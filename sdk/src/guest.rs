@@ -4,7 +4,7 @@
 use crate::plugin::{CycleState, Registered, StateStore, VTable};
 use crate::types as sdk;
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 
 #[doc(hidden)]
@@ -31,13 +31,72 @@ struct Instance<T> {
     /// Boxed, so that walking every node (PreFilter, PreScore) reads pointers, not
     /// whole node infos.
     nodes: Vec<Option<Box<sdk::NodeInfo>>>,
+    /// Every node of the replica in slot order, as PreFilter and PreScore hand them
+    /// to the plugin: built on the first such call after a sync, not on every call.
+    /// Each pointer is into a box of `nodes`; `sync_nodes` clears the list before it
+    /// drops or replaces any box.
+    all: Vec<*const sdk::NodeInfo>,
+    all_valid: bool,
     /// The pod of the current cycle, decoded once when the host begins the cycle.
     pod: Option<sdk::Pod>,
+}
+
+impl<T> Instance<T> {
+    /// Rebuilds the list of every node if a sync made it stale.
+    fn refresh_all(&mut self) {
+        if !self.all_valid {
+            self.all.clear();
+            self.all.extend(
+                self.nodes
+                    .iter()
+                    .flatten()
+                    .map(|n| &**n as *const sdk::NodeInfo),
+            );
+            self.all_valid = true;
+        }
+    }
+
+    /// Every node of the replica; call [`Instance::refresh_all`] first.
+    fn all_nodes(&self) -> &[&sdk::NodeInfo] {
+        debug_assert!(self.all_valid);
+        // SAFETY: `*const NodeInfo` and `&NodeInfo` have the same layout. Every pointer
+        // is non-null and points into a box that `nodes` owns: boxes do not move when
+        // `nodes` grows, and `sync_nodes` (which takes `&mut self`, so cannot run while
+        // this borrow lives) invalidates the list before dropping or replacing one.
+        unsafe { std::slice::from_raw_parts(self.all.as_ptr().cast(), self.all.len()) }
+    }
 }
 
 thread_local! {
     // A component instance is single-threaded; the slot holds `Instance<T>`.
     static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+    // The replica's affinity counts, apart from `INSTANCE` so that a plugin can read
+    // them while it runs (with `INSTANCE` borrowed).
+    static AFFINITY: Cell<crate::AffinityCounts> = const {
+        Cell::new(crate::AffinityCounts {
+            with_affinity: 0,
+            with_required_anti_affinity: 0,
+        })
+    };
+}
+
+/// The replica's affinity counts.
+pub(crate) fn affinity_counts() -> crate::AffinityCounts {
+    AFFINITY.get()
+}
+
+fn count_in(total: &mut crate::AffinityCounts, node: &sdk::NodeInfo) {
+    let c = crate::AffinityCounts::of(node);
+    total.with_affinity += c.with_affinity;
+    total.with_required_anti_affinity += c.with_required_anti_affinity;
+}
+
+fn count_out(total: &mut crate::AffinityCounts, node: &sdk::NodeInfo) {
+    let c = crate::AffinityCounts::of(node);
+    total.with_affinity = total.with_affinity.saturating_sub(c.with_affinity);
+    total.with_required_anti_affinity = total
+        .with_required_anti_affinity
+        .saturating_sub(c.with_required_anti_affinity);
 }
 
 fn with_instance<T: Registered, R>(f: impl FnOnce(&mut Instance<T>) -> R) -> R {
@@ -159,8 +218,11 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             plugin,
             vtable: T::vtable(),
             nodes: Vec::new(),
+            all: Vec::new(),
+            all_valid: false,
             pod: None,
         };
+        AFFINITY.set(crate::AffinityCounts::default());
         INSTANCE.with(|slot| *slot.borrow_mut() = Some(Box::new(inst)));
         Ok(())
     }
@@ -169,9 +231,13 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
 impl<T: Registered> ex::replica::Guest for Export<T> {
     fn sync_nodes(updated: Vec<(u32, w::NodeInfo)>, removed: Vec<u32>) {
         with_instance::<T, _>(|inst| {
+            // Before any box is dropped or replaced: `all` points into them.
+            inst.all.clear();
+            inst.all_valid = false;
+            let mut counts = AFFINITY.get();
             for slot in removed {
-                if let Some(n) = inst.nodes.get_mut(slot as usize) {
-                    *n = None;
+                if let Some(old) = inst.nodes.get_mut(slot as usize).and_then(Option::take) {
+                    count_out(&mut counts, &old);
                 }
             }
             for (slot, info) in updated {
@@ -179,8 +245,13 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 if inst.nodes.len() <= slot {
                     inst.nodes.resize_with(slot + 1, || None);
                 }
-                inst.nodes[slot] = Some(Box::new(node_info_from_wit(info)));
+                let new = Box::new(node_info_from_wit(info));
+                count_in(&mut counts, &new);
+                if let Some(old) = inst.nodes[slot].replace(new) {
+                    count_out(&mut counts, &old);
+                }
             }
+            AFFINITY.set(counts);
         });
     }
 }
@@ -275,15 +346,14 @@ impl<T: Registered> ex::pre_filter::Guest for Export<T> {
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| match inst.vtable.pre_filter {
             Some(f) => {
+                inst.refresh_all();
                 let Some(pod) = &inst.pod else {
                     return ex::pre_filter::PreFilterResult {
                         status: status_to_wit(no_cycle()),
                         node_names: None,
                     };
                 };
-                let nodes: Vec<&sdk::NodeInfo> =
-                    inst.nodes.iter().flatten().map(|n| &**n).collect();
-                let r = f(&inst.plugin, &state, pod, &nodes);
+                let r = f(&inst.plugin, &state, pod, inst.all_nodes());
                 ex::pre_filter::PreFilterResult {
                     status: status_to_wit(r.status),
                     node_names: r.node_names,
@@ -350,6 +420,7 @@ impl<T: Registered> ex::pre_score::Guest for Export<T> {
             let Some(f) = inst.vtable.pre_score else {
                 return not_implemented("preScore");
             };
+            inst.refresh_all();
             let Some(pod) = &inst.pod else {
                 return status_to_wit(no_cycle());
             };
@@ -360,8 +431,7 @@ impl<T: Registered> ex::pre_score::Guest for Export<T> {
                     None => return status_to_wit(missing_node(slot)),
                 }
             }
-            let all: Vec<&sdk::NodeInfo> = inst.nodes.iter().flatten().map(|n| &**n).collect();
-            status_to_wit(f(&inst.plugin, &state, pod, &nodes, &all))
+            status_to_wit(f(&inst.plugin, &state, pod, &nodes, inst.all_nodes()))
         })
     }
 }
