@@ -436,19 +436,18 @@ pub fn sizes_for(w: &Workload, opts: &BenchOptions) -> Vec<Size> {
     sizes
 }
 
-/// Runs one workload at one size in one mode. `progress` receives a line now and
-/// then.
-pub fn run_one(
+/// A scheduler with the workload's nodes, its initial pods placed, and its measured
+/// pods added (not yet scheduled); with the uids of the initial and measured pods.
+fn prepare(
     runtime: &Arc<Runtime>,
     w: &Workload,
     size: Size,
     mode: Mode,
     options: &SchedulerOptions,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<BenchResult> {
+) -> anyhow::Result<(Scheduler, Vec<String>, Vec<String>)> {
     let init_template = template(w.init_template)?;
     let measure_template = template(w.measure_template)?;
-    reset_peak_rss();
     let mut options = options.clone();
     options.framework.native = mode == Mode::Native;
     let cluster = Arc::new(MemoryCluster::new());
@@ -471,8 +470,11 @@ pub fn run_one(
         "{label}: scheduling {} initial pods",
         size.init_pods
     ));
+    let mut initial = Vec::with_capacity(size.init_pods);
     for i in 0..size.init_pods {
-        s.add_pod(make_pod(&init_template, w.init_namespace, "init", i))?;
+        let p = make_pod(&init_template, w.init_namespace, "init", i);
+        initial.push(p.uid.clone());
+        s.add_pod(p)?;
     }
     s.run_until_idle();
 
@@ -484,6 +486,43 @@ pub fn run_one(
             s.add_pod(p).map(|()| uid)
         })
         .collect::<anyhow::Result<_>>()?;
+    Ok((s, initial, measured))
+}
+
+/// Where every pod of a workload lands (uid and node, `None` when left pending),
+/// initial pods first: what the wasm and native runs of the same seed must agree on.
+pub fn placements(
+    runtime: &Arc<Runtime>,
+    w: &Workload,
+    size: Size,
+    mode: Mode,
+    options: &SchedulerOptions,
+) -> anyhow::Result<Vec<(String, Option<String>)>> {
+    let (mut s, initial, measured) = prepare(runtime, w, size, mode, options, &mut |_| {})?;
+    s.run_until_idle();
+    Ok(initial
+        .into_iter()
+        .chain(measured)
+        .map(|uid| {
+            let node = s.outcome(&uid).and_then(|o| o.node.clone());
+            (uid, node)
+        })
+        .collect())
+}
+
+/// Runs one workload at one size in one mode. `progress` receives a line now and
+/// then.
+pub fn run_one(
+    runtime: &Arc<Runtime>,
+    w: &Workload,
+    size: Size,
+    mode: Mode,
+    options: &SchedulerOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<BenchResult> {
+    reset_peak_rss();
+    let (mut s, _, measured) = prepare(runtime, w, size, mode, options, progress)?;
+    let label = format!("{} {} nodes {}", w.name, size.nodes, mode.as_str());
     let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
     let start = Instant::now();
     let mut last_report = start;

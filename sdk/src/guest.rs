@@ -4,7 +4,7 @@
 use crate::plugin::{CycleState, Registered, StateStore, VTable};
 use crate::types as sdk;
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 
 #[doc(hidden)]
@@ -22,7 +22,7 @@ use wit::berth::scheduler::types as w;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -31,11 +31,72 @@ struct Instance<T> {
     /// Boxed, so that walking every node (PreFilter, PreScore) reads pointers, not
     /// whole node infos.
     nodes: Vec<Option<Box<sdk::NodeInfo>>>,
+    /// Every node of the replica in slot order, as PreFilter and PreScore hand them
+    /// to the plugin: built on the first such call after a sync, not on every call.
+    /// Each pointer is into a box of `nodes`; `sync_nodes` clears the list before it
+    /// drops or replaces any box.
+    all: Vec<*const sdk::NodeInfo>,
+    all_valid: bool,
+    /// The pod of the current cycle, decoded once when the host begins the cycle.
+    pod: Option<sdk::Pod>,
+}
+
+impl<T> Instance<T> {
+    /// Rebuilds the list of every node if a sync made it stale.
+    fn refresh_all(&mut self) {
+        if !self.all_valid {
+            self.all.clear();
+            self.all.extend(
+                self.nodes
+                    .iter()
+                    .flatten()
+                    .map(|n| &**n as *const sdk::NodeInfo),
+            );
+            self.all_valid = true;
+        }
+    }
+
+    /// Every node of the replica; call [`Instance::refresh_all`] first.
+    fn all_nodes(&self) -> &[&sdk::NodeInfo] {
+        debug_assert!(self.all_valid);
+        // SAFETY: `*const NodeInfo` and `&NodeInfo` have the same layout. Every pointer
+        // is non-null and points into a box that `nodes` owns: boxes do not move when
+        // `nodes` grows, and `sync_nodes` (which takes `&mut self`, so cannot run while
+        // this borrow lives) invalidates the list before dropping or replacing one.
+        unsafe { std::slice::from_raw_parts(self.all.as_ptr().cast(), self.all.len()) }
+    }
 }
 
 thread_local! {
     // A component instance is single-threaded; the slot holds `Instance<T>`.
     static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+    // The replica's affinity counts, apart from `INSTANCE` so that a plugin can read
+    // them while it runs (with `INSTANCE` borrowed).
+    static AFFINITY: Cell<crate::AffinityCounts> = const {
+        Cell::new(crate::AffinityCounts {
+            with_affinity: 0,
+            with_required_anti_affinity: 0,
+        })
+    };
+}
+
+/// The replica's affinity counts.
+pub(crate) fn affinity_counts() -> crate::AffinityCounts {
+    AFFINITY.get()
+}
+
+fn count_in(total: &mut crate::AffinityCounts, node: &sdk::NodeInfo) {
+    let c = crate::AffinityCounts::of(node);
+    total.with_affinity += c.with_affinity;
+    total.with_required_anti_affinity += c.with_required_anti_affinity;
+}
+
+fn count_out(total: &mut crate::AffinityCounts, node: &sdk::NodeInfo) {
+    let c = crate::AffinityCounts::of(node);
+    total.with_affinity = total.with_affinity.saturating_sub(c.with_affinity);
+    total.with_required_anti_affinity = total
+        .with_required_anti_affinity
+        .saturating_sub(c.with_required_anti_affinity);
 }
 
 fn with_instance<T: Registered, R>(f: impl FnOnce(&mut Instance<T>) -> R) -> R {
@@ -157,7 +218,11 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             plugin,
             vtable: T::vtable(),
             nodes: Vec::new(),
+            all: Vec::new(),
+            all_valid: false,
+            pod: None,
         };
+        AFFINITY.set(crate::AffinityCounts::default());
         INSTANCE.with(|slot| *slot.borrow_mut() = Some(Box::new(inst)));
         Ok(())
     }
@@ -166,9 +231,13 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
 impl<T: Registered> ex::replica::Guest for Export<T> {
     fn sync_nodes(updated: Vec<(u32, w::NodeInfo)>, removed: Vec<u32>) {
         with_instance::<T, _>(|inst| {
+            // Before any box is dropped or replaced: `all` points into them.
+            inst.all.clear();
+            inst.all_valid = false;
+            let mut counts = AFFINITY.get();
             for slot in removed {
-                if let Some(n) = inst.nodes.get_mut(slot as usize) {
-                    *n = None;
+                if let Some(old) = inst.nodes.get_mut(slot as usize).and_then(Option::take) {
+                    count_out(&mut counts, &old);
                 }
             }
             for (slot, info) in updated {
@@ -176,10 +245,27 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 if inst.nodes.len() <= slot {
                     inst.nodes.resize_with(slot + 1, || None);
                 }
-                inst.nodes[slot] = Some(Box::new(node_info_from_wit(info)));
+                let new = Box::new(node_info_from_wit(info));
+                count_in(&mut counts, &new);
+                if let Some(old) = inst.nodes[slot].replace(new) {
+                    count_out(&mut counts, &old);
+                }
             }
+            AFFINITY.set(counts);
         });
     }
+}
+
+impl<T: Registered> ex::cycle::Guest for Export<T> {
+    fn begin_cycle(pod: w::Pod) {
+        let pod = pod_from_wit(pod);
+        with_instance::<T, _>(|inst| inst.pod = Some(pod));
+    }
+}
+
+/// The answer when the host calls a cycle's extension point before beginning it.
+fn no_cycle() -> sdk::Status {
+    sdk::Status::error("berth: the host called the plugin outside a cycle")
 }
 
 impl<T: Registered> ex::queue_sort::Guest for Export<T> {
@@ -255,15 +341,19 @@ impl<T: Registered> ex::pre_enqueue::Guest for Export<T> {
 }
 
 impl<T: Registered> ex::pre_filter::Guest for Export<T> {
-    fn pre_filter(state: &host::CycleState, pod: w::Pod) -> ex::pre_filter::PreFilterResult {
-        let pod = pod_from_wit(pod);
+    fn pre_filter(state: &host::CycleState) -> ex::pre_filter::PreFilterResult {
         let store = HostState(state);
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| match inst.vtable.pre_filter {
             Some(f) => {
-                let nodes: Vec<&sdk::NodeInfo> =
-                    inst.nodes.iter().flatten().map(|n| &**n).collect();
-                let r = f(&inst.plugin, &state, &pod, &nodes);
+                inst.refresh_all();
+                let Some(pod) = &inst.pod else {
+                    return ex::pre_filter::PreFilterResult {
+                        status: status_to_wit(no_cycle()),
+                        node_names: None,
+                    };
+                };
+                let r = f(&inst.plugin, &state, pod, inst.all_nodes());
                 ex::pre_filter::PreFilterResult {
                     status: status_to_wit(r.status),
                     node_names: r.node_names,
@@ -282,12 +372,7 @@ fn missing_node(slot: u32) -> sdk::Status {
 }
 
 impl<T: Registered> ex::filter::Guest for Export<T> {
-    fn filter(
-        state: &host::CycleState,
-        pod: w::Pod,
-        slots: Vec<u32>,
-    ) -> Vec<ex::filter::NodeStatus> {
-        let pod = pod_from_wit(pod);
+    fn filter(state: &host::CycleState, slots: Vec<u32>) -> Vec<ex::filter::NodeStatus> {
         let store = HostState(state);
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| {
@@ -300,10 +385,19 @@ impl<T: Registered> ex::filter::Guest for Export<T> {
                     })
                     .collect();
             };
+            let Some(pod) = &inst.pod else {
+                return slots
+                    .iter()
+                    .map(|&slot| ex::filter::NodeStatus {
+                        slot,
+                        status: status_to_wit(no_cycle()),
+                    })
+                    .collect();
+            };
             let mut out = Vec::new();
             for slot in slots {
                 let status = match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
-                    Some(node) => f(&inst.plugin, &state, &pod, node),
+                    Some(node) => f(&inst.plugin, &state, pod, node),
                     None => missing_node(slot),
                 };
                 if !status.is_success() {
@@ -319,13 +413,16 @@ impl<T: Registered> ex::filter::Guest for Export<T> {
 }
 
 impl<T: Registered> ex::pre_score::Guest for Export<T> {
-    fn pre_score(state: &host::CycleState, pod: w::Pod, slots: Vec<u32>) -> w::Status {
-        let pod = pod_from_wit(pod);
+    fn pre_score(state: &host::CycleState, slots: Vec<u32>) -> w::Status {
         let store = HostState(state);
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| {
             let Some(f) = inst.vtable.pre_score else {
                 return not_implemented("preScore");
+            };
+            inst.refresh_all();
+            let Some(pod) = &inst.pod else {
+                return status_to_wit(no_cycle());
             };
             let mut nodes = Vec::with_capacity(slots.len());
             for slot in slots {
@@ -334,30 +431,27 @@ impl<T: Registered> ex::pre_score::Guest for Export<T> {
                     None => return status_to_wit(missing_node(slot)),
                 }
             }
-            let all: Vec<&sdk::NodeInfo> = inst.nodes.iter().flatten().map(|n| &**n).collect();
-            status_to_wit(f(&inst.plugin, &state, &pod, &nodes, &all))
+            status_to_wit(f(&inst.plugin, &state, pod, &nodes, inst.all_nodes()))
         })
     }
 }
 
 impl<T: Registered> ex::score::Guest for Export<T> {
-    fn score(
-        state: &host::CycleState,
-        pod: w::Pod,
-        slots: Vec<u32>,
-    ) -> Result<Vec<i64>, w::Status> {
-        let pod = pod_from_wit(pod);
+    fn score(state: &host::CycleState, slots: Vec<u32>) -> Result<Vec<i64>, w::Status> {
         let store = HostState(state);
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| {
             let Some(f) = inst.vtable.score else {
                 return Err(not_implemented("score"));
             };
+            let Some(pod) = &inst.pod else {
+                return Err(status_to_wit(no_cycle()));
+            };
             slots
                 .iter()
                 .map(
                     |&slot| match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
-                        Some(n) => f(&inst.plugin, &state, &pod, n).map_err(status_to_wit),
+                        Some(n) => f(&inst.plugin, &state, pod, n).map_err(status_to_wit),
                         None => Err(status_to_wit(missing_node(slot))),
                     },
                 )
@@ -367,17 +461,18 @@ impl<T: Registered> ex::score::Guest for Export<T> {
 
     fn normalize_score(
         state: &host::CycleState,
-        pod: w::Pod,
         mut scores: Vec<i64>,
     ) -> Result<Vec<i64>, w::Status> {
-        let pod = pod_from_wit(pod);
         let store = HostState(state);
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| {
             let Some(f) = inst.vtable.normalize_score else {
                 return Err(not_implemented("normalizeScore"));
             };
-            let status = f(&inst.plugin, &state, &pod, &mut scores);
+            let Some(pod) = &inst.pod else {
+                return Err(status_to_wit(no_cycle()));
+            };
+            let status = f(&inst.plugin, &state, pod, &mut scores);
             if status.is_success() {
                 Ok(scores)
             } else {
@@ -387,78 +482,105 @@ impl<T: Registered> ex::score::Guest for Export<T> {
     }
 }
 
-/// Runs a node-name based extension point (Reserve, Permit, PreBind, Bind, ...).
+/// Runs a node-name based extension point (Reserve, Permit, PreBind, Bind, ...) on
+/// the cycle's pod; `outside` answers when no cycle has begun.
 fn at_node<T: Registered, R>(
     state: &host::CycleState,
-    pod: w::Pod,
+    outside: impl FnOnce() -> R,
     f: impl FnOnce(&Instance<T>, &CycleState, &sdk::Pod) -> R,
 ) -> R {
-    let pod = pod_from_wit(pod);
     let store = HostState(state);
     let state = CycleState::new(&store);
-    with_instance::<T, _>(|inst| f(inst, &state, &pod))
+    with_instance::<T, _>(|inst| match &inst.pod {
+        Some(pod) => f(inst, &state, pod),
+        None => outside(),
+    })
+}
+
+fn no_cycle_status() -> w::Status {
+    status_to_wit(no_cycle())
 }
 
 impl<T: Registered> ex::reserve::Guest for Export<T> {
-    fn reserve(state: &host::CycleState, pod: w::Pod, node: String) -> w::Status {
-        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.reserve {
-            Some((f, _)) => status_to_wit(f(&inst.plugin, state, pod, &node)),
-            None => not_implemented("reserve"),
+    fn reserve(state: &host::CycleState, node: String) -> w::Status {
+        at_node::<T, _>(state, no_cycle_status, |inst, state, pod| {
+            match inst.vtable.reserve {
+                Some((f, _)) => status_to_wit(f(&inst.plugin, state, pod, &node)),
+                None => not_implemented("reserve"),
+            }
         })
     }
 
-    fn unreserve(state: &host::CycleState, pod: w::Pod, node: String) {
-        at_node::<T, _>(state, pod, |inst, state, pod| {
-            if let Some((_, f)) = inst.vtable.reserve {
-                f(&inst.plugin, state, pod, &node)
-            }
-        })
+    fn unreserve(state: &host::CycleState, node: String) {
+        at_node::<T, _>(
+            state,
+            || (),
+            |inst, state, pod| {
+                if let Some((_, f)) = inst.vtable.reserve {
+                    f(&inst.plugin, state, pod, &node)
+                }
+            },
+        )
     }
 }
 
 impl<T: Registered> ex::permit::Guest for Export<T> {
-    fn permit(state: &host::CycleState, pod: w::Pod, node: String) -> ex::permit::PermitResult {
-        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.permit {
-            Some(f) => {
-                let (status, timeout) = f(&inst.plugin, state, pod, &node);
-                ex::permit::PermitResult {
-                    status: status_to_wit(status),
-                    timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+    fn permit(state: &host::CycleState, node: String) -> ex::permit::PermitResult {
+        let outside = || ex::permit::PermitResult {
+            status: no_cycle_status(),
+            timeout_ms: 0,
+        };
+        at_node::<T, _>(state, outside, |inst, state, pod| {
+            match inst.vtable.permit {
+                Some(f) => {
+                    let (status, timeout) = f(&inst.plugin, state, pod, &node);
+                    ex::permit::PermitResult {
+                        status: status_to_wit(status),
+                        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                    }
                 }
+                None => ex::permit::PermitResult {
+                    status: not_implemented("permit"),
+                    timeout_ms: 0,
+                },
             }
-            None => ex::permit::PermitResult {
-                status: not_implemented("permit"),
-                timeout_ms: 0,
-            },
         })
     }
 }
 
 impl<T: Registered> ex::pre_bind::Guest for Export<T> {
-    fn pre_bind(state: &host::CycleState, pod: w::Pod, node: String) -> w::Status {
-        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.pre_bind {
-            Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
-            None => not_implemented("preBind"),
+    fn pre_bind(state: &host::CycleState, node: String) -> w::Status {
+        at_node::<T, _>(state, no_cycle_status, |inst, state, pod| {
+            match inst.vtable.pre_bind {
+                Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
+                None => not_implemented("preBind"),
+            }
         })
     }
 }
 
 impl<T: Registered> ex::bind::Guest for Export<T> {
-    fn bind(state: &host::CycleState, pod: w::Pod, node: String) -> w::Status {
-        at_node::<T, _>(state, pod, |inst, state, pod| match inst.vtable.bind {
-            Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
-            None => not_implemented("bind"),
+    fn bind(state: &host::CycleState, node: String) -> w::Status {
+        at_node::<T, _>(state, no_cycle_status, |inst, state, pod| {
+            match inst.vtable.bind {
+                Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
+                None => not_implemented("bind"),
+            }
         })
     }
 }
 
 impl<T: Registered> ex::post_bind::Guest for Export<T> {
-    fn post_bind(state: &host::CycleState, pod: w::Pod, node: String) {
-        at_node::<T, _>(state, pod, |inst, state, pod| {
-            if let Some(f) = inst.vtable.post_bind {
-                f(&inst.plugin, state, pod, &node)
-            }
-        })
+    fn post_bind(state: &host::CycleState, node: String) {
+        at_node::<T, _>(
+            state,
+            || (),
+            |inst, state, pod| {
+                if let Some(f) = inst.vtable.post_bind {
+                    f(&inst.plugin, state, pod, &node)
+                }
+            },
+        )
     }
 }
 

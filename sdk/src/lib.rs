@@ -152,6 +152,47 @@ pub fn reject_waiting_pod(uid: &str, plugin: &str, message: &str) {
     }
 }
 
+/// How many pods on the nodes a plugin sees have inter-pod affinity terms: what lets
+/// a plugin skip walking every node when no pod anywhere has the terms it cares about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AffinityCounts {
+    /// Pods with any pod affinity or anti-affinity term (upstream's
+    /// `PodsWithAffinity`).
+    pub with_affinity: usize,
+    /// Pods with a required pod anti-affinity term (upstream's
+    /// `PodsWithRequiredAntiAffinity`).
+    pub with_required_anti_affinity: usize,
+}
+
+impl AffinityCounts {
+    /// The counts of one node's pods.
+    pub fn of(node: &NodeInfo) -> Self {
+        let mut c = AffinityCounts::default();
+        for p in &node.pods {
+            let a = &p.affinity;
+            if !a.pod_affinity.is_empty() || !a.pod_anti_affinity.is_empty() {
+                c.with_affinity += 1;
+            }
+            if !a.pod_anti_affinity.required.is_empty() {
+                c.with_required_anti_affinity += 1;
+            }
+        }
+        c
+    }
+}
+
+/// The [`AffinityCounts`] over every node of the plugin's view, when the SDK keeps
+/// them: a wasm plugin's replica does, updating them as nodes change, so the answer
+/// costs nothing per call. It counts the pods the replica holds, so it is useful only
+/// to a plugin whose [`Plugin::WANTS_PODS`] is set. `None` natively: a native plugin
+/// sees the nodes it is given and walks them.
+pub fn replica_affinity_counts() -> Option<AffinityCounts> {
+    #[cfg(target_arch = "wasm32")]
+    return Some(guest::affinity_counts());
+    #[cfg(not(target_arch = "wasm32"))]
+    None
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 static NATIVE_HOST: std::sync::RwLock<Option<std::sync::Arc<dyn HostApi>>> =
     std::sync::RwLock::new(None);

@@ -1,7 +1,7 @@
 //! A plugin instance the framework calls: a sandboxed wasm instance, or a native twin
 //! compiled into the host. Both answer the same calls; the pod goes to a wasm
-//! instance as its WIT record (made once per cycle, on first use) and to a native one
-//! as the SDK's pod.
+//! instance as its WIT record (made once per cycle, on first use, and sent to each
+//! instance once per cycle) and to a native one as the SDK's pod.
 
 use super::CycleState;
 use crate::cache::Snapshot;
@@ -10,22 +10,36 @@ use crate::wasm::module::{WitPod, pod_to_wit};
 use crate::wasm::{CallError, Instance};
 use berth_sdk::{ClusterEvent, NodeInfo, Object, Pod, PreFilterResult, QueueingHint, Status};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A pod as a cycle hands it to plugins: the SDK's pod, and its WIT record, made the
 /// first time a wasm instance needs it and then reused by every call of the cycle.
+///
+/// Each `CyclePod` has an id of its own, never reused in the process: a wasm instance
+/// that already holds the pod with that id (it began the cycle) is not sent it again.
+/// The pod cannot change once wrapped, so equal ids mean the same pod.
 #[derive(Debug)]
 pub struct CyclePod {
+    id: u64,
     pod: Pod,
     wit: OnceLock<WitPod>,
 }
+
+static NEXT_CYCLE_POD: AtomicU64 = AtomicU64::new(1);
 
 impl CyclePod {
     /// Wraps a pod.
     pub fn new(pod: Pod) -> Self {
         CyclePod {
+            id: NEXT_CYCLE_POD.fetch_add(1, Ordering::Relaxed),
             pod,
             wit: OnceLock::new(),
         }
+    }
+
+    /// The id that tells this pod from every other `CyclePod` of the process.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The SDK's pod.
@@ -124,7 +138,7 @@ impl PluginInstance {
         pod: &CyclePod,
     ) -> Result<PreFilterResult, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.pre_filter(state, pod.wit()),
+            PluginInstance::Wasm(i) => i.pre_filter(state, pod),
             PluginInstance::Native(n) => Ok(n.pre_filter(state, pod)),
         }
     }
@@ -137,7 +151,7 @@ impl PluginInstance {
         slots: &[u32],
     ) -> Result<Vec<(u32, Status)>, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.filter(state, pod.wit(), slots),
+            PluginInstance::Wasm(i) => i.filter(state, pod, slots),
             PluginInstance::Native(n) => Ok(n.filter(state, pod, slots)),
         }
     }
@@ -150,7 +164,7 @@ impl PluginInstance {
         slots: &[u32],
     ) -> Result<Status, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.pre_score(state, pod.wit(), slots),
+            PluginInstance::Wasm(i) => i.pre_score(state, pod, slots),
             PluginInstance::Native(n) => Ok(n.pre_score(state, pod, slots)),
         }
     }
@@ -163,7 +177,7 @@ impl PluginInstance {
         slots: &[u32],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.score(state, pod.wit(), slots),
+            PluginInstance::Wasm(i) => i.score(state, pod, slots),
             PluginInstance::Native(n) => Ok(n.score(state, pod, slots)),
         }
     }
@@ -176,7 +190,7 @@ impl PluginInstance {
         scores: &[i64],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.normalize_score(state, pod.wit(), scores),
+            PluginInstance::Wasm(i) => i.normalize_score(state, pod, scores),
             PluginInstance::Native(n) => Ok(n.normalize_score(state, pod, scores)),
         }
     }
@@ -189,7 +203,7 @@ impl PluginInstance {
         node: &str,
     ) -> Result<Status, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.reserve(state, pod.wit(), node),
+            PluginInstance::Wasm(i) => i.reserve(state, pod, node),
             PluginInstance::Native(n) => Ok(n.reserve(state, pod, node)),
         }
     }
@@ -202,7 +216,7 @@ impl PluginInstance {
         node: &str,
     ) -> Result<(), CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.unreserve(state, pod.wit(), node),
+            PluginInstance::Wasm(i) => i.unreserve(state, pod, node),
             PluginInstance::Native(n) => {
                 n.unreserve(state, pod, node);
                 Ok(())
@@ -218,7 +232,7 @@ impl PluginInstance {
         node: &str,
     ) -> Result<(Status, std::time::Duration), CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.permit(state, pod.wit(), node),
+            PluginInstance::Wasm(i) => i.permit(state, pod, node),
             PluginInstance::Native(n) => Ok(n.permit(state, pod, node)),
         }
     }
@@ -231,7 +245,7 @@ impl PluginInstance {
         node: &str,
     ) -> Result<Status, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.pre_bind(state, pod.wit(), node),
+            PluginInstance::Wasm(i) => i.pre_bind(state, pod, node),
             PluginInstance::Native(n) => Ok(n.pre_bind(state, pod, node)),
         }
     }
@@ -244,7 +258,7 @@ impl PluginInstance {
         node: &str,
     ) -> Result<Status, CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.bind(state, pod.wit(), node),
+            PluginInstance::Wasm(i) => i.bind(state, pod, node),
             PluginInstance::Native(n) => Ok(n.bind(state, pod, node)),
         }
     }
@@ -257,7 +271,7 @@ impl PluginInstance {
         node: &str,
     ) -> Result<(), CallError> {
         match self {
-            PluginInstance::Wasm(i) => i.post_bind(state, pod.wit(), node),
+            PluginInstance::Wasm(i) => i.post_bind(state, pod, node),
             PluginInstance::Native(n) => {
                 n.post_bind(state, pod, node);
                 Ok(())

@@ -8,8 +8,13 @@ use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, 
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
 
-/// Below this many nodes a batch is not split across workers.
+/// The fewest nodes a worker's share of a fanned-out batch holds.
 const MIN_NODES_PER_WORKER: usize = 32;
+/// Batches smaller than this run inline on the calling thread: waking the workers and
+/// handing them the batch costs more than they save. Measured on 2 cores (BENCHMARKS.md):
+/// the 256-node rounds of a 500-node cluster and the 500-node rounds of a 5000-node one
+/// both ran faster on one thread than split over two.
+const INLINE_BELOW: usize = 1024;
 /// The fewest nodes one Filter round looks at.
 const MIN_ROUND: usize = 256;
 
@@ -90,11 +95,12 @@ fn nominated_overlays(
 
 impl Framework {
     /// Splits `items` into one contiguous chunk per worker and runs `f` on each, on
-    /// the worker that owns the instances of that index. Results come in item order.
+    /// the worker that owns the instances of that index; a small batch runs inline on
+    /// worker 0's instances. Results come in item order.
     fn fan_out<R: Send>(&self, items: &[u32], f: impl Fn(usize, &[u32]) -> R + Sync) -> Vec<R> {
         let workers = self.workers.len();
         match &self.pool {
-            Some(pool) if items.len() >= 2 * MIN_NODES_PER_WORKER => {
+            Some(pool) if items.len() >= INLINE_BELOW => {
                 let per = items.len().div_ceil(workers).max(MIN_NODES_PER_WORKER);
                 let chunks: Vec<&[u32]> = items.chunks(per).collect();
                 pool.broadcast(|ctx| chunks.get(ctx.index()).map(|c| f(ctx.index(), c)))

@@ -8,6 +8,7 @@ use super::convert;
 use super::limits::{EPOCH_TICK, Limits};
 use crate::cache::Snapshot;
 use crate::cluster::{Binder, Namespaces};
+use crate::framework::CyclePod;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::waiting::WaitingPods;
 use berth_sdk::EventRegistration;
@@ -22,7 +23,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -385,6 +386,7 @@ impl Module {
             bindings,
             replica_generation: None,
             overlaid: Vec::new(),
+            cycle_pod: None,
             broken: false,
         };
         let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
@@ -530,6 +532,8 @@ pub struct Instance {
     /// Slots whose replica holds a per-cycle overlay (nominated pods added) rather
     /// than the snapshot's node: the next sync sends them again.
     overlaid: Vec<u32>,
+    /// The id of the [`CyclePod`] the guest holds (its last `begin-cycle`).
+    cycle_pod: Option<u64>,
     broken: bool,
 }
 
@@ -578,6 +582,27 @@ impl Instance {
                 })
             }
         }
+    }
+
+    /// Runs a call of `pod`'s cycle: begins the cycle in the guest first unless it
+    /// holds that pod already, so the pod crosses once per cycle per instance.
+    fn in_cycle<R>(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        f: impl FnOnce(
+            &SchedulerPlugin,
+            &mut Store<HostCtx>,
+            Resource<CycleState>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        if self.cycle_pod != Some(pod.id()) {
+            self.cycle_pod = None;
+            let wit = pod.wit();
+            self.call(|b, s| b.berth_scheduler_cycle().call_begin_cycle(s, wit))?;
+            self.cycle_pod = Some(pod.id());
+        }
+        self.with_state(state, f)
     }
 
     fn with_state<R>(
@@ -710,10 +735,10 @@ impl Instance {
     pub fn pre_filter(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
     ) -> Result<PreFilterResult, CallError> {
-        let r = self.with_state(state, |b, s, st| {
-            b.berth_scheduler_pre_filter().call_pre_filter(s, st, pod)
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_pre_filter().call_pre_filter(s, st)
         })?;
         Ok(PreFilterResult {
             status: convert::status_from_wit(r.status),
@@ -725,11 +750,11 @@ impl Instance {
     pub fn filter(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Vec<(u32, Status)>, CallError> {
-        let r: Vec<ex::filter::NodeStatus> = self.with_state(state, |b, s, st| {
-            b.berth_scheduler_filter().call_filter(s, st, pod, slots)
+        let r: Vec<ex::filter::NodeStatus> = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_filter().call_filter(s, st, slots)
         })?;
         Ok(r.into_iter()
             .map(|n| (n.slot, convert::status_from_wit(n.status)))
@@ -740,12 +765,11 @@ impl Instance {
     pub fn pre_score(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Status, CallError> {
-        self.with_state(state, |b, s, st| {
-            b.berth_scheduler_pre_score()
-                .call_pre_score(s, st, pod, slots)
+        self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_pre_score().call_pre_score(s, st, slots)
         })
         .map(convert::status_from_wit)
     }
@@ -754,11 +778,11 @@ impl Instance {
     pub fn score(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        let r = self.with_state(state, |b, s, st| {
-            b.berth_scheduler_score().call_score(s, st, pod, slots)
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_score().call_score(s, st, slots)
         })?;
         let r = r.map_err(convert::status_from_wit);
         if let Ok(scores) = &r
@@ -780,12 +804,12 @@ impl Instance {
     pub fn normalize_score(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         scores: &[i64],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        let r = self.with_state(state, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_score()
-                .call_normalize_score(s, st, pod, scores)
+                .call_normalize_score(s, st, scores)
         })?;
         Ok(r.map_err(convert::status_from_wit))
     }
@@ -794,11 +818,11 @@ impl Instance {
     pub fn reserve(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
-        self.with_state(state, |b, s, st| {
-            b.berth_scheduler_reserve().call_reserve(s, st, pod, node)
+        self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_reserve().call_reserve(s, st, node)
         })
         .map(convert::status_from_wit)
     }
@@ -807,11 +831,11 @@ impl Instance {
     pub fn unreserve(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         node: &str,
     ) -> Result<(), CallError> {
-        self.with_state(state, |b, s, st| {
-            b.berth_scheduler_reserve().call_unreserve(s, st, pod, node)
+        self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_reserve().call_unreserve(s, st, node)
         })
     }
 
@@ -819,11 +843,11 @@ impl Instance {
     pub fn permit(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         node: &str,
     ) -> Result<(Status, std::time::Duration), CallError> {
-        let r = self.with_state(state, |b, s, st| {
-            b.berth_scheduler_permit().call_permit(s, st, pod, node)
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_permit().call_permit(s, st, node)
         })?;
         Ok((
             convert::status_from_wit(r.status),
@@ -835,11 +859,11 @@ impl Instance {
     pub fn pre_bind(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
-        self.with_state(state, |b, s, st| {
-            b.berth_scheduler_pre_bind().call_pre_bind(s, st, pod, node)
+        self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_pre_bind().call_pre_bind(s, st, node)
         })
         .map(convert::status_from_wit)
     }
@@ -848,11 +872,11 @@ impl Instance {
     pub fn bind(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
-        self.with_state(state, |b, s, st| {
-            b.berth_scheduler_bind().call_bind(s, st, pod, node)
+        self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_bind().call_bind(s, st, node)
         })
         .map(convert::status_from_wit)
     }
@@ -861,12 +885,11 @@ impl Instance {
     pub fn post_bind(
         &mut self,
         state: &CycleState,
-        pod: &w::Pod,
+        pod: &CyclePod,
         node: &str,
     ) -> Result<(), CallError> {
-        self.with_state(state, |b, s, st| {
-            b.berth_scheduler_post_bind()
-                .call_post_bind(s, st, pod, node)
+        self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_post_bind().call_post_bind(s, st, node)
         })
     }
 }

@@ -147,6 +147,15 @@ impl PreFilter for InterPodAffinity {
                 .into();
             }
         };
+        // Without required terms of its own, the pod meets only the existing pods'
+        // required anti-affinity: with none in the cluster there is nothing to count.
+        if terms.required_affinity.is_empty()
+            && terms.required_anti_affinity.is_empty()
+            && berth_sdk::replica_affinity_counts()
+                .is_some_and(|c| c.with_required_anti_affinity == 0)
+        {
+            return Status::skip().into();
+        }
         let computed = filtering::compute(pod, &terms, nodes);
         if computed.nothing_to_check() {
             return Status::skip().into();
@@ -186,6 +195,14 @@ impl PreScore for InterPodAffinity {
             Ok(t) => t,
             Err(e) => return Status::error(format!("failed to parse pod: {e}")),
         };
+        // Without preferred terms of its own, the pod is scored only by the existing
+        // pods' terms: with no pod in the cluster having any, no node gets a weight.
+        if terms.preferred_affinity.is_empty()
+            && terms.preferred_anti_affinity.is_empty()
+            && berth_sdk::replica_affinity_counts().is_some_and(|c| c.with_affinity == 0)
+        {
+            return Status::skip();
+        }
         let Some(topology_score) = scoring::compute(&self.args, pod, &terms, all_nodes) else {
             return Status::skip();
         };

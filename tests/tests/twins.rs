@@ -1,0 +1,40 @@
+//! The plugins as wasm components and as their native twins place every pod of every
+//! bench workload on the same node, with the same seed: the sandbox changes the cost
+//! of a plugin, never its answers.
+
+use berth::bench::{Mode, WORKLOADS, placements};
+use berth::scheduler::SchedulerOptions;
+use berth::wasm::{Runtime, RuntimeOptions};
+
+#[test]
+fn wasm_and_native_place_every_workload_identically() {
+    // A cache of its own, so that each workload's scheduler compiles nothing again.
+    let cache = tempfile::tempdir().expect("cache dir");
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir: Some(cache.path().to_owned()),
+        ..RuntimeOptions::default()
+    })
+    .expect("runtime");
+    let mut options = SchedulerOptions::default();
+    options.framework.seed = 7;
+    // Two workers, so the fan-out's split (when a batch is large enough) is covered.
+    options.framework.parallelism = 2;
+    let mut pods = 0;
+    for w in &WORKLOADS {
+        // Upstream's 500-node size: 500 to 2000 pods per workload.
+        let size = w.sizes[0];
+        let wasm = placements(&runtime, w, size, Mode::Wasm, &options).expect("wasm run");
+        let native = placements(&runtime, w, size, Mode::Native, &options).expect("native run");
+        assert_eq!(wasm.len(), size.init_pods + size.measure_pods, "{}", w.name);
+        for (a, b) in wasm.iter().zip(&native) {
+            assert_eq!(a, b, "{}: wasm and native placed a pod differently", w.name);
+        }
+        assert!(
+            wasm.iter().any(|(_, node)| node.is_some()),
+            "{}: nothing was placed",
+            w.name
+        );
+        pods += wasm.len();
+    }
+    assert!(pods >= 5000, "{pods} pods");
+}
