@@ -227,10 +227,12 @@ impl Scheduler {
         if let Some(p) = config.percentage_of_nodes_to_score {
             fw_options.percentage_of_nodes_to_score = p;
         }
+        let metrics = Metrics::new();
         let services = HostServices {
             binder: Some(binder.clone()),
             namespaces: Namespaces::new(),
             waiting: WaitingPods::new(),
+            metrics: Some(metrics.clone()),
         };
         let frameworks = profiles
             .iter()
@@ -251,7 +253,6 @@ impl Scheduler {
         }
         let waker = Arc::new(RwLock::new(None));
         let (bind_tx, bind_rx) = spawn_binders(options.parallel_bindings, waker.clone())?;
-        let metrics = Metrics::new();
         let mut queue = SchedulingQueue::new(config.queue_config(options.queue));
         queue.set_metrics(metrics.clone());
         Ok(Scheduler {

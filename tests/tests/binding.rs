@@ -273,6 +273,19 @@ fn unschedulable_pods_come_back_when_a_node_joins_and_metrics_count_it() {
         text.contains("scheduler_queue_incoming_pods_total{event=\"NodeAdd\",queue=\"backoff\"} 1"),
         "{text}"
     );
+    // Two cycles ran PreFilter; one bound the pod; the wasm calls were timed.
+    assert!(
+        text.contains("scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreFilter\",profile=\"default-scheduler\",status=\"Success\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",profile=\"default-scheduler\",status=\"Success\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("berth_plugin_call_duration_seconds_count{extension_point=\"Bind\",plugin=\"DefaultBinder\"} 1"),
+        "{text}"
+    );
     assert!(
         text.contains("scheduler_pending_pods{queue=\"unschedulable\"} 0"),
         "{text}"

@@ -151,6 +151,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             binder: Some(Arc::new(MemoryCluster::new())),
             namespaces,
             waiting: WaitingPods::new(),
+            metrics: None,
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

@@ -8,12 +8,35 @@ use std::sync::{Arc, RwLock};
 
 /// The state of one scheduling cycle: bytes by key, shared by reference.
 #[derive(Clone, Default, Debug)]
-pub struct CycleState(Arc<RwLock<HashMap<String, Vec<u8>>>>);
+pub struct CycleState(
+    Arc<RwLock<HashMap<String, Vec<u8>>>>,
+    /// Whether this cycle's plugin durations are recorded (a sample of the cycles, as
+    /// upstream records `scheduler_plugin_execution_duration_seconds`).
+    bool,
+);
+
+/// The share of scheduling cycles whose plugin durations are recorded (upstream's
+/// 10 percent).
+pub const PLUGIN_METRICS_SAMPLE_PERCENT: u32 = 10;
 
 impl CycleState {
     /// An empty state.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty state whose plugin durations are recorded with the sampling
+    /// probability (see [`PLUGIN_METRICS_SAMPLE_PERCENT`]).
+    pub fn sampled() -> Self {
+        CycleState(
+            Arc::default(),
+            rand::random_range(0..100) < PLUGIN_METRICS_SAMPLE_PERCENT,
+        )
+    }
+
+    /// Whether this cycle's plugin durations are recorded.
+    pub fn records_plugin_metrics(&self) -> bool {
+        self.1
     }
 
     /// The bytes under `key`.
@@ -44,7 +67,7 @@ impl CycleState {
     /// An independent copy (what preemption simulates on).
     pub fn deep_clone(&self) -> Self {
         let map = self.0.read().unwrap_or_else(|e| e.into_inner()).clone();
-        CycleState(Arc::new(RwLock::new(map)))
+        CycleState(Arc::new(RwLock::new(map)), self.1)
     }
 }
 

@@ -84,6 +84,30 @@ impl Default for FrameworkOptions {
     }
 }
 
+/// Observes an extension point's duration when dropped (see
+/// [`Framework::time_point`]).
+pub(crate) struct PointTimer<'a> {
+    metrics: Option<&'a crate::metrics::Metrics>,
+    profile: &'a str,
+    point: &'static str,
+    /// The status label: set it before the guard drops.
+    pub(crate) status: &'static str,
+    started: std::time::Instant,
+}
+
+impl Drop for PointTimer<'_> {
+    fn drop(&mut self) {
+        if let Some(m) = self.metrics {
+            m.observe_extension_point(
+                self.point,
+                self.status,
+                self.profile,
+                self.started.elapsed(),
+            );
+        }
+    }
+}
+
 /// A plugin of the profile: its module and args.
 struct PluginSlot {
     name: String,
@@ -182,6 +206,7 @@ impl From<CallError> for PluginError {
 /// One profile, ready to schedule.
 pub struct Framework {
     scheduler_name: String,
+    metrics: Option<crate::metrics::Metrics>,
     plugins: Vec<PluginSlot>,
     points: HashMap<ExtensionPoint, Vec<(usize, i64)>>,
     main: Mutex<InstanceSet>,
@@ -287,6 +312,7 @@ impl Framework {
         };
         let fw = Framework {
             scheduler_name: profile.scheduler_name.clone(),
+            metrics: services.metrics.clone(),
             main: Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())),
             workers: (0..parallelism)
                 .map(|_| Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())))
@@ -356,23 +382,37 @@ impl Framework {
         pod: &CyclePod,
         node: &str,
     ) -> Result<(), PluginError> {
+        let mut timer = self.time_point("Reserve");
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve) {
+            let t = self.plugin_clock(state);
             let status = main.get(i, &self.plugins)?.reserve(state, pod, node)?;
+            self.observe_plugin(i, "Reserve", status.code.as_str(), t);
             if !status.is_success() {
+                timer.status = status.code.as_str();
                 return Err(self.failure(i, &status));
             }
         }
+        timer.status = "Success";
         Ok(())
     }
 
     /// Unreserve, in reverse order; failures are logged, as upstream.
     pub fn unreserve(&self, state: &CycleState, pod: &CyclePod, node: &str) {
+        let mut timer = self.time_point("Unreserve");
+        timer.status = "Success";
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve).iter().rev() {
+            let t = self.plugin_clock(state);
             let r = main
                 .get(i, &self.plugins)
                 .and_then(|inst| inst.unreserve(state, pod, node).map_err(PluginError::from));
+            self.observe_plugin(
+                i,
+                "Unreserve",
+                if r.is_ok() { "Success" } else { "Error" },
+                t,
+            );
             if let Err(e) = r {
                 tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name), "unreserve failed: {e}");
             }
@@ -386,20 +426,31 @@ impl Framework {
         pod: &CyclePod,
         node: &str,
     ) -> Result<PermitOutcome, PluginError> {
+        let mut timer = self.time_point("Permit");
         let mut main = lock(&self.main);
         let mut waiting: BTreeSet<String> = BTreeSet::new();
         let mut timeout = MAX_PERMIT_TIMEOUT;
         for &(i, _) in self.at(ExtensionPoint::Permit) {
+            let clock = self.plugin_clock(state);
             let (status, t) = main.get(i, &self.plugins)?.permit(state, pod, node)?;
+            self.observe_plugin(i, "Permit", status.code.as_str(), clock);
             match status.code {
                 Code::Success => {}
                 Code::Wait => {
                     waiting.insert(self.plugins[i].name.clone());
                     timeout = timeout.min(t);
                 }
-                _ => return Err(self.failure(i, &status)),
+                _ => {
+                    timer.status = status.code.as_str();
+                    return Err(self.failure(i, &status));
+                }
             }
         }
+        timer.status = if waiting.is_empty() {
+            "Success"
+        } else {
+            "Wait"
+        };
         Ok(if waiting.is_empty() {
             PermitOutcome::Allow
         } else {
@@ -466,39 +517,94 @@ impl Framework {
         pod: &CyclePod,
         node: &str,
     ) -> Result<(), PluginError> {
+        let mut timer = self.time_point("PreBind");
         for &(i, _) in self.at(ExtensionPoint::PreBind) {
+            let t = self.plugin_clock(state);
             let status = set.get(i, &self.plugins)?.pre_bind(state, pod, node)?;
+            self.observe_plugin(i, "PreBind", status.code.as_str(), t);
             if !matches!(status.code, Code::Success | Code::Skip) {
+                timer.status = status.code.as_str();
                 return Err(self.failure(i, &status));
             }
         }
+        timer.status = "Success";
+        drop(timer);
+        let mut timer = self.time_point("Bind");
         let mut bound = false;
         for &(i, _) in self.at(ExtensionPoint::Bind) {
+            let t = self.plugin_clock(state);
             let status = set.get(i, &self.plugins)?.bind(state, pod, node)?;
+            self.observe_plugin(i, "Bind", status.code.as_str(), t);
             match status.code {
                 Code::Skip => continue,
                 Code::Success => {
                     bound = true;
                     break;
                 }
-                _ => return Err(self.failure(i, &status)),
+                _ => {
+                    timer.status = status.code.as_str();
+                    return Err(self.failure(i, &status));
+                }
             }
         }
         if !bound {
+            timer.status = "Skip";
             return Err(PluginError {
                 plugin: "Bind".into(),
                 message: "every bind plugin skipped the pod".into(),
             });
         }
+        timer.status = "Success";
+        drop(timer);
+        let mut timer = self.time_point("PostBind");
+        timer.status = "Success";
         for &(i, _) in self.at(ExtensionPoint::PostBind) {
+            let t = self.plugin_clock(state);
             let r = set
                 .get(i, &self.plugins)
                 .and_then(|inst| inst.post_bind(state, pod, node).map_err(PluginError::from));
+            self.observe_plugin(
+                i,
+                "PostBind",
+                if r.is_ok() { "Success" } else { "Error" },
+                t,
+            );
             if let Err(e) = r {
                 tracing::warn!("postBind failed: {e}");
             }
         }
         Ok(())
+    }
+
+    /// Times an extension point (`scheduler_framework_extension_point_duration_seconds`)
+    /// until the guard drops; its status is Error unless set otherwise.
+    pub(crate) fn time_point(&self, point: &'static str) -> PointTimer<'_> {
+        PointTimer {
+            metrics: self.metrics.as_ref(),
+            profile: &self.scheduler_name,
+            point,
+            status: "Error",
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// When the cycle of `state` records plugin durations: now.
+    pub(crate) fn plugin_clock(&self, state: &CycleState) -> Option<std::time::Instant> {
+        (self.metrics.is_some() && state.records_plugin_metrics()).then(std::time::Instant::now)
+    }
+
+    /// Records one plugin's duration at an extension point, if its cycle is sampled
+    /// (`started` from [`Framework::plugin_clock`]).
+    pub(crate) fn observe_plugin(
+        &self,
+        plugin: usize,
+        point: &'static str,
+        status: &str,
+        started: Option<std::time::Instant>,
+    ) {
+        if let (Some(m), Some(t)) = (&self.metrics, started) {
+            m.observe_plugin(&self.plugins[plugin].name, point, status, t.elapsed());
+        }
     }
 
     fn failure(&self, plugin: usize, status: &Status) -> PluginError {

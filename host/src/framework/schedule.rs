@@ -93,6 +93,13 @@ fn nominated_overlays(
     out
 }
 
+/// The status label of one Filter batch: Success when every node passed, else the
+/// code of the first rejection (a batch covers many nodes, where upstream observes
+/// one node per call).
+fn batch_code(rejected: &[(u32, Status)]) -> &'static str {
+    rejected.first().map_or("Success", |(_, s)| s.code.as_str())
+}
+
 impl Framework {
     /// Splits `items` into one contiguous chunk per worker and runs `f` on each, on
     /// the worker that owns the instances of that index; a small batch runs inline on
@@ -142,7 +149,9 @@ impl Framework {
             let views: Vec<(u32, &NodeInfo)> =
                 overlaid.iter().map(|s| (*s, &overlays[s])).collect();
             inst.sync_overlay(&views)?;
+            let t = self.plugin_clock(state);
             let rejected = inst.filter(state, pod, &overlaid)?;
+            self.observe_plugin(i, "Filter", batch_code(&rejected), t);
             for (slot, status) in rejected {
                 if status.code == Code::Error {
                     return Err(PluginError {
@@ -166,7 +175,9 @@ impl Framework {
             }
             let inst = set.get(i, &self.plugins)?;
             inst.sync(snapshot)?;
+            let t = self.plugin_clock(state);
             let rejected = inst.filter(state, pod, &survivors)?;
+            self.observe_plugin(i, "Filter", batch_code(&rejected), t);
             if rejected.is_empty() {
                 continue;
             }
@@ -200,7 +211,13 @@ impl Framework {
         for &(i, _) in scorers {
             let inst = set.get(i, &self.plugins)?;
             inst.sync(snapshot)?;
-            match inst.score(state, pod, chunk)? {
+            let t = self.plugin_clock(state);
+            let scored = inst.score(state, pod, chunk)?;
+            let code = scored
+                .as_ref()
+                .map_or_else(|e| e.code.as_str(), |_| "Success");
+            self.observe_plugin(i, "Score", code, t);
+            match scored {
                 Ok(scores) => out.push(scores),
                 Err(status) => {
                     return Err(self.failure(i, &status));
@@ -231,7 +248,7 @@ impl Framework {
         nominated: &NominatedPods,
     ) -> Result<ScheduleOutcome, PluginError> {
         let num_all = snapshot.num_nodes();
-        let state = CycleState::new();
+        let state = CycleState::sampled();
         if num_all == 0 {
             return Ok(ScheduleOutcome::Unschedulable(FitError {
                 num_all_nodes: 0,
@@ -244,11 +261,14 @@ impl Framework {
         let mut narrowed: Option<HashSet<String>> = None;
         let mut narrowing_plugins: Vec<String> = Vec::new();
         {
+            let mut timer = self.time_point("PreFilter");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreFilter) {
                 let inst = main.get(i, &self.plugins)?;
                 inst.sync(snapshot)?;
+                let t = self.plugin_clock(&state);
                 let r = inst.pre_filter(&state, pod)?;
+                self.observe_plugin(i, "PreFilter", r.status.code.as_str(), t);
                 match r.status.code {
                     Code::Success => {}
                     Code::Skip => {
@@ -256,6 +276,7 @@ impl Framework {
                         continue;
                     }
                     Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
+                        timer.status = r.status.code.as_str();
                         let plugin = self.plugins[i].name.clone();
                         return Ok(ScheduleOutcome::Unschedulable(FitError {
                             num_all_nodes: num_all,
@@ -279,6 +300,7 @@ impl Framework {
                     narrowing_plugins.push(self.plugins[i].name.clone());
                 }
             }
+            timer.status = "Success";
         }
 
         let candidates: Vec<u32> = match &narrowed {
@@ -438,21 +460,26 @@ impl Framework {
         // PreScore.
         let mut skip_score: HashSet<usize> = HashSet::new();
         {
+            let mut timer = self.time_point("PreScore");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreScore) {
                 let inst = main.get(i, &self.plugins)?;
                 inst.sync(snapshot)?;
+                let t = self.plugin_clock(&state);
                 let status = inst.pre_score(&state, pod, &feasible)?;
+                self.observe_plugin(i, "PreScore", status.code.as_str(), t);
                 match status.code {
                     Code::Success => {}
                     Code::Skip => {
                         skip_score.insert(i);
                     }
                     _ => {
+                        timer.status = status.code.as_str();
                         return Err(self.failure(i, &status));
                     }
                 }
             }
+            timer.status = "Success";
         }
 
         // Score, NormalizeScore, weights.
@@ -463,6 +490,7 @@ impl Framework {
             .filter(|(i, _)| !skip_score.contains(i))
             .collect();
         let mut totals = vec![0i64; feasible.len()];
+        let mut timer = self.time_point("Score");
         if !scorers.is_empty() {
             let chunks = self.fan_out(&feasible, |w, chunk| {
                 self.score_chunk(w, &state, pod, snapshot, chunk, &scorers)
@@ -478,10 +506,15 @@ impl Framework {
             for (p, &(i, weight)) in scorers.iter().enumerate() {
                 let mut scores = std::mem::take(&mut per_plugin[p]);
                 if self.plugins[i].normalizes {
-                    scores = match main
+                    let t = self.plugin_clock(&state);
+                    let normalized = main
                         .get(i, &self.plugins)?
-                        .normalize_score(&state, pod, &scores)?
-                    {
+                        .normalize_score(&state, pod, &scores)?;
+                    let code = normalized
+                        .as_ref()
+                        .map_or_else(|e| e.code.as_str(), |_| "Success");
+                    self.observe_plugin(i, "ScoreExtensionNormalize", code, t);
+                    scores = match normalized {
                         Ok(s) if s.len() == scores.len() => s,
                         Ok(s) => {
                             return Err(PluginError {
@@ -512,6 +545,8 @@ impl Framework {
                 }
             }
         }
+        timer.status = "Success";
+        drop(timer);
 
         // The best score wins; ties are broken uniformly at random (reservoir sampling).
         let mut best = 0usize;

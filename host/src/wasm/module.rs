@@ -376,6 +376,7 @@ impl Module {
         args_json: &str,
         services: HostServices,
     ) -> Result<Instance, LoadError> {
+        let metrics = services.metrics.clone();
         let (store, bindings) = self.new_store(services).map_err(|e| LoadError::World {
             source_name: self.source.clone(),
             message: format!("{e:#}"),
@@ -388,6 +389,8 @@ impl Module {
             overlaid: Vec::new(),
             cycle_pod: None,
             broken: false,
+            point: "Configure",
+            metrics,
         };
         let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
         match configured {
@@ -427,6 +430,8 @@ pub struct HostServices {
     pub namespaces: Namespaces,
     /// What the waiting-pod calls act on.
     pub waiting: WaitingPods,
+    /// Where calls' durations and traps are counted (none: not counted).
+    pub metrics: Option<crate::metrics::Metrics>,
 }
 
 impl WasiView for HostCtx {
@@ -535,6 +540,9 @@ pub struct Instance {
     /// The id of the [`CyclePod`] the guest holds (its last `begin-cycle`).
     cycle_pod: Option<u64>,
     broken: bool,
+    /// The extension point of the call under way (the metrics' label).
+    point: &'static str,
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl Instance {
@@ -554,10 +562,18 @@ impl Instance {
     ) -> Result<R, CallError> {
         let ticks = self.module.runtime.options.limits.deadline_ticks();
         self.store.set_epoch_deadline(ticks);
-        match f(&self.bindings, &mut self.store) {
+        let started = self.metrics.is_some().then(std::time::Instant::now);
+        let result = f(&self.bindings, &mut self.store);
+        if let (Some(m), Some(t)) = (&self.metrics, started) {
+            m.observe_plugin_call(&self.module.name, self.point, t.elapsed());
+        }
+        match result {
             Ok(r) => Ok(r),
             Err(e) => {
                 self.broken = true;
+                if let Some(m) = &self.metrics {
+                    m.count_trap(&self.module.name);
+                }
                 let mut message = format!("{e:#}");
                 if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
                     message = match trap {
@@ -599,7 +615,10 @@ impl Instance {
         if self.cycle_pod != Some(pod.id()) {
             self.cycle_pod = None;
             let wit = pod.wit();
-            self.call(|b, s| b.berth_scheduler_cycle().call_begin_cycle(s, wit))?;
+            let point = std::mem::replace(&mut self.point, "BeginCycle");
+            let begun = self.call(|b, s| b.berth_scheduler_cycle().call_begin_cycle(s, wit));
+            self.point = point;
+            begun?;
             self.cycle_pod = Some(pod.id());
         }
         self.with_state(state, f)
@@ -632,6 +651,7 @@ impl Instance {
     /// Brings the guest's node replica up to the snapshot, sending only what changed
     /// since this instance's last sync.
     pub fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+        self.point = "Sync";
         if self.replica_generation == Some(snapshot.generation()) && self.overlaid.is_empty() {
             return Ok(());
         }
@@ -674,6 +694,7 @@ impl Instance {
         &mut self,
         overlays: &[(u32, &berth_sdk::NodeInfo)],
     ) -> Result<(), CallError> {
+        self.point = "Sync";
         if overlays.is_empty() {
             return Ok(());
         }
@@ -695,6 +716,7 @@ impl Instance {
 
     /// QueueSort's key.
     pub fn sort_key(&mut self, pod: &w::Pod) -> Result<Vec<i64>, CallError> {
+        self.point = "QueueSort";
         self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, pod))
     }
 
@@ -707,6 +729,7 @@ impl Instance {
         old: Option<&berth_sdk::Object>,
         new: Option<&berth_sdk::Object>,
     ) -> Result<Result<berth_sdk::QueueingHint, String>, CallError> {
+        self.point = "QueueingHint";
         let event = convert::event_to_wit(event);
         let old = old.map(convert::object_to_wit);
         let new = new.map(convert::object_to_wit);
@@ -727,6 +750,7 @@ impl Instance {
 
     /// PreEnqueue.
     pub fn pre_enqueue(&mut self, pod: &w::Pod) -> Result<Status, CallError> {
+        self.point = "PreEnqueue";
         self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, pod))
             .map(convert::status_from_wit)
     }
@@ -737,6 +761,7 @@ impl Instance {
         state: &CycleState,
         pod: &CyclePod,
     ) -> Result<PreFilterResult, CallError> {
+        self.point = "PreFilter";
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_pre_filter().call_pre_filter(s, st)
         })?;
@@ -753,6 +778,7 @@ impl Instance {
         pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Vec<(u32, Status)>, CallError> {
+        self.point = "Filter";
         let r: Vec<ex::filter::NodeStatus> = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_filter().call_filter(s, st, slots)
         })?;
@@ -768,6 +794,7 @@ impl Instance {
         pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Status, CallError> {
+        self.point = "PreScore";
         self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_pre_score().call_pre_score(s, st, slots)
         })
@@ -781,6 +808,7 @@ impl Instance {
         pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        self.point = "Score";
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_score().call_score(s, st, slots)
         })?;
@@ -807,6 +835,7 @@ impl Instance {
         pod: &CyclePod,
         scores: &[i64],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        self.point = "NormalizeScore";
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_score()
                 .call_normalize_score(s, st, scores)
@@ -821,6 +850,7 @@ impl Instance {
         pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
+        self.point = "Reserve";
         self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_reserve().call_reserve(s, st, node)
         })
@@ -834,6 +864,7 @@ impl Instance {
         pod: &CyclePod,
         node: &str,
     ) -> Result<(), CallError> {
+        self.point = "Unreserve";
         self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_reserve().call_unreserve(s, st, node)
         })
@@ -846,6 +877,7 @@ impl Instance {
         pod: &CyclePod,
         node: &str,
     ) -> Result<(Status, std::time::Duration), CallError> {
+        self.point = "Permit";
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_permit().call_permit(s, st, node)
         })?;
@@ -862,6 +894,7 @@ impl Instance {
         pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
+        self.point = "PreBind";
         self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_pre_bind().call_pre_bind(s, st, node)
         })
@@ -875,6 +908,7 @@ impl Instance {
         pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
+        self.point = "Bind";
         self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_bind().call_bind(s, st, node)
         })
@@ -888,6 +922,7 @@ impl Instance {
         pod: &CyclePod,
         node: &str,
     ) -> Result<(), CallError> {
+        self.point = "PostBind";
         self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_post_bind().call_post_bind(s, st, node)
         })
