@@ -259,19 +259,8 @@ impl LeaderElector {
                     ..LeaseSpec::default()
                 }),
             };
-            return match self.api.create(&PostParams::default(), &lease).await {
-                Ok(_) => {
-                    self.observe(
-                        &self.config.identity.clone(),
-                        Some(now),
-                        self.config.lease_duration,
-                    );
-                    self.status.renewed();
-                    Ok(Try::Held)
-                }
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(Try::Raced),
-                Err(e) => Err(e),
-            };
+            let written = self.api.create(&PostParams::default(), &lease).await;
+            return self.settle(written, now);
         };
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         let holder = spec.holder_identity.clone().unwrap_or_default();
@@ -297,17 +286,24 @@ impl LeaderElector {
         spec.holder_identity = Some(self.config.identity.clone());
         spec.lease_duration_seconds = Some(seconds);
         spec.renew_time = Some(now.clone());
-        match self
+        let written = self
             .api
             .replace(&self.config.name, &PostParams::default(), &lease)
-            .await
-        {
+            .await;
+        self.settle(written, now)
+    }
+
+    /// What a write of this replica's record (renewed at `now`) means: held, or lost
+    /// to a replica that wrote first (409).
+    fn settle(
+        &mut self,
+        written: Result<Lease, kube::Error>,
+        now: MicroTime,
+    ) -> Result<Try, kube::Error> {
+        match written {
             Ok(_) => {
-                self.observe(
-                    &self.config.identity.clone(),
-                    Some(now),
-                    self.config.lease_duration,
-                );
+                let me = self.config.identity.clone();
+                self.observe(&me, Some(now), self.config.lease_duration);
                 self.status.renewed();
                 Ok(Try::Held)
             }
