@@ -64,6 +64,8 @@ struct Inner {
     sli_duration: HistogramVec,
     plugin_traps: IntCounterVec,
     plugin_call_duration: HistogramVec,
+    preemption_attempts: IntCounterVec,
+    preemption_victims: HistogramVec,
 }
 
 fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
@@ -164,6 +166,19 @@ impl Metrics {
                 &["plugin", "extension_point"],
                 buckets(0.00001, 1.5, 20),
             ),
+            preemption_attempts: counter(
+                &r,
+                "scheduler_preemption_attempts_total",
+                "Preemption attempts: PostFilter runs of a profile with a PostFilter plugin.",
+                &[],
+            ),
+            preemption_victims: histogram(
+                &r,
+                "scheduler_preemption_victims",
+                "Number of pods a preemption evicted.",
+                &[],
+                buckets(1.0, 2.0, 7),
+            ),
             registry: r,
         };
         Metrics {
@@ -260,7 +275,23 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// A call into a plugin's instance trapped.
+    /// A preemption attempt (PostFilter ran).
+    pub fn count_preemption_attempt(&self) {
+        self.inner
+            .preemption_attempts
+            .with_label_values(&[] as &[&str])
+            .inc();
+    }
+
+    /// The victims of one preemption.
+    pub fn observe_preemption_victims(&self, victims: usize) {
+        self.inner
+            .preemption_victims
+            .with_label_values(&[] as &[&str])
+            .observe(victims as f64);
+    }
+
+    /// A trapped call into a plugin's instance.
     pub fn count_trap(&self, plugin: &str) {
         self.inner.plugin_traps.with_label_values(&[plugin]).inc();
     }

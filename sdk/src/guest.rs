@@ -435,10 +435,7 @@ impl crate::DryRun for HostDryRun {
             .collect()
     }
 
-    fn simulate(
-        &self,
-        node: &str,
-    ) -> Result<Box<dyn crate::NodeSimulation + '_>, sdk::Status> {
+    fn simulate(&self, node: &str) -> Result<Box<dyn crate::NodeSimulation + '_>, sdk::Status> {
         match host::simulate(node) {
             Ok(sim) => Ok(Box::new(HostSimulation(sim))),
             Err(s) => Err(status_from_wit(s)),
@@ -828,7 +825,9 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
         terminating: p.terminating,
         preempted: p.preempted,
         preemption_policy: match p.preemption_policy {
-            w::PreemptionPolicy::PreemptLowerPriority => sdk::PreemptionPolicy::PreemptLowerPriority,
+            w::PreemptionPolicy::PreemptLowerPriority => {
+                sdk::PreemptionPolicy::PreemptLowerPriority
+            }
             w::PreemptionPolicy::Never => sdk::PreemptionPolicy::Never,
         },
         start_time_ms: p.start_time_ms,

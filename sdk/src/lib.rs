@@ -65,8 +65,8 @@ pub use preemption::{
 pub use serde_json;
 pub use types::{
     CPU, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState, Labels, MEMORY,
-    Node, NodeInfo, PODS, Pod, PreemptionPolicy, ResourceList, Resources, Status, Taint, TaintEffect, Toleration,
-    TolerationOperator,
+    Node, NodeInfo, PODS, Pod, PreemptionPolicy, ResourceList, Resources, Status, Taint,
+    TaintEffect, Toleration, TolerationOperator,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.

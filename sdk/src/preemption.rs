@@ -117,8 +117,7 @@ pub trait PostFilter: Plugin {
 /// not its pods or totals, which the what-if changes.
 pub trait PreFilterExtensions: PreFilter {
     /// `pod_to_add` now counts on `node` for the cycle of `pod`.
-    fn add_pod(&self, state: &CycleState, pod: &Pod, pod_to_add: &Pod, node: &NodeInfo)
-    -> Status;
+    fn add_pod(&self, state: &CycleState, pod: &Pod, pod_to_add: &Pod, node: &NodeInfo) -> Status;
     /// `pod_to_remove` no longer counts on `node` for the cycle of `pod`.
     fn remove_pod(
         &self,

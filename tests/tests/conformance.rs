@@ -152,6 +152,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             namespaces,
             waiting: WaitingPods::new(),
             metrics: None,
+            budgets: Default::default(),
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

@@ -482,6 +482,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         ("NodeResourcesFit", Some(1)),
         ("PodTopologySpread", Some(2)),
         ("InterPodAffinity", Some(2)),
+        ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
         ("DefaultBinder", None),
@@ -497,12 +498,11 @@ pub fn default_multi_point() -> Vec<PluginRef> {
 /// In-tree plugins of upstream's default profile that Berth does not ship yet: an
 /// upstream file may disable them or give them args (ignored, with a warning), but
 /// not enable them.
-pub const NOT_YET_SHIPPED: [&str; 6] = [
+pub const NOT_YET_SHIPPED: [&str; 5] = [
     "VolumeRestrictions",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "DefaultPreemption",
     "DynamicResources",
 ];
 

@@ -17,6 +17,7 @@ pub mod bindings {
         world: "berth:scheduler/scheduler-plugin",
         with: {
             "berth:scheduler/host.cycle-state": crate::framework::cycle_state::CycleState,
+            "berth:scheduler/host.node-simulation": crate::framework::preemption::Simulation,
         },
     });
 }

@@ -7,9 +7,10 @@ use super::bindings::{SchedulerPlugin, SchedulerPluginPre};
 use super::convert;
 use super::limits::{EPOCH_TICK, Limits};
 use crate::cache::Snapshot;
-use crate::cluster::{Binder, Namespaces};
+use crate::cluster::{Binder, Budgets, Namespaces};
 use crate::framework::CyclePod;
 use crate::framework::cycle_state::CycleState;
+use crate::framework::preemption::{DryRun, Simulation};
 use crate::framework::waiting::WaitingPods;
 use berth_sdk::EventRegistration;
 use berth_sdk::{ExtensionPoint, PreFilterResult, Status};
@@ -23,7 +24,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +185,7 @@ impl Runtime {
             name: String::new(),
             extension_points: Vec::new(),
             wants_pods: false,
+            pre_filter_extensions: false,
             events: None,
             sha256,
             source: source_name.to_owned(),
@@ -221,6 +223,7 @@ impl Runtime {
         }
         module.name = info.name;
         module.wants_pods = info.wants_pods;
+        module.pre_filter_extensions = info.pre_filter_extensions;
         module.events = info.events.map(|list| {
             list.into_iter()
                 .map(convert::registration_from_wit)
@@ -298,6 +301,7 @@ pub struct Module {
     name: String,
     extension_points: Vec<ExtensionPoint>,
     wants_pods: bool,
+    pre_filter_extensions: bool,
     events: Option<Vec<EventRegistration>>,
     sha256: String,
     source: String,
@@ -332,6 +336,10 @@ impl Module {
     pub fn wants_pods(&self) -> bool {
         self.wants_pods
     }
+    /// Whether the plugin has PreFilterExtensions (AddPod/RemovePod).
+    pub fn pre_filter_extensions(&self) -> bool {
+        self.pre_filter_extensions
+    }
     /// The sha256 of the module's bytes, hex.
     pub fn sha256(&self) -> &str {
         &self.sha256
@@ -361,6 +369,7 @@ impl Module {
             plugin: self.name.clone(),
             services,
             stderr,
+            dry_run: None,
         };
         let mut store = Store::new(&self.runtime.engine, ctx);
         store.limiter(|c| &mut c.limits);
@@ -418,6 +427,8 @@ pub struct HostCtx {
     plugin: String,
     services: HostServices,
     stderr: MemoryOutputPipe,
+    /// The what-if API, lent during a PostFilter call.
+    dry_run: Option<DryRun>,
 }
 
 /// What the host offers an instance's imports: where bindings go, the namespaces,
@@ -432,6 +443,8 @@ pub struct HostServices {
     pub waiting: WaitingPods,
     /// Where calls' durations and traps are counted (none: not counted).
     pub metrics: Option<crate::metrics::Metrics>,
+    /// What `pod-disruption-budgets` reads.
+    pub budgets: Budgets,
 }
 
 impl WasiView for HostCtx {
@@ -480,6 +493,29 @@ impl host::Host for HostCtx {
         self.services.waiting.reject(&uid, &plugin, &message);
     }
 
+    fn pod_disruption_budgets(&mut self) -> Vec<w::PodDisruptionBudget> {
+        self.services
+            .budgets
+            .list()
+            .iter()
+            .map(convert::budget_to_wit)
+            .collect()
+    }
+
+    fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, w::Status> {
+        let Some(dry) = self.dry_run.as_mut() else {
+            return Err(convert::status_to_wit(&Status::error(
+                "simulate is only available during PostFilter",
+            )));
+        };
+        let sim = dry
+            .simulate(&node)
+            .map_err(|s| convert::status_to_wit(&s))?;
+        self.table
+            .push(sim)
+            .map_err(|e| convert::status_to_wit(&Status::error(format!("resource table: {e}"))))
+    }
+
     fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {
         self.services
             .namespaces
@@ -504,6 +540,34 @@ impl host::Host for HostCtx {
             Some(b) => b.bind(&pod, &node),
             None => Err("bind-pod is only available to binding-cycle instances".into()),
         }
+    }
+}
+
+impl host::HostNodeSimulation for HostCtx {
+    fn remove_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
+        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.remove_pod(sim, &uid),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn add_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
+        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.add_pod(sim, &uid),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn fits(&mut self, this: Resource<Simulation>) -> w::Status {
+        let status = match (self.table.get(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.fits(sim),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn drop(&mut self, rep: Resource<Simulation>) -> wasmtime::Result<()> {
+        self.table.delete(rep)?;
+        Ok(())
     }
 }
 
@@ -712,6 +776,72 @@ impl Instance {
             b.berth_scheduler_replica()
                 .call_sync_nodes(s, &updated, &[])
         })
+    }
+
+    /// PreFilterExtensions' AddPod (`add`) or RemovePod of `other` on the node in `slot`.
+    pub fn pod_on_node(
+        &mut self,
+        add: bool,
+        state: &CycleState,
+        pod: &CyclePod,
+        other: &berth_sdk::Pod,
+        slot: u32,
+    ) -> Result<Status, CallError> {
+        self.point = "PreFilterExtension";
+        let other = convert::pod_to_wit(other);
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            let ext = b.berth_scheduler_pre_filter_extensions();
+            if add {
+                ext.call_add_pod(s, st, &other, slot)
+            } else {
+                ext.call_remove_pod(s, st, &other, slot)
+            }
+        })?;
+        Ok(convert::status_from_wit(r))
+    }
+
+    /// PostFilter, with `dry` lent to the guest's `simulate` calls for its duration.
+    pub fn post_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        statuses: &[(u32, Status)],
+        dry: DryRun,
+    ) -> (DryRun, Result<berth_sdk::PostFilterResult, CallError>) {
+        self.point = "PostFilter";
+        let statuses: Vec<ex::filter::NodeStatus> = statuses
+            .iter()
+            .map(|(slot, s)| ex::filter::NodeStatus {
+                slot: *slot,
+                status: convert::status_to_wit(s),
+            })
+            .collect();
+        self.store.data_mut().dry_run = Some(dry);
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_post_filter()
+                .call_post_filter(s, st, &statuses)
+        });
+        let dry = self
+            .store
+            .data_mut()
+            .dry_run
+            .take()
+            .expect("lent for the call");
+        let r = r.map(|r| berth_sdk::PostFilterResult {
+            status: convert::status_from_wit(r.status),
+            nominated_node_name: r.nominated_node_name,
+            victims: r.victims,
+            candidates: r
+                .candidates
+                .into_iter()
+                .map(|c| berth_sdk::Candidate {
+                    node: c.node,
+                    victims: c.victims,
+                    pdb_violations: c.pdb_violations,
+                })
+                .collect(),
+        });
+        (dry, r)
     }
 
     /// QueueSort's key.
