@@ -355,9 +355,9 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             ("ImageLocality", 1)
         ]
     );
+    assert_eq!(at(E::PostFilter), [("DefaultPreemption", 1)]);
     assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
     for point in [
-        E::PostFilter,
         E::Reserve,
         E::Permit,
         E::PreBind,

@@ -426,3 +426,115 @@ impl PostFilter for DefaultPreemption {
 }
 
 berth_sdk::export_plugin!(DefaultPreemption: post_filter);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_sdk::serde_json::json;
+
+    fn pod(name: &str, priority: i32, start: Option<i64>, app: &str) -> Pod {
+        Pod {
+            uid: name.to_owned(),
+            namespace: "default".into(),
+            name: name.to_owned(),
+            priority,
+            start_time_ms: start,
+            labels: [("app".to_owned(), app.to_owned())].into(),
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn args_default_and_validate_as_upstream() {
+        let p = DefaultPreemption::new(berth_sdk::serde_json::Value::Null).unwrap();
+        assert_eq!(p.min_candidate_nodes_percentage, 10);
+        assert_eq!(p.min_candidate_nodes_absolute, 100);
+        let e = DefaultPreemption::new(json!({
+            "minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0
+        }))
+        .unwrap_err();
+        assert!(e.contains("cannot both be zero"), "{e}");
+        let e = DefaultPreemption::new(json!({
+            "minCandidateNodesPercentage": 101, "minCandidateNodesAbsolute": -1
+        }))
+        .unwrap_err();
+        assert!(e.contains("not in valid range [0, 100]"), "{e}");
+        assert!(e.contains("not in valid range [0, inf)"), "{e}");
+        assert!(DefaultPreemption::new(json!({"kind": "NodeResourcesFitArgs"})).is_err());
+        assert!(DefaultPreemption::new(json!({"minCandidates": 1})).is_err());
+    }
+
+    #[test]
+    fn candidates_to_find_follow_upstream() {
+        let p = DefaultPreemption::new(json!({})).unwrap();
+        assert_eq!(p.num_candidates(10), 10);
+        assert_eq!(p.num_candidates(500), 100);
+        assert_eq!(p.num_candidates(5000), 500);
+        let p = DefaultPreemption::new(json!({
+            "minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 10
+        }))
+        .unwrap();
+        assert_eq!(p.num_candidates(20), 10);
+        assert_eq!(p.num_candidates(100), 40);
+    }
+
+    #[test]
+    fn importance_is_priority_then_start_time() {
+        let a = pod("a", 10, Some(1), "x");
+        let b = pod("b", 10, Some(2), "x");
+        let c = pod("c", 20, Some(3), "x");
+        let unstarted = pod("d", 10, None, "x");
+        assert!(more_important(&c, &a));
+        assert!(more_important(&a, &b));
+        assert!(more_important(&b, &unstarted));
+        assert!(!more_important(&a, &a));
+    }
+
+    #[test]
+    fn budgets_split_victims_as_upstream() {
+        let budget = PodDisruptionBudget {
+            namespace: "default".into(),
+            name: "b".into(),
+            selector: Some(berth_sdk::affinity::LabelSelector {
+                match_labels: [("app".to_owned(), "db".to_owned())].into(),
+                match_expressions: Vec::new(),
+            }),
+            disruptions_allowed: 1,
+            disrupted_pods: ["db-0".to_owned()].into(),
+        };
+        let pods = [
+            pod("db-0", 1, None, "db"),
+            pod("db-1", 1, None, "db"),
+            pod("db-2", 1, None, "db"),
+            pod("web", 1, None, "web"),
+        ];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let (violating, fine) = split_by_budget(&refs, &[budget.clone()]);
+        // db-0 is already disrupted; db-1 uses the one disruption left; db-2 violates.
+        let names = |v: &[&Pod]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&violating), ["db-2"]);
+        assert_eq!(names(&fine), ["db-0", "db-1", "web"]);
+        // An empty selector covers nothing.
+        let empty = PodDisruptionBudget {
+            selector: Some(Default::default()),
+            disruptions_allowed: 0,
+            ..budget
+        };
+        let (violating, _) = split_by_budget(&refs, &[empty]);
+        assert!(violating.is_empty());
+    }
+
+    #[test]
+    fn the_no_candidate_message_counts_reasons() {
+        let msg = no_candidate_message(
+            3,
+            &[Status::unresolvable(
+                "No preemption victims found for incoming pod",
+            )],
+        );
+        assert_eq!(
+            msg,
+            "0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+        );
+    }
+}
