@@ -383,7 +383,11 @@ pub fn explain(
             && p.node_name.is_empty()
             && p.key() == pod
         {
-            target = Some(p.clone());
+            let mut p = p.clone();
+            if let Some(a) = &doc.admission {
+                timeline.admit(&mut p, a).map_err(|e| anyhow::anyhow!(e))?;
+            }
+            target = Some(p);
         }
         timeline.apply(&mut scheduler, doc)?;
     }

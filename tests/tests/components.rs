@@ -357,12 +357,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
     );
     assert_eq!(at(E::PostFilter), [("DefaultPreemption", 1)]);
     assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
-    for point in [
-        E::Reserve,
-        E::Permit,
-        E::PreBind,
-        E::PostBind,
-    ] {
+    for point in [E::Reserve, E::Permit, E::PreBind, E::PostBind] {
         assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
     }
 }

@@ -32,7 +32,10 @@ fn node(v: &Value) -> Value {
         "memory".into(),
         v.get("memory").cloned().unwrap_or(json!("8Gi")),
     );
-    alloc.insert("pods".into(), v.get("pods").cloned().unwrap_or(json!("110")));
+    alloc.insert(
+        "pods".into(),
+        v.get("pods").cloned().unwrap_or(json!("110")),
+    );
     let mut labels = v.get("labels").cloned().unwrap_or(json!({}));
     labels["kubernetes.io/hostname"] = v["name"].clone();
     json!({
@@ -112,7 +115,12 @@ fn budget(v: &Value) -> Value {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|n| (n.as_str().unwrap().to_owned(), json!("2026-11-01T12:00:00Z")))
+        .map(|n| {
+            (
+                n.as_str().unwrap().to_owned(),
+                json!("2026-11-01T12:00:00Z"),
+            )
+        })
         .collect();
     json!({
         "apiVersion": "policy/v1",

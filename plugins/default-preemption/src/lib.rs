@@ -509,7 +509,7 @@ mod tests {
             pod("web", 1, None, "web"),
         ];
         let refs: Vec<&Pod> = pods.iter().collect();
-        let (violating, fine) = split_by_budget(&refs, &[budget.clone()]);
+        let (violating, fine) = split_by_budget(&refs, std::slice::from_ref(&budget));
         // db-0 is already disrupted; db-1 uses the one disruption left; db-2 violates.
         let names = |v: &[&Pod]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&violating), ["db-2"]);

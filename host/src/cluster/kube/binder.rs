@@ -120,7 +120,10 @@ impl Binder for KubeBinder {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
             Ok(Err(e)) => Err(format!("nominating {}: {}", pod.key(), error_message(&e))),
-            Err(_) => Err(format!("nominating {}: no answer within {BIND_TIMEOUT:?}", pod.key())),
+            Err(_) => Err(format!(
+                "nominating {}: no answer within {BIND_TIMEOUT:?}",
+                pod.key()
+            )),
         }
     }
 
@@ -130,7 +133,9 @@ impl Binder for KubeBinder {
         }
         let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &victim.namespace);
         // Conditions merge by type in a strategic merge patch.
-        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::now(),
+        );
         let patch = serde_json::json!({"status": {"conditions": [{
             "type": "DisruptionTarget",
             "status": "True",
@@ -150,14 +155,27 @@ impl Binder for KubeBinder {
             limiter.acquire().await;
             let patched = tokio::time::timeout(
                 BIND_TIMEOUT,
-                api.patch_status(&victim.name, &PatchParams::default(), &Patch::Strategic(&patch)),
+                api.patch_status(
+                    &victim.name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(&patch),
+                ),
             )
             .await;
             match patched {
                 Ok(Ok(_)) => {}
                 Ok(Err(kube::Error::Api(s))) if s.code == 404 => return Ok(None),
-                Ok(Err(e)) => return Err(format!("adding the DisruptionTarget condition: {}", error_message(&e))),
-                Err(_) => return Err(format!("adding the DisruptionTarget condition: no answer within {BIND_TIMEOUT:?}")),
+                Ok(Err(e)) => {
+                    return Err(format!(
+                        "adding the DisruptionTarget condition: {}",
+                        error_message(&e)
+                    ));
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "adding the DisruptionTarget condition: no answer within {BIND_TIMEOUT:?}"
+                    ));
+                }
             }
             limiter.acquire().await;
             match tokio::time::timeout(BIND_TIMEOUT, api.delete(&victim.name, &delete)).await {
@@ -168,7 +186,8 @@ impl Binder for KubeBinder {
                 Err(_) => Err(format!("deleting: no answer within {BIND_TIMEOUT:?}")),
             }
         });
-        r.map(|_| ()).map_err(|e| format!("evicting {}: {e}", victim.key()))
+        r.map(|_| ())
+            .map_err(|e| format!("evicting {}: {e}", victim.key()))
     }
 
     fn lookup(&self, pod: &Pod) -> PodState {

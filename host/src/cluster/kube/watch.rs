@@ -66,7 +66,10 @@ pub fn start_watchers(
         |pdb| {
             let b = crate::cluster::manifest::budget_from_k8s(pdb)
                 .map_err(|(path, message)| format!("{path}: {message}"))?;
-            Ok(Some((format!("{}/{}", b.namespace, b.name), Change::Budget(b))))
+            Ok(Some((
+                format!("{}/{}", b.namespace, b.name),
+                Change::Budget(b),
+            )))
         },
         |key| {
             let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
