@@ -193,12 +193,11 @@ pub struct PluginError {
 
 impl From<CallError> for PluginError {
     fn from(e: CallError) -> Self {
+        let message = e.describe();
         match e {
-            CallError::Trap { plugin, message } => PluginError {
-                plugin,
-                message: format!("trapped: {message}"),
-            },
-            CallError::BadAnswer { plugin, message } => PluginError { plugin, message },
+            CallError::Trap { plugin, .. } | CallError::BadAnswer { plugin, .. } => {
+                PluginError { plugin, message }
+            }
         }
     }
 }
