@@ -4,6 +4,7 @@
 
 pub mod cycle_state;
 mod explain;
+mod failures;
 mod fit_error;
 mod instance;
 pub mod registry;
@@ -114,6 +115,8 @@ struct PluginSlot {
     module: Arc<Module>,
     args_json: String,
     normalizes: bool,
+    /// `failurePolicy: FailOpen`: a failure drops the plugin's scores for the cycle.
+    fail_open: bool,
     /// The native twin to run instead of the module, in native mode.
     native: Option<Twin>,
 }
@@ -275,6 +278,7 @@ impl Framework {
                             normalizes: module
                                 .extension_points()
                                 .contains(&ExtensionPoint::NormalizeScore),
+                            fail_open: profile.fail_open.contains(name),
                             // Only a built-in module has a native twin; a module the
                             // configuration names replaces it and stays wasm.
                             native: if registry::is_builtin(module) {
