@@ -385,7 +385,8 @@ berth:
         .unwrap_err()
         .to_string();
         assert!(
-            e.starts_with("c.yaml: berth.plugins[0].failurePolicy: unknown variant `Ignore`"),
+            e.starts_with("c.yaml: berth.plugins[0].failurePolicy: ")
+                && e.contains("unknown variant `Ignore`, expected `FailClosed` or `FailOpen`"),
             "{e}"
         );
     }
