@@ -66,6 +66,8 @@ struct Inner {
     plugin_call_duration: HistogramVec,
     preemption_attempts: IntCounterVec,
     preemption_victims: HistogramVec,
+    plugin_failures_ignored: IntCounterVec,
+    plugin_output_lines: IntCounterVec,
 }
 
 fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
@@ -178,6 +180,18 @@ impl Metrics {
                 "Number of pods a preemption evicted.",
                 &[],
                 buckets(1.0, 2.0, 7),
+            ),
+            plugin_failures_ignored: counter(
+                &r,
+                "berth_plugin_failures_ignored_total",
+                "Failures of a plugin whose failurePolicy is FailOpen that were ignored: its scores were dropped for that scheduling cycle and the pod was scheduled on the other plugins' scores.",
+                &["plugin"],
+            ),
+            plugin_output_lines: counter(
+                &r,
+                "berth_plugin_output_lines_total",
+                "Lines a plugin wrote to stdout or stderr or sent through the SDK's log call, per outcome: logged, or suppressed by the per-instance rate limit.",
+                &["plugin", "outcome"],
             ),
             registry: r,
         };
@@ -296,6 +310,27 @@ impl Metrics {
         self.inner.plugin_traps.with_label_values(&[plugin]).inc();
     }
 
+    /// A fail-open plugin failed and its scores were dropped for one cycle.
+    pub fn count_failure_ignored(&self, plugin: &str) {
+        self.inner
+            .plugin_failures_ignored
+            .with_label_values(&[plugin])
+            .inc();
+    }
+
+    /// The counters of a plugin's output lines, logged and suppressed (taken once per
+    /// instance, so that counting a line is one atomic add).
+    pub fn output_line_counters(
+        &self,
+        plugin: &str,
+    ) -> (prometheus::IntCounter, prometheus::IntCounter) {
+        let c = &self.inner.plugin_output_lines;
+        (
+            c.with_label_values(&[plugin, "logged"]),
+            c.with_label_values(&[plugin, "suppressed"]),
+        )
+    }
+
     /// Time spent inside a plugin's instance for one call.
     pub fn observe_plugin_call(&self, plugin: &str, extension_point: &str, took: Duration) {
         self.inner
@@ -371,9 +406,10 @@ mod tests {
         let m = Metrics::new();
         let n = m.clone();
         n.count_trap("Fit");
-        assert!(
-            m.render()
-                .contains("berth_plugin_traps_total{plugin=\"Fit\"} 1\n")
-        );
+        n.count_failure_ignored("Prefer");
+        n.count_failure_ignored("Prefer");
+        let text = m.render();
+        assert!(text.contains("berth_plugin_traps_total{plugin=\"Fit\"} 1\n"));
+        assert!(text.contains("berth_plugin_failures_ignored_total{plugin=\"Prefer\"} 2\n"));
     }
 }

@@ -221,7 +221,7 @@ impl Scheduler {
                 }
             }
         }
-        let modules = registry::load_modules(runtime, &config.modules(), &names)?;
+        let modules = registry::load_configured(runtime, config, file, &names)?;
         let profiles = crate::config::expand_profiles(&specs, file, &modules)?;
         let mut fw_options = options.framework.clone();
         if let Some(p) = config.parallelism {

@@ -170,6 +170,7 @@ fn misbehaving_plugins_fail_only_their_pod() {
     let rt = runtime_with(Limits {
         call_deadline: Duration::from_millis(300),
         max_memory_bytes: 64 << 20,
+        ..Limits::default()
     });
     let report = run(&rt, vec![cluster], Some(config)).unwrap();
     let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();

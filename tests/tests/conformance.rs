@@ -65,6 +65,7 @@ fn profile_for(plugin: &str, module: &Module, args: Option<&Value>) -> Profile {
         points,
         args: all_args,
         percentage_of_nodes_to_score: None,
+        fail_open: Default::default(),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod cycle_state;
 mod explain;
+mod failures;
 mod fit_error;
 mod instance;
 pub mod preemption;
@@ -118,6 +119,8 @@ struct PluginSlot {
     normalizes: bool,
     /// The plugin has PreFilterExtensions (AddPod/RemovePod).
     extensions: bool,
+    /// `failurePolicy: FailOpen`: a failure drops the plugin's scores for the cycle.
+    fail_open: bool,
     /// The native twin to run instead of the module, in native mode.
     native: Option<Twin>,
 }
@@ -197,12 +200,11 @@ pub struct PluginError {
 
 impl From<CallError> for PluginError {
     fn from(e: CallError) -> Self {
+        let message = e.describe();
         match e {
-            CallError::Trap { plugin, message } => PluginError {
-                plugin,
-                message: format!("trapped: {message}"),
-            },
-            CallError::BadAnswer { plugin, message } => PluginError { plugin, message },
+            CallError::Trap { plugin, .. } | CallError::BadAnswer { plugin, .. } => {
+                PluginError { plugin, message }
+            }
         }
     }
 }
@@ -282,6 +284,7 @@ impl Framework {
                                 .extension_points()
                                 .contains(&ExtensionPoint::NormalizeScore),
                             extensions: module.pre_filter_extensions(),
+                            fail_open: profile.fail_open.contains(name),
                             // Only a built-in module has a native twin; a module the
                             // configuration names replaces it and stays wasm.
                             native: if registry::is_builtin(module) {

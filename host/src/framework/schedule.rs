@@ -4,7 +4,7 @@
 
 use super::{CyclePod, CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use crate::cache::Snapshot;
-use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, Pod, Status};
+use berth_sdk::{Code, ExtensionPoint, NodeInfo, Pod, Status};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
 
@@ -191,10 +191,7 @@ impl Framework {
                 self.observe_plugin(i, "Filter", batch_code(&rejected), t);
                 for (slot, status) in rejected {
                     if status.code == Code::Error {
-                        return Err(PluginError {
-                            plugin: self.plugins[i].name.clone(),
-                            message: status.message(),
-                        });
+                        return Err(self.node_failure(i, pod, snapshot, slot, &status));
                     }
                     failed_first_pass.insert(slot);
                     failures.push((slot, i, status));
@@ -222,10 +219,7 @@ impl Framework {
             let mut out: HashSet<u32> = HashSet::with_capacity(rejected.len());
             for (slot, status) in rejected {
                 if status.code == Code::Error {
-                    return Err(PluginError {
-                        plugin: self.plugins[i].name.clone(),
-                        message: status.message(),
-                    });
+                    return Err(self.node_failure(i, pod, snapshot, slot, &status));
                 }
                 out.insert(slot);
                 failures.push((slot, i, status));
@@ -243,26 +237,25 @@ impl Framework {
         snapshot: &Snapshot,
         chunk: &[u32],
         scorers: &[(usize, i64)],
-    ) -> Result<Vec<Vec<i64>>, PluginError> {
+    ) -> Vec<Result<Vec<i64>, PluginError>> {
         let mut set = lock(&self.workers[worker]);
         let mut out = Vec::with_capacity(scorers.len());
         for &(i, _) in scorers {
-            let inst = set.get(i, &self.plugins)?;
-            inst.sync(snapshot)?;
-            let t = self.plugin_clock(state);
-            let scored = inst.score(state, pod, chunk)?;
-            let code = scored
-                .as_ref()
-                .map_or_else(|e| e.code.as_str(), |_| "Success");
-            self.observe_plugin(i, "Score", code, t);
-            match scored {
-                Ok(scores) => out.push(scores),
-                Err(status) => {
-                    return Err(self.failure(i, &status));
-                }
-            }
+            let mut score = || -> Result<Vec<i64>, PluginError> {
+                let inst = set.get(i, &self.plugins)?;
+                inst.sync(snapshot)?;
+                let t = self.plugin_clock(state);
+                let scored = inst.score(state, pod, chunk)?;
+                let code = scored
+                    .as_ref()
+                    .map_or_else(|e| e.code.as_str(), |_| "Success");
+                self.observe_plugin(i, "Score", code, t);
+                scored.map_err(|status| self.pod_failure(i, "Score", pod, &status))
+            };
+            // One plugin's failure does not stop the others: it may fail open.
+            out.push(score());
         }
-        Ok(out)
+        out
     }
 
     /// Runs one scheduling attempt for `pod` (given as its WIT record) against the
@@ -543,19 +536,26 @@ impl Framework {
             let mut timer = self.time_point("PreScore");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreScore) {
-                let inst = main.get(i, &self.plugins)?;
-                inst.sync(snapshot)?;
-                let t = self.plugin_clock(&state);
-                let status = inst.pre_score(&state, pod, &feasible)?;
-                self.observe_plugin(i, "PreScore", status.code.as_str(), t);
-                match status.code {
-                    Code::Success => {}
-                    Code::Skip => {
+                let mut pre_score = || -> Result<Status, PluginError> {
+                    let inst = main.get(i, &self.plugins)?;
+                    inst.sync(snapshot)?;
+                    let t = self.plugin_clock(&state);
+                    let status = inst.pre_score(&state, pod, &feasible)?;
+                    self.observe_plugin(i, "PreScore", status.code.as_str(), t);
+                    match status.code {
+                        Code::Success | Code::Skip => Ok(status),
+                        _ => Err(self.pod_failure(i, "PreScore", pod, &status)),
+                    }
+                };
+                match pre_score() {
+                    Ok(status) if status.code == Code::Success => {}
+                    Ok(_) => {
                         skip_score.insert(i);
                     }
-                    _ => {
-                        timer.status = status.code.as_str();
-                        return Err(self.failure(i, &status));
+                    Err(e) => {
+                        // Fail-open: the plugin does not score this cycle.
+                        self.scoring_failed(i, pod, e)?;
+                        skip_score.insert(i);
                     }
                 }
             }
@@ -575,52 +575,25 @@ impl Framework {
             let chunks = self.fan_out(&feasible, |w, chunk| {
                 self.score_chunk(w, &state, pod, snapshot, chunk, &scorers)
             });
-            let mut per_plugin: Vec<Vec<i64>> =
-                vec![Vec::with_capacity(feasible.len()); scorers.len()];
+            let mut per_plugin: Vec<Result<Vec<i64>, PluginError>> = (0..scorers.len())
+                .map(|_| Ok(Vec::with_capacity(feasible.len())))
+                .collect();
             for chunk in chunks {
-                for (p, scores) in chunk?.into_iter().enumerate() {
-                    per_plugin[p].extend(scores);
+                for (p, scores) in chunk.into_iter().enumerate() {
+                    match (&mut per_plugin[p], scores) {
+                        (Ok(all), Ok(s)) => all.extend(s),
+                        (slot, Err(e)) if slot.is_ok() => *slot = Err(e),
+                        _ => {}
+                    }
                 }
             }
             let mut main = lock(&self.main);
             for (p, &(i, weight)) in scorers.iter().enumerate() {
-                let mut scores = std::mem::take(&mut per_plugin[p]);
-                if self.plugins[i].normalizes {
-                    let t = self.plugin_clock(&state);
-                    let normalized = main
-                        .get(i, &self.plugins)?
-                        .normalize_score(&state, pod, &scores)?;
-                    let code = normalized
-                        .as_ref()
-                        .map_or_else(|e| e.code.as_str(), |_| "Success");
-                    self.observe_plugin(i, "ScoreExtensionNormalize", code, t);
-                    scores = match normalized {
-                        Ok(s) if s.len() == scores.len() => s,
-                        Ok(s) => {
-                            return Err(PluginError {
-                                plugin: self.plugins[i].name.clone(),
-                                message: format!(
-                                    "normalizeScore answered {} scores for {} nodes",
-                                    s.len(),
-                                    scores.len()
-                                ),
-                            });
-                        }
-                        Err(status) => {
-                            return Err(self.failure(i, &status));
-                        }
-                    };
-                }
-                for (k, s) in scores.iter().enumerate() {
-                    if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
-                        return Err(PluginError {
-                            plugin: self.plugins[i].name.clone(),
-                            message: format!(
-                                "returned an invalid score {s} for node {}: scores must be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                                name_of(feasible[k])
-                            ),
-                        });
-                    }
+                let raw = std::mem::replace(&mut per_plugin[p], Ok(Vec::new()));
+                let final_scores =
+                    self.final_scores(&mut main, &state, pod, i, raw, &feasible, snapshot)?;
+                // None: the plugin failed open; the others decide.
+                for (k, s) in final_scores.iter().flatten().enumerate() {
                     totals[k] += s * weight;
                 }
             }
