@@ -9,13 +9,13 @@
 
 use super::KubeCluster;
 use crate::cluster::Change;
-use crate::cluster::manifest::{node_from_k8s, pod_from_k8s, selector_from_k8s};
+use crate::cluster::manifest::{budget_from_k8s, node_from_k8s, pod_from_k8s, selector_from_k8s};
 use crate::live::Input;
 use berth_sdk::Labels;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as k8s;
-use kube::api::Api;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use std::collections::HashSet;
@@ -60,25 +60,7 @@ pub fn start_watchers(
         },
         Change::NamespaceDeleted,
     );
-    s.spawn::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(
-        "poddisruptionbudgets",
-        watcher::Config::default(),
-        |pdb| {
-            let b = crate::cluster::manifest::budget_from_k8s(pdb)
-                .map_err(|(path, message)| format!("{path}: {message}"))?;
-            Ok(Some((
-                format!("{}/{}", b.namespace, b.name),
-                Change::Budget(b),
-            )))
-        },
-        |key| {
-            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-            Change::BudgetDeleted {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            }
-        },
-    );
+    s.budgets();
     s.selectors::<k8s::Service>("services", "Service");
     s.selectors::<k8s::ReplicationController>("replicationcontrollers", "ReplicationController");
     s.selectors::<apps::ReplicaSet>("replicasets", "ReplicaSet");
@@ -124,6 +106,60 @@ impl Spawner<'_> {
         )));
     }
 
+    /// PodDisruptionBudgets, from the version the API server serves: `policy/v1`
+    /// (Kubernetes 1.21 and later) or `policy/v1beta1` (the same fields preemption
+    /// reads). A server that serves neither has no budgets: preemption sees none,
+    /// and the scheduler says so once instead of waiting for a list that never comes.
+    fn budgets(&mut self) {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        let client = self.client.clone();
+        let tx = self.tx.clone();
+        let pending = self.pending.clone();
+        self.tasks.push(self.handle.spawn(async move {
+            let Some(resource) = served_budgets(&client).await else {
+                tracing::warn!(
+                    "this API server serves no PodDisruptionBudgets (policy/v1 or \
+                     policy/v1beta1): preemption will see none"
+                );
+                if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let _ = tx.send(Input::Change(Change::Synced));
+                }
+                return;
+            };
+            tracing::debug!(version = %resource.api_version, "poddisruptionbudgets: served");
+            let api: Api<DynamicObject> = Api::all_with(client, &resource);
+            let convert = |o: &DynamicObject| -> Result<Option<(String, Change)>, String> {
+                let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
+                    serde_json::to_value(o)
+                        .and_then(serde_json::from_value)
+                        .map_err(|e| e.to_string())?;
+                let b = budget_from_k8s(&pdb)
+                    .map_err(|(path, message)| format!("{path}: {message}"))?;
+                Ok(Some((
+                    format!("{}/{}", b.namespace, b.name),
+                    Change::Budget(b),
+                )))
+            };
+            let deleted = |key: String| {
+                let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+                Change::BudgetDeleted {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                }
+            };
+            watch(
+                api,
+                watcher::Config::default(),
+                "poddisruptionbudgets",
+                convert,
+                deleted,
+                tx,
+                pending,
+            )
+            .await;
+        }));
+    }
+
     /// A kind whose only interest is its pod selector; `kind` is its `kind`.
     fn selectors<K>(&mut self, resource: &'static str, kind: &'static str)
     where
@@ -151,6 +187,41 @@ impl Spawner<'_> {
             }
         };
         self.spawn::<K>(resource, watcher::Config::default(), convert, deleted);
+    }
+}
+
+/// The PodDisruptionBudget resource the API server serves, newest version first. A
+/// discovery call that fails (the server is down) is retried: the watchers wait for
+/// the server anyway.
+async fn served_budgets(client: &kube::Client) -> Option<ApiResource> {
+    let mut delay = std::time::Duration::from_millis(200);
+    'retry: loop {
+        for version in ["v1", "v1beta1"] {
+            match client
+                .list_api_group_resources(&format!("policy/{version}"))
+                .await
+            {
+                Ok(list) => {
+                    if let Some(r) = list
+                        .resources
+                        .iter()
+                        .find(|r| r.name == "poddisruptionbudgets")
+                    {
+                        let gvk = GroupVersionKind::gvk("policy", version, &r.kind);
+                        return Some(ApiResource::from_gvk_with_plural(&gvk, &r.name));
+                    }
+                }
+                // The group version is not served.
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!("discovery of policy/{version} failed, retrying: {e}");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(std::time::Duration::from_secs(10));
+                    continue 'retry;
+                }
+            }
+        }
+        return None;
     }
 }
 
