@@ -33,7 +33,11 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
     assert!(
-        summary.contains("profile default-scheduler: 13 plugins\n"),
+        summary.contains("profile default-scheduler: 14 plugins\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  postFilter  DefaultPreemption\n"),
         "{summary}"
     );
     assert!(

@@ -126,7 +126,9 @@ async fn binds_pods_writes_events_and_conditions() {
     }
 
     // The pod that fits nowhere: FailedScheduling and the PodScheduled condition.
-    let message = "0/3 nodes are available: 3 Insufficient cpu.";
+    // More CPU than any node has: evicting pods cannot help, and DefaultPreemption (in
+    // the default profile) says so after Filter's reasons, as upstream.
+    let message = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
     let huge = eventually(30, "huge's PodScheduled condition", || async {
         let api: Api<k8s::Pod> = Api::namespaced(client.clone(), NS);
         let p = api.get("huge").await.map_err(|e| e.to_string())?;

@@ -31,7 +31,7 @@ fn simulate_places_the_example_and_explains_the_pod_that_fits_nowhere() {
     assert!(lines[4].starts_with("default/huge"), "{text}");
     assert!(
         lines[4].ends_with(
-            "1 attempt   0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu."
+            "1 attempt   0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
         ),
         "{text}"
     );
