@@ -1,0 +1,257 @@
+//! Preemption end to end against a real kube-apiserver and etcd: `berth run` nominates
+//! a high-priority pod, evicts the victims DefaultPreemption picks (a DisruptionTarget
+//! condition, then a delete, then a `Preempted` event, as upstream), keeps a
+//! PodDisruptionBudget's pods when another node does as well, and holds the room for
+//! the preemptor while the victims terminate. There is no kubelet: the test plays its
+//! part and removes terminating pods, but only once it has checked what they carry.
+
+#[path = "common/apiserver.rs"]
+mod apiserver;
+mod common;
+
+use apiserver::*;
+use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+const NS: &str = "default";
+
+/// A pod of `priority` (through its PriorityClass `class`), optionally pinned to a node.
+fn prio_pod(
+    name: &str,
+    cpu: &str,
+    class: &str,
+    priority: i32,
+    app: &str,
+    on: Option<&str>,
+) -> k8s::Pod {
+    let mut p = pod(name, cpu, "default-scheduler");
+    p.metadata.labels = Some(BTreeMap::from([("app".to_owned(), app.to_owned())]));
+    let spec = p.spec.as_mut().unwrap();
+    spec.priority_class_name = Some(class.to_owned());
+    // The Priority admission plugin accepts the value when it is the class's.
+    spec.priority = Some(priority);
+    if let Some(node) = on {
+        spec.node_selector = Some(BTreeMap::from([(
+            "kubernetes.io/hostname".to_owned(),
+            node.to_owned(),
+        )]));
+    }
+    p
+}
+
+async fn create_priority_class(client: &kube::Client, name: &str, value: i32) {
+    let pc: PriorityClass = serde_json::from_value(serde_json::json!({
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }))
+    .unwrap();
+    Api::<PriorityClass>::all(client.clone())
+        .create(&PostParams::default(), &pc)
+        .await
+        .expect("create priority class");
+}
+
+/// A PodDisruptionBudget over `app` that allows no disruption, in the version this API
+/// server serves (policy/v1beta1 before Kubernetes 1.21). No disruption controller
+/// runs here, so its status never allows one.
+async fn create_budget(client: &kube::Client, name: &str, app: &str) {
+    let gvk = GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "poddisruptionbudgets");
+    let pdb: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "policy/v1beta1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}},
+    }))
+    .unwrap();
+    Api::<DynamicObject>::namespaced_with(client.clone(), NS, &resource)
+        .create(&PostParams::default(), &pdb)
+        .await
+        .expect("create pod disruption budget");
+}
+
+fn terminating(p: &k8s::Pod) -> bool {
+    p.metadata.deletion_timestamp.is_some()
+}
+
+fn condition(p: &k8s::Pod, type_: &str) -> Option<k8s::PodCondition> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+fn nominated(p: &k8s::Pod) -> Option<String> {
+    p.status
+        .as_ref()?
+        .nominated_node_name
+        .clone()
+        .filter(|n| !n.is_empty())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let client = server.client().await;
+    create_nodes(
+        &client,
+        &[
+            node("node-a", "2", "8Gi", 110),
+            node("node-b", "2", "8Gi", 110),
+        ],
+    )
+    .await;
+    create_priority_class(&client, "low", 1).await;
+    create_priority_class(&client, "high", 1000).await;
+    // node-a's pods are under a budget that allows no disruption; node-b's are not.
+    create_budget(&client, "protected", "protected").await;
+    let low = [
+        prio_pod("protected-1", "1", "low", 1, "protected", Some("node-a")),
+        prio_pod("protected-2", "1", "low", 1, "protected", Some("node-a")),
+        prio_pod("batch-1", "1", "low", 1, "batch", Some("node-b")),
+        prio_pod("batch-2", "1", "low", 1, "batch", Some("node-b")),
+    ];
+    create_pods(&client, NS, &low).await;
+
+    let berth = Berth::run_in(server.dir.path(), &server.kubeconfig(), &[]);
+    let names = low.iter().map(name_of).collect::<BTreeSet<_>>();
+    eventually(60, "the low-priority pods bound", || async {
+        let pods = list_pods(&client, NS).await?;
+        let bound = pods
+            .iter()
+            .filter(|p| names.contains(&name_of(p)) && node_of(p).is_some());
+        match bound.count() {
+            4 => Ok(()),
+            n => Err(format!("{n} of 4 bound")),
+        }
+    })
+    .await;
+
+    // Nothing fits the preemptor: evicting two pods on either node would. node-a's
+    // would violate the budget, so node-b is the one (pickOneNodeForPreemption's
+    // first criterion).
+    create_pods(
+        &client,
+        NS,
+        &[prio_pod("critical", "2", "high", 1000, "critical", None)],
+    )
+    .await;
+    let pods = eventually(
+        60,
+        "critical nominated and its victims terminating",
+        || async {
+            let pods = list_pods(&client, NS).await?;
+            let by_name: BTreeMap<String, k8s::Pod> =
+                pods.into_iter().map(|p| (name_of(&p), p)).collect();
+            let critical = by_name.get("critical").ok_or("no critical")?;
+            let dying: BTreeSet<&str> = by_name
+                .values()
+                .filter(|p| terminating(p))
+                .map(|p| p.metadata.name.as_deref().unwrap_or(""))
+                .collect();
+            if nominated(critical).is_some() && dying.len() == 2 {
+                Ok(by_name)
+            } else {
+                Err(format!(
+                    "critical nominated to {:?}, terminating {dying:?}",
+                    nominated(critical)
+                ))
+            }
+        },
+    )
+    .await;
+    assert_eq!(nominated(&pods["critical"]).as_deref(), Some("node-b"));
+    assert!(
+        node_of(&pods["critical"]).is_none(),
+        "bound while its victims still run"
+    );
+    for victim in ["batch-1", "batch-2"] {
+        let p = &pods[victim];
+        assert!(terminating(p), "{victim} is not being deleted");
+        let c = condition(p, "DisruptionTarget")
+            .unwrap_or_else(|| panic!("{victim}: no DisruptionTarget"));
+        assert_eq!(c.status, "True");
+        assert_eq!(c.reason.as_deref(), Some("PreemptionByScheduler"));
+    }
+    for kept in ["protected-1", "protected-2"] {
+        assert!(
+            !terminating(&pods[kept]),
+            "{kept} is protected by its budget"
+        );
+    }
+
+    // While the victims terminate, a low-priority pod that would fit where they were
+    // arrives: the room is critical's.
+    create_pods(
+        &client,
+        NS,
+        &[prio_pod("latecomer", "1", "low", 1, "batch", None)],
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+
+    // The kubelet's part: the victims go.
+    let pods_api: Api<k8s::Pod> = Api::namespaced(client.clone(), NS);
+    for victim in ["batch-1", "batch-2"] {
+        pods_api
+            .delete(victim, &DeleteParams::default().grace_period(0))
+            .await
+            .expect("remove a terminated victim");
+    }
+
+    let pods = eventually(60, "critical bound", || async {
+        let pods = list_pods(&client, NS).await?;
+        let by_name: BTreeMap<String, k8s::Pod> =
+            pods.into_iter().map(|p| (name_of(&p), p)).collect();
+        match by_name.get("critical").and_then(node_of) {
+            Some(_) => Ok(by_name),
+            None => Err("critical not bound".to_owned()),
+        }
+    })
+    .await;
+    assert_eq!(node_of(&pods["critical"]).as_deref(), Some("node-b"));
+    assert!(!pods.contains_key("batch-1") && !pods.contains_key("batch-2"));
+    assert_eq!(node_of(&pods["protected-1"]).as_deref(), Some("node-a"));
+    assert_eq!(node_of(&pods["protected-2"]).as_deref(), Some("node-a"));
+    // Nowhere to go: node-a is full, node-b is critical's.
+    assert_eq!(
+        node_of(&pods["latecomer"]),
+        None,
+        "the latecomer took a place"
+    );
+
+    // A Preempted event on each victim, naming the preemptor, as upstream writes it.
+    let evs: Vec<Event> = Api::<Event>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items;
+    let critical_uid = pods["critical"].metadata.uid.clone().unwrap();
+    for victim in ["batch-1", "batch-2"] {
+        let e = evs
+            .iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("Preempted")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(victim)
+            })
+            .unwrap_or_else(|| panic!("no Preempted event on {victim}"));
+        assert_eq!(e.type_.as_deref(), Some("Normal"));
+        assert!(
+            e.note.as_deref().unwrap_or("").contains(&critical_uid),
+            "{victim}: {:?}",
+            e.note
+        );
+    }
+    drop(berth);
+}
