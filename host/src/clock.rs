@@ -1,5 +1,5 @@
-//! The scheduler's clock: real time in a cluster, virtual time in `berth simulate`,
-//! where waiting for a backoff costs nothing.
+//! The scheduler's clock: real time in a cluster and in `berth bench`, virtual time in
+//! `berth simulate`, where waiting for a backoff costs nothing.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 pub trait Clock: Send + Sync {
     /// Now.
     fn now(&self) -> Duration;
-    /// Moves a virtual clock forward to `t`; a real clock cannot be moved and
-    /// answers false.
+    /// Moves on to `t`: a virtual clock jumps there, a real clock sleeps until then.
+    /// False when the clock cannot get there.
     fn advance_to(&self, t: Duration) -> bool;
 }
 
@@ -27,8 +27,11 @@ impl Clock for RealClock {
     fn now(&self) -> Duration {
         self.0.elapsed()
     }
-    fn advance_to(&self, _t: Duration) -> bool {
-        false
+    fn advance_to(&self, t: Duration) -> bool {
+        if let Some(left) = t.checked_sub(self.now()) {
+            std::thread::sleep(left);
+        }
+        true
     }
 }
 

@@ -704,8 +704,8 @@ impl Scheduler {
     }
 
     /// Schedules until nothing more can happen: activeQ is empty, no binding is in
-    /// flight, and (on a virtual clock) no backoff or Permit wait is left to wait for;
-    /// a virtual clock jumps to each. Returns how many attempts were made.
+    /// flight, and no backoff or Permit wait is left to wait for: a virtual clock jumps
+    /// to each, a real one sleeps until it. Returns how many attempts were made.
     pub fn run_until_idle(&mut self) -> usize {
         let mut attempts = 0;
         loop {
