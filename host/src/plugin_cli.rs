@@ -110,7 +110,9 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<std::process::ExitCode> {
             );
             println!("next:");
             println!("  cd {}", made.dir.display());
-            println!("  cargo test                                   # the cases, natively");
+            println!(
+                "  BERTH=$(command -v berth) cargo test         # the cases, natively and as a component"
+            );
             println!("  cargo build --target wasm32-wasip2 --release");
             println!(
                 "  berth plugin check target/wasm32-wasip2/release/{}.wasm",

@@ -118,7 +118,7 @@ impl ComponentHarness {
             .filter(|n| {
                 out.pre_filter_nodes
                     .as_ref()
-                    .is_none_or(|names| names.iter().any(|x| *x == n.node.name))
+                    .is_none_or(|names| names.contains(&n.node.name))
             })
             .collect();
         let mut feasible: Vec<&NodeInfo> = candidates.clone();

@@ -5,7 +5,8 @@
 //!
 //! The example crates are built by a nested cargo, as an author builds them, with
 //! a target directory of their own under this build's (the outer build holds the
-//! lock on the main one) and without the flags the outer build passes down.
+//! lock on the main one), without the flags the outer build passes down, and
+//! offline (their dependencies are the SDK's, already fetched for the workspace).
 
 use berth::testing::ComponentHarness;
 use berth::wasm::{Runtime, RuntimeOptions};
@@ -50,6 +51,9 @@ fn cargo(dir: &Path) -> Command {
     ] {
         cmd.env_remove(var);
     }
+    // The test run needs no network: the examples' dependencies are the SDK's,
+    // which the workspace build has already fetched.
+    cmd.env("CARGO_NET_OFFLINE", "true");
     cmd
 }
 

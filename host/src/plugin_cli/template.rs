@@ -289,7 +289,11 @@ fn cases_rs(point: Point) -> String {
             r#"        Case::new("a node with the label takes no pods")
             .pod(pod("web").cpu(500))
             .node(node("plain").cpu(4000))
-            .node(node("draining").cpu(4000).label("example.com/drain", "true"))
+            .node(
+                node("draining")
+                    .cpu(4000)
+                    .label("example.com/drain", "true"),
+            )
             .feasible(["plain"])
             .rejects(
                 "draining",
@@ -304,6 +308,7 @@ fn cases_rs(point: Point) -> String {
         }
         Point::Score => {
             r#"        Case::new("the highest preference wins")
+            .pod(pod("web").cpu(500))
             .node(node("low").label("example.com/preference", "1"))
             .node(node("high").label("example.com/preference", "4"))
             .node(node("none"))

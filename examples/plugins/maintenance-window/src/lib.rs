@@ -169,8 +169,14 @@ mod tests {
         };
         assert_eq!(hint(Some(&node(true)), &node(false)), QueueingHint::Queue);
         assert_eq!(hint(None, &node(false)), QueueingHint::Queue);
-        assert_eq!(hint(Some(&node(false)), &node(true)), QueueingHint::QueueSkip);
-        assert_eq!(hint(Some(&node(false)), &node(false)), QueueingHint::QueueSkip);
+        assert_eq!(
+            hint(Some(&node(false)), &node(true)),
+            QueueingHint::QueueSkip
+        );
+        assert_eq!(
+            hint(Some(&node(false)), &node(false)),
+            QueueingHint::QueueSkip
+        );
         assert_eq!(hint(None, &node(true)), QueueingHint::QueueSkip);
         assert!(p.queueing_hint(&ev, &pod, None, None).is_err());
     }

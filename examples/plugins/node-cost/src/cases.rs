@@ -38,8 +38,10 @@ pub fn cases() -> Vec<Case> {
             .node(node("b").label(PRICE, "1.0"))
             .scores([("a", 100), ("b", 100)]),
         Case::new("the args rename the labels")
-            .args(json!({"priceLabel": "cost", "capacityTypeLabel": "lifecycle",
-                         "capacityTypePrices": {"spot": "1"}}))
+            .args(
+                json!({"priceLabel": "cost", "capacityTypeLabel": "lifecycle",
+                         "capacityTypePrices": {"spot": "1"}}),
+            )
             .node(node("a").label("cost", "3"))
             .node(node("b").label("lifecycle", "spot").label(PRICE, "9"))
             .scores([("b", 100), ("a", 0)]),

@@ -77,7 +77,11 @@ pub fn parse_price(text: &str) -> Option<i64> {
     {
         return None;
     }
-    let whole: i64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+    let whole: i64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
     let frac: i64 = format!("{frac:0<6}").parse().ok()?;
     Some(whole * 1_000_000 + frac)
 }
