@@ -178,8 +178,40 @@ spec:
       requests: {cpu: 100m, memory: 500Mi}
 "#;
 
+const POD_LOW_PRIORITY: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pod
+spec:
+  priority: 1
+  containers:
+  - name: pause
+    image: registry.k8s.io/pause:3.10
+    ports: [{containerPort: 80}]
+    resources:
+      limits: {cpu: 900m, memory: 500Mi}
+      requests: {cpu: 900m, memory: 500Mi}
+"#;
+
+const POD_HIGH_PRIORITY: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pod
+spec:
+  priority: 10
+  containers:
+  - name: pause
+    image: registry.k8s.io/pause:3.10
+    ports: [{containerPort: 80}]
+    resources:
+      limits: {cpu: 3000m, memory: 500Mi}
+      requests: {cpu: 3000m, memory: 500Mi}
+"#;
+
 /// The workloads, with upstream's node and pod counts.
-pub const WORKLOADS: [Workload; 6] = [
+pub const WORKLOADS: [Workload; 7] = [
     Workload {
         name: "SchedulingBasic",
         sizes: [size(500, 500, 1000), size(5000, 1000, 1000)],
@@ -224,6 +256,16 @@ pub const WORKLOADS: [Workload; 6] = [
         measure_template: POD_AFFINITY,
         init_namespace: "sched-0",
         measure_namespace: "sched-1",
+    },
+    Workload {
+        // Nodes full of low-priority pods; each measured pod must evict three.
+        name: "PreemptionBasic",
+        sizes: [size(500, 2000, 500), size(5000, 20000, 5000)],
+        zones: Zones::None,
+        init_template: POD_LOW_PRIORITY,
+        measure_template: POD_HIGH_PRIORITY,
+        init_namespace: "default",
+        measure_namespace: "default",
     },
     Workload {
         name: "Unschedulable",

@@ -118,7 +118,7 @@ enum Compare {
 struct BenchArgs {
     /// Run only this workload (repeatable): SchedulingBasic, SchedulingNodeAffinity,
     /// TopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
-    /// Unschedulable.
+    /// PreemptionBasic, Unschedulable.
     #[arg(long)]
     workload: Vec<String>,
     /// Run only the size with this many nodes (500 or 5000; another count runs the

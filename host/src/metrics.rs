@@ -64,6 +64,10 @@ struct Inner {
     sli_duration: HistogramVec,
     plugin_traps: IntCounterVec,
     plugin_call_duration: HistogramVec,
+    preemption_attempts: IntCounterVec,
+    preemption_victims: HistogramVec,
+    plugin_failures_ignored: IntCounterVec,
+    plugin_output_lines: IntCounterVec,
 }
 
 fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
@@ -164,6 +168,31 @@ impl Metrics {
                 &["plugin", "extension_point"],
                 buckets(0.00001, 1.5, 20),
             ),
+            preemption_attempts: counter(
+                &r,
+                "scheduler_preemption_attempts_total",
+                "Preemption attempts: PostFilter runs of a profile with a PostFilter plugin.",
+                &[],
+            ),
+            preemption_victims: histogram(
+                &r,
+                "scheduler_preemption_victims",
+                "Number of pods a preemption evicted.",
+                &[],
+                buckets(1.0, 2.0, 7),
+            ),
+            plugin_failures_ignored: counter(
+                &r,
+                "berth_plugin_failures_ignored_total",
+                "Failures of a plugin whose failurePolicy is FailOpen that were ignored: its scores were dropped for that scheduling cycle and the pod was scheduled on the other plugins' scores.",
+                &["plugin"],
+            ),
+            plugin_output_lines: counter(
+                &r,
+                "berth_plugin_output_lines_total",
+                "Lines a plugin wrote to stdout or stderr or sent through the SDK's log call, per outcome: logged, or suppressed by the per-instance rate limit.",
+                &["plugin", "outcome"],
+            ),
             registry: r,
         };
         Metrics {
@@ -260,9 +289,46 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// A call into a plugin's instance trapped.
+    /// A preemption attempt (PostFilter ran).
+    pub fn count_preemption_attempt(&self) {
+        self.inner
+            .preemption_attempts
+            .with_label_values(&[] as &[&str])
+            .inc();
+    }
+
+    /// The victims of one preemption.
+    pub fn observe_preemption_victims(&self, victims: usize) {
+        self.inner
+            .preemption_victims
+            .with_label_values(&[] as &[&str])
+            .observe(victims as f64);
+    }
+
+    /// A trapped call into a plugin's instance.
     pub fn count_trap(&self, plugin: &str) {
         self.inner.plugin_traps.with_label_values(&[plugin]).inc();
+    }
+
+    /// A fail-open plugin failed and its scores were dropped for one cycle.
+    pub fn count_failure_ignored(&self, plugin: &str) {
+        self.inner
+            .plugin_failures_ignored
+            .with_label_values(&[plugin])
+            .inc();
+    }
+
+    /// The counters of a plugin's output lines, logged and suppressed (taken once per
+    /// instance, so that counting a line is one atomic add).
+    pub fn output_line_counters(
+        &self,
+        plugin: &str,
+    ) -> (prometheus::IntCounter, prometheus::IntCounter) {
+        let c = &self.inner.plugin_output_lines;
+        (
+            c.with_label_values(&[plugin, "logged"]),
+            c.with_label_values(&[plugin, "suppressed"]),
+        )
     }
 
     /// Time spent inside a plugin's instance for one call.
@@ -340,9 +406,10 @@ mod tests {
         let m = Metrics::new();
         let n = m.clone();
         n.count_trap("Fit");
-        assert!(
-            m.render()
-                .contains("berth_plugin_traps_total{plugin=\"Fit\"} 1\n")
-        );
+        n.count_failure_ignored("Prefer");
+        n.count_failure_ignored("Prefer");
+        let text = m.render();
+        assert!(text.contains("berth_plugin_traps_total{plugin=\"Fit\"} 1\n"));
+        assert!(text.contains("berth_plugin_failures_ignored_total{plugin=\"Prefer\"} 2\n"));
     }
 }

@@ -10,7 +10,8 @@ use crate::framework::cycle_state::CycleState as HostState;
 use crate::framework::waiting::WaitingPods;
 use berth_sdk::{
     ClusterEvent, CycleState, EventRegistration, ExtensionPoint, HostApi, Labels, LogLevel,
-    NodeInfo, Object, Pod, PreFilterResult, QueueingHint, Registered, StateStore, Status, VTable,
+    NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Registered, StateStore,
+    Status, VTable,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,6 +37,23 @@ pub trait NativePlugin: Send {
     ) -> Result<QueueingHint, String>;
     /// PreFilter over every node.
     fn pre_filter(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> PreFilterResult;
+    /// PreFilterExtensions' AddPod (`add`) or RemovePod.
+    fn pod_on_node(
+        &self,
+        add: bool,
+        state: &CycleState,
+        pod: &Pod,
+        other: &Pod,
+        node: &NodeInfo,
+    ) -> Status;
+    /// PostFilter.
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        nodes: &[(&NodeInfo, Status)],
+        dry: &dyn berth_sdk::DryRun,
+    ) -> PostFilterResult;
     /// Filter over `slots`: the slots that did not pass, with why.
     fn filter<'n>(
         &self,
@@ -122,6 +140,31 @@ impl<T: Registered + Send> NativePlugin for Native<T> {
         match self.vtable.pre_filter {
             Some(f) => f(&self.plugin, state, pod, nodes),
             None => not_implemented("preFilter").into(),
+        }
+    }
+    fn pod_on_node(
+        &self,
+        add: bool,
+        state: &CycleState,
+        pod: &Pod,
+        other: &Pod,
+        node: &NodeInfo,
+    ) -> Status {
+        match self.vtable.pre_filter_extensions {
+            Some((a, r)) => (if add { a } else { r })(&self.plugin, state, pod, other, node),
+            None => not_implemented("preFilterExtensions"),
+        }
+    }
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        nodes: &[(&NodeInfo, Status)],
+        dry: &dyn berth_sdk::DryRun,
+    ) -> PostFilterResult {
+        match self.vtable.post_filter {
+            Some(f) => f(&self.plugin, state, pod, nodes, dry),
+            None => not_implemented("postFilter").into(),
         }
     }
     fn filter<'n>(
@@ -265,6 +308,7 @@ fn twin<T: Registered + Send>() -> Twin {
 pub fn registry() -> HashMap<&'static str, Twin> {
     [
         twin::<default_binder::DefaultBinder>(),
+        twin::<default_preemption::DefaultPreemption>(),
         twin::<image_locality::ImageLocality>(),
         twin::<inter_pod_affinity::InterPodAffinity>(),
         twin::<node_affinity::NodeAffinity>(),
@@ -411,6 +455,46 @@ impl NativeInstance {
         let nodes = self.all();
         self.plugin
             .pre_filter(&CycleState::new(&store), pod, &nodes)
+    }
+
+    /// PreFilterExtensions' AddPod (`add`) or RemovePod of `other` on the node in
+    /// `slot`.
+    pub fn pod_on_node(
+        &self,
+        add: bool,
+        state: &HostState,
+        pod: &Pod,
+        other: &Pod,
+        slot: u32,
+    ) -> Status {
+        let store = Store(state);
+        match self.node(slot) {
+            Some(node) => self
+                .plugin
+                .pod_on_node(add, &CycleState::new(&store), pod, other, node),
+            None => missing_node(slot),
+        }
+    }
+
+    /// PostFilter over every node's status (by slot), with the what-if API.
+    pub fn post_filter(
+        &self,
+        state: &HostState,
+        pod: &Pod,
+        statuses: &[(u32, Status)],
+        dry: &mut crate::framework::preemption::DryRun,
+    ) -> PostFilterResult {
+        let store = Store(state);
+        let mut nodes = Vec::with_capacity(statuses.len());
+        for (slot, status) in statuses {
+            match self.node(*slot) {
+                Some(n) => nodes.push((n, status.clone())),
+                None => return missing_node(*slot).into(),
+            }
+        }
+        let dry = crate::framework::preemption::NativeDryRun(std::cell::RefCell::new(dry));
+        self.plugin
+            .post_filter(&CycleState::new(&store), pod, &nodes, &dry)
     }
 
     /// Filter over many nodes; the nodes that did not pass.

@@ -7,7 +7,9 @@
 use crate::cache::{Cache, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
-use crate::cluster::{Binder, Change, FailureReason, Namespaces, NoRecorder, PodState, Recorder};
+use crate::cluster::{
+    Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, PodState, Recorder,
+};
 use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
@@ -155,6 +157,7 @@ pub struct Scheduler {
     snapshot: Snapshot,
     outcomes: HashMap<String, PodOutcome>,
     namespaces: Namespaces,
+    budgets: Budgets,
     waiting: WaitingPods,
     clock: Arc<dyn Clock>,
     binder: Arc<dyn Binder>,
@@ -218,7 +221,7 @@ impl Scheduler {
                 }
             }
         }
-        let modules = registry::load_modules(runtime, &config.modules(), &names)?;
+        let modules = registry::load_configured(runtime, config, file, &names)?;
         let profiles = crate::config::expand_profiles(&specs, file, &modules)?;
         let mut fw_options = options.framework.clone();
         if let Some(p) = config.parallelism {
@@ -233,6 +236,7 @@ impl Scheduler {
             namespaces: Namespaces::new(),
             waiting: WaitingPods::new(),
             metrics: Some(metrics.clone()),
+            budgets: Budgets::new(),
         };
         let frameworks = profiles
             .iter()
@@ -262,6 +266,7 @@ impl Scheduler {
             snapshot: Snapshot::default(),
             outcomes: HashMap::new(),
             namespaces: services.namespaces,
+            budgets: services.budgets,
             waiting: services.waiting,
             clock,
             binder,
@@ -306,6 +311,8 @@ impl Scheduler {
             Change::PodDeleted(uid) => self.delete_pod(&uid),
             Change::Namespace(name, labels) => self.add_or_update_namespace(&name, labels),
             Change::NamespaceDeleted(name) => self.namespaces.remove(&name),
+            Change::Budget(b) => self.budgets.set(b),
+            Change::BudgetDeleted { namespace, name } => self.budgets.remove(&namespace, &name),
             Change::Selector(s) => self.add_or_update_selector(s),
             Change::SelectorDeleted {
                 kind,
@@ -476,6 +483,11 @@ impl Scheduler {
                 .extend(s.selector.match_expressions.iter().cloned());
         }
         merged
+    }
+
+    /// A PodDisruptionBudget appeared or changed (preemption reads them).
+    pub fn add_or_update_budget(&mut self, budget: berth_sdk::PodDisruptionBudget) {
+        self.budgets.set(budget);
     }
 
     /// A namespace appeared or changed (its labels feed namespace selectors).
@@ -749,12 +761,28 @@ impl Scheduler {
                 );
                 self.assume_and_permit(fw, qp, node, state);
             }
-            ScheduleOutcome::Unschedulable(fit) => {
+            ScheduleOutcome::Unschedulable(fit, verdict) => {
                 self.metrics.observe_attempt(
                     AttemptResult::Unschedulable,
                     fw.scheduler_name(),
                     started.elapsed(),
                 );
+                let mut qp = qp;
+                let mut preemption = None;
+                if let Some(v) = verdict {
+                    self.metrics.count_preemption_attempt();
+                    match v.nominated_node_name.as_deref() {
+                        Some("") if !qp.pod.nominated_node_name.is_empty() => {
+                            qp.pod.nominated_node_name.clear();
+                            self.write_nomination(&qp.pod, "");
+                        }
+                        Some(node) if !node.is_empty() && v.status.is_success() => {
+                            qp.pod.nominated_node_name = node.to_owned();
+                            preemption = Some((node.to_owned(), v.victims));
+                        }
+                        _ => {}
+                    }
+                }
                 let plugins: BTreeSet<String> = fit
                     .diagnosis
                     .unschedulable_plugins
@@ -767,7 +795,11 @@ impl Scheduler {
                 } else {
                     plugins
                 };
+                let preemptor = qp.pod.clone();
                 self.fail(qp, plugins, FailureReason::Unschedulable, fit.to_string());
+                if let Some((node, victims)) = preemption {
+                    self.preempt(&preemptor, &node, victims);
+                }
             }
             ScheduleOutcome::Error(e) => {
                 self.metrics.observe_attempt(
@@ -1016,6 +1048,104 @@ impl Scheduler {
             }
             None => {
                 self.outcomes.remove(&pod.uid);
+            }
+        }
+    }
+
+    /// Writes a pod's nomination to the cluster, off the loop when the cluster is
+    /// remote.
+    fn write_nomination(&self, pod: &Pod, node: &str) {
+        let binder = self.binder.clone();
+        let pod = pod.clone();
+        let node = node.to_owned();
+        let write = move || {
+            if let Err(e) = binder.nominate(&pod, &node) {
+                tracing::warn!(pod = %pod.key(), node, "cannot write nominatedNodeName: {e}");
+            }
+        };
+        if self.binder.reports_deletions() {
+            std::thread::spawn(write);
+        } else {
+            write();
+        }
+    }
+
+    /// Carries out a preemption PostFilter decided (upstream's `prepareCandidate`):
+    /// the preemptor is nominated to `node`, pods of lower priority nominated there
+    /// lose their nomination, victims waiting at Permit are rejected and the others
+    /// evicted. Against a remote cluster the API calls run on their own thread, so
+    /// the loop goes on; the embedded cluster evicts at once and the victims leave
+    /// the cache here (its cluster has no watch to report them).
+    fn preempt(&mut self, preemptor: &Pod, node: &str, victims: Vec<Pod>) {
+        self.metrics.observe_preemption_victims(victims.len());
+        tracing::debug!(
+            pod = %preemptor.key(),
+            node,
+            victims = victims.len(),
+            "preempting"
+        );
+        let lower: Vec<Pod> = self
+            .nominated
+            .get(node)
+            .map(|pods| {
+                pods.iter()
+                    .filter(|p| p.priority < preemptor.priority && p.uid != preemptor.uid)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for p in &lower {
+            let mut cleared = p.clone();
+            cleared.nominated_node_name.clear();
+            if let Err(e) = self.update_pod(cleared) {
+                tracing::warn!(pod = %p.key(), "clearing the nomination: {e}");
+            }
+        }
+        let mut evict = Vec::new();
+        for v in victims {
+            if self.waiting.contains(&v.uid) {
+                self.waiting
+                    .reject(&v.uid, "DefaultPreemption", "preempted");
+                self.recorder.preempted(&v, preemptor, node);
+            } else if !v.terminating {
+                evict.push(v);
+            }
+        }
+        let message = format!(
+            "{}: preempting to accommodate a higher priority pod",
+            preemptor.scheduler_name
+        );
+        let binder = self.binder.clone();
+        let recorder = self.recorder.clone();
+        let (pod, node_name) = (preemptor.clone(), node.to_owned());
+        let work = move || {
+            if let Err(e) = binder.nominate(&pod, &node_name) {
+                tracing::warn!(pod = %pod.key(), node = node_name, "cannot write nominatedNodeName: {e}");
+            }
+            for p in &lower {
+                if let Err(e) = binder.nominate(p, "") {
+                    tracing::warn!(pod = %p.key(), "cannot clear nominatedNodeName: {e}");
+                }
+            }
+            let mut evicted = Vec::new();
+            for v in &evict {
+                match binder.evict(v, &pod, &message) {
+                    Ok(()) => {
+                        recorder.preempted(v, &pod, &node_name);
+                        evicted.push(v.uid.clone());
+                    }
+                    Err(e) => {
+                        tracing::warn!(pod = %pod.key(), victim = %v.key(), "cannot evict: {e}")
+                    }
+                }
+            }
+            evicted
+        };
+        if self.binder.reports_deletions() {
+            std::thread::spawn(work);
+        } else {
+            for uid in work() {
+                self.delete_pod(&uid);
             }
         }
     }

@@ -8,7 +8,7 @@
 //! backoffs and Permit waits cost no wall time.
 
 use crate::clock::VirtualClock;
-use crate::cluster::manifest::{self, Document, Object};
+use crate::cluster::manifest::{self, Document, Object, PriorityAdmission, PriorityClass};
 use crate::cluster::memory::MemoryCluster;
 use crate::config::Configuration;
 use crate::framework::Explanation;
@@ -59,12 +59,28 @@ pub struct Summary {
     pub seconds: f64,
 }
 
+/// A pod preemption evicted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EvictionReport {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The node it ran on.
+    pub node: String,
+    /// The pod it made room for, `namespace/name`.
+    pub preemptor: String,
+}
+
 /// The report, as `--output json` prints it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     /// One entry per pending pod of Berth's profiles (still there at the end), in
     /// the order the pods first appeared.
     pub pods: Vec<PodReport>,
+    /// The pods preemption evicted, in order (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evicted: Vec<EvictionReport>,
     /// Totals.
     pub summary: Summary,
 }
@@ -113,8 +129,19 @@ impl Report {
                 )),
             }
         }
+        for e in &self.evicted {
+            out.push_str(&format!(
+                "{}/{}  evicted from {}: preempted by {}\n",
+                e.namespace, e.name, e.node, e.preemptor
+            ));
+        }
+        let evicted = if self.evicted.is_empty() {
+            String::new()
+        } else {
+            format!(", {} evicted", self.evicted.len())
+        };
         out.push_str(&format!(
-            "{} scheduled, {} unschedulable, {} pods in {:.3} s ({:.0} pods/s)\n",
+            "{} scheduled, {} unschedulable{evicted}, {} pods in {:.3} s ({:.0} pods/s)\n",
             self.summary.scheduled,
             self.summary.unschedulable,
             self.pods.len(),
@@ -128,6 +155,7 @@ impl Report {
 /// A scheduler loaded with a configuration, and the documents to apply.
 struct Loaded {
     scheduler: Scheduler,
+    cluster: Arc<MemoryCluster>,
     docs: Vec<Document>,
 }
 
@@ -152,10 +180,14 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Loaded
         &config,
         &config_name,
         &opts.scheduler,
-        cluster,
+        cluster.clone(),
         clock,
     )?;
-    Ok(Loaded { scheduler, docs })
+    Ok(Loaded {
+        scheduler,
+        cluster,
+        docs,
+    })
 }
 
 /// The timeline's bookkeeping: which objects exist, which pods to report.
@@ -166,6 +198,8 @@ struct Timeline {
     nodes: std::collections::HashSet<String>,
     /// Pending pods of Berth's profiles, by UID, in order of first appearance.
     reported: Vec<String>,
+    /// PriorityClasses by name, for the priority admission of later pods.
+    classes: HashMap<String, PriorityClass>,
 }
 
 impl Timeline {
@@ -178,15 +212,35 @@ impl Timeline {
             )
         };
         match doc.object {
+            Object::PriorityClass(pc) => {
+                if pc.global_default
+                    && let Some(other) = self
+                        .classes
+                        .values()
+                        .find(|c| c.global_default && c.name != pc.name)
+                {
+                    anyhow::bail!(at(format!(
+                        "PriorityClass {} is a global default, and so is {}: only one may be",
+                        pc.name, other.name
+                    )));
+                }
+                self.classes.insert(pc.name.clone(), pc);
+            }
+            Object::Budget(b) => scheduler.add_or_update_budget(b),
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
             Object::Selector(s) => scheduler.add_or_update_selector(s),
             Object::Node(node) => {
                 self.nodes.insert(node.name.clone());
                 scheduler.add_or_update_node(node);
             }
-            Object::Pod(pod) => self
-                .apply_pod(scheduler, pod)
-                .with_context(|| at("pod".into()))?,
+            Object::Pod(mut pod) => {
+                if let Some(a) = &doc.admission {
+                    self.admit(&mut pod, a)
+                        .map_err(|e| anyhow::anyhow!(at(e)))?;
+                }
+                self.apply_pod(scheduler, pod)
+                    .with_context(|| at("pod".into()))?
+            }
             Object::Delete {
                 kind,
                 namespace,
@@ -214,6 +268,30 @@ impl Timeline {
         Ok(())
     }
 
+    /// The priority admission plugin: the pod's class (or the global default class)
+    /// gives its priority and, unless the pod states one, its preemption policy.
+    fn admit(&self, pod: &mut Pod, a: &PriorityAdmission) -> Result<(), String> {
+        let class = if a.class.is_empty() {
+            match self.classes.values().find(|c| c.global_default) {
+                Some(c) => c,
+                None => return Ok(()),
+            }
+        } else {
+            self.classes.get(&a.class).ok_or_else(|| {
+                format!(
+                    "pod {}: spec.priorityClassName: no PriorityClass with name {} was found",
+                    pod.key(),
+                    a.class
+                )
+            })?
+        };
+        pod.priority = class.value;
+        if !a.policy_given {
+            pod.preemption_policy = class.preemption_policy;
+        }
+        Ok(())
+    }
+
     fn apply_pod(&mut self, scheduler: &mut Scheduler, pod: Pod) -> anyhow::Result<()> {
         let key = pod.key();
         let pending_here = pod.node_name.is_empty() && scheduler.serves(&pod.scheduler_name);
@@ -236,6 +314,7 @@ impl Timeline {
 pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Report> {
     let Loaded {
         mut scheduler,
+        cluster,
         docs,
     } = load(runtime, opts)?;
     let mut timeline = Timeline::default();
@@ -260,7 +339,21 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Resul
         });
     }
     let scheduled = pods.iter().filter(|p| p.node.is_some()).count();
+    let evicted = cluster
+        .evictions()
+        .into_iter()
+        .map(|e| {
+            let (namespace, name) = e.key.split_once('/').unwrap_or(("", &e.key));
+            EvictionReport {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                node: e.node,
+                preemptor: e.preemptor,
+            }
+        })
+        .collect();
     Ok(Report {
+        evicted,
         summary: Summary {
             scheduled,
             unschedulable: pods.len() - scheduled,
@@ -281,6 +374,7 @@ pub fn explain(
     let Loaded {
         mut scheduler,
         docs,
+        ..
     } = load(runtime, opts)?;
     let mut timeline = Timeline::default();
     let mut target: Option<Pod> = None;
@@ -289,7 +383,11 @@ pub fn explain(
             && p.node_name.is_empty()
             && p.key() == pod
         {
-            target = Some(p.clone());
+            let mut p = p.clone();
+            if let Some(a) = &doc.admission {
+                timeline.admit(&mut p, a).map_err(|e| anyhow::anyhow!(e))?;
+            }
+            target = Some(p);
         }
         timeline.apply(&mut scheduler, doc)?;
     }

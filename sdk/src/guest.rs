@@ -22,7 +22,7 @@ use wit::berth::scheduler::types as w;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -196,6 +196,7 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             extension_points: points,
             wit_version: WIT_VERSION.to_owned(),
             wants_pods: T::WANTS_PODS,
+            pre_filter_extensions: T::vtable().pre_filter_extensions.is_some(),
             events: T::events().map(|list| {
                 list.into_iter()
                     .map(|r| w::EventRegistration {
@@ -364,6 +365,121 @@ impl<T: Registered> ex::pre_filter::Guest for Export<T> {
                 node_names: None,
             },
         })
+    }
+}
+
+impl<T: Registered> ex::pre_filter_extensions::Guest for Export<T> {
+    fn add_pod(state: &host::CycleState, pod: w::Pod, slot: u32) -> w::Status {
+        pod_on_node::<T>(state, pod, slot, |v| v.0)
+    }
+
+    fn remove_pod(state: &host::CycleState, pod: w::Pod, slot: u32) -> w::Status {
+        pod_on_node::<T>(state, pod, slot, |v| v.1)
+    }
+}
+
+type PodOnNode<T> = fn(&T, &CycleState, &sdk::Pod, &sdk::Pod, &sdk::NodeInfo) -> sdk::Status;
+
+/// Runs AddPod or RemovePod (`pick` chooses) for the cycle's pod.
+fn pod_on_node<T: Registered>(
+    state: &host::CycleState,
+    other: w::Pod,
+    slot: u32,
+    pick: fn((PodOnNode<T>, PodOnNode<T>)) -> PodOnNode<T>,
+) -> w::Status {
+    let other = pod_from_wit(other);
+    let store = HostState(state);
+    let state = CycleState::new(&store);
+    with_instance::<T, _>(|inst| {
+        let Some(pair) = inst.vtable.pre_filter_extensions else {
+            return not_implemented("preFilterExtensions");
+        };
+        let Some(pod) = &inst.pod else {
+            return status_to_wit(no_cycle());
+        };
+        match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
+            Some(node) => status_to_wit(pick(pair)(&inst.plugin, &state, pod, &other, node)),
+            None => status_to_wit(missing_node(slot)),
+        }
+    })
+}
+
+/// The host's what-if API, as PostFilter sees it.
+struct HostDryRun;
+
+struct HostSimulation(host::NodeSimulation);
+
+impl crate::NodeSimulation for HostSimulation {
+    fn remove_pod(&mut self, uid: &str) -> sdk::Status {
+        status_from_wit(self.0.remove_pod(uid))
+    }
+    fn add_pod(&mut self, uid: &str) -> sdk::Status {
+        status_from_wit(self.0.add_pod(uid))
+    }
+    fn fits(&mut self) -> sdk::Status {
+        status_from_wit(self.0.fits())
+    }
+}
+
+impl crate::DryRun for HostDryRun {
+    fn pod_disruption_budgets(&self) -> Vec<crate::PodDisruptionBudget> {
+        host::pod_disruption_budgets()
+            .into_iter()
+            .map(|b| crate::PodDisruptionBudget {
+                namespace: b.namespace,
+                name: b.name,
+                selector: b.selector.map(selector_from_wit),
+                disruptions_allowed: b.disruptions_allowed,
+                disrupted_pods: b.disrupted_pods.into_iter().collect(),
+            })
+            .collect()
+    }
+
+    fn simulate(&self, node: &str) -> Result<Box<dyn crate::NodeSimulation + '_>, sdk::Status> {
+        match host::simulate(node) {
+            Ok(sim) => Ok(Box::new(HostSimulation(sim))),
+            Err(s) => Err(status_from_wit(s)),
+        }
+    }
+}
+
+impl<T: Registered> ex::post_filter::Guest for Export<T> {
+    fn post_filter(
+        state: &host::CycleState,
+        statuses: Vec<ex::filter::NodeStatus>,
+    ) -> ex::post_filter::PostFilterResult {
+        let store = HostState(state);
+        let state = CycleState::new(&store);
+        let r = with_instance::<T, _>(|inst| {
+            let Some(f) = inst.vtable.post_filter else {
+                return sdk::Status::error("plugin does not implement postFilter").into();
+            };
+            let Some(pod) = &inst.pod else {
+                return no_cycle().into();
+            };
+            let mut nodes = Vec::with_capacity(statuses.len());
+            for s in statuses {
+                match inst.nodes.get(s.slot as usize).and_then(Option::as_deref) {
+                    Some(n) => nodes.push((n, status_from_wit(s.status))),
+                    None => return missing_node(s.slot).into(),
+                }
+            }
+            f(&inst.plugin, &state, pod, &nodes, &HostDryRun)
+        });
+        ex::post_filter::PostFilterResult {
+            status: status_to_wit(r.status),
+            nominated_node_name: r.nominated_node_name,
+            victims: r.victims,
+            candidates: r
+                .candidates
+                .into_iter()
+                .map(|c| ex::post_filter::Candidate {
+                    node: c.node,
+                    victims: c.victims,
+                    pdb_violations: c.pdb_violations,
+                })
+                .collect(),
+        }
     }
 }
 
@@ -621,6 +737,22 @@ fn status_to_wit(s: sdk::Status) -> w::Status {
     }
 }
 
+fn status_from_wit(s: w::Status) -> sdk::Status {
+    let code = match s.code {
+        w::Code::Success => sdk::Code::Success,
+        w::Code::Error => sdk::Code::Error,
+        w::Code::Unschedulable => sdk::Code::Unschedulable,
+        w::Code::UnschedulableAndUnresolvable => sdk::Code::UnschedulableAndUnresolvable,
+        w::Code::Wait => sdk::Code::Wait,
+        w::Code::Skip => sdk::Code::Skip,
+        w::Code::Pending => sdk::Code::Pending,
+    };
+    sdk::Status {
+        code,
+        reasons: s.reasons,
+    }
+}
+
 fn effect_from_wit(e: w::TaintEffect) -> sdk::TaintEffect {
     match e {
         w::TaintEffect::NoSchedule => sdk::TaintEffect::NoSchedule,
@@ -691,6 +823,14 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
             .collect(),
         scheduling_gates: p.scheduling_gates,
         terminating: p.terminating,
+        preempted: p.preempted,
+        preemption_policy: match p.preemption_policy {
+            w::PreemptionPolicy::PreemptLowerPriority => {
+                sdk::PreemptionPolicy::PreemptLowerPriority
+            }
+            w::PreemptionPolicy::Never => sdk::PreemptionPolicy::Never,
+        },
+        start_time_ms: p.start_time_ms,
         affinity: affinity_from_wit(p.affinity),
         topology_spread_constraints: p
             .topology_spread_constraints

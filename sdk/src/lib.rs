@@ -61,6 +61,7 @@ pub mod events;
 pub mod guide;
 pub mod helpers;
 mod plugin;
+pub mod preemption;
 pub mod testing;
 pub mod types;
 pub mod validation;
@@ -77,11 +78,15 @@ pub use plugin::{
     PostBind, PreBind, PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueSort, Registered,
     Reserve, Score, StateStore, VTable,
 };
+pub use preemption::{
+    Candidate, DryRun, NodeSimulation, PodDisruptionBudget, PostFilter, PostFilterResult,
+    PreFilterExtensions,
+};
 pub use serde_json;
 pub use types::{
     CPU, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState, Labels, MEMORY,
-    Node, NodeInfo, PODS, Pod, ResourceList, Resources, Status, Taint, TaintEffect, Toleration,
-    TolerationOperator,
+    Node, NodeInfo, PODS, Pod, PreemptionPolicy, ResourceList, Resources, Status, Taint,
+    TaintEffect, Toleration, TolerationOperator,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
@@ -267,7 +272,8 @@ pub fn namespace_labels(namespace: &str) -> Option<Labels> {
 /// Exports a plugin type as the component's plugin, naming the extension points it
 /// implements: `export_plugin!(NodeResourcesFit: pre_filter, filter, score);`.
 ///
-/// Names: `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
+/// Names: `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`,
+/// `pre_filter_extensions`, `filter`, `post_filter`, `pre_score`, `score`,
 /// `normalize_score`, `reserve`, `permit`, `pre_bind`, `bind`, `post_bind`. Natively
 /// it only implements [`Registered`], so the host can run the same type in-process.
 #[macro_export]

@@ -2,6 +2,7 @@
 //! macro builds from them.
 
 use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
+use crate::preemption::{DryRun, PostFilterResult};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -251,8 +252,16 @@ pub struct VTable<T> {
     pub sort_key: Option<fn(&T, &Pod) -> Vec<i64>>,
     /// PreFilter.
     pub pre_filter: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo]) -> PreFilterResult>,
+    /// PreFilterExtensions: AddPod and RemovePod.
+    pub pre_filter_extensions: Option<(
+        fn(&T, &CycleState, &Pod, &Pod, &NodeInfo) -> Status,
+        fn(&T, &CycleState, &Pod, &Pod, &NodeInfo) -> Status,
+    )>,
     /// Filter.
     pub filter: Option<fn(&T, &CycleState, &Pod, &NodeInfo) -> Status>,
+    /// PostFilter.
+    pub post_filter:
+        Option<fn(&T, &CycleState, &Pod, &[(&NodeInfo, Status)], &dyn DryRun) -> PostFilterResult>,
     /// PreScore.
     pub pre_score: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo], &[&NodeInfo]) -> Status>,
     /// Score.
@@ -281,7 +290,9 @@ impl<T> Default for VTable<T> {
             queueing_hint: None,
             sort_key: None,
             pre_filter: None,
+            pre_filter_extensions: None,
             filter: None,
+            post_filter: None,
             pre_score: None,
             score: None,
             normalize_score: None,
@@ -303,6 +314,7 @@ impl<T> VTable<T> {
             (E::QueueSort, self.sort_key.is_some()),
             (E::PreFilter, self.pre_filter.is_some()),
             (E::Filter, self.filter.is_some()),
+            (E::PostFilter, self.post_filter.is_some()),
             (E::PreScore, self.pre_score.is_some()),
             (E::Score, self.score.is_some()),
             (E::NormalizeScore, self.normalize_score.is_some()),
@@ -327,8 +339,9 @@ pub trait Registered: Plugin {
 
 /// Implements [`Registered`] for a plugin type, listing the extension points it
 /// implements: `plugin_vtable!(Fit: pre_filter, filter, score);`. Names:
-/// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `filter`, `pre_score`, `score`,
-/// `normalize_score`, `reserve`, `permit`, `pre_bind`, `bind`, `post_bind`.
+/// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `pre_filter_extensions`,
+/// `filter`, `post_filter`, `pre_score`, `score`, `normalize_score`, `reserve`, `permit`,
+/// `pre_bind`, `bind`, `post_bind`.
 #[macro_export]
 macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {
@@ -345,7 +358,9 @@ macro_rules! plugin_vtable {
     (@set $v:ident, $t:ty, queueing_hint) => { $v.queueing_hint = Some(<$t as $crate::EnqueueExtensions>::queueing_hint); };
     (@set $v:ident, $t:ty, queue_sort) => { $v.sort_key = Some(<$t as $crate::QueueSort>::sort_key); };
     (@set $v:ident, $t:ty, pre_filter) => { $v.pre_filter = Some(<$t as $crate::PreFilter>::pre_filter); };
+    (@set $v:ident, $t:ty, pre_filter_extensions) => { $v.pre_filter_extensions = Some((<$t as $crate::PreFilterExtensions>::add_pod, <$t as $crate::PreFilterExtensions>::remove_pod)); };
     (@set $v:ident, $t:ty, filter) => { $v.filter = Some(<$t as $crate::Filter>::filter); };
+    (@set $v:ident, $t:ty, post_filter) => { $v.post_filter = Some(<$t as $crate::PostFilter>::post_filter); };
     (@set $v:ident, $t:ty, pre_score) => { $v.pre_score = Some(<$t as $crate::PreScore>::pre_score); };
     (@set $v:ident, $t:ty, score) => { $v.score = Some(<$t as $crate::Score>::score); };
     (@set $v:ident, $t:ty, normalize_score) => { $v.normalize_score = Some(<$t as $crate::NormalizeScore>::normalize_score); };

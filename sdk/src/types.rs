@@ -239,6 +239,16 @@ pub struct Container {
     pub restartable: bool,
 }
 
+/// `spec.preemptionPolicy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PreemptionPolicy {
+    /// The pod may preempt pods of lower priority (the default).
+    #[default]
+    PreemptLowerPriority,
+    /// The pod never preempts.
+    Never,
+}
+
 /// A pod, as far as scheduling reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pod {
@@ -272,6 +282,14 @@ pub struct Pod {
     pub scheduling_gates: Vec<String>,
     /// The pod has a deletion timestamp.
     pub terminating: bool,
+    /// The pod has a `DisruptionTarget` condition with reason `PreemptionByScheduler`:
+    /// a scheduler preempted it.
+    pub preempted: bool,
+    /// `spec.preemptionPolicy`.
+    pub preemption_policy: PreemptionPolicy,
+    /// `status.startTime`, in milliseconds since the Unix epoch; `None` before the
+    /// pod starts.
+    pub start_time_ms: Option<i64>,
     /// `spec.affinity`.
     pub affinity: Affinity,
     /// `spec.topologySpreadConstraints`.

@@ -170,6 +170,7 @@ fn misbehaving_plugins_fail_only_their_pod() {
     let rt = runtime_with(Limits {
         call_deadline: Duration::from_millis(300),
         max_memory_bytes: 64 << 20,
+        ..Limits::default()
     });
     let report = run(&rt, vec![cluster], Some(config)).unwrap();
     let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();
@@ -355,14 +356,9 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             ("ImageLocality", 1)
         ]
     );
+    assert_eq!(at(E::PostFilter), [("DefaultPreemption", 1)]);
     assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
-    for point in [
-        E::PostFilter,
-        E::Reserve,
-        E::Permit,
-        E::PreBind,
-        E::PostBind,
-    ] {
+    for point in [E::Reserve, E::Permit, E::PreBind, E::PostBind] {
         assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
     }
 }

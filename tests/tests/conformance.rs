@@ -65,6 +65,7 @@ fn profile_for(plugin: &str, module: &Module, args: Option<&Value>) -> Profile {
         points,
         args: all_args,
         percentage_of_nodes_to_score: None,
+        fail_open: Default::default(),
     }
 }
 
@@ -152,6 +153,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             namespaces,
             waiting: WaitingPods::new(),
             metrics: None,
+            budgets: Default::default(),
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

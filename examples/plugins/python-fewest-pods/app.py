@@ -16,12 +16,12 @@ import json
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.exports import filter as filter_, permit as permit_, pre_filter as pre_filter_
+from wit_world.exports import filter as filter_, permit as permit_, post_filter as post_filter_, pre_filter as pre_filter_
 from wit_world.imports import types
 from wit_world.imports.host import CycleState, LogLevel, log
 
 NAME = "FewestPods"
-WIT_VERSION = "0.2.0"
+WIT_VERSION = "0.3.0"
 MAX_NODE_SCORE = 100
 
 # The replica: node infos by slot, kept current by the host's sync-nodes calls.
@@ -47,6 +47,7 @@ class Plugin(exports.Plugin):
             wants_pods=False,
             # Scoring rejects no pod, so no event needs to requeue one.
             events=[],
+            pre_filter_extensions=False,
         )
 
     def configure(self, args_json: str) -> None:
@@ -127,9 +128,22 @@ class PreFilter(exports.PreFilter):
         return pre_filter_.PreFilterResult(_not_implemented("PreFilter"), None)
 
 
+class PreFilterExtensions(exports.PreFilterExtensions):
+    def add_pod(self, state, pod, slot):
+        return _not_implemented("PreFilterExtensions")
+
+    def remove_pod(self, state, pod, slot):
+        return _not_implemented("PreFilterExtensions")
+
+
 class Filter(exports.Filter):
     def filter(self, state, slots):
         return [filter_.NodeStatus(slot, _not_implemented("Filter")) for slot in slots]
+
+
+class PostFilter(exports.PostFilter):
+    def post_filter(self, state, statuses):
+        return post_filter_.PostFilterResult(_not_implemented("PostFilter"), None, [], [])
 
 
 class PreScore(exports.PreScore):

@@ -56,6 +56,12 @@ pub enum Object {
     Node(Node),
     /// A `v1` Pod.
     Pod(Pod),
+    /// A `scheduling.k8s.io/v1` PriorityClass.
+    PriorityClass(PriorityClass),
+    /// A `policy/v1` PodDisruptionBudget. Berth runs no disruption controller: its
+    /// `status.disruptionsAllowed` (0 when absent) and `status.disruptedPods` are
+    /// taken as written.
+    Budget(berth_sdk::PodDisruptionBudget),
     /// A `v1` Namespace: its name and labels.
     Namespace(String, berth_sdk::Labels),
     /// A `v1` Service, `v1` ReplicationController, `apps/v1` ReplicaSet or
@@ -119,6 +125,49 @@ pub struct Document {
     pub object: Object,
     /// Where it came from.
     pub source: Location,
+    /// For a pod whose priority the priority admission plugin still has to resolve
+    /// (it names a PriorityClass that is not built in, or none and no priority).
+    pub admission: Option<PriorityAdmission>,
+}
+
+/// What the priority admission plugin does for a pod once the PriorityClasses are
+/// known: give it its class's value (or the global default's) and the class's
+/// preemption policy unless the pod states one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PriorityAdmission {
+    /// `spec.priorityClassName`; empty: the global default class, if any.
+    pub class: String,
+    /// The pod states `spec.preemptionPolicy`.
+    pub policy_given: bool,
+}
+
+/// A `scheduling.k8s.io/v1` PriorityClass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PriorityClass {
+    /// The name.
+    pub name: String,
+    /// `value`.
+    pub value: i32,
+    /// `globalDefault`.
+    pub global_default: bool,
+    /// `preemptionPolicy`.
+    pub preemption_policy: berth_sdk::PreemptionPolicy,
+}
+
+/// The admission of a pod's priority, if its class is not built in.
+fn priority_admission(pod: &k8s::Pod) -> Option<PriorityAdmission> {
+    let spec = pod.spec.as_ref()?;
+    if spec.priority.is_some() {
+        return None;
+    }
+    let class = spec.priority_class_name.clone().unwrap_or_default();
+    if BUILT_IN_PRIORITY_CLASSES.iter().any(|(n, _)| *n == class) {
+        return None;
+    }
+    Some(PriorityAdmission {
+        class,
+        policy_given: spec.preemption_policy.is_some(),
+    })
 }
 
 /// Why a manifest could not be loaded.
@@ -504,6 +553,7 @@ fn collect(
                         name: name.to_owned(),
                     },
                     source: location.clone(),
+                    admission: None,
                 });
                 return Ok(());
             }
@@ -517,6 +567,7 @@ fn collect(
             }
         }
     }
+    let mut admission = None;
     let object = match (api_version.as_str(), kind.as_str()) {
         ("v1", "Service" | "ReplicationController") | ("apps/v1", "ReplicaSet" | "StatefulSet") => {
             Object::Selector(pod_selector(&kind, Value::Mapping(map), path, location)?)
@@ -531,7 +582,44 @@ fn collect(
         }
         ("v1", "Pod") => {
             let pod: k8s::Pod = deserialize(Value::Mapping(map), path, location)?;
+            admission = priority_admission(&pod);
             Object::Pod(convert_pod(&pod).map_err(|e| e.into_manifest_error(location, path))?)
+        }
+        ("scheduling.k8s.io/v1", "PriorityClass") => {
+            use k8s_openapi::api::scheduling::v1 as sched;
+            let pc: sched::PriorityClass = deserialize(Value::Mapping(map), path, location)?;
+            let name = pc.metadata.name.clone().unwrap_or_default();
+            if name.is_empty() {
+                return Err(invalid("metadata.name", "required value".into()));
+            }
+            let preemption_policy = match pc.preemption_policy.as_deref() {
+                None | Some("PreemptLowerPriority") => {
+                    berth_sdk::PreemptionPolicy::PreemptLowerPriority
+                }
+                Some("Never") => berth_sdk::PreemptionPolicy::Never,
+                Some(other) => {
+                    return Err(invalid(
+                        "preemptionPolicy",
+                        format!(
+                            "unsupported value {other:?}: supported values: \"Never\", \"PreemptLowerPriority\""
+                        ),
+                    ));
+                }
+            };
+            let Some(value) = pc.value else {
+                return Err(invalid("value", "required value".into()));
+            };
+            Object::PriorityClass(PriorityClass {
+                name,
+                value,
+                global_default: pc.global_default.unwrap_or(false),
+                preemption_policy,
+            })
+        }
+        ("policy/v1", "PodDisruptionBudget") => {
+            let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::Budget(budget_from_k8s(&pdb).map_err(|(p, m)| invalid(&p, m))?)
         }
         ("v1", "Node") => {
             let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
@@ -566,8 +654,39 @@ fn collect(
     out.push(Document {
         object,
         source: location.clone(),
+        admission,
     });
     Ok(())
+}
+
+/// A PodDisruptionBudget as preemption reads it; the error names the bad field.
+pub fn budget_from_k8s(
+    pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget,
+) -> Result<berth_sdk::PodDisruptionBudget, (String, String)> {
+    let name = pdb.metadata.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        return Err(("metadata.name".into(), "required value".into()));
+    }
+    let selector = match pdb.spec.as_ref().and_then(|s| s.selector.as_ref()) {
+        Some(sel) => Some(super::affinity::label_selector(sel, "spec.selector")?),
+        None => None,
+    };
+    let status = pdb.status.as_ref();
+    Ok(berth_sdk::PodDisruptionBudget {
+        namespace: pdb
+            .metadata
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+        name,
+        selector,
+        disruptions_allowed: status.and_then(|s| s.disruptions_allowed).unwrap_or(0),
+        disrupted_pods: status
+            .and_then(|s| s.disrupted_pods.as_ref())
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default(),
+    })
 }
 
 /// The pod selector of a typed Service, ReplicationController, ReplicaSet or
@@ -813,6 +932,33 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             .map(|g| g.name.clone())
             .collect(),
         terminating: meta.deletion_timestamp.is_some(),
+        preempted: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "DisruptionTarget"))
+            .is_some_and(|c| {
+                c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler")
+            }),
+        preemption_policy: match spec.preemption_policy.as_deref() {
+            Some("Never") => berth_sdk::PreemptionPolicy::Never,
+            None | Some("PreemptLowerPriority") => {
+                berth_sdk::PreemptionPolicy::PreemptLowerPriority
+            }
+            Some(other) => {
+                return Err(FieldError::new(
+                    "spec.preemptionPolicy",
+                    format!(
+                        "unsupported value {other:?}: supported values: \"Never\", \"PreemptLowerPriority\""
+                    ),
+                ));
+            }
+        },
+        start_time_ms: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0.as_millisecond()),
         affinity: super::affinity::affinity(spec.affinity.as_ref(), "spec.affinity")
             .map_err(|(p, m)| FieldError::new(p, m))?,
         topology_spread_constraints: super::affinity::spread_constraints(
@@ -1003,6 +1149,8 @@ mod tests {
                 Object::Pod(p) => format!("pod/{}", p.name),
                 Object::Namespace(n, _) => format!("namespace/{n}"),
                 Object::Selector(s) => format!("{}/{}", s.kind.to_lowercase(), s.name),
+                Object::PriorityClass(c) => format!("priorityclass/{}", c.name),
+                Object::Budget(b) => format!("poddisruptionbudget/{}", b.name),
                 Object::Delete {
                     kind,
                     namespace,

@@ -14,6 +14,22 @@ pub type RefuseFn = dyn Fn(&Pod, &str) -> Option<String> + Send + Sync;
 pub struct MemoryCluster {
     bindings: Mutex<BTreeMap<String, (String, String)>>,
     refuse: Mutex<Option<Box<RefuseFn>>>,
+    evictions: Mutex<Vec<Eviction>>,
+}
+
+/// A pod the embedded cluster evicted for preemption.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Eviction {
+    /// The victim's UID.
+    pub uid: String,
+    /// `namespace/name`.
+    pub key: String,
+    /// The node it ran on.
+    pub node: String,
+    /// The preemptor, `namespace/name`.
+    pub preemptor: String,
+    /// The `DisruptionTarget` condition's message.
+    pub message: String,
 }
 
 impl std::fmt::Debug for MemoryCluster {
@@ -42,7 +58,36 @@ impl MemoryCluster {
     }
 }
 
+impl MemoryCluster {
+    /// Every eviction made, in order.
+    pub fn evictions(&self) -> Vec<Eviction> {
+        self.evictions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
 impl Binder for MemoryCluster {
+    fn evict(&self, victim: &Pod, preemptor: &Pod, message: &str) -> Result<(), String> {
+        let mut evictions = self.evictions.lock().unwrap_or_else(|e| e.into_inner());
+        if !evictions.iter().any(|e| e.uid == victim.uid) {
+            evictions.push(Eviction {
+                uid: victim.uid.clone(),
+                key: victim.key(),
+                node: victim.node_name.clone(),
+                preemptor: preemptor.key(),
+                message: message.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The embedded cluster has no watch: the scheduler deletes what it evicts.
+    fn reports_deletions(&self) -> bool {
+        false
+    }
+
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
         if let Some(refuse) = &*self.refuse.lock().unwrap_or_else(|e| e.into_inner())
             && let Some(message) = refuse(pod, node)

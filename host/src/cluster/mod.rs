@@ -6,16 +6,38 @@ pub mod manifest;
 pub mod memory;
 pub mod quantity;
 
-use berth_sdk::{Labels, Node, Pod};
+use berth_sdk::{Labels, Node, Pod, PodDisruptionBudget};
 use manifest::PodSelector;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-/// Binds pods to nodes: the `pods/binding` subresource of a real cluster, or the
-/// embedded cluster's bookkeeping.
+/// Writes the scheduler's decisions to the cluster: bindings through the
+/// `pods/binding` subresource of a real cluster (or the embedded cluster's
+/// bookkeeping), and preemption's nominations and evictions. Calls may block; the
+/// scheduler makes them off its loop.
 pub trait Binder: Send + Sync {
     /// Binds `pod` to `node`; an error names why the cluster refused.
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+
+    /// Sets the pod's `status.nominatedNodeName` (an empty `node` clears it).
+    fn nominate(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        let _ = (pod, node);
+        Ok(())
+    }
+
+    /// Evicts a preemption victim to make room for `preemptor`, as upstream: a
+    /// `DisruptionTarget` condition with reason `PreemptionByScheduler` and `message`,
+    /// then a delete. A victim already gone is not an error.
+    fn evict(&self, victim: &Pod, preemptor: &Pod, message: &str) -> Result<(), String> {
+        let _ = (victim, preemptor, message);
+        Err("this cluster cannot evict pods".into())
+    }
+
+    /// Whether the cluster reports the deletions `evict` makes back to the scheduler
+    /// (a watch does); when not, the scheduler removes evicted pods itself.
+    fn reports_deletions(&self) -> bool {
+        true
+    }
 
     /// Where the cluster has the pod now: after a failed bind, was it bound by
     /// someone else (409 Conflict) or deleted (404)?
@@ -64,6 +86,11 @@ pub trait Recorder: Send + Sync {
     fn scheduled(&self, scheduler_name: &str, pod: &Pod, node: &str);
     /// A scheduling attempt failed; the pod goes back to the queue.
     fn failed(&self, scheduler_name: &str, pod: &Pod, reason: FailureReason, message: &str);
+    /// `victim` was preempted on `node` to make room for `preemptor` (upstream's
+    /// `Preempted` event on the victim).
+    fn preempted(&self, victim: &Pod, preemptor: &Pod, node: &str) {
+        let _ = (victim, preemptor, node);
+    }
     /// The pod is gone: forget whatever was kept about it.
     fn forget(&self, uid: &str) {
         let _ = uid;
@@ -99,6 +126,15 @@ pub enum Change {
     Namespace(String, Labels),
     /// A namespace is gone.
     NamespaceDeleted(String),
+    /// A PodDisruptionBudget appeared or changed.
+    Budget(PodDisruptionBudget),
+    /// A PodDisruptionBudget is gone.
+    BudgetDeleted {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// A Service or controller selecting pods appeared or changed.
     Selector(PodSelector),
     /// A Service or controller is gone.
@@ -150,5 +186,42 @@ impl Namespaces {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(namespace);
+    }
+}
+
+/// The PodDisruptionBudgets of the cluster, shared with plugin instances
+/// (preemption reads them).
+#[derive(Clone, Debug, Default)]
+pub struct Budgets(Arc<RwLock<Vec<PodDisruptionBudget>>>);
+
+impl Budgets {
+    /// No budgets.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every budget.
+    pub fn list(&self) -> Vec<PodDisruptionBudget> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Adds or replaces a budget (by namespace and name).
+    pub fn set(&self, budget: PodDisruptionBudget) {
+        let mut all = self.0.write().unwrap_or_else(|e| e.into_inner());
+        match all
+            .iter_mut()
+            .find(|b| b.namespace == budget.namespace && b.name == budget.name)
+        {
+            Some(b) => *b = budget,
+            None => all.push(budget),
+        }
+    }
+
+    /// Removes a budget.
+    pub fn remove(&self, namespace: &str, name: &str) {
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|b| !(b.namespace == namespace && b.name == name));
     }
 }

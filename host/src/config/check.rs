@@ -24,6 +24,12 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
     if let Err(e) = config.check(&file) {
         found.extend(lines(e));
     }
+    found.extend(
+        config
+            .unknown_plugin_settings(&file)
+            .into_iter()
+            .map(|e| e.to_string()),
+    );
     let (specs, problems) = config.resolve_profiles_lenient(&file);
     found.extend(problems.into_iter().map(|e| e.to_string()));
     let sources = config.modules();
@@ -159,7 +165,7 @@ pub fn default_configuration(runtime: &Arc<Runtime>) -> anyhow::Result<String> {
         out.push_str(&format!("#   {}: {}\n", point.as_str(), names.join(", ")));
     }
     out.push_str(
-        "# Berth's additions go under `berth:` (for example berth.modules: [{name, path, sha256}]).\n",
+        "# Berth's additions go under `berth:`: berth.modules: [{name, path, sha256}] and\n# berth.plugins: [{name, failurePolicy, sandbox: {callDeadline, memoryLimit, grants}}].\n",
     );
     Ok(out)
 }

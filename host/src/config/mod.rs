@@ -5,7 +5,8 @@
 //! (the defaults are one `multiPoint` list; a plugin re-configured at a point moves to
 //! the front there; `disabled` and `'*'` as upstream), score weights and plugin args.
 //! Berth's additions live under the top-level `berth` field: where a plugin's
-//! WebAssembly component comes from when it is not built in.
+//! WebAssembly component comes from when it is not built in, and each plugin's
+//! sandbox and failure policy ([`plugins`]).
 //!
 //! ```yaml
 //! apiVersion: kubescheduler.config.k8s.io/v1
@@ -34,6 +35,7 @@
 
 pub mod check;
 pub mod duration;
+pub mod plugins;
 
 use berth_sdk::ExtensionPoint;
 use serde::Deserialize;
@@ -312,6 +314,9 @@ pub struct BerthExtension {
     /// Where plugins that are not built in come from (or built-in ones are replaced).
     #[serde(default)]
     pub modules: Vec<ModuleSource>,
+    /// Per-plugin sandbox and failure policy.
+    #[serde(default)]
+    pub plugins: Vec<plugins::PluginSettings>,
 }
 
 /// A plugin module on disk.
@@ -446,6 +451,9 @@ pub struct Profile {
     pub args: BTreeMap<String, serde_json::Value>,
     /// The profile's own percentage of nodes to score, if it sets one.
     pub percentage_of_nodes_to_score: Option<u32>,
+    /// The plugins of the profile whose failures drop their scores for the cycle
+    /// instead of failing the pod (`failurePolicy: FailOpen`).
+    pub fail_open: std::collections::BTreeSet<String>,
 }
 
 impl Profile {
@@ -482,6 +490,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         ("NodeResourcesFit", Some(1)),
         ("PodTopologySpread", Some(2)),
         ("InterPodAffinity", Some(2)),
+        ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
         ("DefaultBinder", None),
@@ -497,12 +506,11 @@ pub fn default_multi_point() -> Vec<PluginRef> {
 /// In-tree plugins of upstream's default profile that Berth does not ship yet: an
 /// upstream file may disable them or give them args (ignored, with a warning), but
 /// not enable them.
-pub const NOT_YET_SHIPPED: [&str; 6] = [
+pub const NOT_YET_SHIPPED: [&str; 5] = [
     "VolumeRestrictions",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "DefaultPreemption",
     "DynamicResources",
 ];
 
@@ -562,6 +570,9 @@ pub struct ProfileSpec {
     /// The `multiPoint` plugins the file itself enables, in its order (for error
     /// field paths).
     pub multi_point_in_file: Vec<String>,
+    /// Plugins with `failurePolicy: FailOpen`, with their index in `berth.plugins`
+    /// (for error field paths).
+    pub fail_open: Vec<(String, usize)>,
 }
 
 impl ProfileSpec {
@@ -700,6 +711,36 @@ impl ProfileSpec {
                 "at least one bind plugin must be enabled".into(),
             );
         }
+        // Failing open drops a plugin's scores; a plugin that also filters, reserves
+        // or binds would let a pod through that it should have stopped.
+        let mut fail_open = std::collections::BTreeSet::new();
+        for (name, k) in &self.fail_open {
+            let used: Vec<&str> = points
+                .iter()
+                .filter(|(_, list)| list.iter().any(|(n, _)| n == name))
+                .map(|(point, _)| point.as_str())
+                .collect();
+            if used.is_empty() {
+                continue;
+            }
+            let others: Vec<&str> = used
+                .iter()
+                .copied()
+                .filter(|p| !SCORE_POINTS.iter().any(|s| s.as_str() == *p))
+                .collect();
+            if others.is_empty() {
+                fail_open.insert(name.clone());
+            } else {
+                err(
+                    format!("berth.plugins[{k}].failurePolicy"),
+                    format!(
+                        "FailOpen is allowed only for plugins used at preScore and score alone; profile {} enables {name} at {}",
+                        self.scheduler_name,
+                        others.join(", ")
+                    ),
+                );
+            }
+        }
         if !errors.is_empty() {
             return Err(ConfigError::many(errors));
         }
@@ -708,9 +749,14 @@ impl ProfileSpec {
             points,
             args: self.args.clone(),
             percentage_of_nodes_to_score: self.percentage_of_nodes_to_score,
+            fail_open,
         })
     }
 }
+
+/// The extension points a plugin with `failurePolicy: FailOpen` may be enabled at:
+/// its failures there only drop its scores.
+pub const SCORE_POINTS: [ExtensionPoint; 2] = [ExtensionPoint::PreScore, ExtensionPoint::Score];
 
 /// The extension points a profile configures, in upstream's order (NormalizeScore is
 /// part of Score).
@@ -753,6 +799,9 @@ impl Configuration {
             if m.path.is_relative() {
                 m.path = base.join(&m.path);
             }
+        }
+        for p in config.berth.iter_mut().flat_map(|b| b.plugins.iter_mut()) {
+            p.resolve_paths(base);
         }
         if let Some(cc) = &mut config.client_connection
             && let Some(k) = &mut cc.kubeconfig
@@ -880,6 +929,19 @@ impl Configuration {
                 format!("{p} is not in 0..=100"),
             ));
         }
+        let settings = config.berth.iter().flat_map(|b| b.plugins.iter());
+        let mut seen: Vec<&str> = Vec::new();
+        for (k, p) in settings.enumerate() {
+            if seen.contains(&p.name.as_str()) {
+                errors.push(invalid(
+                    &format!("berth.plugins[{k}].name"),
+                    format!("settings for {} are given twice", p.name),
+                ));
+                continue;
+            }
+            seen.push(&p.name);
+            errors.extend(p.check(file, k));
+        }
         if errors.is_empty() {
             Ok(())
         } else {
@@ -1004,6 +1066,14 @@ impl Configuration {
                     .iter()
                     .map(|e| e.name.clone())
                     .collect(),
+                fail_open: self
+                    .berth
+                    .iter()
+                    .flat_map(|b| b.plugins.iter())
+                    .enumerate()
+                    .filter(|(_, s)| s.fails_open())
+                    .map(|(k, s)| (s.name.clone(), k))
+                    .collect(),
             });
         }
         (out, errors)
@@ -1017,6 +1087,51 @@ impl Configuration {
             all.extend(b.modules.iter().cloned());
         }
         all
+    }
+
+    /// The settings of a plugin under `berth.plugins`, if any.
+    pub fn plugin_settings(&self, name: &str) -> Option<&plugins::PluginSettings> {
+        self.berth
+            .as_ref()
+            .and_then(|b| b.plugins.iter().find(|p| p.name == name))
+    }
+
+    /// The sandbox of a plugin: its settings over `defaults`, nothing granted unless
+    /// the settings grant it.
+    pub fn sandbox_for(&self, name: &str, defaults: crate::wasm::Limits) -> crate::wasm::Sandbox {
+        match self.plugin_settings(name) {
+            Some(s) => s.sandbox(defaults),
+            None => crate::wasm::Sandbox {
+                limits: defaults,
+                grants: crate::wasm::Grants::default(),
+            },
+        }
+    }
+
+    /// Settings under `berth.plugins` for a plugin that is neither built in nor named
+    /// by a module: a typo would otherwise leave the intended plugin unconfined by
+    /// them without a word.
+    pub fn unknown_plugin_settings(&self, file: &str) -> Vec<ConfigError> {
+        let builtins = crate::framework::registry::builtin_plugins();
+        let modules = self.modules();
+        self.berth
+            .iter()
+            .flat_map(|b| b.plugins.iter())
+            .enumerate()
+            .filter(|(_, p)| {
+                !p.name.is_empty()
+                    && !builtins.contains_key(&p.name)
+                    && !modules.iter().any(|m| m.name == p.name)
+            })
+            .map(|(k, p)| ConfigError::Invalid {
+                file: file.to_owned(),
+                field: format!("berth.plugins[{k}].name"),
+                message: format!(
+                    "unknown plugin {:?}: neither built in nor named in berth.modules",
+                    p.name
+                ),
+            })
+            .collect()
     }
 
     /// The queue's backoff settings from `podInitialBackoffSeconds` and

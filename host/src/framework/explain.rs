@@ -66,6 +66,34 @@ pub struct Explanation {
     pub prefilter: Vec<PluginStatus>,
     /// One entry per node, in snapshot order.
     pub nodes: Vec<NodeExplanation>,
+    /// When no node is feasible: what PostFilter (preemption) would do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_filter: Option<PostFilterExplanation>,
+}
+
+/// What PostFilter answered for a pod that fits no node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PostFilterExplanation {
+    /// The plugin.
+    pub plugin: String,
+    /// Its status.
+    pub status: PluginStatus,
+    /// The node it would nominate.
+    pub nominated_node: Option<String>,
+    /// The candidates it considered, best first: node, victims (`namespace/name`),
+    /// how many victims a PodDisruptionBudget protects.
+    pub candidates: Vec<CandidateExplanation>,
+}
+
+/// One preemption candidate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CandidateExplanation {
+    /// The node.
+    pub node: String,
+    /// The pods that would be evicted, most important first.
+    pub victims: Vec<String>,
+    /// How many of them a PodDisruptionBudget protects.
+    pub pdb_violations: u32,
 }
 
 /// What to explain.
@@ -221,6 +249,60 @@ impl Framework {
             }
         }
 
+        drop(main);
+        let any_feasible = slots.iter().any(|&s| feasible_of(s, &filters));
+        let post_filter = if any_feasible || slots.is_empty() || !self.has_post_filter() {
+            None
+        } else {
+            // Each node's first rejection, or the PreFilter rejection, as PostFilter
+            // receives them in a cycle.
+            let prefilter_status = rejected_by.values().next().cloned();
+            let statuses: Vec<(u32, Status)> = slots
+                .iter()
+                .map(|&s| {
+                    let first = filters
+                        .get(&s)
+                        .and_then(|f| f.iter().find(|p| p.code != "Success"));
+                    let status = match (first, &prefilter_status) {
+                        (_, Some(p)) => p.clone(),
+                        (Some(p), None) => Status::new(code_named(&p.code), p.reasons.clone()),
+                        (None, None) => Status::success(),
+                    };
+                    (s, status)
+                })
+                .collect();
+            let verdict = self.post_filter(
+                &state,
+                pod,
+                snapshot,
+                &super::NominatedPods::new(),
+                &statuses,
+                &skip,
+                &self.budgets,
+            )?;
+            verdict.map(|v| {
+                let key_of = |node: &str, uid: &str| {
+                    snapshot
+                        .node_by_name(node)
+                        .and_then(|n| n.pods.iter().find(|p| p.uid == uid))
+                        .map_or_else(|| uid.to_owned(), |p| p.key())
+                };
+                PostFilterExplanation {
+                    plugin: v.plugin.clone(),
+                    status: PluginStatus::new(&v.plugin, &v.status),
+                    nominated_node: v.nominated_node_name.clone().filter(|n| !n.is_empty()),
+                    candidates: v
+                        .candidates
+                        .iter()
+                        .map(|c| CandidateExplanation {
+                            node: c.node.clone(),
+                            victims: c.victims.iter().map(|u| key_of(&c.node, u)).collect(),
+                            pdb_violations: c.pdb_violations,
+                        })
+                        .collect(),
+                }
+            })
+        };
         let nodes = slots
             .iter()
             .map(|&s| {
@@ -238,8 +320,25 @@ impl Framework {
             pod: format!("{}/{}", pod.namespace, pod.name),
             prefilter,
             nodes,
+            post_filter,
         })
     }
+}
+
+/// The code of a recorded status (spelled as upstream's).
+fn code_named(name: &str) -> Code {
+    [
+        Code::Success,
+        Code::Error,
+        Code::Unschedulable,
+        Code::UnschedulableAndUnresolvable,
+        Code::Wait,
+        Code::Skip,
+        Code::Pending,
+    ]
+    .into_iter()
+    .find(|c| c.as_str() == name)
+    .unwrap_or(Code::Error)
 }
 
 impl Explanation {
@@ -294,6 +393,27 @@ impl Explanation {
                 "{:<width$}  {feasible:<8}  {total:>6}  {details}\n",
                 n.node
             ));
+        }
+        if let Some(pf) = &self.post_filter {
+            out.push_str(&format!(
+                "PostFilter {}: {}{}\n",
+                pf.plugin,
+                pf.status.code,
+                reasons_suffix(&pf.status.reasons)
+            ));
+            for (k, c) in pf.candidates.iter().enumerate() {
+                let chosen = if k == 0 && pf.nominated_node.as_deref() == Some(c.node.as_str()) {
+                    "  (nominated)"
+                } else {
+                    ""
+                };
+                out.push_str(&format!(
+                    "  candidate {}: evict {} ({} PDB violation(s)){chosen}\n",
+                    c.node,
+                    c.victims.join(", "),
+                    c.pdb_violations
+                ));
+            }
         }
         out
     }

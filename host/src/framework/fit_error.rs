@@ -11,6 +11,11 @@ pub struct Diagnosis {
     pub node_statuses: Vec<(String, String, Status)>,
     /// Set when PreFilter rejected the pod: the plugin's message.
     pub pre_filter_msg: Option<String>,
+    /// The code of that PreFilter rejection (every node has it).
+    pub pre_filter_code: Option<berth_sdk::Code>,
+    /// What PostFilter said when it did not nominate a node (e.g. why preemption
+    /// cannot help).
+    pub post_filter_msg: Option<String>,
     /// Plugins that rejected the pod (for queueing hints).
     pub unschedulable_plugins: Vec<String>,
 }
@@ -30,7 +35,8 @@ impl std::fmt::Display for FitError {
         write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
         if let Some(msg) = &self.diagnosis.pre_filter_msg {
             // The PreFilter status stands for every node; listing them would repeat it.
-            return write!(f, " {msg}.");
+            write!(f, " {msg}.")?;
+            return self.write_post_filter(f);
         }
         let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
         for (_, _, status) in &self.diagnosis.node_statuses {
@@ -44,7 +50,46 @@ impl std::fmt::Display for FitError {
         if !reasons.is_empty() {
             write!(f, " {}.", reasons.join(", "))?;
         }
-        Ok(())
+        self.write_post_filter(f)
+    }
+}
+
+impl FitError {
+    fn write_post_filter(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.diagnosis.post_filter_msg {
+            Some(msg) if !msg.is_empty() => write!(f, " {}.", msg.trim_end_matches('.')),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every node's status by slot, as PostFilter receives them: the node's Filter
+    /// rejection, the PreFilter rejection for every node, or (for a node the cycle
+    /// did not judge) UnschedulableAndUnresolvable, as upstream's absent nodes.
+    pub fn statuses_by_slot(&self, snapshot: &crate::cache::Snapshot) -> Vec<(u32, Status)> {
+        let by_name: std::collections::HashMap<&str, &Status> = self
+            .diagnosis
+            .node_statuses
+            .iter()
+            .map(|(n, _, s)| (n.as_str(), s))
+            .collect();
+        snapshot
+            .slots()
+            .iter()
+            .filter_map(|&slot| {
+                let name = snapshot.node(slot)?.name();
+                let status = match (by_name.get(name), self.diagnosis.pre_filter_code) {
+                    (Some(s), _) => (*s).clone(),
+                    (None, Some(code)) => Status::new(
+                        code,
+                        self.diagnosis.pre_filter_msg.iter().cloned().collect(),
+                    ),
+                    (None, None) => {
+                        Status::new(berth_sdk::Code::UnschedulableAndUnresolvable, Vec::new())
+                    }
+                };
+                Some((slot, status))
+            })
+            .collect()
     }
 }
 

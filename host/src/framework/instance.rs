@@ -4,11 +4,14 @@
 //! instance once per cycle) and to a native one as the SDK's pod.
 
 use super::CycleState;
+use super::preemption::DryRun;
 use crate::cache::Snapshot;
 use crate::native::NativeInstance;
 use crate::wasm::module::{WitPod, pod_to_wit};
 use crate::wasm::{CallError, Instance};
-use berth_sdk::{ClusterEvent, NodeInfo, Object, Pod, PreFilterResult, QueueingHint, Status};
+use berth_sdk::{
+    ClusterEvent, NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Status,
+};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -140,6 +143,52 @@ impl PluginInstance {
         match self {
             PluginInstance::Wasm(i) => i.pre_filter(state, pod),
             PluginInstance::Native(n) => Ok(n.pre_filter(state, pod)),
+        }
+    }
+
+    /// PreFilterExtensions' AddPod: `other` now counts on the node in `slot`.
+    pub fn add_pod(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        other: &Pod,
+        slot: u32,
+    ) -> Result<Status, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.pod_on_node(true, state, pod, other, slot),
+            PluginInstance::Native(n) => Ok(n.pod_on_node(true, state, pod, other, slot)),
+        }
+    }
+
+    /// PreFilterExtensions' RemovePod: `other` no longer counts on the node in `slot`.
+    pub fn remove_pod(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        other: &Pod,
+        slot: u32,
+    ) -> Result<Status, CallError> {
+        match self {
+            PluginInstance::Wasm(i) => i.pod_on_node(false, state, pod, other, slot),
+            PluginInstance::Native(n) => Ok(n.pod_on_node(false, state, pod, other, slot)),
+        }
+    }
+
+    /// PostFilter, with the what-if API lent for the call (and given back).
+    pub fn post_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        statuses: &[(u32, Status)],
+        dry: DryRun,
+    ) -> (DryRun, Result<PostFilterResult, CallError>) {
+        match self {
+            PluginInstance::Wasm(i) => i.post_filter(state, pod, statuses, dry),
+            PluginInstance::Native(n) => {
+                let mut dry = dry;
+                let r = n.post_filter(state, pod, statuses, &mut dry);
+                (dry, Ok(r))
+            }
         }
     }
 

@@ -4,8 +4,10 @@
 
 pub mod cycle_state;
 mod explain;
+mod failures;
 mod fit_error;
 mod instance;
+pub mod preemption;
 pub mod registry;
 mod schedule;
 pub mod waiting;
@@ -14,6 +16,7 @@ pub use cycle_state::CycleState;
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
 pub use instance::CyclePod;
+pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 
 use crate::config::Profile;
@@ -114,6 +117,10 @@ struct PluginSlot {
     module: Arc<Module>,
     args_json: String,
     normalizes: bool,
+    /// The plugin has PreFilterExtensions (AddPod/RemovePod).
+    extensions: bool,
+    /// `failurePolicy: FailOpen`: a failure drops the plugin's scores for the cycle.
+    fail_open: bool,
     /// The native twin to run instead of the module, in native mode.
     native: Option<Twin>,
 }
@@ -193,12 +200,11 @@ pub struct PluginError {
 
 impl From<CallError> for PluginError {
     fn from(e: CallError) -> Self {
+        let message = e.describe();
         match e {
-            CallError::Trap { plugin, message } => PluginError {
-                plugin,
-                message: format!("trapped: {message}"),
-            },
-            CallError::BadAnswer { plugin, message } => PluginError { plugin, message },
+            CallError::Trap { plugin, .. } | CallError::BadAnswer { plugin, .. } => {
+                PluginError { plugin, message }
+            }
         }
     }
 }
@@ -207,7 +213,7 @@ impl From<CallError> for PluginError {
 pub struct Framework {
     scheduler_name: String,
     metrics: Option<crate::metrics::Metrics>,
-    plugins: Vec<PluginSlot>,
+    plugins: Arc<[PluginSlot]>,
     points: HashMap<ExtensionPoint, Vec<(usize, i64)>>,
     main: Mutex<InstanceSet>,
     workers: Vec<Mutex<InstanceSet>>,
@@ -216,6 +222,7 @@ pub struct Framework {
     binding: Mutex<Vec<InstanceSet>>,
     binding_services: HostServices,
     pool: Option<rayon::ThreadPool>,
+    budgets: crate::cluster::Budgets,
     percentage_of_nodes_to_score: u32,
     next_start: Mutex<usize>,
     rng: Mutex<StdRng>,
@@ -276,6 +283,8 @@ impl Framework {
                             normalizes: module
                                 .extension_points()
                                 .contains(&ExtensionPoint::NormalizeScore),
+                            extensions: module.pre_filter_extensions(),
+                            fail_open: profile.fail_open.contains(name),
                             // Only a built-in module has a native twin; a module the
                             // configuration names replaces it and stays wasm.
                             native: if registry::is_builtin(module) {
@@ -319,9 +328,10 @@ impl Framework {
                 .collect(),
             binding: Mutex::new(Vec::new()),
             binding_services: services.clone(),
-            plugins,
+            plugins: plugins.into(),
             points,
             pool,
+            budgets: services.budgets.clone(),
             percentage_of_nodes_to_score: options.percentage_of_nodes_to_score,
             next_start: Mutex::new(0),
             rng: Mutex::new(StdRng::seed_from_u64(options.seed)),

@@ -1,8 +1,8 @@
 //! Which module serves which plugin name: the built-in components (compiled into the
 //! `berth` binary) and the modules a configuration names.
 
-use crate::config::ModuleSource;
-use crate::wasm::{LoadError, Module, Runtime};
+use crate::config::{ConfigError, Configuration, ModuleSource};
+use crate::wasm::{LoadError, Module, Runtime, Sandbox};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +16,9 @@ pub enum RegistryError {
     /// The module failed to load.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The configuration's plugin settings are wrong.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The file's hash is not the one the configuration expects.
     #[error("{path}: sha256 is {actual}, the configuration expects {expected}")]
     Sha256 {
@@ -70,11 +73,40 @@ pub fn is_builtin(module: &Module) -> bool {
 }
 
 /// Loads the modules for the named plugins: from `sources` when a source names the
-/// plugin, else the built-in component.
+/// plugin, else the built-in component; every instance in the runtime's default
+/// sandbox.
 pub fn load_modules(
     runtime: &Arc<Runtime>,
     sources: &[ModuleSource],
     names: &[String],
+) -> Result<HashMap<String, Arc<Module>>, RegistryError> {
+    load_modules_with(runtime, sources, names, &|_| runtime.default_sandbox())
+}
+
+/// Loads the modules for the named plugins as a configuration says: from its
+/// modules, each plugin in the sandbox of its `berth.plugins` settings.
+pub fn load_configured(
+    runtime: &Arc<Runtime>,
+    config: &Configuration,
+    file: &str,
+    names: &[String],
+) -> Result<HashMap<String, Arc<Module>>, RegistryError> {
+    let unknown = config.unknown_plugin_settings(file);
+    if !unknown.is_empty() {
+        return Err(ConfigError::many(unknown).into());
+    }
+    let defaults = runtime.limits();
+    load_modules_with(runtime, &config.modules(), names, &|name| {
+        config.sandbox_for(name, defaults)
+    })
+}
+
+/// [`load_modules`], with each plugin's sandbox given by `sandbox`.
+pub fn load_modules_with(
+    runtime: &Arc<Runtime>,
+    sources: &[ModuleSource],
+    names: &[String],
+    sandbox: &dyn Fn(&str) -> Sandbox,
 ) -> Result<HashMap<String, Arc<Module>>, RegistryError> {
     let builtins = builtin_plugins();
     let mut out = HashMap::new();
@@ -98,11 +130,12 @@ pub fn load_modules(
                     });
                 }
             }
-            runtime.load(&path, &bytes)?
+            runtime.load_with(&path, &bytes, sandbox(name))?
         } else if let Some(artifact) = builtins.get(name) {
-            runtime.load(
+            runtime.load_with(
                 &format!("{BUILTIN_PREFIX}{}", artifact.crate_name),
                 artifact.bytes,
+                sandbox(name),
             )?
         } else {
             return Err(RegistryError::Unknown(name.clone()));

@@ -4,7 +4,7 @@
 
 use super::{CyclePod, CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use crate::cache::Snapshot;
-use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, Pod, Status};
+use berth_sdk::{Code, ExtensionPoint, NodeInfo, Pod, Status};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
 
@@ -32,8 +32,8 @@ pub enum ScheduleOutcome {
         /// How many of them fit.
         feasible: usize,
     },
-    /// No node fits.
-    Unschedulable(FitError),
+    /// No node fits; PostFilter's verdict when the profile has PostFilter plugins.
+    Unschedulable(FitError, Option<super::PostFilterVerdict>),
     /// A plugin failed.
     Error(PluginError),
 }
@@ -61,36 +61,12 @@ type ChunkResult = Result<(Vec<u32>, Vec<(u32, usize, Status)>), PluginError>;
 /// on their node.
 pub type NominatedPods = HashMap<String, Vec<Pod>>;
 
-/// Nodes as they would be with the nominated pods of at least the pod's priority
-/// added (upstream's `addGENominatedPods`), by slot.
-fn nominated_overlays(
-    pod: &CyclePod,
-    snapshot: &Snapshot,
-    nominated: &NominatedPods,
-) -> HashMap<u32, NodeInfo> {
-    let mut out = HashMap::new();
-    for (node, pods) in nominated {
-        let Some(slot) = snapshot.slot_of(node) else {
-            continue;
-        };
-        let mut adding = pods
-            .iter()
-            .filter(|p| p.uid != pod.uid && p.priority >= pod.priority)
-            .peekable();
-        if adding.peek().is_none() {
-            continue;
-        }
-        let Some(mut info) = snapshot.node(slot).cloned() else {
-            continue;
-        };
-        for p in adding {
-            let mut p = p.clone();
-            p.node_name = node.clone();
-            info.add_pod(&p);
-        }
-        out.insert(slot, info);
-    }
-    out
+/// A node as it would be with the nominated pods of at least the pod's priority
+/// added (upstream's `addGENominatedPods`), and the cycle state those additions make
+/// when a plugin keeps per-cycle state (`None`: the cycle's state serves).
+struct Overlay {
+    info: NodeInfo,
+    state: Option<CycleState>,
 }
 
 /// The status label of one Filter batch: Success when every node passed, else the
@@ -101,6 +77,60 @@ fn batch_code(rejected: &[(u32, Status)]) -> &'static str {
 }
 
 impl Framework {
+    /// The nodes with nominated pods of at least `pod`'s priority, as they would be
+    /// with those pods, by slot. When PreFilter plugins with extensions did not skip
+    /// the pod, each such node gets its own copy of the state with AddPod told.
+    fn nominated_overlays(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        state: &CycleState,
+        skip_filter: &HashSet<usize>,
+    ) -> Result<HashMap<u32, Overlay>, PluginError> {
+        let extensions: Vec<usize> = self
+            .at(ExtensionPoint::PreFilter)
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|i| !skip_filter.contains(i) && self.plugins[*i].extensions)
+            .collect();
+        let mut out = HashMap::new();
+        for (node, pods) in nominated {
+            let Some(slot) = snapshot.slot_of(node) else {
+                continue;
+            };
+            let adding: Vec<&Pod> = pods
+                .iter()
+                .filter(|p| p.uid != pod.uid && p.priority >= pod.priority)
+                .collect();
+            if adding.is_empty() {
+                continue;
+            }
+            let Some(mut info) = snapshot.node(slot).cloned() else {
+                continue;
+            };
+            let own = (!extensions.is_empty()).then(|| state.deep_clone());
+            for p in adding {
+                let mut p = p.clone();
+                p.node_name = node.clone();
+                info.add_pod(&p);
+                if let Some(st) = &own {
+                    let mut main = lock(&self.main);
+                    for &i in &extensions {
+                        let inst = main.get(i, &self.plugins)?;
+                        inst.sync(snapshot)?;
+                        let status = inst.add_pod(st, pod, &p, slot)?;
+                        if !status.is_success() {
+                            return Err(self.failure(i, &status));
+                        }
+                    }
+                }
+            }
+            out.insert(slot, Overlay { info, state: own });
+        }
+        Ok(out)
+    }
+
     /// Splits `items` into one contiguous chunk per worker and runs `f` on each, on
     /// the worker that owns the instances of that index; a small batch runs inline on
     /// worker 0's instances. Results come in item order.
@@ -128,41 +158,46 @@ impl Framework {
         snapshot: &Snapshot,
         chunk: &[u32],
         filters: &[usize],
-        overlays: &HashMap<u32, NodeInfo>,
+        overlays: &HashMap<u32, Overlay>,
     ) -> ChunkResult {
         let mut set = lock(&self.workers[worker]);
         let mut failures = Vec::new();
         // Upstream's two passes: a node with nominated pods must fit the pod with
-        // them counted, and without them.
-        let mut overlaid: Vec<u32> = chunk
-            .iter()
-            .copied()
-            .filter(|s| overlays.contains_key(s))
-            .collect();
+        // them counted, and without them. Overlaid nodes sharing the cycle's state are
+        // filtered in one batch; a node with its own state (AddPod told) alone.
+        let mut groups: Vec<(&CycleState, Vec<u32>)> = vec![(state, Vec::new())];
+        for s in chunk {
+            match overlays.get(s) {
+                Some(Overlay {
+                    state: Some(own), ..
+                }) => groups.push((own, vec![*s])),
+                Some(_) => groups[0].1.push(*s),
+                None => {}
+            }
+        }
         let mut failed_first_pass: HashSet<u32> = HashSet::new();
-        for &i in filters {
-            if overlaid.is_empty() {
-                break;
-            }
-            let inst = set.get(i, &self.plugins)?;
-            inst.sync(snapshot)?;
-            let views: Vec<(u32, &NodeInfo)> =
-                overlaid.iter().map(|s| (*s, &overlays[s])).collect();
-            inst.sync_overlay(&views)?;
-            let t = self.plugin_clock(state);
-            let rejected = inst.filter(state, pod, &overlaid)?;
-            self.observe_plugin(i, "Filter", batch_code(&rejected), t);
-            for (slot, status) in rejected {
-                if status.code == Code::Error {
-                    return Err(PluginError {
-                        plugin: self.plugins[i].name.clone(),
-                        message: status.message(),
-                    });
+        for (st, mut overlaid) in groups {
+            for &i in filters {
+                if overlaid.is_empty() {
+                    break;
                 }
-                failed_first_pass.insert(slot);
-                failures.push((slot, i, status));
+                let inst = set.get(i, &self.plugins)?;
+                inst.sync(snapshot)?;
+                let views: Vec<(u32, &NodeInfo)> =
+                    overlaid.iter().map(|s| (*s, &overlays[s].info)).collect();
+                inst.sync_overlay(&views)?;
+                let t = self.plugin_clock(state);
+                let rejected = inst.filter(st, pod, &overlaid)?;
+                self.observe_plugin(i, "Filter", batch_code(&rejected), t);
+                for (slot, status) in rejected {
+                    if status.code == Code::Error {
+                        return Err(self.node_failure(i, pod, snapshot, slot, &status));
+                    }
+                    failed_first_pass.insert(slot);
+                    failures.push((slot, i, status));
+                }
+                overlaid.retain(|s| !failed_first_pass.contains(s));
             }
-            overlaid.retain(|s| !failed_first_pass.contains(s));
         }
         let mut survivors: Vec<u32> = chunk
             .iter()
@@ -184,10 +219,7 @@ impl Framework {
             let mut out: HashSet<u32> = HashSet::with_capacity(rejected.len());
             for (slot, status) in rejected {
                 if status.code == Code::Error {
-                    return Err(PluginError {
-                        plugin: self.plugins[i].name.clone(),
-                        message: status.message(),
-                    });
+                    return Err(self.node_failure(i, pod, snapshot, slot, &status));
                 }
                 out.insert(slot);
                 failures.push((slot, i, status));
@@ -205,26 +237,25 @@ impl Framework {
         snapshot: &Snapshot,
         chunk: &[u32],
         scorers: &[(usize, i64)],
-    ) -> Result<Vec<Vec<i64>>, PluginError> {
+    ) -> Vec<Result<Vec<i64>, PluginError>> {
         let mut set = lock(&self.workers[worker]);
         let mut out = Vec::with_capacity(scorers.len());
         for &(i, _) in scorers {
-            let inst = set.get(i, &self.plugins)?;
-            inst.sync(snapshot)?;
-            let t = self.plugin_clock(state);
-            let scored = inst.score(state, pod, chunk)?;
-            let code = scored
-                .as_ref()
-                .map_or_else(|e| e.code.as_str(), |_| "Success");
-            self.observe_plugin(i, "Score", code, t);
-            match scored {
-                Ok(scores) => out.push(scores),
-                Err(status) => {
-                    return Err(self.failure(i, &status));
-                }
-            }
+            let mut score = || -> Result<Vec<i64>, PluginError> {
+                let inst = set.get(i, &self.plugins)?;
+                inst.sync(snapshot)?;
+                let t = self.plugin_clock(state);
+                let scored = inst.score(state, pod, chunk)?;
+                let code = scored
+                    .as_ref()
+                    .map_or_else(|e| e.code.as_str(), |_| "Success");
+                self.observe_plugin(i, "Score", code, t);
+                scored.map_err(|status| self.pod_failure(i, "Score", pod, &status))
+            };
+            // One plugin's failure does not stop the others: it may fail open.
+            out.push(score());
         }
-        Ok(out)
+        out
     }
 
     /// Runs one scheduling attempt for `pod` (given as its WIT record) against the
@@ -235,8 +266,36 @@ impl Framework {
         snapshot: &Snapshot,
         nominated: &NominatedPods,
     ) -> ScheduleOutcome {
-        match self.try_schedule(pod, snapshot, nominated) {
+        let state = CycleState::sampled();
+        let mut skip_filter: HashSet<usize> = HashSet::new();
+        let outcome = match self.try_schedule(pod, snapshot, nominated, &state, &mut skip_filter) {
             Ok(o) => o,
+            Err(e) => return ScheduleOutcome::Error(e),
+        };
+        let ScheduleOutcome::Unschedulable(mut fit, _) = outcome else {
+            return outcome;
+        };
+        if fit.num_all_nodes == 0 || !self.has_post_filter() {
+            return ScheduleOutcome::Unschedulable(fit, None);
+        }
+        let statuses = fit.statuses_by_slot(snapshot);
+        match self.post_filter(
+            &state,
+            pod,
+            snapshot,
+            nominated,
+            &statuses,
+            &skip_filter,
+            &self.budgets,
+        ) {
+            Ok(verdict) => {
+                if let Some(v) = &verdict
+                    && !v.status.is_success()
+                {
+                    fit.diagnosis.post_filter_msg = Some(v.status.message());
+                }
+                ScheduleOutcome::Unschedulable(fit, verdict)
+            }
             Err(e) => ScheduleOutcome::Error(e),
         }
     }
@@ -246,18 +305,22 @@ impl Framework {
         pod: &CyclePod,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
+        state: &CycleState,
+        skip_filter: &mut HashSet<usize>,
     ) -> Result<ScheduleOutcome, PluginError> {
         let num_all = snapshot.num_nodes();
-        let state = CycleState::sampled();
+        let state = state.clone();
         if num_all == 0 {
-            return Ok(ScheduleOutcome::Unschedulable(FitError {
-                num_all_nodes: 0,
-                diagnosis: Diagnosis::default(),
-            }));
+            return Ok(ScheduleOutcome::Unschedulable(
+                FitError {
+                    num_all_nodes: 0,
+                    diagnosis: Diagnosis::default(),
+                },
+                None,
+            ));
         }
 
         // PreFilter.
-        let mut skip_filter: HashSet<usize> = HashSet::new();
         let mut narrowed: Option<HashSet<String>> = None;
         let mut narrowing_plugins: Vec<String> = Vec::new();
         {
@@ -278,14 +341,18 @@ impl Framework {
                     Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
                         timer.status = r.status.code.as_str();
                         let plugin = self.plugins[i].name.clone();
-                        return Ok(ScheduleOutcome::Unschedulable(FitError {
-                            num_all_nodes: num_all,
-                            diagnosis: Diagnosis {
-                                node_statuses: Vec::new(),
-                                pre_filter_msg: Some(r.status.message()),
-                                unschedulable_plugins: vec![plugin],
+                        return Ok(ScheduleOutcome::Unschedulable(
+                            FitError {
+                                num_all_nodes: num_all,
+                                diagnosis: Diagnosis {
+                                    pre_filter_msg: Some(r.status.message()),
+                                    pre_filter_code: Some(r.status.code),
+                                    unschedulable_plugins: vec![plugin],
+                                    ..Diagnosis::default()
+                                },
                             },
-                        }));
+                            None,
+                        ));
                     }
                     _ => {
                         return Err(self.failure(i, &r.status));
@@ -337,13 +404,16 @@ impl Framework {
                 .extend(narrowing_plugins.iter().cloned());
         }
         if candidates.is_empty() {
-            return Ok(ScheduleOutcome::Unschedulable(FitError {
-                num_all_nodes: num_all,
-                diagnosis,
-            }));
+            return Ok(ScheduleOutcome::Unschedulable(
+                FitError {
+                    num_all_nodes: num_all,
+                    diagnosis,
+                },
+                None,
+            ));
         }
 
-        let overlays = nominated_overlays(pod, snapshot, nominated);
+        let overlays = self.nominated_overlays(pod, snapshot, nominated, &state, skip_filter)?;
         let filters_for_pod: Vec<usize> = self
             .at(ExtensionPoint::Filter)
             .iter()
@@ -437,10 +507,13 @@ impl Framework {
             *next = (start + processed) % n;
         }
         if feasible.is_empty() {
-            return Ok(ScheduleOutcome::Unschedulable(FitError {
-                num_all_nodes: num_all,
-                diagnosis,
-            }));
+            return Ok(ScheduleOutcome::Unschedulable(
+                FitError {
+                    num_all_nodes: num_all,
+                    diagnosis,
+                },
+                None,
+            ));
         }
         let name_of = |slot: u32| {
             snapshot
@@ -463,19 +536,26 @@ impl Framework {
             let mut timer = self.time_point("PreScore");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreScore) {
-                let inst = main.get(i, &self.plugins)?;
-                inst.sync(snapshot)?;
-                let t = self.plugin_clock(&state);
-                let status = inst.pre_score(&state, pod, &feasible)?;
-                self.observe_plugin(i, "PreScore", status.code.as_str(), t);
-                match status.code {
-                    Code::Success => {}
-                    Code::Skip => {
+                let mut pre_score = || -> Result<Status, PluginError> {
+                    let inst = main.get(i, &self.plugins)?;
+                    inst.sync(snapshot)?;
+                    let t = self.plugin_clock(&state);
+                    let status = inst.pre_score(&state, pod, &feasible)?;
+                    self.observe_plugin(i, "PreScore", status.code.as_str(), t);
+                    match status.code {
+                        Code::Success | Code::Skip => Ok(status),
+                        _ => Err(self.pod_failure(i, "PreScore", pod, &status)),
+                    }
+                };
+                match pre_score() {
+                    Ok(status) if status.code == Code::Success => {}
+                    Ok(_) => {
                         skip_score.insert(i);
                     }
-                    _ => {
-                        timer.status = status.code.as_str();
-                        return Err(self.failure(i, &status));
+                    Err(e) => {
+                        // Fail-open: the plugin does not score this cycle.
+                        self.scoring_failed(i, pod, e)?;
+                        skip_score.insert(i);
                     }
                 }
             }
@@ -495,52 +575,25 @@ impl Framework {
             let chunks = self.fan_out(&feasible, |w, chunk| {
                 self.score_chunk(w, &state, pod, snapshot, chunk, &scorers)
             });
-            let mut per_plugin: Vec<Vec<i64>> =
-                vec![Vec::with_capacity(feasible.len()); scorers.len()];
+            let mut per_plugin: Vec<Result<Vec<i64>, PluginError>> = (0..scorers.len())
+                .map(|_| Ok(Vec::with_capacity(feasible.len())))
+                .collect();
             for chunk in chunks {
-                for (p, scores) in chunk?.into_iter().enumerate() {
-                    per_plugin[p].extend(scores);
+                for (p, scores) in chunk.into_iter().enumerate() {
+                    match (&mut per_plugin[p], scores) {
+                        (Ok(all), Ok(s)) => all.extend(s),
+                        (slot, Err(e)) if slot.is_ok() => *slot = Err(e),
+                        _ => {}
+                    }
                 }
             }
             let mut main = lock(&self.main);
             for (p, &(i, weight)) in scorers.iter().enumerate() {
-                let mut scores = std::mem::take(&mut per_plugin[p]);
-                if self.plugins[i].normalizes {
-                    let t = self.plugin_clock(&state);
-                    let normalized = main
-                        .get(i, &self.plugins)?
-                        .normalize_score(&state, pod, &scores)?;
-                    let code = normalized
-                        .as_ref()
-                        .map_or_else(|e| e.code.as_str(), |_| "Success");
-                    self.observe_plugin(i, "ScoreExtensionNormalize", code, t);
-                    scores = match normalized {
-                        Ok(s) if s.len() == scores.len() => s,
-                        Ok(s) => {
-                            return Err(PluginError {
-                                plugin: self.plugins[i].name.clone(),
-                                message: format!(
-                                    "normalizeScore answered {} scores for {} nodes",
-                                    s.len(),
-                                    scores.len()
-                                ),
-                            });
-                        }
-                        Err(status) => {
-                            return Err(self.failure(i, &status));
-                        }
-                    };
-                }
-                for (k, s) in scores.iter().enumerate() {
-                    if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
-                        return Err(PluginError {
-                            plugin: self.plugins[i].name.clone(),
-                            message: format!(
-                                "returned an invalid score {s} for node {}: scores must be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                                name_of(feasible[k])
-                            ),
-                        });
-                    }
+                let raw = std::mem::replace(&mut per_plugin[p], Ok(Vec::new()));
+                let final_scores =
+                    self.final_scores(&mut main, &state, pod, i, raw, &feasible, snapshot)?;
+                // None: the plugin failed open; the others decide.
+                for (k, s) in final_scores.iter().flatten().enumerate() {
                     totals[k] += s * weight;
                 }
             }

@@ -81,6 +81,11 @@ impl WaitingPods {
         }
     }
 
+    /// Whether the pod waits at Permit.
+    pub fn contains(&self, uid: &str) -> bool {
+        self.lock().contains_key(uid)
+    }
+
     /// The waiting pods, as plugins see them.
     pub fn list(&self) -> Vec<WaitingPod> {
         self.lock()

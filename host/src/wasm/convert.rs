@@ -77,6 +77,14 @@ pub(crate) fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
             .collect(),
         scheduling_gates: p.scheduling_gates.clone(),
         terminating: p.terminating,
+        preempted: p.preempted,
+        preemption_policy: match p.preemption_policy {
+            sdk::PreemptionPolicy::PreemptLowerPriority => {
+                w::PreemptionPolicy::PreemptLowerPriority
+            }
+            sdk::PreemptionPolicy::Never => w::PreemptionPolicy::Never,
+        },
+        start_time_ms: p.start_time_ms,
         affinity: affinity_to_wit(&p.affinity),
         topology_spread_constraints: p
             .topology_spread_constraints
@@ -272,6 +280,32 @@ pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo, with_pods: bool) -> w::NodeInf
         } else {
             Vec::new()
         },
+    }
+}
+
+pub(crate) fn budget_to_wit(b: &berth_sdk::PodDisruptionBudget) -> w::PodDisruptionBudget {
+    w::PodDisruptionBudget {
+        namespace: b.namespace.clone(),
+        name: b.name.clone(),
+        selector: b.selector.as_ref().map(selector_to_wit),
+        disruptions_allowed: b.disruptions_allowed,
+        disrupted_pods: b.disrupted_pods.iter().cloned().collect(),
+    }
+}
+
+pub(crate) fn status_to_wit(s: &sdk::Status) -> w::Status {
+    let code = match s.code {
+        sdk::Code::Success => w::Code::Success,
+        sdk::Code::Error => w::Code::Error,
+        sdk::Code::Unschedulable => w::Code::Unschedulable,
+        sdk::Code::UnschedulableAndUnresolvable => w::Code::UnschedulableAndUnresolvable,
+        sdk::Code::Wait => w::Code::Wait,
+        sdk::Code::Skip => w::Code::Skip,
+        sdk::Code::Pending => w::Code::Pending,
+    };
+    w::Status {
+        code,
+        reasons: s.reasons.clone(),
     }
 }
 

@@ -6,10 +6,13 @@ use super::bindings::exports::berth::scheduler as ex;
 use super::bindings::{SchedulerPlugin, SchedulerPluginPre};
 use super::convert;
 use super::limits::{EPOCH_TICK, Limits};
+use super::output::{GuestOutput, Level, Stream};
+use super::sandbox::{ClockView, Grants, Sandbox, SandboxClock};
 use crate::cache::Snapshot;
-use crate::cluster::{Binder, Namespaces};
+use crate::cluster::{Binder, Budgets, Namespaces};
 use crate::framework::CyclePod;
 use crate::framework::cycle_state::CycleState;
+use crate::framework::preemption::{DryRun, Simulation};
 use crate::framework::waiting::WaitingPods;
 use berth_sdk::EventRegistration;
 use berth_sdk::{ExtensionPoint, PreFilterResult, Status};
@@ -18,12 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
-use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime::{Engine, Store, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +56,17 @@ pub enum LoadError {
         /// What was missing or different.
         message: String,
     },
+    /// The sandbox the configuration grants cannot be made (a directory that cannot
+    /// be opened).
+    #[error("plugin {plugin} ({source_name}): sandbox: {message}")]
+    Sandbox {
+        /// The plugin's name.
+        plugin: String,
+        /// Where the module came from.
+        source_name: String,
+        /// What failed.
+        message: String,
+    },
     /// The module's metadata call failed or answered something unusable.
     #[error("{source_name}: {message}")]
     Metadata {
@@ -79,7 +92,7 @@ pub enum LoadError {
 pub struct RuntimeOptions {
     /// Where precompiled components are kept; `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
-    /// Deadline and memory limit of every instance.
+    /// The limits of every plugin the configuration sets none for.
     pub limits: Limits,
 }
 
@@ -122,6 +135,9 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         SchedulerPlugin::add_to_linker::<HostCtx, HasSelf<HostCtx>>(&mut linker, |c| c)?;
+        super::sandbox::add_to_linker(&mut linker, |c: &mut HostCtx| {
+            ClockView::new(&c.clock, &mut c.table)
+        })?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         let (weak_engine, stop) = (engine.weak(), stop_ticker.clone());
@@ -144,9 +160,18 @@ impl Runtime {
         }))
     }
 
-    /// The limits instances run under.
+    /// The limits of plugins the configuration sets none for.
     pub fn limits(&self) -> Limits {
         self.options.limits
+    }
+
+    /// The sandbox of plugins the configuration says nothing of: the default limits,
+    /// nothing granted.
+    pub fn default_sandbox(&self) -> Sandbox {
+        Sandbox {
+            limits: self.options.limits,
+            grants: Grants::default(),
+        }
     }
 
     /// Loads a module from a file.
@@ -159,44 +184,48 @@ impl Runtime {
     }
 
     /// Compiles (or loads the cached precompiled artifact of) a component, links it
-    /// against the plugin world and reads its metadata.
+    /// against the plugin world and reads its metadata; its instances run in the
+    /// default sandbox.
     pub fn load(
         self: &Arc<Self>,
         source_name: &str,
         bytes: &[u8],
     ) -> Result<Arc<Module>, LoadError> {
+        self.load_with(source_name, bytes, self.default_sandbox())
+    }
+
+    /// [`Runtime::load`], with the instances (the metadata one too) in `sandbox`.
+    pub fn load_with(
+        self: &Arc<Self>,
+        source_name: &str,
+        bytes: &[u8],
+        sandbox: Sandbox,
+    ) -> Result<Arc<Module>, LoadError> {
         let sha256 = hex(&Sha256::digest(bytes));
         let component = self.compile_cached(source_name, &sha256, bytes)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError::World {
-                source_name: source_name.to_owned(),
-                message: format!("{e:#}"),
-            })?;
-        let pre = SchedulerPluginPre::new(pre).map_err(|e| LoadError::World {
+        let world_err = |e: wasmtime::Error| LoadError::World {
             source_name: source_name.to_owned(),
-            message: format!("{e:#}"),
-        })?;
+            message: self.world_mismatch(&component, e),
+        };
+        let pre = self.linker.instantiate_pre(&component).map_err(world_err)?;
+        let pre = SchedulerPluginPre::new(pre).map_err(world_err)?;
         let mut module = Module {
             runtime: self.clone(),
             pre,
             name: String::new(),
             extension_points: Vec::new(),
             wants_pods: false,
+            pre_filter_extensions: false,
             events: None,
             sha256,
             source: source_name.to_owned(),
+            sandbox,
         };
         // Read the metadata from a throwaway instance.
-        let (mut store, bindings) =
-            module
-                .new_store(HostServices::default())
-                .map_err(|e| LoadError::World {
-                    source_name: source_name.to_owned(),
-                    message: format!("{e:#}"),
-                })?;
-        store.set_epoch_deadline(self.options.limits.deadline_ticks());
+        let (mut store, bindings) = module
+            .new_store(HostServices::default())
+            .map_err(|e| module.store_error(e))?;
+        store.set_epoch_deadline(module.sandbox.limits.deadline_ticks());
         let info = bindings
             .berth_scheduler_plugin()
             .call_info(&mut store)
@@ -221,6 +250,7 @@ impl Runtime {
         }
         module.name = info.name;
         module.wants_pods = info.wants_pods;
+        module.pre_filter_extensions = info.pre_filter_extensions;
         module.events = info.events.map(|list| {
             list.into_iter()
                 .map(convert::registration_from_wit)
@@ -232,6 +262,31 @@ impl Runtime {
             .map(convert::point_from_wit)
             .collect();
         Ok(Arc::new(module))
+    }
+
+    /// Why a component does not link against the plugin world, in the plugin author's
+    /// terms: a component built against another version of `berth:scheduler` says
+    /// which; otherwise wasmtime's message names what is missing or different.
+    fn world_mismatch(&self, component: &Component, e: wasmtime::Error) -> String {
+        let ty = component.component_type();
+        let names = ty
+            .imports(&self.engine)
+            .map(|(n, _)| n)
+            .chain(ty.exports(&self.engine).map(|(n, _)| n));
+        let mut versions: Vec<&str> = names
+            .filter_map(|n| n.strip_prefix("berth:scheduler/"))
+            .filter_map(|n| n.split_once('@').map(|(_, v)| v))
+            .filter(|v| *v != WIT_VERSION)
+            .collect();
+        versions.sort_unstable();
+        versions.dedup();
+        if !versions.is_empty() {
+            return format!(
+                "built against berth:scheduler@{}, this host speaks @{WIT_VERSION}",
+                versions.join(", @")
+            );
+        }
+        format!("{e:#}")
     }
 
     fn compile_cached(
@@ -298,9 +353,19 @@ pub struct Module {
     name: String,
     extension_points: Vec<ExtensionPoint>,
     wants_pods: bool,
+    pre_filter_extensions: bool,
     events: Option<Vec<EventRegistration>>,
     sha256: String,
     source: String,
+    sandbox: Sandbox,
+}
+
+/// Why a store could not be made.
+enum StoreError {
+    /// The WASI context of the grants (a directory that cannot be opened).
+    Sandbox(anyhow::Error),
+    /// Instantiation (a missing import, a trap in a start function, a limit).
+    Instantiate(wasmtime::Error),
 }
 
 impl std::fmt::Debug for Module {
@@ -332,6 +397,10 @@ impl Module {
     pub fn wants_pods(&self) -> bool {
         self.wants_pods
     }
+    /// Whether the plugin has PreFilterExtensions (AddPod/RemovePod).
+    pub fn pre_filter_extensions(&self) -> bool {
+        self.pre_filter_extensions
+    }
     /// The sha256 of the module's bytes, hex.
     pub fn sha256(&self) -> &str {
         &self.sha256
@@ -340,33 +409,61 @@ impl Module {
     pub fn source(&self) -> &str {
         &self.source
     }
+    /// The sandbox its instances run in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    fn store_error(&self, e: StoreError) -> LoadError {
+        match e {
+            StoreError::Sandbox(e) => LoadError::Sandbox {
+                plugin: if self.name.is_empty() {
+                    "(not yet named)".to_owned()
+                } else {
+                    self.name.clone()
+                },
+                source_name: self.source.clone(),
+                message: format!("{e:#}"),
+            },
+            StoreError::Instantiate(e) => LoadError::World {
+                source_name: self.source.clone(),
+                message: format!("{e:#}"),
+            },
+        }
+    }
 
     fn new_store(
         &self,
         services: HostServices,
-    ) -> wasmtime::Result<(Store<HostCtx>, SchedulerPlugin)> {
-        let limits = self.runtime.options.limits;
-        let stderr = MemoryOutputPipe::new(64 * 1024);
-        let wasi = wasmtime_wasi::WasiCtxBuilder::new()
-            .stderr(stderr.clone())
-            .stdout(stderr.clone())
-            .build();
+    ) -> Result<(Store<HostCtx>, SchedulerPlugin), StoreError> {
+        let limits = self.sandbox.limits;
+        let plugin = if self.name.is_empty() {
+            self.source.as_str()
+        } else {
+            self.name.as_str()
+        };
+        let output = GuestOutput::new(plugin, services.metrics.as_ref());
+        let wasi = self
+            .sandbox
+            .wasi_ctx(output.stdio(Stream::Stdout), output.stdio(Stream::Stderr))
+            .map_err(StoreError::Sandbox)?;
         let ctx = HostCtx {
             wasi,
             table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(limits.max_memory_bytes)
-                .trap_on_grow_failure(true)
-                .build(),
-            plugin: self.name.clone(),
+            limits: limits.store_limits(),
+            clock: self.sandbox.clock(),
             services,
-            stderr,
+            output,
+            dry_run: None,
         };
         let mut store = Store::new(&self.runtime.engine, ctx);
         store.limiter(|c| &mut c.limits);
         store.set_epoch_deadline(limits.deadline_ticks());
         store.epoch_deadline_trap();
-        let bindings = self.pre.instantiate(&mut store)?;
+        let bindings = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(StoreError::Instantiate)?;
         Ok((store, bindings))
     }
 
@@ -377,10 +474,7 @@ impl Module {
         services: HostServices,
     ) -> Result<Instance, LoadError> {
         let metrics = services.metrics.clone();
-        let (store, bindings) = self.new_store(services).map_err(|e| LoadError::World {
-            source_name: self.source.clone(),
-            message: format!("{e:#}"),
-        })?;
+        let (store, bindings) = self.new_store(services).map_err(|e| self.store_error(e))?;
         let mut inst = Instance {
             module: self.clone(),
             store,
@@ -388,11 +482,15 @@ impl Module {
             replica_generation: None,
             overlaid: Vec::new(),
             cycle_pod: None,
+            cycle_pod_key: String::new(),
+            call_pod_key: None,
+            node_names: Vec::new(),
             broken: false,
             point: "Configure",
             metrics,
         };
         let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
+        let configured = inst.located(configured, On::Nothing);
         match configured {
             Ok(Ok(())) => Ok(inst),
             Ok(Err(message)) => Err(LoadError::Configure {
@@ -409,15 +507,18 @@ impl Module {
     }
 }
 
-/// What a store holds: the WASI context (no files, network, env or clock beyond
-/// WASI's defaults), the resource table, limits, and where bindings go.
+/// What a store holds: the WASI context (what the plugin's grants allow, see
+/// [`super::sandbox`]), the resource table, limits, the monotonic clock, where
+/// bindings go and where output goes.
 pub struct HostCtx {
     wasi: WasiCtx,
     table: ResourceTable,
     limits: StoreLimits,
-    plugin: String,
+    clock: SandboxClock,
     services: HostServices,
-    stderr: MemoryOutputPipe,
+    output: GuestOutput,
+    /// The what-if API, lent during a PostFilter call.
+    dry_run: Option<DryRun>,
 }
 
 /// What the host offers an instance's imports: where bindings go, the namespaces,
@@ -432,6 +533,8 @@ pub struct HostServices {
     pub waiting: WaitingPods,
     /// Where calls' durations and traps are counted (none: not counted).
     pub metrics: Option<crate::metrics::Metrics>,
+    /// What `pod-disruption-budgets` reads.
+    pub budgets: Budgets,
 }
 
 impl WasiView for HostCtx {
@@ -447,14 +550,14 @@ impl w::Host for HostCtx {}
 
 impl host::Host for HostCtx {
     fn log(&mut self, level: host::LogLevel, message: String) {
-        let plugin = self.plugin.as_str();
-        match level {
-            host::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            host::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            host::LogLevel::Info => tracing::info!(plugin, "{message}"),
-            host::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            host::LogLevel::Error => tracing::error!(plugin, "{message}"),
-        }
+        let level = match level {
+            host::LogLevel::Trace => Level::Trace,
+            host::LogLevel::Debug => Level::Debug,
+            host::LogLevel::Info => Level::Info,
+            host::LogLevel::Warn => Level::Warn,
+            host::LogLevel::Error => Level::Error,
+        };
+        self.output.log(level, &message);
     }
 
     fn waiting_pods(&mut self) -> Vec<host::WaitingPod> {
@@ -478,6 +581,29 @@ impl host::Host for HostCtx {
 
     fn reject_waiting_pod(&mut self, uid: String, plugin: String, message: String) {
         self.services.waiting.reject(&uid, &plugin, &message);
+    }
+
+    fn pod_disruption_budgets(&mut self) -> Vec<w::PodDisruptionBudget> {
+        self.services
+            .budgets
+            .list()
+            .iter()
+            .map(convert::budget_to_wit)
+            .collect()
+    }
+
+    fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, w::Status> {
+        let Some(dry) = self.dry_run.as_mut() else {
+            return Err(convert::status_to_wit(&Status::error(
+                "simulate is only available during PostFilter",
+            )));
+        };
+        let sim = dry
+            .simulate(&node)
+            .map_err(|s| convert::status_to_wit(&s))?;
+        self.table
+            .push(sim)
+            .map_err(|e| convert::status_to_wit(&Status::error(format!("resource table: {e}"))))
     }
 
     fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {
@@ -504,6 +630,34 @@ impl host::Host for HostCtx {
             Some(b) => b.bind(&pod, &node),
             None => Err("bind-pod is only available to binding-cycle instances".into()),
         }
+    }
+}
+
+impl host::HostNodeSimulation for HostCtx {
+    fn remove_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
+        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.remove_pod(sim, &uid),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn add_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
+        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.add_pod(sim, &uid),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn fits(&mut self, this: Resource<Simulation>) -> w::Status {
+        let status = match (self.table.get(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.fits(sim),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn drop(&mut self, rep: Resource<Simulation>) -> wasmtime::Result<()> {
+        self.table.delete(rep)?;
+        Ok(())
     }
 }
 
@@ -539,6 +693,13 @@ pub struct Instance {
     overlaid: Vec<u32>,
     /// The id of the [`CyclePod`] the guest holds (its last `begin-cycle`).
     cycle_pod: Option<u64>,
+    /// `namespace/name` of that pod, for error messages.
+    cycle_pod_key: String,
+    /// The pod of the call under way when it is not the cycle's (QueueSort,
+    /// PreEnqueue, queueing hints).
+    call_pod_key: Option<String>,
+    /// Node names by slot, as the replica holds them, for error messages.
+    node_names: Vec<Option<String>>,
     broken: bool,
     /// The extension point of the call under way (the metrics' label).
     point: &'static str,
@@ -560,10 +721,12 @@ impl Instance {
         &mut self,
         f: impl FnOnce(&SchedulerPlugin, &mut Store<HostCtx>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let ticks = self.module.runtime.options.limits.deadline_ticks();
-        self.store.set_epoch_deadline(ticks);
+        let limits = self.module.sandbox.limits;
+        self.store.set_epoch_deadline(limits.deadline_ticks());
+        self.store.data().output.begin_call();
         let started = self.metrics.is_some().then(std::time::Instant::now);
         let result = f(&self.bindings, &mut self.store);
+        self.store.data().output.end_call();
         if let (Some(m), Some(t)) = (&self.metrics, started) {
             m.observe_plugin_call(&self.module.name, self.point, t.elapsed());
         }
@@ -574,30 +737,85 @@ impl Instance {
                 if let Some(m) = &self.metrics {
                     m.count_trap(&self.module.name);
                 }
-                let mut message = format!("{e:#}");
+                // A host function's refusal (a sleep past the deadline) is the root
+                // cause under wasmtime's backtrace context; say it without the
+                // backtrace.
+                let mut message = e.root_cause().to_string();
                 if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
                     message = match trap {
-                        wasmtime::Trap::Interrupt => format!(
-                            "deadline of {:?} exceeded",
-                            self.module.runtime.options.limits.call_deadline
-                        ),
+                        wasmtime::Trap::Interrupt => {
+                            format!("deadline of {:?} exceeded", limits.call_deadline)
+                        }
+                        wasmtime::Trap::UnreachableCodeReached => {
+                            "unreachable code reached (a panic or an abort)".to_owned()
+                        }
                         other => other.to_string(),
                     };
                 }
-                let out = self.store.data().stderr.contents();
-                let guest = String::from_utf8_lossy(&out);
-                let guest = guest.trim();
-                if !guest.is_empty() {
-                    let tail: Vec<&str> = guest.lines().rev().take(3).collect();
-                    let tail: Vec<&str> = tail.into_iter().rev().collect();
-                    message = format!("{message}; guest said: {}", tail.join(" | "));
+                let said = self.store.data().output.stderr_tail();
+                if !said.is_empty() {
+                    message = format!("{message}; guest said: {}", said.join(" | "));
                 }
                 Err(CallError::Trap {
                     plugin: self.module.name.clone(),
+                    context: String::new(),
                     message,
                 })
             }
         }
+    }
+
+    /// A call's answer the host cannot use: the instance is discarded too, since a
+    /// guest that answers out of shape may be in any state.
+    fn bad_answer(&mut self, message: String) -> CallError {
+        self.broken = true;
+        CallError::BadAnswer {
+            plugin: self.module.name.clone(),
+            context: String::new(),
+            message,
+        }
+    }
+
+    /// Where a failed call was: the extension point, the pod and the nodes.
+    fn context(&self, nodes: On<'_>) -> String {
+        let mut out = format!("at {}", self.point);
+        let pod = self.call_pod_key.as_deref().unwrap_or(&self.cycle_pod_key);
+        if !pod.is_empty() {
+            out.push_str(" for pod ");
+            out.push_str(pod);
+        }
+        match nodes {
+            On::Nothing => {}
+            On::Node(n) => {
+                out.push_str(" on node ");
+                out.push_str(n);
+            }
+            On::Slots(slots) => {
+                const NAMED: usize = 3;
+                let name = |s: &u32| {
+                    self.node_names
+                        .get(*s as usize)
+                        .and_then(Option::as_deref)
+                        .map_or_else(|| format!("<slot {s}>"), str::to_owned)
+                };
+                let named: Vec<String> = slots.iter().take(NAMED).map(name).collect();
+                out.push_str(if slots.len() == 1 {
+                    " on node "
+                } else {
+                    " on nodes "
+                });
+                out.push_str(&named.join(", "));
+                if slots.len() > NAMED {
+                    out.push_str(&format!(" and {} more", slots.len() - NAMED));
+                }
+            }
+        }
+        out
+    }
+
+    /// Adds where the call was to its error.
+    fn located<R>(&self, r: Result<R, CallError>, nodes: On<'_>) -> Result<R, CallError> {
+        r.map_err(|e| e.with_context(self.context(nodes)))
     }
 
     /// Runs a call of `pod`'s cycle: begins the cycle in the guest first unless it
@@ -612,8 +830,10 @@ impl Instance {
             Resource<CycleState>,
         ) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        self.call_pod_key = None;
         if self.cycle_pod != Some(pod.id()) {
             self.cycle_pod = None;
+            self.cycle_pod_key = pod.key();
             let wit = pod.wit();
             let point = std::mem::replace(&mut self.point, "BeginCycle");
             let begun = self.call(|b, s| b.berth_scheduler_cycle().call_begin_cycle(s, wit));
@@ -640,6 +860,7 @@ impl Instance {
             .push(state.clone())
             .map_err(|e| CallError::BadAnswer {
                 plugin: self.module.name.clone(),
+                context: String::new(),
                 message: format!("resource table: {e}"),
             })?;
         let rep = handle.rep();
@@ -670,6 +891,20 @@ impl Instance {
                 None => removed.push(slot),
             }
         }
+        for &slot in &removed {
+            if let Some(n) = self.node_names.get_mut(slot as usize) {
+                *n = None;
+            }
+        }
+        for (slot, info) in &updated {
+            let slot = *slot as usize;
+            if self.node_names.len() <= slot {
+                self.node_names.resize(slot + 1, None);
+            }
+            if self.node_names[slot].as_deref() != Some(info.name()) {
+                self.node_names[slot] = Some(info.name().to_owned());
+            }
+        }
         let updated: Vec<(u32, w::NodeInfo)> = updated
             .into_iter()
             .map(|(slot, info)| {
@@ -679,10 +914,12 @@ impl Instance {
                 )
             })
             .collect();
-        self.call(|b, s| {
+        let r = self.call(|b, s| {
             b.berth_scheduler_replica()
                 .call_sync_nodes(s, &updated, &removed)
-        })?;
+        });
+        let n = updated.len() + removed.len();
+        r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))?;
         self.replica_generation = Some(snapshot.generation());
         Ok(())
     }
@@ -708,16 +945,86 @@ impl Instance {
             })
             .collect();
         self.overlaid.extend(overlays.iter().map(|(s, _)| *s));
-        self.call(|b, s| {
+        let r = self.call(|b, s| {
             b.berth_scheduler_replica()
                 .call_sync_nodes(s, &updated, &[])
-        })
+        });
+        let n = updated.len();
+        r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))
+    }
+
+    /// PreFilterExtensions' AddPod (`add`) or RemovePod of `other` on the node in `slot`.
+    pub fn pod_on_node(
+        &mut self,
+        add: bool,
+        state: &CycleState,
+        pod: &CyclePod,
+        other: &berth_sdk::Pod,
+        slot: u32,
+    ) -> Result<Status, CallError> {
+        self.point = "PreFilterExtension";
+        let other = convert::pod_to_wit(other);
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            let ext = b.berth_scheduler_pre_filter_extensions();
+            if add {
+                ext.call_add_pod(s, st, &other, slot)
+            } else {
+                ext.call_remove_pod(s, st, &other, slot)
+            }
+        })?;
+        Ok(convert::status_from_wit(r))
+    }
+
+    /// PostFilter, with `dry` lent to the guest's `simulate` calls for its duration.
+    pub fn post_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        statuses: &[(u32, Status)],
+        dry: DryRun,
+    ) -> (DryRun, Result<berth_sdk::PostFilterResult, CallError>) {
+        self.point = "PostFilter";
+        let statuses: Vec<ex::filter::NodeStatus> = statuses
+            .iter()
+            .map(|(slot, s)| ex::filter::NodeStatus {
+                slot: *slot,
+                status: convert::status_to_wit(s),
+            })
+            .collect();
+        self.store.data_mut().dry_run = Some(dry);
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_post_filter()
+                .call_post_filter(s, st, &statuses)
+        });
+        let dry = self
+            .store
+            .data_mut()
+            .dry_run
+            .take()
+            .expect("lent for the call");
+        let r = r.map(|r| berth_sdk::PostFilterResult {
+            status: convert::status_from_wit(r.status),
+            nominated_node_name: r.nominated_node_name,
+            victims: r.victims,
+            candidates: r
+                .candidates
+                .into_iter()
+                .map(|c| berth_sdk::Candidate {
+                    node: c.node,
+                    victims: c.victims,
+                    pdb_violations: c.pdb_violations,
+                })
+                .collect(),
+        });
+        (dry, r)
     }
 
     /// QueueSort's key.
     pub fn sort_key(&mut self, pod: &w::Pod) -> Result<Vec<i64>, CallError> {
         self.point = "QueueSort";
-        self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, pod))
+        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
+        let r = self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, pod));
+        self.located(r, On::Nothing)
     }
 
     /// The queueing hint for an event; an error (of the plugin or the call) counts as
@@ -730,6 +1037,7 @@ impl Instance {
         new: Option<&berth_sdk::Object>,
     ) -> Result<Result<berth_sdk::QueueingHint, String>, CallError> {
         self.point = "QueueingHint";
+        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
         let event = convert::event_to_wit(event);
         let old = old.map(convert::object_to_wit);
         let new = new.map(convert::object_to_wit);
@@ -741,7 +1049,8 @@ impl Instance {
                 old.as_ref(),
                 new.as_ref(),
             )
-        })?;
+        });
+        let r = self.located(r, On::Nothing)?;
         Ok(r.map(|h| match h {
             w::QueueingHint::Queue => berth_sdk::QueueingHint::Queue,
             w::QueueingHint::QueueSkip => berth_sdk::QueueingHint::QueueSkip,
@@ -751,8 +1060,9 @@ impl Instance {
     /// PreEnqueue.
     pub fn pre_enqueue(&mut self, pod: &w::Pod) -> Result<Status, CallError> {
         self.point = "PreEnqueue";
-        self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, pod))
-            .map(convert::status_from_wit)
+        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
+        let r = self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, pod));
+        self.located(r, On::Nothing).map(convert::status_from_wit)
     }
 
     /// PreFilter.
@@ -764,7 +1074,8 @@ impl Instance {
         self.point = "PreFilter";
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_pre_filter().call_pre_filter(s, st)
-        })?;
+        });
+        let r = self.located(r, On::Nothing)?;
         Ok(PreFilterResult {
             status: convert::status_from_wit(r.status),
             node_names: r.node_names,
@@ -779,9 +1090,10 @@ impl Instance {
         slots: &[u32],
     ) -> Result<Vec<(u32, Status)>, CallError> {
         self.point = "Filter";
-        let r: Vec<ex::filter::NodeStatus> = self.in_cycle(state, pod, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_filter().call_filter(s, st, slots)
-        })?;
+        });
+        let r: Vec<ex::filter::NodeStatus> = self.located(r, On::Slots(slots))?;
         Ok(r.into_iter()
             .map(|n| (n.slot, convert::status_from_wit(n.status)))
             .collect())
@@ -795,10 +1107,11 @@ impl Instance {
         slots: &[u32],
     ) -> Result<Status, CallError> {
         self.point = "PreScore";
-        self.in_cycle(state, pod, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_pre_score().call_pre_score(s, st, slots)
-        })
-        .map(convert::status_from_wit)
+        });
+        self.located(r, On::Slots(slots))
+            .map(convert::status_from_wit)
     }
 
     /// Score over many nodes, one score per slot in order.
@@ -811,19 +1124,19 @@ impl Instance {
         self.point = "Score";
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_score().call_score(s, st, slots)
-        })?;
-        let r = r.map_err(convert::status_from_wit);
+        });
+        let r = self
+            .located(r, On::Slots(slots))?
+            .map_err(convert::status_from_wit);
         if let Ok(scores) = &r
             && scores.len() != slots.len()
         {
-            return Err(CallError::BadAnswer {
-                plugin: self.module.name.clone(),
-                message: format!(
-                    "score answered {} scores for {} nodes",
-                    scores.len(),
-                    slots.len()
-                ),
-            });
+            let e = self.bad_answer(format!(
+                "answered {} scores for {} nodes",
+                scores.len(),
+                slots.len()
+            ));
+            return self.located(Err(e), On::Slots(slots));
         }
         Ok(r)
     }
@@ -839,8 +1152,21 @@ impl Instance {
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_score()
                 .call_normalize_score(s, st, scores)
-        })?;
-        Ok(r.map_err(convert::status_from_wit))
+        });
+        let r = self
+            .located(r, On::Nothing)?
+            .map_err(convert::status_from_wit);
+        if let Ok(normalized) = &r
+            && normalized.len() != scores.len()
+        {
+            let e = self.bad_answer(format!(
+                "answered {} normalized scores for {} nodes",
+                normalized.len(),
+                scores.len()
+            ));
+            return self.located(Err(e), On::Nothing);
+        }
+        Ok(r)
     }
 
     /// Reserve.
@@ -851,10 +1177,11 @@ impl Instance {
         node: &str,
     ) -> Result<Status, CallError> {
         self.point = "Reserve";
-        self.in_cycle(state, pod, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_reserve().call_reserve(s, st, node)
-        })
-        .map(convert::status_from_wit)
+        });
+        self.located(r, On::Node(node))
+            .map(convert::status_from_wit)
     }
 
     /// Unreserve.
@@ -865,9 +1192,10 @@ impl Instance {
         node: &str,
     ) -> Result<(), CallError> {
         self.point = "Unreserve";
-        self.in_cycle(state, pod, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_reserve().call_unreserve(s, st, node)
-        })
+        });
+        self.located(r, On::Node(node))
     }
 
     /// Permit: the status and, with Wait, how long to wait.
@@ -880,7 +1208,8 @@ impl Instance {
         self.point = "Permit";
         let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_permit().call_permit(s, st, node)
-        })?;
+        });
+        let r = self.located(r, On::Node(node))?;
         Ok((
             convert::status_from_wit(r.status),
             std::time::Duration::from_millis(r.timeout_ms),
@@ -895,10 +1224,11 @@ impl Instance {
         node: &str,
     ) -> Result<Status, CallError> {
         self.point = "PreBind";
-        self.in_cycle(state, pod, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_pre_bind().call_pre_bind(s, st, node)
-        })
-        .map(convert::status_from_wit)
+        });
+        self.located(r, On::Node(node))
+            .map(convert::status_from_wit)
     }
 
     /// Bind.
@@ -909,10 +1239,11 @@ impl Instance {
         node: &str,
     ) -> Result<Status, CallError> {
         self.point = "Bind";
-        self.in_cycle(state, pod, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_bind().call_bind(s, st, node)
-        })
-        .map(convert::status_from_wit)
+        });
+        self.located(r, On::Node(node))
+            .map(convert::status_from_wit)
     }
 
     /// PostBind.
@@ -923,10 +1254,19 @@ impl Instance {
         node: &str,
     ) -> Result<(), CallError> {
         self.point = "PostBind";
-        self.in_cycle(state, pod, |b, s, st| {
+        let r = self.in_cycle(state, pod, |b, s, st| {
             b.berth_scheduler_post_bind().call_post_bind(s, st, node)
-        })
+        });
+        self.located(r, On::Node(node))
     }
+}
+
+/// The nodes a call concerns, for its error message.
+#[derive(Clone, Copy)]
+enum On<'a> {
+    Nothing,
+    Node(&'a str),
+    Slots(&'a [u32]),
 }
 
 /// The WIT record of a pod, made once per cycle and passed to every call.

@@ -9,7 +9,7 @@ use super::{KubeCluster, error_message};
 use crate::cluster::{Binder, PodState};
 use berth_sdk::Pod;
 use k8s_openapi::api::core::v1 as k8s;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -93,6 +93,101 @@ impl Binder for KubeBinder {
                 pod.key()
             )),
         }
+    }
+
+    fn nominate(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err("not nominating: this replica no longer holds the lease".into());
+        }
+        let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
+        // A merge patch with null removes the field.
+        let value = if node.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::Value::from(node)
+        };
+        let patch = serde_json::json!({"status": {"nominatedNodeName": value}});
+        let limiter = self.cluster.bind_limiter.clone();
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(
+                BIND_TIMEOUT,
+                api.patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await
+        });
+        match r {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
+            Ok(Err(e)) => Err(format!("nominating {}: {}", pod.key(), error_message(&e))),
+            Err(_) => Err(format!(
+                "nominating {}: no answer within {BIND_TIMEOUT:?}",
+                pod.key()
+            )),
+        }
+    }
+
+    fn evict(&self, victim: &Pod, _preemptor: &Pod, message: &str) -> Result<(), String> {
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err("not evicting: this replica no longer holds the lease".into());
+        }
+        let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &victim.namespace);
+        // Conditions merge by type in a strategic merge patch.
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+        let patch = serde_json::json!({"status": {"conditions": [{
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": message,
+            "lastTransitionTime": now,
+        }]}});
+        let delete = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(victim.uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let limiter = self.cluster.bind_limiter.clone();
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            let patched = tokio::time::timeout(
+                BIND_TIMEOUT,
+                api.patch_status(
+                    &victim.name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(&patch),
+                ),
+            )
+            .await;
+            match patched {
+                Ok(Ok(_)) => {}
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 => return Ok(None),
+                Ok(Err(e)) => {
+                    return Err(format!(
+                        "adding the DisruptionTarget condition: {}",
+                        error_message(&e)
+                    ));
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "adding the DisruptionTarget condition: no answer within {BIND_TIMEOUT:?}"
+                    ));
+                }
+            }
+            limiter.acquire().await;
+            match tokio::time::timeout(BIND_TIMEOUT, api.delete(&victim.name, &delete)).await {
+                Ok(Ok(_)) => Ok(Some(())),
+                // Gone, or replaced by a pod of the same name (the UID precondition).
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 || s.code == 409 => Ok(None),
+                Ok(Err(e)) => Err(format!("deleting: {}", error_message(&e))),
+                Err(_) => Err(format!("deleting: no answer within {BIND_TIMEOUT:?}")),
+            }
+        });
+        r.map(|_| ())
+            .map_err(|e| format!("evicting {}: {e}", victim.key()))
     }
 
     fn lookup(&self, pod: &Pod) -> PodState {

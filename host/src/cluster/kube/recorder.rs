@@ -187,6 +187,17 @@ impl Recorder for KubeRecorder {
         });
     }
 
+    fn preempted(&self, victim: &Pod, preemptor: &Pod, node: &str) {
+        let _ = self.tx.send(Record::Event {
+            reporting_controller: preemptor.scheduler_name.clone(),
+            pod: victim.clone(),
+            normal: true,
+            reason: "Preempted",
+            action: "Preempting",
+            note: format!("Preempted by pod {} on node {node}", preemptor.uid),
+        });
+    }
+
     fn forget(&self, uid: &str) {
         self.last_condition
             .lock()

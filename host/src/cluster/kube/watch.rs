@@ -60,6 +60,25 @@ pub fn start_watchers(
         },
         Change::NamespaceDeleted,
     );
+    s.spawn::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(
+        "poddisruptionbudgets",
+        watcher::Config::default(),
+        |pdb| {
+            let b = crate::cluster::manifest::budget_from_k8s(pdb)
+                .map_err(|(path, message)| format!("{path}: {message}"))?;
+            Ok(Some((
+                format!("{}/{}", b.namespace, b.name),
+                Change::Budget(b),
+            )))
+        },
+        |key| {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+            Change::BudgetDeleted {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            }
+        },
+    );
     s.selectors::<k8s::Service>("services", "Service");
     s.selectors::<k8s::ReplicationController>("replicationcontrollers", "ReplicationController");
     s.selectors::<apps::ReplicaSet>("replicasets", "ReplicaSet");

@@ -1,0 +1,373 @@
+//! PostFilter, and the what-if it may ask the host for: a copy of one node and of the
+//! cycle state, pods removed and added back (each change told to the PreFilter
+//! extensions), and whether the pod would then pass every Filter plugin.
+//!
+//! The what-if runs on the instances of worker 0, which are idle once Filter is done:
+//! the set is lent to the PostFilter call (moved into the calling wasm instance's
+//! host context, or wrapped for a native plugin) and given back when it returns.
+//! Each Filter call of a what-if overlays the copy of the node on that node's slot of
+//! the instance's replica, so the plugins' own code judges the copy; the next sync of
+//! the instance puts the snapshot's node back.
+
+use super::{CyclePod, CycleState, Framework, InstanceSet, PluginError, PluginSlot, lock};
+use crate::cache::Snapshot;
+use crate::cluster::Budgets;
+use berth_sdk::{
+    Candidate, Code, ExtensionPoint, NodeInfo, NodeSimulation, Pod, PodDisruptionBudget, Status,
+};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// A what-if on one node: the copy of the node and of the cycle state, and the pods
+/// removed from it so far.
+#[derive(Debug)]
+pub struct Simulation {
+    slot: u32,
+    info: NodeInfo,
+    state: CycleState,
+    removed: Vec<Pod>,
+}
+
+/// What the host lends a PostFilter call: the instances the what-ifs run on and what
+/// they need to know of the cycle.
+pub struct DryRun {
+    set: InstanceSet,
+    plugins: Arc<[PluginSlot]>,
+    /// Filter plugins that did not skip the pod at PreFilter.
+    filters: Vec<usize>,
+    /// PreFilter plugins with extensions that did not skip the pod.
+    extensions: Vec<usize>,
+    pod: CyclePod,
+    state: CycleState,
+    snapshot: Snapshot,
+    /// Pods nominated to each slot with at least the pod's priority (not the pod).
+    nominated: HashMap<u32, Vec<Pod>>,
+    budgets: Budgets,
+}
+
+impl std::fmt::Debug for DryRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DryRun")
+            .field("pod", &self.pod.key())
+            .finish_non_exhaustive()
+    }
+}
+
+fn error_status(e: impl std::fmt::Display) -> Status {
+    Status::error(e.to_string())
+}
+
+impl DryRun {
+    /// The cluster's PodDisruptionBudgets.
+    pub fn budgets(&self) -> Vec<PodDisruptionBudget> {
+        self.budgets.list()
+    }
+
+    /// Starts a what-if on `node`.
+    pub fn simulate(&mut self, node: &str) -> Result<Simulation, Status> {
+        let slot = self
+            .snapshot
+            .slot_of(node)
+            .ok_or_else(|| Status::error(format!("node {node} is not in the snapshot")))?;
+        let info = self
+            .snapshot
+            .node(slot)
+            .cloned()
+            .ok_or_else(|| Status::error(format!("node {node} is not in the snapshot")))?;
+        Ok(Simulation {
+            slot,
+            info,
+            state: self.state.deep_clone(),
+            removed: Vec::new(),
+        })
+    }
+
+    /// Removes a pod of the node from the what-if.
+    pub fn remove_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status {
+        let Some(pod) = sim.info.pods.iter().find(|p| p.uid == uid).cloned() else {
+            return Status::error(format!("pod {uid} is not on node {}", sim.info.name()));
+        };
+        sim.info.remove_pod(&pod);
+        let status = self.tell_extensions(false, &sim.state, &pod, sim.slot);
+        sim.removed.push(pod);
+        status
+    }
+
+    /// Adds back a pod that [`DryRun::remove_pod`] removed.
+    pub fn add_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status {
+        let Some(i) = sim.removed.iter().position(|p| p.uid == uid) else {
+            return Status::error(format!(
+                "pod {uid} was not removed from node {}",
+                sim.info.name()
+            ));
+        };
+        let pod = sim.removed.swap_remove(i);
+        sim.info.add_pod(&pod);
+        self.tell_extensions(true, &sim.state, &pod, sim.slot)
+    }
+
+    /// Whether the pod passes every Filter plugin on the what-if, with the pods
+    /// nominated to the node counted and (when there are some) without them, as the
+    /// scheduling cycle judges a node (upstream's `RunFilterPluginsWithNominatedPods`).
+    pub fn fits(&mut self, sim: &Simulation) -> Status {
+        if let Some(nominated) = self.nominated.get(&sim.slot).cloned() {
+            let mut info = sim.info.clone();
+            let state = sim.state.deep_clone();
+            for p in &nominated {
+                let mut p = p.clone();
+                p.node_name = info.name().to_owned();
+                info.add_pod(&p);
+                let s = self.tell_extensions(true, &state, &p, sim.slot);
+                if !s.is_success() {
+                    return s;
+                }
+            }
+            let s = self.run_filters(&state, sim.slot, &info);
+            if !s.is_success() {
+                return s;
+            }
+        }
+        self.run_filters(&sim.state, sim.slot, &sim.info)
+    }
+
+    fn tell_extensions(&mut self, add: bool, state: &CycleState, other: &Pod, slot: u32) -> Status {
+        for &i in &self.extensions {
+            let inst = match self.set.get(i, &self.plugins) {
+                Ok(inst) => inst,
+                Err(e) => return error_status(e),
+            };
+            let r = if add {
+                inst.add_pod(state, &self.pod, other, slot)
+            } else {
+                inst.remove_pod(state, &self.pod, other, slot)
+            };
+            match r {
+                Ok(s) if s.is_success() => {}
+                Ok(s) => {
+                    return Status::error(format!(
+                        "plugin {}: {}",
+                        self.plugins[i].name,
+                        s.message()
+                    ));
+                }
+                Err(e) => return error_status(e),
+            }
+        }
+        Status::success()
+    }
+
+    fn run_filters(&mut self, state: &CycleState, slot: u32, info: &NodeInfo) -> Status {
+        for &i in &self.filters {
+            let inst = match self.set.get(i, &self.plugins) {
+                Ok(inst) => inst,
+                Err(e) => return error_status(e),
+            };
+            if let Err(e) = inst.sync(&self.snapshot) {
+                return error_status(e);
+            }
+            if let Err(e) = inst.sync_overlay(&[(slot, info)]) {
+                return error_status(e);
+            }
+            match inst.filter(state, &self.pod, &[slot]) {
+                Ok(rejected) => {
+                    if let Some((_, s)) = rejected.into_iter().next() {
+                        return s;
+                    }
+                }
+                Err(e) => return error_status(e),
+            }
+        }
+        Status::success()
+    }
+}
+
+/// A [`DryRun`] as the SDK's [`berth_sdk::DryRun`], for native PostFilter plugins.
+pub(crate) struct NativeDryRun<'a>(pub(crate) RefCell<&'a mut DryRun>);
+
+struct NativeSimulation<'a, 'b> {
+    dry: &'b NativeDryRun<'a>,
+    sim: Simulation,
+}
+
+impl NodeSimulation for NativeSimulation<'_, '_> {
+    fn remove_pod(&mut self, uid: &str) -> Status {
+        self.dry.0.borrow_mut().remove_pod(&mut self.sim, uid)
+    }
+    fn add_pod(&mut self, uid: &str) -> Status {
+        self.dry.0.borrow_mut().add_pod(&mut self.sim, uid)
+    }
+    fn fits(&mut self) -> Status {
+        self.dry.0.borrow_mut().fits(&self.sim)
+    }
+}
+
+impl berth_sdk::DryRun for NativeDryRun<'_> {
+    fn pod_disruption_budgets(&self) -> Vec<PodDisruptionBudget> {
+        self.0.borrow().budgets()
+    }
+    fn simulate(&self, node: &str) -> Result<Box<dyn NodeSimulation + '_>, Status> {
+        let sim = self.0.borrow_mut().simulate(node)?;
+        Ok(Box::new(NativeSimulation { dry: self, sim }))
+    }
+}
+
+/// What PostFilter decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostFilterVerdict {
+    /// The plugin that answered (the last one run).
+    pub plugin: String,
+    /// Its status: Success when it nominated a node.
+    pub status: Status,
+    /// `None` leaves the pod's nomination as it is; `Some("")` clears it.
+    pub nominated_node_name: Option<String>,
+    /// The pods to evict, as the snapshot has them.
+    pub victims: Vec<Pod>,
+    /// The candidates the plugin considered, best first.
+    pub candidates: Vec<Candidate>,
+}
+
+impl Framework {
+    /// Whether the profile has a PostFilter plugin.
+    pub fn has_post_filter(&self) -> bool {
+        !self.at(ExtensionPoint::PostFilter).is_empty()
+    }
+
+    /// Runs the PostFilter plugins in order until one nominates a node or fails
+    /// (upstream's `RunPostFilterPlugins`); `statuses` holds every node's Filter
+    /// status by slot. `None` when the profile has none.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        nominated: &super::NominatedPods,
+        statuses: &[(u32, Status)],
+        skip_filter: &HashSet<usize>,
+        budgets: &Budgets,
+    ) -> Result<Option<PostFilterVerdict>, PluginError> {
+        let points = self.at(ExtensionPoint::PostFilter);
+        if points.is_empty() {
+            return Ok(None);
+        }
+        let mut timer = self.time_point("PostFilter");
+        let filters: Vec<usize> = self
+            .at(ExtensionPoint::Filter)
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|i| !skip_filter.contains(i))
+            .collect();
+        let extensions: Vec<usize> = self
+            .at(ExtensionPoint::PreFilter)
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|i| !skip_filter.contains(i) && self.plugins[*i].extensions)
+            .collect();
+        let mut by_slot: HashMap<u32, Vec<Pod>> = HashMap::new();
+        for (node, pods) in nominated {
+            let Some(slot) = snapshot.slot_of(node) else {
+                continue;
+            };
+            let ge: Vec<Pod> = pods
+                .iter()
+                .filter(|p| p.uid != pod.uid && p.priority >= pod.priority)
+                .cloned()
+                .collect();
+            if !ge.is_empty() {
+                by_slot.insert(slot, ge);
+            }
+        }
+        // Worker 0's instances are idle between Filter and Score: lend them.
+        let set = {
+            let mut w = lock(&self.workers[0]);
+            let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
+            std::mem::replace(&mut *w, empty)
+        };
+        let mut dry = DryRun {
+            set,
+            plugins: self.plugins.clone(),
+            filters,
+            extensions,
+            pod: CyclePod::new(pod.pod().clone()),
+            state: state.clone(),
+            snapshot: snapshot.clone(),
+            nominated: by_slot,
+            budgets: budgets.clone(),
+        };
+        let mut verdict = None;
+        let mut failure = None;
+        {
+            let mut main = lock(&self.main);
+            for &(i, _) in points {
+                let inst = match main.get(i, &self.plugins) {
+                    Ok(inst) => inst,
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                };
+                if let Err(e) = inst.sync(snapshot) {
+                    failure = Some(e.into());
+                    break;
+                }
+                let t = self.plugin_clock(state);
+                let (back, r) = inst.post_filter(state, pod, statuses, dry);
+                dry = back;
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => {
+                        failure = Some(e.into());
+                        break;
+                    }
+                };
+                self.observe_plugin(i, "PostFilter", r.status.code.as_str(), t);
+                let code = r.status.code;
+                let victims = r
+                    .victims
+                    .iter()
+                    .filter_map(|uid| {
+                        let node = r.nominated_node_name.as_deref()?;
+                        snapshot
+                            .node_by_name(node)?
+                            .pods
+                            .iter()
+                            .find(|p| &p.uid == uid)
+                            .cloned()
+                    })
+                    .collect::<Vec<_>>();
+                if code == Code::Success && victims.len() != r.victims.len() {
+                    failure = Some(PluginError {
+                        plugin: self.plugins[i].name.clone(),
+                        message: "named victims that are not on the nominated node".into(),
+                    });
+                    break;
+                }
+                verdict = Some(PostFilterVerdict {
+                    plugin: self.plugins[i].name.clone(),
+                    status: r.status,
+                    nominated_node_name: r.nominated_node_name,
+                    victims,
+                    candidates: r.candidates,
+                });
+                if matches!(code, Code::Success | Code::Error) {
+                    break;
+                }
+            }
+        }
+        *lock(&self.workers[0]) = dry.set;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if let Some(v) = &verdict {
+            timer.status = v.status.code.as_str();
+            if v.status.code == Code::Error {
+                return Err(PluginError {
+                    plugin: v.plugin.clone(),
+                    message: v.status.message(),
+                });
+            }
+        }
+        Ok(verdict)
+    }
+}

@@ -1,0 +1,266 @@
+//! What a plugin instance may reach beyond its own memory, and the WASI context that
+//! follows from it. By default nothing is granted:
+//!
+//! - no environment variables, no arguments, stdin closed;
+//! - no directories;
+//! - `wasi:clocks/wall-clock` reads 1970-01-01T00:00:00Z, `monotonic-clock` reads 0,
+//!   and a sleep returns at once (the clock is frozen, so no time passes);
+//! - `wasi:random` answers a fixed pseudo-random sequence (the same in every instance),
+//!   so a std `HashMap` works and a plugin is deterministic;
+//! - the network is never granted: TCP, UDP and name lookup are refused.
+//!
+//! A profile grants per plugin (`berth.plugins[].sandbox.grants`): the real wall
+//! clock, the real monotonic clock, real randomness, named environment variables and
+//! host directories, read-only.
+//!
+//! wasmtime-wasi's `WasiCtxBuilder` can replace the clocks' readings and the random
+//! generators, but its `monotonic-clock.subscribe-*` always sleeps in real time on the
+//! host, where the epoch deadline cannot interrupt it: a guest could hold a worker
+//! thread for as long as it asked. So Berth links its own `wasi:clocks/monotonic-clock`
+//! over wasmtime-wasi's ([`add_to_linker`]): frozen unless granted, and even when
+//! granted a sleep longer than the call deadline traps at once.
+
+use super::limits::Limits;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
+use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
+use wasmtime_wasi::{
+    Deterministic, FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder,
+};
+
+/// A host directory a plugin may read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirGrant {
+    /// The directory on the host.
+    pub host_path: PathBuf,
+    /// Where the guest sees it (an absolute path such as `/data`).
+    pub guest_path: String,
+}
+
+/// What a plugin may reach; the default grants nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// The host's wall clock (else it reads the Unix epoch).
+    pub wall_clock: bool,
+    /// The host's monotonic clock and sleeping (else the clock is frozen at 0 and a
+    /// sleep returns at once).
+    pub monotonic_clock: bool,
+    /// Unpredictable randomness (else a fixed sequence).
+    pub random: bool,
+    /// Environment variables, as given.
+    pub env: Vec<(String, String)>,
+    /// Host directories, read-only.
+    pub dirs: Vec<DirGrant>,
+}
+
+/// A plugin's sandbox: its limits and what it is granted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Deadline, memory, tables, instances.
+    pub limits: Limits,
+    /// Clocks, randomness, environment, directories.
+    pub grants: Grants,
+}
+
+/// The fixed sequence a plugin without the random grant reads (SplitMix64 from 0).
+fn fixed_random_bytes() -> Vec<u8> {
+    let mut state: u64 = 0;
+    let mut out = Vec::with_capacity(4096);
+    while out.len() < 4096 {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        out.extend_from_slice(&z.to_le_bytes());
+    }
+    out
+}
+
+/// A wall clock stopped at the Unix epoch.
+struct EpochWallClock;
+
+impl HostWallClock for EpochWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// A monotonic clock that never moves.
+struct FrozenMonotonicClock;
+
+impl HostMonotonicClock for FrozenMonotonicClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// Largest `get-random-bytes` answer; bounds what one guest call makes the host
+/// allocate (wasmtime-wasi's default is 64 MiB).
+const MAX_RANDOM_BYTES: u64 = 1 << 20;
+
+impl Sandbox {
+    /// The WASI context of one instance: the grants, and stdout/stderr given.
+    pub(crate) fn wasi_ctx(
+        &self,
+        stdout: super::output::GuestStdio,
+        stderr: super::output::GuestStdio,
+    ) -> anyhow::Result<WasiCtx> {
+        let g = &self.grants;
+        let mut b = WasiCtxBuilder::new();
+        b.stdout(stdout)
+            .stderr(stderr)
+            .allow_blocking_current_thread(true)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .max_random_size(MAX_RANDOM_BYTES);
+        if !g.wall_clock {
+            b.wall_clock(EpochWallClock);
+        }
+        if !g.monotonic_clock {
+            b.monotonic_clock(FrozenMonotonicClock);
+        }
+        if !g.random {
+            let bytes = fixed_random_bytes();
+            b.secure_random(Deterministic::new(bytes.clone()))
+                .insecure_random(Deterministic::new(bytes))
+                .insecure_random_seed(0x5eed);
+        }
+        b.envs(&g.env);
+        for d in &g.dirs {
+            b.preopened_dir(&d.host_path, &d.guest_path, FsPerms::ReadOnly)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot open {} for the guest's {}: {e:#}",
+                        d.host_path.display(),
+                        d.guest_path
+                    )
+                })?;
+        }
+        Ok(b.build())
+    }
+
+    /// The monotonic clock of one instance.
+    pub(crate) fn clock(&self) -> SandboxClock {
+        SandboxClock {
+            granted: self.grants.monotonic_clock,
+            deadline: self.limits.call_deadline,
+            origin: Instant::now(),
+        }
+    }
+}
+
+/// An instance's `wasi:clocks/monotonic-clock`.
+pub(crate) struct SandboxClock {
+    granted: bool,
+    deadline: Duration,
+    origin: Instant,
+}
+
+/// What the monotonic clock's host functions see of a store.
+pub(crate) struct ClockView<'a> {
+    clock: &'a SandboxClock,
+    table: &'a mut ResourceTable,
+}
+
+impl<'a> ClockView<'a> {
+    pub(crate) fn new(clock: &'a SandboxClock, table: &'a mut ResourceTable) -> Self {
+        ClockView { clock, table }
+    }
+}
+
+struct Clocks;
+
+impl HasData for Clocks {
+    type Data<'a> = ClockView<'a>;
+}
+
+/// When a sleep ends.
+enum Wake {
+    Now,
+    At(tokio::time::Instant),
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for Wake {
+    async fn ready(&mut self) {
+        if let Wake::At(t) = self {
+            tokio::time::sleep_until(*t).await;
+        }
+    }
+}
+
+impl ClockView<'_> {
+    fn sleep(&mut self, nanos: u64) -> wasmtime::Result<Resource<DynPollable>> {
+        let wake = if !self.clock.granted || nanos == 0 {
+            Wake::Now
+        } else {
+            let d = Duration::from_nanos(nanos);
+            if d > self.clock.deadline {
+                return Err(wasmtime::Error::msg(format!(
+                    "the plugin asked to sleep {d:?}, longer than its call deadline of {:?}",
+                    self.clock.deadline
+                )));
+            }
+            Wake::At(tokio::time::Instant::now() + d)
+        };
+        let r = self.table.push(wake)?;
+        subscribe(self.table, r)
+    }
+}
+
+impl monotonic_clock::Host for ClockView<'_> {
+    fn now(&mut self) -> wasmtime::Result<u64> {
+        Ok(if self.clock.granted {
+            u64::try_from(self.clock.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        } else {
+            0
+        })
+    }
+
+    fn resolution(&mut self) -> wasmtime::Result<u64> {
+        Ok(1)
+    }
+
+    fn subscribe_instant(&mut self, when: u64) -> wasmtime::Result<Resource<DynPollable>> {
+        let now = self.now()?;
+        self.sleep(when.saturating_sub(now))
+    }
+
+    fn subscribe_duration(&mut self, duration: u64) -> wasmtime::Result<Resource<DynPollable>> {
+        self.sleep(duration)
+    }
+}
+
+/// Links Berth's `wasi:clocks/monotonic-clock` over the one wasmtime-wasi linked.
+pub(crate) fn add_to_linker<T: 'static>(
+    linker: &mut Linker<T>,
+    view: fn(&mut T) -> ClockView<'_>,
+) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let r = monotonic_clock::add_to_linker::<T, Clocks>(linker, view);
+    linker.allow_shadowing(false);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixed_random_sequence_is_fixed_and_not_constant() {
+        let a = fixed_random_bytes();
+        assert_eq!(a, fixed_random_bytes());
+        assert_eq!(a.len(), 4096);
+        assert!(a.windows(8).take(64).any(|w| w != &a[..8]));
+    }
+}

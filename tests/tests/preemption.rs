@@ -1,0 +1,330 @@
+//! Preemption, case by case against what kube-scheduler does: each case of
+//! tests/preemption/cases.yaml is a small cluster (nodes, running pods, budgets) and a
+//! pending pod, run through `berth simulate` with the default profile (the real
+//! components, DefaultPreemption among them). The pod must end on the expected node
+//! (after the evictions, on a later attempt) or stay pending with upstream's message,
+//! and exactly the expected pods must be evicted.
+
+use berth::simulate::{Report, SimulateOptions, simulate};
+use berth::wasm::{Runtime, RuntimeOptions};
+use serde_json::{Map, Value, json};
+use std::path::Path;
+use std::sync::Arc;
+
+/// One runtime for the whole file, with a compile cache: every case loads the
+/// default profile's components again.
+fn runtime() -> Arc<Runtime> {
+    static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
+    Runtime::new(RuntimeOptions {
+        cache_dir: Some(dir.path().to_owned()),
+        ..RuntimeOptions::default()
+    })
+    .expect("runtime")
+}
+
+/// A node of the compact form: `{name, cpu, memory, pods, labels, taints,
+/// unschedulable}`.
+fn node(v: &Value) -> Value {
+    let mut alloc = Map::new();
+    alloc.insert("cpu".into(), v.get("cpu").cloned().unwrap_or(json!("4")));
+    alloc.insert(
+        "memory".into(),
+        v.get("memory").cloned().unwrap_or(json!("8Gi")),
+    );
+    alloc.insert(
+        "pods".into(),
+        v.get("pods").cloned().unwrap_or(json!("110")),
+    );
+    let mut labels = v.get("labels").cloned().unwrap_or(json!({}));
+    labels["kubernetes.io/hostname"] = v["name"].clone();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": v["name"], "labels": labels},
+        "spec": {
+            "taints": v.get("taints").cloned().unwrap_or(json!([])),
+            "unschedulable": v.get("unschedulable").cloned().unwrap_or(json!(false)),
+        },
+        "status": {"allocatable": alloc},
+    })
+}
+
+/// A pod of the compact form: `{name, node, cpu, memory, priority, labels, start
+/// (hour of 2026-11-01), policy, nominated, terminating, ports, spec}` (`spec`
+/// merged last).
+fn pod(v: &Value) -> Value {
+    let mut requests = Map::new();
+    requests.insert("cpu".into(), v.get("cpu").cloned().unwrap_or(json!("1")));
+    if let Some(m) = v.get("memory") {
+        requests.insert("memory".into(), m.clone());
+    }
+    let mut container = json!({
+        "name": "c",
+        "image": "registry.example/app:1",
+        "resources": {"requests": requests},
+    });
+    if let Some(ports) = v.get("ports") {
+        container["ports"] = ports
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| json!({"containerPort": p, "hostPort": p}))
+            .collect();
+    }
+    let mut spec = json!({"containers": [container]});
+    if let Some(n) = v.get("node") {
+        spec["nodeName"] = n.clone();
+    }
+    spec["priority"] = v.get("priority").cloned().unwrap_or(json!(0));
+    if let Some(p) = v.get("policy") {
+        spec["preemptionPolicy"] = p.clone();
+    }
+    if let Some(extra) = v.get("spec").and_then(Value::as_object) {
+        for (k, x) in extra {
+            spec[k] = x.clone();
+        }
+    }
+    let mut metadata = json!({
+        "name": v["name"],
+        "namespace": v.get("namespace").cloned().unwrap_or(json!("default")),
+        "labels": v.get("labels").cloned().unwrap_or(json!({})),
+    });
+    let mut status = json!({});
+    if let Some(h) = v.get("start").and_then(Value::as_u64) {
+        status["startTime"] = json!(format!("2026-11-01T{h:02}:00:00Z"));
+    }
+    if let Some(n) = v.get("nominated") {
+        status["nominatedNodeName"] = n.clone();
+    }
+    if v.get("terminating").and_then(Value::as_bool) == Some(true) {
+        metadata["deletionTimestamp"] = json!("2026-11-01T23:00:00Z");
+        status["conditions"] = json!([{
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+        }]);
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status})
+}
+
+/// A budget of the compact form: `{name, selector (matchLabels), allowed, disrupted}`.
+fn budget(v: &Value) -> Value {
+    let disrupted: Map<String, Value> = v
+        .get("disrupted")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|n| {
+            (
+                n.as_str().unwrap().to_owned(),
+                json!("2026-11-01T12:00:00Z"),
+            )
+        })
+        .collect();
+    json!({
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": v["name"], "namespace": "default"},
+        "spec": {"selector": {"matchLabels": v["selector"]}},
+        "status": {
+            "disruptionsAllowed": v.get("allowed").cloned().unwrap_or(json!(0)),
+            "disruptedPods": disrupted,
+        },
+    })
+}
+
+fn run_case(runtime: &Arc<Runtime>, dir: &Path, case: &Value) -> Result<Report, String> {
+    let name = case["name"].as_str().unwrap();
+    let mut docs: Vec<Value> = Vec::new();
+    for b in case["pdbs"].as_array().into_iter().flatten() {
+        docs.push(budget(b));
+    }
+    for n in case["nodes"].as_array().into_iter().flatten() {
+        docs.push(node(n));
+    }
+    for p in case["pods"].as_array().into_iter().flatten() {
+        docs.push(pod(p));
+    }
+    for p in case["pending"].as_array().into_iter().flatten() {
+        docs.push(pod(p));
+    }
+    let text: String = docs
+        .iter()
+        .map(|d| format!("---\n{}\n", serde_json::to_string(d).unwrap()))
+        .collect();
+    let file = dir.join(format!("{}.yaml", name.replace([' ', '/'], "_")));
+    std::fs::write(&file, text).unwrap();
+    let config = case.get("args").map(|args| {
+        let path = dir.join(format!("{}.config.yaml", name.replace([' ', '/'], "_")));
+        let cfg = json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [{"name": "DefaultPreemption", "args": args}],
+            }],
+        });
+        std::fs::write(&path, serde_json::to_string(&cfg).unwrap()).unwrap();
+        path
+    });
+    simulate(
+        runtime,
+        &SimulateOptions {
+            files: vec![file],
+            config,
+            ..SimulateOptions::default()
+        },
+    )
+    .map_err(|e| format!("{e:#}"))
+}
+
+fn check(case: &Value, report: &Report) -> Vec<String> {
+    let name = case["name"].as_str().unwrap();
+    let expect = &case["expect"];
+    let mut problems = Vec::new();
+    let mut evicted: Vec<String> = report.evicted.iter().map(|e| e.name.clone()).collect();
+    evicted.sort();
+    let mut want: Vec<String> = expect["evicted"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    want.sort();
+    if evicted != want {
+        problems.push(format!("{name}: evicted {evicted:?}, expected {want:?}"));
+    }
+    for (pod, want) in expect["placed"].as_object().into_iter().flatten() {
+        let Some(p) = report.pods.iter().find(|p| &p.name == pod) else {
+            problems.push(format!("{name}: no report for pod {pod}"));
+            continue;
+        };
+        let want_node = want.as_str().map(str::to_owned);
+        if p.node != want_node {
+            problems.push(format!(
+                "{name}: {pod} on {:?}, expected {want_node:?} ({})",
+                p.node, p.message
+            ));
+        }
+    }
+    for (pod, want) in expect["message"].as_object().into_iter().flatten() {
+        let Some(p) = report.pods.iter().find(|p| &p.name == pod) else {
+            continue;
+        };
+        if p.message != want.as_str().unwrap() {
+            problems.push(format!(
+                "{name}: {pod} says\n    {:?}\n  expected\n    {:?}",
+                p.message,
+                want.as_str().unwrap()
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn preemption_follows_kube_scheduler_case_by_case() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("preemption/cases.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let table: Value = serde_yaml::from_str(&text).unwrap();
+    let cases = table["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 25, "only {} cases", cases.len());
+    let runtime = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let refused = case["expect"]["error"].as_bool() == Some(true);
+        match (run_case(&runtime, dir.path(), case), refused) {
+            (Ok(report), false) => problems.extend(check(case, &report)),
+            (Err(e), false) => problems.push(format!("{name}: {e}")),
+            (Ok(_), true) => problems.push(format!("{name}: ran, expected a refusal")),
+            (Err(e), true) => {
+                if !e.contains("DefaultPreemption") {
+                    problems.push(format!("{name}: refused without naming the plugin: {e}"));
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} of {} cases disagree:\n{}",
+        problems.len(),
+        cases.len(),
+        problems.join("\n")
+    );
+}
+
+/// While the victims' room waits for the preemptor (nominated, in backoff), a pod of
+/// lower priority that arrives meanwhile must not take it: the nomination counts on
+/// the node. Then the preemptor lands there.
+#[test]
+fn the_room_made_by_preemption_is_kept_for_the_preemptor() {
+    use berth::clock::VirtualClock;
+    use berth::cluster::manifest::{self, Object};
+    use berth::cluster::memory::MemoryCluster;
+    use berth::config::Configuration;
+    use berth::scheduler::{Scheduler, SchedulerOptions};
+
+    let runtime = runtime();
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut scheduler = Scheduler::new(
+        &runtime,
+        &Configuration::default(),
+        "<default>",
+        &SchedulerOptions::default(),
+        cluster.clone(),
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap();
+    let object = |v: Value| {
+        let docs = manifest::load_str("case", &v.to_string()).unwrap();
+        docs.into_iter().next().unwrap().object
+    };
+    let Object::Node(n) = object(node(&json!({"name": "n1", "cpu": "2"}))) else {
+        unreachable!()
+    };
+    scheduler.add_or_update_node(n);
+    let mut uids = std::collections::HashMap::new();
+    let mut add = |scheduler: &mut Scheduler, v: Value| {
+        let Object::Pod(p) = object(pod(&v)) else {
+            unreachable!()
+        };
+        uids.insert(p.name.clone(), p.uid.clone());
+        scheduler.add_pod(p).unwrap();
+    };
+    add(
+        &mut scheduler,
+        json!({"name": "low", "node": "n1", "cpu": "2", "priority": 1}),
+    );
+    add(
+        &mut scheduler,
+        json!({"name": "high", "cpu": "2", "priority": 100}),
+    );
+    // High's first attempt: nothing fits; it preempts low and waits out its backoff.
+    assert!(scheduler.schedule_one());
+    let evicted: Vec<String> = cluster.evictions().into_iter().map(|e| e.key).collect();
+    assert_eq!(evicted, ["default/low"]);
+    assert_eq!(
+        scheduler.nominated().get("n1").map(|p| p.len()),
+        Some(1),
+        "high is nominated to n1"
+    );
+    // Meanwhile a pod of lower priority arrives and is tried first.
+    add(
+        &mut scheduler,
+        json!({"name": "medium", "cpu": "2", "priority": 50}),
+    );
+    assert!(scheduler.schedule_one());
+    let medium = scheduler.outcome(&uids["medium"]).unwrap();
+    assert_eq!(medium.node, None, "{}", medium.message);
+    // Then the preemptor lands on the room made for it.
+    scheduler.run_until_idle();
+    let high = scheduler.outcome(&uids["high"]).unwrap();
+    assert_eq!(high.node.as_deref(), Some("n1"), "{}", high.message);
+    assert_eq!(high.attempts, 2);
+    let medium = scheduler.outcome(&uids["medium"]).unwrap();
+    assert_eq!(medium.node, None);
+    assert_eq!(cluster.evictions().len(), 1, "medium preempts nobody");
+}
