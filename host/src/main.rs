@@ -31,6 +31,9 @@ enum Command {
     /// Check a configuration file, or print the default one.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Write, check and test plugins: new, check, test.
+    #[command(subcommand)]
+    Plugin(berth::plugin_cli::PluginCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -452,6 +455,7 @@ async fn shutdown_signal() {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => live(args),
+        Command::Plugin(cmd) => berth::plugin_cli::run(cmd),
         Command::Bench(args) => bench(args),
         Command::Config(ConfigCommand::Validate { file, cache_dir }) => {
             let runtime = runtime(&cache_dir, false)?;

@@ -35,14 +35,34 @@
 //! The host keeps, inside each plugin instance, a replica of the nodes it works on
 //! and sends only what changed, so `filter` and `score` see a `&NodeInfo` at no
 //! cost and a batch over many nodes is one call into the sandbox.
+//!
+//! ## From crate to running plugin
+//!
+//! - **The crate**: `crate-type = ["cdylib", "rlib"]` and a dependency on
+//!   `berth-sdk`; `berth plugin new NAME` writes one.
+//! - **Test** with one table of [`testing::Case`]s: [`testing::check_all`] plays it
+//!   natively in a unit test, [`check_component!`] plays it through the compiled
+//!   component too and checks both answer the same.
+//! - **Build**: `cargo build --target wasm32-wasip2 --release` makes
+//!   `target/wasm32-wasip2/release/<crate>.wasm`, a component.
+//! - **Check**: `berth plugin check <crate>.wasm` loads it as the scheduler would and
+//!   makes a trial call.
+//! - **Run**: name the file under `berth.modules` of a KubeSchedulerConfiguration and
+//!   enable the plugin in a profile; `berth simulate --config FILE CLUSTER.yaml`.
+//!
+//! The [`guide`] has one example per extension point; the [`contract`] is the WIT
+//! package every plugin, in any language, is built against.
 #![deny(missing_docs)]
 
 pub mod affinity;
 pub mod args;
+pub mod contract;
 pub mod events;
+pub mod guide;
 pub mod helpers;
 mod plugin;
 pub mod preemption;
+pub mod testing;
 pub mod types;
 pub mod validation;
 
@@ -265,6 +285,32 @@ macro_rules! export_plugin {
         const _: () = {
             type __BerthExport = $crate::guest::Export<$t>;
             $crate::__export_scheduler_plugin_impl!(__BerthExport with_types_in $crate::guest::wit);
+
+            // The plugin crate's version, in a custom section of the module, where
+            // `berth plugin check` reads it without running anything.
+            const __BERTH_VERSION: &str = env!("CARGO_PKG_VERSION");
+            #[used]
+            #[unsafe(link_section = "berth:plugin-version")]
+            static __BERTH_PLUGIN_VERSION: [u8; __BERTH_VERSION.len()] =
+                $crate::__version_bytes(__BERTH_VERSION);
         };
     };
 }
+
+/// The bytes of a version string as an array, for the custom section
+/// [`export_plugin!`] writes.
+#[doc(hidden)]
+pub const fn __version_bytes<const N: usize>(version: &str) -> [u8; N] {
+    let bytes = version.as_bytes();
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = bytes[i];
+        i += 1;
+    }
+    out
+}
+
+/// The name of the custom section in which [`export_plugin!`] records the plugin
+/// crate's version (`CARGO_PKG_VERSION`), UTF-8.
+pub const VERSION_SECTION: &str = "berth:plugin-version";

@@ -1,0 +1,721 @@
+//! `berth plugin`: what a plugin author runs. `new` writes a plugin crate, `check`
+//! loads a module as the scheduler would and says what it is (or exactly why it
+//! would be refused), `test` plays the SDK's test cases through a component.
+
+use crate::testing::ComponentHarness;
+use crate::wasm::module::{HostServices, WIT_VERSION};
+use crate::wasm::{Runtime, RuntimeOptions};
+use anyhow::Context;
+use berth_sdk::ExtensionPoint;
+use berth_sdk::testing::{Case, GI, MI, Outcome, node, pod};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod template;
+
+/// The one WIT source, read at build time: the plugin world's imports and exports
+/// come from it, so this check never drifts from what the host links.
+const WIT_SOURCE: &str = include_str!("../../wit/scheduler.wit");
+
+/// `berth plugin` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum PluginCommand {
+    /// Write a new plugin crate: Cargo.toml, src/lib.rs with one extension point,
+    /// a table of test cases run natively and through the component.
+    New(NewArgs),
+    /// Load a module as the scheduler would and report what it is, or exactly why
+    /// it would be refused.
+    Check(CheckArgs),
+    /// Play test cases (JSON, as `berth_sdk::testing::Case` serializes them)
+    /// through a component.
+    Test(TestArgs),
+}
+
+/// Arguments of `berth plugin new`.
+#[derive(clap::Args, Debug)]
+pub struct NewArgs {
+    /// The plugin's name, as profiles name it (`AvoidSpot`) or as a crate name
+    /// (`avoid-spot`).
+    pub name: String,
+    /// The directory to create (default: the crate name, in the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// The extension point the plugin starts with.
+    #[arg(long, value_enum, default_value_t = Point::Filter)]
+    pub point: Point,
+    /// Depend on the SDK at this path (default: the SDK this berth was built from,
+    /// when it is still there; otherwise by version).
+    #[arg(long)]
+    pub sdk_path: Option<PathBuf>,
+}
+
+/// The extension point `berth plugin new` implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Point {
+    /// Filter (with a PreFilter-free table of cases).
+    Filter,
+    /// Score and NormalizeScore.
+    Score,
+}
+
+/// Arguments of `berth plugin check`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// The component file.
+    pub module: PathBuf,
+    /// The plugin's args for the trial call, as JSON (default `{}`).
+    #[arg(long, default_value = "{}")]
+    pub args: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+}
+
+/// Arguments of `berth plugin test`.
+#[derive(clap::Args, Debug)]
+pub struct TestArgs {
+    /// The component file.
+    pub module: PathBuf,
+    /// A JSON file with an array of cases.
+    #[arg(long)]
+    pub cases: PathBuf,
+    /// Output format: text, or the outcome of every case as JSON.
+    #[arg(short, long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+}
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people.
+    Text,
+    /// For programs.
+    Json,
+}
+
+/// Runs a `berth plugin` command; the exit code says whether it succeeded.
+pub fn run(cmd: PluginCommand) -> anyhow::Result<std::process::ExitCode> {
+    use std::process::ExitCode;
+    match cmd {
+        PluginCommand::New(args) => {
+            let sdk = args.sdk_path.clone().or_else(built_sdk_path);
+            let made = template::write(&args.name, args.dir.as_deref(), args.point, sdk)?;
+            println!(
+                "created plugin {} (crate {}) in {}",
+                made.plugin,
+                made.crate_name,
+                made.dir.display()
+            );
+            println!("next:");
+            println!("  cd {}", made.dir.display());
+            println!(
+                "  BERTH=$(command -v berth) cargo test         # the cases, natively and as a component"
+            );
+            println!("  cargo build --target wasm32-wasip2 --release");
+            println!(
+                "  berth plugin check target/wasm32-wasip2/release/{}.wasm",
+                made.crate_name.replace('-', "_")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginCommand::Check(args) => {
+            let runtime = Runtime::new(RuntimeOptions::default())?;
+            let report = check(&runtime, &args.module, &args.args);
+            match args.output {
+                Format::Text => print!("{}", report.to_text()),
+                Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+            }
+            Ok(if report.refused.is_none() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        PluginCommand::Test(args) => {
+            let text = std::fs::read_to_string(&args.cases)
+                .with_context(|| format!("{}: cannot read the cases", args.cases.display()))?;
+            let cases: Vec<Case> = serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: line {} column {}: not an array of cases: {e}",
+                    args.cases.display(),
+                    e.line(),
+                    e.column()
+                )
+            })?;
+            let harness = ComponentHarness::load(&args.module)?;
+            let results = test_cases(&harness, &cases);
+            let failed = results.iter().filter(|r| r.failure.is_some()).count();
+            match args.output {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+                Format::Text => {
+                    for r in &results {
+                        match &r.failure {
+                            None => println!("ok    {}", r.name),
+                            Some(f) => println!("FAIL  {}\n  {}", r.name, f.replace('\n', "\n  ")),
+                        }
+                    }
+                    println!("{} passed, {} failed", results.len() - failed, failed);
+                }
+            }
+            Ok(if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}
+
+/// The SDK next to the sources this binary was built from, if it is still there.
+fn built_sdk_path() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
+    p.join("Cargo.toml")
+        .exists()
+        .then(|| p.canonicalize().ok())
+        .flatten()
+}
+
+/// What one case of `berth plugin test` gave.
+#[derive(Debug, Serialize)]
+pub struct CaseResult {
+    /// The case's name.
+    pub name: String,
+    /// What the component answered (none when the run itself failed).
+    pub outcome: Option<Outcome>,
+    /// Why the case failed; none when it passed.
+    pub failure: Option<String>,
+}
+
+/// Plays every case through the component and checks it.
+pub fn test_cases(harness: &ComponentHarness, cases: &[Case]) -> Vec<CaseResult> {
+    cases
+        .iter()
+        .map(|case| match harness.run(case) {
+            Ok(outcome) => CaseResult {
+                name: case.name.clone(),
+                failure: case.check(&outcome).err(),
+                outcome: Some(outcome),
+            },
+            Err(e) => CaseResult {
+                name: case.name.clone(),
+                outcome: None,
+                failure: Some(format!("{e:#}")),
+            },
+        })
+        .collect()
+}
+
+/// What `berth plugin check` found.
+#[derive(Debug, Default, Serialize)]
+pub struct CheckReport {
+    /// The file.
+    pub module: String,
+    /// Its size in bytes.
+    pub size_bytes: u64,
+    /// The sha256 of its bytes (what `berth.modules[].sha256` pins).
+    pub sha256: String,
+    /// What kind of WebAssembly it is: `component`, `core module`, or why it is
+    /// neither.
+    pub kind: String,
+    /// The plugin's name, from its metadata.
+    pub name: Option<String>,
+    /// The plugin crate's version (the SDK records it in a custom section).
+    pub version: Option<String>,
+    /// The version of `berth:scheduler` the module's interfaces carry.
+    pub wit_version: Option<String>,
+    /// The WIT version this host speaks.
+    pub host_wit_version: String,
+    /// The toolchains that produced it (the `producers` sections).
+    pub producers: Vec<String>,
+    /// The extension points it says it implements, as profiles name them.
+    pub extension_points: Vec<String>,
+    /// Whether its node replica receives the pods of each node.
+    pub wants_pods: Option<bool>,
+    /// The interfaces it imports.
+    pub imports: Vec<String>,
+    /// The interfaces it exports.
+    pub exports: Vec<String>,
+    /// Milliseconds to compile, link and read its metadata.
+    pub compile_ms: Option<f64>,
+    /// The trial calls on a built-in pod and node, one line each.
+    pub trial: Vec<String>,
+    /// Why the scheduler would refuse it; none when it would load it.
+    pub refused: Option<String>,
+}
+
+impl CheckReport {
+    /// The report for people.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+        let _ = writeln!(s, "module            {}", self.module);
+        let _ = writeln!(
+            s,
+            "size              {} bytes ({:.1} MiB)",
+            self.size_bytes,
+            self.size_bytes as f64 / MI as f64
+        );
+        if !self.sha256.is_empty() {
+            let _ = writeln!(s, "sha256            {}", self.sha256);
+        }
+        let _ = writeln!(s, "kind              {}", self.kind);
+        let _ = writeln!(s, "plugin            {}", opt(&self.name));
+        let _ = writeln!(
+            s,
+            "version           {}",
+            self.version
+                .clone()
+                .unwrap_or_else(|| "not recorded (no berth:plugin-version section)".into())
+        );
+        let _ = writeln!(
+            s,
+            "WIT               {} (this host speaks berth:scheduler@{})",
+            self.wit_version
+                .as_ref()
+                .map(|v| format!("berth:scheduler@{v}"))
+                .unwrap_or_else(|| "-".into()),
+            self.host_wit_version
+        );
+        if !self.producers.is_empty() {
+            let _ = writeln!(s, "built with        {}", self.producers.join(", "));
+        }
+        if !self.extension_points.is_empty() {
+            let _ = writeln!(s, "extension points  {}", self.extension_points.join(", "));
+        }
+        if let Some(w) = self.wants_pods {
+            let _ = writeln!(s, "wants pods        {}", if w { "yes" } else { "no" });
+        }
+        let _ = writeln!(s, "imports           {}", list(&self.imports));
+        let _ = writeln!(s, "exports           {}", list(&self.exports));
+        if let Some(ms) = self.compile_ms {
+            let _ = writeln!(
+                s,
+                "compile           {ms:.1} ms (compile, link, read metadata)"
+            );
+        }
+        for (i, t) in self.trial.iter().enumerate() {
+            let label = if i == 0 { "trial" } else { "" };
+            let _ = writeln!(s, "{label:<18}{t}");
+        }
+        match &self.refused {
+            None => {
+                let _ = writeln!(s, "ok: the scheduler would load this module");
+            }
+            Some(why) => {
+                let _ = writeln!(s, "refused: {why}");
+            }
+        }
+        s
+    }
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "(none)".into()
+    } else {
+        items.join("\n                  ")
+    }
+}
+
+/// The interfaces of the plugin world, as `berth:scheduler/NAME@VERSION`, from the
+/// WIT source: (package version, imports, exports).
+fn plugin_world() -> (String, Vec<String>, Vec<String>) {
+    let mut version = String::new();
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut in_world = false;
+    for line in WIT_SOURCE.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("package berth:scheduler@") {
+            version = rest.trim_end_matches(';').to_owned();
+        } else if line.starts_with("world scheduler-plugin") {
+            in_world = true;
+        } else if in_world && line.starts_with('}') {
+            in_world = false;
+        } else if in_world {
+            let named = |rest: &str| {
+                format!(
+                    "berth:scheduler/{}@{version}",
+                    rest.trim_end_matches(';').trim()
+                )
+            };
+            if let Some(rest) = line.strip_prefix("import ") {
+                imports.push(named(rest));
+            } else if let Some(rest) = line.strip_prefix("export ") {
+                exports.push(named(rest));
+            }
+        }
+    }
+    (version, imports, exports)
+}
+
+/// What the binary says of itself, read without compiling it.
+#[derive(Debug, Default)]
+struct Anatomy {
+    imports: Vec<String>,
+    exports: Vec<String>,
+    version: Option<String>,
+    producers: Vec<String>,
+}
+
+/// Reads the top-level imports and exports of a component, its producers and the
+/// SDK's version section (which sits in a nested core module).
+fn anatomy(bytes: &[u8]) -> Result<Anatomy, String> {
+    use wasmparser::{Parser, Payload};
+    let mut a = Anatomy::default();
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| e.to_string())?;
+        match payload {
+            Payload::Version { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 1 => {
+                for import in reader {
+                    let import = import.map_err(|e| e.to_string())?;
+                    a.imports.push(import.name.name.to_owned());
+                }
+            }
+            Payload::ComponentExportSection(reader) if depth == 1 => {
+                for export in reader {
+                    let export = export.map_err(|e| e.to_string())?;
+                    a.exports.push(export.name.name.to_owned());
+                }
+            }
+            Payload::CustomSection(c) => {
+                if c.name() == berth_sdk::VERSION_SECTION {
+                    a.version = Some(String::from_utf8_lossy(c.data()).into_owned());
+                } else if c.name() == "producers"
+                    && let Ok(reader) = wasmparser::ProducersSectionReader::new(
+                        wasmparser::BinaryReader::new(c.data(), c.data_offset()),
+                    )
+                {
+                    for field in reader.into_iter().flatten() {
+                        if !matches!(field.name, "language" | "processed-by") {
+                            continue;
+                        }
+                        for v in field.values.into_iter().flatten() {
+                            let item = format!("{} {}", v.name, v.version).trim().to_owned();
+                            if !a.producers.contains(&item) {
+                                a.producers.push(item);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(a)
+}
+
+/// The version of `berth:scheduler` an interface name carries.
+fn berth_version(name: &str) -> Option<&str> {
+    name.strip_prefix("berth:scheduler/")?
+        .split_once('@')
+        .map(|(_, v)| v)
+}
+
+/// Why a component that did not link would be refused, in the author's terms.
+fn diagnose(a: &Anatomy, wit_version: &str, want_exports: &[String]) -> Option<String> {
+    let theirs: Vec<&str> = a
+        .exports
+        .iter()
+        .chain(&a.imports)
+        .filter_map(|n| berth_version(n))
+        .collect();
+    if let Some(v) = theirs.iter().find(|v| **v != wit_version) {
+        return Some(format!(
+            "built against berth:scheduler@{v}, this host speaks @{wit_version}: rebuild it with a berth-sdk for WIT {wit_version}"
+        ));
+    }
+    let missing: Vec<&String> = want_exports
+        .iter()
+        .filter(|e| !a.exports.contains(e))
+        .collect();
+    if missing.len() == want_exports.len() {
+        let command = a.exports.iter().any(|e| e.starts_with("wasi:cli/run@"));
+        return Some(if command {
+            "a command component (it exports wasi:cli/run), not a plugin: build a library crate (`crate-type = [\"cdylib\"]`) that calls berth_sdk::export_plugin!".to_owned()
+        } else {
+            format!(
+                "exports none of the berth:scheduler@{wit_version} plugin world's interfaces: it was not built against the plugin world"
+            )
+        });
+    }
+    if !missing.is_empty() {
+        let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+        return Some(format!(
+            "missing export{} {} (the plugin world needs all {}; the SDK exports them all)",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            want_exports.len()
+        ));
+    }
+    None
+}
+
+/// Checks a module as the scheduler would load it. Never fails: what goes wrong is
+/// the report's `refused`.
+pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckReport {
+    let (wit_version, _, want_exports) = plugin_world();
+    debug_assert_eq!(wit_version, WIT_VERSION);
+    let mut r = CheckReport {
+        module: path.display().to_string(),
+        host_wit_version: WIT_VERSION.to_owned(),
+        ..CheckReport::default()
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            r.kind = "unreadable".into();
+            r.refused = Some(format!(
+                "{}: cannot read plugin module: {e}",
+                path.display()
+            ));
+            return r;
+        }
+    };
+    r.size_bytes = bytes.len() as u64;
+    {
+        use sha2::Digest;
+        r.sha256 = sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+    }
+    // The preamble: magic, then a version and a layer (0 core module, 1 component).
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        r.kind = "not WebAssembly".into();
+        r.refused = Some(format!(
+            "{}: not a WebAssembly file (it does not start with \\0asm)",
+            path.display()
+        ));
+        return r;
+    }
+    if bytes[6..8] == [0, 0] {
+        r.kind = "core module".into();
+        r.refused = Some(format!(
+            "{}: a core WebAssembly module, not a component: build the plugin for wasm32-wasip2 (`cargo build --target wasm32-wasip2 --release`), which makes a component; a module for wasm32-unknown-unknown or wasm32-wasip1 needs `wasm-tools component new` first",
+            path.display()
+        ));
+        return r;
+    }
+    r.kind = "component".into();
+    let a = match anatomy(&bytes) {
+        Ok(a) => a,
+        Err(e) => {
+            r.refused = Some(format!(
+                "{}: not a valid WebAssembly component: {e}",
+                path.display()
+            ));
+            return r;
+        }
+    };
+    r.imports = a.imports.clone();
+    r.exports = a.exports.clone();
+    r.version = a.version.clone();
+    r.producers = a.producers.clone();
+    r.wit_version = a
+        .exports
+        .iter()
+        .find_map(|e| berth_version(e))
+        .map(str::to_owned);
+
+    let started = Instant::now();
+    let loaded = runtime.load(&path.display().to_string(), &bytes);
+    r.compile_ms = Some(ms(started.elapsed()));
+    let module = match loaded {
+        Ok(m) => m,
+        Err(e) => {
+            r.refused = Some(match diagnose(&a, &wit_version, &want_exports) {
+                Some(why) => format!("{}: {why} ({e})", path.display()),
+                None => e.to_string(),
+            });
+            return r;
+        }
+    };
+    r.name = Some(module.name().to_owned());
+    r.wants_pods = Some(module.wants_pods());
+    r.extension_points = module
+        .extension_points()
+        .iter()
+        .map(|p| p.as_str().to_owned())
+        .collect();
+    if let Err(e) = trial(&module, args_json, &mut r.trial) {
+        r.refused = Some(e);
+    }
+    r
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The built-in pod and node of the trial call.
+fn trial_case(args: serde_json::Value) -> Case {
+    Case::new("trial")
+        .args(args)
+        .pod(
+            pod("berth-check")
+                .label("app", "berth-check")
+                .cpu(100)
+                .memory(128 * MI),
+        )
+        .node(
+            node("berth-check-node")
+                .label("kubernetes.io/hostname", "berth-check-node")
+                .label("topology.kubernetes.io/zone", "zone-a")
+                .cpu(4000)
+                .memory(16 * GI)
+                .pod(
+                    pod("resident")
+                        .namespace("kube-system")
+                        .cpu(250)
+                        .memory(256 * MI),
+                ),
+        )
+}
+
+/// Configures an instance with the args and calls the implemented extension points
+/// of one scheduling cycle on the built-in pod and node.
+fn trial(
+    module: &Arc<crate::wasm::Module>,
+    args_json: &str,
+    lines: &mut Vec<String>,
+) -> Result<(), String> {
+    let args: serde_json::Value =
+        serde_json::from_str(args_json).map_err(|e| format!("--args is not JSON: {e}"))?;
+    let case = trial_case(args);
+    lines.push(format!(
+        "pod {} on node {} (4 CPU, 16 GiB)",
+        case.pod.key(),
+        case.nodes[0].node.name
+    ));
+    let points = module.extension_points();
+    if points.contains(&ExtensionPoint::PreEnqueue) || points.contains(&ExtensionPoint::QueueSort) {
+        let mut inst = module
+            .instantiate(args_json, HostServices::default())
+            .map_err(|e| e.to_string())?;
+        let wit = crate::wasm::module::pod_to_wit(&case.pod);
+        if points.contains(&ExtensionPoint::PreEnqueue) {
+            let t = Instant::now();
+            let s = inst.pre_enqueue(&wit).map_err(|e| e.to_string())?;
+            lines.push(format!(
+                "preEnqueue: {} ({:.2} ms)",
+                status(&s),
+                ms(t.elapsed())
+            ));
+        }
+        if points.contains(&ExtensionPoint::QueueSort) {
+            let t = Instant::now();
+            let k = inst.sort_key(&wit).map_err(|e| e.to_string())?;
+            lines.push(format!("queueSort: key {k:?} ({:.2} ms)", ms(t.elapsed())));
+        }
+    }
+    let cycle = [
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::Filter,
+        ExtensionPoint::PreScore,
+        ExtensionPoint::Score,
+        ExtensionPoint::NormalizeScore,
+    ];
+    if cycle.iter().any(|p| points.contains(p)) {
+        let harness = ComponentHarness::from_module(module.clone());
+        let t = Instant::now();
+        let o = harness.run(&case).map_err(|e| format!("{e:#}"))?;
+        let elapsed = ms(t.elapsed());
+        if let Some(s) = &o.pre_filter {
+            lines.push(format!("preFilter: {}", status(s)));
+        }
+        for (n, s) in &o.filter {
+            lines.push(format!("filter on {n}: {}", status(s)));
+        }
+        if let Some(s) = &o.pre_score {
+            lines.push(format!("preScore: {}", status(s)));
+        }
+        for (n, raw) in &o.raw_scores {
+            match o.scores.get(n) {
+                Some(fin) if points.contains(&ExtensionPoint::NormalizeScore) => {
+                    lines.push(format!("score on {n}: {raw}, normalized {fin}"))
+                }
+                _ => lines.push(format!("score on {n}: {raw}")),
+            }
+        }
+        if let Some(s) = &o.score_error {
+            lines.push(format!("score failed: {}", status(s)));
+        }
+        lines.push(format!(
+            "one cycle in {elapsed:.2} ms (instantiate, configure, sync, calls)"
+        ));
+    }
+    Ok(())
+}
+
+fn status(s: &berth_sdk::Status) -> String {
+    if s.reasons.is_empty() {
+        s.code.as_str().to_owned()
+    } else {
+        format!("{} ({})", s.code.as_str(), s.reasons.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plugin_world_is_read_from_the_wit_source() {
+        let (version, imports, exports) = plugin_world();
+        assert_eq!(version, WIT_VERSION);
+        assert_eq!(imports, [format!("berth:scheduler/host@{WIT_VERSION}")]);
+        for e in ["plugin", "replica", "cycle", "filter", "score", "post-bind"] {
+            assert!(
+                exports.contains(&format!("berth:scheduler/{e}@{WIT_VERSION}")),
+                "{e}: {exports:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn diagnoses_name_the_version_the_missing_exports_or_a_command() {
+        let (v, _, want) = plugin_world();
+        let old = Anatomy {
+            exports: vec!["berth:scheduler/plugin@0.1.0".into()],
+            ..Anatomy::default()
+        };
+        assert_eq!(
+            diagnose(&old, &v, &want).unwrap(),
+            format!(
+                "built against berth:scheduler@0.1.0, this host speaks @{v}: rebuild it with a berth-sdk for WIT {v}"
+            )
+        );
+        let mut most = Anatomy {
+            exports: want.clone(),
+            ..Anatomy::default()
+        };
+        most.exports.retain(|e| !e.contains("/score@"));
+        assert_eq!(
+            diagnose(&most, &v, &want).unwrap(),
+            format!(
+                "missing export berth:scheduler/score@{v} (the plugin world needs all {}; the SDK exports them all)",
+                want.len()
+            )
+        );
+        let command = Anatomy {
+            exports: vec!["wasi:cli/run@0.2.6".into()],
+            ..Anatomy::default()
+        };
+        assert!(
+            diagnose(&command, &v, &want)
+                .unwrap()
+                .starts_with("a command component")
+        );
+        let fine = Anatomy {
+            exports: want.clone(),
+            ..Anatomy::default()
+        };
+        assert_eq!(diagnose(&fine, &v, &want), None);
+    }
+}

@@ -1,0 +1,377 @@
+//! The crate `berth plugin new` writes: a plugin with one extension point, its table
+//! of cases, a unit test that runs the table natively and an integration test that
+//! runs it through the compiled component.
+
+use super::Point;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+/// What was written.
+#[derive(Debug)]
+pub struct Made {
+    /// The plugin's name, as profiles name it.
+    pub plugin: String,
+    /// The crate's name.
+    pub crate_name: String,
+    /// The crate's directory.
+    pub dir: PathBuf,
+}
+
+/// `AvoidSpot` or `avoid-spot` or `avoid_spot` -> (`AvoidSpot`, `avoid-spot`).
+pub fn names(name: &str) -> anyhow::Result<(String, String)> {
+    anyhow::ensure!(
+        name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+        "plugin name {name:?}: use letters, digits, '-' or '_', starting with a letter (e.g. AvoidSpot or avoid-spot)"
+    );
+    let mut words: Vec<String> = Vec::new();
+    for part in name.split(['-', '_']).filter(|p| !p.is_empty()) {
+        let mut word = String::new();
+        let chars: Vec<char> = part.chars().collect();
+        for (i, c) in chars.iter().enumerate() {
+            // A capital starts a word, unless it continues an acronym (`GPUGuard`).
+            let boundary = i > 0
+                && c.is_ascii_uppercase()
+                && (chars[i - 1].is_ascii_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase()));
+            if boundary && !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            word.push(*c);
+        }
+        words.push(word);
+    }
+    let plugin = words
+        .iter()
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect();
+    let crate_name = words
+        .iter()
+        .map(|w| w.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join("-");
+    Ok((plugin, crate_name))
+}
+
+/// Writes the crate. Refuses a directory that exists and is not empty.
+pub fn write(
+    name: &str,
+    dir: Option<&Path>,
+    point: Point,
+    sdk: Option<PathBuf>,
+) -> anyhow::Result<Made> {
+    let (plugin, crate_name) = names(name)?;
+    let dir = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(&crate_name));
+    if let Ok(mut entries) = std::fs::read_dir(&dir) {
+        anyhow::ensure!(
+            entries.next().is_none(),
+            "{}: the directory exists and is not empty; pick another --dir",
+            dir.display()
+        );
+    }
+    let sdk_dep = match &sdk {
+        Some(p) => format!(
+            "# By version, once berth-sdk is on your registry: berth-sdk = \"{v}\"\nberth-sdk = {{ path = {path:?} }}",
+            v = env!("CARGO_PKG_VERSION"),
+            path = p.display().to_string()
+        ),
+        None => format!(
+            "# Or by path to a Berth checkout: berth-sdk = {{ path = \"../berth/sdk\" }}\nberth-sdk = \"{}\"",
+            env!("CARGO_PKG_VERSION")
+        ),
+    };
+    let files = [
+        ("Cargo.toml", cargo_toml(&crate_name, &sdk_dep)),
+        ("src/lib.rs", lib_rs(&plugin, point)),
+        ("src/cases.rs", cases_rs(point)),
+        ("tests/component.rs", component_rs(&plugin, &crate_name)),
+        (".gitignore", "/target\n".to_owned()),
+    ];
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create the directory", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    Ok(Made {
+        plugin,
+        crate_name,
+        dir,
+    })
+}
+
+fn cargo_toml(crate_name: &str, sdk_dep: &str) -> String {
+    format!(
+        r#"[package]
+name = "{crate_name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+# cdylib: the WebAssembly component (cargo build --target wasm32-wasip2 --release);
+# rlib: the same code in native tests.
+crate-type = ["cdylib", "rlib"]
+
+[dependencies]
+{sdk_dep}
+
+# A crate of its own, even when created inside another workspace.
+[workspace]
+"#
+    )
+}
+
+fn lib_rs(plugin: &str, point: Point) -> String {
+    match point {
+        Point::Filter => format!(
+            r#"//! {plugin}: a Berth Filter plugin. Nodes that carry the label named by the `label`
+//! arg (default `example.com/drain`) do not take new pods.
+//!
+//! Enable it in a KubeSchedulerConfiguration:
+//!
+//! ```yaml
+//! profiles:
+//! - plugins:
+//!     filter:
+//!       enabled: [{{name: {plugin}}}]
+//!   pluginConfig:
+//!   - name: {plugin}
+//!     args: {{label: example.com/drain}}
+//! berth:
+//!   modules:
+//!   - name: {plugin}
+//!     path: target/wasm32-wasip2/release/<crate>.wasm
+//! ```
+
+use berth_sdk::serde_json::Value;
+use berth_sdk::{{CycleState, Filter, NodeInfo, Plugin, Pod, Status}};
+
+/// The label this plugin looks for unless the args name another.
+pub const DEFAULT_LABEL: &str = "example.com/drain";
+
+/// The plugin, configured from its args.
+pub struct {plugin} {{
+    label: String,
+}}
+
+impl Plugin for {plugin} {{
+    const NAME: &'static str = "{plugin}";
+
+    fn new(args: Value) -> Result<Self, String> {{
+        let label = match args.get("label") {{
+            None => DEFAULT_LABEL.to_owned(),
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(other) => return Err(format!("label: want a non-empty string, got {{other}}")),
+        }};
+        Ok({plugin} {{ label }})
+    }}
+}}
+
+impl Filter for {plugin} {{
+    fn filter(&self, _state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {{
+        if node.node.labels.contains_key(&self.label) {{
+            // Preempting pods on the node would not help: UnschedulableAndUnresolvable.
+            Status::unresolvable(format!("node(s) had label {{}}", self.label))
+        }} else {{
+            Status::success()
+        }}
+    }}
+}}
+
+berth_sdk::export_plugin!({plugin}: filter);
+
+#[cfg(test)]
+mod cases;
+
+#[cfg(test)]
+mod tests {{
+    #[test]
+    fn cases_pass_natively() {{
+        berth_sdk::testing::check_all::<super::{plugin}>(&super::cases::cases());
+    }}
+}}
+"#
+        ),
+        Point::Score => format!(
+            r#"//! {plugin}: a Berth Score plugin. Nodes score the number in the label named by
+//! the `label` arg (default `example.com/preference`), rescaled so that the highest
+//! gets 100; nodes without it score 0.
+//!
+//! Enable it in a KubeSchedulerConfiguration:
+//!
+//! ```yaml
+//! profiles:
+//! - plugins:
+//!     score:
+//!       enabled: [{{name: {plugin}, weight: 2}}]
+//! berth:
+//!   modules:
+//!   - name: {plugin}
+//!     path: target/wasm32-wasip2/release/<crate>.wasm
+//! ```
+
+use berth_sdk::helpers::default_normalize_score;
+use berth_sdk::serde_json::Value;
+use berth_sdk::{{CycleState, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Plugin, Pod, Score, Status}};
+
+/// The label this plugin reads unless the args name another.
+pub const DEFAULT_LABEL: &str = "example.com/preference";
+
+/// The plugin, configured from its args.
+pub struct {plugin} {{
+    label: String,
+}}
+
+impl Plugin for {plugin} {{
+    const NAME: &'static str = "{plugin}";
+
+    fn new(args: Value) -> Result<Self, String> {{
+        let label = match args.get("label") {{
+            None => DEFAULT_LABEL.to_owned(),
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(other) => return Err(format!("label: want a non-empty string, got {{other}}")),
+        }};
+        Ok({plugin} {{ label }})
+    }}
+}}
+
+impl Score for {plugin} {{
+    fn score(&self, _state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {{
+        Ok(node
+            .node
+            .labels
+            .get(&self.label)
+            .and_then(|v| v.parse::<i64>().ok())
+            .map_or(0, |n| n.max(0)))
+    }}
+}}
+
+impl NormalizeScore for {plugin} {{
+    fn normalize_score(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {{
+        default_normalize_score(MAX_NODE_SCORE, false, scores);
+        Status::success()
+    }}
+}}
+
+berth_sdk::export_plugin!({plugin}: score, normalize_score);
+
+#[cfg(test)]
+mod cases;
+
+#[cfg(test)]
+mod tests {{
+    #[test]
+    fn cases_pass_natively() {{
+        berth_sdk::testing::check_all::<super::{plugin}>(&super::cases::cases());
+    }}
+}}
+"#
+        ),
+    }
+}
+
+fn cases_rs(point: Point) -> String {
+    let body = match point {
+        Point::Filter => {
+            r#"        Case::new("a node with the label takes no pods")
+            .pod(pod("web").cpu(500))
+            .node(node("plain").cpu(4000))
+            .node(
+                node("draining")
+                    .cpu(4000)
+                    .label("example.com/drain", "true"),
+            )
+            .feasible(["plain"])
+            .rejects(
+                "draining",
+                Code::UnschedulableAndUnresolvable,
+                "node(s) had label example.com/drain",
+            ),
+        Case::new("the args name the label")
+            .args(json!({"label": "example.com/retiring"}))
+            .node(node("a").label("example.com/drain", "true"))
+            .node(node("b").label("example.com/retiring", "2026-06-01"))
+            .feasible(["a"]),"#
+        }
+        Point::Score => {
+            r#"        Case::new("the highest preference wins")
+            .pod(pod("web").cpu(500))
+            .node(node("low").label("example.com/preference", "1"))
+            .node(node("high").label("example.com/preference", "4"))
+            .node(node("none"))
+            .scores([("high", 100), ("low", 25), ("none", 0)]),
+        Case::new("the args name the label")
+            .args(json!({"label": "example.com/rank"}))
+            .node(node("a").label("example.com/rank", "2"))
+            .node(node("b").label("example.com/preference", "9"))
+            .scores([("a", 100), ("b", 0)]),"#
+        }
+    };
+    format!(
+        r#"//! The plugin's table of cases: `cargo test` runs it natively (src/lib.rs) and
+//! through the compiled component (tests/component.rs).
+
+#[allow(unused_imports)]
+use berth_sdk::Code;
+use berth_sdk::serde_json::json;
+use berth_sdk::testing::{{Case, node, pod}};
+
+/// Every case: a pod, the nodes, the args, and what the plugin should answer.
+pub fn cases() -> Vec<Case> {{
+    vec![
+{body}
+    ]
+}}
+"#
+    )
+}
+
+fn component_rs(plugin: &str, crate_name: &str) -> String {
+    let krate = crate_name.replace('-', "_");
+    format!(
+        r#"//! The table of src/cases.rs through the compiled component: builds this crate for
+//! wasm32-wasip2, plays every case with `berth plugin test`, and checks that the
+//! component answers exactly what the native code answers. Needs the `berth`
+//! command ($BERTH, or on PATH); without it, it says so and checks natively only.
+
+#[path = "../src/cases.rs"]
+mod cases;
+
+#[test]
+fn native_and_component_agree() {{
+    berth_sdk::check_component!({krate}::{plugin}, cases::cases());
+}}
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_in_either_spelling() {
+        let n = |s: &str| names(s).unwrap();
+        assert_eq!(n("AvoidSpot"), ("AvoidSpot".into(), "avoid-spot".into()));
+        assert_eq!(n("avoid-spot"), ("AvoidSpot".into(), "avoid-spot".into()));
+        assert_eq!(n("avoid_spot"), ("AvoidSpot".into(), "avoid-spot".into()));
+        assert_eq!(n("GPUGuard"), ("GPUGuard".into(), "gpu-guard".into()));
+        assert_eq!(n("cost2"), ("Cost2".into(), "cost2".into()));
+        let e = names("9lives").unwrap_err().to_string();
+        assert!(e.starts_with("plugin name \"9lives\": use letters"), "{e}");
+        assert!(names("a b").is_err());
+    }
+}

@@ -1,0 +1,275 @@
+//! # One example per extension point
+//!
+//! Each extension point is a trait; a plugin implements the ones it serves and
+//! names them in [`export_plugin!`](crate::export_plugin). The framework calls them
+//! in kube-scheduler's order: PreEnqueue when a pod enters the queue, QueueSort's
+//! key once per pod, then per scheduling cycle PreFilter, Filter (per node),
+//! PreScore, Score (per feasible node) and NormalizeScore, then Reserve and Permit
+//! for the chosen node, and in the binding cycle PreBind, Bind and PostBind.
+//! EnqueueExtensions tells the queue which cluster events may help a pod the plugin
+//! rejected. Every example below is a complete plugin and runs as a doctest.
+//!
+//! Each status code means what it means upstream: Unschedulable lets preemption
+//! try; UnschedulableAndUnresolvable says evicting pods cannot help; Error retries
+//! the pod with backoff; Skip at PreFilter or PreScore means the plugin's Filter or
+//! Score is not called for this pod.
+//!
+//! ## PreEnqueue: hold pods back
+//!
+//! ```
+//! use berth_sdk::{Plugin, Pod, PreEnqueue, Status};
+//!
+//! /// Pods labelled `hold=true` wait outside the active queue.
+//! struct Hold;
+//! impl Plugin for Hold {
+//!     const NAME: &'static str = "Hold";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(Hold) }
+//! }
+//! impl PreEnqueue for Hold {
+//!     fn pre_enqueue(&self, pod: &Pod) -> Status {
+//!         match pod.labels.get("hold").map(String::as_str) {
+//!             Some("true") => Status::new(berth_sdk::Code::UnschedulableAndUnresolvable,
+//!                                         vec!["pod is on hold".into()]),
+//!             _ => Status::success(),
+//!         }
+//!     }
+//! }
+//! berth_sdk::export_plugin!(Hold: pre_enqueue);
+//! # fn main() {}
+//! ```
+//!
+//! ## QueueSort: order the queue with a key
+//!
+//! ```
+//! use berth_sdk::{Plugin, Pod, QueueSort};
+//!
+//! /// Higher priority first, then pods of the `batch` namespace last.
+//! struct PriorityThenBatch;
+//! impl Plugin for PriorityThenBatch {
+//!     const NAME: &'static str = "PriorityThenBatch";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(PriorityThenBatch) }
+//! }
+//! impl QueueSort for PriorityThenBatch {
+//!     fn sort_key(&self, pod: &Pod) -> Vec<i64> {
+//!         vec![-i64::from(pod.priority), i64::from(pod.namespace == "batch")]
+//!     }
+//! }
+//! berth_sdk::export_plugin!(PriorityThenBatch: queue_sort);
+//! # fn main() {}
+//! ```
+//!
+//! ## PreFilter: once per cycle, state for Filter
+//!
+//! ```
+//! use berth_sdk::{CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, Status};
+//!
+//! /// A pod labelled `team=X` runs only on nodes labelled `team=X`; PreFilter
+//! /// reads the label once and narrows the nodes, Filter checks each one.
+//! struct TeamNodes;
+//! impl Plugin for TeamNodes {
+//!     const NAME: &'static str = "TeamNodes";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(TeamNodes) }
+//! }
+//! impl PreFilter for TeamNodes {
+//!     fn pre_filter(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> PreFilterResult {
+//!         let Some(team) = pod.labels.get("team") else {
+//!             return Status::skip().into(); // Filter is not called for this pod
+//!         };
+//!         state.write("TeamNodes/team", team);
+//!         let names = nodes
+//!             .iter()
+//!             .filter(|n| n.node.labels.get("team") == Some(team))
+//!             .map(|n| n.name().to_owned())
+//!             .collect();
+//!         PreFilterResult { status: Status::success(), node_names: Some(names) }
+//!     }
+//! }
+//! impl Filter for TeamNodes {
+//!     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+//!         let team: Option<String> = state.read("TeamNodes/team");
+//!         if node.node.labels.get("team") == team.as_ref() {
+//!             Status::success()
+//!         } else {
+//!             Status::unresolvable("node(s) belong to another team")
+//!         }
+//!     }
+//! }
+//! berth_sdk::export_plugin!(TeamNodes: pre_filter, filter);
+//! # fn main() {}
+//! ```
+//!
+//! ## Filter: can the pod run on this node?
+//!
+//! ```
+//! use berth_sdk::{CycleState, Filter, NodeInfo, Plugin, Pod, Status};
+//!
+//! /// At most `maxPods` pods per node, whatever the node's capacity.
+//! struct PodCap { max: u32 }
+//! impl Plugin for PodCap {
+//!     const NAME: &'static str = "PodCap";
+//!     fn new(args: serde_json::Value) -> Result<Self, String> {
+//!         let max = args.get("maxPods").and_then(|v| v.as_u64()).unwrap_or(30);
+//!         Ok(PodCap { max: max as u32 })
+//!     }
+//! }
+//! impl Filter for PodCap {
+//!     fn filter(&self, _: &CycleState, _: &Pod, node: &NodeInfo) -> Status {
+//!         if node.pod_count < self.max {
+//!             Status::success()
+//!         } else {
+//!             // Evicting a pod would make room: preemption may help.
+//!             Status::unschedulable("node(s) reached the pod cap")
+//!         }
+//!     }
+//! }
+//! berth_sdk::export_plugin!(PodCap: filter);
+//! # fn main() {}
+//! ```
+//!
+//! ## PreScore, Score and NormalizeScore: rank the feasible nodes
+//!
+//! ```
+//! use berth_sdk::helpers::default_normalize_score;
+//! use berth_sdk::{CycleState, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Plugin, Pod, PreScore,
+//!                 Score, Status};
+//!
+//! /// Prefers the nodes with the most free CPU, relative to the emptiest feasible
+//! /// node; PreScore skips pods that request no CPU.
+//! struct FreeCpu;
+//! impl Plugin for FreeCpu {
+//!     const NAME: &'static str = "FreeCpu";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(FreeCpu) }
+//! }
+//! impl PreScore for FreeCpu {
+//!     fn pre_score(&self, _: &CycleState, pod: &Pod, _feasible: &[&NodeInfo],
+//!                  _all: &[&NodeInfo]) -> Status {
+//!         if pod.requests().milli_cpu == 0 { Status::skip() } else { Status::success() }
+//!     }
+//! }
+//! impl Score for FreeCpu {
+//!     fn score(&self, _: &CycleState, _: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+//!         Ok((node.node.allocatable.milli_cpu - node.requested.milli_cpu).max(0))
+//!     }
+//! }
+//! impl NormalizeScore for FreeCpu {
+//!     fn normalize_score(&self, _: &CycleState, _: &Pod, scores: &mut [i64]) -> Status {
+//!         default_normalize_score(MAX_NODE_SCORE, false, scores);
+//!         Status::success()
+//!     }
+//! }
+//! berth_sdk::export_plugin!(FreeCpu: pre_score, score, normalize_score);
+//! # fn main() {}
+//! ```
+//!
+//! ## Reserve and Permit: claim the node, gate the binding
+//!
+//! ```
+//! use berth_sdk::{Code, CycleState, Permit, Plugin, Pod, Reserve, Status};
+//! use std::time::Duration;
+//!
+//! /// Pods labelled `approval=required` wait at Permit (another plugin, or an
+//! /// operator's tool through `allow_waiting_pod`, lets them go) for up to a minute.
+//! /// Reserve records the node in the cycle state; Unreserve forgets it.
+//! struct Approval;
+//! impl Plugin for Approval {
+//!     const NAME: &'static str = "Approval";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(Approval) }
+//! }
+//! impl Reserve for Approval {
+//!     fn reserve(&self, state: &CycleState, _: &Pod, node: &str) -> Status {
+//!         state.write("Approval/node", &node.to_owned());
+//!         Status::success()
+//!     }
+//!     fn unreserve(&self, state: &CycleState, _: &Pod, _: &str) {
+//!         state.delete("Approval/node");
+//!     }
+//! }
+//! impl Permit for Approval {
+//!     fn permit(&self, _: &CycleState, pod: &Pod, _: &str) -> (Status, Duration) {
+//!         match pod.labels.get("approval").map(String::as_str) {
+//!             Some("required") => (Status::new(Code::Wait, vec![]), Duration::from_secs(60)),
+//!             _ => (Status::success(), Duration::ZERO),
+//!         }
+//!     }
+//! }
+//! berth_sdk::export_plugin!(Approval: reserve, permit);
+//! # fn main() {}
+//! ```
+//!
+//! ## PreBind, Bind and PostBind: the binding cycle
+//!
+//! ```
+//! use berth_sdk::{Bind, CycleState, Plugin, Pod, PostBind, PreBind, Status, LogLevel};
+//!
+//! /// Binds through the cluster's binding API and logs around it.
+//! struct LoggedBinder;
+//! impl Plugin for LoggedBinder {
+//!     const NAME: &'static str = "LoggedBinder";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(LoggedBinder) }
+//! }
+//! impl PreBind for LoggedBinder {
+//!     fn pre_bind(&self, _: &CycleState, pod: &Pod, node: &str) -> Status {
+//!         berth_sdk::log(LogLevel::Debug, &format!("binding {} to {node}", pod.key()));
+//!         Status::success()
+//!     }
+//! }
+//! impl Bind for LoggedBinder {
+//!     fn bind(&self, _: &CycleState, pod: &Pod, node: &str) -> Status {
+//!         match berth_sdk::bind_pod(pod, node) {
+//!             Ok(()) => Status::success(),
+//!             Err(e) => Status::error(e),
+//!         }
+//!     }
+//! }
+//! impl PostBind for LoggedBinder {
+//!     fn post_bind(&self, _: &CycleState, pod: &Pod, node: &str) {
+//!         berth_sdk::log(LogLevel::Info, &format!("{} bound to {node}", pod.key()));
+//!     }
+//! }
+//! berth_sdk::export_plugin!(LoggedBinder: pre_bind, bind, post_bind);
+//! # fn main() {}
+//! ```
+//!
+//! ## EnqueueExtensions: which events may help a rejected pod
+//!
+//! ```
+//! use berth_sdk::events::node_change;
+//! use berth_sdk::{ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration,
+//!                 EventResource, Filter, NodeInfo, Object, Plugin, Pod, QueueingHint, Status};
+//!
+//! /// Refuses nodes labelled `retired`; a pod it refused is retried when a node is
+//! /// added without the label, or loses it, and not on any other event.
+//! struct NotRetired;
+//! impl Plugin for NotRetired {
+//!     const NAME: &'static str = "NotRetired";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(NotRetired) }
+//!     fn events() -> Option<Vec<EventRegistration>> {
+//!         Some(vec![EventRegistration::with_hint(
+//!             EventResource::Node,
+//!             ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+//!         )])
+//!     }
+//! }
+//! impl Filter for NotRetired {
+//!     fn filter(&self, _: &CycleState, _: &Pod, node: &NodeInfo) -> Status {
+//!         if node.node.labels.contains_key("retired") {
+//!             Status::unresolvable("node(s) were retired")
+//!         } else {
+//!             Status::success()
+//!         }
+//!     }
+//! }
+//! impl EnqueueExtensions for NotRetired {
+//!     fn queueing_hint(&self, _: &ClusterEvent, _: &Pod, old: Option<&Object>,
+//!                      new: Option<&Object>) -> Result<QueueingHint, String> {
+//!         let (_, new) = node_change(old, new)?;
+//!         Ok(if new.labels.contains_key("retired") {
+//!             QueueingHint::QueueSkip
+//!         } else {
+//!             QueueingHint::Queue
+//!         })
+//!     }
+//! }
+//! berth_sdk::export_plugin!(NotRetired: queueing_hint, filter);
+//! # fn main() {}
+//! ```
