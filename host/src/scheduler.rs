@@ -165,6 +165,9 @@ pub struct Scheduler {
     waker: Arc<RwLock<Option<Waker>>>,
     bind_tx: Sender<BindJob>,
     bind_rx: Receiver<BindResult>,
+    /// Preemptors whose evictions failed, to retry at once (from the eviction threads).
+    activate_tx: Sender<String>,
+    activate_rx: Receiver<String>,
     binding: HashMap<String, Binding>,
     bindings_in_flight: usize,
     metrics: Metrics,
@@ -259,6 +262,7 @@ impl Scheduler {
         let (bind_tx, bind_rx) = spawn_binders(options.parallel_bindings, waker.clone())?;
         let mut queue = SchedulingQueue::new(config.queue_config(options.queue));
         queue.set_metrics(metrics.clone());
+        let (activate_tx, activate_rx) = channel();
         Ok(Scheduler {
             frameworks,
             cache: Cache::new(),
@@ -274,6 +278,8 @@ impl Scheduler {
             waker,
             bind_tx,
             bind_rx,
+            activate_tx,
+            activate_rx,
             binding: HashMap::new(),
             bindings_in_flight: 0,
             metrics,
@@ -940,6 +946,9 @@ impl Scheduler {
     }
 
     fn drain_bind_results(&mut self, block: bool) {
+        while let Ok(uid) = self.activate_rx.try_recv() {
+            self.queue.activate(&uid);
+        }
         if block
             && self.bindings_in_flight > 0
             && let Ok((uid, r)) = self.bind_rx.recv()
@@ -1127,25 +1136,37 @@ impl Scheduler {
                     tracing::warn!(pod = %p.key(), "cannot clear nominatedNodeName: {e}");
                 }
             }
+            // As upstream: once one eviction fails the preemption cannot succeed, so
+            // the remaining victims are spared and the preemptor is retried at once.
             let mut evicted = Vec::new();
             for v in &evict {
-                match binder.evict(v, &pod, &message) {
-                    Ok(()) => {
-                        recorder.preempted(v, &pod, &node_name);
-                        evicted.push(v.uid.clone());
-                    }
-                    Err(e) => {
-                        tracing::warn!(pod = %pod.key(), victim = %v.key(), "cannot evict: {e}")
-                    }
+                if let Err(e) = binder.evict(v, &pod, &message) {
+                    tracing::warn!(pod = %pod.key(), victim = %v.key(), "cannot evict, the preemptor will try again: {e}");
+                    return (evicted, false);
                 }
+                recorder.preempted(v, &pod, &node_name);
+                evicted.push(v.uid.clone());
             }
-            evicted
+            (evicted, true)
         };
         if self.binder.reports_deletions() {
-            std::thread::spawn(work);
+            let activate = self.activate_tx.clone();
+            let waker = self.waker.clone();
+            let uid = preemptor.uid.clone();
+            std::thread::spawn(move || {
+                if !work().1 && activate.send(uid).is_ok() {
+                    if let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner()) {
+                        w();
+                    }
+                }
+            });
         } else {
-            for uid in work() {
+            let (evicted, all) = work();
+            for uid in evicted {
                 self.delete_pod(&uid);
+            }
+            if !all {
+                self.queue.activate(&preemptor.uid);
             }
         }
     }

@@ -328,3 +328,90 @@ fn the_room_made_by_preemption_is_kept_for_the_preemptor() {
     assert_eq!(medium.node, None);
     assert_eq!(cluster.evictions().len(), 1, "medium preempts nobody");
 }
+
+/// A cluster whose evictions fail for one pod: the embedded cluster otherwise.
+struct RefusesToEvict {
+    inner: Arc<berth::cluster::memory::MemoryCluster>,
+    refused: String,
+}
+
+impl berth::cluster::Binder for RefusesToEvict {
+    fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), String> {
+        self.inner.bind(pod, node)
+    }
+    fn nominate(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), String> {
+        self.inner.nominate(pod, node)
+    }
+    fn evict(
+        &self,
+        victim: &berth_sdk::Pod,
+        by: &berth_sdk::Pod,
+        message: &str,
+    ) -> Result<(), String> {
+        if victim.name == self.refused {
+            return Err("admission webhook denied the request".into());
+        }
+        self.inner.evict(victim, by, message)
+    }
+    fn reports_deletions(&self) -> bool {
+        self.inner.reports_deletions()
+    }
+}
+
+/// When an eviction fails the preemption cannot succeed: as upstream, the victims
+/// left are spared and the preemptor goes back to activeQ at once instead of waiting
+/// out its backoff for room that will not come.
+#[test]
+fn a_failed_eviction_spares_the_other_victims_and_retries_the_preemptor_at_once() {
+    use berth::clock::VirtualClock;
+    use berth::cluster::Binder;
+    use berth::cluster::manifest::{self, Object};
+    use berth::cluster::memory::MemoryCluster;
+    use berth::config::Configuration;
+    use berth::queue::QueueName;
+    use berth::scheduler::{Scheduler, SchedulerOptions};
+
+    let runtime = runtime();
+    let memory = Arc::new(MemoryCluster::new());
+    // The victims are evicted most important first: `mid` is asked first and refused.
+    let cluster = Arc::new(RefusesToEvict {
+        inner: memory.clone(),
+        refused: "mid".into(),
+    });
+    let mut scheduler = Scheduler::new(
+        &runtime,
+        &Configuration::default(),
+        "<default>",
+        &SchedulerOptions::default(),
+        cluster.clone() as Arc<dyn Binder>,
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap();
+    let object = |v: Value| {
+        let docs = manifest::load_str("case", &v.to_string()).unwrap();
+        docs.into_iter().next().unwrap().object
+    };
+    let Object::Node(n) = object(node(&json!({"name": "n1", "cpu": "2"}))) else {
+        unreachable!()
+    };
+    scheduler.add_or_update_node(n);
+    let mut uids = std::collections::HashMap::new();
+    for v in [
+        json!({"name": "least", "node": "n1", "cpu": "1", "priority": 1}),
+        json!({"name": "mid", "node": "n1", "cpu": "1", "priority": 2}),
+        json!({"name": "high", "cpu": "2", "priority": 100}),
+    ] {
+        let Object::Pod(p) = object(pod(&v)) else {
+            unreachable!()
+        };
+        uids.insert(p.name.clone(), p.uid.clone());
+        scheduler.add_pod(p).unwrap();
+    }
+    assert!(scheduler.schedule_one());
+    assert!(memory.evictions().is_empty(), "{:?}", memory.evictions());
+    assert_eq!(
+        scheduler.queue_of(&uids["high"]),
+        Some(QueueName::Active),
+        "the preemptor waits for a backoff after a failed eviction"
+    );
+}

@@ -121,6 +121,8 @@ struct InFlight {
     deleted: bool,
     /// The pod was updated during its cycle: the latest version.
     updated: Option<Pod>,
+    /// Activated during its cycle: it goes to activeQ when it comes back.
+    activated: bool,
 }
 
 /// Counts of pods entering a queue, by event, for metrics.
@@ -271,6 +273,7 @@ impl SchedulingQueue {
                         since: self.next_event_id,
                         deleted: false,
                         updated: None,
+                        activated: false,
                     },
                 );
                 return Some(qp);
@@ -321,7 +324,10 @@ impl SchedulingQueue {
         qp.timestamp = now;
         qp.unschedulable_plugins = plugins;
         qp.last_failure = Some(message);
-        let queue = if qp.unschedulable_plugins.is_empty() {
+        let queue = if flight.as_ref().is_some_and(|f| f.activated) {
+            self.push_active(qp, "ForceActivate");
+            QueueName::Active
+        } else if qp.unschedulable_plugins.is_empty() {
             self.push_backoff(qp, "ScheduleAttemptFailure");
             QueueName::Backoff
         } else {
@@ -494,6 +500,33 @@ impl SchedulingQueue {
             }
         }
         moved
+    }
+
+    /// Moves a pending pod to activeQ at once, whatever its backoff (upstream's
+    /// `Activate`): from unschedulable or backoffQ now, or, in flight, when its cycle
+    /// ends in failure. A gated pod stays gated. False when the pod is not pending here.
+    pub fn activate(&mut self, uid: &str) -> bool {
+        if let Some(f) = self.in_flight.get_mut(uid) {
+            f.activated = true;
+            return true;
+        }
+        let qp = if self
+            .unschedulable
+            .get(uid)
+            .is_some_and(|q| q.gated_by.is_none())
+        {
+            self.unschedulable.remove(uid)
+        } else {
+            // Its backoffQ heap entry goes stale with it.
+            self.backoff.remove(uid)
+        };
+        match qp {
+            Some(qp) => {
+                self.push_active(qp, "ForceActivate");
+                true
+            }
+            None => false,
+        }
     }
 
     /// Retries pods that have been unschedulable longer than the limit (run every 30

@@ -341,3 +341,44 @@ fn an_unschedulable_pod_moves_when_its_own_update_may_help() {
     q.update(tolerant, vec![0], None, secs(10), &oracle);
     assert_eq!(q.queue_of("a"), Some(QueueName::Active));
 }
+
+#[test]
+fn activate_moves_a_pod_to_active_now_or_when_its_cycle_ends() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    let skip = fit_oracle(QueueingHint::QueueSkip);
+    // Unschedulable, and still in its backoff: activeQ at once all the same.
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    q.requeue_failed(a, plugins(&["Fit"]), "no".into(), secs(0), &skip);
+    assert!(q.activate("a"));
+    assert_eq!(q.queue_of("a"), Some(QueueName::Active));
+    // In backoffQ (an error): activeQ at once, and the stale backoff entry moves nothing.
+    let a = q.pop().unwrap();
+    q.requeue_failed(a, BTreeSet::new(), "error".into(), secs(0), &skip);
+    assert_eq!(q.queue_of("a"), Some(QueueName::Backoff));
+    assert!(q.activate("a"));
+    assert_eq!(q.queue_of("a"), Some(QueueName::Active));
+    assert_eq!(q.flush_backoff(secs(60)), 0);
+    // In flight: activeQ when the failed cycle comes back, not unschedulable.
+    let a = q.pop().unwrap();
+    assert!(q.activate("a"));
+    let went = q.requeue_failed(a, plugins(&["Fit"]), "no".into(), secs(0), &skip);
+    assert_eq!(went, Some(QueueName::Active));
+    // The flag is the cycle's: the next failure waits as usual.
+    let a = q.pop().unwrap();
+    let went = q.requeue_failed(a, plugins(&["Fit"]), "no".into(), secs(0), &skip);
+    assert_eq!(went, Some(QueueName::Unschedulable));
+    // Gated or unknown pods are not let in.
+    q.add(
+        pod("g"),
+        vec![0],
+        Some(("Gates".into(), "gated".into())),
+        secs(0),
+    );
+    assert!(!q.activate("g"));
+    assert!(!q.activate("nobody"));
+    assert_eq!(
+        q.incoming()[&("ForceActivate".to_owned(), QueueName::Active)],
+        3
+    );
+}
