@@ -1154,10 +1154,11 @@ impl Scheduler {
             let waker = self.waker.clone();
             let uid = preemptor.uid.clone();
             std::thread::spawn(move || {
-                if !work().1 && activate.send(uid).is_ok() {
-                    if let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner()) {
-                        w();
-                    }
+                if !work().1
+                    && activate.send(uid).is_ok()
+                    && let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner())
+                {
+                    w();
                 }
             });
         } else {
