@@ -50,9 +50,40 @@ fn node(v: &Value) -> Value {
     })
 }
 
+/// A label selector of the compact form: `{labels: {k: v}, exists: [k]}`, as
+/// `matchLabels` and `Exists` expressions.
+fn selector(v: &Value) -> Value {
+    let mut s = json!({"matchLabels": v.get("labels").cloned().unwrap_or(json!({}))});
+    if let Some(keys) = v.get("exists").and_then(Value::as_array) {
+        s["matchExpressions"] = keys
+            .iter()
+            .map(|k| json!({"key": k, "operator": "Exists"}))
+            .collect();
+    }
+    s
+}
+
+/// Required pod (anti-)affinity terms of the compact form: `[{labels, exists,
+/// topology}]`, the topology key defaulting to the hostname label.
+fn terms(v: &Value) -> Value {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            json!({
+                "labelSelector": selector(t),
+                "topologyKey": t.get("topology").cloned()
+                    .unwrap_or(json!("kubernetes.io/hostname")),
+            })
+        })
+        .collect()
+}
+
 /// A pod of the compact form: `{name, node, cpu, memory, priority, labels, start
-/// (hour of 2026-11-01), policy, nominated, terminating, ports, spec}` (`spec`
-/// merged last).
+/// (hour of 2026-11-01), policy, nominated, terminating, ports, affinity, anti,
+/// spread, spec}` (`spec` merged last). `affinity` and `anti` are required pod
+/// (anti-)affinity terms (see [`terms`]); `spread` is a list of
+/// `{maxSkew (1), topology, labels, exists, when (DoNotSchedule)}`.
 fn pod(v: &Value) -> Value {
     let mut requests = Map::new();
     requests.insert("cpu".into(), v.get("cpu").cloned().unwrap_or(json!("1")));
@@ -79,6 +110,28 @@ fn pod(v: &Value) -> Value {
     spec["priority"] = v.get("priority").cloned().unwrap_or(json!(0));
     if let Some(p) = v.get("policy") {
         spec["preemptionPolicy"] = p.clone();
+    }
+    if let Some(t) = v.get("affinity") {
+        spec["affinity"]["podAffinity"] =
+            json!({"requiredDuringSchedulingIgnoredDuringExecution": terms(t)});
+    }
+    if let Some(t) = v.get("anti") {
+        spec["affinity"]["podAntiAffinity"] =
+            json!({"requiredDuringSchedulingIgnoredDuringExecution": terms(t)});
+    }
+    if let Some(list) = v.get("spread").and_then(Value::as_array) {
+        spec["topologySpreadConstraints"] = list
+            .iter()
+            .map(|c| {
+                json!({
+                    "maxSkew": c.get("maxSkew").cloned().unwrap_or(json!(1)),
+                    "topologyKey": c["topology"],
+                    "whenUnsatisfiable": c.get("when").cloned()
+                        .unwrap_or(json!("DoNotSchedule")),
+                    "labelSelector": selector(c),
+                })
+            })
+            .collect();
     }
     if let Some(extra) = v.get("spec").and_then(Value::as_object) {
         for (k, x) in extra {

@@ -137,6 +137,11 @@ impl DryRun {
                 Ok(inst) => inst,
                 Err(e) => return error_status(e),
             };
+            // The extension reads the node's labels from its replica, which this
+            // instance may not hold yet (Filter ran its node on another worker).
+            if let Err(e) = inst.sync(&self.snapshot) {
+                return error_status(e);
+            }
             let r = if add {
                 inst.add_pod(state, &self.pod, other, slot)
             } else {

@@ -48,6 +48,37 @@ pub fn add(counts: &mut TopologyCounts, node_labels: &Labels, key: &str, n: i64)
     true
 }
 
+/// Adds `delta` (possibly negative) to the domain of `key` the node belongs to, and
+/// drops a domain whose count comes down to 0 (upstream's
+/// `topologyToMatchedTermCount.update`): Filter tells "no pod anywhere" by an empty
+/// map, so a domain left at 0 must not linger. A node without the label changes
+/// nothing.
+pub fn update(counts: &mut TopologyCounts, node_labels: &Labels, key: &str, delta: i64) {
+    let Some(value) = node_labels.get(key) else {
+        return;
+    };
+    let by_value = match counts.get_mut(key) {
+        Some(m) => m,
+        None => counts.entry(key.to_owned()).or_default(),
+    };
+    let now = match by_value.get_mut(value) {
+        Some(c) => {
+            *c += delta;
+            *c
+        }
+        None => {
+            by_value.insert(value.clone(), delta);
+            delta
+        }
+    };
+    if now == 0 {
+        by_value.remove(value);
+        if by_value.is_empty() {
+            counts.remove(key);
+        }
+    }
+}
+
 /// The count of one domain (0 when absent).
 pub fn count(counts: &TopologyCounts, key: &str, value: &str) -> i64 {
     counts
@@ -95,47 +126,102 @@ pub fn compute(pod: &Pod, terms: &PodTerms, nodes: &[&NodeInfo]) -> PreFilterSta
         anti_affinity_topology_keys: keys(&terms.required_anti_affinity),
         ..PreFilterState::default()
     };
-    let has_required =
-        !terms.required_affinity.is_empty() || !terms.required_anti_affinity.is_empty();
     // Existing pods' terms select namespaces by the incoming pod's namespace labels;
     // the incoming pod's terms by each existing pod's.
-    let mut incoming_ns = IncomingNamespace::new(&pod.namespace);
-    let mut ns_cache = NamespaceCache::default();
+    let mut ns = Namespaces {
+        incoming: IncomingNamespace::new(&pod.namespace),
+        others: NamespaceCache::default(),
+    };
     for node in nodes {
-        let labels = &node.node.labels;
         for existing in &node.pods {
-            let anti = &existing.affinity.pod_anti_affinity.required;
-            if !anti.is_empty() {
-                for t in terms::existing_required(existing, anti) {
-                    if t.matches(pod, &mut incoming_ns) {
-                        add(
-                            &mut state.existing_anti_affinity_counts,
-                            labels,
-                            t.topology_key,
-                            1,
-                        );
-                    }
-                }
-            }
-            if !has_required {
-                continue;
-            }
-            // Affinity needs one pod matching every term; each term counts in its
-            // own domain.
-            if terms::matches_all(&terms.required_affinity, existing, &mut ns_cache) {
-                for t in &terms.required_affinity {
-                    add(&mut state.affinity_counts, labels, t.topology_key, 1);
-                }
-            }
-            for t in &terms.required_anti_affinity {
-                if t.matches(existing, &mut ns_cache) {
-                    add(&mut state.anti_affinity_counts, labels, t.topology_key, 1);
-                }
+            count_pod(
+                &mut state,
+                pod,
+                terms,
+                existing,
+                &node.node.labels,
+                1,
+                &mut ns,
+            );
+        }
+    }
+    state.matches_own_affinity = terms::matches_all(&terms.required_affinity, pod, &mut ns.others);
+    state
+}
+
+/// Where the terms of one cycle find namespace labels.
+struct Namespaces<'a> {
+    /// The incoming pod's namespace, which existing pods' terms select.
+    incoming: IncomingNamespace<'a>,
+    /// Every other namespace, which the incoming pod's terms select.
+    others: NamespaceCache,
+}
+
+/// Adds `delta` times what one pod (`other`, on a node with `node_labels`) counts for
+/// the incoming pod to `state`: PreFilter's count of each existing pod, and the
+/// PreFilter extensions' update when a what-if adds (1) or removes (-1) a pod
+/// (upstream's `preFilterState.updateWithPod`).
+fn count_pod(
+    state: &mut PreFilterState,
+    pod: &Pod,
+    terms: &PodTerms,
+    other: &Pod,
+    node_labels: &Labels,
+    delta: i64,
+    ns: &mut Namespaces,
+) {
+    let anti = &other.affinity.pod_anti_affinity.required;
+    if !anti.is_empty() {
+        for t in terms::existing_required(other, anti) {
+            if t.matches(pod, &mut ns.incoming) {
+                update(
+                    &mut state.existing_anti_affinity_counts,
+                    node_labels,
+                    t.topology_key,
+                    delta,
+                );
             }
         }
     }
-    state.matches_own_affinity = terms::matches_all(&terms.required_affinity, pod, &mut ns_cache);
-    state
+    // Affinity needs one pod matching every term; each term counts in its own
+    // domain.
+    if terms::matches_all(&terms.required_affinity, other, &mut ns.others) {
+        for t in &terms.required_affinity {
+            update(
+                &mut state.affinity_counts,
+                node_labels,
+                t.topology_key,
+                delta,
+            );
+        }
+    }
+    for t in &terms.required_anti_affinity {
+        if t.matches(other, &mut ns.others) {
+            update(
+                &mut state.anti_affinity_counts,
+                node_labels,
+                t.topology_key,
+                delta,
+            );
+        }
+    }
+}
+
+/// The PreFilter extensions' update: `other` now counts (`delta` 1) or no longer
+/// counts (-1) on a node with `node_labels`, as if PreFilter had seen the cluster so.
+pub fn update_with_pod(
+    state: &mut PreFilterState,
+    pod: &Pod,
+    terms: &PodTerms,
+    other: &Pod,
+    node_labels: &Labels,
+    delta: i64,
+) {
+    let mut ns = Namespaces {
+        incoming: IncomingNamespace::new(&pod.namespace),
+        others: NamespaceCache::default(),
+    };
+    count_pod(state, pod, terms, other, node_labels, delta, &mut ns);
 }
 
 fn keys(terms: &[terms::Term]) -> Vec<String> {

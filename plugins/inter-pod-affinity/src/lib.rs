@@ -6,7 +6,10 @@
 //!
 //! A term ties pods by topology domain: the nodes sharing the value of the term's
 //! `topologyKey` label. PreFilter and PreScore go once over every pod of the snapshot
-//! and count by domain; Filter and Score only look the node's domains up.
+//! and count by domain; Filter and Score only look the node's domains up. The
+//! PreFilter extensions (AddPod, RemovePod) update those counts for one pod added to
+//! or removed from a node, as preemption's what-ifs and the pods nominated to a node
+//! need.
 //!
 //! Args (JSON, kube-scheduler's `InterPodAffinityArgs`):
 //!
@@ -29,8 +32,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use berth_sdk::{
-    Code, CycleState, Filter, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter, PreFilterResult,
-    PreScore, Score, Status,
+    Code, CycleState, Filter, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
+    PreFilterExtensions, PreFilterResult, PreScore, Score, Status,
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -166,6 +169,56 @@ impl PreFilter for InterPodAffinity {
     }
 }
 
+impl InterPodAffinity {
+    /// AddPod (`delta` 1) and RemovePod (-1): the cycle's PreFilter state, updated
+    /// for `other` on `node` and written back (upstream's `updateWithPod`).
+    fn update_with_pod(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        other: &Pod,
+        node: &NodeInfo,
+        delta: i64,
+    ) -> Status {
+        let Some(current) =
+            self.pre_filter_memo
+                .load(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY)
+        else {
+            return Status::error(format!(
+                "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            ));
+        };
+        // PreFilter parsed the same terms before it wrote the state.
+        let terms = match terms::PodTerms::of(pod) {
+            Ok(t) => t,
+            Err(e) => return Status::error(format!("parsing pod: {e}")),
+        };
+        let mut updated = PreFilterState::clone(&current);
+        filtering::update_with_pod(&mut updated, pod, &terms, other, &node.node.labels, delta);
+        if updated != *current {
+            self.pre_filter_memo
+                .save(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY, updated);
+        }
+        Status::success()
+    }
+}
+
+impl PreFilterExtensions for InterPodAffinity {
+    fn add_pod(&self, state: &CycleState, pod: &Pod, pod_to_add: &Pod, node: &NodeInfo) -> Status {
+        self.update_with_pod(state, pod, pod_to_add, node, 1)
+    }
+
+    fn remove_pod(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        pod_to_remove: &Pod,
+        node: &NodeInfo,
+    ) -> Status {
+        self.update_with_pod(state, pod, pod_to_remove, node, -1)
+    }
+}
+
 impl Filter for InterPodAffinity {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
         match self
@@ -240,6 +293,7 @@ impl NormalizeScore for InterPodAffinity {
 berth_sdk::export_plugin!(
     InterPodAffinity: queueing_hint,
     pre_filter,
+    pre_filter_extensions,
     filter,
     pre_score,
     score,

@@ -1,5 +1,6 @@
-//! The cases of upstream's filtering_test.go and scoring_test.go, run through the
-//! extension points as the host runs them, and Berth's own.
+//! The cases of upstream's filtering_test.go (PreFilterExtensions among them) and
+//! scoring_test.go, run through the extension points as the host runs them, and
+//! Berth's own.
 
 use super::*;
 use berth_sdk::types::{
@@ -8,6 +9,7 @@ use berth_sdk::types::{
 };
 use berth_sdk::{HostApi, Labels, LogLevel, MemoryState, Node, Registered, serde_json::json};
 
+mod extension_cases;
 mod filter_cases;
 mod score_cases;
 
@@ -255,6 +257,7 @@ fn exports_its_extension_points_and_wants_pods() {
             E::NormalizeScore
         ]
     );
+    assert!(InterPodAffinity::vtable().pre_filter_extensions.is_some());
     assert_eq!(InterPodAffinity::NAME, "InterPodAffinity");
     const { assert!(InterPodAffinity::WANTS_PODS) };
 }

@@ -4,7 +4,9 @@
 //! skew exceed `maxSkew`; `ScheduleAnyway` constraints score nodes, favouring those
 //! whose domains hold fewer matching pods. Pods without constraints of their own get
 //! the default constraints, selecting what their Services, ReplicaSets and
-//! StatefulSets select ([`Pod::default_selector`]).
+//! StatefulSets select ([`Pod::default_selector`]). The PreFilter extensions (AddPod,
+//! RemovePod) keep the DoNotSchedule counts right when preemption's what-ifs or the
+//! pods nominated to a node add or remove a pod.
 //!
 //! Args (JSON, kube-scheduler's `PodTopologySpreadArgs`):
 //!
@@ -29,7 +31,10 @@ pub mod scoring;
 use std::collections::HashMap;
 
 use berth_sdk::types::{TopologySpreadConstraint, WhenUnsatisfiable};
-use berth_sdk::{CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, Status};
+use berth_sdk::{
+    CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterExtensions, PreFilterResult,
+    Status,
+};
 use serde::{Deserialize, Serialize};
 
 pub use args::{DefaultingType, SpreadArgs};
@@ -38,7 +43,7 @@ pub use common::{Constraint, LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE};
 use common::{count_key, node_has_all_keys, pod_constraints, required_node_affinity_matches};
 
 /// The CycleState key of what PreFilter computes (upstream's key); the per-domain
-/// counts live under keys with this prefix.
+/// counts live under keys with this prefix. The PreFilter extensions update both.
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterPodTopologySpread";
 /// The reason when placing the pod would exceed a constraint's maxSkew.
 pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =
@@ -90,7 +95,68 @@ impl Plugin for PodTopologySpread {
     }
 }
 
-/// What Filter needs of one constraint, computed by PreFilter.
+/// One domain and its count of matching pods, as upstream's `criticalPath`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CriticalPath {
+    /// The topology value ("" in an unused slot).
+    pub value: String,
+    /// The matching pods in that domain.
+    pub match_num: i64,
+}
+
+/// The two domains with the fewest matching pods, as upstream's `criticalPaths`.
+/// After PreFilter `0` holds the smallest count and `1` the next. Updates keep `0`
+/// the smallest while they touch a single domain, which is all a what-if does (it
+/// changes one node, on its own copy of the state); `1` then holds a count at least
+/// as large, not necessarily the second smallest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CriticalPaths(pub [CriticalPath; 2]);
+
+impl Default for CriticalPaths {
+    fn default() -> Self {
+        // Upstream starts both at MaxInt32.
+        let empty = || CriticalPath {
+            value: String::new(),
+            match_num: i64::from(i32::MAX),
+        };
+        CriticalPaths([empty(), empty()])
+    }
+}
+
+impl CriticalPaths {
+    /// Records that domain `value` now holds `num` matching pods (upstream's
+    /// `criticalPaths.update`).
+    pub fn update(&mut self, value: &str, num: i64) {
+        let p = &mut self.0;
+        match p.iter().position(|c| c.value == value) {
+            Some(i) => {
+                p[i].match_num = num;
+                if p[0].match_num > p[1].match_num {
+                    p.swap(0, 1);
+                }
+            }
+            None if num < p[0].match_num => {
+                p[1] = std::mem::replace(
+                    &mut p[0],
+                    CriticalPath {
+                        value: value.to_owned(),
+                        match_num: num,
+                    },
+                );
+            }
+            None if num < p[1].match_num => {
+                p[1] = CriticalPath {
+                    value: value.to_owned(),
+                    match_num: num,
+                };
+            }
+            None => {}
+        }
+    }
+}
+
+/// What Filter needs of one constraint, computed by PreFilter and kept up to date by
+/// the PreFilter extensions.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilterConstraint {
     /// The node label that defines domains.
@@ -99,16 +165,32 @@ pub struct FilterConstraint {
     pub max_skew: i32,
     /// Whether the incoming pod itself matches the selector (it adds 1 to a domain).
     pub self_match: bool,
-    /// The global minimum of matching pods over eligible domains, 0 when there are
-    /// fewer eligible domains than minDomains.
-    pub min_match: i64,
+    /// Fewest eligible domains before the global minimum is taken as 0.
+    pub min_domains: i32,
+    /// How many eligible domains there are (upstream's `len(TpValueToMatchNum[i])`).
+    pub domains: u64,
+    /// The domains with the fewest matching pods.
+    pub critical_paths: CriticalPaths,
+}
+
+impl FilterConstraint {
+    /// The global minimum used for skew (upstream's `minMatchNum`): the smallest
+    /// count over eligible domains, or 0 when there are fewer eligible domains than
+    /// `min_domains`.
+    pub fn min_match(&self) -> i64 {
+        if self.domains < u64::try_from(self.min_domains).unwrap_or(0) {
+            return 0;
+        }
+        self.critical_paths.0[0].match_num
+    }
 }
 
 /// What PreFilter stores under [`PRE_FILTER_STATE_KEY`]; the counts are stored per
-/// domain beside it.
+/// domain beside it ([`count_key`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct PreFilterState {
-    constraints: Vec<FilterConstraint>,
+pub struct PreFilterState {
+    /// The pod's DoNotSchedule constraints, in order.
+    pub constraints: Vec<FilterConstraint>,
 }
 
 /// Upstream's `calPreFilterState` counts: for each constraint, the matching pods of
@@ -144,19 +226,17 @@ pub fn count_matching_pods(
     counts
 }
 
-/// The global minimum used for skew (upstream's `minMatchNum`): the smallest count
-/// over eligible domains, or 0 when there are fewer eligible domains than
-/// `min_domains`.
-pub fn min_match_num(domains: &HashMap<String, i64>, min_domains: i32) -> i64 {
-    if i64::try_from(domains.len()).unwrap_or(i64::MAX) < i64::from(min_domains) {
-        return 0;
+/// The critical paths of one constraint's counts. Domains are taken in the order of
+/// their values, so ties resolve the same in every instance of the plugin (upstream
+/// walks a Go map).
+pub fn critical_paths(domains: &HashMap<String, i64>) -> CriticalPaths {
+    let mut sorted: Vec<(&String, &i64)> = domains.iter().collect();
+    sorted.sort_unstable();
+    let mut paths = CriticalPaths::default();
+    for (value, &n) in sorted {
+        paths.update(value, n);
     }
-    // No domain at all leaves upstream's initial critical path (MaxInt32).
-    domains
-        .values()
-        .copied()
-        .min()
-        .unwrap_or(i64::from(i32::MAX))
+    paths
 }
 
 impl PreFilter for PodTopologySpread {
@@ -174,7 +254,9 @@ impl PreFilter for PodTopologySpread {
                     topology_key: c.topology_key.clone(),
                     max_skew: c.max_skew,
                     self_match: c.self_matches(&pod.labels),
-                    min_match: min_match_num(domains, c.min_domains),
+                    min_domains: c.min_domains,
+                    domains: u64::try_from(domains.len()).unwrap_or(u64::MAX),
+                    critical_paths: critical_paths(domains),
                 })
                 .collect(),
         };
@@ -186,6 +268,80 @@ impl PreFilter for PodTopologySpread {
             }
         }
         Status::success().into()
+    }
+}
+
+impl PodTopologySpread {
+    /// AddPod (`delta` 1) and RemovePod (-1), as upstream's `updateWithPod`: `other`
+    /// counts in the domain of `node` for each constraint whose selector it matches,
+    /// when it is in the incoming pod's namespace, the node has every constraint's
+    /// topology key and passes the constraint's node inclusion policies. The domain's
+    /// count and the constraint's critical paths are written back.
+    fn update_with_pod(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        other: &Pod,
+        node: &NodeInfo,
+        delta: i64,
+    ) -> Status {
+        let Some(mut s) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+            return Status::error(format!(
+                "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            ));
+        };
+        // Terminating pods are not counted by PreFilter, so adding or removing one
+        // changes no count (upstream's update does not check, and would count it).
+        if other.namespace != pod.namespace || other.terminating {
+            return Status::success();
+        }
+        // The same constraints PreFilter resolved: they depend on the pod and args only.
+        let constraints = self.constraints(pod, WhenUnsatisfiable::DoNotSchedule);
+        if constraints.len() != s.constraints.len() {
+            return Status::error(format!(
+                "{PRE_FILTER_STATE_KEY:?} holds {} constraints, the pod has {}",
+                s.constraints.len(),
+                constraints.len()
+            ));
+        }
+        let node = &node.node;
+        if !node_has_all_keys(&node.labels, &constraints) {
+            return Status::success();
+        }
+        let affinity_matches = required_node_affinity_matches(pod, node);
+        let mut changed = false;
+        for (i, (c, fc)) in constraints.iter().zip(&mut s.constraints).enumerate() {
+            // As PreFilter counts: an empty selector counts no pod.
+            if !c.counts_labels(&other.labels) || !c.includes_node(pod, node, affinity_matches) {
+                continue;
+            }
+            let value = &node.labels[&c.topology_key];
+            let key = count_key(PRE_FILTER_STATE_KEY, i, value);
+            let n = state.read::<i64>(&key).unwrap_or(0) + delta;
+            state.write(&key, &n);
+            fc.critical_paths.update(value, n);
+            changed = true;
+        }
+        if changed {
+            state.write(PRE_FILTER_STATE_KEY, &s);
+        }
+        Status::success()
+    }
+}
+
+impl PreFilterExtensions for PodTopologySpread {
+    fn add_pod(&self, state: &CycleState, pod: &Pod, pod_to_add: &Pod, node: &NodeInfo) -> Status {
+        self.update_with_pod(state, pod, pod_to_add, node, 1)
+    }
+
+    fn remove_pod(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        pod_to_remove: &Pod,
+        node: &NodeInfo,
+    ) -> Status {
+        self.update_with_pod(state, pod, pod_to_remove, node, -1)
     }
 }
 
@@ -204,7 +360,7 @@ impl Filter for PodTopologySpread {
             let matching = state
                 .read::<i64>(&count_key(PRE_FILTER_STATE_KEY, i, value))
                 .unwrap_or(0);
-            let skew = matching + i64::from(c.self_match) - c.min_match;
+            let skew = matching + i64::from(c.self_match) - c.min_match();
             if skew > i64::from(c.max_skew) {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
             }
@@ -216,6 +372,7 @@ impl Filter for PodTopologySpread {
 berth_sdk::export_plugin!(
     PodTopologySpread: queueing_hint,
     pre_filter,
+    pre_filter_extensions,
     filter,
     pre_score,
     score,

@@ -1,4 +1,7 @@
-//! The cases of upstream's filtering_test.go and scoring_test.go, run natively.
+//! The cases of upstream's filtering_test.go (PreFilterExtensions among them) and
+//! scoring_test.go, run natively.
+
+mod extension_cases;
 
 use std::collections::BTreeMap;
 
@@ -321,9 +324,19 @@ fn prefilter_normal_case_and_three_zones() {
     let infos = cluster(four_nodes(), five_pods());
     let counts = prefilter_counts(&list_plugin(), &p, &infos);
     assert_eq!(counts, [domains(&[("zone1", 3), ("zone2", 2)])]);
+    let paths = critical_paths(&counts[0].clone().into_iter().collect());
     assert_eq!(
-        min_match_num(&counts[0].clone().into_iter().collect(), 1),
-        2
+        paths,
+        CriticalPaths([
+            CriticalPath {
+                value: "zone2".into(),
+                match_num: 2
+            },
+            CriticalPath {
+                value: "zone1".into(),
+                match_num: 3
+            },
+        ])
     );
 
     let mut nodes = four_nodes();
@@ -1974,6 +1987,7 @@ fn the_plugin_asks_for_pods_and_exports_every_extension_point() {
             E::NormalizeScore
         ]
     );
+    assert!(PodTopologySpread::vtable().pre_filter_extensions.is_some());
     assert_eq!(PodTopologySpread::NAME, "PodTopologySpread");
     assert!(PodTopologySpread::new(berth_sdk::serde_json::Value::Null).is_ok());
 }
