@@ -92,11 +92,13 @@ fn misbehave_config(dir: &Path, extra: &str) -> PathBuf {
         dir.join("misbehave.wasm"),
     )
     .unwrap();
+    // The deadline must stop an endless loop yet leave a flood of megabytes room to
+    // finish on a loaded 2-core machine (200 ms did not, with other builds running).
     write(
         dir,
         "config.yaml",
         &format!(
-            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- plugins:\n    filter:\n      enabled: [{{name: Misbehave}}]\n    score:\n      enabled: [{{name: Misbehave, weight: 10}}]\nberth:\n  modules:\n  - {{name: Misbehave, path: misbehave.wasm}}\n  plugins:\n  - name: Misbehave\n    sandbox: {{callDeadline: 200ms, memoryLimit: 48Mi}}\n{extra}"
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- plugins:\n    filter:\n      enabled: [{{name: Misbehave}}]\n    score:\n      enabled: [{{name: Misbehave, weight: 10}}]\nberth:\n  modules:\n  - {{name: Misbehave, path: misbehave.wasm}}\n  plugins:\n  - name: Misbehave\n    sandbox: {{callDeadline: 2s, memoryLimit: 48Mi}}\n{extra}"
         ),
     )
 }
@@ -120,7 +122,7 @@ fn each_misbehaviour_fails_only_its_pod_naming_plugin_pod_and_node() {
         (
             "loops",
             "berth.test/misbehave: loop",
-            "deadline of 200ms exceeded",
+            "deadline of 2s exceeded",
         ),
         ("hogs", "berth.test/misbehave: hog", "trapped at Filter"),
         (
@@ -475,7 +477,7 @@ fn fail_open_is_refused_for_a_plugin_that_filters() {
     let dir = tempfile::tempdir().unwrap();
     let config = misbehave_config(dir.path(), "  - {name: Misbehave2}\n");
     let text = std::fs::read_to_string(&config).unwrap().replace(
-        "sandbox: {callDeadline: 200ms, memoryLimit: 48Mi}",
+        "sandbox: {callDeadline: 2s, memoryLimit: 48Mi}",
         "failurePolicy: FailOpen",
     );
     std::fs::write(&config, text).unwrap();
