@@ -22,29 +22,7 @@ fn runtime() -> Arc<Runtime> {
     runtime_with(Limits::default())
 }
 
-const NODES: &str = r#"
-apiVersion: v1
-kind: Node
-metadata: {name: alpha}
-status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: zulu}
-status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
-"#;
-
-fn pod(name: &str, labels: &str) -> String {
-    format!(
-        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {{{labels}}}}}\nspec:\n  containers:\n  - name: c\n    image: busybox\n    resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}\n"
-    )
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use berth_tests::{TWO_NODES as NODES, pod, write};
 
 fn run(
     runtime: &Arc<Runtime>,
