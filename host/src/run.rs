@@ -133,8 +133,21 @@ pub async fn run(
     let plugins = scheduler.plugins_view();
     let live = LiveLoop::start(scheduler, clock, !election.enabled)?;
     if let Some(path) = &options.config {
-        crate::watch::watch_config(path.clone(), live.sender(), crate::watch::DEFAULT_DEBOUNCE)?;
-        tracing::info!(config = %path.display(), "watching the configuration and the modules it names; a change is checked and swapped in while scheduling goes on");
+        match crate::watch::watch_config(
+            path.clone(),
+            live.sender(),
+            crate::watch::DEFAULT_DEBOUNCE,
+        ) {
+            Ok(()) => tracing::info!(
+                config = %path.display(),
+                "watching the configuration and the modules it names; a change is checked and swapped in while scheduling goes on"
+            ),
+            // Scheduling does not depend on it: go on without hot swap.
+            Err(e) => tracing::warn!(
+                config = %path.display(),
+                "cannot watch the configuration, changes take a restart: {e:#}"
+            ),
+        }
     }
     let mut elector = election.enabled.then(|| {
         LeaderElector::new(

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the files must stay quiet before a reload is asked for.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -117,10 +117,13 @@ pub fn watch_config(
                     }
                     Err(_) => return,
                 }
-                // Quiet for `debounce` first: the writer may not be done.
+                // The files quiet for `debounce` first: the writer may not be done.
+                // Other files of the directories (a log) may be busy all along.
+                let mut until = Instant::now() + debounce;
                 loop {
-                    match erx.recv_timeout(debounce) {
-                        Ok(_) => continue,
+                    match erx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                        Ok(Ok(ev)) if concerns(&ev, &files) => until = Instant::now() + debounce,
+                        Ok(_) => {}
                         Err(RecvTimeoutError::Timeout) => break,
                         Err(RecvTimeoutError::Disconnected) => return,
                     }
@@ -151,6 +154,8 @@ pub fn watch_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     #[test]
     fn changes_to_the_config_or_a_module_ask_for_one_reload_each() {
@@ -165,6 +170,18 @@ mod tests {
         .unwrap();
         let (tx, rx) = channel();
         watch_config(config.clone(), tx, Duration::from_millis(100)).unwrap();
+        // A busy log beside the files, all along: it must not hold a reload back.
+        let log = dir.path().join("berth.log");
+        let stop = Arc::new(AtomicBool::new(false));
+        let noise = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::fs::write(&log, b"noise").unwrap();
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        };
         let next = || rx.recv_timeout(Duration::from_secs(10));
         let quiet = || rx.recv_timeout(Duration::from_millis(600)).is_err();
 
@@ -174,9 +191,8 @@ mod tests {
         }
         assert!(matches!(next(), Ok(Input::Reload(ReloadSource::File(p))) if p == config));
         assert!(quiet());
-        // Touched, not changed; and a file of no concern: nothing.
+        // Touched, not changed: nothing.
         std::fs::write(&module, b"two").unwrap();
-        std::fs::write(dir.path().join("berth.log"), b"noise").unwrap();
         assert!(quiet());
         // A new module path, in a directory created afterwards: watched from then on.
         let sub = dir.path().join("sub");
@@ -195,5 +211,7 @@ mod tests {
         std::fs::rename(sub.join(".n.tmp"), sub.join("n.wasm")).unwrap();
         assert!(matches!(next(), Ok(Input::Reload(_))));
         assert!(quiet());
+        stop.store(true, Ordering::Relaxed);
+        noise.join().unwrap();
     }
 }
