@@ -362,6 +362,16 @@ impl Builder {
         let sources = config.modules();
         let mut modules: HashMap<String, Arc<Module>> = HashMap::new();
         for name in &names {
+            // A built-in plugin in the same sandbox: the same module (its bytes are in
+            // the binary); nothing to load again.
+            if let Some(old) = base.and_then(|b| b.modules.get(name))
+                && registry::is_builtin(old)
+                && !sources.iter().any(|s| &s.name == name)
+                && *old.sandbox() == config.sandbox_for(name, defaults)
+            {
+                modules.insert(name.clone(), old.clone());
+                continue;
+            }
             let loaded = registry::load_modules_with(
                 &self.runtime,
                 &sources,
