@@ -7,6 +7,7 @@
 use berth::clock::VirtualClock;
 use berth::cluster::memory::MemoryCluster;
 use berth::config::Configuration;
+use berth::metrics::AttemptResult;
 use berth::queue::QueueName;
 use berth::reload::ReloadSource;
 use berth::scheduler::{Scheduler, SchedulerOptions};
@@ -231,6 +232,12 @@ fn a_module_swapped_twenty_times_under_load_loses_no_pod_and_binds_none_twice() 
         );
     }
     assert!(s.is_quiet());
+    // One scheduling cycle per pod, none failed: nothing was bound twice or retried.
+    assert_eq!(
+        s.metrics().attempts(AttemptResult::Scheduled),
+        (ROUNDS * PER_ROUND) as u64
+    );
+    assert_eq!(s.metrics().attempts(AttemptResult::Error), 0);
     assert_eq!(s.metrics().reloads("NodePreference", "success"), 30);
     assert_eq!(s.metrics().reloads("NodePreference", "refused"), 1);
     assert_eq!(s.generation().number, 31);
@@ -246,9 +253,10 @@ fn a_module_swapped_twenty_times_under_load_loses_no_pod_and_binds_none_twice() 
 const FIRST: &str = FIXTURE_PREFER_FIRST_NODE;
 const LAST: &str = FIXTURE_PREFER_LAST_NODE;
 
-/// NodeAffinity's args require a label no node has: the pod is rejected by
-/// NodeAffinity and waits as unschedulable. A reload that drops those args retries it
-/// at once (no cluster event needed); a pod rejected by another plugin stays.
+/// NodeAffinity's args require a label no node has: the pods are rejected by
+/// NodeAffinity and wait as unschedulable. A reload that drops those args retries them
+/// at once (no cluster event needed): the one that fits now is bound, the one too big
+/// for every node waits again, rejected by NodeResourcesFit alone.
 #[test]
 fn pods_a_reconfigured_plugin_rejected_are_retried_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -283,9 +291,14 @@ fn pods_a_reconfigured_plugin_rejected_are_retried_at_once() {
     write_config(dir.path(), "preference.wasm", "");
     let report = s.reload(ReloadSource::File(config.clone())).unwrap();
     assert_eq!(report.changed, BTreeSet::from(["NodeAffinity".to_owned()]));
-    assert_eq!(report.moved, 1);
-    assert_eq!(s.queue_of("uid-huge"), Some(QueueName::Unschedulable));
+    assert_eq!(report.moved, 2);
     s.run_until_idle();
+    assert_eq!(s.queue_of("uid-huge"), Some(QueueName::Unschedulable));
+    let huge = &s.outcome("uid-huge").unwrap().message;
+    assert!(
+        huge.contains("Insufficient cpu") && !huge.contains("affinity"),
+        "{huge}"
+    );
     assert_eq!(
         cluster.bindings().get("uid-picky").map(|(_, n)| n.as_str()),
         Some("alpha")
