@@ -554,6 +554,16 @@ impl Builder {
 pub enum ReloadSource {
     /// Read (and check) this file.
     File(PathBuf),
+    /// A configuration as YAML text (a document of `berth simulate`'s timeline):
+    /// `file` names it in messages, relative paths are relative to `base`.
+    Text {
+        /// The YAML.
+        text: String,
+        /// What to call it.
+        file: String,
+        /// The directory relative paths start from.
+        base: PathBuf,
+    },
     /// This configuration; `file` names it in messages.
     Config {
         /// The configuration.
@@ -592,6 +602,15 @@ impl ReloadJob {
                 let file = path.display().to_string();
                 let config =
                     Configuration::load(&path).map_err(|e| ReloadError::config(&file, e))?;
+                (config, file)
+            }
+            ReloadSource::Text { text, file, base } => {
+                let mut config = Configuration::parse_unchecked(&file, &text)
+                    .map_err(|e| ReloadError::config(&file, e))?;
+                config.resolve_paths(&base);
+                config
+                    .check(&file)
+                    .map_err(|e| ReloadError::config(&file, e))?;
                 (config, file)
             }
             ReloadSource::Config { config, file } => {

@@ -367,3 +367,64 @@ fn a_queue_sort_swap_rekeys_the_queue_and_renaming_a_profile_is_refused() {
     assert_eq!(s.metrics().reloads("", "refused"), 1);
     assert!(s.serves("default-scheduler"));
 }
+
+/// `berth simulate` takes a KubeSchedulerConfiguration in its timeline as `berth run`
+/// takes an edited file: the pods after it follow the new module; one naming a module
+/// that does not exist is refused and the pods after it follow the module that serves.
+#[test]
+fn a_simulated_timeline_reloads_the_configuration_it_carries() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(FIRST, dir.path().join("first.wasm")).unwrap();
+    std::fs::copy(LAST, dir.path().join("last.wasm")).unwrap();
+    let config = write_config(dir.path(), "first.wasm", "");
+    let reconfigure = |module: &str| {
+        format!(
+            "---\n{}",
+            std::fs::read_to_string(write_config(dir.path(), module, "")).unwrap()
+        )
+    };
+    let pods = |prefix: &str| -> String {
+        (0..3)
+            .map(|i| format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {prefix}-{i}}}\nspec:\n  containers:\n  - {{name: c, image: busybox, resources: {{requests: {{cpu: 100m}}}}}}\n"))
+            .collect()
+    };
+    let nodes: String = ["alpha", "mike", "zulu"]
+        .iter()
+        .map(|n| format!("---\napiVersion: v1\nkind: Node\nmetadata: {{name: {n}}}\nstatus:\n  allocatable: {{cpu: '8', memory: 16Gi, pods: '110'}}\n"))
+        .collect();
+    let timeline = format!(
+        "{nodes}{}{}{}{}{}",
+        pods("before"),
+        reconfigure("last.wasm"),
+        pods("after"),
+        reconfigure("missing.wasm"),
+        pods("refused")
+    );
+    // The configuration the scheduler starts with (write_config wrote the last one).
+    write_config(dir.path(), "first.wasm", "");
+    let file = dir.path().join("timeline.yaml");
+    std::fs::write(&file, timeline).unwrap();
+    let report = berth::simulate::simulate(
+        &runtime(),
+        &berth::simulate::SimulateOptions {
+            files: vec![file],
+            config: Some(config),
+            ..berth::simulate::SimulateOptions::default()
+        },
+    )
+    .unwrap();
+    let placed: BTreeMap<String, Option<String>> = report
+        .pods
+        .iter()
+        .map(|p| (p.name.clone(), p.node.clone()))
+        .collect();
+    for (prefix, node) in [("before", "alpha"), ("after", "zulu"), ("refused", "zulu")] {
+        for i in 0..3 {
+            assert_eq!(
+                placed[&format!("{prefix}-{i}")].as_deref(),
+                Some(node),
+                "{placed:?}"
+            );
+        }
+    }
+}
