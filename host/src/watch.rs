@@ -214,4 +214,29 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         noise.join().unwrap();
     }
+
+    /// A ConfigMap volume: the file is a link through `..data`, which the kubelet
+    /// points at a new directory at once.
+    #[test]
+    fn a_config_map_volume_s_swap_asks_for_a_reload() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let version = |n: &str, text: &str| {
+            std::fs::create_dir(d.join(n)).unwrap();
+            std::fs::write(d.join(n).join("config.yaml"), text).unwrap();
+        };
+        version("..v1", "profiles: []\n");
+        symlink("..v1", d.join("..data")).unwrap();
+        symlink("..data/config.yaml", d.join("config.yaml")).unwrap();
+        let (tx, rx) = channel();
+        watch_config(d.join("config.yaml"), tx, Duration::from_millis(100)).unwrap();
+        version("..v2", "parallelism: 1\nprofiles: []\n");
+        symlink("..v2", d.join("..data_tmp")).unwrap();
+        std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+        assert!(matches!(
+            rx.recv_timeout(Duration::from_secs(10)),
+            Ok(Input::Reload(ReloadSource::File(p))) if p == d.join("config.yaml")
+        ));
+    }
 }

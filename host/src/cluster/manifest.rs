@@ -1161,6 +1161,7 @@ mod tests {
                 Object::Selector(s) => format!("{}/{}", s.kind.to_lowercase(), s.name),
                 Object::PriorityClass(c) => format!("priorityclass/{}", c.name),
                 Object::Budget(b) => format!("poddisruptionbudget/{}", b.name),
+                Object::Configuration(_) => "kubeschedulerconfiguration".to_owned(),
                 Object::Delete {
                     kind,
                     namespace,
