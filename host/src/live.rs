@@ -12,6 +12,7 @@
 use crate::clock::Clock;
 use crate::cluster::Change;
 use crate::queue::{BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL};
+use crate::reload::{Built, ReloadError, ReloadSource};
 use crate::scheduler::Scheduler;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,11 @@ pub enum Input {
     Wake,
     /// This replica now leads: schedule.
     Lead,
+    /// The configuration or a module it names changed: build the new version off
+    /// the loop (on a thread of its own), then swap it in between two cycles.
+    Reload(ReloadSource),
+    /// A reload's build ended (sent by its thread).
+    Built(Box<Result<Built, ReloadError>>),
     /// Stop scheduling and return the scheduler.
     Stop,
 }
@@ -67,9 +73,10 @@ impl LiveLoop {
         }));
         let synced = Arc::new(AtomicBool::new(false));
         let flag = synced.clone();
+        let own = tx.clone();
         let thread = std::thread::Builder::new()
             .name("berth-scheduler".into())
-            .spawn(move || run(scheduler, rx, clock, flag, leading))?;
+            .spawn(move || run(scheduler, rx, own, clock, flag, leading))?;
         Ok(LiveLoop {
             tx,
             thread: Some(thread),
@@ -105,9 +112,52 @@ impl LiveLoop {
     }
 }
 
+/// Reloads: at most one build at a time; a request that arrives meanwhile waits, and
+/// only the newest waiting one is built next.
+#[derive(Default)]
+struct Reloads {
+    building: bool,
+    next: Option<ReloadSource>,
+}
+
+impl Reloads {
+    fn request(&mut self, scheduler: &mut Scheduler, source: ReloadSource, tx: &Sender<Input>) {
+        if self.building {
+            self.next = Some(source);
+            return;
+        }
+        let job = scheduler.prepare_reload(source);
+        let tx = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("berth-reload".into())
+            .spawn(move || {
+                let built = job.build();
+                let _ = tx.send(Input::Built(Box::new(built)));
+            });
+        match spawned {
+            Ok(_) => self.building = true,
+            Err(e) => tracing::warn!("cannot start a reload: {e}"),
+        }
+    }
+
+    fn built(
+        &mut self,
+        scheduler: &mut Scheduler,
+        built: Result<Built, ReloadError>,
+        tx: &Sender<Input>,
+    ) {
+        self.building = false;
+        let _ = scheduler.finish_reload(built);
+        if let Some(next) = self.next.take() {
+            self.request(scheduler, next, tx);
+        }
+    }
+}
+
 fn run(
     mut scheduler: Scheduler,
     rx: Receiver<Input>,
+    tx: Sender<Input>,
     clock: Arc<dyn Clock>,
     synced_flag: Arc<AtomicBool>,
     leading: bool,
@@ -120,7 +170,8 @@ fn run(
     let mut next_backoff_flush = clock.now() + BACKOFF_FLUSH_INTERVAL;
     let mut next_leftover_flush = clock.now() + UNSCHEDULABLE_FLUSH_INTERVAL;
     let mut next_publish = clock.now();
-    let input = |scheduler: &mut Scheduler, i: Input, ready: &mut Ready| -> bool {
+    let mut reloads = Reloads::default();
+    let mut input = |scheduler: &mut Scheduler, i: Input, ready: &mut Ready| -> bool {
         match i {
             Input::Change(Change::Synced) => {
                 if !ready.synced {
@@ -140,6 +191,8 @@ fn run(
                     tracing::warn!("cluster change not applied: {e:#}");
                 }
             }
+            Input::Reload(source) => reloads.request(scheduler, source, &tx),
+            Input::Built(built) => reloads.built(scheduler, *built, &tx),
             Input::Wake => {}
             Input::Stop => return false,
         }

@@ -68,6 +68,7 @@ struct Inner {
     preemption_victims: HistogramVec,
     plugin_failures_ignored: IntCounterVec,
     plugin_output_lines: IntCounterVec,
+    plugin_reloads: IntCounterVec,
 }
 
 fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
@@ -192,6 +193,12 @@ impl Metrics {
                 "berth_plugin_output_lines_total",
                 "Lines a plugin wrote to stdout or stderr or sent through the SDK's log call, per outcome: logged, or suppressed by the per-instance rate limit.",
                 &["plugin", "outcome"],
+            ),
+            plugin_reloads: counter(
+                &r,
+                "berth_plugin_reloads_total",
+                "Reloads of a plugin's module or configuration while the scheduler runs, per result: success (swapped in) or refused (the old version keeps serving). A configuration refused before any plugin could be told apart counts under plugin=\"\".",
+                &["plugin", "result"],
             ),
             registry: r,
         };
@@ -331,6 +338,23 @@ impl Metrics {
         )
     }
 
+    /// A reload of `plugin` (empty: the configuration as a whole) ended with `result`,
+    /// "success" or "refused".
+    pub fn count_reload(&self, plugin: &str, result: &str) {
+        self.inner
+            .plugin_reloads
+            .with_label_values(&[plugin, result])
+            .inc();
+    }
+
+    /// Reloads of `plugin` with this result so far.
+    pub fn reloads(&self, plugin: &str, result: &str) -> u64 {
+        self.inner
+            .plugin_reloads
+            .with_label_values(&[plugin, result])
+            .get()
+    }
+
     /// Time spent inside a plugin's instance for one call.
     pub fn observe_plugin_call(&self, plugin: &str, extension_point: &str, took: Duration) {
         self.inner
@@ -408,7 +432,14 @@ mod tests {
         n.count_trap("Fit");
         n.count_failure_ignored("Prefer");
         n.count_failure_ignored("Prefer");
+        n.count_reload("Prefer", "success");
+        n.count_reload("Prefer", "refused");
+        n.count_reload("Prefer", "refused");
+        assert_eq!(m.reloads("Prefer", "refused"), 2);
         let text = m.render();
+        assert!(
+            text.contains("berth_plugin_reloads_total{plugin=\"Prefer\",result=\"refused\"} 2\n")
+        );
         assert!(text.contains("berth_plugin_traps_total{plugin=\"Fit\"} 1\n"));
         assert!(text.contains("berth_plugin_failures_ignored_total{plugin=\"Prefer\"} 2\n"));
     }

@@ -579,8 +579,9 @@ fn trial_case(args: serde_json::Value) -> Case {
 }
 
 /// Configures an instance with the args and calls the implemented extension points
-/// of one scheduling cycle on the built-in pod and node.
-fn trial(
+/// of one scheduling cycle on the built-in pod and node. `berth plugin check` and the
+/// hot swap of a module ([`crate::reload`]) both run it.
+pub(crate) fn trial(
     module: &Arc<crate::wasm::Module>,
     args_json: &str,
     lines: &mut Vec<String>,

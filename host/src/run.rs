@@ -130,7 +130,25 @@ pub async fn run(
     .await??;
     scheduler.set_recorder(recorder);
     let metrics = scheduler.metrics().clone();
+    let plugins = scheduler.plugins_view();
     let live = LiveLoop::start(scheduler, clock, !election.enabled)?;
+    if let Some(path) = &options.config {
+        match crate::watch::watch_config(
+            path.clone(),
+            live.sender(),
+            crate::watch::DEFAULT_DEBOUNCE,
+        ) {
+            Ok(()) => tracing::info!(
+                config = %path.display(),
+                "watching the configuration and the modules it names; a change is checked and swapped in while scheduling goes on"
+            ),
+            // Scheduling does not depend on it: go on without hot swap.
+            Err(e) => tracing::warn!(
+                config = %path.display(),
+                "cannot watch the configuration, changes take a restart: {e:#}"
+            ),
+        }
+    }
     let mut elector = election.enabled.then(|| {
         LeaderElector::new(
             cluster.client.clone(),
@@ -151,13 +169,14 @@ pub async fn run(
         leader: elector
             .as_ref()
             .map(|e| (e.status(), election.lease_duration)),
+        plugins: Some(plugins),
     });
     let server = match &options.serve {
         Some((addr, tls)) => {
             let server = Server::bind(*addr, tls, health.clone()).await?;
             let scheme = if server.is_tls() { "https" } else { "http" };
             tracing::info!(
-                "serving /healthz, /livez, /readyz and /metrics on {scheme}://{}",
+                "serving /healthz, /livez, /readyz, /metrics and /plugins on {scheme}://{}",
                 server.local_addr()?
             );
             Some(tokio::spawn(server.serve()))

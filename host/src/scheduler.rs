@@ -14,12 +14,15 @@ use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
     CyclePod, CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions, NominatedPods,
-    PermitOutcome, PluginError, ScheduleOutcome, registry,
+    PermitOutcome, PluginError, ScheduleOutcome,
 };
 use crate::metrics::{AttemptResult, Metrics};
 use crate::queue::{
     HintOracle, QueueConfig, QueueName, QueuedPod, SchedulingQueue, node_update_actions,
     pod_update_actions,
+};
+use crate::reload::{
+    Builder, Built, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource,
 };
 use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
@@ -43,6 +46,21 @@ pub struct PodOutcome {
     pub message: String,
     /// Scheduling attempts so far.
     pub attempts: u32,
+}
+
+/// What a swap did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwapReport {
+    /// The version of the profiles now serving.
+    pub generation: u64,
+    /// The plugins whose setup changed (empty: nothing changed, nothing swapped).
+    pub changed: BTreeSet<String>,
+    /// Unschedulable pods that a changed plugin had rejected, moved to be retried.
+    pub moved: usize,
+    /// Gated pods whose PreEnqueue plugin changed, asked again.
+    pub regated: usize,
+    /// Waiting pods given a new QueueSort key.
+    pub rekeyed: usize,
 }
 
 /// How the scheduler runs.
@@ -152,6 +170,12 @@ fn spawn_binders(
 /// The scheduler: its profiles, the cache, the queue, the binding cycle.
 pub struct Scheduler {
     frameworks: Vec<Arc<Framework>>,
+    /// The profiles' current version (its frameworks are `frameworks`).
+    generation: Arc<Generation>,
+    /// Builds new versions for a reload.
+    builder: Builder,
+    /// What `/plugins` shows, kept up to date at each swap.
+    plugins_view: PluginsView,
     cache: Cache,
     queue: SchedulingQueue,
     snapshot: Snapshot,
@@ -215,24 +239,6 @@ impl Scheduler {
         binder: Arc<dyn Binder>,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Self> {
-        let specs = config.resolve_profiles(file)?;
-        let mut names: Vec<String> = Vec::new();
-        for p in &specs {
-            for n in p.plugin_names() {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-        }
-        let modules = registry::load_configured(runtime, config, file, &names)?;
-        let profiles = crate::config::expand_profiles(&specs, file, &modules)?;
-        let mut fw_options = options.framework.clone();
-        if let Some(p) = config.parallelism {
-            fw_options.parallelism = p;
-        }
-        if let Some(p) = config.percentage_of_nodes_to_score {
-            fw_options.percentage_of_nodes_to_score = p;
-        }
         let metrics = Metrics::new();
         let services = HostServices {
             binder: Some(binder.clone()),
@@ -241,17 +247,18 @@ impl Scheduler {
             metrics: Some(metrics.clone()),
             budgets: Budgets::new(),
         };
-        let frameworks = profiles
-            .iter()
-            .map(|p| {
-                let mut o = fw_options.clone();
-                if let Some(pct) = p.percentage_of_nodes_to_score {
-                    o.percentage_of_nodes_to_score = pct;
-                }
-                Framework::new(p, &modules, &o, &services).map(Arc::new)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if fw_options.native {
+        let builder = Builder {
+            runtime: runtime.clone(),
+            services: services.clone(),
+            options: options.framework.clone(),
+        };
+        // The messages of a first build are the loader's and the configuration's own.
+        let built = builder
+            .build(config, file, None, None)
+            .map_err(|e| anyhow::anyhow!(e.reason))?;
+        let generation = Arc::new(built.generation);
+        let frameworks = generation.frameworks.clone();
+        if options.framework.native {
             crate::native::install_host(crate::native::NativeHost {
                 binder: binder.clone(),
                 namespaces: services.namespaces.clone(),
@@ -263,8 +270,12 @@ impl Scheduler {
         let mut queue = SchedulingQueue::new(config.queue_config(options.queue));
         queue.set_metrics(metrics.clone());
         let (activate_tx, activate_rx) = channel();
+        let plugins_view = Arc::new(RwLock::new(generation.describe()));
         Ok(Scheduler {
             frameworks,
+            generation,
+            builder,
+            plugins_view,
             cache: Cache::new(),
             queue,
             snapshot: Snapshot::default(),
@@ -410,6 +421,176 @@ impl Scheduler {
     /// the loop schedules).
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// The profiles' current version: configuration, profiles, modules, frameworks.
+    pub fn generation(&self) -> &Arc<Generation> {
+        &self.generation
+    }
+
+    /// What `/plugins` shows (a handle the HTTP server keeps; each swap updates it).
+    pub fn plugins_view(&self) -> PluginsView {
+        self.plugins_view.clone()
+    }
+
+    /// Starts a reload: captures what a build needs (the current version to compare
+    /// with, the host services, a copy of the node snapshot to sync the new instances
+    /// with). Cheap; run [`ReloadJob::build`] off the scheduling thread, then hand its
+    /// result to [`Scheduler::finish_reload`].
+    pub fn prepare_reload(&mut self, source: ReloadSource) -> ReloadJob {
+        self.cache.update_snapshot(&mut self.snapshot);
+        ReloadJob {
+            builder: self.builder.clone(),
+            base: self.generation.clone(),
+            snapshot: self.snapshot.clone(),
+            source,
+        }
+    }
+
+    /// Reloads here and now: [`Scheduler::prepare_reload`], the build, and
+    /// [`Scheduler::finish_reload`] on this thread (for tests and `simulate`; `berth
+    /// run` builds on a thread of its own).
+    pub fn reload(&mut self, source: ReloadSource) -> Result<SwapReport, ReloadError> {
+        let built = self.prepare_reload(source).build();
+        self.finish_reload(built)
+    }
+
+    /// Takes a build's result between two scheduling cycles: swaps the new version in,
+    /// or refuses it (a warning naming the plugin, the module and why, and
+    /// `berth_plugin_reloads_total{result="refused"}`); a refused reload changes
+    /// nothing and the old version keeps serving.
+    pub fn finish_reload(
+        &mut self,
+        built: Result<Built, ReloadError>,
+    ) -> Result<SwapReport, ReloadError> {
+        let r = built.and_then(|b| self.swap(b));
+        if let Err(e) = &r {
+            self.metrics
+                .count_reload(e.plugin.as_deref().unwrap_or(""), "refused");
+            tracing::warn!(
+                plugin = e.plugin.as_deref().unwrap_or("-"),
+                module = e.module.as_deref().unwrap_or("-"),
+                "reload refused, the running version keeps serving: {e}"
+            );
+        }
+        r
+    }
+
+    /// Swaps a built version in. Cycles and binding cycles under way keep the
+    /// framework they hold; the next cycle takes the new one. Waiting pods keep their
+    /// place (re-keyed if the QueueSort plugin changed); unschedulable pods a changed
+    /// plugin rejected are retried, and gated pods a changed PreEnqueue plugin keeps
+    /// out are asked again.
+    fn swap(&mut self, built: Built) -> Result<SwapReport, ReloadError> {
+        if built.base != self.generation.number {
+            return Err(ReloadError {
+                file: built.generation.file.clone(),
+                field: None,
+                plugin: None,
+                module: None,
+                reason: format!(
+                    "built against version {} of the profiles, but version {} serves now",
+                    built.base, self.generation.number
+                ),
+            });
+        }
+        let same = built.is_noop()
+            && built
+                .generation
+                .frameworks
+                .iter()
+                .zip(&self.frameworks)
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+        if same {
+            tracing::debug!(file = %built.generation.file, "configuration reloaded: nothing changed");
+            return Ok(SwapReport {
+                generation: self.generation.number,
+                ..SwapReport::default()
+            });
+        }
+        let new = &built.generation.frameworks;
+        let profile_of = |pod: &Pod| {
+            new.iter()
+                .find(|f| f.scheduler_name() == pod.scheduler_name)
+        };
+        // New sort keys first: a QueueSort plugin that fails on a waiting pod refuses
+        // the whole swap, so that keys of two plugins never mix in one heap.
+        let mut keys: HashMap<String, Vec<i64>> = HashMap::new();
+        if built.queue_sort_changed {
+            let pods = self
+                .queue
+                .waiting()
+                .map(|q| &q.pod)
+                .chain(self.binding.values().map(|b| &b.qp.pod));
+            for pod in pods {
+                let Some(fw) = profile_of(pod) else { continue };
+                let key = fw.sort_key(&CyclePod::new(pod.clone())).map_err(|e| {
+                    let module = built
+                        .generation
+                        .modules
+                        .get(&e.plugin)
+                        .map(|m| m.source().to_owned());
+                    ReloadError {
+                        file: built.generation.file.clone(),
+                        field: None,
+                        plugin: Some(e.plugin.clone()),
+                        module,
+                        reason: format!("re-keying pod {} in the queue: {e}", pod.key()),
+                    }
+                })?;
+                keys.insert(pod.uid.clone(), key);
+            }
+        }
+        let Built {
+            mut generation,
+            changed,
+            ..
+        } = built;
+        generation.loaded_at = std::time::SystemTime::now();
+        self.frameworks = generation.frameworks.clone();
+        self.generation = Arc::new(generation);
+        if !keys.is_empty() {
+            self.queue.rekey(&keys);
+            for (uid, b) in self.binding.iter_mut() {
+                if let Some(k) = keys.get(uid) {
+                    b.qp.key = k.clone();
+                }
+            }
+        }
+        let now = self.clock.now();
+        let moved = self.queue.move_rejected_by(&changed, now);
+        let mut regated = 0;
+        for pod in self.queue.gated_by(&changed) {
+            let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
+                continue;
+            };
+            match self.gate(&fw, &pod) {
+                Ok((key, gate)) => {
+                    regated += 1;
+                    self.queue
+                        .update(pod, key, gate, now, &Oracle(&self.frameworks));
+                }
+                Err(e) => tracing::warn!(pod = %pod.key(), "PreEnqueue after a reload: {e}"),
+            }
+        }
+        *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
+        for p in &changed {
+            self.metrics.count_reload(p, "success");
+        }
+        tracing::info!(
+            file = %self.generation.file,
+            generation = self.generation.number,
+            "configuration reloaded: plugins changed: [{}]; {moved} unschedulable pod(s) they rejected retried, {regated} gated pod(s) asked again{}",
+            changed.iter().cloned().collect::<Vec<_>>().join(", "),
+            if keys.is_empty() { String::new() } else { format!("; {} pod(s) re-keyed for the new QueueSort", keys.len()) },
+        );
+        Ok(SwapReport {
+            generation: self.generation.number,
+            changed,
+            moved,
+            regated,
+            rekeyed: keys.len(),
+        })
     }
 
     /// Brings the gauges that mirror the queue up to date.

@@ -226,6 +226,18 @@ impl Timeline {
                 }
                 self.classes.insert(pc.name.clone(), pc);
             }
+            Object::Configuration(text) => {
+                // As `berth run` takes an edited file: swapped in, or refused with a
+                // warning while the running version goes on.
+                let _ = scheduler.reload(crate::reload::ReloadSource::Text {
+                    text,
+                    file: format!("{} (document {})", loc.file, loc.document),
+                    base: std::path::Path::new(&loc.file)
+                        .parent()
+                        .unwrap_or(std::path::Path::new("."))
+                        .to_path_buf(),
+                });
+            }
             Object::Budget(b) => scheduler.add_or_update_budget(b),
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
             Object::Selector(s) => scheduler.add_or_update_selector(s),

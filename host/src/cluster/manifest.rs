@@ -68,6 +68,11 @@ pub enum Object {
     /// `apps/v1` StatefulSet: only its pod selector matters to scheduling (it makes
     /// the default selector of PodTopologySpread's default constraints).
     Selector(PodSelector),
+    /// A `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration, as YAML text:
+    /// `berth simulate` reloads it at that point of the timeline, as `berth run`
+    /// reloads an edited configuration file (module paths are relative to the
+    /// manifest's file).
+    Configuration(String),
     /// A document annotated `berth.dev/simulate: delete`: the object of that kind,
     /// namespace (empty for nodes and namespaces) and name is deleted.
     Delete {
@@ -616,6 +621,11 @@ fn collect(
                 preemption_policy,
             })
         }
+        (crate::config::UPSTREAM_API_VERSION, crate::config::UPSTREAM_KIND) => {
+            let text = serde_yaml::to_string(&Value::Mapping(map))
+                .map_err(|e| invalid("", e.to_string()))?;
+            Object::Configuration(text)
+        }
         ("policy/v1", "PodDisruptionBudget") => {
             let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
                 deserialize(Value::Mapping(map), path, location)?;
@@ -1151,6 +1161,7 @@ mod tests {
                 Object::Selector(s) => format!("{}/{}", s.kind.to_lowercase(), s.name),
                 Object::PriorityClass(c) => format!("priorityclass/{}", c.name),
                 Object::Budget(b) => format!("poddisruptionbudget/{}", b.name),
+                Object::Configuration(_) => "kubeschedulerconfiguration".to_owned(),
                 Object::Delete {
                     kind,
                     namespace,

@@ -793,7 +793,15 @@ impl Configuration {
         })?;
         let mut config = Self::parse_unchecked(&file, &text)?;
         // Module paths are relative to the file.
-        let base = path.parent().unwrap_or(Path::new("."));
+        config.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        Ok(config)
+    }
+
+    /// Makes the relative paths of the configuration (modules, directories granted to
+    /// plugins, the kubeconfig) relative to `base`, the directory of the file it was
+    /// read from.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        let config = self;
         let extension = config.berth.iter_mut().flat_map(|b| b.modules.iter_mut());
         for m in config.modules.iter_mut().chain(extension) {
             if m.path.is_relative() {
@@ -810,7 +818,6 @@ impl Configuration {
         {
             *k = base.join(&*k);
         }
-        Ok(config)
     }
 
     /// Parses a configuration from YAML (or JSON) text; `file` names it in errors.

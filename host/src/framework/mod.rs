@@ -349,6 +349,26 @@ impl Framework {
         Ok(fw)
     }
 
+    /// Makes every scheduling instance (the scheduling thread's and each worker's) and
+    /// brings its node replica up to `snapshot`, so that a framework built for a hot
+    /// swap starts its first cycle with replicas that need only what changed since.
+    /// Binding-cycle instances keep no replica and are made on first use.
+    pub fn warm(&self, snapshot: &crate::cache::Snapshot) -> Result<(), PluginError> {
+        for set in std::iter::once(&self.main).chain(&self.workers) {
+            let mut set = lock(set);
+            for i in 0..self.plugins.len() {
+                set.get(i, &self.plugins)?.sync(snapshot)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The plugins of the profile, once each, with their modules, in the order the
+    /// profile first names them.
+    pub fn plugins(&self) -> impl Iterator<Item = (&str, &Arc<Module>)> {
+        self.plugins.iter().map(|p| (p.name.as_str(), &p.module))
+    }
+
     /// The scheduler name this profile serves.
     pub fn scheduler_name(&self) -> &str {
         &self.scheduler_name

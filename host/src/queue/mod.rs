@@ -605,6 +605,65 @@ impl SchedulingQueue {
     pub fn in_flight(&self) -> HashSet<String> {
         self.in_flight.keys().cloned().collect()
     }
+
+    /// Every pod waiting in a queue (activeQ, backoffQ, unschedulable and gated), not
+    /// those in flight.
+    pub fn waiting(&self) -> impl Iterator<Item = &QueuedPod> {
+        self.active
+            .values()
+            .chain(self.backoff.values())
+            .chain(self.unschedulable.values())
+    }
+
+    /// Gives waiting pods new QueueSort keys (by UID; pods not named keep theirs) and
+    /// puts activeQ in the new order. Enqueue order still breaks ties, so pods of equal
+    /// keys keep their place. For a QueueSort plugin replaced while the pods wait.
+    pub fn rekey(&mut self, keys: &HashMap<String, Vec<i64>>) {
+        for q in self
+            .active
+            .values_mut()
+            .chain(self.backoff.values_mut())
+            .chain(self.unschedulable.values_mut())
+        {
+            if let Some(k) = keys.get(&q.pod.uid) {
+                q.key = k.clone();
+            }
+        }
+        self.active_heap = self
+            .active
+            .values()
+            .map(|q| Reverse((q.key.clone(), q.seq, q.pod.uid.clone())))
+            .collect();
+    }
+
+    /// Unschedulable pods that one of `plugins` rejected (their last attempt) move to
+    /// backoffQ or activeQ, as after an event that may help them: those plugins were
+    /// replaced or reconfigured, and the new version may decide otherwise. Gated pods
+    /// stay (see [`SchedulingQueue::gated_by`]). Returns how many moved.
+    pub fn move_rejected_by(&mut self, plugins: &BTreeSet<String>, now: Duration) -> usize {
+        let moving: Vec<String> = self
+            .unschedulable
+            .iter()
+            .filter(|(_, q)| q.gated_by.is_none())
+            .filter(|(_, q)| q.unschedulable_plugins.iter().any(|p| plugins.contains(p)))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in &moving {
+            if let Some(qp) = self.unschedulable.remove(uid) {
+                self.requeue(qp, now, "PluginReload");
+            }
+        }
+        moving.len()
+    }
+
+    /// The gated pods a PreEnqueue plugin among `plugins` keeps out.
+    pub fn gated_by(&self, plugins: &BTreeSet<String>) -> Vec<Pod> {
+        self.unschedulable
+            .values()
+            .filter(|q| q.gated_by.as_ref().is_some_and(|p| plugins.contains(p)))
+            .map(|q| q.pod.clone())
+            .collect()
+    }
 }
 
 /// The metric label of an event, e.g. `NodeAdd`, `AssignedPodDelete`.

@@ -382,3 +382,54 @@ fn activate_moves_a_pod_to_active_now_or_when_its_cycle_ends() {
         3
     );
 }
+
+#[test]
+fn rekeying_reorders_active_q_and_keeps_ties_in_enqueue_order() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    for (uid, key) in [("a", 0), ("b", -1), ("c", -2), ("d", -2)] {
+        q.add(pod(uid), vec![key], None, secs(0));
+    }
+    // The new QueueSort plugin sorts the other way round.
+    let keys: HashMap<String, Vec<i64>> = q
+        .waiting()
+        .map(|w| (w.pod.uid.clone(), vec![-w.key[0]]))
+        .collect();
+    q.rekey(&keys);
+    let order: Vec<String> = std::iter::from_fn(|| q.pop()).map(|q| q.pod.uid).collect();
+    assert_eq!(order, ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn a_reloaded_plugin_moves_the_pods_it_rejected_and_only_those() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    for uid in ["fit", "ports", "gated"] {
+        q.add(
+            pod(uid),
+            vec![0],
+            (uid == "gated").then(|| ("Gate".to_owned(), "Gate: wait".to_owned())),
+            secs(0),
+        );
+    }
+    for (uid, by) in [("fit", "Fit"), ("ports", "Ports")] {
+        let p = q.pop().unwrap();
+        assert_eq!(p.pod.uid, uid);
+        q.requeue_failed(p, plugins(&[by]), "no".into(), secs(0), &Oracle::default());
+    }
+    assert_eq!(q.queue_of("fit"), Some(QueueName::Unschedulable));
+    // Long after the backoff: straight to activeQ.
+    assert_eq!(q.move_rejected_by(&plugins(&["Fit", "Gate"]), secs(60)), 1);
+    assert_eq!(q.queue_of("fit"), Some(QueueName::Active));
+    assert_eq!(q.queue_of("ports"), Some(QueueName::Unschedulable));
+    assert_eq!(q.queue_of("gated"), Some(QueueName::Gated));
+    let gated: Vec<String> = q
+        .gated_by(&plugins(&["Gate"]))
+        .into_iter()
+        .map(|p| p.uid)
+        .collect();
+    assert_eq!(gated, ["gated"]);
+    assert!(q.gated_by(&plugins(&["Fit"])).is_empty());
+    assert_eq!(
+        q.incoming()[&("PluginReload".to_owned(), QueueName::Active)],
+        1
+    );
+}

@@ -1,7 +1,8 @@
 //! The endpoints `berth run` serves on one port, as kube-scheduler serves them on its
 //! secure port: `/healthz` and `/livez` (the process is alive and, when it leads, still
 //! renews its Lease), `/readyz` (the cluster state has been listed once, and the
-//! process is not shutting down) and `/metrics` (the Prometheus text format).
+//! process is not shutting down), `/metrics` (the Prometheus text format) and
+//! `/plugins` (JSON: per profile, the plugins loaded now, their modules and versions).
 //!
 //! HTTPS by default, with the certificate and key given, or else a self-signed one made
 //! at start (kubelet probes and Prometheus with `insecure_skip_verify` accept it, as
@@ -79,6 +80,8 @@ pub struct Health {
     pub shutting_down: AtomicBool,
     /// The leader election, when on, and its lease duration.
     pub leader: Option<(Arc<LeaderStatus>, Duration)>,
+    /// The plugins each profile runs now, for `/plugins` (none: not served).
+    pub plugins: Option<crate::reload::PluginsView>,
 }
 
 /// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`).
@@ -271,6 +274,14 @@ fn respond(req: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>> {
             Metrics::content_type(),
             health.metrics.render(),
         ),
+        "/plugins" if health.plugins.is_some() => {
+            let view = health.plugins.as_ref().expect("checked");
+            let body = {
+                let v = view.read().unwrap_or_else(|e| e.into_inner());
+                serde_json::to_string_pretty(&*v).unwrap_or_default() + "\n"
+            };
+            text(StatusCode::OK, "application/json", body)
+        }
         _ => text(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
@@ -356,6 +367,9 @@ mod tests {
             synced: Arc::new(AtomicBool::new(false)),
             shutting_down: AtomicBool::new(false),
             leader: Some((Arc::new(LeaderStatus::default()), Duration::from_secs(15))),
+            plugins: Some(Arc::new(std::sync::RwLock::new(
+                serde_json::json!({"generation": 1}),
+            ))),
         });
         let server = Server::bind("127.0.0.1:0".parse().unwrap(), &Tls::None, health.clone())
             .await
@@ -391,6 +405,9 @@ mod tests {
             body.contains("berth_plugin_traps_total{plugin=\"X\"} 1"),
             "{body}"
         );
+        let (status, body) = get(addr, "/plugins").await;
+        assert_eq!(status, 200);
+        assert!(body.contains("\"generation\": 1"), "{body}");
         assert_eq!(get(addr, "/nope").await.0, 404);
         task.abort();
     }
@@ -408,6 +425,7 @@ mod tests {
             synced: Arc::new(AtomicBool::new(true)),
             shutting_down: AtomicBool::new(false),
             leader: None,
+            plugins: None,
         });
         let server = Server::bind(
             "127.0.0.1:0".parse().unwrap(),
@@ -450,6 +468,7 @@ mod tests {
             synced: Arc::default(),
             shutting_down: AtomicBool::new(false),
             leader: None,
+            plugins: None,
         });
         let first = Server::bind(
             "127.0.0.1:0".parse().unwrap(),

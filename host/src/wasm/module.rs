@@ -220,6 +220,8 @@ impl Runtime {
             sha256,
             source: source_name.to_owned(),
             sandbox,
+            version: plugin_version(bytes),
+            loaded_at: std::time::SystemTime::now(),
         };
         // Read the metadata from a throwaway instance.
         let (mut store, bindings) = module
@@ -358,6 +360,23 @@ pub struct Module {
     sha256: String,
     source: String,
     sandbox: Sandbox,
+    version: Option<String>,
+    loaded_at: std::time::SystemTime,
+}
+
+/// The plugin's own version, from the custom section the SDK writes (it sits in a
+/// nested core module, so every section is looked at); `None` when it has none.
+fn plugin_version(bytes: &[u8]) -> Option<String> {
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload {
+            Ok(wasmparser::Payload::CustomSection(c)) if c.name() == berth_sdk::VERSION_SECTION => {
+                return Some(String::from_utf8_lossy(c.data()).into_owned());
+            }
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// Why a store could not be made.
@@ -412,6 +431,20 @@ impl Module {
     /// The sandbox its instances run in.
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
+    }
+    /// The plugin's own version (the SDK's `berth:plugin-version` section), if the
+    /// component records one.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+    /// When this module was loaded (compiled or taken from the cache, and checked).
+    pub fn loaded_at(&self) -> std::time::SystemTime {
+        self.loaded_at
+    }
+    /// The WIT package version the module speaks (a module of another version is
+    /// refused when it loads, so it is the host's).
+    pub fn wit_version(&self) -> &'static str {
+        WIT_VERSION
     }
 
     fn store_error(&self, e: StoreError) -> LoadError {

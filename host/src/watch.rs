@@ -1,0 +1,242 @@
+//! Watching the configuration file and the module files it names, for `berth run`:
+//! when one of them changes, the live loop is asked to reload
+//! ([`crate::live::Input::Reload`]).
+//!
+//! The directories that hold the files are watched (not the files), so that a file
+//! replaced by a rename, a file that does not exist yet, and a ConfigMap volume (whose
+//! files are symbolic links through `..data`, swapped at once) are all seen. Events
+//! are debounced: a reload is asked for once nothing has happened to the files for
+//! the debounce interval, so that a module being written is read once complete (a
+//! module read half-written fails its checks and is refused; the write that completes
+//! it triggers another reload). A reload is asked for only when the content of a file
+//! changed, not on a touch.
+
+use crate::config::Configuration;
+use crate::live::Input;
+use crate::reload::{ReloadJob, ReloadSource};
+use notify::{RecursiveMode, Watcher};
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
+use std::time::{Duration, Instant};
+
+/// How long the files must stay quiet before a reload is asked for.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// The files a reload depends on, absolute: the configuration and the modules it
+/// names (as its last readable version names them).
+fn watched_files(config_path: &Path, last: &[PathBuf]) -> Vec<PathBuf> {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    match Configuration::load_unchecked(config_path) {
+        Ok(c) => ReloadJob::watched_files(&c, Some(config_path))
+            .iter()
+            .map(|p| abs(p))
+            .collect(),
+        Err(_) if !last.is_empty() => last.to_vec(),
+        Err(_) => vec![abs(config_path)],
+    }
+}
+
+/// The content of each file, hashed (`None`: unreadable).
+fn fingerprint(files: &[PathBuf]) -> Vec<Option<u64>> {
+    files
+        .iter()
+        .map(|f| {
+            std::fs::read(f).ok().map(|bytes| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                bytes.hash(&mut h);
+                h.finish()
+            })
+        })
+        .collect()
+}
+
+/// Whether an event concerns one of the files: it names one, or it is a ConfigMap
+/// volume's swap of its `..data` link.
+fn concerns(event: &notify::Event, files: &[PathBuf]) -> bool {
+    event.paths.iter().any(|p| {
+        files.iter().any(|f| f == p)
+            || p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(".."))
+    })
+}
+
+/// Watches `config_path` and the modules it names on a thread of its own; each
+/// change (after `debounce` of quiet) sends [`Input::Reload`] to `tx`. The thread ends
+/// when `tx`'s receiver is gone.
+pub fn watch_config(
+    config_path: PathBuf,
+    tx: Sender<Input>,
+    debounce: Duration,
+) -> anyhow::Result<()> {
+    let (etx, erx) = channel::<notify::Result<notify::Event>>();
+    let mut watcher = notify::recommended_watcher(move |ev| {
+        let _ = etx.send(ev);
+    })?;
+    let mut files = watched_files(&config_path, &[]);
+    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut rewatch = move |watcher: &mut notify::RecommendedWatcher, files: &[PathBuf]| {
+        let want: BTreeSet<PathBuf> = files
+            .iter()
+            .filter_map(|f| f.parent().map(Path::to_path_buf))
+            .collect();
+        for d in dirs.difference(&want) {
+            let _ = watcher.unwatch(d);
+        }
+        let mut now = BTreeSet::new();
+        for d in &want {
+            if dirs.contains(d) {
+                now.insert(d.clone());
+                continue;
+            }
+            match watcher.watch(d, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    now.insert(d.clone());
+                }
+                Err(e) => {
+                    tracing::warn!(dir = %d.display(), "cannot watch for plugin or configuration changes: {e}")
+                }
+            }
+        }
+        dirs = now;
+    };
+    rewatch(&mut watcher, &files);
+    let mut last = fingerprint(&files);
+    std::thread::Builder::new()
+        .name("berth-watch".into())
+        .spawn(move || {
+            loop {
+                match erx.recv() {
+                    Ok(Ok(ev)) if concerns(&ev, &files) => {}
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => {
+                        tracing::warn!("watching the configuration: {e}");
+                        continue;
+                    }
+                    Err(_) => return,
+                }
+                // The files quiet for `debounce` first: the writer may not be done.
+                // Other files of the directories (a log) may be busy all along.
+                let mut until = Instant::now() + debounce;
+                loop {
+                    match erx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                        Ok(Ok(ev)) if concerns(&ev, &files) => until = Instant::now() + debounce,
+                        Ok(_) => {}
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                let now_files = watched_files(&config_path, &files);
+                if now_files != files {
+                    rewatch(&mut watcher, &now_files);
+                    files = now_files;
+                    last.clear();
+                }
+                let fp = fingerprint(&files);
+                if fp == last {
+                    continue;
+                }
+                last = fp;
+                tracing::info!(config = %config_path.display(), "the configuration or a module it names changed; reloading");
+                if tx
+                    .send(Input::Reload(ReloadSource::File(config_path.clone())))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn changes_to_the_config_or_a_module_ask_for_one_reload_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.yaml");
+        let module = dir.path().join("m.wasm");
+        std::fs::write(&module, b"one").unwrap();
+        std::fs::write(
+            &config,
+            "modules:\n- name: M\n  path: m.wasm\nprofiles:\n- plugins: {}\n",
+        )
+        .unwrap();
+        let (tx, rx) = channel();
+        watch_config(config.clone(), tx, Duration::from_millis(100)).unwrap();
+        // A busy log beside the files, all along: it must not hold a reload back.
+        let log = dir.path().join("berth.log");
+        let stop = Arc::new(AtomicBool::new(false));
+        let noise = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::fs::write(&log, b"noise").unwrap();
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        };
+        let next = || rx.recv_timeout(Duration::from_secs(10));
+        let quiet = || rx.recv_timeout(Duration::from_millis(600)).is_err();
+
+        // Written in pieces: one reload, once done.
+        for piece in [b"tw".as_slice(), b"two"] {
+            std::fs::write(&module, piece).unwrap();
+        }
+        assert!(matches!(next(), Ok(Input::Reload(ReloadSource::File(p))) if p == config));
+        assert!(quiet());
+        // Touched, not changed: nothing.
+        std::fs::write(&module, b"two").unwrap();
+        assert!(quiet());
+        // A new module path, in a directory created afterwards: watched from then on.
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("n.wasm"), b"n").unwrap();
+        std::fs::write(
+            &config,
+            "modules:\n- name: M\n  path: sub/n.wasm\nprofiles:\n- plugins: {}\n",
+        )
+        .unwrap();
+        assert!(matches!(next(), Ok(Input::Reload(_))));
+        std::fs::write(sub.join("n.wasm"), b"n2").unwrap();
+        assert!(matches!(next(), Ok(Input::Reload(_))));
+        // Replaced by a rename, as an installer would.
+        std::fs::write(sub.join(".n.tmp"), b"n3").unwrap();
+        std::fs::rename(sub.join(".n.tmp"), sub.join("n.wasm")).unwrap();
+        assert!(matches!(next(), Ok(Input::Reload(_))));
+        assert!(quiet());
+        stop.store(true, Ordering::Relaxed);
+        noise.join().unwrap();
+    }
+
+    /// A ConfigMap volume: the file is a link through `..data`, which the kubelet
+    /// points at a new directory at once.
+    #[test]
+    fn a_config_map_volume_s_swap_asks_for_a_reload() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let version = |n: &str, text: &str| {
+            std::fs::create_dir(d.join(n)).unwrap();
+            std::fs::write(d.join(n).join("config.yaml"), text).unwrap();
+        };
+        version("..v1", "profiles: []\n");
+        symlink("..v1", d.join("..data")).unwrap();
+        symlink("..data/config.yaml", d.join("config.yaml")).unwrap();
+        let (tx, rx) = channel();
+        watch_config(d.join("config.yaml"), tx, Duration::from_millis(100)).unwrap();
+        version("..v2", "parallelism: 1\nprofiles: []\n");
+        symlink("..v2", d.join("..data_tmp")).unwrap();
+        std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+        assert!(matches!(
+            rx.recv_timeout(Duration::from_secs(10)),
+            Ok(Input::Reload(ReloadSource::File(p))) if p == d.join("config.yaml")
+        ));
+    }
+}

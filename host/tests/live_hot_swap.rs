@@ -1,0 +1,146 @@
+//! Hot swap in `berth run` against a real kube-apiserver: the configuration file of a
+//! running Berth is edited (a plugin's module path changed) and the next pods follow
+//! the new module; a module path that does not exist is refused while scheduling goes
+//! on with the module that serves; `/plugins` and `/metrics` say so.
+
+#[path = "common/apiserver.rs"]
+mod apiserver;
+mod common;
+
+use apiserver::*;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+const NS: &str = "default";
+
+fn write_config(path: &Path, module: &str) {
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    score:\n      enabled: [{{name: NodePreference, weight: 50}}]\nberth:\n  modules:\n  - {{name: NodePreference, path: {module}}}\n"
+    );
+    // As an editor or a ConfigMap update would: the new file replaces the old at once.
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// Creates `count` pods `prefix-0..` and waits until all are bound: pod -> node.
+async fn schedule(client: &kube::Client, prefix: &str, count: usize) -> BTreeMap<String, String> {
+    let pods: Vec<_> = (0..count)
+        .map(|i| pod(&format!("{prefix}-{i}"), "100m", "default-scheduler"))
+        .collect();
+    create_pods(client, NS, &pods).await;
+    let names: HashSet<String> = (0..count).map(|i| format!("{prefix}-{i}")).collect();
+    eventually(60, &format!("the {prefix} pods bound"), || async {
+        let bound: BTreeMap<String, String> = list_pods(client, NS)
+            .await?
+            .iter()
+            .filter(|p| names.contains(&name_of(p)))
+            .filter_map(|p| node_of(p).map(|n| (name_of(p), n)))
+            .collect();
+        if bound.len() == names.len() {
+            Ok(bound)
+        } else {
+            Err(format!("{} of {} bound", bound.len(), names.len()))
+        }
+    })
+    .await
+}
+
+fn nodes_of(bound: &BTreeMap<String, String>) -> Vec<&str> {
+    let mut n: Vec<&str> = bound.values().map(String::as_str).collect();
+    n.dedup();
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_config_swaps_the_module_and_a_bad_one_is_refused() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let client = server.client().await;
+    create_nodes(
+        &client,
+        &[
+            node("alpha", "8", "16Gi", 110),
+            node("zulu", "8", "16Gi", 110),
+        ],
+    )
+    .await;
+    let dir = server.dir.path();
+    std::fs::copy(
+        berth_artifacts::fixtures::FIXTURE_PREFER_FIRST_NODE,
+        dir.join("first.wasm"),
+    )
+    .unwrap();
+    std::fs::copy(
+        berth_artifacts::fixtures::FIXTURE_PREFER_LAST_NODE,
+        dir.join("last.wasm"),
+    )
+    .unwrap();
+    let config = dir.join("config.yaml");
+    write_config(&config, "first.wasm");
+    let port = free_port();
+    let mut berth = Berth::run_in(
+        dir,
+        &server.kubeconfig(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            &format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1",
+            "--serve-http",
+        ],
+    );
+    berth.wait_log("watching the configuration", Duration::from_secs(10));
+
+    let bound = schedule(&client, "before", 4).await;
+    assert_eq!(nodes_of(&bound), ["alpha"], "{bound:?}");
+
+    // Another module for the plugin: the next pods follow it.
+    write_config(&config, "last.wasm");
+    berth.wait_log("configuration reloaded", Duration::from_secs(30));
+    let bound = schedule(&client, "after", 4).await;
+    assert_eq!(nodes_of(&bound), ["zulu"], "{bound:?}");
+    let (status, body) = http_get(port, "/plugins").await.unwrap();
+    assert_eq!(status, 200);
+    let view: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(view["generation"], 2, "{body}");
+    let plugins = view["profiles"][0]["plugins"].as_array().unwrap();
+    let pref = plugins
+        .iter()
+        .find(|p| p["name"] == "NodePreference")
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(
+        pref["module"],
+        dir.join("last.wasm").display().to_string(),
+        "{body}"
+    );
+    assert_eq!(pref["witVersion"], "0.3.0");
+    assert_eq!(pref["sha256"].as_str().unwrap().len(), 64);
+
+    // A module path that does not exist: refused, the last module keeps serving.
+    write_config(&config, "missing.wasm");
+    berth.wait_log("reload refused", Duration::from_secs(30));
+    let log = berth.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("reload refused"))
+        .unwrap()
+        .to_owned();
+    assert!(
+        line.contains("NodePreference") && line.contains("missing.wasm"),
+        "{line}"
+    );
+    let bound = schedule(&client, "refused", 4).await;
+    assert_eq!(nodes_of(&bound), ["zulu"], "{bound:?}");
+
+    let (_, metrics) = http_get(port, "/metrics").await.unwrap();
+    for line in [
+        "berth_plugin_reloads_total{plugin=\"NodePreference\",result=\"success\"} 1",
+        "berth_plugin_reloads_total{plugin=\"NodePreference\",result=\"refused\"} 1",
+    ] {
+        assert!(metrics.contains(line), "no {line} in:\n{metrics}");
+    }
+    let (_, body) = http_get(port, "/plugins").await.unwrap();
+    assert!(body.contains("last.wasm"), "{body}");
+}
