@@ -69,6 +69,8 @@ struct Inner {
     plugin_failures_ignored: IntCounterVec,
     plugin_output_lines: IntCounterVec,
     plugin_reloads: IntCounterVec,
+    shadow_cycles: IntCounterVec,
+    shadow_disagreements: IntCounterVec,
 }
 
 fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
@@ -199,6 +201,18 @@ impl Metrics {
                 "berth_plugin_reloads_total",
                 "Reloads of a plugin's module or configuration while the scheduler runs, per result: success (swapped in) or refused (the old version keeps serving). A configuration refused before any plugin could be told apart counts under plugin=\"\".",
                 &["plugin", "result"],
+            ),
+            shadow_cycles: counter(
+                &r,
+                "berth_shadow_cycles_total",
+                "Scheduling cycles on which a plugin's shadow candidate was compared with it.",
+                &["plugin"],
+            ),
+            shadow_disagreements: counter(
+                &r,
+                "berth_shadow_disagreements_total",
+                "Cycles on which a plugin's shadow candidate answered otherwise, per kind: filter (a PreFilter or Filter verdict), score (a normalized score), node (the node that would be picked), error (the candidate failed).",
+                &["plugin", "kind"],
             ),
             registry: r,
         };
@@ -353,6 +367,19 @@ impl Metrics {
             .plugin_reloads
             .with_label_values(&[plugin, result])
             .get()
+    }
+
+    /// A shadow candidate of `plugin` was compared on one cycle.
+    pub fn count_shadow_cycle(&self, plugin: &str) {
+        self.inner.shadow_cycles.with_label_values(&[plugin]).inc();
+    }
+
+    /// A shadow candidate of `plugin` disagreed on one cycle, in `kind`.
+    pub fn count_shadow_disagreement(&self, plugin: &str, kind: &str) {
+        self.inner
+            .shadow_disagreements
+            .with_label_values(&[plugin, kind])
+            .inc();
     }
 
     /// Time spent inside a plugin's instance for one call.

@@ -79,6 +79,8 @@ pub struct Generation {
     pub frameworks: Vec<Arc<Framework>>,
     /// The module of each plugin, by plugin name.
     pub modules: HashMap<String, Arc<Module>>,
+    /// The shadow candidate of each plugin that has one, by plugin name.
+    pub candidates: HashMap<String, Arc<Module>>,
     /// The framework options of each profile (parallelism, percentage of nodes to
     /// score).
     options: Vec<FrameworkOptions>,
@@ -134,8 +136,19 @@ impl Generation {
                                 })
                             })
                             .collect();
+                        let shadow = p.shadows.get(name).and_then(|sh| {
+                            let c = self.candidates.get(name)?;
+                            Some(json!({
+                                "module": c.source(),
+                                "sha256": c.sha256(),
+                                "version": c.version(),
+                                "loadedAt": time(c.loaded_at()),
+                                "args": sh.args,
+                            }))
+                        });
                         Some(json!({
                             "name": name,
+                            "shadow": shadow,
                             "module": m.source(),
                             "builtIn": registry::is_builtin(m),
                             "sha256": m.sha256(),
@@ -274,6 +287,51 @@ fn setup(p: &Profile, modules: &HashMap<String, Arc<Module>>, name: &str) -> Opt
 }
 
 impl Builder {
+    /// Loads the shadow candidates the profiles name, one per plugin, each in its
+    /// plugin's sandbox; one loaded already (the same bytes, path and sandbox) is
+    /// kept. A new candidate gets the trial call a new module gets.
+    fn load_candidates(
+        &self,
+        config: &Configuration,
+        file: &str,
+        profiles: &[Profile],
+        base: Option<&Generation>,
+    ) -> Result<HashMap<String, Arc<Module>>, ReloadError> {
+        let defaults = self.runtime.limits();
+        let mut out: HashMap<String, Arc<Module>> = HashMap::new();
+        for p in profiles {
+            for (name, spec) in &p.shadows {
+                let refused = |reason: String| ReloadError {
+                    file: file.to_owned(),
+                    field: Some(spec.field()),
+                    plugin: Some(name.clone()),
+                    module: Some(spec.path.display().to_string()),
+                    reason,
+                };
+                if !out.contains_key(name) {
+                    let sandbox = config.sandbox_for(name, defaults);
+                    let m = registry::load_candidate(&self.runtime, name, spec, sandbox)
+                        .map_err(|e| refused(format!("shadow candidate of {name}: {e}")))?;
+                    let kept = base.and_then(|b| b.candidates.get(name)).filter(|old| {
+                        old.sha256() == m.sha256()
+                            && old.source() == m.source()
+                            && old.sandbox() == m.sandbox()
+                    });
+                    out.insert(name.clone(), kept.cloned().unwrap_or(m));
+                }
+                let m = &out[name];
+                let mut lines = Vec::new();
+                crate::plugin_cli::trial(m, &spec.args.to_string(), &mut lines).map_err(|why| {
+                    refused(format!(
+                        "shadow candidate of {name} ({}): the trial call failed: {why}",
+                        m.source()
+                    ))
+                })?;
+            }
+        }
+        Ok(out)
+    }
+
     /// The module of a plugin, its args, and its sandbox: what a trial depends on.
     fn trial_key(p: &Profile, m: &Module, name: &str) -> String {
         format!(
@@ -402,6 +460,7 @@ impl Builder {
         }
         let profiles = crate::config::expand_profiles(&specs, file, &modules)
             .map_err(|e| ReloadError::config(file, e))?;
+        let candidates = self.load_candidates(config, file, &profiles, base)?;
 
         let mut base_options = self.options.clone();
         if let Some(p) = config.parallelism {
@@ -499,11 +558,16 @@ impl Builder {
                 && p.plugin_names()
                     .iter()
                     .all(|n| Arc::ptr_eq(&modules[n], &base.modules[n]))
+                && p.shadows.keys().all(|n| {
+                    base.candidates
+                        .get(n)
+                        .is_some_and(|old| Arc::ptr_eq(old, &candidates[n]))
+                })
             {
                 frameworks.push(base.frameworks[i].clone());
                 continue;
             }
-            let fw = Framework::new(p, &modules, &options[i], &self.services).map_err(|e| {
+            let mut fw = Framework::new(p, &modules, &options[i], &self.services).map_err(|e| {
                 let plugin = plugin_of(&e);
                 let field = plugin.as_ref().map(|n| match &e {
                     FrameworkError::Load(LoadError::Configure { .. }) => args_field(config, i, n),
@@ -516,6 +580,18 @@ impl Builder {
                         .as_ref()
                         .and_then(|n| modules.get(n))
                         .map(|m| m.source().to_owned()),
+                    plugin,
+                    reason: e.to_string(),
+                }
+            })?;
+            fw.add_shadows(p, &candidates).map_err(|e| {
+                let plugin =
+                    plugin_of(&e).map(|n| n.trim_end_matches(" (shadow candidate)").to_owned());
+                let shadow = plugin.as_ref().and_then(|n| p.shadows.get(n));
+                ReloadError {
+                    file: file.to_owned(),
+                    field: shadow.map(|s| s.field()),
+                    module: shadow.map(|s| s.path.display().to_string()),
                     plugin,
                     reason: e.to_string(),
                 }
@@ -539,6 +615,7 @@ impl Builder {
                 profiles,
                 frameworks,
                 modules,
+                candidates,
                 options,
                 loaded_at: std::time::SystemTime::now(),
             },
@@ -629,6 +706,13 @@ impl ReloadJob {
     pub fn watched_files(config: &Configuration, file: Option<&std::path::Path>) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = file.map(|f| f.to_path_buf()).into_iter().collect();
         out.extend(config.modules().into_iter().map(|m| m.path));
+        out.extend(
+            config
+                .berth
+                .iter()
+                .flat_map(|b| b.plugins.iter())
+                .filter_map(|p| Some(p.shadow.as_ref()?.path.clone())),
+        );
         out
     }
 }
@@ -636,3 +720,29 @@ impl ReloadJob {
 /// What `/plugins` serves: the current version's [`Generation::describe`], replaced
 /// at each swap.
 pub type PluginsView = Arc<std::sync::RwLock<serde_json::Value>>;
+
+/// What `/shadows` serves: the shadow runs of the current version (replaced at each
+/// swap), read as they are at each request.
+pub type ShadowsView =
+    Arc<std::sync::RwLock<Vec<Arc<std::sync::Mutex<crate::framework::ShadowStats>>>>>;
+
+/// The shadow runs of a view, as `/shadows` shows them.
+pub fn render_shadows(view: &ShadowsView) -> serde_json::Value {
+    let stats: Vec<crate::framework::ShadowStats> = view
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        .collect();
+    serde_json::json!({ "shadows": stats })
+}
+
+impl Generation {
+    /// The shadow runs of every profile of this version.
+    pub fn shadow_stats(&self) -> Vec<Arc<std::sync::Mutex<crate::framework::ShadowStats>>> {
+        self.frameworks
+            .iter()
+            .flat_map(|f| f.shadow_stats())
+            .collect()
+    }
+}

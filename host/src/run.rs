@@ -131,6 +131,7 @@ pub async fn run(
     scheduler.set_recorder(recorder);
     let metrics = scheduler.metrics().clone();
     let plugins = scheduler.plugins_view();
+    let shadows = scheduler.shadows_view();
     let live = LiveLoop::start(scheduler, clock, !election.enabled)?;
     if let Some(path) = &options.config {
         match crate::watch::watch_config(
@@ -170,6 +171,7 @@ pub async fn run(
             .as_ref()
             .map(|e| (e.status(), election.lease_duration)),
         plugins: Some(plugins),
+        shadows: Some(shadows),
     });
     let server = match &options.serve {
         Some((addr, tls)) => {

@@ -22,7 +22,7 @@ use crate::queue::{
     pod_update_actions,
 };
 use crate::reload::{
-    Builder, Built, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource,
+    Builder, Built, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
 };
 use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
@@ -176,6 +176,7 @@ pub struct Scheduler {
     builder: Builder,
     /// What `/plugins` shows, kept up to date at each swap.
     plugins_view: PluginsView,
+    shadows_view: ShadowsView,
     cache: Cache,
     queue: SchedulingQueue,
     snapshot: Snapshot,
@@ -271,11 +272,13 @@ impl Scheduler {
         queue.set_metrics(metrics.clone());
         let (activate_tx, activate_rx) = channel();
         let plugins_view = Arc::new(RwLock::new(generation.describe()));
+        let shadows_view = Arc::new(RwLock::new(generation.shadow_stats()));
         Ok(Scheduler {
             frameworks,
             generation,
             builder,
             plugins_view,
+            shadows_view,
             cache: Cache::new(),
             queue,
             snapshot: Snapshot::default(),
@@ -433,6 +436,20 @@ impl Scheduler {
         self.plugins_view.clone()
     }
 
+    /// What `/shadows` shows (a handle the HTTP server keeps; each swap updates it).
+    pub fn shadows_view(&self) -> ShadowsView {
+        self.shadows_view.clone()
+    }
+
+    /// What each shadow run of the current version has seen so far.
+    pub fn shadow_reports(&self) -> Vec<crate::framework::ShadowStats> {
+        self.generation
+            .shadow_stats()
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
+    }
+
     /// Starts a reload: captures what a build needs (the current version to compare
     /// with, the host services, a copy of the node snapshot to sync the new instances
     /// with). Cheap; run [`ReloadJob::build`] off the scheduling thread, then hand its
@@ -574,6 +591,8 @@ impl Scheduler {
             }
         }
         *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
+        *self.shadows_view.write().unwrap_or_else(|e| e.into_inner()) =
+            self.generation.shadow_stats();
         for p in &changed {
             self.metrics.count_reload(p, "success");
         }

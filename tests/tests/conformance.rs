@@ -66,6 +66,7 @@ fn profile_for(plugin: &str, module: &Module, args: Option<&Value>) -> Profile {
         args: all_args,
         percentage_of_nodes_to_score: None,
         fail_open: Default::default(),
+        shadows: Default::default(),
     }
 }
 

@@ -454,7 +454,34 @@ pub struct Profile {
     /// The plugins of the profile whose failures drop their scores for the cycle
     /// instead of failing the pod (`failurePolicy: FailOpen`).
     pub fail_open: std::collections::BTreeSet<String>,
+    /// The candidate module run beside each plugin of the profile that has one
+    /// (`berth.plugins[].shadow`), by plugin name.
+    pub shadows: BTreeMap<String, Shadow>,
 }
+
+/// A shadow run's candidate, as a profile runs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shadow {
+    /// The component file.
+    pub path: PathBuf,
+    /// Its expected sha256, if the configuration gives one.
+    pub sha256: Option<String>,
+    /// The candidate's args (its own, else the live plugin's in this profile).
+    pub args: serde_json::Value,
+    /// Its index in `berth.plugins` (for error field paths).
+    pub index: usize,
+}
+
+impl Shadow {
+    /// The field of the configuration that names it.
+    pub fn field(&self) -> String {
+        format!("berth.plugins[{}].shadow", self.index)
+    }
+}
+
+/// The extension points a shadow run compares; a shadowed plugin must be enabled at
+/// one of them.
+pub const SHADOWED_POINTS: [ExtensionPoint; 2] = [ExtensionPoint::Filter, ExtensionPoint::Score];
 
 impl Profile {
     /// The plugins at one extension point, in order.
@@ -573,6 +600,8 @@ pub struct ProfileSpec {
     /// Plugins with `failurePolicy: FailOpen`, with their index in `berth.plugins`
     /// (for error field paths).
     pub fail_open: Vec<(String, usize)>,
+    /// Plugins with a shadow candidate, with their index in `berth.plugins`.
+    pub shadows: Vec<(String, usize, plugins::ShadowConfig)>,
 }
 
 impl ProfileSpec {
@@ -741,6 +770,43 @@ impl ProfileSpec {
                 );
             }
         }
+        // A shadow compares Filter and Score answers: a plugin enabled at neither
+        // has nothing to compare.
+        let mut shadows = BTreeMap::new();
+        for (name, k, shadow) in &self.shadows {
+            let used: Vec<ExtensionPoint> = points
+                .iter()
+                .filter(|(_, list)| list.iter().any(|(n, _)| n == name))
+                .map(|(point, _)| *point)
+                .collect();
+            if used.is_empty() {
+                continue;
+            }
+            if !used.iter().any(|p| SHADOWED_POINTS.contains(p)) {
+                err(
+                    format!("berth.plugins[{k}].shadow"),
+                    format!(
+                        "a shadow run compares Filter and Score answers; profile {} enables {name} at {} only",
+                        self.scheduler_name,
+                        describe(&used)
+                    ),
+                );
+                continue;
+            }
+            shadows.insert(
+                name.clone(),
+                Shadow {
+                    path: shadow.path.clone(),
+                    sha256: shadow.sha256.clone(),
+                    args: shadow
+                        .args
+                        .clone()
+                        .or_else(|| self.args.get(name).cloned())
+                        .unwrap_or(serde_json::Value::Null),
+                    index: *k,
+                },
+            );
+        }
         if !errors.is_empty() {
             return Err(ConfigError::many(errors));
         }
@@ -750,6 +816,7 @@ impl ProfileSpec {
             args: self.args.clone(),
             percentage_of_nodes_to_score: self.percentage_of_nodes_to_score,
             fail_open,
+            shadows,
         })
     }
 }
@@ -1080,6 +1147,13 @@ impl Configuration {
                     .enumerate()
                     .filter(|(_, s)| s.fails_open())
                     .map(|(k, s)| (s.name.clone(), k))
+                    .collect(),
+                shadows: self
+                    .berth
+                    .iter()
+                    .flat_map(|b| b.plugins.iter())
+                    .enumerate()
+                    .filter_map(|(k, s)| Some((s.name.clone(), k, s.shadow.clone()?)))
                     .collect(),
             });
         }

@@ -20,6 +20,10 @@
 //!         random: true
 //!         env: [{name: ZONE, value: eu-west-1}]
 //!         dirs: [{hostPath: ./data, guestPath: /data}]   # read-only
+//!     shadow:                        # a candidate run beside it, compared, never used
+//!       path: ./node_preference_v2.wasm
+//!       sha256: 3f5a...              # optional
+//!       args: {}                     # optional: by default the plugin's own args
 //! ```
 
 use super::ConfigError;
@@ -42,6 +46,25 @@ pub struct PluginSettings {
     /// Its sandbox; what is not set takes the process's defaults.
     #[serde(default)]
     pub sandbox: Option<SandboxConfig>,
+    /// A candidate module run beside the plugin on the same cycles, its answers
+    /// compared with the plugin's and never used (a shadow run).
+    #[serde(default)]
+    pub shadow: Option<ShadowConfig>,
+}
+
+/// A shadow run's candidate: a module of the same plugin (its metadata names the
+/// plugin), run in the plugin's sandbox.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShadowConfig {
+    /// The component file (relative paths are relative to the configuration file).
+    pub path: PathBuf,
+    /// The expected sha256 of the file, hex; a mismatch refuses the candidate.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// The candidate's args; by default the live plugin's in each profile.
+    #[serde(default)]
+    pub args: Option<serde_json::Value>,
 }
 
 /// What a failure of a plugin (an Error status, a trap, a deadline, a bad answer)
@@ -249,6 +272,11 @@ impl PluginSettings {
     /// Makes relative host directories relative to `base` (the configuration file's
     /// directory).
     pub(crate) fn resolve_paths(&mut self, base: &Path) {
+        if let Some(sh) = &mut self.shadow
+            && sh.path.is_relative()
+        {
+            sh.path = base.join(&sh.path);
+        }
         if let Some(sb) = &mut self.sandbox {
             for d in &mut sb.grants.dirs {
                 if d.host_path.is_relative() {

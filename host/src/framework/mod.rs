@@ -10,6 +10,7 @@ mod instance;
 pub mod preemption;
 pub mod registry;
 mod schedule;
+mod shadow;
 pub mod waiting;
 
 pub use cycle_state::CycleState;
@@ -18,6 +19,7 @@ pub use fit_error::{Diagnosis, FitError};
 pub use instance::CyclePod;
 pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
+pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};
 
 use crate::config::Profile;
 use crate::native::{NativeInstance, Twin};
@@ -226,6 +228,8 @@ pub struct Framework {
     percentage_of_nodes_to_score: u32,
     next_start: Mutex<usize>,
     rng: Mutex<StdRng>,
+    /// Candidates run beside live plugins (shadow runs).
+    shadows: Vec<shadow::ShadowSlot>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -335,6 +339,7 @@ impl Framework {
             percentage_of_nodes_to_score: options.percentage_of_nodes_to_score,
             next_start: Mutex::new(0),
             rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
+            shadows: Vec::new(),
         };
         {
             let mut main = lock(&fw.main);
@@ -347,6 +352,85 @@ impl Framework {
             }
         }
         Ok(fw)
+    }
+
+    /// Adds the profile's shadow runs: beside each plugin with a candidate (by plugin
+    /// name in `candidates`), the candidate, instantiated once here so that args it
+    /// refuses are refused now. A candidate must implement Filter and Score wherever
+    /// the live plugin is enabled at them.
+    pub fn add_shadows(
+        &mut self,
+        profile: &Profile,
+        candidates: &HashMap<String, Arc<Module>>,
+    ) -> Result<(), FrameworkError> {
+        for (name, spec) in &profile.shadows {
+            let Some(live) = self.plugins.iter().position(|p| &p.name == name) else {
+                continue;
+            };
+            let module = candidates
+                .get(name)
+                .ok_or_else(|| FrameworkError::NoModule {
+                    profile: profile.scheduler_name.clone(),
+                    plugin: format!("{name} (shadow candidate)"),
+                })?;
+            for point in crate::config::SHADOWED_POINTS {
+                let enabled = self.at(point).iter().any(|&(i, _)| i == live);
+                if enabled && !module.extension_points().contains(&point) {
+                    return Err(FrameworkError::MissingExtensionPoint {
+                        profile: profile.scheduler_name.clone(),
+                        plugin: name.clone(),
+                        point: point.as_str(),
+                        source_name: format!("shadow candidate {}", module.source()),
+                        implemented: module
+                            .extension_points()
+                            .iter()
+                            .map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    });
+                }
+            }
+            let candidate: Box<[PluginSlot]> = Box::new([PluginSlot {
+                name: name.clone(),
+                module: module.clone(),
+                args_json: spec.args.to_string(),
+                normalizes: module
+                    .extension_points()
+                    .contains(&ExtensionPoint::NormalizeScore),
+                extensions: false,
+                fail_open: false,
+                native: None,
+            }]);
+            let mut instances = InstanceSet::new(
+                1,
+                HostServices {
+                    binder: None,
+                    ..self.binding_services.clone()
+                },
+            );
+            instances
+                .get(0, &candidate)
+                .map_err(|e| LoadError::Configure {
+                    plugin: e.plugin,
+                    source_name: module.source().to_owned(),
+                    message: e.message,
+                })?;
+            let stats = ShadowStats {
+                profile: self.scheduler_name.clone(),
+                plugin: name.clone(),
+                candidate: module.source().to_owned(),
+                sha256: module.sha256().to_owned(),
+                version: module.version().unwrap_or_default().to_owned(),
+                ..ShadowStats::default()
+            };
+            self.shadows.push(shadow::ShadowSlot {
+                live,
+                candidate,
+                instances: Mutex::new(instances),
+                stats: Arc::new(Mutex::new(stats)),
+            });
+        }
+        Ok(())
     }
 
     /// Makes every scheduling instance (the scheduling thread's and each worker's) and

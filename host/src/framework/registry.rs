@@ -112,25 +112,7 @@ pub fn load_modules_with(
     let mut out = HashMap::new();
     for name in names {
         let module = if let Some(src) = sources.iter().find(|s| &s.name == name) {
-            let path = src.path.display().to_string();
-            let bytes = std::fs::read(&src.path).map_err(|source| LoadError::Read {
-                path: path.clone(),
-                source,
-            })?;
-            if let Some(expected) = &src.sha256 {
-                let actual: String = Sha256::digest(&bytes)
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                if !actual.eq_ignore_ascii_case(expected) {
-                    return Err(RegistryError::Sha256 {
-                        path,
-                        actual,
-                        expected: expected.clone(),
-                    });
-                }
-            }
-            runtime.load_with(&path, &bytes, sandbox(name))?
+            load_file(runtime, &src.path, src.sha256.as_deref(), sandbox(name))?
         } else if let Some(artifact) = builtins.get(name) {
             runtime.load_with(
                 &format!("{BUILTIN_PREFIX}{}", artifact.crate_name),
@@ -140,16 +122,62 @@ pub fn load_modules_with(
         } else {
             return Err(RegistryError::Unknown(name.clone()));
         };
-        if module.name() != name {
-            return Err(RegistryError::Name {
-                source_name: module.source().to_owned(),
-                actual: module.name().to_owned(),
-                expected: name.clone(),
-            });
-        }
+        check_name(&module, name)?;
         out.insert(name.clone(), module);
     }
     Ok(out)
+}
+
+/// Loads a component file, refused when its sha256 is not the `expected` one.
+fn load_file(
+    runtime: &Arc<Runtime>,
+    path: &std::path::Path,
+    expected: Option<&str>,
+    sandbox: Sandbox,
+) -> Result<Arc<Module>, RegistryError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    if let Some(expected) = expected {
+        let actual: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if !actual.eq_ignore_ascii_case(expected) {
+            return Err(RegistryError::Sha256 {
+                path: shown,
+                actual,
+                expected: expected.to_owned(),
+            });
+        }
+    }
+    Ok(runtime.load_with(&shown, &bytes, sandbox)?)
+}
+
+fn check_name(module: &Module, name: &str) -> Result<(), RegistryError> {
+    if module.name() != name {
+        return Err(RegistryError::Name {
+            source_name: module.source().to_owned(),
+            actual: module.name().to_owned(),
+            expected: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Loads a shadow run's candidate for plugin `name`: a module of the same plugin (so
+/// that promoting it is naming it in `berth.modules`).
+pub fn load_candidate(
+    runtime: &Arc<Runtime>,
+    name: &str,
+    shadow: &crate::config::Shadow,
+    sandbox: Sandbox,
+) -> Result<Arc<Module>, RegistryError> {
+    let module = load_file(runtime, &shadow.path, shadow.sha256.as_deref(), sandbox)?;
+    check_name(&module, name)?;
+    Ok(module)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! round-robin start until `numFeasibleNodesToFind` nodes fit, PreScore, Score and
 //! NormalizeScore, weights, and a random choice among the best.
 
+use super::shadow::CycleRecord;
 use super::{CyclePod, CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use crate::cache::Snapshot;
 use berth_sdk::{Code, ExtensionPoint, NodeInfo, Pod, Status};
@@ -268,10 +269,21 @@ impl Framework {
     ) -> ScheduleOutcome {
         let state = CycleState::sampled();
         let mut skip_filter: HashSet<usize> = HashSet::new();
-        let outcome = match self.try_schedule(pod, snapshot, nominated, &state, &mut skip_filter) {
+        let mut record = self.has_shadows().then(CycleRecord::default);
+        let outcome = match self.try_schedule(
+            pod,
+            snapshot,
+            nominated,
+            &state,
+            &mut skip_filter,
+            &mut record,
+        ) {
             Ok(o) => o,
             Err(e) => return ScheduleOutcome::Error(e),
         };
+        if let Some(r) = &record {
+            self.run_shadows(pod, snapshot, r);
+        }
         let ScheduleOutcome::Unschedulable(mut fit, _) = outcome else {
             return outcome;
         };
@@ -307,6 +319,7 @@ impl Framework {
         nominated: &NominatedPods,
         state: &CycleState,
         skip_filter: &mut HashSet<usize>,
+        record: &mut Option<CycleRecord>,
     ) -> Result<ScheduleOutcome, PluginError> {
         let num_all = snapshot.num_nodes();
         let state = state.clone();
@@ -332,6 +345,12 @@ impl Framework {
                 let t = self.plugin_clock(&state);
                 let r = inst.pre_filter(&state, pod)?;
                 self.observe_plugin(i, "PreFilter", r.status.code.as_str(), t);
+                if let Some(rec) = record.as_mut()
+                    && self.is_shadowed(i)
+                {
+                    let names = r.node_names.as_ref().map(|n| n.iter().cloned().collect());
+                    rec.pre_filter.insert(i, (r.status.code, names));
+                }
                 match r.status.code {
                     Code::Success => {}
                     Code::Skip => {
@@ -414,6 +433,10 @@ impl Framework {
         }
 
         let overlays = self.nominated_overlays(pod, snapshot, nominated, &state, skip_filter)?;
+        if let Some(rec) = record.as_mut() {
+            rec.reached_filter = true;
+            rec.overlaid = overlays.keys().copied().collect();
+        }
         let filters_for_pod: Vec<usize> = self
             .at(ExtensionPoint::Filter)
             .iter()
@@ -426,7 +449,7 @@ impl Framework {
         if let Some(slot) = snapshot.slot_of(&pod.nominated_node_name)
             && candidates.contains(&slot)
         {
-            let (ok, _) = self.filter_chunk(
+            let (ok, bad) = self.filter_chunk(
                 0,
                 &state,
                 pod,
@@ -435,6 +458,13 @@ impl Framework {
                 &filters_for_pod,
                 &overlays,
             )?;
+            if let Some(rec) = record.as_mut() {
+                rec.filtered.insert(slot, bad.first().map(|(_, p, _)| *p));
+                if !ok.is_empty() {
+                    rec.feasible = vec![slot];
+                    rec.picked = Some(slot);
+                }
+            }
             if !ok.is_empty() {
                 return Ok(ScheduleOutcome::Scheduled {
                     node: pod.nominated_node_name.clone(),
@@ -467,6 +497,19 @@ impl Framework {
                 let (ok, bad) = r?;
                 passed.extend(ok);
                 failed.extend(bad);
+            }
+            if let Some(rec) = record.as_mut() {
+                for slot in &round {
+                    let by = (!passed.contains(slot))
+                        .then(|| {
+                            failed
+                                .iter()
+                                .find(|(s, _, _)| s == slot)
+                                .map(|(_, p, _)| *p)
+                        })
+                        .flatten();
+                    rec.filtered.insert(*slot, by);
+                }
             }
             // Keep only the nodes up to the one that completed the count, as
             // upstream counts processed nodes.
@@ -521,6 +564,10 @@ impl Framework {
                 .map(|n| n.name().to_owned())
                 .unwrap_or_default()
         };
+        if let Some(rec) = record.as_mut() {
+            rec.feasible = feasible.clone();
+            rec.picked = (feasible.len() == 1).then(|| feasible[0]);
+        }
         if feasible.len() == 1 {
             return Ok(ScheduleOutcome::Scheduled {
                 node: name_of(feasible[0]),
@@ -592,6 +639,12 @@ impl Framework {
                 let raw = std::mem::replace(&mut per_plugin[p], Ok(Vec::new()));
                 let final_scores =
                     self.final_scores(&mut main, &state, pod, i, raw, &feasible, snapshot)?;
+                if let Some(rec) = record.as_mut()
+                    && self.is_shadowed(i)
+                    && let Some(s) = &final_scores
+                {
+                    rec.scores.insert(i, s.clone());
+                }
                 // None: the plugin failed open; the others decide.
                 for (k, s) in final_scores.iter().flatten().enumerate() {
                     totals[k] += s * weight;
@@ -617,6 +670,11 @@ impl Framework {
                     }
                 }
             }
+        }
+        if let Some(rec) = record.as_mut() {
+            rec.scored = true;
+            rec.totals = totals;
+            rec.picked = Some(feasible[best]);
         }
         Ok(ScheduleOutcome::Scheduled {
             node: name_of(feasible[best]),

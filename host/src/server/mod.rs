@@ -2,7 +2,8 @@
 //! secure port: `/healthz` and `/livez` (the process is alive and, when it leads, still
 //! renews its Lease), `/readyz` (the cluster state has been listed once, and the
 //! process is not shutting down), `/metrics` (the Prometheus text format) and
-//! `/plugins` (JSON: per profile, the plugins loaded now, their modules and versions).
+//! `/plugins` (JSON: per profile, the plugins loaded now, their modules and versions)
+//! and `/shadows` (JSON: each shadow run's comparisons and latest disagreements).
 //!
 //! HTTPS by default, with the certificate and key given, or else a self-signed one made
 //! at start (kubelet probes and Prometheus with `insecure_skip_verify` accept it, as
@@ -82,6 +83,8 @@ pub struct Health {
     pub leader: Option<(Arc<LeaderStatus>, Duration)>,
     /// The plugins each profile runs now, for `/plugins` (none: not served).
     pub plugins: Option<crate::reload::PluginsView>,
+    /// The shadow runs of the current version, for `/shadows` (none: not served).
+    pub shadows: Option<crate::reload::ShadowsView>,
 }
 
 /// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`).
@@ -282,6 +285,13 @@ fn respond(req: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>> {
             };
             text(StatusCode::OK, "application/json", body)
         }
+        "/shadows" if health.shadows.is_some() => {
+            let view = health.shadows.as_ref().expect("checked");
+            let body = serde_json::to_string_pretty(&crate::reload::render_shadows(view))
+                .unwrap_or_default()
+                + "\n";
+            text(StatusCode::OK, "application/json", body)
+        }
         _ => text(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
@@ -370,6 +380,7 @@ mod tests {
             plugins: Some(Arc::new(std::sync::RwLock::new(
                 serde_json::json!({"generation": 1}),
             ))),
+            shadows: Some(Arc::default()),
         });
         let server = Server::bind("127.0.0.1:0".parse().unwrap(), &Tls::None, health.clone())
             .await
@@ -408,6 +419,9 @@ mod tests {
         let (status, body) = get(addr, "/plugins").await;
         assert_eq!(status, 200);
         assert!(body.contains("\"generation\": 1"), "{body}");
+        let (status, body) = get(addr, "/shadows").await;
+        assert_eq!(status, 200);
+        assert!(body.contains("\"shadows\": []"), "{body}");
         assert_eq!(get(addr, "/nope").await.0, 404);
         task.abort();
     }
@@ -426,6 +440,7 @@ mod tests {
             shutting_down: AtomicBool::new(false),
             leader: None,
             plugins: None,
+            shadows: None,
         });
         let server = Server::bind(
             "127.0.0.1:0".parse().unwrap(),
@@ -469,6 +484,7 @@ mod tests {
             shutting_down: AtomicBool::new(false),
             leader: None,
             plugins: None,
+            shadows: None,
         });
         let first = Server::bind(
             "127.0.0.1:0".parse().unwrap(),
