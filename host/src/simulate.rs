@@ -11,7 +11,7 @@ use crate::clock::VirtualClock;
 use crate::cluster::manifest::{self, Document, Object, PriorityAdmission, PriorityClass};
 use crate::cluster::memory::MemoryCluster;
 use crate::config::Configuration;
-use crate::framework::Explanation;
+use crate::framework::{Explanation, ShadowStats};
 use crate::scheduler::{Scheduler, SchedulerOptions};
 use crate::wasm::Runtime;
 use anyhow::Context;
@@ -81,6 +81,9 @@ pub struct Report {
     /// The pods preemption evicted, in order (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evicted: Vec<EvictionReport>,
+    /// What each shadow run of the configuration saw (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadows: Vec<ShadowStats>,
     /// Totals.
     pub summary: Summary,
 }
@@ -135,6 +138,9 @@ impl Report {
                 e.namespace, e.name, e.node, e.preemptor
             ));
         }
+        for s in &self.shadows {
+            out.push_str(&shadow_text(s));
+        }
         let evicted = if self.evicted.is_empty() {
             String::new()
         } else {
@@ -150,6 +156,41 @@ impl Report {
         ));
         out
     }
+}
+
+/// How many of a shadow's disagreements the text report lists.
+const LISTED_DISAGREEMENTS: usize = 20;
+
+/// A shadow run in the text report: its totals, then its latest disagreements.
+fn shadow_text(s: &ShadowStats) -> String {
+    let kinds: Vec<String> = s.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let mut out = format!(
+        "shadow of {} (profile {}, candidate {}): compared on {} cycle(s), disagreed on {}{}\n",
+        s.plugin,
+        s.profile,
+        s.candidate,
+        s.cycles,
+        s.disagreeing_cycles,
+        if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", kinds.join(", "))
+        }
+    );
+    let shown = s.recent.len().min(LISTED_DISAGREEMENTS);
+    for d in s.recent.iter().rev().take(shown).rev() {
+        out.push_str(&format!(
+            "  {}  {}  {}\n",
+            d.pod,
+            d.kinds.join(","),
+            d.detail
+        ));
+    }
+    let more = s.disagreeing_cycles.saturating_sub(shown as u64);
+    if more > 0 {
+        out.push_str(&format!("  and {more} earlier\n"));
+    }
+    out
 }
 
 /// A scheduler loaded with a configuration, and the documents to apply.
@@ -366,6 +407,7 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Resul
         .collect();
     Ok(Report {
         evicted,
+        shadows: scheduler.shadow_reports(),
         summary: Summary {
             scheduled,
             unschedulable: pods.len() - scheduled,

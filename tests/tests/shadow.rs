@@ -308,3 +308,66 @@ fn a_shadow_that_cannot_be_compared_or_promoted_is_refused() {
     assert!(s.shadow_reports().is_empty());
     assert_eq!(s.generation().number, 1);
 }
+
+/// `berth simulate` with a configuration naming a candidate reports the shadow run
+/// after the pods: its totals and each disagreeing pod with what differed.
+#[test]
+fn simulate_reports_the_shadow_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(FIXTURE_PREFER_FIRST_NODE, dir.path().join("first.wasm")).unwrap();
+    std::fs::copy(FIXTURE_PREFER_LAST_NODE, dir.path().join("last.wasm")).unwrap();
+    let config = write_preference_config(dir.path(), "first.wasm", Some("last.wasm"));
+    let mut docs: String = ["alpha", "mike", "zulu"]
+        .iter()
+        .map(|n| format!("---\napiVersion: v1\nkind: Node\nmetadata: {{name: {n}, labels: {{kubernetes.io/hostname: {n}}}}}\nstatus:\n  allocatable: {{cpu: '8', memory: 16Gi, pods: '110'}}\n"))
+        .collect();
+    for (name, selector) in [
+        ("web-0", ""),
+        ("web-1", ""),
+        ("pinned", "  nodeSelector: {kubernetes.io/hostname: mike}\n"),
+    ] {
+        docs.push_str(&format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n{selector}  containers:\n  - {{name: c, image: busybox, resources: {{requests: {{cpu: 100m}}}}}}\n"));
+    }
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(&file, docs).unwrap();
+    let report = berth::simulate::simulate(
+        &runtime(),
+        &berth::simulate::SimulateOptions {
+            files: vec![file],
+            config: Some(config),
+            ..berth::simulate::SimulateOptions::default()
+        },
+    )
+    .unwrap();
+    let placed: BTreeMap<&str, Option<&str>> = report
+        .pods
+        .iter()
+        .map(|p| (p.name.as_str(), p.node.as_deref()))
+        .collect();
+    assert_eq!(
+        placed,
+        BTreeMap::from([
+            ("pinned", Some("mike")),
+            ("web-0", Some("alpha")),
+            ("web-1", Some("alpha"))
+        ])
+    );
+    assert_eq!(report.shadows.len(), 1);
+    let text = report.to_text();
+    let candidate = dir.path().join("last.wasm");
+    assert!(
+        text.contains(&format!(
+            "shadow of NodePreference (profile default-scheduler, candidate {}): compared on 3 cycle(s), disagreed on 2 (node 2, score 2)\n",
+            candidate.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("  default/web-0  score,node  Score differs on 3 of 3 node(s): alpha live 100 candidate 0"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with("  default/pinned")),
+        "{text}"
+    );
+}

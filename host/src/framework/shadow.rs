@@ -81,7 +81,7 @@ pub struct Disagreement {
 }
 
 /// What a shadow has seen so far.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShadowStats {
     /// The profile's scheduler name.

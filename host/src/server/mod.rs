@@ -380,7 +380,13 @@ mod tests {
             plugins: Some(Arc::new(std::sync::RwLock::new(
                 serde_json::json!({"generation": 1}),
             ))),
-            shadows: Some(Arc::default()),
+            shadows: Some(Arc::new(std::sync::RwLock::new(vec![Arc::new(
+                std::sync::Mutex::new(crate::framework::ShadowStats {
+                    plugin: "X".into(),
+                    cycles: 3,
+                    ..Default::default()
+                }),
+            )]))),
         });
         let server = Server::bind("127.0.0.1:0".parse().unwrap(), &Tls::None, health.clone())
             .await
@@ -421,7 +427,10 @@ mod tests {
         assert!(body.contains("\"generation\": 1"), "{body}");
         let (status, body) = get(addr, "/shadows").await;
         assert_eq!(status, 200);
-        assert!(body.contains("\"shadows\": []"), "{body}");
+        assert!(
+            body.contains("\"plugin\": \"X\"") && body.contains("\"cycles\": 3"),
+            "{body}"
+        );
         assert_eq!(get(addr, "/nope").await.0, 404);
         task.abort();
     }
