@@ -108,6 +108,13 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
                 .collect();
             out.push_str(&format!("  {:<11} {}\n", point.as_str(), names.join(", ")));
         }
+        for (name, shadow) in &p.shadows {
+            out.push_str(&format!(
+                "  {:<11} {name}: candidate {}\n",
+                "shadow",
+                shadow.path.display()
+            ));
+        }
     }
     Ok(out)
 }
