@@ -60,6 +60,13 @@ struct RunArgs {
     /// A KubeSchedulerConfiguration (or BerthConfiguration) file.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Read the configuration from this ConfigMap through the API, and watch it
+    /// (instead of --config); module paths are relative to the working directory.
+    #[arg(long, value_name = "NAMESPACE/NAME", conflicts_with = "config")]
+    config_map: Option<String>,
+    /// The ConfigMap key that holds the configuration.
+    #[arg(long, default_value = "config.yaml", value_name = "KEY")]
+    config_map_key: String,
     /// The kubeconfig file (default: clientConnection.kubeconfig, else $KUBECONFIG,
     /// ~/.kube/config, then the in-cluster service account).
     #[arg(long)]
@@ -406,8 +413,15 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
         (false, Some(cert), Some(key)) => berth::server::Tls::Files { cert, key },
         _ => berth::server::Tls::SelfSigned,
     };
+    let config_map = args
+        .config_map
+        .as_deref()
+        .map(|r| berth::watch::ConfigMapSource::parse(r, &args.config_map_key))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let opts = berth::run::RunOptions {
         config: args.config,
+        config_map,
         kubeconfig: args.kubeconfig,
         scheduler,
         serve: (args.secure_port != 0).then(|| {

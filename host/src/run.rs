@@ -31,6 +31,9 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct RunOptions {
     /// The configuration file (absent: the default profile).
     pub config: Option<PathBuf>,
+    /// The ConfigMap that holds the configuration, read through the API and watched
+    /// (instead of `config`).
+    pub config_map: Option<crate::watch::ConfigMapSource>,
     /// A kubeconfig that overrides the configuration's `clientConnection.kubeconfig`.
     pub kubeconfig: Option<PathBuf>,
     /// How the scheduler runs (`confirm_bindings` is turned on).
@@ -60,9 +63,26 @@ pub async fn run(
     options: &RunOptions,
     stop: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let (config, config_name) = match &options.config {
-        Some(p) => (Configuration::load(p)?, p.display().to_string()),
-        None => (
+    let cwd = std::env::current_dir()?;
+    // A configuration in a ConfigMap: read with the kubeconfig of the command line
+    // (the configuration's own clientConnection is in the ConfigMap), module paths
+    // relative to the working directory.
+    let mut config_text = None;
+    let (config, config_name) = match (&options.config, &options.config_map) {
+        (Some(p), _) => (Configuration::load(p)?, p.display().to_string()),
+        (None, Some(cm)) => {
+            let bootstrap = KubeCluster::connect(&KubeOptions {
+                kubeconfig: options.kubeconfig.clone(),
+                qps: crate::cluster::kube::DEFAULT_QPS,
+                burst: crate::cluster::kube::DEFAULT_BURST,
+            })
+            .await?;
+            let text = cm.fetch(&bootstrap.client).await?;
+            let config = cm.parse_config(&text, &cwd)?;
+            config_text = Some(text);
+            (config, cm.label())
+        }
+        (None, None) => (
             Configuration::default(),
             "<default configuration>".to_owned(),
         ),
@@ -150,6 +170,23 @@ pub async fn run(
             ),
         }
     }
+    let config_map_watch = match (&options.config_map, config_text) {
+        (Some(cm), Some(first)) => {
+            tracing::info!(
+                configmap = %cm.label(),
+                "watching the configuration in the ConfigMap; a change is checked and swapped in while scheduling goes on"
+            );
+            Some(crate::watch::watch_config_map(
+                cluster.client.clone(),
+                cm.clone(),
+                first,
+                cwd.clone(),
+                live.sender(),
+                &handle,
+            ))
+        }
+        _ => None,
+    };
     let mut elector = election.enabled.then(|| {
         LeaderElector::new(
             cluster.client.clone(),
@@ -207,7 +244,7 @@ pub async fn run(
         stop.await;
     }
     health.shutting_down.store(true, Ordering::Relaxed);
-    for w in &watchers {
+    for w in watchers.iter().chain(&config_map_watch) {
         w.abort();
     }
     if let Some(why) = lost {

@@ -240,3 +240,148 @@ mod tests {
         ));
     }
 }
+
+/// A configuration kept under one key of a ConfigMap (`berth run --config-map`): read
+/// through the API at start and watched, so that an edit of the ConfigMap is swapped in
+/// at once (a mounted ConfigMap volume reaches the pod only when the kubelet syncs it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigMapSource {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The key whose value is the configuration.
+    pub key: String,
+}
+
+impl ConfigMapSource {
+    /// `NAMESPACE/NAME`, and the key.
+    pub fn parse(reference: &str, key: &str) -> Result<Self, String> {
+        let Some((namespace, name)) = reference
+            .split_once('/')
+            .filter(|(ns, n)| !ns.is_empty() && !n.is_empty() && !n.contains('/'))
+        else {
+            return Err(format!(
+                "--config-map {reference:?}: expected NAMESPACE/NAME"
+            ));
+        };
+        if key.is_empty() {
+            return Err("--config-map-key: empty".into());
+        }
+        Ok(ConfigMapSource {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            key: key.to_owned(),
+        })
+    }
+
+    /// How messages name it (in place of a file name).
+    pub fn label(&self) -> String {
+        format!("configmap {}/{}[{}]", self.namespace, self.name, self.key)
+    }
+
+    fn text_of(&self, cm: &k8s_openapi::api::core::v1::ConfigMap) -> Result<String, String> {
+        let data = cm.data.as_ref();
+        data.and_then(|d| d.get(&self.key)).cloned().ok_or_else(|| {
+            let keys: Vec<&str> = data
+                .map(|d| d.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            format!(
+                "{}: no key {:?} in its data (keys: [{}])",
+                self.label(),
+                self.key,
+                keys.join(", ")
+            )
+        })
+    }
+
+    /// Reads the configuration's text now.
+    pub async fn fetch(&self, client: &kube::Client) -> anyhow::Result<String> {
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client.clone(), &self.namespace);
+        let cm = api
+            .get(&self.name)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}: cannot read it: {e}", self.label()))?;
+        self.text_of(&cm).map_err(anyhow::Error::msg)
+    }
+
+    /// The configuration in `text`, its relative paths taken from `base` (the working
+    /// directory), checked; errors name the ConfigMap and key as a file.
+    pub fn parse_config(
+        &self,
+        text: &str,
+        base: &Path,
+    ) -> Result<Configuration, crate::config::ConfigError> {
+        let file = self.label();
+        let mut config = Configuration::parse_unchecked(&file, text)?;
+        config.resolve_paths(base);
+        config.check(&file)?;
+        Ok(config)
+    }
+}
+
+/// Watches the ConfigMap on `handle`; each change of the key's text (from `first`, the
+/// text the scheduler started with) sends [`Input::Reload`] to `tx`. A missing key or
+/// a deleted ConfigMap is logged and the running version keeps serving. The task ends
+/// when `tx`'s receiver is gone.
+pub fn watch_config_map(
+    client: kube::Client,
+    source: ConfigMapSource,
+    first: String,
+    base: PathBuf,
+    tx: Sender<Input>,
+    handle: &tokio::runtime::Handle,
+) -> tokio::task::JoinHandle<()> {
+    use futures::StreamExt;
+    use kube::runtime::WatchStreamExt;
+    use kube::runtime::watcher::{self, Event};
+    handle.spawn(async move {
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client, &source.namespace);
+        let config = watcher::Config::default().fields(&format!("metadata.name={}", source.name));
+        let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+        let mut last = first;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(Event::Apply(cm) | Event::InitApply(cm)) => match source.text_of(&cm) {
+                    Ok(text) if text != last => {
+                        last = text.clone();
+                        let reload = Input::Reload(ReloadSource::Text {
+                            text,
+                            file: source.label(),
+                            base: base.clone(),
+                        });
+                        if tx.send(reload).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("{e}; the running version keeps serving"),
+                },
+                Ok(Event::Delete(_)) => tracing::warn!(
+                    "{} was deleted; the running version keeps serving",
+                    source.label()
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("watching {}: {e}", source.label()),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod config_map_tests {
+    use super::ConfigMapSource;
+
+    #[test]
+    fn a_reference_is_namespace_slash_name() {
+        let s = ConfigMapSource::parse("kube-system/berth", "config.yaml").unwrap();
+        assert_eq!(s.label(), "configmap kube-system/berth[config.yaml]");
+        for bad in ["berth", "/berth", "kube-system/", "a/b/c"] {
+            let e = ConfigMapSource::parse(bad, "config.yaml").unwrap_err();
+            assert!(e.contains("expected NAMESPACE/NAME"), "{bad}: {e}");
+        }
+        assert!(ConfigMapSource::parse("a/b", "").is_err());
+    }
+}

@@ -1,7 +1,8 @@
 //! Hot swap in `berth run` against a real kube-apiserver: the configuration file of a
 //! running Berth is edited (a plugin's module path changed) and the next pods follow
 //! the new module; a module path that does not exist is refused while scheduling goes
-//! on with the module that serves; `/plugins` and `/metrics` say so.
+//! on with the module that serves; `/plugins` and `/metrics` say so. The same through
+//! a ConfigMap that `berth run --config-map` reads and watches through the API.
 
 #[path = "common/apiserver.rs"]
 mod apiserver;
@@ -14,10 +15,14 @@ use std::time::Duration;
 
 const NS: &str = "default";
 
-fn write_config(path: &Path, module: &str) {
-    let text = format!(
+fn config_text(module: &str) -> String {
+    format!(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    score:\n      enabled: [{{name: NodePreference, weight: 50}}]\nberth:\n  modules:\n  - {{name: NodePreference, path: {module}}}\n"
-    );
+    )
+}
+
+fn write_config(path: &Path, module: &str) {
+    let text = config_text(module);
     // As an editor or a ConfigMap update would: the new file replaces the old at once.
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).unwrap();
@@ -143,4 +148,100 @@ async fn an_edited_config_swaps_the_module_and_a_bad_one_is_refused() {
     }
     let (_, body) = http_get(port, "/plugins").await.unwrap();
     assert!(body.contains("last.wasm"), "{body}");
+}
+
+/// Writes the configuration into ConfigMap default/berth-config (key config.yaml),
+/// creating it the first time.
+async fn put_config_map(client: &kube::Client, module: &str) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), NS);
+    let cm = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some("berth-config".into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "config.yaml".to_owned(),
+            config_text(module),
+        )])),
+        ..Default::default()
+    };
+    match api.get_opt("berth-config").await.unwrap() {
+        None => {
+            api.create(&Default::default(), &cm).await.unwrap();
+        }
+        Some(old) => {
+            let cm = ConfigMap {
+                metadata: old.metadata,
+                ..cm
+            };
+            api.replace("berth-config", &Default::default(), &cm)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// `berth run --config-map`: the configuration read from a ConfigMap through the API;
+/// an edit of the ConfigMap swaps the module, and an edit naming a missing module is refused, the running one
+/// serving on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_config_map_swaps_the_module_and_a_bad_one_is_refused() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let client = server.client().await;
+    create_nodes(
+        &client,
+        &[
+            node("alpha", "8", "16Gi", 110),
+            node("zulu", "8", "16Gi", 110),
+        ],
+    )
+    .await;
+    let dir = server.dir.path();
+    std::fs::copy(
+        berth_artifacts::fixtures::FIXTURE_PREFER_FIRST_NODE,
+        dir.join("first.wasm"),
+    )
+    .unwrap();
+    std::fs::copy(
+        berth_artifacts::fixtures::FIXTURE_PREFER_LAST_NODE,
+        dir.join("last.wasm"),
+    )
+    .unwrap();
+    // berth runs in the workspace: the ConfigMap names the modules by absolute path.
+    let path = |f: &str| dir.join(f).display().to_string();
+    put_config_map(&client, &path("first.wasm")).await;
+    let mut berth = Berth::run_in(
+        dir,
+        &server.kubeconfig(),
+        &["--config-map", "default/berth-config", "--secure-port=0"],
+    );
+    berth.wait_log(
+        "watching the configuration in the ConfigMap",
+        Duration::from_secs(10),
+    );
+    let bound = schedule(&client, "before", 4).await;
+    assert_eq!(nodes_of(&bound), ["alpha"], "{bound:?}");
+
+    put_config_map(&client, &path("last.wasm")).await;
+    berth.wait_log("configuration reloaded", Duration::from_secs(30));
+    let bound = schedule(&client, "after", 4).await;
+    assert_eq!(nodes_of(&bound), ["zulu"], "{bound:?}");
+
+    put_config_map(&client, &path("missing.wasm")).await;
+    berth.wait_log("reload refused", Duration::from_secs(30));
+    let log = berth.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("reload refused"))
+        .unwrap()
+        .to_owned();
+    assert!(
+        line.contains("configmap default/berth-config[config.yaml]")
+            && line.contains("missing.wasm"),
+        "{line}"
+    );
+    let bound = schedule(&client, "refused", 4).await;
+    assert_eq!(nodes_of(&bound), ["zulu"], "{bound:?}");
 }
