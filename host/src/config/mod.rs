@@ -54,12 +54,13 @@ pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("{file}: cannot read: {source}")]
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("{file}: cannot read: {error}")]
     Read {
         /// The file.
         file: String,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not valid YAML or a field has the wrong type.
     #[error("{file}: {field}: {message}")]
@@ -854,9 +855,9 @@ impl Configuration {
     /// [`Configuration::check`] for the values).
     pub fn load_unchecked(path: &Path) -> Result<Self, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             file: file.clone(),
-            source,
+            error,
         })?;
         let mut config = Self::parse_unchecked(&file, &text)?;
         // Module paths are relative to the file.

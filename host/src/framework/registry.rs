@@ -136,9 +136,9 @@ fn load_file(
     sandbox: Sandbox,
 ) -> Result<Arc<Module>, RegistryError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+    let bytes = std::fs::read(path).map_err(|error| LoadError::Read {
         path: shown.clone(),
-        source,
+        error,
     })?;
     if let Some(expected) = expected {
         let actual: String = Sha256::digest(&bytes)

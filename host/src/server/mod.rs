@@ -36,12 +36,13 @@ pub const LEADER_HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("cannot listen on {addr}: {error}")]
     Bind {
         /// The address.
         addr: SocketAddr,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A certificate or key file could not be read or used.
     #[error("{file}: {message}")]
@@ -161,7 +162,7 @@ impl Server {
         };
         let listener = TcpListener::bind(addr)
             .await
-            .map_err(|source| ServeError::Bind { addr, source })?;
+            .map_err(|error| ServeError::Bind { addr, error })?;
         Ok(Server {
             listener,
             tls: acceptor,

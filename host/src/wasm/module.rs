@@ -31,12 +31,13 @@ pub const WIT_VERSION: &str = "0.3.0";
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("{path}: cannot read plugin module: {source}")]
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("{path}: cannot read plugin module: {error}")]
     Read {
         /// The file.
         path: String,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The bytes are not a component wasmtime can compile.
     #[error("{source_name}: not a valid WebAssembly component: {message}")]
@@ -176,9 +177,9 @@ impl Runtime {
 
     /// Loads a module from a file.
     pub fn load_file(self: &Arc<Self>, path: &Path) -> Result<Arc<Module>, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        let bytes = std::fs::read(path).map_err(|error| LoadError::Read {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         self.load(&path.display().to_string(), &bytes)
     }
