@@ -204,7 +204,15 @@ pub struct Scheduler {
     /// Pods whose binding succeeded and that wait for the cluster's confirmation:
     /// when their binding ended.
     unconfirmed: HashMap<String, Duration>,
+    /// Pods whose bind failed in a way that may have bound them (an answer lost), and
+    /// the cluster could not be asked: they stay counted where they were assumed until
+    /// it answers (asked again at most every [`DOUBT_RECHECK`]), so that no other pod
+    /// takes their room meanwhile.
+    doubtful: HashMap<String, (Binding, String, Duration)>,
 }
+
+/// How often the cluster is asked again about a pod whose bind may have happened.
+const DOUBT_RECHECK: Duration = Duration::from_secs(1);
 
 /// Asks the frameworks' plugins for queueing hints.
 struct Oracle<'a>(&'a [Arc<Framework>]);
@@ -303,6 +311,7 @@ impl Scheduler {
             confirm_bindings: options.confirm_bindings,
             assumed_pod_expiry: options.assumed_pod_expiry,
             unconfirmed: HashMap::new(),
+            doubtful: HashMap::new(),
         })
     }
 
@@ -349,6 +358,7 @@ impl Scheduler {
     pub fn knows_pod(&self, uid: &str) -> bool {
         self.cache.pod(uid).is_some()
             || self.binding.contains_key(uid)
+            || self.doubtful.contains_key(uid)
             || self.queue.is_in_flight(uid)
             || self.queue.queue_of(uid).is_some()
     }
@@ -358,7 +368,29 @@ impl Scheduler {
     pub fn poll(&mut self, now: Duration) {
         self.resolve_waiting(now);
         self.drain_bind_results(false);
+        self.recheck_doubtful(now);
         self.expire_unconfirmed(now);
+    }
+
+    /// Asks the cluster again about the pods whose bind may have happened.
+    fn recheck_doubtful(&mut self, now: Duration) {
+        let due: Vec<String> = self
+            .doubtful
+            .iter()
+            .filter(|(_, (_, _, at))| *at <= now)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in due {
+            let Some((b, error, _)) = self.doubtful.remove(&uid) else {
+                continue;
+            };
+            match self.binder.lookup(&b.assumed) {
+                PodState::Unknown => {
+                    self.doubtful.insert(uid, (b, error, now + DOUBT_RECHECK));
+                }
+                state => self.settle_failed_binding(uid, b, state, error),
+            }
+        }
     }
 
     /// Moves pods whose backoff ended to activeQ (call it every second, as upstream).
@@ -918,6 +950,7 @@ impl Scheduler {
             let now = self.clock.now();
             self.queue.flush_backoff(now);
             self.resolve_waiting(now);
+            self.recheck_doubtful(now);
             while self.schedule_one() {
                 attempts += 1;
                 self.drain_bind_results(false);
@@ -930,6 +963,7 @@ impl Scheduler {
             let next = [
                 self.queue.next_backoff_flush(self.max_attempts),
                 self.waiting.next_deadline(),
+                self.doubtful.values().map(|(_, _, at)| *at).min(),
             ]
             .into_iter()
             .flatten()
@@ -1204,30 +1238,61 @@ impl Scheduler {
                 );
             }
             Err(e) => {
+                let state = self.binder.lookup(&b.assumed);
+                self.settle_failed_binding(uid, b, state, e.to_string());
+            }
+        }
+    }
+
+    /// A bind failed; `state` is where the cluster has the pod now.
+    fn settle_failed_binding(&mut self, uid: String, b: Binding, state: PodState, error: String) {
+        match state {
+            PodState::BoundTo(node) if node == b.node => {
+                // The bind happened; only its answer was lost.
+                tracing::info!(pod = %b.assumed.key(), %node, "the bind happened though its answer was lost: {error}");
+                self.binding.insert(uid.clone(), b);
+                self.finish_binding(uid, Ok(()));
+            }
+            PodState::Unknown => {
+                // It may be bound: it stays counted on its node until the cluster
+                // can say.
+                tracing::info!(pod = %b.assumed.key(), node = %b.node, "the bind failed and the cluster cannot be asked whether it happened; the pod keeps its room on the node until it can: {error}");
+                let _ = self.cache.finish_binding(&uid);
+                let at = self.clock.now() + DOUBT_RECHECK;
+                self.doubtful.insert(uid, (b, error, at));
+            }
+            state => {
                 b.framework
                     .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
                 let _ = self.cache.forget_pod(&uid);
-                match self.binder.lookup(&b.assumed) {
+                match state {
                     PodState::BoundTo(other) => {
                         // Someone else bound it (409 Conflict): drop it from the queue,
-                        // do not retry.
+                        // do not retry, and count it where it is now (the watch may
+                        // tell later).
                         self.queue.done(&uid);
-                        tracing::info!(pod = %b.assumed.key(), node = %other, "bound by someone else: {e}");
-                        let message = format!("bound to node {other} by someone else ({e})");
+                        tracing::info!(pod = %b.assumed.key(), node = %other, "bound by someone else: {error}");
+                        let mut pod = b.assumed.clone();
+                        pod.node_name = other.clone();
+                        if self.cache.add_pod(&pod).is_ok() {
+                            self.event(
+                                ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+                                None,
+                                Some(Object::Pod(pod)),
+                            );
+                        }
+                        let message = format!("bound to node {other} by someone else ({error})");
                         self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
                     }
                     PodState::Gone => {
                         // Deleted (404): nothing left to schedule.
-                        tracing::info!(pod = %b.assumed.key(), "deleted while being bound: {e}");
+                        tracing::info!(pod = %b.assumed.key(), "deleted while being bound: {error}");
                         self.queue.done(&uid);
                         self.outcomes.remove(&uid);
                     }
-                    PodState::Pending => self.fail(
-                        b.qp,
-                        BTreeSet::new(),
-                        FailureReason::SchedulerError,
-                        e.to_string(),
-                    ),
+                    PodState::Pending | PodState::Unknown => {
+                        self.fail(b.qp, BTreeSet::new(), FailureReason::SchedulerError, error)
+                    }
                 }
             }
         }
@@ -1417,6 +1482,9 @@ impl Scheduler {
     /// Whether nothing is in flight: no pod in a scheduling or binding cycle, none
     /// waiting at Permit.
     pub fn is_quiet(&self) -> bool {
-        self.binding.is_empty() && self.queue.in_flight().is_empty() && self.waiting.is_empty()
+        self.binding.is_empty()
+            && self.doubtful.is_empty()
+            && self.queue.in_flight().is_empty()
+            && self.waiting.is_empty()
     }
 }

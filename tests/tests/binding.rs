@@ -493,3 +493,83 @@ fn bound_pods_stay_assumed_until_the_cluster_confirms_them() {
     // `a` stays.
     assert!(s.cache().pod("uid-a").is_some());
 }
+
+/// A cluster whose binds happen but whose answers are lost, and which cannot be asked
+/// about the pod for the first `unknown` lookups (a dropped connection, then an API
+/// server that does not answer).
+struct LostAnswers {
+    cluster: Arc<MemoryCluster>,
+    unknown: std::sync::atomic::AtomicUsize,
+}
+
+impl Binder for LostAnswers {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        self.cluster.bind(pod, node)?;
+        Err("connection reset by peer".into())
+    }
+
+    fn lookup(&self, pod: &Pod) -> berth::cluster::PodState {
+        use std::sync::atomic::Ordering;
+        if self
+            .unknown
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return berth::cluster::PodState::Unknown;
+        }
+        self.cluster.lookup(pod)
+    }
+}
+
+/// A bind whose answer is lost while the cluster cannot be asked keeps the pod's room
+/// on its node until the cluster answers: the next pod goes elsewhere, the one after
+/// finds no room, and once the cluster can be asked both binds count as done. (Forgetting
+/// the pod and retrying it, as a plain failure, let another pod take a room the first
+/// one already had: a node over-committed.)
+#[test]
+fn a_bind_that_may_have_happened_keeps_its_room_until_the_cluster_answers() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let binder = Arc::new(LostAnswers {
+        cluster: cluster.clone(),
+        unknown: std::sync::atomic::AtomicUsize::new(3),
+    });
+    let options = SchedulerOptions {
+        max_attempts: 20,
+        ..SchedulerOptions::default()
+    };
+    let mut s = Scheduler::new(
+        &runtime(),
+        &config(""),
+        "test.yaml",
+        &options,
+        binder,
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap();
+    // Room for one pod on each node.
+    s.add_or_update_node(node("n1", 1000));
+    s.add_or_update_node(node("n2", 1000));
+    s.add_pod(pod("a", 1000, &[])).unwrap();
+    s.add_pod(pod("b", 1000, &[])).unwrap();
+    s.run_until_idle();
+    s.add_pod(pod("c", 1000, &[])).unwrap();
+    s.run_until_idle();
+
+    let bindings = cluster.bindings();
+    assert_eq!(bindings.len(), 2, "{bindings:?}");
+    let (a, b) = (&bindings["uid-a"].1, &bindings["uid-b"].1);
+    assert_ne!(a, b, "two pods on a node with room for one");
+    for (uid, node) in [("uid-a", a), ("uid-b", b)] {
+        let o = s.outcome(uid).unwrap();
+        assert_eq!(o.node.as_ref(), Some(node), "{uid}: {o:?}");
+        assert!(
+            o.message.starts_with("Successfully assigned"),
+            "{uid}: {o:?}"
+        );
+        assert_eq!(o.attempts, 1, "{uid}: {o:?}");
+    }
+    let c = s.outcome("uid-c").unwrap();
+    assert_eq!(c.node, None, "{c:?}");
+    assert_eq!(s.queue().queue_of("uid-c"), Some(QueueName::Unschedulable));
+    assert!(s.is_quiet());
+}

@@ -50,8 +50,10 @@ pub trait Binder: Send + Sync {
 /// A pod as the cluster has it, asked after a failed bind.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PodState {
-    /// Still waiting for a node (or the cluster could not be asked).
+    /// Still waiting for a node.
     Pending,
+    /// The cluster could not be asked: the bind may or may not have happened.
+    Unknown,
     /// Bound to this node.
     BoundTo(String),
     /// Deleted (or replaced by another pod of the same name).

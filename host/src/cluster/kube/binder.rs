@@ -212,9 +212,9 @@ impl Binder for KubeBinder {
             }
             Ok(Err(e)) => {
                 tracing::debug!(pod = %pod.key(), "looking up the pod after a failed bind: {}", error_message(&e));
-                PodState::Pending
+                PodState::Unknown
             }
-            Err(_) => PodState::Pending,
+            Err(_) => PodState::Unknown,
         }
     }
 }
