@@ -239,6 +239,11 @@ impl Timeline {
                 });
             }
             Object::Budget(b) => scheduler.add_or_update_budget(b),
+            Object::Claim(c) => scheduler.add_or_update_claim(c),
+            Object::Volume(v) => scheduler.add_or_update_volume(v),
+            Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
+            Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
+            Object::CsiDriver(d) => scheduler.add_or_update_csi_driver(d),
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
             Object::Selector(s) => scheduler.add_or_update_selector(s),
             Object::Node(node) => {
@@ -274,6 +279,11 @@ impl Timeline {
                     scheduler.delete_pod(&uid);
                 }
                 "Namespace" => {}
+                "PersistentVolumeClaim" => scheduler.remove_claim(&namespace, &name),
+                "PersistentVolume" => scheduler.remove_volume(&name),
+                "StorageClass" => scheduler.remove_storage_class(&name),
+                "CSINode" => scheduler.remove_csi_node(&name),
+                "CSIDriver" => scheduler.remove_csi_driver(&name),
                 other => scheduler.remove_selector(other, &namespace, &name),
             },
         }
