@@ -322,6 +322,7 @@ pub fn registry() -> HashMap<&'static str, Twin> {
         twin::<priority_sort::PrioritySort>(),
         twin::<scheduling_gates::SchedulingGates>(),
         twin::<taint_toleration::TaintToleration>(),
+        twin::<volume_restrictions::VolumeRestrictions>(),
     ]
     .into_iter()
     .map(|t| (t.name, t))
