@@ -318,11 +318,13 @@ pub fn registry() -> HashMap<&'static str, Twin> {
         twin::<node_resources_balanced_allocation::BalancedAllocation>(),
         twin::<node_resources_fit::NodeResourcesFit>(),
         twin::<node_unschedulable::NodeUnschedulable>(),
+        twin::<node_volume_limits::NodeVolumeLimits>(),
         twin::<pod_topology_spread::PodTopologySpread>(),
         twin::<priority_sort::PrioritySort>(),
         twin::<scheduling_gates::SchedulingGates>(),
         twin::<taint_toleration::TaintToleration>(),
         twin::<volume_restrictions::VolumeRestrictions>(),
+        twin::<volume_zone::VolumeZone>(),
     ]
     .into_iter()
     .map(|t| (t.name, t))
