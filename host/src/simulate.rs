@@ -173,6 +173,9 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Loaded
     for f in &opts.files {
         docs.extend(manifest::load_file(f)?);
     }
+    if let Some(warning) = manifest::ignored_kinds_warning(&docs) {
+        tracing::warn!("{warning}");
+    }
     let cluster = Arc::new(MemoryCluster::new());
     let clock = Arc::new(VirtualClock::default());
     let scheduler = Scheduler::new(
@@ -244,6 +247,8 @@ impl Timeline {
             Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
             Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
             Object::CsiDriver(d) => scheduler.add_or_update_csi_driver(d),
+            // Named in a warning when loaded.
+            Object::Ignored { .. } => {}
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
             Object::Selector(s) => scheduler.add_or_update_selector(s),
             Object::Node(node) => {

@@ -3,8 +3,9 @@
 //! A manifest is multi-document YAML (documents separated by `---` lines, as
 //! kubectl splits them) or a stream of JSON objects (when the text starts with `{`).
 //! Each document is an object of a kind scheduling reads (`v1` `Node` and `Pod`, the
-//! storage kinds, ...; see [`ManifestError::Unsupported`]), or a `v1` `List` (also
-//! `PodList`, `NodeList`, ...) whose `items` are such objects or further lists. Empty documents and
+//! storage kinds, ...; see [`ACCEPTED_KINDS`]), or a `v1` `List` (also `PodList`,
+//! `NodeList`, ...) whose `items` are such objects or further lists. Objects of other
+//! kinds are loaded as [`Object::Ignored`], for the caller to name in a warning. Empty documents and
 //! documents holding only comments are skipped.
 //!
 //! Objects go through the typed Kubernetes structs of `k8s-openapi`, so a wrong type
@@ -86,6 +87,14 @@ pub enum Object {
     /// reloads an edited configuration file (module paths are relative to the
     /// manifest's file).
     Configuration(String),
+    /// An object of a kind scheduling does not read (a Deployment, a Secret, ...):
+    /// `simulate` and `explain` skip it and say so in a warning.
+    Ignored {
+        /// Its `apiVersion`.
+        api_version: String,
+        /// Its `kind`.
+        kind: String,
+    },
     /// A document annotated `berth.dev/simulate: delete`: the object of that kind,
     /// namespace (empty for cluster-scoped kinds) and name is deleted.
     Delete {
@@ -212,21 +221,6 @@ pub enum ManifestError {
         column: usize,
         /// What the parser found wrong.
         message: String,
-    },
-    /// An object is of a kind Berth does not read.
-    #[error(
-        "{location}: {}unsupported kind {kind:?} (apiVersion {api_version:?}): only v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 ReplicaSet, StatefulSet, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration are accepted",
-        prefix(.path)
-    )]
-    Unsupported {
-        /// The document.
-        location: Location,
-        /// The object in the document: empty, or `items[i]` for an item of a List.
-        path: String,
-        /// Its `apiVersion`.
-        api_version: String,
-        /// Its `kind`.
-        kind: String,
     },
     /// A field is missing, has the wrong type or holds an invalid value.
     #[error("{location}: {}{message}", prefix(.path))]
@@ -709,14 +703,7 @@ fn collect(
                 )),
             };
         }
-        _ => {
-            return Err(ManifestError::Unsupported {
-                location: location.clone(),
-                path: path.to_owned(),
-                api_version,
-                kind,
-            });
-        }
+        _ => Object::Ignored { api_version, kind },
     };
     out.push(Document {
         object,
@@ -724,6 +711,31 @@ fn collect(
         admission,
     });
     Ok(())
+}
+
+/// The kinds a manifest may hold that scheduling reads.
+pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 ReplicaSet, StatefulSet, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
+
+/// A warning naming the kinds of the ignored objects among `docs` (how many of
+/// each), or `None` when there are none.
+pub fn ignored_kinds_warning(docs: &[Document]) -> Option<String> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for d in docs {
+        if let Object::Ignored { api_version, kind } = &d.object {
+            *counts.entry(format!("{api_version} {kind}")).or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = counts
+        .into_iter()
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect();
+    Some(format!(
+        "ignoring objects of kinds scheduling does not read: {}; only {ACCEPTED_KINDS} are read",
+        list.join(", ")
+    ))
 }
 
 /// The kinds whose objects have no namespace.
@@ -1281,6 +1293,7 @@ mod tests {
                 Object::StorageClass(c) => format!("storageclass/{}", c.name),
                 Object::CsiNode(n) => format!("csinode/{}", n.name),
                 Object::CsiDriver(d) => format!("csidriver/{}", d.name),
+                Object::Ignored { api_version, kind } => format!("ignored {api_version} {kind}"),
                 Object::Delete {
                     kind,
                     namespace,
@@ -1819,39 +1832,29 @@ metadata:
     }
 
     #[test]
-    fn unsupported_kinds_are_named() {
+    fn kinds_scheduling_does_not_read_are_ignored_and_named() {
         let text = format!(
-            "{MINIMAL_POD}---\n# a deployment\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\n"
+            "{MINIMAL_POD}---\n# a deployment\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {{apiVersion: v1, kind: Secret}}\n  - {{apiVersion: apps/v1, kind: Deployment}}\n---\napiVersion: v2\nkind: Pod\nmetadata: {{name: p}}\n"
         );
-        let err = load_str("t.yaml", &text).unwrap_err();
-        let ManifestError::Unsupported {
-            location,
-            path,
-            api_version,
-            kind,
-        } = &err
-        else {
-            panic!("{err:?}");
-        };
-        assert_eq!((location, path.as_str()), (&at(2, 7), ""));
+        let docs = load(&text);
         assert_eq!(
-            (api_version.as_str(), kind.as_str()),
-            ("apps/v1", "Deployment")
+            names(&docs),
+            [
+                "pod/p",
+                "ignored apps/v1 Deployment",
+                "ignored v1 Secret",
+                "ignored apps/v1 Deployment",
+                "ignored v2 Pod"
+            ]
         );
+        assert_eq!(docs[1].source, at(2, 7));
         assert_eq!(
-            err.to_string(),
-            "t.yaml: document 2 (line 7): unsupported kind \"Deployment\" (apiVersion \"apps/v1\"): only v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 ReplicaSet, StatefulSet, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration are accepted"
+            ignored_kinds_warning(&docs).unwrap(),
+            format!(
+                "ignoring objects of kinds scheduling does not read: apps/v1 Deployment (2), v1 Secret (1), v2 Pod (1); only {ACCEPTED_KINDS} are read"
+            )
         );
-        assert_eq!(
-            error("apiVersion: v2\nkind: Pod\nmetadata: {name: p}\n"),
-            "t.yaml: document 1 (line 1): unsupported kind \"Pod\" (apiVersion \"v2\"): only v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 ReplicaSet, StatefulSet, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration are accepted"
-        );
-        assert_eq!(
-            error(
-                "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {apiVersion: v1, kind: Secret}\n"
-            ),
-            "t.yaml: document 1 (line 1): items[0].items[0]: unsupported kind \"Secret\" (apiVersion \"v1\"): only v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 ReplicaSet, StatefulSet, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration are accepted"
-        );
+        assert_eq!(ignored_kinds_warning(&docs[..1]), None);
     }
 
     #[test]
@@ -2312,11 +2315,15 @@ spec: {}
         let docs = load_file(&good).unwrap();
         assert_eq!(docs[0].source.file, good.display().to_string());
         let bad = dir.join("bad.yaml");
-        std::fs::write(&bad, "apiVersion: v1\nkind: Secret\n").unwrap();
+        std::fs::write(
+            &bad,
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 5}\n",
+        )
+        .unwrap();
         let err = load_file(&bad).unwrap_err().to_string();
         assert!(
             err.starts_with(&format!(
-                "{}: document 1 (line 1): unsupported kind",
+                "{}: document 1 (line 1): spec.containers: invalid type",
                 bad.display()
             )),
             "{err}"
