@@ -5,6 +5,7 @@
 //! `Arc<NodeInfo>`s directly: no replica copy, no boundary.
 
 use crate::cache::Snapshot;
+use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Namespaces};
 use crate::framework::cycle_state::CycleState as HostState;
 use crate::framework::waiting::WaitingPods;
@@ -317,10 +318,13 @@ pub fn registry() -> HashMap<&'static str, Twin> {
         twin::<node_resources_balanced_allocation::BalancedAllocation>(),
         twin::<node_resources_fit::NodeResourcesFit>(),
         twin::<node_unschedulable::NodeUnschedulable>(),
+        twin::<node_volume_limits::NodeVolumeLimits>(),
         twin::<pod_topology_spread::PodTopologySpread>(),
         twin::<priority_sort::PrioritySort>(),
         twin::<scheduling_gates::SchedulingGates>(),
         twin::<taint_toleration::TaintToleration>(),
+        twin::<volume_restrictions::VolumeRestrictions>(),
+        twin::<volume_zone::VolumeZone>(),
     ]
     .into_iter()
     .map(|t| (t.name, t))
@@ -597,6 +601,8 @@ pub struct NativeHost {
     pub namespaces: Namespaces,
     /// The pods waiting at Permit.
     pub waiting: WaitingPods,
+    /// The storage objects.
+    pub storage: Storage,
 }
 
 impl HostApi for NativeHost {
@@ -633,6 +639,28 @@ impl HostApi for NativeHost {
     }
     fn reject_waiting_pod(&self, uid: &str, plugin: &str, message: &str) {
         self.waiting.reject(uid, plugin, message);
+    }
+    fn persistent_volume_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<berth_sdk::PersistentVolumeClaim> {
+        self.storage.claim(namespace, name)
+    }
+    fn persistent_volume(&self, name: &str) -> Option<berth_sdk::PersistentVolume> {
+        self.storage.volume(name)
+    }
+    fn persistent_volumes_of_class(&self, class: &str) -> Vec<berth_sdk::PersistentVolume> {
+        self.storage.volumes_of_class(class)
+    }
+    fn storage_class(&self, name: &str) -> Option<berth_sdk::StorageClass> {
+        self.storage.class(name)
+    }
+    fn csi_node(&self, name: &str) -> Option<berth_sdk::CsiNode> {
+        self.storage.csi_node(name)
+    }
+    fn csi_driver(&self, name: &str) -> Option<berth_sdk::CsiDriver> {
+        self.storage.csi_driver(name)
     }
 }
 

@@ -7,6 +7,7 @@
 use crate::cache::{Cache, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
+use crate::cluster::storage::Storage;
 use crate::cluster::{
     Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, PodState, Recorder,
 };
@@ -27,7 +28,10 @@ use crate::reload::{
 use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
 use berth_sdk::affinity::LabelSelector;
-use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
+use berth_sdk::{
+    ActionType, ClusterEvent, CsiDriver, CsiNode, EventResource, Labels, Node, Object,
+    PersistentVolume, PersistentVolumeClaim, Pod, QueueingHint, StorageClass,
+};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, RwLock};
@@ -183,6 +187,7 @@ pub struct Scheduler {
     outcomes: HashMap<String, PodOutcome>,
     namespaces: Namespaces,
     budgets: Budgets,
+    storage: Storage,
     waiting: WaitingPods,
     clock: Arc<dyn Clock>,
     binder: Arc<dyn Binder>,
@@ -255,6 +260,7 @@ impl Scheduler {
             waiting: WaitingPods::new(),
             metrics: Some(metrics.clone()),
             budgets: Budgets::new(),
+            storage: Storage::new(),
         };
         let builder = Builder {
             runtime: runtime.clone(),
@@ -272,6 +278,7 @@ impl Scheduler {
                 binder: binder.clone(),
                 namespaces: services.namespaces.clone(),
                 waiting: services.waiting.clone(),
+                storage: services.storage.clone(),
             });
         }
         let waker = Arc::new(RwLock::new(None));
@@ -293,6 +300,7 @@ impl Scheduler {
             outcomes: HashMap::new(),
             namespaces: services.namespaces,
             budgets: services.budgets,
+            storage: services.storage,
             waiting: services.waiting,
             clock,
             binder,
@@ -348,6 +356,16 @@ impl Scheduler {
                 namespace,
                 name,
             } => self.remove_selector(&kind, &namespace, &name),
+            Change::Claim(c) => self.add_or_update_claim(c),
+            Change::ClaimDeleted { namespace, name } => self.remove_claim(&namespace, &name),
+            Change::Volume(v) => self.add_or_update_volume(v),
+            Change::VolumeDeleted(name) => self.remove_volume(&name),
+            Change::StorageClass(c) => self.add_or_update_storage_class(c),
+            Change::StorageClassDeleted(name) => self.remove_storage_class(&name),
+            Change::CsiNode(n) => self.add_or_update_csi_node(n),
+            Change::CsiNodeDeleted(name) => self.remove_csi_node(&name),
+            Change::CsiDriver(d) => self.add_or_update_csi_driver(d),
+            Change::CsiDriverDeleted(name) => self.remove_csi_driver(&name),
             Change::Synced => {}
         }
         Ok(())
@@ -726,6 +744,114 @@ impl Scheduler {
     /// A PodDisruptionBudget appeared or changed (preemption reads them).
     pub fn add_or_update_budget(&mut self, budget: berth_sdk::PodDisruptionBudget) {
         self.budgets.set(budget);
+    }
+
+    /// The cluster's storage objects, as plugins read them.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// A storage object appeared (`old` none) or changed: the event that may make
+    /// pods the volume plugins rejected schedulable.
+    fn storage_event(&mut self, resource: EventResource, old: Option<Object>, new: Object) {
+        let actions = if old.is_some() {
+            ActionType::UPDATE_OTHER
+        } else {
+            ActionType::ADD
+        };
+        self.event(ClusterEvent::new(resource, actions), old, Some(new));
+    }
+
+    fn storage_deleted(&mut self, resource: EventResource, old: Option<Object>) {
+        if old.is_some() {
+            self.event(ClusterEvent::new(resource, ActionType::DELETE), old, None);
+        }
+    }
+
+    /// A PersistentVolumeClaim appeared or changed.
+    pub fn add_or_update_claim(&mut self, claim: PersistentVolumeClaim) {
+        let old = self.storage.set_claim(claim.clone());
+        self.storage_event(
+            EventResource::PersistentVolumeClaim,
+            old.map(Object::PersistentVolumeClaim),
+            Object::PersistentVolumeClaim(claim),
+        );
+    }
+
+    /// A PersistentVolumeClaim is gone.
+    pub fn remove_claim(&mut self, namespace: &str, name: &str) {
+        let old = self.storage.remove_claim(namespace, name);
+        self.storage_deleted(
+            EventResource::PersistentVolumeClaim,
+            old.map(Object::PersistentVolumeClaim),
+        );
+    }
+
+    /// A PersistentVolume appeared or changed.
+    pub fn add_or_update_volume(&mut self, volume: PersistentVolume) {
+        let old = self.storage.set_volume(volume.clone());
+        self.storage_event(
+            EventResource::PersistentVolume,
+            old.map(Object::PersistentVolume),
+            Object::PersistentVolume(volume),
+        );
+    }
+
+    /// A PersistentVolume is gone.
+    pub fn remove_volume(&mut self, name: &str) {
+        let old = self.storage.remove_volume(name);
+        self.storage_deleted(
+            EventResource::PersistentVolume,
+            old.map(Object::PersistentVolume),
+        );
+    }
+
+    /// A StorageClass appeared or changed.
+    pub fn add_or_update_storage_class(&mut self, class: StorageClass) {
+        let old = self.storage.set_class(class.clone());
+        self.storage_event(
+            EventResource::StorageClass,
+            old.map(Object::StorageClass),
+            Object::StorageClass(class),
+        );
+    }
+
+    /// A StorageClass is gone.
+    pub fn remove_storage_class(&mut self, name: &str) {
+        let old = self.storage.remove_class(name);
+        self.storage_deleted(EventResource::StorageClass, old.map(Object::StorageClass));
+    }
+
+    /// A CSINode appeared or changed.
+    pub fn add_or_update_csi_node(&mut self, node: CsiNode) {
+        let old = self.storage.set_csi_node(node.clone());
+        self.storage_event(
+            EventResource::CsiNode,
+            old.map(Object::CsiNode),
+            Object::CsiNode(node),
+        );
+    }
+
+    /// A CSINode is gone.
+    pub fn remove_csi_node(&mut self, name: &str) {
+        let old = self.storage.remove_csi_node(name);
+        self.storage_deleted(EventResource::CsiNode, old.map(Object::CsiNode));
+    }
+
+    /// A CSIDriver appeared or changed.
+    pub fn add_or_update_csi_driver(&mut self, driver: CsiDriver) {
+        let old = self.storage.set_csi_driver(driver.clone());
+        self.storage_event(
+            EventResource::CsiDriver,
+            old.map(Object::CsiDriver),
+            Object::CsiDriver(driver),
+        );
+    }
+
+    /// A CSIDriver is gone.
+    pub fn remove_csi_driver(&mut self, name: &str) {
+        let old = self.storage.remove_csi_driver(name);
+        self.storage_deleted(EventResource::CsiDriver, old.map(Object::CsiDriver));
     }
 
     /// A namespace appeared or changed (its labels feed namespace selectors).

@@ -214,6 +214,9 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Loaded
     for f in &opts.files {
         docs.extend(manifest::load_file(f)?);
     }
+    if let Some(warning) = manifest::ignored_kinds_warning(&docs) {
+        tracing::warn!("{warning}");
+    }
     let cluster = Arc::new(MemoryCluster::new());
     let clock = Arc::new(VirtualClock::default());
     let scheduler = Scheduler::new(
@@ -280,6 +283,13 @@ impl Timeline {
                 });
             }
             Object::Budget(b) => scheduler.add_or_update_budget(b),
+            Object::Claim(c) => scheduler.add_or_update_claim(c),
+            Object::Volume(v) => scheduler.add_or_update_volume(v),
+            Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
+            Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
+            Object::CsiDriver(d) => scheduler.add_or_update_csi_driver(d),
+            // Named in a warning when loaded.
+            Object::Ignored { .. } => {}
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
             Object::Selector(s) => scheduler.add_or_update_selector(s),
             Object::Node(node) => {
@@ -315,6 +325,11 @@ impl Timeline {
                     scheduler.delete_pod(&uid);
                 }
                 "Namespace" => {}
+                "PersistentVolumeClaim" => scheduler.remove_claim(&namespace, &name),
+                "PersistentVolume" => scheduler.remove_volume(&name),
+                "StorageClass" => scheduler.remove_storage_class(&name),
+                "CSINode" => scheduler.remove_csi_node(&name),
+                "CSIDriver" => scheduler.remove_csi_driver(&name),
                 other => scheduler.remove_selector(other, &namespace, &name),
             },
         }

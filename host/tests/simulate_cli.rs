@@ -305,3 +305,53 @@ spec: {containers: [{name: c, image: nginx}]}
     let with_service = spread_scores(&format!("{base}{service}"));
     assert!(with_service[0].1 < with_service[1].1, "{with_service:?}");
 }
+
+#[test]
+fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_warning() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = dir.path().join("deployment.yaml");
+    std::fs::write(
+        &deployment,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+    )
+    .unwrap();
+    let out = berth(
+        &[
+            "simulate",
+            "--config",
+            "examples/volumes/config.yaml",
+            "examples/volumes/cluster.yaml",
+            deployment.to_str().unwrap(),
+        ],
+        cache.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let placed: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().take(2).collect())
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ["default/postgres", "node-b"],
+            ["default/pg-reader", "<pending>"],
+            ["default/cache", "node-a"],
+            ["default/batch", "node-b"],
+            ["3", "scheduled,"],
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("0/2 nodes are available: 2 node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode."),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains(
+            "ignoring objects of kinds scheduling does not read: apps/v1 Deployment (1); only v1 Node"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}

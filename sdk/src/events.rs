@@ -2,6 +2,7 @@
 //! may make a pod it rejected schedulable (upstream's EnqueueExtensions).
 
 use crate::types::{Node, Pod};
+use crate::volumes::{CsiDriver, CsiNode, PersistentVolume, PersistentVolumeClaim, StorageClass};
 use serde::{Deserialize, Serialize};
 
 /// The kind of object an event is about.
@@ -15,6 +16,16 @@ pub enum EventResource {
     Node,
     /// A namespace.
     Namespace,
+    /// A PersistentVolumeClaim.
+    PersistentVolumeClaim,
+    /// A PersistentVolume.
+    PersistentVolume,
+    /// A StorageClass.
+    StorageClass,
+    /// A CSINode.
+    CsiNode,
+    /// A CSIDriver.
+    CsiDriver,
 }
 
 /// What happened, as a set of bits (the order of the WIT `action-type` flags).
@@ -105,6 +116,16 @@ pub enum Object {
     Pod(Pod),
     /// A node.
     Node(Node),
+    /// A PersistentVolumeClaim.
+    PersistentVolumeClaim(PersistentVolumeClaim),
+    /// A PersistentVolume.
+    PersistentVolume(PersistentVolume),
+    /// A StorageClass.
+    StorageClass(StorageClass),
+    /// A CSINode.
+    CsiNode(CsiNode),
+    /// A CSIDriver.
+    CsiDriver(CsiDriver),
 }
 
 impl EventRegistration {
@@ -132,7 +153,7 @@ impl Object {
     pub fn as_pod(&self) -> Option<&Pod> {
         match self {
             Object::Pod(p) => Some(p),
-            Object::Node(_) => None,
+            _ => None,
         }
     }
 
@@ -140,7 +161,61 @@ impl Object {
     pub fn as_node(&self) -> Option<&Node> {
         match self {
             Object::Node(n) => Some(n),
-            Object::Pod(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The PersistentVolumeClaim, when the object is one.
+    pub fn as_persistent_volume_claim(&self) -> Option<&PersistentVolumeClaim> {
+        match self {
+            Object::PersistentVolumeClaim(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The PersistentVolume, when the object is one.
+    pub fn as_persistent_volume(&self) -> Option<&PersistentVolume> {
+        match self {
+            Object::PersistentVolume(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The StorageClass, when the object is one.
+    pub fn as_storage_class(&self) -> Option<&StorageClass> {
+        match self {
+            Object::StorageClass(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The CSINode, when the object is one.
+    pub fn as_csi_node(&self) -> Option<&CsiNode> {
+        match self {
+            Object::CsiNode(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The CSIDriver, when the object is one.
+    pub fn as_csi_driver(&self) -> Option<&CsiDriver> {
+        match self {
+            Object::CsiDriver(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// What the object is, as an error message names it (`pod default/web`,
+    /// `node n1`, `persistentvolumeclaim default/data`, ...).
+    pub fn describe(&self) -> String {
+        match self {
+            Object::Pod(p) => format!("pod {}", p.key()),
+            Object::Node(n) => format!("node {}", n.name),
+            Object::PersistentVolumeClaim(c) => format!("persistentvolumeclaim {}", c.key()),
+            Object::PersistentVolume(v) => format!("persistentvolume {}", v.name),
+            Object::StorageClass(c) => format!("storageclass {}", c.name),
+            Object::CsiNode(n) => format!("csinode {}", n.name),
+            Object::CsiDriver(d) => format!("csidriver {}", d.name),
         }
     }
 }
@@ -186,7 +261,7 @@ pub fn node_or_error(o: Option<&Object>) -> Result<Option<&Node>, String> {
     match o {
         None => Ok(None),
         Some(Object::Node(n)) => Ok(Some(n)),
-        Some(Object::Pod(p)) => Err(format!("expected a node, got pod {}", p.key())),
+        Some(other) => Err(format!("expected a node, got {}", other.describe())),
     }
 }
 

@@ -22,7 +22,7 @@ use wit::berth::scheduler::types as w;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.4.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -182,6 +182,214 @@ pub fn namespace_labels(namespace: &str) -> Option<sdk::Labels> {
     host::namespace_labels(namespace).map(|l| l.into_iter().collect())
 }
 
+/// A PersistentVolumeClaim, if the host has it.
+pub fn persistent_volume_claim(
+    namespace: &str,
+    name: &str,
+) -> Option<crate::PersistentVolumeClaim> {
+    host::get_persistent_volume_claim(namespace, name).map(volumes::claim_from_wit)
+}
+
+/// A PersistentVolume, if the host has it.
+pub fn persistent_volume(name: &str) -> Option<crate::PersistentVolume> {
+    host::get_persistent_volume(name).map(volumes::volume_from_wit)
+}
+
+/// The PersistentVolumes of a class.
+pub fn persistent_volumes_of_class(class: &str) -> Vec<crate::PersistentVolume> {
+    host::persistent_volumes_of_class(class)
+        .into_iter()
+        .map(volumes::volume_from_wit)
+        .collect()
+}
+
+/// A StorageClass, if the host has it.
+pub fn storage_class(name: &str) -> Option<crate::StorageClass> {
+    host::get_storage_class(name).map(volumes::class_from_wit)
+}
+
+/// A CSINode, if the host has it.
+pub fn csi_node(name: &str) -> Option<crate::CsiNode> {
+    host::get_csi_node(name).map(volumes::csi_node_from_wit)
+}
+
+/// A CSIDriver, if the host has it.
+pub fn csi_driver(name: &str) -> Option<crate::CsiDriver> {
+    host::get_csi_driver(name).map(volumes::csi_driver_from_wit)
+}
+
+/// The storage records of the WIT package as the SDK's types.
+mod volumes {
+    use super::{node_term_from_wit, selector_from_wit, w};
+    use crate::volumes as v;
+
+    fn access_mode(m: w::AccessMode) -> v::AccessMode {
+        match m {
+            w::AccessMode::ReadWriteOnce => v::AccessMode::ReadWriteOnce,
+            w::AccessMode::ReadOnlyMany => v::AccessMode::ReadOnlyMany,
+            w::AccessMode::ReadWriteMany => v::AccessMode::ReadWriteMany,
+            w::AccessMode::ReadWriteOncePod => v::AccessMode::ReadWriteOncePod,
+        }
+    }
+
+    fn volume_mode(m: w::VolumeMode) -> v::VolumeMode {
+        match m {
+            w::VolumeMode::Filesystem => v::VolumeMode::Filesystem,
+            w::VolumeMode::Block => v::VolumeMode::Block,
+        }
+    }
+
+    pub(super) fn pod_volume_from_wit(vol: w::Volume) -> v::Volume {
+        let source = match vol.source {
+            w::VolumeSource::PersistentVolumeClaim((claim_name, read_only)) => {
+                v::VolumeSource::PersistentVolumeClaim {
+                    claim_name,
+                    read_only,
+                }
+            }
+            w::VolumeSource::Ephemeral => v::VolumeSource::Ephemeral,
+            w::VolumeSource::Csi(driver) => v::VolumeSource::Csi { driver },
+            w::VolumeSource::GcePersistentDisk((pd_name, read_only)) => {
+                v::VolumeSource::GcePersistentDisk { pd_name, read_only }
+            }
+            w::VolumeSource::AwsElasticBlockStore((volume_id, read_only)) => {
+                v::VolumeSource::AwsElasticBlockStore {
+                    volume_id,
+                    read_only,
+                }
+            }
+            w::VolumeSource::Iscsi((iqn, read_only)) => v::VolumeSource::Iscsi { iqn, read_only },
+            w::VolumeSource::Rbd(r) => v::VolumeSource::Rbd {
+                monitors: r.monitors,
+                pool: r.pool,
+                image: r.image,
+                read_only: r.read_only,
+            },
+            w::VolumeSource::Other => v::VolumeSource::Other,
+        };
+        v::Volume {
+            name: vol.name,
+            source,
+        }
+    }
+
+    pub(super) fn claim_from_wit(c: w::PersistentVolumeClaim) -> v::PersistentVolumeClaim {
+        v::PersistentVolumeClaim {
+            namespace: c.namespace,
+            name: c.name,
+            uid: c.uid,
+            annotations: c.annotations.into_iter().collect(),
+            controller_uid: c.controller_uid,
+            storage_class_name: c.storage_class_name,
+            volume_name: c.volume_name,
+            access_modes: c.access_modes.into_iter().map(access_mode).collect(),
+            requested_storage: c.requested_storage,
+            selector: c.selector.map(selector_from_wit),
+            volume_mode: volume_mode(c.volume_mode),
+            phase: match c.phase {
+                w::ClaimPhase::Pending => v::ClaimPhase::Pending,
+                w::ClaimPhase::Bound => v::ClaimPhase::Bound,
+                w::ClaimPhase::Lost => v::ClaimPhase::Lost,
+            },
+            terminating: c.terminating,
+        }
+    }
+
+    pub(super) fn volume_from_wit(pv: w::PersistentVolume) -> v::PersistentVolume {
+        v::PersistentVolume {
+            name: pv.name,
+            labels: pv.labels.into_iter().collect(),
+            annotations: pv.annotations.into_iter().collect(),
+            storage_class_name: pv.storage_class_name,
+            capacity_storage: pv.capacity_storage,
+            access_modes: pv.access_modes.into_iter().map(access_mode).collect(),
+            volume_mode: volume_mode(pv.volume_mode),
+            claim_ref: pv.claim_ref.map(|r| v::ClaimRef {
+                namespace: r.namespace,
+                name: r.name,
+                uid: r.uid,
+            }),
+            node_affinity: pv
+                .node_affinity
+                .map(|terms| terms.into_iter().map(node_term_from_wit).collect()),
+            phase: match pv.phase {
+                w::VolumePhase::Pending => v::VolumePhase::Pending,
+                w::VolumePhase::Available => v::VolumePhase::Available,
+                w::VolumePhase::Bound => v::VolumePhase::Bound,
+                w::VolumePhase::Released => v::VolumePhase::Released,
+                w::VolumePhase::Failed => v::VolumePhase::Failed,
+            },
+            source: match pv.source {
+                w::PersistentVolumeSource::Csi((driver, volume_handle)) => {
+                    v::PersistentVolumeSource::Csi {
+                        driver,
+                        volume_handle,
+                    }
+                }
+                w::PersistentVolumeSource::GcePersistentDisk(pd_name) => {
+                    v::PersistentVolumeSource::GcePersistentDisk { pd_name }
+                }
+                w::PersistentVolumeSource::AwsElasticBlockStore(volume_id) => {
+                    v::PersistentVolumeSource::AwsElasticBlockStore { volume_id }
+                }
+                w::PersistentVolumeSource::AzureDisk(disk_uri) => {
+                    v::PersistentVolumeSource::AzureDisk { disk_uri }
+                }
+                w::PersistentVolumeSource::Cinder(volume_id) => {
+                    v::PersistentVolumeSource::Cinder { volume_id }
+                }
+                w::PersistentVolumeSource::Other => v::PersistentVolumeSource::Other,
+            },
+            terminating: pv.terminating,
+        }
+    }
+
+    pub(super) fn class_from_wit(c: w::StorageClass) -> v::StorageClass {
+        v::StorageClass {
+            name: c.name,
+            provisioner: c.provisioner,
+            volume_binding_mode: match c.volume_binding_mode {
+                w::VolumeBindingMode::Immediate => v::VolumeBindingMode::Immediate,
+                w::VolumeBindingMode::WaitForFirstConsumer => {
+                    v::VolumeBindingMode::WaitForFirstConsumer
+                }
+            },
+            allowed_topologies: c
+                .allowed_topologies
+                .into_iter()
+                .map(|t| v::TopologySelectorTerm {
+                    match_label_expressions: t.match_label_expressions,
+                })
+                .collect(),
+            is_default: c.is_default,
+        }
+    }
+
+    pub(super) fn csi_node_from_wit(n: w::CsiNode) -> v::CsiNode {
+        v::CsiNode {
+            name: n.name,
+            drivers: n
+                .drivers
+                .into_iter()
+                .map(|d| v::CsiNodeDriver {
+                    name: d.name,
+                    node_id: d.node_id,
+                    topology_keys: d.topology_keys,
+                    allocatable_count: d.allocatable_count,
+                })
+                .collect(),
+        }
+    }
+
+    pub(super) fn csi_driver_from_wit(d: w::CsiDriver) -> v::CsiDriver {
+        v::CsiDriver {
+            name: d.name,
+            attach_required: d.attach_required,
+            storage_capacity: d.storage_capacity,
+        }
+    }
+}
+
 impl<T: Registered> ex::plugin::Guest for Export<T> {
     fn info() -> w::PluginInfo {
         let mut points: Vec<w::ExtensionPoint> = T::vtable()
@@ -307,6 +515,11 @@ fn event_to_wit(e: crate::ClusterEvent) -> w::ClusterEvent {
             crate::EventResource::UnscheduledPod => w::EventResource::UnscheduledPod,
             crate::EventResource::Node => w::EventResource::Node,
             crate::EventResource::Namespace => w::EventResource::Namespace,
+            crate::EventResource::PersistentVolumeClaim => w::EventResource::PersistentVolumeClaim,
+            crate::EventResource::PersistentVolume => w::EventResource::PersistentVolume,
+            crate::EventResource::StorageClass => w::EventResource::StorageClass,
+            crate::EventResource::CsiNode => w::EventResource::CsiNode,
+            crate::EventResource::CsiDriver => w::EventResource::CsiDriver,
         },
         actions: w::ActionType::from_bits_retain(e.actions.0 as _),
     }
@@ -319,6 +532,11 @@ fn event_from_wit(e: w::ClusterEvent) -> crate::ClusterEvent {
             w::EventResource::UnscheduledPod => crate::EventResource::UnscheduledPod,
             w::EventResource::Node => crate::EventResource::Node,
             w::EventResource::Namespace => crate::EventResource::Namespace,
+            w::EventResource::PersistentVolumeClaim => crate::EventResource::PersistentVolumeClaim,
+            w::EventResource::PersistentVolume => crate::EventResource::PersistentVolume,
+            w::EventResource::StorageClass => crate::EventResource::StorageClass,
+            w::EventResource::CsiNode => crate::EventResource::CsiNode,
+            w::EventResource::CsiDriver => crate::EventResource::CsiDriver,
         },
         actions: crate::ActionType(e.actions.bits() as u32),
     }
@@ -328,6 +546,15 @@ fn object_from_wit(o: w::Object) -> crate::Object {
     match o {
         w::Object::Pod(p) => crate::Object::Pod(pod_from_wit(p)),
         w::Object::Node(n) => crate::Object::Node(node_from_wit(n)),
+        w::Object::PersistentVolumeClaim(c) => {
+            crate::Object::PersistentVolumeClaim(volumes::claim_from_wit(c))
+        }
+        w::Object::PersistentVolume(v) => {
+            crate::Object::PersistentVolume(volumes::volume_from_wit(v))
+        }
+        w::Object::StorageClass(c) => crate::Object::StorageClass(volumes::class_from_wit(c)),
+        w::Object::CsiNode(n) => crate::Object::CsiNode(volumes::csi_node_from_wit(n)),
+        w::Object::CsiDriver(d) => crate::Object::CsiDriver(volumes::csi_driver_from_wit(d)),
     }
 }
 
@@ -838,6 +1065,11 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
             .map(spread_from_wit)
             .collect(),
         default_selector: p.default_selector.map(selector_from_wit),
+        volumes: p
+            .volumes
+            .into_iter()
+            .map(volumes::pod_volume_from_wit)
+            .collect(),
     }
 }
 

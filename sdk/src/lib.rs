@@ -65,6 +65,7 @@ pub mod preemption;
 pub mod testing;
 pub mod types;
 pub mod validation;
+pub mod volumes;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
@@ -87,6 +88,11 @@ pub use types::{
     CPU, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState, Labels, MEMORY,
     Node, NodeInfo, PODS, Pod, PreemptionPolicy, ResourceList, Resources, Status, Taint,
     TaintEffect, Toleration, TolerationOperator,
+};
+pub use volumes::{
+    AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, PersistentVolume,
+    PersistentVolumeClaim, PersistentVolumeSource, StorageClass, TopologySelectorTerm, Volume,
+    VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
@@ -130,6 +136,40 @@ pub trait HostApi: Send + Sync {
     /// Rejects a waiting pod.
     fn reject_waiting_pod(&self, uid: &str, plugin: &str, message: &str) {
         let _ = (uid, plugin, message);
+    }
+    /// A PersistentVolumeClaim by namespace and name.
+    fn persistent_volume_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<PersistentVolumeClaim> {
+        let _ = (namespace, name);
+        None
+    }
+    /// A PersistentVolume by name.
+    fn persistent_volume(&self, name: &str) -> Option<PersistentVolume> {
+        let _ = name;
+        None
+    }
+    /// The PersistentVolumes of a StorageClass (the empty name: those of no class).
+    fn persistent_volumes_of_class(&self, storage_class: &str) -> Vec<PersistentVolume> {
+        let _ = storage_class;
+        Vec::new()
+    }
+    /// A StorageClass by name.
+    fn storage_class(&self, name: &str) -> Option<StorageClass> {
+        let _ = name;
+        None
+    }
+    /// A CSINode by name (the node's name).
+    fn csi_node(&self, name: &str) -> Option<CsiNode> {
+        let _ = name;
+        None
+    }
+    /// A CSIDriver by name.
+    fn csi_driver(&self, name: &str) -> Option<CsiDriver> {
+        let _ = name;
+        None
     }
 }
 
@@ -267,6 +307,58 @@ pub fn namespace_labels(namespace: &str) -> Option<Labels> {
     return guest::namespace_labels(namespace);
     #[cfg(not(target_arch = "wasm32"))]
     native_host().and_then(|h| h.namespace_labels(namespace))
+}
+
+/// A PersistentVolumeClaim of the cluster, by namespace and name; `None` when there
+/// is none (or, natively, when no host is installed).
+pub fn persistent_volume_claim(namespace: &str, name: &str) -> Option<PersistentVolumeClaim> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::persistent_volume_claim(namespace, name);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().and_then(|h| h.persistent_volume_claim(namespace, name))
+}
+
+/// A PersistentVolume of the cluster, by name.
+pub fn persistent_volume(name: &str) -> Option<PersistentVolume> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::persistent_volume(name);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().and_then(|h| h.persistent_volume(name))
+}
+
+/// The PersistentVolumes whose `storageClassName` is `storage_class` (the empty name:
+/// the volumes of no class), by name: the index VolumeBinding matches claims with.
+pub fn persistent_volumes_of_class(storage_class: &str) -> Vec<PersistentVolume> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::persistent_volumes_of_class(storage_class);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host()
+        .map(|h| h.persistent_volumes_of_class(storage_class))
+        .unwrap_or_default()
+}
+
+/// A StorageClass of the cluster, by name.
+pub fn storage_class(name: &str) -> Option<StorageClass> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::storage_class(name);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().and_then(|h| h.storage_class(name))
+}
+
+/// The CSINode of a node, by the node's name.
+pub fn csi_node(name: &str) -> Option<CsiNode> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::csi_node(name);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().and_then(|h| h.csi_node(name))
+}
+
+/// A CSIDriver of the cluster, by name.
+pub fn csi_driver(name: &str) -> Option<CsiDriver> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::csi_driver(name);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().and_then(|h| h.csi_driver(name))
 }
 
 /// Exports a plugin type as the component's plugin, naming the extension points it

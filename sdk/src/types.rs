@@ -298,6 +298,8 @@ pub struct Pod {
     /// the pod (upstream's `DefaultSelector`), filled in by the host; `None` when
     /// nothing selects it. PodTopologySpread's default constraints use it.
     pub default_selector: Option<LabelSelector>,
+    /// `spec.volumes`, as far as scheduling reads them.
+    pub volumes: Vec<crate::volumes::Volume>,
 }
 
 impl Pod {

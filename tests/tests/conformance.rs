@@ -6,6 +6,7 @@ use berth::cache::{Cache, Snapshot};
 use berth::cluster::Namespaces;
 use berth::cluster::manifest::{self, Object};
 use berth::cluster::memory::MemoryCluster;
+use berth::cluster::storage::Storage;
 use berth::config::Profile;
 use berth::framework::registry::load_modules;
 use berth::framework::waiting::WaitingPods;
@@ -123,6 +124,30 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
                 .unwrap_or_default();
             namespaces.set(ns["name"].as_str().unwrap(), labels);
         }
+        let storage = Storage::new();
+        for o in case["storage"].as_array().into_iter().flatten() {
+            let docs = manifest::load_str(&name, &o.to_string()).unwrap_or_else(|e| panic!("{e}"));
+            for d in docs {
+                match d.object {
+                    Object::Claim(c) => {
+                        storage.set_claim(c);
+                    }
+                    Object::Volume(v) => {
+                        storage.set_volume(v);
+                    }
+                    Object::StorageClass(c) => {
+                        storage.set_class(c);
+                    }
+                    Object::CsiNode(n) => {
+                        storage.set_csi_node(n);
+                    }
+                    Object::CsiDriver(d) => {
+                        storage.set_csi_driver(d);
+                    }
+                    other => panic!("{name}: storage: not a storage object: {other:?}"),
+                }
+            }
+        }
         let mut cache = Cache::new();
         for n in case["nodes"].as_array().into_iter().flatten() {
             let Object::Node(node) = object(n.clone(), "Node", &name) else {
@@ -155,6 +180,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             waiting: WaitingPods::new(),
             metrics: None,
             budgets: Default::default(),
+            storage,
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

@@ -45,6 +45,19 @@ fn node_term(t: &k8s::NodeSelectorTerm, path: &str) -> FieldResult<sdk::NodeSele
     })
 }
 
+/// The terms of a `v1.NodeSelector` found at `path` (a PersistentVolume's
+/// `spec.nodeAffinity.required.nodeSelectorTerms`).
+pub fn node_terms(
+    terms: &[k8s::NodeSelectorTerm],
+    path: &str,
+) -> FieldResult<Vec<sdk::NodeSelectorTerm>> {
+    terms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| node_term(t, &format!("{path}[{i}]")))
+        .collect()
+}
+
 /// A `metav1.LabelSelector`.
 pub fn label_selector(s: &meta::LabelSelector, path: &str) -> FieldResult<sdk::LabelSelector> {
     let match_expressions = s

@@ -2,8 +2,10 @@
 //!
 //! A manifest is multi-document YAML (documents separated by `---` lines, as
 //! kubectl splits them) or a stream of JSON objects (when the text starts with `{`).
-//! Each document is a `v1` `Node` or `Pod`, or a `v1` `List` (also `PodList` and
-//! `NodeList`) whose `items` are such objects or further lists. Empty documents and
+//! Each document is an object of a kind scheduling reads (`v1` `Node` and `Pod`, the
+//! storage kinds, ...; see [`ACCEPTED_KINDS`]), or a `v1` `List` (also `PodList`,
+//! `NodeList`, ...) whose `items` are such objects or further lists. Objects of other
+//! kinds are loaded as [`Object::Ignored`], for the caller to name in a warning. Empty documents and
 //! documents holding only comments are skipped.
 //!
 //! Objects go through the typed Kubernetes structs of `k8s-openapi`, so a wrong type
@@ -25,6 +27,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_yaml::Value;
 
 use super::quantity;
+
+mod storage;
 
 /// The namespace of a pod that names none.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -68,15 +72,35 @@ pub enum Object {
     /// `apps/v1` StatefulSet: only its pod selector matters to scheduling (it makes
     /// the default selector of PodTopologySpread's default constraints).
     Selector(PodSelector),
+    /// A `v1` PersistentVolumeClaim.
+    Claim(berth_sdk::PersistentVolumeClaim),
+    /// A `v1` PersistentVolume.
+    Volume(berth_sdk::PersistentVolume),
+    /// A `storage.k8s.io/v1` StorageClass.
+    StorageClass(berth_sdk::StorageClass),
+    /// A `storage.k8s.io/v1` CSINode.
+    CsiNode(berth_sdk::CsiNode),
+    /// A `storage.k8s.io/v1` CSIDriver.
+    CsiDriver(berth_sdk::CsiDriver),
     /// A `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration, as YAML text:
     /// `berth simulate` reloads it at that point of the timeline, as `berth run`
     /// reloads an edited configuration file (module paths are relative to the
     /// manifest's file).
     Configuration(String),
+    /// An object of a kind scheduling does not read (a Deployment, a Secret, ...):
+    /// `simulate` and `explain` skip it and say so in a warning.
+    Ignored {
+        /// Its `apiVersion`.
+        api_version: String,
+        /// Its `kind`.
+        kind: String,
+    },
     /// A document annotated `berth.dev/simulate: delete`: the object of that kind,
-    /// namespace (empty for nodes and namespaces) and name is deleted.
+    /// namespace (empty for cluster-scoped kinds) and name is deleted.
     Delete {
-        /// `Pod`, `Node`, `Namespace`, or the kind of a [`PodSelector`].
+        /// `Pod`, `Node`, `Namespace`, a storage kind (`PersistentVolumeClaim`,
+        /// `PersistentVolume`, `StorageClass`, `CSINode`, `CSIDriver`), or the kind of a
+        /// [`PodSelector`].
         kind: String,
         /// The namespace (pods only).
         namespace: String,
@@ -197,21 +221,6 @@ pub enum ManifestError {
         column: usize,
         /// What the parser found wrong.
         message: String,
-    },
-    /// An object is of another kind than v1 Node, Pod or List.
-    #[error(
-        "{location}: {}unsupported kind {kind:?} (apiVersion {api_version:?}): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted",
-        prefix(.path)
-    )]
-    Unsupported {
-        /// The document.
-        location: Location,
-        /// The object in the document: empty, or `items[i]` for an item of a List.
-        path: String,
-        /// Its `apiVersion`.
-        api_version: String,
-        /// Its `kind`.
-        kind: String,
     },
     /// A field is missing, has the wrong type or holds an invalid value.
     #[error("{location}: {}{message}", prefix(.path))]
@@ -535,14 +544,12 @@ fn collect(
             .and_then(Value::as_str);
         match annotation {
             None => {}
-            Some("delete")
-                if matches!(kind.as_str(), "Pod" | "Node" | "Namespace") && api_version == "v1" =>
-            {
+            Some("delete") if deletable(&api_version, &kind) => {
                 let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
                 if name.is_empty() {
                     return Err(invalid("metadata.name", "required value".into()));
                 }
-                let namespace = if !matches!(kind.as_str(), "Node" | "Namespace") {
+                let namespace = if !CLUSTER_SCOPED.contains(&kind.as_str()) {
                     meta.get("namespace")
                         .and_then(Value::as_str)
                         .filter(|n| !n.is_empty())
@@ -631,11 +638,55 @@ fn collect(
                 deserialize(Value::Mapping(map), path, location)?;
             Object::Budget(budget_from_k8s(&pdb).map_err(|(p, m)| invalid(&p, m))?)
         }
+        ("v1", "PersistentVolumeClaim") => {
+            let c: k8s::PersistentVolumeClaim = deserialize(Value::Mapping(map), path, location)?;
+            Object::Claim(
+                storage::convert_claim(&c).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("v1", "PersistentVolume") => {
+            let v: k8s::PersistentVolume = deserialize(Value::Mapping(map), path, location)?;
+            Object::Volume(
+                storage::convert_volume(&v).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("storage.k8s.io/v1", "StorageClass") => {
+            let c: k8s_openapi::api::storage::v1::StorageClass =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::StorageClass(
+                storage::convert_storage_class(&c)
+                    .map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("storage.k8s.io/v1", "CSINode") => {
+            let n: k8s_openapi::api::storage::v1::CSINode =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::CsiNode(
+                storage::convert_csi_node(&n).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("storage.k8s.io/v1", "CSIDriver") => {
+            let d: k8s_openapi::api::storage::v1::CSIDriver =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::CsiDriver(
+                storage::convert_csi_driver(&d)
+                    .map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
         ("v1", "Node") => {
             let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
             Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
         }
-        ("v1", "List" | "PodList" | "NodeList" | "NamespaceList" | "ServiceList") => {
+        (
+            "v1",
+            "List"
+            | "PodList"
+            | "NodeList"
+            | "NamespaceList"
+            | "ServiceList"
+            | "PersistentVolumeClaimList"
+            | "PersistentVolumeList",
+        ) => {
             let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
             return match map.remove("items") {
                 None | Some(Value::Null) => Ok(()),
@@ -652,14 +703,7 @@ fn collect(
                 )),
             };
         }
-        _ => {
-            return Err(ManifestError::Unsupported {
-                location: location.clone(),
-                path: path.to_owned(),
-                api_version,
-                kind,
-            });
-        }
+        _ => Object::Ignored { api_version, kind },
     };
     out.push(Document {
         object,
@@ -667,6 +711,87 @@ fn collect(
         admission,
     });
     Ok(())
+}
+
+/// The kinds a manifest may hold that scheduling reads.
+pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 ReplicaSet, StatefulSet, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
+
+/// A warning naming the kinds of the ignored objects among `docs` (how many of
+/// each), or `None` when there are none.
+pub fn ignored_kinds_warning(docs: &[Document]) -> Option<String> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for d in docs {
+        if let Object::Ignored { api_version, kind } = &d.object {
+            *counts.entry(format!("{api_version} {kind}")).or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = counts
+        .into_iter()
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect();
+    Some(format!(
+        "ignoring objects of kinds scheduling does not read: {}; only {ACCEPTED_KINDS} are read",
+        list.join(", ")
+    ))
+}
+
+/// The kinds whose objects have no namespace.
+const CLUSTER_SCOPED: [&str; 6] = [
+    "Node",
+    "Namespace",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+];
+
+/// Whether `berth.dev/simulate: delete` may delete objects of this kind.
+fn deletable(api_version: &str, kind: &str) -> bool {
+    match api_version {
+        "v1" => matches!(
+            kind,
+            "Pod" | "Node" | "Namespace" | "PersistentVolumeClaim" | "PersistentVolume"
+        ),
+        "storage.k8s.io/v1" => matches!(kind, "StorageClass" | "CSINode" | "CSIDriver"),
+        _ => false,
+    }
+}
+
+/// Converts a PersistentVolumeClaim, applying the API server's defaults; the error
+/// names the bad field.
+pub fn claim_from_k8s(
+    c: &k8s::PersistentVolumeClaim,
+) -> Result<berth_sdk::PersistentVolumeClaim, String> {
+    storage::convert_claim(c).map_err(|e| e.to_string())
+}
+
+/// Converts a PersistentVolume; the error names the bad field.
+pub fn volume_from_k8s(v: &k8s::PersistentVolume) -> Result<berth_sdk::PersistentVolume, String> {
+    storage::convert_volume(v).map_err(|e| e.to_string())
+}
+
+/// Converts a StorageClass; the error names the bad field.
+pub fn storage_class_from_k8s(
+    c: &k8s_openapi::api::storage::v1::StorageClass,
+) -> Result<berth_sdk::StorageClass, String> {
+    storage::convert_storage_class(c).map_err(|e| e.to_string())
+}
+
+/// Converts a CSINode; the error names the bad field.
+pub fn csi_node_from_k8s(
+    n: &k8s_openapi::api::storage::v1::CSINode,
+) -> Result<berth_sdk::CsiNode, String> {
+    storage::convert_csi_node(n).map_err(|e| e.to_string())
+}
+
+/// Converts a CSIDriver; the error names the bad field.
+pub fn csi_driver_from_k8s(
+    d: &k8s_openapi::api::storage::v1::CSIDriver,
+) -> Result<berth_sdk::CsiDriver, String> {
+    storage::convert_csi_driver(d).map_err(|e| e.to_string())
 }
 
 /// A PodDisruptionBudget as preemption reads it; the error names the bad field.
@@ -978,6 +1103,7 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
         .map_err(|(p, m)| FieldError::new(p, m))?,
         // Filled in by the scheduler from the Services and controllers it knows.
         default_selector: None,
+        volumes: storage::pod_volumes(spec.volumes.as_ref()),
     })
 }
 
@@ -1162,6 +1288,12 @@ mod tests {
                 Object::PriorityClass(c) => format!("priorityclass/{}", c.name),
                 Object::Budget(b) => format!("poddisruptionbudget/{}", b.name),
                 Object::Configuration(_) => "kubeschedulerconfiguration".to_owned(),
+                Object::Claim(c) => format!("persistentvolumeclaim/{}", c.key()),
+                Object::Volume(v) => format!("persistentvolume/{}", v.name),
+                Object::StorageClass(c) => format!("storageclass/{}", c.name),
+                Object::CsiNode(n) => format!("csinode/{}", n.name),
+                Object::CsiDriver(d) => format!("csidriver/{}", d.name),
+                Object::Ignored { api_version, kind } => format!("ignored {api_version} {kind}"),
                 Object::Delete {
                     kind,
                     namespace,
@@ -1700,39 +1832,29 @@ metadata:
     }
 
     #[test]
-    fn unsupported_kinds_are_named() {
+    fn kinds_scheduling_does_not_read_are_ignored_and_named() {
         let text = format!(
-            "{MINIMAL_POD}---\n# a deployment\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\n"
+            "{MINIMAL_POD}---\n# a deployment\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {{apiVersion: v1, kind: Secret}}\n  - {{apiVersion: apps/v1, kind: Deployment}}\n---\napiVersion: v2\nkind: Pod\nmetadata: {{name: p}}\n"
         );
-        let err = load_str("t.yaml", &text).unwrap_err();
-        let ManifestError::Unsupported {
-            location,
-            path,
-            api_version,
-            kind,
-        } = &err
-        else {
-            panic!("{err:?}");
-        };
-        assert_eq!((location, path.as_str()), (&at(2, 7), ""));
+        let docs = load(&text);
         assert_eq!(
-            (api_version.as_str(), kind.as_str()),
-            ("apps/v1", "Deployment")
+            names(&docs),
+            [
+                "pod/p",
+                "ignored apps/v1 Deployment",
+                "ignored v1 Secret",
+                "ignored apps/v1 Deployment",
+                "ignored v2 Pod"
+            ]
         );
+        assert_eq!(docs[1].source, at(2, 7));
         assert_eq!(
-            err.to_string(),
-            "t.yaml: document 2 (line 7): unsupported kind \"Deployment\" (apiVersion \"apps/v1\"): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted"
+            ignored_kinds_warning(&docs).unwrap(),
+            format!(
+                "ignoring objects of kinds scheduling does not read: apps/v1 Deployment (2), v1 Secret (1), v2 Pod (1); only {ACCEPTED_KINDS} are read"
+            )
         );
-        assert_eq!(
-            error("apiVersion: v2\nkind: Pod\nmetadata: {name: p}\n"),
-            "t.yaml: document 1 (line 1): unsupported kind \"Pod\" (apiVersion \"v2\"): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted"
-        );
-        assert_eq!(
-            error(
-                "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {apiVersion: v1, kind: Secret}\n"
-            ),
-            "t.yaml: document 1 (line 1): items[0].items[0]: unsupported kind \"Secret\" (apiVersion \"v1\"): only v1 Node, Pod, Namespace, Service, ReplicationController, List and apps/v1 ReplicaSet, StatefulSet are accepted"
-        );
+        assert_eq!(ignored_kinds_warning(&docs[..1]), None);
     }
 
     #[test]
@@ -1840,6 +1962,256 @@ spec:
     }
 
     #[test]
+    fn storage_kinds() {
+        use berth_sdk::volumes::*;
+        let docs = load(
+            r#"
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  annotations: {volume.kubernetes.io/selected-node: n1}
+  ownerReferences:
+  - {apiVersion: v1, kind: Pod, name: web, uid: pod-uid, controller: true}
+spec:
+  storageClassName: fast
+  accessModes: [ReadWriteOncePod]
+  resources: {requests: {storage: 1Gi}}
+  selector: {matchLabels: {tier: gold}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv1, labels: {topology.kubernetes.io/zone: us-east-1a}}
+spec:
+  storageClassName: fast
+  capacity: {storage: 2Gi}
+  accessModes: [ReadWriteOnce]
+  volumeMode: Block
+  claimRef: {namespace: default, name: data, uid: claim-uid}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [n1]}]
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}
+status: {phase: Bound}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fast
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1a, us-east-1b]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec:
+  drivers:
+  - {name: ebs.csi.aws.com, nodeID: i-1, topologyKeys: [topology.kubernetes.io/zone], allocatable: {count: 25}}
+  - {name: other.csi, nodeID: n1}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: ebs.csi.aws.com}
+spec: {}
+"#,
+        );
+        assert_eq!(
+            names(&docs),
+            [
+                "persistentvolumeclaim/default/data",
+                "persistentvolume/pv1",
+                "storageclass/fast",
+                "csinode/n1",
+                "csidriver/ebs.csi.aws.com"
+            ]
+        );
+        let Object::Claim(c) = &docs[0].object else {
+            unreachable!()
+        };
+        assert_eq!(c.storage_class_name.as_deref(), Some("fast"));
+        assert_eq!(c.access_modes, [AccessMode::ReadWriteOncePod]);
+        assert_eq!(c.requested_storage, 1 << 30);
+        assert_eq!(c.selected_node(), Some("n1"));
+        assert_eq!(c.controller_uid.as_deref(), Some("pod-uid"));
+        assert_eq!(c.phase, ClaimPhase::Pending);
+        assert!(c.selector.is_some());
+        assert!(c.volume_name.is_empty());
+        let Object::Volume(v) = &docs[1].object else {
+            unreachable!()
+        };
+        assert_eq!(v.capacity_storage, 2 << 30);
+        assert_eq!(v.volume_mode, VolumeMode::Block);
+        assert_eq!(v.phase, VolumePhase::Bound);
+        assert_eq!(
+            v.claim_ref.as_ref().map(|r| r.uid.as_str()),
+            Some("claim-uid")
+        );
+        assert_eq!(v.node_affinity.as_ref().map(Vec::len), Some(1));
+        assert_eq!(
+            v.source,
+            PersistentVolumeSource::Csi {
+                driver: "ebs.csi.aws.com".into(),
+                volume_handle: "vol-1".into()
+            }
+        );
+        let Object::StorageClass(sc) = &docs[2].object else {
+            unreachable!()
+        };
+        assert_eq!(
+            sc.volume_binding_mode,
+            VolumeBindingMode::WaitForFirstConsumer
+        );
+        assert!(sc.is_default);
+        assert_eq!(
+            sc.allowed_topologies[0].match_label_expressions,
+            [(
+                "topology.kubernetes.io/zone".to_owned(),
+                vec!["us-east-1a".to_owned(), "us-east-1b".to_owned()]
+            )]
+        );
+        let Object::CsiNode(n) = &docs[3].object else {
+            unreachable!()
+        };
+        assert_eq!(n.drivers[0].allocatable_count, Some(25));
+        assert_eq!(n.drivers[1].allocatable_count, None);
+        let Object::CsiDriver(d) = &docs[4].object else {
+            unreachable!()
+        };
+        // The API server's defaults.
+        assert!(d.attach_required && !d.storage_capacity);
+    }
+
+    #[test]
+    fn storage_defaults_and_beta_class_annotation() {
+        use berth_sdk::volumes::*;
+        let docs = load(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: c\n  annotations: {volume.beta.kubernetes.io/storage-class: old}\nspec: {storageClassName: new}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: none, namespace: ns}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec: {hostPath: {path: /x}}\n---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: sc}\nprovisioner: p\n",
+        );
+        let Object::Claim(c) = &docs[0].object else {
+            unreachable!()
+        };
+        // Upstream reads the beta annotation before the field.
+        assert_eq!(c.storage_class_name.as_deref(), Some("old"));
+        let Object::Claim(c) = &docs[1].object else {
+            unreachable!()
+        };
+        assert_eq!(
+            (c.namespace.as_str(), c.storage_class_name.as_deref()),
+            ("ns", None)
+        );
+        let Object::Volume(v) = &docs[2].object else {
+            unreachable!()
+        };
+        assert_eq!(v.source, PersistentVolumeSource::Other);
+        assert_eq!(v.phase, VolumePhase::Available);
+        assert!(v.node_affinity.is_none() && v.storage_class_name.is_empty());
+        let Object::StorageClass(sc) = &docs[3].object else {
+            unreachable!()
+        };
+        assert_eq!(sc.volume_binding_mode, VolumeBindingMode::Immediate);
+        assert!(!sc.is_default && sc.allowed_topologies.is_empty());
+    }
+
+    #[test]
+    fn storage_errors_name_the_field() {
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {accessModes: [ReadWriteOnce, WriteSometimes]}\n"
+            ),
+            "t.yaml: document 1 (line 1): spec.accessModes[1]: unsupported value \"WriteSometimes\": supported values: \"ReadOnlyMany\", \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadWriteOncePod\""
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {resources: {requests: {storage: lots}}}\n"
+            ),
+            "t.yaml: document 1 (line 1): spec.resources.requests.storage: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        assert_eq!(
+            error(
+                "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\nspec:\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions: [{key: k, operator: Near}]\n"
+            ),
+            "t.yaml: document 1 (line 1): spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator: unsupported operator \"Near\" (In, NotIn, Exists, DoesNotExist, Gt, Lt)"
+        );
+        assert_eq!(
+            error(
+                "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: sc}\nprovisioner: p\nvolumeBindingMode: Later\n"
+            ),
+            "t.yaml: document 1 (line 1): volumeBindingMode: unsupported value \"Later\": supported values: \"Immediate\", \"WaitForFirstConsumer\""
+        );
+        assert_eq!(
+            error("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: sc}\n"),
+            "t.yaml: document 1 (line 1): provisioner: required value"
+        );
+        assert_eq!(
+            error(
+                "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n}\nspec:\n  drivers:\n  - {name: d, nodeID: x, allocatable: {count: many}}\n"
+            ),
+            "t.yaml: document 1 (line 1): spec.drivers[0].allocatable.count: invalid type: string \"many\", expected i32"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: PersistentVolume\nmetadata: {}\n"),
+            "t.yaml: document 1 (line 1): metadata.name: required value"
+        );
+    }
+
+    #[test]
+    fn pod_volumes() {
+        use berth_sdk::volumes::VolumeSource;
+        let p = pod(&format!(
+            "{MINIMAL_POD}spec:\n  containers: []\n  volumes:\n  - {{name: a, persistentVolumeClaim: {{claimName: data, readOnly: true}}}}\n  - {{name: b, ephemeral: {{volumeClaimTemplate: {{spec: {{accessModes: [ReadWriteOnce]}}}}}}}}\n  - {{name: c, csi: {{driver: d.csi}}}}\n  - {{name: d, gcePersistentDisk: {{pdName: pd}}}}\n  - {{name: e, awsElasticBlockStore: {{volumeID: vol}}}}\n  - {{name: f, iscsi: {{targetPortal: 'p:3260', iqn: iqn.x, lun: 0, readOnly: true}}}}\n  - {{name: g, rbd: {{monitors: [m1], image: img}}}}\n  - {{name: h, emptyDir: {{}}}}\n"
+        ));
+        let sources: Vec<&VolumeSource> = p.volumes.iter().map(|v| &v.source).collect();
+        assert_eq!(
+            sources,
+            [
+                &VolumeSource::PersistentVolumeClaim {
+                    claim_name: "data".into(),
+                    read_only: true
+                },
+                &VolumeSource::Ephemeral,
+                &VolumeSource::Csi {
+                    driver: "d.csi".into()
+                },
+                &VolumeSource::GcePersistentDisk {
+                    pd_name: "pd".into(),
+                    read_only: false
+                },
+                &VolumeSource::AwsElasticBlockStore {
+                    volume_id: "vol".into(),
+                    read_only: false
+                },
+                &VolumeSource::Iscsi {
+                    iqn: "iqn.x".into(),
+                    read_only: true
+                },
+                &VolumeSource::Rbd {
+                    monitors: vec!["m1".into()],
+                    pool: "rbd".into(),
+                    image: "img".into(),
+                    read_only: false
+                },
+                &VolumeSource::Other,
+            ]
+        );
+        assert_eq!(p.claim_names().collect::<Vec<_>>(), ["data", "p-b"]);
+    }
+
+    #[test]
+    fn storage_objects_can_be_deleted_in_a_timeline() {
+        let docs = load(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c, namespace: ns, annotations: {berth.dev/simulate: delete}}\n---\napiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n1, annotations: {berth.dev/simulate: delete}}\n",
+        );
+        assert_eq!(
+            names(&docs),
+            ["delete PersistentVolumeClaim/ns/c", "delete CSINode//n1"]
+        );
+    }
+
+    #[test]
     fn invalid_values_name_the_field() {
         let tolerations = |t: &str| {
             error(&format!(
@@ -1943,11 +2315,15 @@ spec:
         let docs = load_file(&good).unwrap();
         assert_eq!(docs[0].source.file, good.display().to_string());
         let bad = dir.join("bad.yaml");
-        std::fs::write(&bad, "apiVersion: v1\nkind: Secret\n").unwrap();
+        std::fs::write(
+            &bad,
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 5}\n",
+        )
+        .unwrap();
         let err = load_file(&bad).unwrap_err().to_string();
         assert!(
             err.starts_with(&format!(
-                "{}: document 1 (line 1): unsupported kind",
+                "{}: document 1 (line 1): spec.containers: invalid type",
                 bad.display()
             )),
             "{err}"

@@ -5,8 +5,12 @@ pub mod kube;
 pub mod manifest;
 pub mod memory;
 pub mod quantity;
+pub mod storage;
 
-use berth_sdk::{Labels, Node, Pod, PodDisruptionBudget};
+use berth_sdk::{
+    CsiDriver, CsiNode, Labels, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    PodDisruptionBudget, StorageClass,
+};
 use manifest::PodSelector;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -148,6 +152,31 @@ pub enum Change {
         /// Its name.
         name: String,
     },
+    /// A PersistentVolumeClaim appeared or changed.
+    Claim(PersistentVolumeClaim),
+    /// A PersistentVolumeClaim is gone.
+    ClaimDeleted {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
+    /// A PersistentVolume appeared or changed.
+    Volume(PersistentVolume),
+    /// A PersistentVolume is gone (by name).
+    VolumeDeleted(String),
+    /// A StorageClass appeared or changed.
+    StorageClass(StorageClass),
+    /// A StorageClass is gone (by name).
+    StorageClassDeleted(String),
+    /// A CSINode appeared or changed.
+    CsiNode(CsiNode),
+    /// A CSINode is gone (by name).
+    CsiNodeDeleted(String),
+    /// A CSIDriver appeared or changed.
+    CsiDriver(CsiDriver),
+    /// A CSIDriver is gone (by name).
+    CsiDriverDeleted(String),
     /// Every source has listed its objects once: the scheduler's view is complete.
     Synced,
 }

@@ -534,13 +534,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
 /// In-tree plugins of upstream's default profile that Berth does not ship yet: an
 /// upstream file may disable them or give them args (ignored, with a warning), but
 /// not enable them.
-pub const NOT_YET_SHIPPED: [&str; 5] = [
-    "VolumeRestrictions",
-    "NodeVolumeLimits",
-    "VolumeBinding",
-    "VolumeZone",
-    "DynamicResources",
-];
+pub const NOT_YET_SHIPPED: [&str; 2] = ["VolumeBinding", "DynamicResources"];
 
 /// A plugin set after merging with the defaults (upstream's `mergePluginSet`): the
 /// defaults minus the disabled ones, a default the user enabled again replaced in

@@ -673,6 +673,11 @@ pub fn event_label(e: &ClusterEvent) -> String {
         EventResource::UnscheduledPod => "UnscheduledPod",
         EventResource::Node => "Node",
         EventResource::Namespace => "Namespace",
+        EventResource::PersistentVolumeClaim => "PersistentVolumeClaim",
+        EventResource::PersistentVolume => "PersistentVolume",
+        EventResource::StorageClass => "StorageClass",
+        EventResource::CsiNode => "CSINode",
+        EventResource::CsiDriver => "CSIDriver",
     };
     let action = if e.actions == ActionType::ADD {
         "Add"

@@ -2,6 +2,7 @@
 
 use super::bindings::berth::scheduler::types as w;
 use berth_sdk::types as sdk;
+use berth_sdk::volumes as v;
 
 pub(crate) fn resources_to_wit(r: &sdk::Resources) -> w::Resources {
     w::Resources {
@@ -92,6 +93,178 @@ pub(crate) fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
             .map(spread_to_wit)
             .collect(),
         default_selector: p.default_selector.as_ref().map(selector_to_wit),
+        volumes: p.volumes.iter().map(pod_volume_to_wit).collect(),
+    }
+}
+
+fn access_modes_to_wit(modes: &[v::AccessMode]) -> Vec<w::AccessMode> {
+    modes
+        .iter()
+        .map(|m| match m {
+            v::AccessMode::ReadWriteOnce => w::AccessMode::ReadWriteOnce,
+            v::AccessMode::ReadOnlyMany => w::AccessMode::ReadOnlyMany,
+            v::AccessMode::ReadWriteMany => w::AccessMode::ReadWriteMany,
+            v::AccessMode::ReadWriteOncePod => w::AccessMode::ReadWriteOncePod,
+        })
+        .collect()
+}
+
+fn volume_mode_to_wit(m: v::VolumeMode) -> w::VolumeMode {
+    match m {
+        v::VolumeMode::Filesystem => w::VolumeMode::Filesystem,
+        v::VolumeMode::Block => w::VolumeMode::Block,
+    }
+}
+
+fn pod_volume_to_wit(vol: &v::Volume) -> w::Volume {
+    let source = match &vol.source {
+        v::VolumeSource::PersistentVolumeClaim {
+            claim_name,
+            read_only,
+        } => w::VolumeSource::PersistentVolumeClaim((claim_name.clone(), *read_only)),
+        v::VolumeSource::Ephemeral => w::VolumeSource::Ephemeral,
+        v::VolumeSource::Csi { driver } => w::VolumeSource::Csi(driver.clone()),
+        v::VolumeSource::GcePersistentDisk { pd_name, read_only } => {
+            w::VolumeSource::GcePersistentDisk((pd_name.clone(), *read_only))
+        }
+        v::VolumeSource::AwsElasticBlockStore {
+            volume_id,
+            read_only,
+        } => w::VolumeSource::AwsElasticBlockStore((volume_id.clone(), *read_only)),
+        v::VolumeSource::Iscsi { iqn, read_only } => {
+            w::VolumeSource::Iscsi((iqn.clone(), *read_only))
+        }
+        v::VolumeSource::Rbd {
+            monitors,
+            pool,
+            image,
+            read_only,
+        } => w::VolumeSource::Rbd(w::RbdVolume {
+            monitors: monitors.clone(),
+            pool: pool.clone(),
+            image: image.clone(),
+            read_only: *read_only,
+        }),
+        v::VolumeSource::Other => w::VolumeSource::Other,
+    };
+    w::Volume {
+        name: vol.name.clone(),
+        source,
+    }
+}
+
+pub(crate) fn claim_to_wit(c: &v::PersistentVolumeClaim) -> w::PersistentVolumeClaim {
+    w::PersistentVolumeClaim {
+        namespace: c.namespace.clone(),
+        name: c.name.clone(),
+        uid: c.uid.clone(),
+        annotations: labels_to_wit(&c.annotations),
+        controller_uid: c.controller_uid.clone(),
+        storage_class_name: c.storage_class_name.clone(),
+        volume_name: c.volume_name.clone(),
+        access_modes: access_modes_to_wit(&c.access_modes),
+        requested_storage: c.requested_storage,
+        selector: c.selector.as_ref().map(selector_to_wit),
+        volume_mode: volume_mode_to_wit(c.volume_mode),
+        phase: match c.phase {
+            v::ClaimPhase::Pending => w::ClaimPhase::Pending,
+            v::ClaimPhase::Bound => w::ClaimPhase::Bound,
+            v::ClaimPhase::Lost => w::ClaimPhase::Lost,
+        },
+        terminating: c.terminating,
+    }
+}
+
+pub(crate) fn volume_to_wit(pv: &v::PersistentVolume) -> w::PersistentVolume {
+    w::PersistentVolume {
+        name: pv.name.clone(),
+        labels: labels_to_wit(&pv.labels),
+        annotations: labels_to_wit(&pv.annotations),
+        storage_class_name: pv.storage_class_name.clone(),
+        capacity_storage: pv.capacity_storage,
+        access_modes: access_modes_to_wit(&pv.access_modes),
+        volume_mode: volume_mode_to_wit(pv.volume_mode),
+        claim_ref: pv.claim_ref.as_ref().map(|r| w::ClaimRef {
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            uid: r.uid.clone(),
+        }),
+        node_affinity: pv
+            .node_affinity
+            .as_ref()
+            .map(|terms| terms.iter().map(node_term_to_wit).collect()),
+        phase: match pv.phase {
+            v::VolumePhase::Pending => w::VolumePhase::Pending,
+            v::VolumePhase::Available => w::VolumePhase::Available,
+            v::VolumePhase::Bound => w::VolumePhase::Bound,
+            v::VolumePhase::Released => w::VolumePhase::Released,
+            v::VolumePhase::Failed => w::VolumePhase::Failed,
+        },
+        source: match &pv.source {
+            v::PersistentVolumeSource::Csi {
+                driver,
+                volume_handle,
+            } => w::PersistentVolumeSource::Csi((driver.clone(), volume_handle.clone())),
+            v::PersistentVolumeSource::GcePersistentDisk { pd_name } => {
+                w::PersistentVolumeSource::GcePersistentDisk(pd_name.clone())
+            }
+            v::PersistentVolumeSource::AwsElasticBlockStore { volume_id } => {
+                w::PersistentVolumeSource::AwsElasticBlockStore(volume_id.clone())
+            }
+            v::PersistentVolumeSource::AzureDisk { disk_uri } => {
+                w::PersistentVolumeSource::AzureDisk(disk_uri.clone())
+            }
+            v::PersistentVolumeSource::Cinder { volume_id } => {
+                w::PersistentVolumeSource::Cinder(volume_id.clone())
+            }
+            v::PersistentVolumeSource::Other => w::PersistentVolumeSource::Other,
+        },
+        terminating: pv.terminating,
+    }
+}
+
+pub(crate) fn class_to_wit(c: &v::StorageClass) -> w::StorageClass {
+    w::StorageClass {
+        name: c.name.clone(),
+        provisioner: c.provisioner.clone(),
+        volume_binding_mode: match c.volume_binding_mode {
+            v::VolumeBindingMode::Immediate => w::VolumeBindingMode::Immediate,
+            v::VolumeBindingMode::WaitForFirstConsumer => {
+                w::VolumeBindingMode::WaitForFirstConsumer
+            }
+        },
+        allowed_topologies: c
+            .allowed_topologies
+            .iter()
+            .map(|t| w::TopologySelectorTerm {
+                match_label_expressions: t.match_label_expressions.clone(),
+            })
+            .collect(),
+        is_default: c.is_default,
+    }
+}
+
+pub(crate) fn csi_node_to_wit(n: &v::CsiNode) -> w::CsiNode {
+    w::CsiNode {
+        name: n.name.clone(),
+        drivers: n
+            .drivers
+            .iter()
+            .map(|d| w::CsiNodeDriver {
+                name: d.name.clone(),
+                node_id: d.node_id.clone(),
+                topology_keys: d.topology_keys.clone(),
+                allocatable_count: d.allocatable_count,
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn csi_driver_to_wit(d: &v::CsiDriver) -> w::CsiDriver {
+    w::CsiDriver {
+        name: d.name.clone(),
+        attach_required: d.attach_required,
+        storage_capacity: d.storage_capacity,
     }
 }
 
@@ -236,6 +409,13 @@ pub(crate) fn object_to_wit(o: &berth_sdk::Object) -> w::Object {
     match o {
         berth_sdk::Object::Pod(p) => w::Object::Pod(pod_to_wit(p)),
         berth_sdk::Object::Node(n) => w::Object::Node(node_to_wit(n)),
+        berth_sdk::Object::PersistentVolumeClaim(c) => {
+            w::Object::PersistentVolumeClaim(claim_to_wit(c))
+        }
+        berth_sdk::Object::PersistentVolume(v) => w::Object::PersistentVolume(volume_to_wit(v)),
+        berth_sdk::Object::StorageClass(c) => w::Object::StorageClass(class_to_wit(c)),
+        berth_sdk::Object::CsiNode(n) => w::Object::CsiNode(csi_node_to_wit(n)),
+        berth_sdk::Object::CsiDriver(d) => w::Object::CsiDriver(csi_driver_to_wit(d)),
     }
 }
 
@@ -247,6 +427,11 @@ pub(crate) fn event_to_wit(e: &berth_sdk::ClusterEvent) -> w::ClusterEvent {
             R::UnscheduledPod => w::EventResource::UnscheduledPod,
             R::Node => w::EventResource::Node,
             R::Namespace => w::EventResource::Namespace,
+            R::PersistentVolumeClaim => w::EventResource::PersistentVolumeClaim,
+            R::PersistentVolume => w::EventResource::PersistentVolume,
+            R::StorageClass => w::EventResource::StorageClass,
+            R::CsiNode => w::EventResource::CsiNode,
+            R::CsiDriver => w::EventResource::CsiDriver,
         },
         actions: actions_to_wit(e.actions),
     }
@@ -261,6 +446,11 @@ pub(crate) fn registration_from_wit(r: w::EventRegistration) -> berth_sdk::Event
                 w::EventResource::UnscheduledPod => R::UnscheduledPod,
                 w::EventResource::Node => R::Node,
                 w::EventResource::Namespace => R::Namespace,
+                w::EventResource::PersistentVolumeClaim => R::PersistentVolumeClaim,
+                w::EventResource::PersistentVolume => R::PersistentVolume,
+                w::EventResource::StorageClass => R::StorageClass,
+                w::EventResource::CsiNode => R::CsiNode,
+                w::EventResource::CsiDriver => R::CsiDriver,
             },
             actions: actions_from_wit(r.event.actions),
         },

@@ -9,6 +9,7 @@ use super::limits::{EPOCH_TICK, Limits};
 use super::output::{GuestOutput, Level, Stream};
 use super::sandbox::{ClockView, Grants, Sandbox, SandboxClock};
 use crate::cache::Snapshot;
+use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Budgets, Namespaces};
 use crate::framework::CyclePod;
 use crate::framework::cycle_state::CycleState;
@@ -25,7 +26,7 @@ use wasmtime::{Engine, Store, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.4.0";
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -569,6 +570,8 @@ pub struct HostServices {
     pub metrics: Option<crate::metrics::Metrics>,
     /// What `pod-disruption-budgets` reads.
     pub budgets: Budgets,
+    /// What the storage listers (`get-persistent-volume-claim`, ...) read.
+    pub storage: Storage,
 }
 
 impl WasiView for HostCtx {
@@ -623,6 +626,59 @@ impl host::Host for HostCtx {
             .list()
             .iter()
             .map(convert::budget_to_wit)
+            .collect()
+    }
+
+    fn get_persistent_volume_claim(
+        &mut self,
+        namespace: String,
+        name: String,
+    ) -> Option<w::PersistentVolumeClaim> {
+        self.services
+            .storage
+            .claim(&namespace, &name)
+            .as_ref()
+            .map(convert::claim_to_wit)
+    }
+
+    fn get_persistent_volume(&mut self, name: String) -> Option<w::PersistentVolume> {
+        self.services
+            .storage
+            .volume(&name)
+            .as_ref()
+            .map(convert::volume_to_wit)
+    }
+
+    fn get_storage_class(&mut self, name: String) -> Option<w::StorageClass> {
+        self.services
+            .storage
+            .class(&name)
+            .as_ref()
+            .map(convert::class_to_wit)
+    }
+
+    fn get_csi_node(&mut self, name: String) -> Option<w::CsiNode> {
+        self.services
+            .storage
+            .csi_node(&name)
+            .as_ref()
+            .map(convert::csi_node_to_wit)
+    }
+
+    fn get_csi_driver(&mut self, name: String) -> Option<w::CsiDriver> {
+        self.services
+            .storage
+            .csi_driver(&name)
+            .as_ref()
+            .map(convert::csi_driver_to_wit)
+    }
+
+    fn persistent_volumes_of_class(&mut self, class: String) -> Vec<w::PersistentVolume> {
+        self.services
+            .storage
+            .volumes_of_class(&class)
+            .iter()
+            .map(convert::volume_to_wit)
             .collect()
     }
 

@@ -171,7 +171,7 @@ impl EnqueueExtensions for InterPodAffinity {
             }
             EventResource::Node => self.is_schedulable_after_node_change(pod, old, new),
             // Not registered: requeue rather than guess.
-            EventResource::Namespace => Ok(Queue),
+            _ => Ok(Queue),
         }
     }
 }

@@ -48,7 +48,7 @@ impl NodeName {
     ) -> Result<QueueingHint, String> {
         let node = match new {
             Some(Object::Node(n)) => n,
-            Some(Object::Pod(p)) => return Err(format!("expected a node, got pod {}", p.key())),
+            Some(other) => return Err(format!("expected a node, got {}", other.describe())),
             None => return Err("the event has no new node".into()),
         };
         Ok(if fits_name(pod, &node.name) {

@@ -54,7 +54,7 @@ impl NodePorts {
     ) -> Result<QueueingHint, String> {
         let deleted = match old {
             Some(Object::Pod(p)) => p,
-            Some(Object::Node(n)) => return Err(format!("expected a pod, got node {}", n.name)),
+            Some(other) => return Err(format!("expected a pod, got {}", other.describe())),
             None => return Err("the event has no deleted pod".into()),
         };
         // A pod that held no node held no port.

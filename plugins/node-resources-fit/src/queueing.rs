@@ -155,7 +155,7 @@ impl EnqueueExtensions for NodeResourcesFit {
             }
             EventResource::Node => self.is_schedulable_after_node_change(pod, old, new),
             // Not registered: requeue rather than guess.
-            EventResource::Namespace => Ok(Queue),
+            _ => Ok(Queue),
         }
     }
 }

@@ -87,7 +87,7 @@ impl NodeUnschedulable {
     ) -> Result<QueueingHint, String> {
         let modified = match new {
             Some(Object::Pod(p)) => p,
-            Some(Object::Node(n)) => return Err(format!("expected a pod, got node {}", n.name)),
+            Some(other) => return Err(format!("expected a pod, got {}", other.describe())),
             None => return Err("the event has no new pod".into()),
         };
         Ok(

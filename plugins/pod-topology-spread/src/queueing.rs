@@ -174,7 +174,7 @@ impl EnqueueExtensions for PodTopologySpread {
             }
             EventResource::Node => self.is_schedulable_after_node_change(pod, old, new),
             // Not registered: requeue rather than guess.
-            EventResource::Namespace => Ok(QueueingHint::Queue),
+            _ => Ok(QueueingHint::Queue),
         }
     }
 }

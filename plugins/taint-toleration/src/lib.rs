@@ -79,7 +79,7 @@ impl TaintToleration {
         match new {
             Some(Object::Pod(p)) if p.uid == pod.uid => Ok(QueueingHint::Queue),
             Some(Object::Pod(_)) => Ok(QueueingHint::QueueSkip),
-            Some(Object::Node(n)) => Err(format!("expected a pod, got node {}", n.name)),
+            Some(other) => Err(format!("expected a pod, got {}", other.describe())),
             None => Err("the event has no new pod".into()),
         }
     }

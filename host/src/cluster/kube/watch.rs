@@ -9,12 +9,16 @@
 
 use super::KubeCluster;
 use crate::cluster::Change;
-use crate::cluster::manifest::{budget_from_k8s, node_from_k8s, pod_from_k8s, selector_from_k8s};
+use crate::cluster::manifest::{
+    budget_from_k8s, claim_from_k8s, csi_driver_from_k8s, csi_node_from_k8s, node_from_k8s,
+    pod_from_k8s, selector_from_k8s, storage_class_from_k8s, volume_from_k8s,
+};
 use crate::live::Input;
 use berth_sdk::Labels;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::api::storage::v1 as storage;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -61,6 +65,7 @@ pub fn start_watchers(
         Change::NamespaceDeleted,
     );
     s.budgets();
+    s.storage();
     s.selectors::<k8s::Service>("services", "Service");
     s.selectors::<k8s::ReplicationController>("replicationcontrollers", "ReplicationController");
     s.selectors::<apps::ReplicaSet>("replicasets", "ReplicaSet");
@@ -158,6 +163,63 @@ impl Spawner<'_> {
             )
             .await;
         }));
+    }
+
+    /// The storage kinds the volume plugins read: PersistentVolumeClaims and
+    /// PersistentVolumes (`v1`), StorageClasses, CSINodes and CSIDrivers
+    /// (`storage.k8s.io/v1`, served since Kubernetes 1.18 for all three).
+    fn storage(&mut self) {
+        self.spawn::<k8s::PersistentVolumeClaim>(
+            "persistentvolumeclaims",
+            watcher::Config::default(),
+            |c| {
+                let c = claim_from_k8s(c)?;
+                Ok(Some((c.key(), Change::Claim(c))))
+            },
+            |key| {
+                let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+                Change::ClaimDeleted {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                }
+            },
+        );
+        self.spawn::<k8s::PersistentVolume>(
+            "persistentvolumes",
+            watcher::Config::default(),
+            |v| {
+                let v = volume_from_k8s(v)?;
+                Ok(Some((v.name.clone(), Change::Volume(v))))
+            },
+            Change::VolumeDeleted,
+        );
+        self.spawn::<storage::StorageClass>(
+            "storageclasses",
+            watcher::Config::default(),
+            |c| {
+                let c = storage_class_from_k8s(c)?;
+                Ok(Some((c.name.clone(), Change::StorageClass(c))))
+            },
+            Change::StorageClassDeleted,
+        );
+        self.spawn::<storage::CSINode>(
+            "csinodes",
+            watcher::Config::default(),
+            |n| {
+                let n = csi_node_from_k8s(n)?;
+                Ok(Some((n.name.clone(), Change::CsiNode(n))))
+            },
+            Change::CsiNodeDeleted,
+        );
+        self.spawn::<storage::CSIDriver>(
+            "csidrivers",
+            watcher::Config::default(),
+            |d| {
+                let d = csi_driver_from_k8s(d)?;
+                Ok(Some((d.name.clone(), Change::CsiDriver(d))))
+            },
+            Change::CsiDriverDeleted,
+        );
     }
 
     /// A kind whose only interest is its pod selector; `kind` is its `kind`.

@@ -1,0 +1,360 @@
+//! NodeVolumeLimits: as upstream's CSI volume limits plugin (`CSILimits`), keeps a
+//! pod off nodes where attaching its CSI volumes would exceed how many volumes of
+//! that driver the node can attach.
+//!
+//! A pod's volumes count through their claims (PersistentVolumeClaim and generic
+//! ephemeral volumes): a claim bound to a CSI PersistentVolume counts as that
+//! driver's volume; an unbound claim counts as a volume of its StorageClass's
+//! provisioner. A volume already attached for another pod on the node is not
+//! counted twice. The limits are the CSINode's `allocatable.count` per driver, and
+//! `attachable-volumes-csi-<driver>` in the node's allocatable.
+//!
+//! Not modelled: in-tree volumes migrated to CSI (upstream translates GCE PD, AWS
+//! EBS, ... PersistentVolumes and inline volumes when the CSINode says the plugin is
+//! migrated); Berth does not count them.
+//!
+//! The plugin takes no args.
+
+use berth_sdk::{
+    ActionType, ClusterEvent, CsiNode, CycleState, EnqueueExtensions, EventRegistration,
+    EventResource, Filter, NodeInfo, Object, PersistentVolumeSource, Plugin, Pod, PreFilter,
+    PreFilterResult, QueueingHint, Status, VolumeSource,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// The reason upstream gives when a node's limit would be exceeded.
+pub const ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: &str = "node(s) exceed max volume count";
+/// The prefix of a CSI driver's attach limit in a node's allocatable.
+pub const CSI_ATTACH_LIMIT_PREFIX: &str = "attachable-volumes-csi-";
+
+/// The plugin.
+pub struct NodeVolumeLimits;
+
+impl Plugin for NodeVolumeLimits {
+    const NAME: &'static str = "NodeVolumeLimits";
+    /// The volumes of the pods on a node count against its limits.
+    const WANTS_PODS: bool = true;
+
+    fn new(_args: berth_sdk::serde_json::Value) -> Result<Self, String> {
+        Ok(NodeVolumeLimits)
+    }
+
+    /// As upstream: a CSINode added (its limits may be higher; no hint), a pod with
+    /// claims deleted from a node (with the hint), a claim the pod uses created (with
+    /// the hint).
+    fn events() -> Option<Vec<EventRegistration>> {
+        Some(vec![
+            EventRegistration::without_hint(EventResource::CsiNode, ActionType::ADD),
+            EventRegistration::with_hint(EventResource::AssignedPod, ActionType::DELETE),
+            EventRegistration::with_hint(EventResource::PersistentVolumeClaim, ActionType::ADD),
+        ])
+    }
+}
+
+/// A CSI driver's attach-limit key.
+pub fn attach_limit_key(driver: &str) -> String {
+    format!("{CSI_ATTACH_LIMIT_PREFIX}{driver}")
+}
+
+/// The claims of a pod's volumes that count: (claim name, generic ephemeral).
+fn claims(pod: &Pod) -> impl Iterator<Item = (String, bool)> + '_ {
+    pod.volumes.iter().filter_map(|v| match &v.source {
+        VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some((claim_name.clone(), false)),
+        VolumeSource::Ephemeral => Some((format!("{}-{}", pod.name, v.name), true)),
+        _ => None,
+    })
+}
+
+/// The CSI driver and volume handle a claim's volume has, or will have once
+/// provisioned; `None` when it does not count.
+fn csi_driver_info(claim: &berth_sdk::PersistentVolumeClaim) -> Option<(String, String)> {
+    if !claim.volume_name.is_empty()
+        && let Some(volume) = berth_sdk::persistent_volume(&claim.volume_name)
+    {
+        return match volume.source {
+            PersistentVolumeSource::Csi {
+                driver,
+                volume_handle,
+            } => Some((driver, volume_handle)),
+            // In-tree volumes (migration to CSI is not modelled).
+            _ => None,
+        };
+    }
+    // Not bound yet (or bound to a volume not seen yet): the class's provisioner, and a
+    // handle of its own, since it is a volume no other pod has.
+    let class_name = claim.storage_class_name.as_deref().unwrap_or_default();
+    if class_name.is_empty() {
+        return None;
+    }
+    let class = berth_sdk::storage_class(class_name)?;
+    if class.provisioner.starts_with("kubernetes.io/") {
+        // An in-tree provisioner (migration to CSI is not modelled).
+        return None;
+    }
+    Some((
+        class.provisioner,
+        format!("unbound-claim:{}/{}", claim.namespace, claim.name),
+    ))
+}
+
+/// The pod's attachable CSI volumes, `driver/handle` -> limit key. For the pod being
+/// scheduled (`new_pod`) a missing claim is an error; for a pod already on the node
+/// it does not count.
+fn attachable_volumes(
+    pod: &Pod,
+    new_pod: bool,
+    out: &mut HashMap<String, String>,
+) -> Result<(), Status> {
+    for (claim_name, ephemeral) in claims(pod) {
+        if claim_name.is_empty() {
+            return Err(Status::error("PersistentVolumeClaim had no name"));
+        }
+        let Some(claim) = berth_sdk::persistent_volume_claim(&pod.namespace, &claim_name) else {
+            if new_pod {
+                return Err(Status::unresolvable(format!(
+                    "looking up PVC {}/{claim_name}: persistentvolumeclaim {claim_name:?} not found",
+                    pod.namespace
+                )));
+            }
+            continue;
+        };
+        if ephemeral && claim.controller_uid.as_deref() != Some(pod.uid.as_str()) {
+            return Err(Status::error(format!(
+                "PVC {}/{claim_name} was not created for pod {} (pod is not owner)",
+                pod.namespace,
+                pod.key()
+            )));
+        }
+        if let Some((driver, handle)) = csi_driver_info(&claim) {
+            out.insert(format!("{driver}/{handle}"), attach_limit_key(&driver));
+        }
+    }
+    Ok(())
+}
+
+/// The node's attach limits by key: its allocatable `attachable-volumes-*`
+/// resources, overridden by its CSINode's per-driver counts.
+fn volume_limits(node: &NodeInfo, csi_node: Option<&CsiNode>) -> BTreeMap<String, i64> {
+    let mut limits: BTreeMap<String, i64> = node
+        .node
+        .allocatable
+        .scalar
+        .iter()
+        .filter(|(k, _)| k.starts_with("attachable-volumes-"))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    for d in csi_node.iter().flat_map(|n| &n.drivers) {
+        if let Some(count) = d.allocatable_count {
+            limits.insert(attach_limit_key(&d.name), i64::from(count));
+        }
+    }
+    limits
+}
+
+impl PreFilter for NodeVolumeLimits {
+    fn pre_filter(&self, _state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> PreFilterResult {
+        if claims(pod).next().is_some() {
+            Status::success().into()
+        } else {
+            Status::skip().into()
+        }
+    }
+}
+
+impl Filter for NodeVolumeLimits {
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+        if pod.volumes.is_empty() {
+            return Status::success();
+        }
+        let csi_node = berth_sdk::csi_node(node.name());
+        let mut new_volumes = HashMap::new();
+        if let Err(s) = attachable_volumes(pod, true, &mut new_volumes) {
+            return s;
+        }
+        if new_volumes.is_empty() {
+            return Status::success();
+        }
+        let limits = volume_limits(node, csi_node.as_ref());
+        if limits.is_empty() {
+            return Status::success();
+        }
+        let mut attached = HashMap::new();
+        for other in &node.pods {
+            if let Err(s) = attachable_volumes(other, false, &mut attached) {
+                return Status::error(s.message());
+            }
+        }
+        let mut attached_count: HashMap<&str, i64> = HashMap::new();
+        for (unique, key) in &attached {
+            // A volume already attached for another pod is not attached again.
+            new_volumes.remove(unique);
+            *attached_count.entry(key.as_str()).or_default() += 1;
+        }
+        let mut new_count: HashMap<&str, i64> = HashMap::new();
+        for key in new_volumes.values() {
+            *new_count.entry(key.as_str()).or_default() += 1;
+        }
+        for (key, count) in new_count {
+            if let Some(limit) = limits.get(key)
+                && attached_count.get(key).copied().unwrap_or(0) + count > *limit
+            {
+                // Preemption may detach volumes.
+                return Status::unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
+            }
+        }
+        Status::success()
+    }
+}
+
+impl NodeVolumeLimits {
+    /// Upstream's `isSchedulableAfterPodDeleted`: Queue when the deleted pod was on
+    /// a node and used claims.
+    pub fn is_schedulable_after_pod_deleted(
+        &self,
+        old: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let deleted = match old {
+            Some(Object::Pod(p)) => p,
+            Some(other) => return Err(format!("expected a pod, got {}", other.describe())),
+            None => return Err("the event has no deleted pod".into()),
+        };
+        if deleted.node_name.is_empty() || claims(deleted).next().is_none() {
+            return Ok(QueueingHint::QueueSkip);
+        }
+        Ok(QueueingHint::Queue)
+    }
+
+    /// Upstream's `isSchedulableAfterPVCAdded`: Queue when the claim is one of the
+    /// pod's (by name, generic ephemeral volumes' claims included).
+    pub fn is_schedulable_after_claim_added(
+        &self,
+        pod: &Pod,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let claim = match new {
+            Some(Object::PersistentVolumeClaim(c)) => c,
+            Some(other) => {
+                return Err(format!(
+                    "expected a persistentvolumeclaim, got {}",
+                    other.describe()
+                ));
+            }
+            None => return Err("the event has no new persistentvolumeclaim".into()),
+        };
+        if claim.namespace == pod.namespace && claims(pod).any(|(name, _)| name == claim.name) {
+            Ok(QueueingHint::Queue)
+        } else {
+            Ok(QueueingHint::QueueSkip)
+        }
+    }
+}
+
+impl EnqueueExtensions for NodeVolumeLimits {
+    fn queueing_hint(
+        &self,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        match event.resource {
+            EventResource::AssignedPod if event.actions.intersects(ActionType::DELETE) => {
+                self.is_schedulable_after_pod_deleted(old)
+            }
+            EventResource::PersistentVolumeClaim => self.is_schedulable_after_claim_added(pod, new),
+            // Not asked with a hint: requeue rather than guess.
+            _ => Ok(QueueingHint::Queue),
+        }
+    }
+}
+
+berth_sdk::export_plugin!(NodeVolumeLimits: queueing_hint, pre_filter, filter);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_sdk::{CsiNodeDriver, Node, PersistentVolumeClaim, Volume};
+
+    fn pod_with(volumes: Vec<VolumeSource>) -> Pod {
+        Pod {
+            namespace: "ns".into(),
+            name: "p".into(),
+            node_name: "n1".into(),
+            volumes: volumes
+                .into_iter()
+                .enumerate()
+                .map(|(i, source)| Volume {
+                    name: format!("v{i}"),
+                    source,
+                })
+                .collect(),
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn limits_come_from_allocatable_and_the_csi_node() {
+        let mut node = NodeInfo::new(Node::default());
+        node.node
+            .allocatable
+            .scalar
+            .insert("attachable-volumes-csi-a".into(), 10);
+        node.node
+            .allocatable
+            .scalar
+            .insert("example.com/gpu".into(), 1);
+        let csi = CsiNode {
+            name: "n1".into(),
+            drivers: vec![
+                CsiNodeDriver {
+                    name: "a".into(),
+                    allocatable_count: Some(3),
+                    ..CsiNodeDriver::default()
+                },
+                CsiNodeDriver {
+                    name: "b".into(),
+                    ..CsiNodeDriver::default()
+                },
+            ],
+        };
+        assert_eq!(
+            volume_limits(&node, Some(&csi)),
+            BTreeMap::from([("attachable-volumes-csi-a".to_owned(), 3)])
+        );
+        assert_eq!(volume_limits(&node, None).len(), 1);
+    }
+
+    #[test]
+    fn hints() {
+        let pl = NodeVolumeLimits;
+        let claim = VolumeSource::PersistentVolumeClaim {
+            claim_name: "data".into(),
+            read_only: false,
+        };
+        let deleted = |p: Pod| pl.is_schedulable_after_pod_deleted(Some(&Object::Pod(p)));
+        assert_eq!(
+            deleted(pod_with(vec![claim.clone()])),
+            Ok(QueueingHint::Queue)
+        );
+        assert_eq!(
+            deleted(pod_with(vec![VolumeSource::Other])),
+            Ok(QueueingHint::QueueSkip)
+        );
+        let mut pending = pod_with(vec![claim.clone()]);
+        pending.node_name.clear();
+        assert_eq!(deleted(pending), Ok(QueueingHint::QueueSkip));
+
+        let wanting = pod_with(vec![claim, VolumeSource::Ephemeral]);
+        let added = |name: &str| {
+            Object::PersistentVolumeClaim(PersistentVolumeClaim {
+                namespace: "ns".into(),
+                name: name.into(),
+                ..PersistentVolumeClaim::default()
+            })
+        };
+        let hint = |o: Object| pl.is_schedulable_after_claim_added(&wanting, Some(&o));
+        assert_eq!(hint(added("data")), Ok(QueueingHint::Queue));
+        assert_eq!(hint(added("p-v1")), Ok(QueueingHint::Queue));
+        assert_eq!(hint(added("other")), Ok(QueueingHint::QueueSkip));
+    }
+}
