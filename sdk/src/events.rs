@@ -265,6 +265,37 @@ pub fn node_or_error(o: Option<&Object>) -> Result<Option<&Node>, String> {
     }
 }
 
+/// An event's object that must be there and be of one kind (`cast`), as upstream's
+/// `util.As` with a nil check: absent is the error `the event has no {which} {kind}`,
+/// another kind is `expected a {kind}, got {what it is}`.
+///
+/// ```
+/// use berth_sdk::events::{Object, required};
+/// use berth_sdk::Node;
+///
+/// let node = Object::Node(Node::default());
+/// assert!(required(Some(&node), Object::as_node, "node", "new").is_ok());
+/// assert_eq!(
+///     required(None, Object::as_pod, "pod", "deleted").unwrap_err(),
+///     "the event has no deleted pod"
+/// );
+/// assert_eq!(
+///     required(Some(&node), Object::as_pod, "pod", "deleted").unwrap_err(),
+///     "expected a pod, got node "
+/// );
+/// ```
+pub fn required<'a, T: ?Sized>(
+    o: Option<&'a Object>,
+    cast: fn(&'a Object) -> Option<&'a T>,
+    kind: &str,
+    which: &str,
+) -> Result<&'a T, String> {
+    match o {
+        None => Err(format!("the event has no {which} {kind}")),
+        Some(o) => cast(o).ok_or_else(|| format!("expected a {kind}, got {}", o.describe())),
+    }
+}
+
 /// The old and new node of a node event, with [`node_or_error`]'s errors; the new
 /// node must be there (`the event has no new node`).
 pub fn node_change<'a>(

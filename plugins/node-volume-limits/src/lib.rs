@@ -213,11 +213,7 @@ impl NodeVolumeLimits {
         &self,
         old: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let deleted = match old {
-            Some(Object::Pod(p)) => p,
-            Some(other) => return Err(format!("expected a pod, got {}", other.describe())),
-            None => return Err("the event has no deleted pod".into()),
-        };
+        let deleted = berth_sdk::events::required(old, Object::as_pod, "pod", "deleted")?;
         if deleted.node_name.is_empty() || claims(deleted).next().is_none() {
             return Ok(QueueingHint::QueueSkip);
         }
@@ -231,16 +227,12 @@ impl NodeVolumeLimits {
         pod: &Pod,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let claim = match new {
-            Some(Object::PersistentVolumeClaim(c)) => c,
-            Some(other) => {
-                return Err(format!(
-                    "expected a persistentvolumeclaim, got {}",
-                    other.describe()
-                ));
-            }
-            None => return Err("the event has no new persistentvolumeclaim".into()),
-        };
+        let claim = berth_sdk::events::required(
+            new,
+            Object::as_persistent_volume_claim,
+            "persistentvolumeclaim",
+            "new",
+        )?;
         if claim.namespace == pod.namespace && claims(pod).any(|(name, _)| name == claim.name) {
             Ok(QueueingHint::Queue)
         } else {

@@ -179,11 +179,7 @@ impl VolumeRestrictions {
         pod: &Pod,
         old: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let deleted = match old {
-            Some(Object::Pod(p)) => p,
-            Some(other) => return Err(format!("expected a pod, got {}", other.describe())),
-            None => return Err("the event has no deleted pod".into()),
-        };
+        let deleted = berth_sdk::events::required(old, Object::as_pod, "pod", "deleted")?;
         if deleted.namespace != pod.namespace {
             return Ok(QueueingHint::QueueSkip);
         }
@@ -205,16 +201,12 @@ impl VolumeRestrictions {
         pod: &Pod,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let claim = match new {
-            Some(Object::PersistentVolumeClaim(c)) => c,
-            Some(other) => {
-                return Err(format!(
-                    "expected a persistentvolumeclaim, got {}",
-                    other.describe()
-                ));
-            }
-            None => return Err("the event has no new persistentvolumeclaim".into()),
-        };
+        let claim = berth_sdk::events::required(
+            new,
+            Object::as_persistent_volume_claim,
+            "persistentvolumeclaim",
+            "new",
+        )?;
         if claim.namespace != pod.namespace {
             return Ok(QueueingHint::QueueSkip);
         }

@@ -217,16 +217,12 @@ impl VolumeZone {
         pod: &Pod,
         new: Option<&Object>,
     ) -> Result<QueueingHint, String> {
-        let claim = match new {
-            Some(Object::PersistentVolumeClaim(c)) => c,
-            Some(other) => {
-                return Err(format!(
-                    "expected a persistentvolumeclaim, got {}",
-                    other.describe()
-                ));
-            }
-            None => return Err("the event has no new persistentvolumeclaim".into()),
-        };
+        let claim = berth_sdk::events::required(
+            new,
+            Object::as_persistent_volume_claim,
+            "persistentvolumeclaim",
+            "new",
+        )?;
         if claim.namespace == pod.namespace && claim_names(pod).any(|c| c == claim.name) {
             Ok(QueueingHint::Queue)
         } else {
