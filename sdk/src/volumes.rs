@@ -359,4 +359,13 @@ impl crate::types::Pod {
             _ => None,
         })
     }
+
+    /// The claim names of the pod's PersistentVolumeClaim volumes alone, in order
+    /// (what VolumeZone and VolumeRestrictions look at; no ephemeral volumes' claims).
+    pub fn persistent_claim_names(&self) -> impl Iterator<Item = &str> {
+        self.volumes.iter().filter_map(|v| match &v.source {
+            VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some(claim_name.as_str()),
+            _ => None,
+        })
+    }
 }

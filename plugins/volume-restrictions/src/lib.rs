@@ -188,8 +188,8 @@ impl VolumeRestrictions {
         }
         // The deleted pod may have held a ReadWriteOncePod claim the pod wants; the
         // claim's access mode is not looked up (as upstream, to keep hints cheap).
-        let claims: BTreeSet<&str> = claim_volume_names(pod).collect();
-        if claim_volume_names(deleted).any(|c| claims.contains(c)) {
+        let claims: BTreeSet<&str> = pod.persistent_claim_names().collect();
+        if deleted.persistent_claim_names().any(|c| claims.contains(c)) {
             return Ok(QueueingHint::Queue);
         }
         Ok(QueueingHint::QueueSkip)
@@ -210,20 +210,12 @@ impl VolumeRestrictions {
         if claim.namespace != pod.namespace {
             return Ok(QueueingHint::QueueSkip);
         }
-        if claim_volume_names(pod).any(|c| c == claim.name) {
+        if pod.persistent_claim_names().any(|c| c == claim.name) {
             Ok(QueueingHint::Queue)
         } else {
             Ok(QueueingHint::QueueSkip)
         }
     }
-}
-
-/// The claims of a pod's PersistentVolumeClaim volumes.
-fn claim_volume_names(pod: &Pod) -> impl Iterator<Item = &str> {
-    pod.volumes.iter().filter_map(|v| match &v.source {
-        VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some(claim_name.as_str()),
-        _ => None,
-    })
 }
 
 impl PreFilter for VolumeRestrictions {
@@ -242,7 +234,7 @@ impl PreFilter for VolumeRestrictions {
             .iter()
             .filter(|claim| {
                 nodes.iter().flat_map(|n| &n.pods).any(|p| {
-                    p.namespace == pod.namespace && claim_volume_names(p).any(|c| c == *claim)
+                    p.namespace == pod.namespace && p.persistent_claim_names().any(|c| c == *claim)
                 })
             })
             .count() as i64;

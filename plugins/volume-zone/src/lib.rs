@@ -14,7 +14,7 @@
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
     Filter, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint, Status,
-    VolumeBindingMode, VolumeSource,
+    VolumeBindingMode,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -99,19 +99,11 @@ fn to_ga(key: &str) -> &str {
     }
 }
 
-/// The claims of the pod's PersistentVolumeClaim volumes.
-fn claim_names(pod: &Pod) -> impl Iterator<Item = &str> {
-    pod.volumes.iter().filter_map(|v| match &v.source {
-        VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some(claim_name.as_str()),
-        _ => None,
-    })
-}
-
 /// The topology constraints of the volumes the pod's claims are bound to, or why the
 /// pod cannot be placed (upstream's `getPVbyPod`).
 pub fn volume_topologies(pod: &Pod) -> Result<Vec<VolumeTopology>, Status> {
     let mut out = Vec::new();
-    for claim_name in claim_names(pod) {
+    for claim_name in pod.persistent_claim_names() {
         if claim_name.is_empty() {
             return Err(Status::unresolvable("PersistentVolumeClaim had no name"));
         }
@@ -223,7 +215,8 @@ impl VolumeZone {
             "persistentvolumeclaim",
             "new",
         )?;
-        if claim.namespace == pod.namespace && claim_names(pod).any(|c| c == claim.name) {
+        if claim.namespace == pod.namespace && pod.persistent_claim_names().any(|c| c == claim.name)
+        {
             Ok(QueueingHint::Queue)
         } else {
             Ok(QueueingHint::QueueSkip)
@@ -254,7 +247,7 @@ berth_sdk::export_plugin!(VolumeZone: queueing_hint, pre_filter, filter);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_sdk::{Node, PersistentVolumeClaim, Volume};
+    use berth_sdk::{Node, PersistentVolumeClaim, Volume, VolumeSource};
 
     #[test]
     fn label_values_may_name_several_zones() {
