@@ -281,6 +281,7 @@ impl Scheduler {
                 storage: services.storage.clone(),
             });
         }
+        binder.attach_storage(&services.storage);
         let waker = Arc::new(RwLock::new(None));
         let (bind_tx, bind_rx) = spawn_binders(options.parallel_bindings, waker.clone())?;
         let mut queue = SchedulingQueue::new(config.queue_config(options.queue));
@@ -1319,6 +1320,16 @@ impl Scheduler {
         while let Ok((uid, r)) = self.bind_rx.try_recv() {
             self.bindings_in_flight -= 1;
             self.finish_binding(uid, r);
+        }
+        // What the embedded cluster's volume controller wrote while binding: already
+        // in the storage view; the queue hears of it here.
+        for (old, new) in self.binder.take_storage_changes() {
+            let resource = match &new {
+                Object::PersistentVolume(_) => EventResource::PersistentVolume,
+                Object::PersistentVolumeClaim(_) => EventResource::PersistentVolumeClaim,
+                _ => continue,
+            };
+            self.storage_event(resource, old, new);
         }
     }
 

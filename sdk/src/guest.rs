@@ -22,7 +22,7 @@ use wit::berth::scheduler::types as w;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.4.0";
+pub const WIT_VERSION: &str = "0.5.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -216,6 +216,54 @@ pub fn csi_node(name: &str) -> Option<crate::CsiNode> {
 /// A CSIDriver, if the host has it.
 pub fn csi_driver(name: &str) -> Option<crate::CsiDriver> {
     host::get_csi_driver(name).map(volumes::csi_driver_from_wit)
+}
+
+fn claim_ref_to_wit(c: &crate::ClaimRef) -> w::ClaimRef {
+    w::ClaimRef {
+        namespace: c.namespace.clone(),
+        name: c.name.clone(),
+        uid: c.uid.clone(),
+    }
+}
+
+/// Assumes a volume bound to a claim in the host's view.
+pub fn assume_volume_bound(volume: &str, claim: &crate::ClaimRef) -> Result<(), String> {
+    host::assume_volume_bound(volume, &claim_ref_to_wit(claim))
+}
+
+/// Assumes a claim's volume provisioned for a node in the host's view.
+pub fn assume_claim_provisioned(namespace: &str, name: &str, node: &str) -> Result<(), String> {
+    host::assume_claim_provisioned(namespace, name, node)
+}
+
+/// Drops what was assumed of a volume.
+pub fn restore_volume(name: &str) {
+    host::restore_volume(name)
+}
+
+/// Drops what was assumed of a claim.
+pub fn restore_claim(namespace: &str, name: &str) {
+    host::restore_claim(namespace, name)
+}
+
+/// Writes a volume's binding through the cluster.
+pub fn bind_volume(volume: &str, claim: &crate::ClaimRef) -> Result<(), String> {
+    host::bind_volume(volume, &claim_ref_to_wit(claim))
+}
+
+/// Writes a claim's selected node through the cluster.
+pub fn select_node_for_claim(namespace: &str, name: &str, node: &str) -> Result<(), String> {
+    host::select_node_for_claim(namespace, name, node)
+}
+
+/// The host's storage generation.
+pub fn storage_generation() -> u64 {
+    host::storage_generation()
+}
+
+/// Waits for a storage change.
+pub fn wait_storage_change(after: u64, timeout_ms: u64) -> (u64, u64) {
+    host::wait_storage_change(after, timeout_ms)
 }
 
 /// The storage records of the WIT package as the SDK's types.

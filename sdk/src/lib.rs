@@ -90,9 +90,10 @@ pub use types::{
     TaintEffect, Toleration, TolerationOperator,
 };
 pub use volumes::{
-    AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, PersistentVolume,
-    PersistentVolumeClaim, PersistentVolumeSource, StorageClass, TopologySelectorTerm, Volume,
-    VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
+    ANNOTATION_BIND_COMPLETED, ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE,
+    AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, NO_PROVISIONER,
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
+    TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
@@ -171,7 +172,51 @@ pub trait HostApi: Send + Sync {
         let _ = name;
         None
     }
+    /// Assumes a volume bound to a claim (see [`assume_volume_bound`]).
+    fn assume_volume_bound(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+        let _ = (volume, claim);
+        Err(NO_VOLUME_BINDING.into())
+    }
+    /// Assumes a claim's volume provisioned for a node (see [`assume_claim_provisioned`]).
+    fn assume_claim_provisioned(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), String> {
+        let _ = (namespace, name, node);
+        Err(NO_VOLUME_BINDING.into())
+    }
+    /// Drops what was assumed of a volume.
+    fn restore_volume(&self, name: &str) {
+        let _ = name;
+    }
+    /// Drops what was assumed of a claim.
+    fn restore_claim(&self, namespace: &str, name: &str) {
+        let _ = (namespace, name);
+    }
+    /// Writes a volume's binding to a claim through the cluster.
+    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+        let _ = (volume, claim);
+        Err(NO_VOLUME_BINDING.into())
+    }
+    /// Writes a claim's selected node through the cluster.
+    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+        let _ = (namespace, name, node);
+        Err(NO_VOLUME_BINDING.into())
+    }
+    /// The storage generation (see [`storage_generation`]).
+    fn storage_generation(&self) -> u64 {
+        0
+    }
+    /// Waits for a storage change (see [`wait_storage_change`]).
+    fn wait_storage_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
+        let _ = after;
+        (0, timeout_ms)
+    }
 }
+
+const NO_VOLUME_BINDING: &str = "volume binding needs the Berth host";
 
 /// A pod that a Permit plugin asked to wait.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -359,6 +404,96 @@ pub fn csi_driver(name: &str) -> Option<CsiDriver> {
     return guest::csi_driver(name);
     #[cfg(not(target_arch = "wasm32"))]
     native_host().and_then(|h| h.csi_driver(name))
+}
+
+/// Assumes `volume` bound to `claim` in the host's view until the cluster's copy
+/// changes or [`restore_volume`]: other cycles see it taken (its `claimRef` set). What
+/// VolumeBinding's Reserve does; an error when the volume is unknown or taken.
+pub fn assume_volume_bound(volume: &str, claim: &ClaimRef) -> Result<(), String> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::assume_volume_bound(volume, claim);
+    #[cfg(not(target_arch = "wasm32"))]
+    match native_host() {
+        Some(h) => h.assume_volume_bound(volume, claim),
+        None => Err(NO_VOLUME_BINDING.into()),
+    }
+}
+
+/// Assumes the claim annotated with the node its volume is to be provisioned for
+/// ([`ANNOTATION_SELECTED_NODE`](volumes::ANNOTATION_SELECTED_NODE)), until the
+/// cluster's copy changes or [`restore_claim`].
+pub fn assume_claim_provisioned(namespace: &str, name: &str, node: &str) -> Result<(), String> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::assume_claim_provisioned(namespace, name, node);
+    #[cfg(not(target_arch = "wasm32"))]
+    match native_host() {
+        Some(h) => h.assume_claim_provisioned(namespace, name, node),
+        None => Err(NO_VOLUME_BINDING.into()),
+    }
+}
+
+/// Drops what was assumed of a volume: the cluster's copy shows again.
+pub fn restore_volume(name: &str) {
+    #[cfg(target_arch = "wasm32")]
+    guest::restore_volume(name);
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(h) = native_host() {
+        h.restore_volume(name);
+    }
+}
+
+/// Drops what was assumed of a claim.
+pub fn restore_claim(namespace: &str, name: &str) {
+    #[cfg(target_arch = "wasm32")]
+    guest::restore_claim(namespace, name);
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(h) = native_host() {
+        h.restore_claim(namespace, name);
+    }
+}
+
+/// Binding cycle only: writes `volume`'s `claimRef` through the cluster; the
+/// PersistentVolume controller then binds the claim to it.
+pub fn bind_volume(volume: &str, claim: &ClaimRef) -> Result<(), String> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::bind_volume(volume, claim);
+    #[cfg(not(target_arch = "wasm32"))]
+    match native_host() {
+        Some(h) => h.bind_volume(volume, claim),
+        None => Err(NO_VOLUME_BINDING.into()),
+    }
+}
+
+/// Binding cycle only: writes the claim's selected node through the cluster, which
+/// then provisions a volume for it there.
+pub fn select_node_for_claim(namespace: &str, name: &str, node: &str) -> Result<(), String> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::select_node_for_claim(namespace, name, node);
+    #[cfg(not(target_arch = "wasm32"))]
+    match native_host() {
+        Some(h) => h.select_node_for_claim(namespace, name, node),
+        None => Err(NO_VOLUME_BINDING.into()),
+    }
+}
+
+/// A number that grows whenever a storage object changes in the host's view.
+pub fn storage_generation() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    return guest::storage_generation();
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().map(|h| h.storage_generation()).unwrap_or(0)
+}
+
+/// Binding cycle only: waits until the storage generation passes `after` or
+/// `timeout_ms` pass; answers the generation then and the milliseconds waited. The
+/// wait does not count against the plugin's call deadline.
+pub fn wait_storage_change(after: u64, timeout_ms: u64) -> (u64, u64) {
+    #[cfg(target_arch = "wasm32")]
+    return guest::wait_storage_change(after, timeout_ms);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host()
+        .map(|h| h.wait_storage_change(after, timeout_ms))
+        .unwrap_or((0, timeout_ms))
 }
 
 /// Exports a plugin type as the component's plugin, naming the extension points it

@@ -14,6 +14,18 @@ use serde::{Deserialize, Serialize};
 /// volume is to be provisioned for (`WaitForFirstConsumer`).
 pub const ANNOTATION_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 
+/// The annotation a PersistentVolume gets when it is bound to a claim by the
+/// controller (or by a scheduler for it) rather than by the user.
+pub const ANNOTATION_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
+
+/// The annotation the PersistentVolume controller puts on a claim once its binding
+/// is complete: with `spec.volumeName`, what makes a claim fully bound.
+pub const ANNOTATION_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+
+/// The provisioner of StorageClasses whose volumes are never provisioned (local
+/// volumes created by hand).
+pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
+
 /// The annotation that makes a StorageClass the default one.
 pub const ANNOTATION_DEFAULT_STORAGE_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 

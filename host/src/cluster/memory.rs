@@ -1,20 +1,49 @@
 //! The embedded cluster: in-process bookkeeping of bindings, for `berth simulate`,
 //! `berth bench` and tests. Like the API server, it refuses to bind a pod twice.
 
+use super::storage::{Storage, claim_ref_matches};
 use super::{Binder, PodState};
-use berth_sdk::Pod;
+use berth_sdk::{
+    ANNOTATION_BIND_COMPLETED, ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE,
+    ClaimPhase, ClaimRef, NO_PROVISIONER, Object, PersistentVolume, Pod, VolumePhase,
+};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// Decides whether the cluster refuses a binding (tests inject failures with it).
 pub type RefuseFn = dyn Fn(&Pod, &str) -> Option<String> + Send + Sync;
 
-/// The embedded cluster's binding side.
+/// Decides whether the cluster refuses to bind a volume to a claim (tests inject
+/// failures with it).
+pub type RefuseVolumeFn = dyn Fn(&str, &ClaimRef) -> Option<String> + Send + Sync;
+
+/// The annotation a provisioned volume gets: who provisioned it.
+const ANNOTATION_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+
+/// The embedded cluster's binding side. Its volume side plays the PersistentVolume
+/// controller and the provisioners: a volume bound to a claim binds the claim at
+/// once, and a claim given a selected node gets a volume of its class's provisioner
+/// at once (reachable from every node, as a network-attached volume), bound to it.
 #[derive(Default)]
 pub struct MemoryCluster {
     bindings: Mutex<BTreeMap<String, (String, String)>>,
     refuse: Mutex<Option<Box<RefuseFn>>>,
+    refuse_volumes: Mutex<Option<Box<RefuseVolumeFn>>>,
     evictions: Mutex<Vec<Eviction>>,
+    storage: Mutex<Option<Storage>>,
+    storage_changes: Mutex<Vec<(Option<Object>, Object)>>,
+    volume_bindings: Mutex<Vec<VolumeBinding>>,
+}
+
+/// A claim the embedded cluster bound to a volume.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeBinding {
+    /// The claim, `namespace/name`.
+    pub claim: String,
+    /// The volume.
+    pub volume: String,
+    /// For a provisioned volume: the node it was provisioned for.
+    pub provisioned_for: Option<String>,
 }
 
 /// A pod the embedded cluster evicted for preemption.
@@ -47,6 +76,84 @@ impl MemoryCluster {
     /// Makes the cluster refuse the bindings `f` answers a message for.
     pub fn refuse_bindings(&self, f: Box<RefuseFn>) {
         *self.refuse.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    /// Makes the cluster refuse the volume bindings `f` answers a message for.
+    pub fn refuse_volume_bindings(&self, f: Box<RefuseVolumeFn>) {
+        *self
+            .refuse_volumes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    fn storage(&self) -> Result<Storage, String> {
+        self.storage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| "the embedded cluster has no storage attached".to_owned())
+    }
+
+    /// Writes a volume as the cluster's own, remembering the change for the queue.
+    fn write_volume(&self, storage: &Storage, volume: PersistentVolume) {
+        let old = storage.set_volume(volume.clone());
+        self.storage_changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((
+                old.map(Object::PersistentVolume),
+                Object::PersistentVolume(volume),
+            ));
+    }
+
+    /// Writes a claim as the cluster's own, remembering the change for the queue.
+    fn write_claim(&self, storage: &Storage, claim: berth_sdk::PersistentVolumeClaim) {
+        let old = storage.set_claim(claim.clone());
+        self.storage_changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((
+                old.map(Object::PersistentVolumeClaim),
+                Object::PersistentVolumeClaim(claim),
+            ));
+    }
+
+    /// Every claim bound to a volume, in order.
+    pub fn volume_bindings(&self) -> Vec<VolumeBinding> {
+        self.volume_bindings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The PersistentVolume controller's part: binds the claim to the volume that
+    /// names it, and marks both bound.
+    fn complete_binding(
+        &self,
+        storage: &Storage,
+        mut volume: PersistentVolume,
+        mut claim: berth_sdk::PersistentVolumeClaim,
+        provisioned_for: Option<&str>,
+    ) {
+        self.volume_bindings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(VolumeBinding {
+                claim: claim.key(),
+                volume: volume.name.clone(),
+                provisioned_for: provisioned_for.map(str::to_owned),
+            });
+        volume.phase = VolumePhase::Bound;
+        claim.volume_name = volume.name.clone();
+        claim.phase = ClaimPhase::Bound;
+        claim
+            .annotations
+            .insert(ANNOTATION_BIND_COMPLETED.into(), "yes".into());
+        claim
+            .annotations
+            .insert(ANNOTATION_BOUND_BY_CONTROLLER.into(), "yes".into());
+        self.write_volume(storage, volume);
+        self.write_claim(storage, claim);
     }
 
     /// Every binding made: pod UID -> (`namespace/name`, node).
@@ -104,6 +211,104 @@ impl Binder for MemoryCluster {
         }
         bindings.insert(pod.uid.clone(), (pod.key(), node.to_owned()));
         Ok(())
+    }
+
+    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+        let what = format!(
+            "binding persistentvolume {volume} to claim {}/{}",
+            claim.namespace, claim.name
+        );
+        if let Some(refuse) = &*self
+            .refuse_volumes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            && let Some(message) = refuse(volume, claim)
+        {
+            return Err(format!("{what}: {message}"));
+        }
+        let storage = self.storage()?;
+        let Some(mut pv) = storage.cluster_volume(volume) else {
+            return Err(format!("{what}: the volume is gone"));
+        };
+        let Some(pvc) = storage.cluster_claim(&claim.namespace, &claim.name) else {
+            return Err(format!("{what}: the claim is gone"));
+        };
+        if let Some(taken) = &pv.claim_ref
+            && !claim_ref_matches(taken, claim)
+        {
+            return Err(format!(
+                "{what}: the volume is already bound to claim {}/{}",
+                taken.namespace, taken.name
+            ));
+        }
+        pv.claim_ref = Some(ClaimRef {
+            uid: pvc.uid.clone(),
+            ..claim.clone()
+        });
+        pv.annotations
+            .insert(ANNOTATION_BOUND_BY_CONTROLLER.into(), "yes".into());
+        self.complete_binding(&storage, pv, pvc, None);
+        Ok(())
+    }
+
+    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+        let what = format!("selecting node {node} for claim {namespace}/{name}");
+        let storage = self.storage()?;
+        let Some(mut pvc) = storage.cluster_claim(namespace, name) else {
+            return Err(format!("{what}: the claim is gone"));
+        };
+        pvc.annotations
+            .insert(ANNOTATION_SELECTED_NODE.into(), node.to_owned());
+        let class = pvc
+            .storage_class_name
+            .as_deref()
+            .and_then(|c| storage.class(c));
+        let Some(class) =
+            class.filter(|c| !c.provisioner.is_empty() && c.provisioner != NO_PROVISIONER)
+        else {
+            // Nobody provisions for this class: the claim waits, as in a cluster.
+            self.write_claim(&storage, pvc);
+            return Ok(());
+        };
+        let uid = if pvc.uid.is_empty() {
+            format!("{namespace}-{name}")
+        } else {
+            pvc.uid.clone()
+        };
+        let pv = PersistentVolume {
+            name: format!("pvc-{uid}"),
+            annotations: [(
+                ANNOTATION_PROVISIONED_BY.to_owned(),
+                class.provisioner.clone(),
+            )]
+            .into_iter()
+            .collect(),
+            storage_class_name: class.name.clone(),
+            capacity_storage: pvc.requested_storage,
+            access_modes: pvc.access_modes.clone(),
+            volume_mode: pvc.volume_mode,
+            claim_ref: Some(ClaimRef {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                uid: pvc.uid.clone(),
+            }),
+            ..PersistentVolume::default()
+        };
+        self.complete_binding(&storage, pv, pvc, Some(node));
+        Ok(())
+    }
+
+    fn attach_storage(&self, storage: &Storage) {
+        *self.storage.lock().unwrap_or_else(|e| e.into_inner()) = Some(storage.clone());
+    }
+
+    fn take_storage_changes(&self) -> Vec<(Option<Object>, Object)> {
+        std::mem::take(
+            &mut *self
+                .storage_changes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
     fn lookup(&self, pod: &Pod) -> PodState {

@@ -8,7 +8,7 @@ pub mod quantity;
 pub mod storage;
 
 use berth_sdk::{
-    CsiDriver, CsiNode, Labels, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    ClaimRef, CsiDriver, CsiNode, Labels, Node, PersistentVolume, PersistentVolumeClaim, Pod,
     PodDisruptionBudget, StorageClass,
 };
 use manifest::PodSelector;
@@ -48,6 +48,35 @@ pub trait Binder: Send + Sync {
     fn lookup(&self, pod: &Pod) -> PodState {
         let _ = pod;
         PodState::Pending
+    }
+
+    /// Binds a PersistentVolume to a claim as VolumeBinding's PreBind does: sets its
+    /// `claimRef` and the annotation `pv.kubernetes.io/bound-by-controller`, leaving
+    /// the rest to the PersistentVolume controller. An error when the volume is gone
+    /// or taken by another claim.
+    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+        let _ = (volume, claim);
+        Err("this cluster cannot bind volumes".into())
+    }
+
+    /// Annotates a claim with the node its volume is to be provisioned for
+    /// (`volume.kubernetes.io/selected-node`).
+    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+        let _ = (namespace, name, node);
+        Err("this cluster cannot provision volumes".into())
+    }
+
+    /// Gives the cluster the scheduler's view of the storage objects, for a cluster
+    /// that keeps none of its own (the embedded one writes its volume bindings there).
+    fn attach_storage(&self, storage: &storage::Storage) {
+        let _ = storage;
+    }
+
+    /// The storage changes the cluster made itself since last asked (the embedded
+    /// cluster's PersistentVolume controller), as (old, new): already in the
+    /// attached storage, for the scheduler to tell the queue of.
+    fn take_storage_changes(&self) -> Vec<(Option<berth_sdk::Object>, berth_sdk::Object)> {
+        Vec::new()
     }
 }
 

@@ -2,9 +2,13 @@
 //! StorageClasses, CSINodes, CSIDrivers — shared with plugin instances, which read
 //! them through the host's listers (by name, and PersistentVolumes by class).
 
-use berth_sdk::{CsiDriver, CsiNode, PersistentVolume, PersistentVolumeClaim, StorageClass};
+use berth_sdk::{
+    ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE, ClaimRef, CsiDriver, CsiNode,
+    PersistentVolume, PersistentVolumeClaim, StorageClass,
+};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Default)]
 struct Objects {
@@ -17,11 +21,24 @@ struct Objects {
     classes: HashMap<String, StorageClass>,
     csi_nodes: HashMap<String, CsiNode>,
     csi_drivers: HashMap<String, CsiDriver>,
+    /// Volumes as VolumeBinding assumes them (bound to a claim) until the cluster's
+    /// copy changes or the assumption is restored; they hide the cluster's copy.
+    assumed_volumes: HashMap<String, PersistentVolume>,
+    /// Claims as VolumeBinding assumes them (a node selected for provisioning).
+    assumed_claims: HashMap<(String, String), PersistentVolumeClaim>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    objects: RwLock<Objects>,
+    /// Grows at every change (assumptions included); waiters are told.
+    generation: Mutex<u64>,
+    changed: Condvar,
 }
 
 /// The cluster's storage objects. Clones share them.
 #[derive(Clone, Debug, Default)]
-pub struct Storage(Arc<RwLock<Objects>>);
+pub struct Storage(Arc<Shared>);
 
 impl Storage {
     /// No objects.
@@ -30,41 +47,81 @@ impl Storage {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Objects> {
-        self.0.read().unwrap_or_else(|e| e.into_inner())
+        self.0.objects.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Objects> {
-        self.0.write().unwrap_or_else(|e| e.into_inner())
+    /// The objects, to change: the generation grows when the guard drops.
+    fn write(&self) -> Changing<'_> {
+        Changing {
+            objects: self.0.objects.write().unwrap_or_else(|e| e.into_inner()),
+            shared: &self.0,
+        }
     }
 
-    /// A claim by namespace and name.
+    /// A number that grows at every change.
+    pub fn generation(&self) -> u64 {
+        *self.0.generation.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the generation passes `after`, or `timeout` passes; answers the
+    /// generation then and how long it waited.
+    pub fn wait_for_change(&self, after: u64, timeout: Duration) -> (u64, Duration) {
+        let started = Instant::now();
+        let mut generation = self.0.generation.lock().unwrap_or_else(|e| e.into_inner());
+        while *generation <= after {
+            let left = timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            generation = self
+                .0
+                .changed
+                .wait_timeout(generation, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        (*generation, started.elapsed())
+    }
+
+    /// A claim by namespace and name (as assumed, if it is).
     pub fn claim(&self, namespace: &str, name: &str) -> Option<PersistentVolumeClaim> {
-        self.read()
-            .claims
-            .get(&(namespace.to_owned(), name.to_owned()))
+        let key = (namespace.to_owned(), name.to_owned());
+        let objects = self.read();
+        objects
+            .assumed_claims
+            .get(&key)
+            .or_else(|| objects.claims.get(&key))
             .cloned()
     }
 
-    /// Adds or replaces a claim; answers the one it replaced.
+    /// Adds or replaces a claim; answers the one it replaced. What was assumed of it
+    /// is dropped: the cluster's copy is newer.
     pub fn set_claim(&self, claim: PersistentVolumeClaim) -> Option<PersistentVolumeClaim> {
-        self.write()
-            .claims
-            .insert((claim.namespace.clone(), claim.name.clone()), claim)
+        let key = (claim.namespace.clone(), claim.name.clone());
+        let mut objects = self.write();
+        objects.assumed_claims.remove(&key);
+        objects.claims.insert(key, claim)
     }
 
     /// Removes a claim; answers it.
     pub fn remove_claim(&self, namespace: &str, name: &str) -> Option<PersistentVolumeClaim> {
-        self.write()
-            .claims
-            .remove(&(namespace.to_owned(), name.to_owned()))
+        let key = (namespace.to_owned(), name.to_owned());
+        let mut objects = self.write();
+        objects.assumed_claims.remove(&key);
+        objects.claims.remove(&key)
     }
 
-    /// A volume by name.
+    /// A volume by name (as assumed, if it is).
     pub fn volume(&self, name: &str) -> Option<PersistentVolume> {
-        self.read().volumes.get(name).cloned()
+        let objects = self.read();
+        objects
+            .assumed_volumes
+            .get(name)
+            .or_else(|| objects.volumes.get(name))
+            .cloned()
     }
 
-    /// The volumes of a class, by name.
+    /// The volumes of a class, by name (as assumed, where they are).
     pub fn volumes_of_class(&self, class: &str) -> Vec<PersistentVolume> {
         let objects = self.read();
         objects
@@ -72,13 +129,108 @@ impl Storage {
             .get(class)
             .into_iter()
             .flatten()
-            .filter_map(|n| objects.volumes.get(n).cloned())
+            .filter_map(|n| {
+                objects
+                    .assumed_volumes
+                    .get(n)
+                    .or_else(|| objects.volumes.get(n))
+                    .cloned()
+            })
             .collect()
     }
 
-    /// Adds or replaces a volume; answers the one it replaced.
+    /// A volume as the cluster has it (what is assumed of it aside).
+    pub fn cluster_volume(&self, name: &str) -> Option<PersistentVolume> {
+        self.read().volumes.get(name).cloned()
+    }
+
+    /// A claim as the cluster has it (what is assumed of it aside).
+    pub fn cluster_claim(&self, namespace: &str, name: &str) -> Option<PersistentVolumeClaim> {
+        self.read()
+            .claims
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// Assumes `volume` bound to `claim` until the cluster's copy changes or
+    /// [`Storage::restore_volume`]: its `claimRef` set and annotated as bound by the
+    /// controller (upstream's `GetBindVolumeToClaim`). An error when the volume is
+    /// unknown or taken by another claim.
+    pub fn assume_volume_bound(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+        let mut objects = self.write();
+        let Some(current) = objects
+            .assumed_volumes
+            .get(volume)
+            .or_else(|| objects.volumes.get(volume))
+        else {
+            return Err(format!("persistentvolume {volume:?} not found"));
+        };
+        if let Some(taken) = &current.claim_ref
+            && !claim_ref_matches(taken, claim)
+        {
+            return Err(format!(
+                "persistentvolume {volume:?} is already bound to claim {}/{}",
+                taken.namespace, taken.name
+            ));
+        }
+        let mut assumed = current.clone();
+        assumed.claim_ref = Some(claim.clone());
+        assumed
+            .annotations
+            .insert(ANNOTATION_BOUND_BY_CONTROLLER.into(), "yes".into());
+        objects.assumed_volumes.insert(volume.to_owned(), assumed);
+        Ok(())
+    }
+
+    /// Assumes the claim annotated with the node its volume is to be provisioned for.
+    pub fn assume_claim_provisioned(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), String> {
+        let key = (namespace.to_owned(), name.to_owned());
+        let mut objects = self.write();
+        let Some(current) = objects
+            .assumed_claims
+            .get(&key)
+            .or_else(|| objects.claims.get(&key))
+        else {
+            return Err(format!(
+                "persistentvolumeclaim {namespace}/{name} not found"
+            ));
+        };
+        let mut assumed = current.clone();
+        assumed
+            .annotations
+            .insert(ANNOTATION_SELECTED_NODE.into(), node.to_owned());
+        objects.assumed_claims.insert(key, assumed);
+        Ok(())
+    }
+
+    /// Drops what was assumed of a volume.
+    pub fn restore_volume(&self, name: &str) {
+        self.write().assumed_volumes.remove(name);
+    }
+
+    /// Drops what was assumed of a claim.
+    pub fn restore_claim(&self, namespace: &str, name: &str) {
+        self.write()
+            .assumed_claims
+            .remove(&(namespace.to_owned(), name.to_owned()));
+    }
+
+    /// How many volumes and claims are assumed (for tests: nothing may leak).
+    pub fn assumed(&self) -> (usize, usize) {
+        let objects = self.read();
+        (objects.assumed_volumes.len(), objects.assumed_claims.len())
+    }
+
+    /// Adds or replaces a volume; answers the one it replaced. What was assumed of it
+    /// is dropped: the cluster's copy is newer.
     pub fn set_volume(&self, volume: PersistentVolume) -> Option<PersistentVolume> {
         let mut objects = self.write();
+        objects.assumed_volumes.remove(&volume.name);
         let old = objects.volumes.insert(volume.name.clone(), volume.clone());
         if let Some(o) = &old {
             unindex(
@@ -98,6 +250,7 @@ impl Storage {
     /// Removes a volume; answers it.
     pub fn remove_volume(&self, name: &str) -> Option<PersistentVolume> {
         let mut objects = self.write();
+        objects.assumed_volumes.remove(name);
         let old = objects.volumes.remove(name);
         if let Some(o) = &old {
             unindex(
@@ -112,6 +265,19 @@ impl Storage {
     /// A StorageClass by name.
     pub fn class(&self, name: &str) -> Option<StorageClass> {
         self.read().classes.get(name).cloned()
+    }
+
+    /// The default StorageClass (annotated `is-default-class`), as the
+    /// DefaultStorageClass admission plugin picks it for a new claim that names no
+    /// class; of several defaults, the first by name (upstream takes the newest,
+    /// which the embedded cluster does not know).
+    pub fn default_class(&self) -> Option<StorageClass> {
+        self.read()
+            .classes
+            .values()
+            .filter(|c| c.is_default)
+            .min_by(|a, b| a.name.cmp(&b.name))
+            .cloned()
     }
 
     /// Adds or replaces a StorageClass; answers the one it replaced.
@@ -164,6 +330,44 @@ impl Storage {
             ("CSINode", o.csi_nodes.len()),
             ("CSIDriver", o.csi_drivers.len()),
         ])
+    }
+}
+
+/// Whether a volume's `claimRef` names the claim (by UID too, when both have one), as
+/// upstream's `IsVolumeBoundToClaim`.
+pub fn claim_ref_matches(taken: &ClaimRef, claim: &ClaimRef) -> bool {
+    taken.namespace == claim.namespace
+        && taken.name == claim.name
+        && (taken.uid.is_empty() || taken.uid == claim.uid)
+}
+
+/// The objects being changed; when dropped, the generation grows and waiters wake.
+struct Changing<'a> {
+    objects: RwLockWriteGuard<'a, Objects>,
+    shared: &'a Shared,
+}
+
+impl std::ops::Deref for Changing<'_> {
+    type Target = Objects;
+    fn deref(&self) -> &Objects {
+        &self.objects
+    }
+}
+
+impl std::ops::DerefMut for Changing<'_> {
+    fn deref_mut(&mut self) -> &mut Objects {
+        &mut self.objects
+    }
+}
+
+impl Drop for Changing<'_> {
+    fn drop(&mut self) {
+        *self
+            .shared
+            .generation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) += 1;
+        self.shared.changed.notify_all();
     }
 }
 

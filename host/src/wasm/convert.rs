@@ -175,6 +175,14 @@ pub(crate) fn claim_to_wit(c: &v::PersistentVolumeClaim) -> w::PersistentVolumeC
     }
 }
 
+pub(crate) fn claim_ref_from_wit(r: w::ClaimRef) -> v::ClaimRef {
+    v::ClaimRef {
+        namespace: r.namespace,
+        name: r.name,
+        uid: r.uid,
+    }
+}
+
 pub(crate) fn volume_to_wit(pv: &v::PersistentVolume) -> w::PersistentVolume {
     w::PersistentVolume {
         name: pv.name.clone(),

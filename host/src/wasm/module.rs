@@ -26,7 +26,7 @@ use wasmtime::{Engine, Store, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.4.0";
+pub const WIT_VERSION: &str = "0.5.0";
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -490,11 +490,22 @@ impl Module {
             services,
             output,
             dry_run: None,
+            waited: std::time::Duration::ZERO,
         };
         let mut store = Store::new(&self.runtime.engine, ctx);
         store.limiter(|c| &mut c.limits);
         store.set_epoch_deadline(limits.deadline_ticks());
-        store.epoch_deadline_trap();
+        // The deadline traps, except that time the host spent waiting for the cluster
+        // on the plugin's behalf is given back.
+        store.epoch_deadline_callback(|mut ctx| {
+            let waited = std::mem::take(&mut ctx.data_mut().waited);
+            let ticks = (waited.as_millis() / super::limits::EPOCH_TICK.as_millis()) as u64;
+            Ok(if ticks == 0 {
+                wasmtime::UpdateDeadline::Interrupt
+            } else {
+                wasmtime::UpdateDeadline::Continue(ticks)
+            })
+        });
         let bindings = self
             .pre
             .instantiate(&mut store)
@@ -554,6 +565,9 @@ pub struct HostCtx {
     output: GuestOutput,
     /// The what-if API, lent during a PostFilter call.
     dry_run: Option<DryRun>,
+    /// How long the current call has waited in the host for the cluster
+    /// (`wait-storage-change`): not counted against the call deadline.
+    waited: std::time::Duration,
 }
 
 /// What the host offers an instance's imports: where bindings go, the namespaces,
@@ -680,6 +694,72 @@ impl host::Host for HostCtx {
             .iter()
             .map(convert::volume_to_wit)
             .collect()
+    }
+
+    fn assume_volume_bound(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
+        self.services
+            .storage
+            .assume_volume_bound(&volume, &convert::claim_ref_from_wit(claim))
+    }
+
+    fn assume_claim_provisioned(
+        &mut self,
+        namespace: String,
+        name: String,
+        node: String,
+    ) -> Result<(), String> {
+        self.services
+            .storage
+            .assume_claim_provisioned(&namespace, &name, &node)
+    }
+
+    fn restore_volume(&mut self, name: String) {
+        self.services.storage.restore_volume(&name);
+    }
+
+    fn restore_claim(&mut self, namespace: String, name: String) {
+        self.services.storage.restore_claim(&namespace, &name);
+    }
+
+    fn bind_volume(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
+        match &self.services.binder {
+            Some(b) => b.bind_volume(&volume, &convert::claim_ref_from_wit(claim)),
+            None => Err("bind-volume is only available to binding-cycle instances".into()),
+        }
+    }
+
+    fn select_node_for_claim(
+        &mut self,
+        namespace: String,
+        name: String,
+        node: String,
+    ) -> Result<(), String> {
+        match &self.services.binder {
+            Some(b) => b.select_node_for_claim(&namespace, &name, &node),
+            None => {
+                Err("select-node-for-claim is only available to binding-cycle instances".into())
+            }
+        }
+    }
+
+    fn storage_generation(&mut self) -> u64 {
+        self.services.storage.generation()
+    }
+
+    fn wait_storage_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {
+        if self.services.binder.is_none() {
+            // Outside a binding cycle a wait would hold up scheduling: answer at once.
+            return (self.services.storage.generation(), 0);
+        }
+        let (generation, waited) = self
+            .services
+            .storage
+            .wait_for_change(after, std::time::Duration::from_millis(timeout_ms));
+        self.waited += waited;
+        (
+            generation,
+            u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+        )
     }
 
     fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, w::Status> {
@@ -813,6 +893,7 @@ impl Instance {
     ) -> Result<R, CallError> {
         let limits = self.module.sandbox.limits;
         self.store.set_epoch_deadline(limits.deadline_ticks());
+        self.store.data_mut().waited = std::time::Duration::ZERO;
         self.store.data().output.begin_call();
         let started = self.metrics.is_some().then(std::time::Instant::now);
         let result = f(&self.bindings, &mut self.store);

@@ -7,7 +7,7 @@
 
 use super::{KubeCluster, error_message};
 use crate::cluster::{Binder, PodState};
-use berth_sdk::Pod;
+use berth_sdk::{ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE, ClaimRef, Pod};
 use k8s_openapi::api::core::v1 as k8s;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use std::sync::Arc;
@@ -215,6 +215,92 @@ impl Binder for KubeBinder {
                 PodState::Unknown
             }
             Err(_) => PodState::Unknown,
+        }
+    }
+
+    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err("not binding: this replica no longer holds the lease".into());
+        }
+        let api: Api<k8s::PersistentVolume> = Api::all(self.cluster.client.clone());
+        let limiter = self.cluster.bind_limiter.clone();
+        let what = format!(
+            "binding persistentvolume {volume} to claim {}/{}",
+            claim.namespace, claim.name
+        );
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(BIND_TIMEOUT, async {
+                let Some(mut pv) = api.get_opt(volume).await? else {
+                    return Ok(Err("the volume is gone".to_owned()));
+                };
+                let spec = pv.spec.get_or_insert_with(Default::default);
+                if let Some(taken) = &spec.claim_ref {
+                    let ours = taken.namespace.as_deref() == Some(claim.namespace.as_str())
+                        && taken.name.as_deref() == Some(claim.name.as_str())
+                        && taken
+                            .uid
+                            .as_deref()
+                            .is_none_or(|u| u.is_empty() || u == claim.uid);
+                    if !ours {
+                        return Ok(Err(format!(
+                            "the volume is already bound to claim {}/{}",
+                            taken.namespace.as_deref().unwrap_or_default(),
+                            taken.name.as_deref().unwrap_or_default()
+                        )));
+                    }
+                }
+                spec.claim_ref = Some(k8s::ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("PersistentVolumeClaim".into()),
+                    namespace: Some(claim.namespace.clone()),
+                    name: Some(claim.name.clone()),
+                    uid: Some(claim.uid.clone()).filter(|u| !u.is_empty()),
+                    ..Default::default()
+                });
+                pv.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(ANNOTATION_BOUND_BY_CONTROLLER.into(), "yes".into());
+                // The resourceVersion read above makes the API server refuse the update
+                // (409) if anyone changed the volume since.
+                api.replace(volume, &PostParams::default(), &pv)
+                    .await
+                    .map(|_| Ok(()))
+            })
+            .await
+        });
+        match r {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(why))) => Err(format!("{what}: {why}")),
+            Ok(Err(e)) => Err(format!("{what}: {}", error_message(&e))),
+            Err(_) => Err(format!("{what}: no answer within {BIND_TIMEOUT:?}")),
+        }
+    }
+
+    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err("not binding: this replica no longer holds the lease".into());
+        }
+        let api: Api<k8s::PersistentVolumeClaim> =
+            Api::namespaced(self.cluster.client.clone(), namespace);
+        let patch = serde_json::json!({
+            "metadata": {"annotations": {ANNOTATION_SELECTED_NODE: node}},
+        });
+        let limiter = self.cluster.bind_limiter.clone();
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(
+                BIND_TIMEOUT,
+                api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await
+        });
+        let what = format!("selecting node {node} for claim {namespace}/{name}");
+        match r {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!("{what}: {}", error_message(&e))),
+            Err(_) => Err(format!("{what}: no answer within {BIND_TIMEOUT:?}")),
         }
     }
 }

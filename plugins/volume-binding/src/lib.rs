@@ -1,0 +1,1021 @@
+//! VolumeBinding: as upstream's `volumebinding` plugin, places a pod where the
+//! PersistentVolumeClaims it uses can be bound, and binds them before the pod.
+//!
+//! - **PreFilter** sorts the pod's claims (PersistentVolumeClaim volumes and generic
+//!   ephemeral volumes' claims): fully bound ones, unbound ones of a
+//!   `WaitForFirstConsumer` class (the scheduler picks their volume), and unbound
+//!   ones of an immediate class (the pod waits for the PersistentVolume controller:
+//!   unresolvable). A missing, lost or terminating claim is unresolvable. Bound local
+//!   volumes narrow the nodes to those their node affinity names by hostname.
+//! - **Filter** checks, per node, that every bound volume's node affinity admits the
+//!   node, and that every unbound claim either matches an available volume the node
+//!   reaches (the smallest that fits) or can be provisioned there (its class has a
+//!   provisioner and `allowedTopologies` admits the node).
+//! - **Score**, only when the args give a `shape`: the utilization of the volumes the
+//!   pod would bind, per class, through the shape.
+//! - **Reserve** assumes the choices in the host (a volume's `claimRef`, a claim's
+//!   selected node), so other cycles do not take them; **Unreserve** drops them.
+//! - **PreBind** writes them through the cluster and waits, up to
+//!   `bindTimeoutSeconds`, until the PersistentVolume controller has bound every
+//!   claim.
+//!
+//! Not modelled: CSIStorageCapacity (provisioning is never refused for capacity), and
+//! the translation of in-tree volumes to CSI.
+
+use berth_sdk::helpers::{MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, ShapePoint, broken_linear};
+use berth_sdk::{
+    ANNOTATION_BIND_COMPLETED, ActionType, ClaimRef, ClusterEvent, Code, CycleState,
+    EnqueueExtensions, EventRegistration, EventResource, Filter, Labels, NO_PROVISIONER, NodeInfo,
+    Object, PersistentVolume, PersistentVolumeClaim, Plugin, Pod, PreBind, PreFilter,
+    PreFilterResult, PreScore, QueueingHint, Reserve, Score, Status, VolumeBindingMode, VolumeMode,
+    VolumePhase, VolumeSource,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The CycleState key of PreFilter's state (upstream's key, the plugin's name).
+pub const STATE_KEY: &str = "VolumeBinding";
+/// Where Reserve records whether every claim was already bound.
+const ALL_BOUND_KEY: &str = "VolumeBinding/allBound";
+/// Written when some node's choice binds a pre-provisioned volume (Score needs one).
+const STATIC_BINDINGS_KEY: &str = "VolumeBinding/hasStaticBindings";
+
+/// Upstream's `ErrReasonBindConflict`.
+pub const ERR_REASON_BIND_CONFLICT: &str =
+    "node(s) didn't find available persistent volumes to bind";
+/// Upstream's `ErrReasonNodeConflict`.
+pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
+/// Upstream's `ErrReasonPVNotExist`.
+pub const ERR_REASON_PV_NOT_EXIST: &str =
+    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
+/// PreFilter's reason when a claim of an immediate class is not bound yet.
+pub const ERR_REASON_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
+
+/// `bindTimeoutSeconds` when the args give none (upstream's default).
+pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
+
+/// The label whose values a local volume's node affinity names nodes by.
+const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// The plugin.
+pub struct VolumeBinding {
+    args: Args,
+}
+
+/// The validated args, as upstream's `VolumeBindingArgs`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Args {
+    /// How long PreBind waits for the claims to be bound.
+    pub bind_timeout_seconds: i64,
+    /// The Score shape, scores scaled to 0..=100; empty: Score is off (upstream's
+    /// default, where scoring is behind a feature gate).
+    pub shape: Vec<ShapePoint>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawArgs {
+    #[serde(default)]
+    #[allow(dead_code)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    bind_timeout_seconds: Option<i64>,
+    #[serde(default)]
+    shape: Option<Vec<ShapePoint>>,
+}
+
+impl Args {
+    /// Parses, defaults and validates the args (`Null` means none); errors name the
+    /// field, as upstream's `ValidateVolumeBindingArgs` does.
+    pub fn from_json(args: berth_sdk::serde_json::Value) -> Result<Args, String> {
+        let raw: RawArgs = berth_sdk::args::parse(args)?;
+        berth_sdk::args::check_kind(raw.kind.as_deref(), "VolumeBindingArgs")?;
+        let bind_timeout_seconds = raw
+            .bind_timeout_seconds
+            .unwrap_or(DEFAULT_BIND_TIMEOUT_SECONDS);
+        let mut errs = Vec::new();
+        if bind_timeout_seconds < 0 {
+            errs.push(berth_sdk::validation::invalid(
+                "bindTimeoutSeconds",
+                bind_timeout_seconds,
+                "invalid BindTimeoutSeconds, should not be a negative value",
+            ));
+        }
+        let mut shape = raw.shape.unwrap_or_default();
+        if !shape.is_empty() {
+            errs.extend(berth_sdk::helpers::shape_errors(&shape, "shape"));
+        }
+        if let Some(e) = berth_sdk::validation::aggregate(errs) {
+            return Err(e);
+        }
+        for p in &mut shape {
+            p.score *= berth_sdk::MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE;
+        }
+        Ok(Args {
+            bind_timeout_seconds,
+            shape,
+        })
+    }
+}
+
+/// The pod's claims as PreFilter sorted them (upstream's `PodVolumeClaims`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PodVolumeClaims {
+    /// Fully bound claims.
+    pub bound: Vec<PersistentVolumeClaim>,
+    /// Unbound claims of a `WaitForFirstConsumer` class.
+    pub to_bind: Vec<PersistentVolumeClaim>,
+    /// The volumes of the classes of `to_bind`, by class.
+    pub volumes_by_class: BTreeMap<String, Vec<PersistentVolume>>,
+}
+
+/// What Filter found for a node (upstream's `PodVolumes`), and the node's labels then.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PodVolumes {
+    /// Pre-provisioned volumes to bind, with the claim each is for.
+    pub static_bindings: Vec<(PersistentVolume, PersistentVolumeClaim)>,
+    /// Claims to provision a volume for on this node.
+    pub dynamic_provisions: Vec<PersistentVolumeClaim>,
+    /// The node's labels (PreBind checks the volumes' node affinity against them).
+    pub node_labels: Labels,
+}
+
+fn node_key(node: &str) -> String {
+    format!("{STATE_KEY}/node/{node}")
+}
+
+/// The class a claim asks for (`None` and empty alike: no class).
+fn claim_class(claim: &PersistentVolumeClaim) -> &str {
+    claim.storage_class_name.as_deref().unwrap_or_default()
+}
+
+/// A claim the PersistentVolume controller has finished binding.
+pub fn fully_bound(claim: &PersistentVolumeClaim) -> bool {
+    !claim.volume_name.is_empty() && claim.annotations.contains_key(ANNOTATION_BIND_COMPLETED)
+}
+
+/// Whether the claim's class binds only once a pod uses it (upstream's
+/// `IsDelayBindingMode`: no class, or a class not found, is immediate).
+fn delay_binding(claim: &PersistentVolumeClaim) -> bool {
+    let class = claim_class(claim);
+    !class.is_empty()
+        && berth_sdk::storage_class(class)
+            .is_some_and(|c| c.volume_binding_mode == VolumeBindingMode::WaitForFirstConsumer)
+}
+
+/// The claim a volume of the pod uses: its name, and whether it is a generic ephemeral
+/// volume's.
+fn claim_of(pod: &Pod, volume: &berth_sdk::Volume) -> Option<(String, bool)> {
+    match &volume.source {
+        VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some((claim_name.clone(), false)),
+        VolumeSource::Ephemeral => Some((format!("{}-{}", pod.name, volume.name), true)),
+        _ => None,
+    }
+}
+
+/// The pod's claims, in the order of its volumes, or why it cannot be placed
+/// (upstream's `podHasPVCs`): a missing claim, a lost or terminating one, or an
+/// ephemeral volume's claim that another object owns.
+pub fn pod_claims(pod: &Pod) -> Result<Vec<PersistentVolumeClaim>, String> {
+    let mut claims = Vec::new();
+    for volume in &pod.volumes {
+        let Some((name, ephemeral)) = claim_of(pod, volume) else {
+            continue;
+        };
+        let Some(claim) = berth_sdk::persistent_volume_claim(&pod.namespace, &name) else {
+            return Err(if ephemeral {
+                format!(
+                    "waiting for ephemeral volume controller to create the persistentvolumeclaim {name:?}"
+                )
+            } else {
+                format!("persistentvolumeclaim {name:?} not found")
+            });
+        };
+        if claim.phase == berth_sdk::ClaimPhase::Lost {
+            return Err(format!(
+                "persistentvolumeclaim {:?} bound to non-existent persistentvolume {:?}",
+                claim.name, claim.volume_name
+            ));
+        }
+        if claim.terminating {
+            return Err(format!(
+                "persistentvolumeclaim {:?} is being deleted",
+                claim.name
+            ));
+        }
+        if ephemeral && claim.controller_uid.as_deref() != Some(pod.uid.as_str()) {
+            return Err(format!(
+                "PVC {}/{} was not created for pod {}/{} (pod is not owner)",
+                claim.namespace, claim.name, pod.namespace, pod.name
+            ));
+        }
+        claims.push(claim);
+    }
+    Ok(claims)
+}
+
+/// Sorts the claims (upstream's `GetPodVolumeClaims`): an `Err` carries the unbound
+/// claims of immediate classes.
+pub fn sort_claims(
+    claims: Vec<PersistentVolumeClaim>,
+) -> Result<PodVolumeClaims, Vec<PersistentVolumeClaim>> {
+    let mut out = PodVolumeClaims::default();
+    let mut immediate = Vec::new();
+    for claim in claims {
+        if fully_bound(&claim) {
+            out.bound.push(claim);
+        } else if delay_binding(&claim) && claim.volume_name.is_empty() {
+            out.to_bind.push(claim);
+        } else {
+            // Pre-bound claims are waiting for the controller too.
+            immediate.push(claim);
+        }
+    }
+    if !immediate.is_empty() {
+        return Err(immediate);
+    }
+    for claim in &out.to_bind {
+        let class = claim_class(claim).to_owned();
+        if !out.volumes_by_class.contains_key(&class) {
+            let volumes = berth_sdk::persistent_volumes_of_class(&class);
+            out.volumes_by_class.insert(class, volumes);
+        }
+    }
+    Ok(out)
+}
+
+/// The node names a local volume's node affinity allows (upstream's
+/// `GetLocalPersistentVolumeNodeNames`): per term, the hostnames every `In`
+/// requirement on `kubernetes.io/hostname` allows; the union over terms. Empty when
+/// the affinity names no hostnames.
+pub fn local_volume_node_names(volume: &PersistentVolume) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for term in volume.node_affinity.iter().flatten() {
+        let mut term_names: Option<BTreeSet<String>> = None;
+        for r in &term.match_expressions {
+            if r.key == HOSTNAME_LABEL
+                && r.operator == berth_sdk::affinity::NodeSelectorOperator::In
+            {
+                let values: BTreeSet<String> = r.values.iter().cloned().collect();
+                term_names = Some(match term_names {
+                    None => values,
+                    Some(t) => t.intersection(&values).cloned().collect(),
+                });
+            }
+        }
+        names.extend(term_names.unwrap_or_default());
+    }
+    names
+}
+
+/// The nodes the bound claims' local volumes allow (upstream's `GetEligibleNodes`):
+/// `None` when they do not narrow the nodes (or a volume cannot be found).
+pub fn eligible_nodes(bound: &[PersistentVolumeClaim]) -> Option<BTreeSet<String>> {
+    let mut eligible: Option<BTreeSet<String>> = None;
+    for claim in bound {
+        let volume = berth_sdk::persistent_volume(&claim.volume_name)?;
+        let names = local_volume_node_names(&volume);
+        if names.is_empty() {
+            continue;
+        }
+        eligible = Some(match eligible {
+            None => names,
+            Some(e) => e.intersection(&names).cloned().collect(),
+        });
+    }
+    eligible
+}
+
+/// Whether the node's labels satisfy the volume's node affinity (upstream's
+/// `CheckNodeAffinity`: labels only).
+pub fn node_affinity_allows(volume: &PersistentVolume, labels: &Labels) -> bool {
+    volume
+        .node_affinity
+        .as_ref()
+        .is_none_or(|terms| terms.iter().any(|t| t.matches(labels, "")))
+}
+
+fn bound_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
+    volume.claim_ref.as_ref().is_some_and(|r| {
+        r.namespace == claim.namespace
+            && r.name == claim.name
+            && (r.uid.is_empty() || r.uid == claim.uid)
+    })
+}
+
+/// The volume an unbound claim would get on a node with these labels (upstream's
+/// `FindMatchingVolume` on the scheduler's path): one pre-bound to the claim if the
+/// node reaches it, else the smallest available one of its class that is big enough,
+/// of its volume mode, selected by its selector, with its access modes, that the node
+/// reaches.
+pub fn find_matching_volume<'a>(
+    claim: &PersistentVolumeClaim,
+    volumes: &'a [PersistentVolume],
+    labels: &Labels,
+    excluded: &BTreeSet<String>,
+) -> Option<&'a PersistentVolume> {
+    let mut smallest: Option<&PersistentVolume> = None;
+    for volume in volumes {
+        if excluded.contains(&volume.name) {
+            continue;
+        }
+        if volume.claim_ref.is_some() && !bound_to_claim(volume, claim) {
+            continue;
+        }
+        if volume.capacity_storage < claim.requested_storage {
+            continue;
+        }
+        if volume_mode_mismatch(claim, volume) || volume.terminating {
+            continue;
+        }
+        let reachable = node_affinity_allows(volume, labels);
+        if bound_to_claim(volume, claim) {
+            return reachable.then_some(volume);
+        }
+        if volume.phase != VolumePhase::Available
+            || claim
+                .selector
+                .as_ref()
+                .is_some_and(|s| !s.matches(&volume.labels))
+            || volume.storage_class_name != claim_class(claim)
+            || !reachable
+            || !claim
+                .access_modes
+                .iter()
+                .all(|m| volume.access_modes.contains(m))
+        {
+            continue;
+        }
+        if smallest.is_none_or(|s| s.capacity_storage > volume.capacity_storage) {
+            smallest = Some(volume);
+        }
+    }
+    smallest
+}
+
+fn volume_mode_mismatch(claim: &PersistentVolumeClaim, volume: &PersistentVolume) -> bool {
+    let block = |m: VolumeMode| m == VolumeMode::Block;
+    block(claim.volume_mode) != block(volume.volume_mode)
+}
+
+/// Whether the node's labels satisfy a StorageClass's `allowedTopologies` (upstream's
+/// `MatchTopologySelectorTerms`: none allows every node; an empty term allows none).
+pub fn topology_allows(terms: &[berth_sdk::TopologySelectorTerm], labels: &Labels) -> bool {
+    terms.is_empty()
+        || terms.iter().any(|t| {
+            !t.match_label_expressions.is_empty()
+                && t.match_label_expressions
+                    .iter()
+                    .all(|(k, values)| labels.get(k).is_some_and(|v| values.contains(v)))
+        })
+}
+
+/// What the pod's claims need of a node (upstream's `FindPodVolumes`): the choices, or
+/// the reasons the node does not do; an `Err` is an error (a claim with no class to
+/// provision from, a class that does not exist).
+pub fn find_pod_volumes(
+    claims: &PodVolumeClaims,
+    node: &NodeInfo,
+) -> Result<(PodVolumes, Vec<&'static str>), String> {
+    let labels = &node.node.labels;
+    let mut found = PodVolumes {
+        node_labels: labels.clone(),
+        ..PodVolumes::default()
+    };
+    let mut bound_satisfied = true;
+    let mut bound_found = true;
+    let mut unbound_satisfied = true;
+    let reasons = |bound_satisfied: bool, unbound_satisfied: bool, bound_found: bool| {
+        let mut r = Vec::new();
+        if !bound_satisfied {
+            r.push(ERR_REASON_NODE_CONFLICT);
+        }
+        if !unbound_satisfied {
+            r.push(ERR_REASON_BIND_CONFLICT);
+        }
+        if !bound_found {
+            r.push(ERR_REASON_PV_NOT_EXIST);
+        }
+        r
+    };
+    for claim in &claims.bound {
+        match berth_sdk::persistent_volume(&claim.volume_name) {
+            None => {
+                bound_found = false;
+                break;
+            }
+            Some(volume) if !node_affinity_allows(&volume, labels) => {
+                bound_satisfied = false;
+                break;
+            }
+            Some(_) => {}
+        }
+    }
+    if claims.to_bind.is_empty() {
+        return Ok((found, reasons(bound_satisfied, true, bound_found)));
+    }
+    let mut to_match = Vec::new();
+    let mut to_provision = Vec::new();
+    for claim in &claims.to_bind {
+        match claim.selected_node() {
+            Some(selected) if selected != node.node.name => {
+                // Already being provisioned for another node.
+                return Ok((found, reasons(bound_satisfied, false, bound_found)));
+            }
+            Some(_) => to_provision.push(claim.clone()),
+            None => to_match.push(claim.clone()),
+        }
+    }
+    if !to_match.is_empty() {
+        // The smallest requests first, so they get the smallest volumes.
+        to_match.sort_by_key(|c| c.requested_storage);
+        let mut chosen = BTreeSet::new();
+        for claim in to_match {
+            let volumes = claims
+                .volumes_by_class
+                .get(claim_class(&claim))
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            match find_matching_volume(&claim, volumes, labels, &chosen) {
+                Some(volume) => {
+                    chosen.insert(volume.name.clone());
+                    found.static_bindings.push((volume.clone(), claim));
+                }
+                None => {
+                    unbound_satisfied = false;
+                    to_provision.push(claim);
+                }
+            }
+        }
+    }
+    if !to_provision.is_empty() {
+        // Provisioning decides for the unmatched claims (upstream's
+        // `checkVolumeProvisions`).
+        unbound_satisfied = true;
+        for claim in to_provision {
+            let class_name = claim_class(&claim);
+            if class_name.is_empty() {
+                return Err(format!("no class for claim {:?}", claim.key()));
+            }
+            let class = berth_sdk::storage_class(class_name)
+                .ok_or_else(|| format!("failed to find storage class {class_name:?}"))?;
+            if class.provisioner.is_empty()
+                || class.provisioner == NO_PROVISIONER
+                || !topology_allows(&class.allowed_topologies, labels)
+            {
+                unbound_satisfied = false;
+                found.dynamic_provisions.clear();
+                break;
+            }
+            found.dynamic_provisions.push(claim);
+        }
+    }
+    Ok((
+        found,
+        reasons(bound_satisfied, unbound_satisfied, bound_found),
+    ))
+}
+
+/// Whether every claim of the pod is fully bound now (upstream's
+/// `arePodVolumesBound`).
+fn pod_volumes_bound(pod: &Pod) -> bool {
+    pod.volumes.iter().all(|v| match claim_of(pod, v) {
+        None => true,
+        Some((name, _)) => berth_sdk::persistent_volume_claim(&pod.namespace, &name)
+            .is_some_and(|c| fully_bound(&c)),
+    })
+}
+
+fn claim_ref(claim: &PersistentVolumeClaim) -> ClaimRef {
+    ClaimRef {
+        namespace: claim.namespace.clone(),
+        name: claim.name.clone(),
+        uid: claim.uid.clone(),
+    }
+}
+
+/// Drops what was assumed for these choices.
+fn revert(
+    bindings: &[(PersistentVolume, PersistentVolumeClaim)],
+    provisions: &[PersistentVolumeClaim],
+) {
+    for (volume, _) in bindings {
+        berth_sdk::restore_volume(&volume.name);
+    }
+    for claim in provisions {
+        berth_sdk::restore_claim(&claim.namespace, &claim.name);
+    }
+}
+
+/// Whether the written bindings are complete (upstream's `checkBindings`): `Ok(false)`
+/// to wait on, an `Err` when they cannot complete (a volume's claimRef was dropped,
+/// provisioning failed, a volume the node cannot reach).
+pub fn check_bindings(volumes: &PodVolumes, node: &str) -> Result<bool, String> {
+    for (volume, claim) in &volumes.static_bindings {
+        let volume = berth_sdk::persistent_volume(&volume.name).ok_or_else(|| {
+            format!(
+                "failed to check binding: persistentvolume {:?} not found",
+                volume.name
+            )
+        })?;
+        let claim =
+            berth_sdk::persistent_volume_claim(&claim.namespace, &claim.name).ok_or_else(|| {
+                format!(
+                    "failed to check binding: persistentvolumeclaim {:?} not found",
+                    claim.key()
+                )
+            })?;
+        if !node_affinity_allows(&volume, &volumes.node_labels) {
+            return Err(format!(
+                "pv {:?} node affinity doesn't match node {node:?}: no matching NodeSelectorTerms",
+                volume.name
+            ));
+        }
+        if volume.claim_ref.as_ref().is_none_or(|r| r.uid.is_empty()) {
+            return Err(format!("ClaimRef got reset for pv {:?}", volume.name));
+        }
+        if !fully_bound(&claim) {
+            return Ok(false);
+        }
+    }
+    for claim in &volumes.dynamic_provisions {
+        let claim =
+            berth_sdk::persistent_volume_claim(&claim.namespace, &claim.name).ok_or_else(|| {
+                format!(
+                    "failed to check provisioning pvc: persistentvolumeclaim {:?} not found",
+                    claim.key()
+                )
+            })?;
+        if claim.selected_node() != Some(node) {
+            // A provisioner that fails drops the annotation to tell the scheduler.
+            return Err(format!("provisioning failed for PVC {:?}", claim.name));
+        }
+        if !claim.volume_name.is_empty() {
+            let Some(volume) = berth_sdk::persistent_volume(&claim.volume_name) else {
+                // Not seen yet.
+                return Ok(false);
+            };
+            if !node_affinity_allows(&volume, &volumes.node_labels) {
+                return Err(format!(
+                    "pv {:?} node affinity doesn't match node {node:?}: no matching NodeSelectorTerms",
+                    volume.name
+                ));
+            }
+        }
+        if !fully_bound(&claim) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+impl VolumeBinding {
+    /// Writes the choices through the cluster and waits until the claims are bound
+    /// (upstream's `BindPodVolumes`).
+    fn bind_pod_volumes(&self, volumes: &PodVolumes, node: &str) -> Result<(), String> {
+        for (i, (volume, claim)) in volumes.static_bindings.iter().enumerate() {
+            if let Err(e) = berth_sdk::bind_volume(&volume.name, &claim_ref(claim)) {
+                // Only what was not written is dropped; the rest is the cluster's now.
+                revert(&volumes.static_bindings[i..], &volumes.dynamic_provisions);
+                return Err(e);
+            }
+        }
+        for (i, claim) in volumes.dynamic_provisions.iter().enumerate() {
+            if let Err(e) = berth_sdk::select_node_for_claim(&claim.namespace, &claim.name, node) {
+                revert(&[], &volumes.dynamic_provisions[i..]);
+                return Err(e);
+            }
+        }
+        let mut left_ms = u64::try_from(self.args.bind_timeout_seconds)
+            .unwrap_or_default()
+            .saturating_mul(1000);
+        let mut generation = berth_sdk::storage_generation();
+        loop {
+            match check_bindings(volumes, node) {
+                Ok(true) => return Ok(()),
+                Err(e) => return Err(format!("binding volumes: {e}")),
+                Ok(false) if left_ms == 0 => {
+                    return Err("binding volumes: context deadline exceeded".into());
+                }
+                Ok(false) => {
+                    let (now, waited) =
+                        berth_sdk::wait_storage_change(generation, left_ms.min(1000));
+                    generation = now;
+                    left_ms = left_ms.saturating_sub(waited.max(1));
+                }
+            }
+        }
+    }
+
+    /// Upstream's `isSchedulableAfterPersistentVolumeClaimChange`: Queue when the claim
+    /// is one the pod uses.
+    fn after_claim_change(&self, pod: &Pod, new: Option<&Object>) -> Result<QueueingHint, String> {
+        let claim = berth_sdk::events::required(
+            new,
+            Object::as_persistent_volume_claim,
+            "persistentvolumeclaim",
+            "new",
+        )?;
+        let used = pod
+            .volumes
+            .iter()
+            .filter_map(|v| claim_of(pod, v))
+            .any(|(name, _)| name == claim.name);
+        Ok(if claim.namespace == pod.namespace && used {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        })
+    }
+
+    /// Upstream's `isSchedulableAfterStorageClassChange`: a new class, or a change of
+    /// `allowedTopologies`.
+    fn after_class_change(
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let new =
+            berth_sdk::events::required(new, Object::as_storage_class, "storageclass", "new")?;
+        Ok(match old.and_then(Object::as_storage_class) {
+            Some(old) if old.allowed_topologies == new.allowed_topologies => {
+                QueueingHint::QueueSkip
+            }
+            _ => QueueingHint::Queue,
+        })
+    }
+
+    /// Upstream's `isSchedulableAfterCSIDriverChange`: a driver of one of the pod's
+    /// inline volumes stopped asking for storage capacity.
+    fn after_driver_change(
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let new = berth_sdk::events::required(new, Object::as_csi_driver, "csidriver", "new")?;
+        let old = berth_sdk::events::required(old, Object::as_csi_driver, "csidriver", "old")?;
+        let uses = pod
+            .volumes
+            .iter()
+            .any(|v| matches!(&v.source, VolumeSource::Csi { driver } if *driver == new.name));
+        Ok(if uses && old.storage_capacity && !new.storage_capacity {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        })
+    }
+}
+
+impl Plugin for VolumeBinding {
+    const NAME: &'static str = "VolumeBinding";
+
+    fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
+        Ok(VolumeBinding {
+            args: Args::from_json(args)?,
+        })
+    }
+
+    /// As upstream with queueing hints: a StorageClass added or updated (hint), a
+    /// claim added or updated (hint), a volume added or updated, a node added or
+    /// relabelled, a CSINode added or updated (hint), a CSIDriver updated (hint).
+    fn events() -> Option<Vec<EventRegistration>> {
+        Some(vec![
+            EventRegistration::with_hint(
+                EventResource::StorageClass,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+            EventRegistration::with_hint(
+                EventResource::PersistentVolumeClaim,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+            EventRegistration::without_hint(
+                EventResource::PersistentVolume,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+            EventRegistration::without_hint(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
+            ),
+            EventRegistration::with_hint(
+                EventResource::CsiNode,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+            EventRegistration::with_hint(EventResource::CsiDriver, ActionType::UPDATE),
+        ])
+    }
+}
+
+impl EnqueueExtensions for VolumeBinding {
+    fn queueing_hint(
+        &self,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        match event.resource {
+            EventResource::PersistentVolumeClaim => self.after_claim_change(pod, new),
+            EventResource::StorageClass => Self::after_class_change(old, new),
+            // A new CSINode may let in-tree volumes migrate; Berth does not translate
+            // them, so an update (upstream: of the migrated-plugins annotation) does
+            // not change what Filter says.
+            EventResource::CsiNode if old.is_none() => Ok(QueueingHint::Queue),
+            EventResource::CsiNode => Ok(QueueingHint::QueueSkip),
+            EventResource::CsiDriver => Self::after_driver_change(pod, old, new),
+            _ => Ok(QueueingHint::Queue),
+        }
+    }
+}
+
+impl PreFilter for VolumeBinding {
+    fn pre_filter(&self, state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> PreFilterResult {
+        let claims = match pod_claims(pod) {
+            Ok(c) => c,
+            Err(reason) => return Status::unresolvable(reason).into(),
+        };
+        if claims.is_empty() {
+            return Status::skip().into();
+        }
+        let claims = match sort_claims(claims) {
+            Ok(c) => c,
+            Err(_) => return Status::unresolvable(ERR_REASON_UNBOUND_IMMEDIATE).into(),
+        };
+        let node_names = eligible_nodes(&claims.bound).map(|n| n.into_iter().collect());
+        state.write(STATE_KEY, &claims);
+        PreFilterResult {
+            status: Status::success(),
+            node_names,
+        }
+    }
+}
+
+impl Filter for VolumeBinding {
+    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+        let Some(claims) = state.read::<PodVolumeClaims>(STATE_KEY) else {
+            return Status::error(format!("reading {STATE_KEY:?} from cycleState: not found"));
+        };
+        match find_pod_volumes(&claims, node) {
+            Err(e) => Status::error(e),
+            Ok((_, reasons)) if !reasons.is_empty() => Status::new(
+                Code::UnschedulableAndUnresolvable,
+                reasons.into_iter().map(str::to_owned).collect(),
+            ),
+            Ok((volumes, _)) => {
+                if !volumes.static_bindings.is_empty() {
+                    state.write(STATIC_BINDINGS_KEY, &true);
+                }
+                state.write(&node_key(&node.node.name), &volumes);
+                Status::success()
+            }
+        }
+    }
+}
+
+impl PreScore for VolumeBinding {
+    fn pre_score(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        _nodes: &[&NodeInfo],
+        _all: &[&NodeInfo],
+    ) -> Status {
+        if !self.args.shape.is_empty() && state.read::<bool>(STATIC_BINDINGS_KEY) == Some(true) {
+            Status::success()
+        } else {
+            Status::skip()
+        }
+    }
+}
+
+impl Score for VolumeBinding {
+    /// The utilization the pod's pre-provisioned volumes would have, per class
+    /// (requested over capacity), through the shape, averaged over the classes.
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+        if self.args.shape.is_empty() {
+            return Ok(0);
+        }
+        let Some(volumes) = state.read::<PodVolumes>(&node_key(&node.node.name)) else {
+            return Ok(0);
+        };
+        let mut by_class: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+        for (volume, claim) in &volumes.static_bindings {
+            let e = by_class
+                .entry(volume.storage_class_name.as_str())
+                .or_default();
+            e.0 += claim.requested_storage;
+            e.1 += volume.capacity_storage;
+        }
+        if by_class.is_empty() {
+            return Ok(0);
+        }
+        let total: i64 = by_class
+            .values()
+            .map(|&(requested, capacity)| {
+                let utilization = if capacity == 0 || requested > capacity {
+                    MAX_UTILIZATION
+                } else {
+                    requested * MAX_UTILIZATION / capacity
+                };
+                broken_linear(&self.args.shape, utilization)
+            })
+            .sum();
+        let n = by_class.len() as f64;
+        Ok((total as f64 / n).round() as i64)
+    }
+}
+
+impl Reserve for VolumeBinding {
+    /// Assumes the node's choices in the host (upstream's `AssumePodVolumes`), unless
+    /// every claim is bound already.
+    fn reserve(&self, state: &CycleState, pod: &Pod, node: &str) -> Status {
+        let Some(volumes) = state.read::<PodVolumes>(&node_key(node)) else {
+            // The pod has no claims.
+            state.write(ALL_BOUND_KEY, &true);
+            return Status::success();
+        };
+        if pod_volumes_bound(pod) {
+            state.write(ALL_BOUND_KEY, &true);
+            return Status::success();
+        }
+        for (i, (volume, claim)) in volumes.static_bindings.iter().enumerate() {
+            let already = bound_to_claim(volume, claim)
+                && volume
+                    .annotations
+                    .contains_key(berth_sdk::ANNOTATION_BOUND_BY_CONTROLLER);
+            if already {
+                continue;
+            }
+            if let Err(e) = berth_sdk::assume_volume_bound(&volume.name, &claim_ref(claim)) {
+                revert(&volumes.static_bindings[..i], &[]);
+                return Status::error(e);
+            }
+        }
+        for (i, claim) in volumes.dynamic_provisions.iter().enumerate() {
+            if let Err(e) = berth_sdk::assume_claim_provisioned(&claim.namespace, &claim.name, node)
+            {
+                revert(&volumes.static_bindings, &volumes.dynamic_provisions[..i]);
+                return Status::error(e);
+            }
+        }
+        state.write(ALL_BOUND_KEY, &false);
+        Status::success()
+    }
+
+    /// Drops what Reserve assumed (upstream's `RevertAssumedPodVolumes`).
+    fn unreserve(&self, state: &CycleState, _pod: &Pod, node: &str) {
+        if let Some(volumes) = state.read::<PodVolumes>(&node_key(node)) {
+            revert(&volumes.static_bindings, &volumes.dynamic_provisions);
+        }
+    }
+}
+
+impl PreBind for VolumeBinding {
+    fn pre_bind(&self, state: &CycleState, _pod: &Pod, node: &str) -> Status {
+        match state.read::<bool>(ALL_BOUND_KEY) {
+            Some(true) => return Status::success(),
+            Some(false) => {}
+            None => {
+                return Status::error(format!(
+                    "reading {ALL_BOUND_KEY:?} from cycleState: not found"
+                ));
+            }
+        }
+        let Some(volumes) = state.read::<PodVolumes>(&node_key(node)) else {
+            return Status::error(format!("no pod volumes found for node {node:?}"));
+        };
+        match self.bind_pod_volumes(&volumes, node) {
+            Ok(()) => Status::success(),
+            Err(e) => Status::error(e),
+        }
+    }
+}
+
+berth_sdk::export_plugin!(VolumeBinding: queueing_hint, pre_filter, filter, pre_score, score, reserve, pre_bind);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_sdk::affinity::{NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
+    use berth_sdk::serde_json::json;
+
+    fn hostnames(terms: &[&[&str]]) -> PersistentVolume {
+        PersistentVolume {
+            node_affinity: Some(
+                terms
+                    .iter()
+                    .map(|names| NodeSelectorTerm {
+                        match_expressions: vec![NodeSelectorRequirement {
+                            key: HOSTNAME_LABEL.into(),
+                            operator: NodeSelectorOperator::In,
+                            values: names.iter().map(|n| (*n).to_owned()).collect(),
+                        }],
+                        match_fields: vec![],
+                    })
+                    .collect(),
+            ),
+            ..PersistentVolume::default()
+        }
+    }
+
+    #[test]
+    fn local_volumes_name_their_nodes_by_hostname() {
+        let v = hostnames(&[&["a", "b"], &["c"]]);
+        assert_eq!(
+            local_volume_node_names(&v).into_iter().collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+        assert!(local_volume_node_names(&PersistentVolume::default()).is_empty());
+    }
+
+    #[test]
+    fn args_default_validate_and_scale() {
+        let a = Args::from_json(berth_sdk::serde_json::Value::Null).unwrap();
+        assert_eq!(a.bind_timeout_seconds, 600);
+        assert!(a.shape.is_empty());
+        let a = Args::from_json(
+            json!({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}),
+        )
+        .unwrap();
+        assert_eq!(a.shape[1].score, 100);
+        assert_eq!(
+            Args::from_json(json!({"bindTimeoutSeconds": -1})).unwrap_err(),
+            "bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value"
+        );
+        assert!(
+            Args::from_json(
+                json!({"shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]})
+            )
+            .unwrap_err()
+            .starts_with("shape[1].utilization: Invalid value: 10")
+        );
+        assert!(
+            Args::from_json(json!({"bogus": 1}))
+                .unwrap_err()
+                .contains("bogus")
+        );
+    }
+
+    #[test]
+    fn allowed_topologies_need_one_whole_term() {
+        let labels: Labels = [("zone".to_owned(), "a".to_owned())].into_iter().collect();
+        let term = |k: &str, v: &str| berth_sdk::TopologySelectorTerm {
+            match_label_expressions: vec![(k.to_owned(), vec![v.to_owned()])],
+        };
+        assert!(topology_allows(&[], &labels));
+        assert!(topology_allows(
+            &[term("zone", "b"), term("zone", "a")],
+            &labels
+        ));
+        assert!(!topology_allows(&[term("zone", "b")], &labels));
+        assert!(!topology_allows(
+            &[berth_sdk::TopologySelectorTerm::default()],
+            &labels
+        ));
+    }
+
+    #[test]
+    fn the_smallest_fitting_volume_is_matched_and_a_pre_bound_one_first() {
+        let claim = PersistentVolumeClaim {
+            namespace: "ns".into(),
+            name: "c".into(),
+            uid: "cu".into(),
+            storage_class_name: Some("local".into()),
+            requested_storage: 10,
+            access_modes: vec![berth_sdk::AccessMode::ReadWriteOnce],
+            ..PersistentVolumeClaim::default()
+        };
+        let pv = |name: &str, size: i64| PersistentVolume {
+            name: name.into(),
+            storage_class_name: "local".into(),
+            capacity_storage: size,
+            access_modes: vec![berth_sdk::AccessMode::ReadWriteOnce],
+            ..PersistentVolume::default()
+        };
+        let labels = Labels::new();
+        let none = BTreeSet::new();
+        let vols = vec![pv("big", 100), pv("small", 20), pv("tiny", 5)];
+        assert_eq!(
+            find_matching_volume(&claim, &vols, &labels, &none)
+                .unwrap()
+                .name,
+            "small"
+        );
+        let taken: BTreeSet<String> = ["small".to_owned()].into();
+        assert_eq!(
+            find_matching_volume(&claim, &vols, &labels, &taken)
+                .unwrap()
+                .name,
+            "big"
+        );
+        let mut prebound = pv("pre", 1000);
+        prebound.claim_ref = Some(claim_ref(&claim));
+        let vols = vec![pv("small", 20), prebound];
+        assert_eq!(
+            find_matching_volume(&claim, &vols, &labels, &none)
+                .unwrap()
+                .name,
+            "pre"
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! Volume binding end to end on the embedded cluster, with the default profile's
+//! real components: pods with `WaitForFirstConsumer` claims land where a volume can
+//! follow them, their claims end bound (by the embedded cluster's PersistentVolume
+//! controller and provisioner), no volume is bound twice, and a failed PreBind gives
+//! back what Reserve assumed.
+
+use berth::clock::VirtualClock;
+use berth::cluster::manifest::{Object, load_str};
+use berth::cluster::memory::MemoryCluster;
+use berth::config::Configuration;
+use berth::scheduler::{Scheduler, SchedulerOptions};
+use berth::wasm::{Runtime, RuntimeOptions};
+use berth_sdk::{ANNOTATION_BIND_COMPLETED, ANNOTATION_SELECTED_NODE, ClaimPhase, VolumePhase};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+fn runtime() -> Arc<Runtime> {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
+    Runtime::new(RuntimeOptions {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..RuntimeOptions::default()
+    })
+    .unwrap()
+}
+
+fn scheduler(cluster: Arc<MemoryCluster>) -> Scheduler {
+    let options = SchedulerOptions {
+        max_attempts: 20,
+        ..SchedulerOptions::default()
+    };
+    Scheduler::new(
+        &runtime(),
+        &Configuration::default(),
+        "<default>",
+        &options,
+        cluster,
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap()
+}
+
+/// Applies manifests (nodes, storage objects, pods) to the scheduler.
+fn apply(s: &mut Scheduler, yaml: &str) {
+    for doc in load_str("test.yaml", yaml).unwrap() {
+        match doc.object {
+            Object::Node(n) => s.add_or_update_node(n),
+            Object::Pod(p) => s.add_pod(p).unwrap(),
+            Object::Claim(c) => s.add_or_update_claim(c),
+            Object::Volume(v) => s.add_or_update_volume(v),
+            Object::StorageClass(c) => s.add_or_update_storage_class(c),
+            other => panic!("unexpected object {other:?}"),
+        }
+    }
+}
+
+fn node(name: &str, zone: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}, topology.kubernetes.io/zone: {zone}}}}}\nstatus: {{allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}}}\n---\n"
+    )
+}
+
+fn local_volume(name: &str, node: &str, size: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}}}\nspec:\n  capacity: {{storage: {size}}}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local: {{path: /mnt/disks/{name}}}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - {{key: kubernetes.io/hostname, operator: In, values: [{node}]}}\n---\n"
+    )
+}
+
+fn claim(name: &str, class: &str, size: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  storageClassName: {class}\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: {size}}}}}\n---\n"
+    )
+}
+
+fn pod_with_claim(name: &str, claim: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, uid: uid-{name}}}\nspec:\n  containers: [{{name: c, image: app, resources: {{requests: {{cpu: 100m}}}}}}]\n  volumes:\n  - name: data\n    persistentVolumeClaim: {{claimName: {claim}}}\n---\n"
+    )
+}
+
+const CLASSES: &str = "apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: csi.example.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions:
+  - {key: topology.kubernetes.io/zone, values: [z1]}
+---
+";
+
+/// The node of each volume's node affinity, by volume.
+fn volume_nodes() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([("pv-a", "n1"), ("pv-b", "n2"), ("pv-c", "n3")])
+}
+
+#[test]
+fn stateful_pods_land_where_their_volumes_can_follow_and_the_claims_end_bound() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    let mut yaml = String::from(CLASSES);
+    for (n, z) in [("n1", "z1"), ("n2", "z1"), ("n3", "z2"), ("n4", "z2")] {
+        yaml += &node(n, z);
+    }
+    for (pv, n) in volume_nodes() {
+        yaml += &local_volume(pv, n, "10Gi");
+    }
+    // A StatefulSet's pods, each with its own claim: three volumes for four pods.
+    for i in 0..4 {
+        yaml += &claim(&format!("data-web-{i}"), "local", "5Gi");
+        yaml += &pod_with_claim(&format!("web-{i}"), &format!("data-web-{i}"));
+    }
+    // A claim of a provisioning class: only zone z1 may have its volume.
+    yaml += &claim("cache", "fast", "1Gi");
+    yaml += &pod_with_claim("cache-0", "cache");
+    apply(&mut s, &yaml);
+    s.run_until_idle();
+
+    let storage = s.storage().clone();
+    let mut placed = BTreeMap::new();
+    for i in 0..4 {
+        let pod = format!("web-{i}");
+        let o = s.outcome(&format!("uid-{pod}")).unwrap().clone();
+        let Some(node) = o.node else {
+            placed.insert(pod, None);
+            assert!(
+                o.message
+                    .contains("didn't find available persistent volumes to bind"),
+                "{o:?}"
+            );
+            continue;
+        };
+        let c = storage.claim("default", &format!("data-web-{i}")).unwrap();
+        assert_eq!(c.phase, ClaimPhase::Bound, "{c:?}");
+        assert!(c.annotations.contains_key(ANNOTATION_BIND_COMPLETED));
+        assert_eq!(volume_nodes()[c.volume_name.as_str()], node, "{pod}");
+        let v = storage.volume(&c.volume_name).unwrap();
+        assert_eq!(v.phase, VolumePhase::Bound);
+        assert_eq!(v.claim_ref.unwrap().name, c.name);
+        placed.insert(pod, Some(node));
+    }
+    // Three pods placed, on three nodes (one volume each), the fourth pending.
+    let nodes: std::collections::BTreeSet<_> = placed.values().flatten().collect();
+    assert_eq!(nodes.len(), 3, "{placed:?}");
+    assert_eq!(placed.values().filter(|n| n.is_none()).count(), 1);
+    let pending = placed
+        .iter()
+        .find(|(_, n)| n.is_none())
+        .map(|(p, _)| p.clone())
+        .unwrap();
+
+    // The provisioned claim: selected node in zone z1, a volume made for it, bound.
+    let o = s.outcome("uid-cache-0").unwrap().clone();
+    let cache_node = o.node.clone().unwrap();
+    assert!(["n1", "n2"].contains(&cache_node.as_str()), "{o:?}");
+    let c = storage.claim("default", "cache").unwrap();
+    assert_eq!(c.selected_node(), Some(cache_node.as_str()));
+    assert_eq!(c.annotations[ANNOTATION_SELECTED_NODE], cache_node);
+    assert_eq!(c.phase, ClaimPhase::Bound);
+    let v = storage.volume(&c.volume_name).unwrap();
+    assert_eq!(v.storage_class_name, "fast");
+    assert_eq!(v.capacity_storage, 1 << 30);
+
+    // Every binding reached the cluster once; nothing is left assumed.
+    assert_eq!(cluster.bindings().len(), 4);
+    assert_eq!(storage.assumed(), (0, 0));
+
+    // A new volume on the fourth node brings the pending pod back, and it lands there.
+    apply(&mut s, &local_volume("pv-d", "n4", "10Gi"));
+    s.run_until_idle();
+    let o = s.outcome(&format!("uid-{pending}")).unwrap();
+    assert_eq!(o.node.as_deref(), Some("n4"), "{o:?}");
+    let claim_name = format!("data-{pending}");
+    assert_eq!(
+        storage.claim("default", &claim_name).unwrap().volume_name,
+        "pv-d"
+    );
+    assert_eq!(storage.assumed(), (0, 0));
+}
+
+#[test]
+fn a_failed_pre_bind_gives_back_the_volume_and_the_pod_binds_on_retry() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let refusals = Arc::new(AtomicUsize::new(0));
+    let counted = refusals.clone();
+    // The cluster refuses the first volume binding.
+    cluster.refuse_volume_bindings(Box::new(move |_, _| {
+        (counted.fetch_add(1, Ordering::SeqCst) == 0).then(|| "etcd is unhappy".to_owned())
+    }));
+    let mut s = scheduler(cluster.clone());
+    let mut yaml = String::from(CLASSES);
+    yaml += &node("n1", "z1");
+    yaml += &node("n2", "z1");
+    yaml += &local_volume("pv-a", "n1", "10Gi");
+    yaml += &local_volume("pv-b", "n2", "10Gi");
+    yaml += &claim("data", "local", "5Gi");
+    yaml += &pod_with_claim("db-0", "data");
+    apply(&mut s, &yaml);
+    s.run_until_idle();
+
+    let o = s.outcome("uid-db-0").unwrap().clone();
+    assert_eq!(o.attempts, 2, "{o:?}");
+    let node = o.node.unwrap();
+    assert_eq!(refusals.load(Ordering::SeqCst), 2);
+    let storage = s.storage();
+    let c = storage.claim("default", "data").unwrap();
+    assert_eq!(volume_nodes()[c.volume_name.as_str()], node);
+    // The volume not used is free again in the scheduler's view: nothing assumed leaked.
+    let other = if c.volume_name == "pv-a" {
+        "pv-b"
+    } else {
+        "pv-a"
+    };
+    let v = storage.volume(other).unwrap();
+    assert_eq!((v.claim_ref, v.phase), (None, VolumePhase::Available));
+    assert_eq!(storage.assumed(), (0, 0));
+    assert_eq!(cluster.bindings().len(), 1);
+}
+
+#[test]
+fn a_pod_whose_immediate_claim_is_unbound_waits_for_the_controller() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    let mut yaml = node("n1", "z1");
+    yaml += "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: standard}\nprovisioner: csi.example.com\n---\n";
+    yaml += &claim("logs", "standard", "1Gi");
+    yaml += &pod_with_claim("app", "logs");
+    apply(&mut s, &yaml);
+    s.run_until_idle();
+    let o = s.outcome("uid-app").unwrap().clone();
+    assert_eq!(o.node, None);
+    assert!(
+        o.message
+            .contains("pod has unbound immediate PersistentVolumeClaims"),
+        "{o:?}"
+    );
+    // The controller binds it (as a cluster would): the pod is placed.
+    let mut bound = s.storage().claim("default", "logs").unwrap();
+    bound.volume_name = "pv-logs".into();
+    bound.phase = ClaimPhase::Bound;
+    bound
+        .annotations
+        .insert(ANNOTATION_BIND_COMPLETED.into(), "yes".into());
+    s.add_or_update_volume(berth_sdk::PersistentVolume {
+        name: "pv-logs".into(),
+        storage_class_name: "standard".into(),
+        capacity_storage: 1 << 30,
+        phase: VolumePhase::Bound,
+        claim_ref: Some(berth_sdk::ClaimRef {
+            namespace: "default".into(),
+            name: "logs".into(),
+            uid: bound.uid.clone(),
+        }),
+        ..berth_sdk::PersistentVolume::default()
+    });
+    s.add_or_update_claim(bound);
+    s.run_until_idle();
+    assert_eq!(s.outcome("uid-app").unwrap().node.as_deref(), Some("n1"));
+    assert!(cluster.bindings().contains_key("uid-app"));
+}
