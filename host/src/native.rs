@@ -323,6 +323,7 @@ pub fn registry() -> HashMap<&'static str, Twin> {
         twin::<priority_sort::PrioritySort>(),
         twin::<scheduling_gates::SchedulingGates>(),
         twin::<taint_toleration::TaintToleration>(),
+        twin::<volume_binding::VolumeBinding>(),
         twin::<volume_restrictions::VolumeRestrictions>(),
         twin::<volume_zone::VolumeZone>(),
     ]
@@ -661,6 +662,41 @@ impl HostApi for NativeHost {
     }
     fn csi_driver(&self, name: &str) -> Option<berth_sdk::CsiDriver> {
         self.storage.csi_driver(name)
+    }
+    fn assume_volume_bound(&self, volume: &str, claim: &berth_sdk::ClaimRef) -> Result<(), String> {
+        self.storage.assume_volume_bound(volume, claim)
+    }
+    fn assume_claim_provisioned(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), String> {
+        self.storage.assume_claim_provisioned(namespace, name, node)
+    }
+    fn restore_volume(&self, name: &str) {
+        self.storage.restore_volume(name);
+    }
+    fn restore_claim(&self, namespace: &str, name: &str) {
+        self.storage.restore_claim(namespace, name);
+    }
+    fn bind_volume(&self, volume: &str, claim: &berth_sdk::ClaimRef) -> Result<(), String> {
+        self.binder.bind_volume(volume, claim)
+    }
+    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+        self.binder.select_node_for_claim(namespace, name, node)
+    }
+    fn storage_generation(&self) -> u64 {
+        self.storage.generation()
+    }
+    fn wait_storage_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
+        let (generation, waited) = self
+            .storage
+            .wait_for_change(after, std::time::Duration::from_millis(timeout_ms));
+        (
+            generation,
+            u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+        )
     }
 }
 

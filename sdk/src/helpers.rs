@@ -2,7 +2,8 @@
 //! `framework/plugins/helper` package.
 
 use crate::types::{CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo};
-use crate::validation::is_scalar_resource_name;
+use crate::validation::{invalid, is_scalar_resource_name};
+use serde::Deserialize;
 
 /// Rescales scores from `[0, max(scores)]` to `[0, max]` in place, as upstream's
 /// `DefaultNormalizeScore`; with `reverse`, each scaled score becomes `max - score`,
@@ -140,4 +141,76 @@ mod tests {
     fn huge_scores_do_not_overflow() {
         assert_eq!(normalized(false, &[i64::MAX, i64::MAX / 2]), [100, 49]);
     }
+}
+
+/// Scores of a user-given shape (NodeResourcesFit's `requestedToCapacityRatio`,
+/// VolumeBinding's `shape`) run from 0 to this (upstream's `MaxCustomPriorityScore`);
+/// they are scaled to the 0..100 node score range.
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+/// Largest utilization of a shape point, in percent.
+pub const MAX_UTILIZATION: i64 = 100;
+
+/// A point of a scoring shape: a utilization and the score there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapePoint {
+    /// Utilization in percent, 0..=100.
+    #[serde(default)]
+    pub utilization: i64,
+    /// Score at that utilization, 0..=10 as written; 0..=100 once validated.
+    #[serde(default)]
+    pub score: i64,
+}
+
+/// Upstream's `validateFunctionShape`: what is wrong with a shape, each message
+/// naming `path`.
+pub fn shape_errors(shape: &[ShapePoint], path: &str) -> Vec<String> {
+    if shape.is_empty() {
+        return vec![format!(
+            "{path}: Required value: at least one point must be specified"
+        )];
+    }
+    let mut errs = Vec::new();
+    // Only the first out-of-order point is reported.
+    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
+        errs.push(invalid(
+            &format!("{path}[{i}].utilization"),
+            shape[i].utilization,
+            "values must be sorted in increasing order",
+        ));
+    }
+    for (i, p) in shape.iter().enumerate() {
+        if !(0..=MAX_UTILIZATION).contains(&p.utilization) {
+            errs.push(invalid(
+                &format!("{path}[{i}].utilization"),
+                p.utilization,
+                &format!("not in valid range [0, {MAX_UTILIZATION}]"),
+            ));
+        }
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE).contains(&p.score) {
+            errs.push(invalid(
+                &format!("{path}[{i}].score"),
+                p.score,
+                &format!("not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"),
+            ));
+        }
+    }
+    errs
+}
+
+/// Upstream's `BuildBrokenLinearFunction`: the first point's score up to its
+/// utilization, linear between points (integer division), the last point's score
+/// beyond. `shape` must be non-empty with increasing utilizations.
+pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+    for (i, point) in shape.iter().enumerate() {
+        if p <= point.utilization {
+            let Some(prev) = i.checked_sub(1).map(|j| shape[j]) else {
+                return point.score;
+            };
+            return prev.score
+                + (point.score - prev.score) * (p - prev.utilization)
+                    / (point.utilization - prev.utilization);
+        }
+    }
+    shape.last().map_or(0, |p| p.score)
 }

@@ -13,11 +13,11 @@ pub use berth_sdk::args::{ResourceSpec, default_resources};
 /// plugin has always reported.
 pub use berth_sdk::validation::qualified_name_errors_short as qualified_name_errors;
 
-/// Scores of a `requestedToCapacityRatio` shape run from 0 to this (upstream's
-/// `MaxCustomPriorityScore`); they are scaled to the 0..100 node score range.
-pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
-/// Largest utilization of a shape point, in percent.
-pub const MAX_UTILIZATION: i64 = 100;
+/// The scale of shape scores and utilizations, and the shape itself: shared with
+/// VolumeBinding through the SDK.
+pub use berth_sdk::helpers::{
+    MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, ShapePoint, shape_errors,
+};
 /// Largest weight of a scored resource.
 pub const MAX_RESOURCE_WEIGHT: i64 = 100;
 
@@ -47,18 +47,6 @@ impl ScoringStrategyType {
             ScoringStrategyType::RequestedToCapacityRatio => "RequestedToCapacityRatio",
         }
     }
-}
-
-/// A point of the `requestedToCapacityRatio` shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShapePoint {
-    /// Utilization in percent, 0..=100.
-    #[serde(default)]
-    pub utilization: i64,
-    /// Score at that utilization, 0..=10 as written; 0..=100 once validated.
-    #[serde(default)]
-    pub score: i64,
 }
 
 /// The validated, defaulted args.
@@ -218,41 +206,6 @@ impl FitArgs {
             (err, _) => Err(err.unwrap_or_default()),
         }
     }
-}
-
-/// Upstream's `validateFunctionShape`.
-fn shape_errors(shape: &[ShapePoint], path: &str) -> Vec<String> {
-    if shape.is_empty() {
-        return vec![format!(
-            "{path}: Required value: at least one point must be specified"
-        )];
-    }
-    let mut errs = Vec::new();
-    // Only the first out-of-order point is reported.
-    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
-        errs.push(invalid(
-            &format!("{path}[{i}].utilization"),
-            shape[i].utilization,
-            "values must be sorted in increasing order",
-        ));
-    }
-    for (i, p) in shape.iter().enumerate() {
-        if !(0..=MAX_UTILIZATION).contains(&p.utilization) {
-            errs.push(invalid(
-                &format!("{path}[{i}].utilization"),
-                p.utilization,
-                &format!("not in valid range [0, {MAX_UTILIZATION}]"),
-            ));
-        }
-        if !(0..=MAX_CUSTOM_PRIORITY_SCORE).contains(&p.score) {
-            errs.push(invalid(
-                &format!("{path}[{i}].score"),
-                p.score,
-                &format!("not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"),
-            ));
-        }
-    }
-    errs
 }
 
 #[cfg(test)]

@@ -116,22 +116,7 @@ fn ratio_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
     broken_linear(shape, utilization(requested, capacity))
 }
 
-/// Upstream's `BuildBrokenLinearFunction`: the first point's score up to its
-/// utilization, linear between points (integer division), the last point's score
-/// beyond. `shape` must be non-empty with increasing utilizations.
-pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
-    for (i, point) in shape.iter().enumerate() {
-        if p <= point.utilization {
-            let Some(prev) = i.checked_sub(1).map(|j| shape[j]) else {
-                return point.score;
-            };
-            return prev.score
-                + (point.score - prev.score) * (p - prev.utilization)
-                    / (point.utilization - prev.utilization);
-        }
-    }
-    shape.last().map_or(0, |p| p.score)
-}
+pub use berth_sdk::helpers::broken_linear;
 
 #[cfg(test)]
 mod tests {

@@ -238,9 +238,9 @@ pub fn sort_claims(
     }
     for claim in &out.to_bind {
         let class = claim_class(claim).to_owned();
-        if !out.volumes_by_class.contains_key(&class) {
-            let volumes = berth_sdk::persistent_volumes_of_class(&class);
-            out.volumes_by_class.insert(class, volumes);
+        if let std::collections::btree_map::Entry::Vacant(e) = out.volumes_by_class.entry(class) {
+            let volumes = berth_sdk::persistent_volumes_of_class(e.key());
+            e.insert(volumes);
         }
     }
     Ok(out)
