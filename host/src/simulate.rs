@@ -72,6 +72,21 @@ pub struct EvictionReport {
     pub preemptor: String,
 }
 
+/// A claim the run bound to a volume (through VolumeBinding's PreBind and the
+/// embedded cluster's PersistentVolume controller and provisioner).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClaimReport {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The volume it is bound to.
+    pub volume: String,
+    /// For a volume provisioned for it: the node it was provisioned for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisioned_for: Option<String>,
+}
+
 /// The report, as `--output json` prints it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
@@ -81,6 +96,9 @@ pub struct Report {
     /// The pods preemption evicted, in order (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evicted: Vec<EvictionReport>,
+    /// The claims the run bound, in order (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimReport>,
     /// What each shadow run of the configuration saw (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shadows: Vec<ShadowStats>,
@@ -137,6 +155,16 @@ impl Report {
                 "{}/{}  evicted from {}: preempted by {}\n",
                 e.namespace, e.name, e.node, e.preemptor
             ));
+        }
+        for c in &self.claims {
+            out.push_str(&format!(
+                "{}/{}  bound to volume {}",
+                c.namespace, c.name, c.volume
+            ));
+            if let Some(n) = &c.provisioned_for {
+                out.push_str(&format!(" (provisioned for {n})"));
+            }
+            out.push('\n');
         }
         for s in &self.shadows {
             out.push_str(&shadow_text(s));
@@ -283,7 +311,17 @@ impl Timeline {
                 });
             }
             Object::Budget(b) => scheduler.add_or_update_budget(b),
-            Object::Claim(c) => scheduler.add_or_update_claim(c),
+            Object::Claim(mut c) => {
+                // The DefaultStorageClass admission plugin: a new claim that names no
+                // class gets the default one.
+                if c.storage_class_name.is_none()
+                    && scheduler.storage().claim(&c.namespace, &c.name).is_none()
+                    && let Some(class) = scheduler.storage().default_class()
+                {
+                    c.storage_class_name = Some(class.name);
+                }
+                scheduler.add_or_update_claim(c)
+            }
             Object::Volume(v) => scheduler.add_or_update_volume(v),
             Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
             Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
@@ -420,8 +458,22 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Resul
             }
         })
         .collect();
+    let claims = cluster
+        .volume_bindings()
+        .into_iter()
+        .map(|b| {
+            let (namespace, name) = b.claim.split_once('/').unwrap_or(("", &b.claim));
+            ClaimReport {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                volume: b.volume,
+                provisioned_for: b.provisioned_for,
+            }
+        })
+        .collect();
     Ok(Report {
         evicted,
+        claims,
         shadows: scheduler.shadow_reports(),
         summary: Summary {
             scheduled,

@@ -214,7 +214,13 @@ fn explain_prints_every_filter_and_score() {
     let small = nodes.iter().find(|n| n["node"] == "small-1").unwrap();
     assert_eq!(small["feasible"], true);
     let scores = small["scores"].as_array().unwrap();
-    assert_eq!(scores.len(), 7);
+    // The default profile's eight Score plugins (VolumeBinding's PreScore skips: 0).
+    assert_eq!(scores.len(), 8);
+    let vb = scores
+        .iter()
+        .find(|s| s["plugin"] == "VolumeBinding")
+        .unwrap();
+    assert_eq!(vb["weighted"], 0);
     let total: i64 = scores.iter().map(|s| s["weighted"].as_i64().unwrap()).sum();
     assert_eq!(small["total"], total);
     let tt = scores
@@ -319,8 +325,6 @@ fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_w
     let out = berth(
         &[
             "simulate",
-            "--config",
-            "examples/volumes/config.yaml",
             "examples/volumes/cluster.yaml",
             deployment.to_str().unwrap(),
         ],
@@ -332,17 +336,46 @@ fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_w
         .lines()
         .map(|l| l.split_whitespace().take(2).collect())
         .collect();
+    // The StatefulSet's two pods take one local disk each, on either node.
+    let kafka: Vec<&str> = placed[4..6].iter().map(|l| l[1]).collect();
+    assert!(
+        kafka == ["node-a", "node-b"] || kafka == ["node-b", "node-a"],
+        "{text}"
+    );
+    let disk = |node: &str| if node == "node-a" { "disk-a" } else { "disk-b" };
     assert_eq!(
-        placed,
+        placed[..4],
         [
             ["default/postgres", "node-b"],
             ["default/pg-reader", "<pending>"],
             ["default/cache", "node-a"],
             ["default/batch", "node-b"],
-            ["3", "scheduled,"],
         ],
         "{text}"
     );
+    assert_eq!(placed[4][0], "default/kafka-0");
+    assert_eq!(placed[5][0], "default/kafka-1");
+    // The claims the run bound: the scratch volume provisioned for batch's node,
+    // each kafka claim to the disk of its pod's node.
+    let claims: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("bound to volume"))
+        .collect();
+    assert_eq!(claims.len(), 3, "{text}");
+    assert!(
+        claims[0].starts_with("default/scratch  bound to volume pvc-")
+            && claims[0].ends_with("(provisioned for node-b)"),
+        "{text}"
+    );
+    assert_eq!(
+        claims[1],
+        format!("default/data-kafka-0  bound to volume {}", disk(kafka[0]))
+    );
+    assert_eq!(
+        claims[2],
+        format!("default/data-kafka-1  bound to volume {}", disk(kafka[1]))
+    );
+    assert!(text.contains("5 scheduled, 1 unschedulable"), "{text}");
     assert!(
         text.contains("0/2 nodes are available: 2 node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode."),
         "{text}"

@@ -293,6 +293,10 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "NodeAffinity",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity"
         ])
@@ -306,6 +310,10 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "NodeAffinity",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity"
         ])
@@ -316,6 +324,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "TaintToleration",
             "NodeAffinity",
             "NodeResourcesFit",
+            "VolumeBinding",
             "PodTopologySpread",
             "InterPodAffinity",
             "NodeResourcesBalancedAllocation",
@@ -328,6 +337,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -336,7 +346,9 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
     );
     assert_eq!(at(E::PostFilter), [("DefaultPreemption", 1)]);
     assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
-    for point in [E::Reserve, E::Permit, E::PreBind, E::PostBind] {
+    assert_eq!(at(E::Reserve), [("VolumeBinding", 1)]);
+    assert_eq!(at(E::PreBind), [("VolumeBinding", 1)]);
+    for point in [E::Permit, E::PostBind] {
         assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
     }
 }

@@ -516,6 +516,10 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         ("NodeAffinity", Some(2)),
         ("NodePorts", None),
         ("NodeResourcesFit", Some(1)),
+        ("VolumeRestrictions", None),
+        ("NodeVolumeLimits", None),
+        ("VolumeBinding", None),
+        ("VolumeZone", None),
         ("PodTopologySpread", Some(2)),
         ("InterPodAffinity", Some(2)),
         ("DefaultPreemption", None),
@@ -534,7 +538,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
 /// In-tree plugins of upstream's default profile that Berth does not ship yet: an
 /// upstream file may disable them or give them args (ignored, with a warning), but
 /// not enable them.
-pub const NOT_YET_SHIPPED: [&str; 2] = ["VolumeBinding", "DynamicResources"];
+pub const NOT_YET_SHIPPED: [&str; 1] = ["DynamicResources"];
 
 /// A plugin set after merging with the defaults (upstream's `mergePluginSet`): the
 /// defaults minus the disabled ones, a default the user enabled again replaced in
@@ -1297,6 +1301,17 @@ mod tests {
             "NodeResourcesFit" => vec![E::PreFilter, E::Filter, E::PreScore, E::Score],
             "NodeResourcesBalancedAllocation" => vec![E::PreScore, E::Score],
             "ImageLocality" => vec![E::PreScore, E::Score],
+            "VolumeRestrictions" | "NodeVolumeLimits" | "VolumeZone" => {
+                vec![E::PreFilter, E::Filter]
+            }
+            "VolumeBinding" => vec![
+                E::PreFilter,
+                E::Filter,
+                E::PreScore,
+                E::Score,
+                E::Reserve,
+                E::PreBind,
+            ],
             "DefaultBinder" => vec![E::Bind],
             "Custom" => vec![E::Filter, E::Score],
             "Gate" => vec![E::Permit],
@@ -1326,6 +1341,10 @@ mod tests {
             ("NodeAffinity", 1),
             ("NodePorts", 1),
             ("NodeResourcesFit", 1),
+            ("VolumeRestrictions", 1),
+            ("NodeVolumeLimits", 1),
+            ("VolumeBinding", 1),
+            ("VolumeZone", 1),
             ("PodTopologySpread", 1),
             ("InterPodAffinity", 1),
         ];
@@ -1342,6 +1361,10 @@ mod tests {
                     ("NodeAffinity", 1),
                     ("NodePorts", 1),
                     ("NodeResourcesFit", 1),
+                    ("VolumeRestrictions", 1),
+                    ("NodeVolumeLimits", 1),
+                    ("VolumeBinding", 1),
+                    ("VolumeZone", 1),
                     ("PodTopologySpread", 1),
                     ("InterPodAffinity", 1),
                 ]),
@@ -1352,6 +1375,7 @@ mod tests {
                     ("TaintToleration", 1),
                     ("NodeAffinity", 1),
                     ("NodeResourcesFit", 1),
+                    ("VolumeBinding", 1),
                     ("PodTopologySpread", 1),
                     ("InterPodAffinity", 1),
                     ("NodeResourcesBalancedAllocation", 1),
@@ -1364,12 +1388,15 @@ mod tests {
                     ("TaintToleration", 3),
                     ("NodeAffinity", 2),
                     ("NodeResourcesFit", 1),
+                    ("VolumeBinding", 1),
                     ("PodTopologySpread", 2),
                     ("InterPodAffinity", 2),
                     ("NodeResourcesBalancedAllocation", 1),
                     ("ImageLocality", 1),
                 ]),
             ),
+            (E::Reserve, list(&[("VolumeBinding", 1)])),
+            (E::PreBind, list(&[("VolumeBinding", 1)])),
             (E::Bind, list(&[("DefaultBinder", 1)])),
         ])
     }
@@ -1409,6 +1436,10 @@ profiles:
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "VolumeRestrictions",
+                "NodeVolumeLimits",
+                "VolumeBinding",
+                "VolumeZone",
                 "PodTopologySpread",
                 "InterPodAffinity",
                 "Custom"
@@ -1436,7 +1467,7 @@ profiles:
         // weight; the rest keep upstream's order.
         let p = expand_one("profiles:\n- plugins:\n    score:\n      enabled: [{name: ImageLocality, weight: 7}]\n").unwrap();
         assert_eq!(p.plugins_at(E::Score)[0], ("ImageLocality".to_owned(), 7));
-        assert_eq!(p.plugins_at(E::Score).len(), 7);
+        assert_eq!(p.plugins_at(E::Score).len(), 8);
         assert_eq!(p.plugins_at(E::Score)[1], ("TaintToleration".to_owned(), 3));
 
         // A default re-configured in multiPoint keeps its place and takes the weight.
@@ -1468,7 +1499,7 @@ profiles:
         let p = expand_one("profiles:\n- plugins:\n    preScore:\n      disabled: [{name: '*'}]\n")
             .unwrap();
         assert!(p.plugins_at(E::PreScore).is_empty());
-        assert_eq!(p.plugins_at(E::Score).len(), 7);
+        assert_eq!(p.plugins_at(E::Score).len(), 8);
 
         // A plugin enabled at a point and in multiPoint is there once.
         let p = expand_one(
@@ -1524,7 +1555,13 @@ profiles:
             ("NodeResourcesFit".to_owned(), 3)
         );
         assert!(p0.args.contains_key("NodeResourcesFit"));
-        assert!(!p0.args.contains_key("VolumeBinding"));
+        // VolumeBinding is disabled, its args kept (they would apply if enabled).
+        assert!(p0.args.contains_key("VolumeBinding"));
+        assert!(
+            !p0.plugins_at(E::Reserve)
+                .iter()
+                .any(|(n, _)| n == "VolumeBinding")
+        );
         let p1 = specs[1].expand("up.yaml", &implements).unwrap();
         assert_eq!(p1.percentage_of_nodes_to_score, Some(100));
         assert_eq!(p1.points, expected_default_points());
@@ -1557,14 +1594,14 @@ modules: [{name: X, path: x.wasm}]
 profiles:
 - plugins:
     multiPoint:
-      enabled: [{name: VolumeBinding}]
+      enabled: [{name: DynamicResources}]
 - schedulerName: default-scheduler
 "#;
         let c = Configuration::parse("c.yaml", text).unwrap();
         let e = c.resolve_profiles("c.yaml").unwrap_err().to_string();
         assert_eq!(
             e,
-            "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: VolumeBinding is an in-tree plugin Berth does not ship yet; disable it or leave it out\nc.yaml: profiles[1].schedulerName: duplicate scheduler name \"default-scheduler\""
+            "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: DynamicResources is an in-tree plugin Berth does not ship yet; disable it or leave it out\nc.yaml: profiles[1].schedulerName: duplicate scheduler name \"default-scheduler\""
         );
 
         let e = expand_one(
