@@ -426,6 +426,7 @@ mod volumes {
                     allocatable_count: d.allocatable_count,
                 })
                 .collect(),
+            migrated_plugins: n.migrated_plugins,
         }
     }
 

@@ -26,6 +26,10 @@ pub const ANNOTATION_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 /// volumes created by hand).
 pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 
+/// The annotation of a CSINode that lists the in-tree volume plugins migrated to CSI
+/// drivers on its node, comma-separated.
+pub const ANNOTATION_MIGRATED_PLUGINS: &str = "storage.alpha.kubernetes.io/migrated-plugins";
+
 /// The annotation that makes a StorageClass the default one.
 pub const ANNOTATION_DEFAULT_STORAGE_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 
@@ -347,6 +351,9 @@ pub struct CsiNode {
     pub name: String,
     /// `spec.drivers`.
     pub drivers: Vec<CsiNodeDriver>,
+    /// The in-tree volume plugins migrated to CSI on the node (the annotation
+    /// [`ANNOTATION_MIGRATED_PLUGINS`], split at commas), e.g. `kubernetes.io/gce-pd`.
+    pub migrated_plugins: Vec<String>,
 }
 
 /// A CSIDriver.

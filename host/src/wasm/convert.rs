@@ -265,6 +265,7 @@ pub(crate) fn csi_node_to_wit(n: &v::CsiNode) -> w::CsiNode {
                 allocatable_count: d.allocatable_count,
             })
             .collect(),
+        migrated_plugins: n.migrated_plugins.clone(),
     }
 }
 

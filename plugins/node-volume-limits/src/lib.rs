@@ -9,9 +9,10 @@
 //! counted twice. The limits are the CSINode's `allocatable.count` per driver, and
 //! `attachable-volumes-csi-<driver>` in the node's allocatable.
 //!
-//! Not modelled: in-tree volumes migrated to CSI (upstream translates GCE PD, AWS
-//! EBS, ... PersistentVolumes and inline volumes when the CSINode says the plugin is
-//! migrated); Berth does not count them.
+//! In-tree volumes count as the CSI driver their plugin migrated to, when the node's
+//! CSINode lists the plugin as migrated (GCE PD, AWS EBS, Azure Disk, Cinder: their
+//! PersistentVolumes, their inline volumes, and claims of their in-tree
+//! provisioners); elsewhere they do not count here, as upstream.
 //!
 //! The plugin takes no args.
 
@@ -56,6 +57,102 @@ pub fn attach_limit_key(driver: &str) -> String {
     format!("{CSI_ATTACH_LIMIT_PREFIX}{driver}")
 }
 
+/// The in-tree volume plugins whose volumes migrate to a CSI driver, and the driver.
+const MIGRATIONS: [(&str, &str); 4] = [
+    ("kubernetes.io/aws-ebs", "ebs.csi.aws.com"),
+    ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io"),
+    ("kubernetes.io/azure-disk", "disk.csi.azure.com"),
+    ("kubernetes.io/cinder", "cinder.csi.openstack.org"),
+];
+
+/// The CSI driver an in-tree plugin's volumes are counted as on a node: only when
+/// the node's CSINode lists the plugin as migrated (upstream's `isCSIMigrationOn`).
+fn migrated_driver(plugin: &str, csi_node: Option<&CsiNode>) -> Option<&'static str> {
+    let (_, driver) = MIGRATIONS.iter().find(|(p, _)| *p == plugin)?;
+    csi_node
+        .is_some_and(|n| n.migrated_plugins.iter().any(|p| p == plugin))
+        .then_some(*driver)
+}
+
+/// An in-tree PersistentVolume as its CSI driver's volume: the plugin, and the
+/// volume handle the translation gives it.
+fn in_tree_volume(volume: &berth_sdk::PersistentVolume) -> Option<(&'static str, String)> {
+    Some(match &volume.source {
+        PersistentVolumeSource::GcePersistentDisk { pd_name } => (
+            "kubernetes.io/gce-pd",
+            gce_disk_handle(pd_name, &volume.labels),
+        ),
+        PersistentVolumeSource::AwsElasticBlockStore { volume_id } => {
+            ("kubernetes.io/aws-ebs", ebs_volume_handle(volume_id))
+        }
+        PersistentVolumeSource::AzureDisk { disk_uri } => {
+            ("kubernetes.io/azure-disk", disk_uri.clone())
+        }
+        PersistentVolumeSource::Cinder { volume_id } => ("kubernetes.io/cinder", volume_id.clone()),
+        _ => return None,
+    })
+}
+
+/// A GCE PD's handle as the CSI translation writes it: by zone (from the volume's
+/// zone label), by region for a disk in several zones, else unspecified.
+fn gce_disk_handle(pd_name: &str, labels: &berth_sdk::Labels) -> String {
+    let label = |ga: &str, beta: &str| labels.get(ga).or_else(|| labels.get(beta)).cloned();
+    let zone = label(
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/zone",
+    );
+    match zone {
+        Some(z) if z.contains("__") => {
+            let region = label(
+                "topology.kubernetes.io/region",
+                "failure-domain.beta.kubernetes.io/region",
+            )
+            .unwrap_or_else(|| "UNSPECIFIED".into());
+            format!("projects/UNSPECIFIED/regions/{region}/disks/{pd_name}")
+        }
+        Some(z) => format!("projects/UNSPECIFIED/zones/{z}/disks/{pd_name}"),
+        None => format!("projects/UNSPECIFIED/zones/UNSPECIFIED/disks/{pd_name}"),
+    }
+}
+
+/// An EBS volume ID as the CSI translation writes it: `aws://<zone>/<id>` becomes
+/// `<id>`.
+fn ebs_volume_handle(volume_id: &str) -> String {
+    match volume_id.strip_prefix("aws://") {
+        Some(rest) => rest.rsplit('/').next().unwrap_or(rest).to_owned(),
+        None => volume_id.to_owned(),
+    }
+}
+
+/// A pod's inline in-tree volume as its CSI driver's volume, if its plugin is
+/// migrated on the node (upstream's `checkAttachableInlineVolume`).
+fn inline_volume(source: &VolumeSource, csi_node: Option<&CsiNode>) -> Option<(String, String)> {
+    let (plugin, handle) = match source {
+        VolumeSource::GcePersistentDisk { pd_name, .. } => (
+            "kubernetes.io/gce-pd",
+            gce_disk_handle(pd_name, &berth_sdk::Labels::new()),
+        ),
+        VolumeSource::AwsElasticBlockStore { volume_id, .. } => {
+            ("kubernetes.io/aws-ebs", ebs_volume_handle(volume_id))
+        }
+        _ => return None,
+    };
+    let driver = migrated_driver(plugin, csi_node)?;
+    Some((driver.to_owned(), handle))
+}
+
+/// Whether some volume of the pod may count against a limit: a claim, or an inline
+/// volume of a plugin that migrates to CSI.
+fn may_count(pod: &Pod) -> bool {
+    claims(pod).next().is_some()
+        || pod.volumes.iter().any(|v| {
+            matches!(
+                v.source,
+                VolumeSource::GcePersistentDisk { .. } | VolumeSource::AwsElasticBlockStore { .. }
+            )
+        })
+}
+
 /// The claims of a pod's volumes that count: (claim name, generic ephemeral).
 fn claims(pod: &Pod) -> impl Iterator<Item = (String, bool)> + '_ {
     pod.volumes.iter().filter_map(|v| match &v.source {
@@ -67,18 +164,23 @@ fn claims(pod: &Pod) -> impl Iterator<Item = (String, bool)> + '_ {
 
 /// The CSI driver and volume handle a claim's volume has, or will have once
 /// provisioned; `None` when it does not count.
-fn csi_driver_info(claim: &berth_sdk::PersistentVolumeClaim) -> Option<(String, String)> {
+fn csi_driver_info(
+    claim: &berth_sdk::PersistentVolumeClaim,
+    csi_node: Option<&CsiNode>,
+) -> Option<(String, String)> {
     if !claim.volume_name.is_empty()
         && let Some(volume) = berth_sdk::persistent_volume(&claim.volume_name)
     {
-        return match volume.source {
-            PersistentVolumeSource::Csi {
-                driver,
-                volume_handle,
-            } => Some((driver, volume_handle)),
-            // In-tree volumes (migration to CSI is not modelled).
-            _ => None,
-        };
+        if let PersistentVolumeSource::Csi {
+            driver,
+            volume_handle,
+        } = volume.source
+        {
+            return Some((driver, volume_handle));
+        }
+        // An in-tree volume counts as its CSI driver's where its plugin migrated.
+        let (plugin, handle) = in_tree_volume(&volume)?;
+        return Some((migrated_driver(plugin, csi_node)?.to_owned(), handle));
     }
     // Not bound yet (or bound to a volume not seen yet): the class's provisioner, and a
     // handle of its own, since it is a volume no other pod has.
@@ -87,12 +189,14 @@ fn csi_driver_info(claim: &berth_sdk::PersistentVolumeClaim) -> Option<(String, 
         return None;
     }
     let class = berth_sdk::storage_class(class_name)?;
-    if class.provisioner.starts_with("kubernetes.io/") {
-        // An in-tree provisioner (migration to CSI is not modelled).
-        return None;
-    }
+    let driver = if class.provisioner.starts_with("kubernetes.io/") {
+        // An in-tree provisioner: its migrated driver's, where it migrated.
+        migrated_driver(&class.provisioner, csi_node)?.to_owned()
+    } else {
+        class.provisioner
+    };
     Some((
-        class.provisioner,
+        driver,
         format!("unbound-claim:{}/{}", claim.namespace, claim.name),
     ))
 }
@@ -103,8 +207,14 @@ fn csi_driver_info(claim: &berth_sdk::PersistentVolumeClaim) -> Option<(String, 
 fn attachable_volumes(
     pod: &Pod,
     new_pod: bool,
+    csi_node: Option<&CsiNode>,
     out: &mut HashMap<String, String>,
 ) -> Result<(), Status> {
+    for v in &pod.volumes {
+        if let Some((driver, handle)) = inline_volume(&v.source, csi_node) {
+            out.insert(format!("{driver}/{handle}"), attach_limit_key(&driver));
+        }
+    }
     for (claim_name, ephemeral) in claims(pod) {
         if claim_name.is_empty() {
             return Err(Status::error("PersistentVolumeClaim had no name"));
@@ -125,7 +235,7 @@ fn attachable_volumes(
                 pod.key()
             )));
         }
-        if let Some((driver, handle)) = csi_driver_info(&claim) {
+        if let Some((driver, handle)) = csi_driver_info(&claim, csi_node) {
             out.insert(format!("{driver}/{handle}"), attach_limit_key(&driver));
         }
     }
@@ -153,7 +263,7 @@ fn volume_limits(node: &NodeInfo, csi_node: Option<&CsiNode>) -> BTreeMap<String
 
 impl PreFilter for NodeVolumeLimits {
     fn pre_filter(&self, _state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> PreFilterResult {
-        if claims(pod).next().is_some() {
+        if may_count(pod) {
             Status::success().into()
         } else {
             Status::skip().into()
@@ -168,7 +278,7 @@ impl Filter for NodeVolumeLimits {
         }
         let csi_node = berth_sdk::csi_node(node.name());
         let mut new_volumes = HashMap::new();
-        if let Err(s) = attachable_volumes(pod, true, &mut new_volumes) {
+        if let Err(s) = attachable_volumes(pod, true, csi_node.as_ref(), &mut new_volumes) {
             return s;
         }
         if new_volumes.is_empty() {
@@ -180,7 +290,7 @@ impl Filter for NodeVolumeLimits {
         }
         let mut attached = HashMap::new();
         for other in &node.pods {
-            if let Err(s) = attachable_volumes(other, false, &mut attached) {
+            if let Err(s) = attachable_volumes(other, false, csi_node.as_ref(), &mut attached) {
                 return Status::error(s.message());
             }
         }
@@ -214,7 +324,7 @@ impl NodeVolumeLimits {
         old: Option<&Object>,
     ) -> Result<QueueingHint, String> {
         let deleted = berth_sdk::events::required(old, Object::as_pod, "pod", "deleted")?;
-        if deleted.node_name.is_empty() || claims(deleted).next().is_none() {
+        if deleted.node_name.is_empty() || !may_count(deleted) {
             return Ok(QueueingHint::QueueSkip);
         }
         Ok(QueueingHint::Queue)
@@ -308,6 +418,7 @@ mod tests {
                     ..CsiNodeDriver::default()
                 },
             ],
+            migrated_plugins: vec![],
         };
         assert_eq!(
             volume_limits(&node, Some(&csi)),

@@ -259,6 +259,19 @@ pub(super) fn convert_csi_node(n: &storage::CSINode) -> Result<CsiNode, FieldErr
                 allocatable_count: d.allocatable.as_ref().and_then(|a| a.count),
             })
             .collect(),
+        migrated_plugins: n
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(berth_sdk::volumes::ANNOTATION_MIGRATED_PLUGINS))
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
