@@ -4,16 +4,23 @@
 #   apiserver.sh build                 build (once) kube-apiserver from Debian's source
 #                                      package into the cache; print the bin directory
 #   apiserver.sh build-scheduler       the same for kube-scheduler (for `berth bench --api`)
+#   apiserver.sh build-controller-manager
+#                                      the same for kube-controller-manager (the
+#                                      PersistentVolume controller of the volume tests)
 #   apiserver.sh start DIR [--rbac]    start etcd and kube-apiserver on free loopback ports;
 #                                      DIR gets the certificates, tokens, logs, a kubeconfig
 #                                      (DIR/kubeconfig) and DIR/env (ports and pids)
-#   apiserver.sh stop DIR              stop both
+#   apiserver.sh start-controller-manager DIR
+#                                      start kube-controller-manager against DIR's API
+#                                      server, running only the PersistentVolume binder
+#                                      (as admin; log: DIR/controller-manager.log)
+#   apiserver.sh stop DIR              stop them all
 #   apiserver.sh kill-apiserver DIR    kill -9 the API server only (fault tests)
 #   apiserver.sh start-apiserver DIR   start it again on the same port, same etcd
 #
 # Binaries are cached in $BERTH_E2E_CACHE (default $XDG_CACHE_HOME/berth-e2e, else
 # ~/.cache/berth-e2e). $BERTH_E2E_BIN may name a directory that already holds
-# kube-apiserver (and etcd); then nothing is built. Building needs root for apt-get
+# kube-apiserver (and etcd, kube-controller-manager); then nothing is built. Building needs root for apt-get
 # (Debian 12: golang-go, etcd-server, rsync and the kubernetes source package, 1.20.2).
 set -euo pipefail
 
@@ -173,6 +180,46 @@ start_apiserver() {
   fi
 }
 
+# Only the PersistentVolume binder, with the admin's token (no per-controller service
+# accounts), no leader election and no serving port (secure or insecure).
+cmd_start_controller_manager() {
+  local d=${1:?usage: apiserver.sh start-controller-manager DIR}
+  [ -d "$d" ] || die "$d: no such directory"
+  d=$(cd "$d" && pwd)
+  [ -f "$d/kubeconfig" ] || die "$d/kubeconfig missing: start the API server first (apiserver.sh start $d)"
+  if [ -f "$d/controller-manager.pid" ] && kill -0 "$(cat "$d/controller-manager.pid")" 2>/dev/null; then
+    die "kube-controller-manager already runs for $d (pid $(cat "$d/controller-manager.pid"))"
+  fi
+  local bin log=$d/controller-manager.log from
+  bin=$(build_cmd kube-controller-manager)
+  # The log is appended to: only what this run writes counts.
+  from=0
+  [ -f "$log" ] && from=$(wc -l < "$log")
+  "$bin/kube-controller-manager" \
+    --kubeconfig="$d/kubeconfig" \
+    --controllers=persistentvolume-binder \
+    --use-service-account-credentials=false \
+    --leader-elect=false \
+    --port=0 --secure-port=0 \
+    >> "$log" 2>&1 &
+  local pid=$! deadline=$((SECONDS + 60))
+  echo "$pid" > "$d/controller-manager.pid"
+  # Ready once the controller has listed volumes, claims, classes, pods and nodes.
+  until awk -v from="$from" 'NR > from && /Caches are synced for persistent volume/ { found = 1; exit }
+      END { exit !found }' "$log"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n "+$((from + 1))" "$log" | tail -30 >&2
+      rm -f "$d/controller-manager.pid"
+      die "kube-controller-manager exited (log: $log)"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n "+$((from + 1))" "$log" | tail -30 >&2
+      die "kube-controller-manager did not sync the PersistentVolume controller within 60 s (log: $log)"
+    fi
+    sleep 0.2
+  done
+}
+
 cmd_start() {
   local d=${1:?usage: apiserver.sh start DIR [--rbac]} authz=AlwaysAllow
   [ "${2:-}" = "--rbac" ] && authz=Node,RBAC
@@ -219,9 +266,16 @@ stop_pid() { # stop_pid PIDFILE SIGNAL
 case "${1:-}" in
   build) build_cmd kube-apiserver; etcd_bin >/dev/null ;;
   build-scheduler) build_cmd kube-scheduler ;;
+  build-controller-manager) build_cmd kube-controller-manager ;;
   start) shift; cmd_start "$@" ;;
-  stop) d=${2:?usage: apiserver.sh stop DIR}; stop_pid "$d/apiserver.pid" TERM; stop_pid "$d/etcd.pid" TERM ;;
+  start-controller-manager) cmd_start_controller_manager "${2:-}" ;;
+  stop)
+    d=${2:?usage: apiserver.sh stop DIR}
+    stop_pid "$d/controller-manager.pid" TERM
+    stop_pid "$d/apiserver.pid" TERM
+    stop_pid "$d/etcd.pid" TERM
+    ;;
   kill-apiserver) stop_pid "${2:?DIR}/apiserver.pid" KILL ;;
   start-apiserver) start_apiserver "${2:?DIR}" ;;
-  *) echo "usage: apiserver.sh build|build-scheduler|start DIR [--rbac]|stop DIR|kill-apiserver DIR|start-apiserver DIR" >&2; exit 2 ;;
+  *) echo "usage: apiserver.sh build|build-scheduler|build-controller-manager|start DIR [--rbac]|start-controller-manager DIR|stop DIR|kill-apiserver DIR|start-apiserver DIR" >&2; exit 2 ;;
 esac

@@ -85,6 +85,17 @@ impl ApiServer {
         run_script(&["start-apiserver", self.dir.path().to_str().unwrap()]);
     }
 
+    /// Starts kube-controller-manager against this API server (with the admin
+    /// kubeconfig), running only the PersistentVolume binder, and waits until that
+    /// controller has synced; building it first if the cache has none. Stopped with
+    /// the rest on drop; its log is DIR/controller-manager.log.
+    pub fn start_controller_manager(&self) {
+        run_script(&[
+            "start-controller-manager",
+            self.dir.path().to_str().unwrap(),
+        ]);
+    }
+
     /// A client with the admin kubeconfig.
     pub async fn client(&self) -> kube::Client {
         client_for(&self.kubeconfig()).await

@@ -1,0 +1,460 @@
+//! VolumeBinding end to end, against a real kube-apiserver and etcd and the real
+//! PersistentVolume controller (kube-controller-manager running only the
+//! persistentvolume-binder; tests/e2e/apiserver.sh builds and starts them): `berth
+//! run`, with no more rights than deploy/'s RBAC grants, puts each pod of a
+//! StatefulSet-like set on the node of a local volume that fits its claim
+//! (WaitForFirstConsumer), writes the volume's claimRef and binds the pod only once
+//! the controller has bound the claim; a pod whose claim fits no volume stays pending,
+//! saying why; and a claim of a provisioning class gets the node Berth chose
+//! (`volume.kubernetes.io/selected-node`), its pod bound once the test, playing the
+//! provisioner, has made a volume there and the controller has bound it.
+
+#[path = "common/apiserver.rs"]
+mod apiserver;
+mod common;
+
+use apiserver::*;
+use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::{Api, ListParams, PostParams};
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+const NS: &str = "default";
+const NODES: [&str; 3] = ["node-a", "node-b", "node-c"];
+/// The local volumes (name, node, size): two on node-a, two on node-b, none on
+/// node-c. The four claims below take all four, so a volume given to two claims, or
+/// a pod put where its volume is not, leaves a claim without one.
+const VOLUMES: [(&str, &str, &str); 4] = [
+    ("local-a-0", "node-a", "1Gi"),
+    ("local-a-1", "node-a", "1Gi"),
+    ("local-b-0", "node-b", "1Gi"),
+    ("local-b-1", "node-b", "2Gi"),
+];
+/// The pods `web-N`, each with its claim `data-web-N` of 1Gi.
+const REPLICAS: usize = 4;
+const PROVISIONER: &str = "example.com/berth-test-provisioner";
+const BIND_CONFLICT: &str = "didn't find available persistent volumes to bind";
+
+/// A Ready node labelled `kubernetes.io/hostname: NAME`.
+fn ready_node(name: &str) -> k8s::Node {
+    let mut n = node(name, "4", "8Gi", 110);
+    let status = n.status.get_or_insert_with(Default::default);
+    status.conditions = Some(vec![k8s::NodeCondition {
+        type_: "Ready".into(),
+        status: "True".into(),
+        reason: Some("KubeletReady".into()),
+        ..Default::default()
+    }]);
+    n
+}
+
+fn storage_class(name: &str, provisioner: &str) -> StorageClass {
+    serde_json::from_value(json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))
+    .unwrap()
+}
+
+fn local_volume(name: &str, node: &str, size: &str) -> k8s::PersistentVolume {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "local",
+            "local": {"path": format!("/mnt/disks/{name}")},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]},
+            ]}]}},
+        },
+    }))
+    .unwrap()
+}
+
+fn claim(name: &str, size: &str) -> k8s::PersistentVolumeClaim {
+    claim_of_class(name, size, "local")
+}
+
+fn claim_of_class(name: &str, size: &str, class: &str) -> k8s::PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": class,
+            "resources": {"requests": {"storage": size}},
+        },
+    }))
+    .unwrap()
+}
+
+/// A pod `NAME` of the set, mounting its claim `data-NAME`.
+fn pod_with_claim(name: &str) -> k8s::Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {
+            "containers": [{
+                "name": "c",
+                "image": "registry.example/app:1",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+            }],
+            "volumes": [{
+                "name": "data",
+                "persistentVolumeClaim": {"claimName": format!("data-{name}")},
+            }],
+        },
+    }))
+    .unwrap()
+}
+
+/// The objects of deploy/'s RBAC files, created with the admin client (as
+/// tests/operations.rs does).
+async fn apply_deploy_rbac(client: &kube::Client) {
+    let dir = common::workspace().join("deploy");
+    for file in ["00-serviceaccount.yaml", "10-rbac.yaml"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = serde_json::Value::deserialize(doc).unwrap();
+            let pp = PostParams::default();
+            let c = client.clone();
+            let r = match v["kind"].as_str().unwrap() {
+                "ServiceAccount" => Api::<k8s::ServiceAccount>::namespaced(c, "kube-system")
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "ClusterRole" => Api::<ClusterRole>::all(c)
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "ClusterRoleBinding" => Api::<ClusterRoleBinding>::all(c)
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "Role" => Api::<Role>::namespaced(c, "kube-system")
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "RoleBinding" => Api::<RoleBinding>::namespaced(c, "kube-system")
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                other => panic!("{file}: unexpected kind {other}"),
+            };
+            r.unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
+}
+
+fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations.as_ref()?.get(key).map(String::as_str)
+}
+
+fn phase_of_claim(c: &k8s::PersistentVolumeClaim) -> &str {
+    c.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or_default()
+}
+
+fn volume_name(c: &k8s::PersistentVolumeClaim) -> Option<&str> {
+    c.spec
+        .as_ref()?
+        .volume_name
+        .as_deref()
+        .filter(|v| !v.is_empty())
+}
+
+fn pod_scheduled(p: &k8s::Pod) -> Option<k8s::PodCondition> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .cloned()
+}
+
+/// What the logs say, for a failure's message.
+fn logs(server: &ApiServer, berth: &Berth) -> String {
+    let cm = std::fs::read_to_string(server.dir.path().join("controller-manager.log"))
+        .unwrap_or_default();
+    let cm: Vec<&str> = cm.lines().filter(|l| !l.contains("is disabled")).collect();
+    format!(
+        "--- berth ---\n{}\n--- kube-controller-manager ---\n{}",
+        berth.log_text(),
+        cm.join("\n")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere() {
+    let started = std::time::Instant::now();
+    let _serial = serial().await;
+    let server = ApiServer::start_with(&["--rbac"]);
+    server.start_controller_manager();
+    let admin = server.client().await;
+    apply_deploy_rbac(&admin).await;
+    create_nodes(&admin, &NODES.map(ready_node)).await;
+    // Local volumes made beforehand, and a class whose volumes a provisioner makes
+    // on the node the scheduler selects (the test plays that provisioner).
+    for class in [
+        storage_class("local", "kubernetes.io/no-provisioner"),
+        storage_class("provisioned", PROVISIONER),
+    ] {
+        Api::<StorageClass>::all(admin.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .expect("create a storage class");
+    }
+    let pvs: Api<k8s::PersistentVolume> = Api::all(admin.clone());
+    for (name, node, size) in VOLUMES {
+        pvs.create(&PostParams::default(), &local_volume(name, node, size))
+            .await
+            .expect("create a persistent volume");
+    }
+    let node_of_volume: BTreeMap<&str, &str> = VOLUMES.iter().map(|(v, n, _)| (*v, *n)).collect();
+
+    // Berth as its ServiceAccount, with deploy/'s role.
+    let sa = server.dir.path().join("kubeconfig-sa");
+    let berth = Berth::run_in(server.dir.path(), &sa, &[]);
+
+    // The set's claims and pods, and a pod whose claim no volume is big enough for.
+    let pvcs: Api<k8s::PersistentVolumeClaim> = Api::namespaced(admin.clone(), NS);
+    let names: Vec<String> = (0..REPLICAS).map(|i| format!("web-{i}")).collect();
+    for name in &names {
+        pvcs.create(
+            &PostParams::default(),
+            &claim(&format!("data-{name}"), "1Gi"),
+        )
+        .await
+        .expect("create a claim");
+    }
+    pvcs.create(&PostParams::default(), &claim("data-huge", "10Gi"))
+        .await
+        .expect("create a claim");
+    let pods: Vec<k8s::Pod> = names.iter().map(|n| pod_with_claim(n)).collect();
+    create_pods(&admin, NS, &pods).await;
+    create_pods(&admin, NS, &[pod_with_claim("huge")]).await;
+
+    // Every pod of the set bound; a pod is bound only after its claim is (PreBind
+    // waits for the controller): pods are listed before claims, and a bound claim
+    // stays bound, so a bound pod whose claim is not yet Bound is a pod bound too
+    // early.
+    let bound: BTreeMap<String, String> = eventually(60, "every pod of the set bound", || async {
+        let listed = list_pods(&admin, NS).await?;
+        let claims = pvcs
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items;
+        let claims: BTreeMap<String, &k8s::PersistentVolumeClaim> = claims
+            .iter()
+            .map(|c| (c.metadata.name.clone().unwrap_or_default(), c))
+            .collect();
+        let mut bound = BTreeMap::new();
+        for p in listed.iter().filter(|p| names.contains(&name_of(p))) {
+            let Some(node) = node_of(p) else { continue };
+            let c = claims[&format!("data-{}", name_of(p))];
+            assert!(
+                phase_of_claim(c) == "Bound" && volume_name(c).is_some(),
+                "{} was bound to {node} before its claim was: {:?}\n{}",
+                name_of(p),
+                c.status,
+                logs(&server, &berth)
+            );
+            bound.insert(name_of(p), node);
+        }
+        if bound.len() == names.len() {
+            Ok(bound)
+        } else {
+            Err(format!(
+                "{} of {} bound ({bound:?})\n{}",
+                bound.len(),
+                names.len(),
+                logs(&server, &berth)
+            ))
+        }
+    })
+    .await;
+
+    // Each pod is on the node of the volume its claim is bound to, the claim bound by
+    // the controller (bind-completed) to the volume Berth chose (the volume's claimRef
+    // names the claim, UID included), and no volume went to two claims.
+    let claims = pvcs.list(&ListParams::default()).await.unwrap().items;
+    let volumes = pvs.list(&ListParams::default()).await.unwrap().items;
+    let volumes: BTreeMap<String, &k8s::PersistentVolume> = volumes
+        .iter()
+        .map(|v| (v.metadata.name.clone().unwrap_or_default(), v))
+        .collect();
+    let mut used = BTreeSet::new();
+    for (pod, node) in &bound {
+        let c = claims
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(format!("data-{pod}").as_str()))
+            .unwrap();
+        assert_eq!(phase_of_claim(c), "Bound", "{pod}: {c:?}");
+        assert_eq!(
+            annotation(&c.metadata, "pv.kubernetes.io/bind-completed"),
+            Some("yes"),
+            "{pod}: {c:?}"
+        );
+        let v = volume_name(c).unwrap();
+        assert_eq!(
+            node_of_volume.get(v).copied(),
+            Some(node.as_str()),
+            "{pod} is on {node}, its claim bound to {v}"
+        );
+        assert!(used.insert(v.to_owned()), "{v} bound to two claims");
+        let pv = volumes[v];
+        let status = pv.status.as_ref().and_then(|s| s.phase.as_deref());
+        assert_eq!(status, Some("Bound"), "{v}: {pv:?}");
+        let claim_ref = pv.spec.as_ref().unwrap().claim_ref.as_ref().unwrap();
+        assert_eq!(
+            (claim_ref.namespace.as_deref(), claim_ref.name.as_deref()),
+            (Some(NS), c.metadata.name.as_deref()),
+            "{v}: {pv:?}"
+        );
+        assert_eq!(claim_ref.uid, c.metadata.uid, "{v}: {pv:?}");
+    }
+    assert_eq!(used.len(), VOLUMES.len());
+    // No pod on node-c, which has no volume; two on each of the others.
+    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in bound.values() {
+        *per_node.entry(n).or_default() += 1;
+    }
+    assert_eq!(
+        per_node,
+        BTreeMap::from([("node-a", 2), ("node-b", 2)]),
+        "{bound:?}"
+    );
+
+    // The pod whose claim fits nowhere: pending, with FailedScheduling and the
+    // PodScheduled condition saying why; its claim untouched.
+    let pod_api: Api<k8s::Pod> = Api::namespaced(admin.clone(), NS);
+    let condition = eventually(30, "huge's PodScheduled condition", || async {
+        let p = pod_api.get("huge").await.map_err(|e| e.to_string())?;
+        match pod_scheduled(&p) {
+            Some(c) if c.status == "False" => Ok(c),
+            other => Err(format!("{other:?}\n{}", logs(&server, &berth))),
+        }
+    })
+    .await;
+    // VolumeBinding's Filter answers UnschedulableAndUnresolvable: preemption cannot
+    // help, and DefaultPreemption says so, as upstream.
+    let message = format!(
+        "0/3 nodes are available: 3 node(s) {BIND_CONFLICT}. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+    assert_eq!(condition.reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(condition.message.as_deref(), Some(message.as_str()));
+    let failed = eventually(30, "huge's FailedScheduling event", || async {
+        let evs: Vec<Event> = Api::<Event>::namespaced(admin.clone(), NS)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items;
+        let failed: Vec<Event> = evs
+            .into_iter()
+            .filter(|e| {
+                e.reason.as_deref() == Some("FailedScheduling")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("huge")
+            })
+            .collect();
+        if failed.is_empty() {
+            Err("none yet".to_owned())
+        } else {
+            Ok(failed)
+        }
+    })
+    .await;
+    assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
+    assert_eq!(failed[0].note.as_deref(), Some(message.as_str()));
+    let huge = pod_api.get("huge").await.unwrap();
+    assert_eq!(node_of(&huge), None);
+    let c = pvcs.get("data-huge").await.unwrap();
+    assert_eq!(phase_of_claim(&c), "Pending", "{c:?}");
+    assert_eq!(volume_name(&c), None, "{c:?}");
+    assert_eq!(
+        annotation(&c.metadata, "volume.kubernetes.io/selected-node"),
+        None,
+        "{c:?}"
+    );
+
+    // A claim to provision: Berth selects a node for it (a merge patch of the
+    // claim) and waits; the pod is not bound while no volume exists.
+    pvcs.create(
+        &PostParams::default(),
+        &claim_of_class("data-provisioned", "1Gi", "provisioned"),
+    )
+    .await
+    .expect("create a claim");
+    create_pods(&admin, NS, &[pod_with_claim("provisioned")]).await;
+    let (selected, uid) = eventually(30, "a node selected for data-provisioned", || async {
+        let c = pvcs
+            .get("data-provisioned")
+            .await
+            .map_err(|e| e.to_string())?;
+        match annotation(&c.metadata, "volume.kubernetes.io/selected-node") {
+            Some(n) => Ok((n.to_owned(), c.metadata.uid.clone().unwrap())),
+            None => Err(format!("{:?}\n{}", c.metadata, logs(&server, &berth))),
+        }
+    })
+    .await;
+    assert!(NODES.contains(&selected.as_str()), "{selected}");
+    // The provisioner's part: the PersistentVolume, on that node, made for the claim.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let p = pod_api.get("provisioned").await.unwrap();
+    assert_eq!(node_of(&p), None, "bound before its claim");
+    let mut made = local_volume("provisioned-pv", &selected, "1Gi");
+    made.metadata.annotations = Some(
+        [(
+            "pv.kubernetes.io/provisioned-by".to_owned(),
+            PROVISIONER.to_owned(),
+        )]
+        .into(),
+    );
+    let spec = made.spec.as_mut().unwrap();
+    spec.storage_class_name = Some("provisioned".into());
+    spec.persistent_volume_reclaim_policy = Some("Delete".into());
+    spec.claim_ref = Some(k8s::ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("PersistentVolumeClaim".into()),
+        namespace: Some(NS.into()),
+        name: Some("data-provisioned".into()),
+        uid: Some(uid),
+        ..Default::default()
+    });
+    pvs.create(&PostParams::default(), &made)
+        .await
+        .expect("create the provisioned volume");
+    let node = eventually(60, "provisioned bound", || async {
+        let p = pod_api
+            .get("provisioned")
+            .await
+            .map_err(|e| e.to_string())?;
+        node_of(&p).ok_or_else(|| format!("pending\n{}", logs(&server, &berth)))
+    })
+    .await;
+    assert_eq!(node, selected);
+    let c = pvcs.get("data-provisioned").await.unwrap();
+    assert_eq!(phase_of_claim(&c), "Bound", "{c:?}");
+    assert_eq!(volume_name(&c), Some("provisioned-pv"), "{c:?}");
+
+    let log = berth.log_text();
+    assert!(!log.to_lowercase().contains("forbidden"), "{log}");
+    eprintln!("live_volumes: {:?}", started.elapsed());
+}
