@@ -19,7 +19,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         "{text}"
     );
     assert!(
-        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity\n"),
+        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity\n"),
         "{text}"
     );
     // What it prints is a configuration Berth loads, with the same profile.
@@ -33,7 +33,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
     assert!(
-        summary.contains("profile default-scheduler: 14 plugins\n"),
+        summary.contains("profile default-scheduler: 18 plugins\n"),
         "{summary}"
     );
     assert!(
@@ -41,7 +41,15 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         "{summary}"
     );
     assert!(
-        summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), PodTopologySpread(2), InterPodAffinity(2), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
+        summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), VolumeBinding(1), PodTopologySpread(2), InterPodAffinity(2), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  reserve     VolumeBinding\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  preBind     VolumeBinding\n"),
         "{summary}"
     );
 }
