@@ -379,6 +379,13 @@ impl crate::types::Pod {
         })
     }
 
+    /// Whether one of the pod's volumes uses this claim (a PersistentVolumeClaim
+    /// volume naming it, or a generic ephemeral volume whose claim it is): what the
+    /// volume plugins' hints ask of a claim that appeared or changed.
+    pub fn uses_claim(&self, claim: &PersistentVolumeClaim) -> bool {
+        claim.namespace == self.namespace && self.claim_names().any(|n| n == claim.name)
+    }
+
     /// The claim names of the pod's PersistentVolumeClaim volumes alone, in order
     /// (what VolumeZone and VolumeRestrictions look at; no ephemeral volumes' claims).
     pub fn persistent_claim_names(&self) -> impl Iterator<Item = &str> {

@@ -343,7 +343,7 @@ impl NodeVolumeLimits {
             "persistentvolumeclaim",
             "new",
         )?;
-        if claim.namespace == pod.namespace && claims(pod).any(|(name, _)| name == claim.name) {
+        if pod.uses_claim(claim) {
             Ok(QueueingHint::Queue)
         } else {
             Ok(QueueingHint::QueueSkip)

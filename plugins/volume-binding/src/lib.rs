@@ -618,12 +618,7 @@ impl VolumeBinding {
             "persistentvolumeclaim",
             "new",
         )?;
-        let used = pod
-            .volumes
-            .iter()
-            .filter_map(|v| claim_of(pod, v))
-            .any(|(name, _)| name == claim.name);
-        Ok(if claim.namespace == pod.namespace && used {
+        Ok(if pod.uses_claim(claim) {
             QueueingHint::Queue
         } else {
             QueueingHint::QueueSkip
