@@ -16,10 +16,8 @@ mod common;
 use apiserver::*;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams, PostParams};
-use serde::Deserialize;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -120,44 +118,6 @@ fn pod_with_claim(name: &str) -> k8s::Pod {
         },
     }))
     .unwrap()
-}
-
-/// The objects of deploy/'s RBAC files, created with the admin client (as
-/// tests/operations.rs does).
-async fn apply_deploy_rbac(client: &kube::Client) {
-    let dir = common::workspace().join("deploy");
-    for file in ["00-serviceaccount.yaml", "10-rbac.yaml"] {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = serde_json::Value::deserialize(doc).unwrap();
-            let pp = PostParams::default();
-            let c = client.clone();
-            let r = match v["kind"].as_str().unwrap() {
-                "ServiceAccount" => Api::<k8s::ServiceAccount>::namespaced(c, "kube-system")
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "ClusterRole" => Api::<ClusterRole>::all(c)
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "ClusterRoleBinding" => Api::<ClusterRoleBinding>::all(c)
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "Role" => Api::<Role>::namespaced(c, "kube-system")
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "RoleBinding" => Api::<RoleBinding>::namespaced(c, "kube-system")
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                other => panic!("{file}: unexpected kind {other}"),
-            };
-            r.unwrap_or_else(|e| panic!("{file}: {e}"));
-        }
-    }
 }
 
 fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {

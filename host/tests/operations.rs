@@ -14,10 +14,8 @@ use apiserver::*;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use proxy::{Fault, FaultProxy};
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -113,43 +111,6 @@ fn pods(from: usize, to: usize) -> Vec<k8s::Pod> {
     (from..to)
         .map(|i| pod(&format!("p{i:03}"), "10m", "default-scheduler"))
         .collect()
-}
-
-/// The objects of deploy/'s RBAC files, created with the admin client.
-async fn apply_deploy_rbac(client: &kube::Client) {
-    let dir = common::workspace().join("deploy");
-    for file in ["00-serviceaccount.yaml", "10-rbac.yaml"] {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = serde_json::Value::deserialize(doc).unwrap();
-            let pp = PostParams::default();
-            let c = client.clone();
-            let r = match v["kind"].as_str().unwrap() {
-                "ServiceAccount" => Api::<k8s::ServiceAccount>::namespaced(c, "kube-system")
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "ClusterRole" => Api::<ClusterRole>::all(c)
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "ClusterRoleBinding" => Api::<ClusterRoleBinding>::all(c)
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "Role" => Api::<Role>::namespaced(c, "kube-system")
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                "RoleBinding" => Api::<RoleBinding>::namespaced(c, "kube-system")
-                    .create(&pp, &serde_json::from_value(v).unwrap())
-                    .await
-                    .map(drop),
-                other => panic!("{file}: unexpected kind {other}"),
-            };
-            r.unwrap_or_else(|e| panic!("{file}: {e}"));
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

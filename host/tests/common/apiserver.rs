@@ -4,6 +4,7 @@
 
 use crate::common::workspace;
 use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::api::rbac::v1 as rbac;
 use kube::api::{Api, ListParams, PostParams};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -378,4 +379,42 @@ pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     Ok((status, body))
+}
+
+/// The objects of deploy/'s RBAC files (its ServiceAccount, roles and bindings),
+/// created with the admin client.
+pub async fn apply_deploy_rbac(client: &kube::Client) {
+    let dir = workspace().join("deploy");
+    for file in ["00-serviceaccount.yaml", "10-rbac.yaml"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = <serde_json::Value as serde::Deserialize>::deserialize(doc).unwrap();
+            let pp = PostParams::default();
+            let c = client.clone();
+            let r = match v["kind"].as_str().unwrap() {
+                "ServiceAccount" => Api::<k8s::ServiceAccount>::namespaced(c, "kube-system")
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "ClusterRole" => Api::<rbac::ClusterRole>::all(c)
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "ClusterRoleBinding" => Api::<rbac::ClusterRoleBinding>::all(c)
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "Role" => Api::<rbac::Role>::namespaced(c, "kube-system")
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                "RoleBinding" => Api::<rbac::RoleBinding>::namespaced(c, "kube-system")
+                    .create(&pp, &serde_json::from_value(v).unwrap())
+                    .await
+                    .map(drop),
+                other => panic!("{file}: unexpected kind {other}"),
+            };
+            r.unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
 }
