@@ -372,11 +372,25 @@ impl crate::types::Pod {
     /// PersistentVolumeClaim volume's claim, and a generic ephemeral volume's claim
     /// (`<pod>-<volume>`).
     pub fn claim_names(&self) -> impl Iterator<Item = String> + '_ {
-        self.volumes.iter().filter_map(|v| match &v.source {
-            VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some(claim_name.clone()),
-            VolumeSource::Ephemeral => Some(format!("{}-{}", self.name, v.name)),
+        self.volume_claims().map(|(name, _)| name)
+    }
+
+    /// The claims the pod's volumes use, in order, each with whether it is a generic
+    /// ephemeral volume's (`<pod>-<volume>`, which the pod must own).
+    pub fn volume_claims(&self) -> impl Iterator<Item = (String, bool)> + '_ {
+        self.volumes.iter().filter_map(|v| self.claim_of(v))
+    }
+
+    /// The claim one of the pod's volumes uses, with whether it is a generic ephemeral
+    /// volume's; `None` for a volume of another kind.
+    fn claim_of(&self, volume: &Volume) -> Option<(String, bool)> {
+        match &volume.source {
+            VolumeSource::PersistentVolumeClaim { claim_name, .. } => {
+                Some((claim_name.clone(), false))
+            }
+            VolumeSource::Ephemeral => Some((format!("{}-{}", self.name, volume.name), true)),
             _ => None,
-        })
+        }
     }
 
     /// Whether one of the pod's volumes uses this claim (a PersistentVolumeClaim

@@ -144,22 +144,13 @@ fn inline_volume(source: &VolumeSource, csi_node: Option<&CsiNode>) -> Option<(S
 /// Whether some volume of the pod may count against a limit: a claim, or an inline
 /// volume of a plugin that migrates to CSI.
 fn may_count(pod: &Pod) -> bool {
-    claims(pod).next().is_some()
+    pod.volume_claims().next().is_some()
         || pod.volumes.iter().any(|v| {
             matches!(
                 v.source,
                 VolumeSource::GcePersistentDisk { .. } | VolumeSource::AwsElasticBlockStore { .. }
             )
         })
-}
-
-/// The claims of a pod's volumes that count: (claim name, generic ephemeral).
-fn claims(pod: &Pod) -> impl Iterator<Item = (String, bool)> + '_ {
-    pod.volumes.iter().filter_map(|v| match &v.source {
-        VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some((claim_name.clone(), false)),
-        VolumeSource::Ephemeral => Some((format!("{}-{}", pod.name, v.name), true)),
-        _ => None,
-    })
 }
 
 /// The CSI driver and volume handle a claim's volume has, or will have once
@@ -215,7 +206,7 @@ fn attachable_volumes(
             out.insert(format!("{driver}/{handle}"), attach_limit_key(&driver));
         }
     }
-    for (claim_name, ephemeral) in claims(pod) {
+    for (claim_name, ephemeral) in pod.volume_claims() {
         if claim_name.is_empty() {
             return Err(Status::error("PersistentVolumeClaim had no name"));
         }

@@ -165,25 +165,12 @@ fn delay_binding(claim: &PersistentVolumeClaim) -> bool {
             .is_some_and(|c| c.volume_binding_mode == VolumeBindingMode::WaitForFirstConsumer)
 }
 
-/// The claim a volume of the pod uses: its name, and whether it is a generic ephemeral
-/// volume's.
-fn claim_of(pod: &Pod, volume: &berth_sdk::Volume) -> Option<(String, bool)> {
-    match &volume.source {
-        VolumeSource::PersistentVolumeClaim { claim_name, .. } => Some((claim_name.clone(), false)),
-        VolumeSource::Ephemeral => Some((format!("{}-{}", pod.name, volume.name), true)),
-        _ => None,
-    }
-}
-
 /// The pod's claims, in the order of its volumes, or why it cannot be placed
 /// (upstream's `podHasPVCs`): a missing claim, a lost or terminating one, or an
 /// ephemeral volume's claim that another object owns.
 pub fn pod_claims(pod: &Pod) -> Result<Vec<PersistentVolumeClaim>, String> {
     let mut claims = Vec::new();
-    for volume in &pod.volumes {
-        let Some((name, ephemeral)) = claim_of(pod, volume) else {
-            continue;
-        };
+    for (name, ephemeral) in pod.volume_claims() {
         let Some(claim) = berth_sdk::persistent_volume_claim(&pod.namespace, &name) else {
             return Err(if ephemeral {
                 format!(
@@ -481,10 +468,8 @@ pub fn find_pod_volumes(
 /// Whether every claim of the pod is fully bound now (upstream's
 /// `arePodVolumesBound`).
 fn pod_volumes_bound(pod: &Pod) -> bool {
-    pod.volumes.iter().all(|v| match claim_of(pod, v) {
-        None => true,
-        Some((name, _)) => berth_sdk::persistent_volume_claim(&pod.namespace, &name)
-            .is_some_and(|c| fully_bound(&c)),
+    pod.claim_names().all(|name| {
+        berth_sdk::persistent_volume_claim(&pod.namespace, &name).is_some_and(|c| fully_bound(&c))
     })
 }
 
