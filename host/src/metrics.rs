@@ -8,8 +8,8 @@
 
 use crate::queue::QueueName;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
-    exponential_buckets,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder, exponential_buckets,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -382,12 +382,13 @@ impl Metrics {
             .inc();
     }
 
-    /// Time spent inside a plugin's instance for one call.
-    pub fn observe_plugin_call(&self, plugin: &str, extension_point: &str, took: Duration) {
+    /// The histogram of the time spent inside a plugin's instance per call at an
+    /// extension point (an instance keeps it, so that a call observes without looking
+    /// the labels up).
+    pub fn plugin_call_histogram(&self, plugin: &str, extension_point: &str) -> Histogram {
         self.inner
             .plugin_call_duration
             .with_label_values(&[plugin, extension_point])
-            .observe(took.as_secs_f64());
     }
 
     /// The Prometheus text exposition (format 0.0.4) of every metric.

@@ -233,6 +233,9 @@ pub struct CheckReport {
     pub extension_points: Vec<String>,
     /// Whether its node replica receives the pods of each node.
     pub wants_pods: Option<bool>,
+    /// The pod features it needs to take part in a pod's cycles (empty: every pod).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub only_for_pods_with: Vec<String>,
     /// The interfaces it imports.
     pub imports: Vec<String>,
     /// The interfaces it exports.
@@ -287,6 +290,13 @@ impl CheckReport {
         }
         if let Some(w) = self.wants_pods {
             let _ = writeln!(s, "wants pods        {}", if w { "yes" } else { "no" });
+        }
+        if !self.only_for_pods_with.is_empty() {
+            let _ = writeln!(
+                s,
+                "only for pods with {}",
+                self.only_for_pods_with.join(", ")
+            );
         }
         let _ = writeln!(s, "imports           {}", list(&self.imports));
         let _ = writeln!(s, "exports           {}", list(&self.exports));
@@ -538,6 +548,11 @@ pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckRepor
     };
     r.name = Some(module.name().to_owned());
     r.wants_pods = Some(module.wants_pods());
+    r.only_for_pods_with = module
+        .only_for_pods_with()
+        .iter()
+        .map(|f| f.as_str().to_owned())
+        .collect();
     r.extension_points = module
         .extension_points()
         .iter()

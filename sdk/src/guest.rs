@@ -22,7 +22,7 @@ use wit::berth::scheduler::types as w;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.5.0";
+pub const WIT_VERSION: &str = "0.6.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -454,6 +454,13 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             wit_version: WIT_VERSION.to_owned(),
             wants_pods: T::WANTS_PODS,
             pre_filter_extensions: T::vtable().pre_filter_extensions.is_some(),
+            only_for_pods_with: T::ONLY_FOR_PODS_WITH
+                .iter()
+                .map(|f| match f {
+                    sdk::PodFeature::Volumes => w::PodFeature::Volumes,
+                    sdk::PodFeature::HostPorts => w::PodFeature::HostPorts,
+                })
+                .collect(),
             events: T::events().map(|list| {
                 list.into_iter()
                     .map(|r| w::EventRegistration {

@@ -86,8 +86,8 @@ pub use preemption::{
 pub use serde_json;
 pub use types::{
     CPU, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState, Labels, MEMORY,
-    Node, NodeInfo, PODS, Pod, PreemptionPolicy, ResourceList, Resources, Status, Taint,
-    TaintEffect, Toleration, TolerationOperator,
+    Node, NodeInfo, PODS, Pod, PodFeature, PreemptionPolicy, ResourceList, Resources, Status,
+    Taint, TaintEffect, Toleration, TolerationOperator,
 };
 pub use volumes::{
     ANNOTATION_BIND_COMPLETED, ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE,

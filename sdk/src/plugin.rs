@@ -5,6 +5,10 @@ use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
 use crate::preemption::{DryRun, PostFilterResult};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use serde::{Serialize, de::DeserializeOwned};
+use std::any::Any;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 /// Where a cycle's state lives. In the sandbox it is the host's `cycle-state`
 /// resource; natively (tests, native builds) any map will do.
@@ -22,42 +26,93 @@ pub trait StateStore {
 /// postcard; prefix keys with the plugin's name to stay out of others' way.
 pub struct CycleState<'a> {
     store: &'a dyn StateStore,
-    /// Bytes already read during this call (a batch over many nodes reads the same
-    /// keys for every node; in the sandbox each read is a call into the host).
-    read_cache: ReadCache,
+    /// Values already read during this call, as bytes and decoded (a batch over many
+    /// nodes reads the same keys for every node; in the sandbox each read is a call
+    /// into the host).
+    read_cache: std::cell::RefCell<ReadCache>,
 }
 
-/// Keys read during one call and their bytes (`None`: absent).
-type ReadCache = std::cell::RefCell<Vec<(String, Option<std::rc::Rc<[u8]>>)>>;
+/// What one call read, by key. Filter and Score look a key up once per node, and
+/// PodTopologySpread reads one key per topology domain: a map, with a hash cheaper
+/// than std's for short keys.
+type ReadCache = HashMap<String, Cached, BuildHasherDefault<Fnv>>;
+
+/// A key's bytes (`None`: absent) and, once [`CycleState::get`] decoded them, the
+/// value.
+struct Cached {
+    bytes: Option<Rc<[u8]>>,
+    decoded: Option<Rc<dyn Any>>,
+}
+
+/// FNV-1a, for the read cache's short keys.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
 
 impl<'a> CycleState<'a> {
     /// Wraps a store.
     pub fn new(store: &'a dyn StateStore) -> Self {
         CycleState {
             store,
-            read_cache: std::cell::RefCell::new(Vec::new()),
+            read_cache: std::cell::RefCell::new(ReadCache::default()),
         }
     }
 
-    fn bytes(&self, key: &str) -> Option<std::rc::Rc<[u8]>> {
-        if let Some((_, v)) = self.read_cache.borrow().iter().find(|(k, _)| k == key) {
-            return v.clone();
+    /// Runs `f` on the cache entry of `key`, reading it from the store the first time.
+    fn cached<R>(&self, key: &str, f: impl FnOnce(&mut Cached) -> R) -> R {
+        let mut cache = self.read_cache.borrow_mut();
+        if let Some(c) = cache.get_mut(key) {
+            return f(c);
         }
-        let v: Option<std::rc::Rc<[u8]>> = self.store.read(key).map(Into::into);
-        self.read_cache
-            .borrow_mut()
-            .push((key.to_owned(), v.clone()));
-        v
+        let c = cache.entry(key.to_owned()).or_insert(Cached {
+            bytes: self.store.read(key).map(Into::into),
+            decoded: None,
+        });
+        f(c)
     }
 
     fn forget(&self, key: &str) {
-        self.read_cache.borrow_mut().retain(|(k, _)| k != key);
+        self.read_cache.borrow_mut().remove(key);
     }
 
-    /// Reads and decodes a value; `None` when absent or not of type `T`.
+    /// Reads and decodes a value into one the caller owns; `None` when absent or not
+    /// of type `T`. Each call decodes again: where the same value is read for every
+    /// node (Filter, Score), [`CycleState::get`] decodes it once per call instead.
     pub fn read<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        let bytes = self.bytes(key)?;
+        let bytes = self.cached(key, |c| c.bytes.clone())?;
         postcard::from_bytes(&bytes).ok()
+    }
+
+    /// Reads a value, decoded once for the rest of this call (a Filter or Score batch
+    /// over many nodes) and shared; `None` when absent or not of type `T`. The fast
+    /// way to read PreFilter's or PreScore's state inside Filter and Score.
+    pub fn get<T: DeserializeOwned + 'static>(&self, key: &str) -> Option<Rc<T>> {
+        let (decoded, bytes) = self.cached(key, |c| (c.decoded.clone(), c.bytes.clone()));
+        if let Some(value) = decoded
+            && let Ok(value) = value.downcast::<T>()
+        {
+            return Some(value);
+        }
+        let value = Rc::new(postcard::from_bytes::<T>(&bytes?).ok()?);
+        let shared: Rc<dyn Any> = value.clone();
+        self.cached(key, |c| c.decoded = Some(shared));
+        Some(value)
     }
 
     /// Encodes and stores a value.
@@ -107,6 +162,15 @@ pub trait Plugin: Sized + 'static {
     /// node to the plugin's replica only when it does, since they cost memory and
     /// copying.
     const WANTS_PODS: bool = false;
+
+    /// When not empty, the plugin has nothing to do with a pod that has none of these
+    /// features: its PreFilter and PreScore answer Skip for such a pod, and its other
+    /// extension points succeed without an effect. The host then leaves the plugin out
+    /// of that pod's scheduling and binding cycles entirely (no call, and the pod is
+    /// not sent), which is what a plugin that only cares about, say, volumes costs a
+    /// pod without any. A promise: a plugin that would act on such a pod must not
+    /// make it.
+    const ONLY_FOR_PODS_WITH: &'static [crate::PodFeature] = &[];
 
     /// Builds the plugin from its args (`serde_json::Value::Null` when the profile
     /// gives none). An error refuses the module with that message.
@@ -369,4 +433,52 @@ macro_rules! plugin_vtable {
     (@set $v:ident, $t:ty, pre_bind) => { $v.pre_bind = Some(<$t as $crate::PreBind>::pre_bind); };
     (@set $v:ident, $t:ty, bind) => { $v.bind = Some(<$t as $crate::Bind>::bind); };
     (@set $v:ident, $t:ty, post_bind) => { $v.post_bind = Some(<$t as $crate::PostBind>::post_bind); };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store that counts its reads.
+    #[derive(Default)]
+    struct Counting(MemoryState, std::cell::Cell<u32>);
+
+    impl StateStore for Counting {
+        fn read(&self, key: &str) -> Option<Vec<u8>> {
+            self.1.set(self.1.get() + 1);
+            self.0.read(key)
+        }
+        fn write(&self, key: &str, value: &[u8]) {
+            self.0.write(key, value)
+        }
+        fn delete(&self, key: &str) {
+            self.0.delete(key)
+        }
+    }
+
+    #[test]
+    fn get_decodes_once_per_call_and_sees_writes() {
+        let store = Counting::default();
+        let state = CycleState::new(&store);
+        state.write("k", &vec![1i64, 2]);
+        let a = state.get::<Vec<i64>>("k").unwrap();
+        let b = state.get::<Vec<i64>>("k").unwrap();
+        assert!(
+            Rc::ptr_eq(&a, &b),
+            "the second get shares the first's value"
+        );
+        assert_eq!(store.1.get(), 1, "one read from the store");
+        // Another type of the same bytes decodes again rather than answering the
+        // value decoded as the first type.
+        assert_eq!(state.read::<Vec<i64>>("k"), Some(vec![1, 2]));
+        assert_eq!(state.get::<String>("missing"), None);
+        state.write("k", &vec![3i64]);
+        assert_eq!(*state.get::<Vec<i64>>("k").unwrap(), [3]);
+        state.delete("k");
+        assert_eq!(state.get::<Vec<i64>>("k"), None);
+        // A new call (a new CycleState over the same store) reads afresh.
+        state.write("k", &vec![4i64]);
+        let next = CycleState::new(&store);
+        assert_eq!(*next.get::<Vec<i64>>("k").unwrap(), [4]);
+    }
 }

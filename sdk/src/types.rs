@@ -546,6 +546,41 @@ impl Status {
     }
 }
 
+/// Something a pod has, which a plugin may need before it has anything to do with the
+/// pod ([`Plugin::ONLY_FOR_PODS_WITH`](crate::Plugin::ONLY_FOR_PODS_WITH)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PodFeature {
+    /// At least one entry in `spec.volumes`.
+    Volumes,
+    /// At least one container port (of any container, init containers too) with a
+    /// host port.
+    HostPorts,
+}
+
+impl PodFeature {
+    /// The feature as WIT names it (`volumes`, `host-ports`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodFeature::Volumes => "volumes",
+            PodFeature::HostPorts => "host-ports",
+        }
+    }
+
+    /// Whether `pod` has this feature.
+    pub fn of(self, pod: &Pod) -> bool {
+        match self {
+            PodFeature::Volumes => !pod.volumes.is_empty(),
+            PodFeature::HostPorts => pod.host_ports().next().is_some(),
+        }
+    }
+
+    /// Whether a plugin that declares `features` takes part in `pod`'s cycles: always
+    /// when it declares none, else when the pod has one of them.
+    pub fn takes_part(features: &[PodFeature], pod: &Pod) -> bool {
+        features.is_empty() || features.iter().any(|f| f.of(pod))
+    }
+}
+
 /// An extension point of the scheduling framework.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ExtensionPoint {

@@ -265,3 +265,62 @@ fn a_pod_whose_immediate_claim_is_unbound_waits_for_the_controller() {
     assert_eq!(s.outcome("uid-app").unwrap().node.as_deref(), Some("n1"));
     assert!(cluster.bindings().contains_key("uid-app"));
 }
+
+/// The `berth_plugin_call_duration_seconds` count of a plugin's calls at a point.
+fn calls(s: &Scheduler, plugin: &str, point: &str) -> u64 {
+    let line = format!(
+        "berth_plugin_call_duration_seconds_count{{extension_point=\"{point}\",plugin=\"{plugin}\"}} "
+    );
+    s.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix(line.as_str()))
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+#[test]
+fn plugins_that_need_volumes_or_host_ports_sit_out_the_cycles_of_pods_without_them() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    let mut yaml = String::from(CLASSES) + &node("n1", "z1") + &node("n2", "z2");
+    yaml += &local_volume("pv-a", "n1", "10Gi");
+    yaml += "apiVersion: v1\nkind: Pod\nmetadata: {name: plain, namespace: default, uid: uid-plain}\nspec:\n  containers: [{name: c, image: app, resources: {requests: {cpu: 100m}}}]\n---\n";
+    apply(&mut s, &yaml);
+    s.run_until_idle();
+    assert!(s.outcome("uid-plain").unwrap().node.is_some());
+    // The four volume plugins and NodePorts were not called for the plain pod, nor
+    // sent it; the others were.
+    for plugin in [
+        "VolumeBinding",
+        "VolumeZone",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "NodePorts",
+    ] {
+        for point in ["BeginCycle", "PreFilter", "Filter", "Reserve", "PreBind"] {
+            assert_eq!(calls(&s, plugin, point), 0, "{plugin} at {point}");
+        }
+    }
+    assert!(calls(&s, "NodeResourcesFit", "PreFilter") > 0);
+    assert!(calls(&s, "NodeResourcesFit", "Filter") > 0);
+
+    // A pod with a claim brings the volume plugins in, and VolumeBinding binds it.
+    let yaml = claim("data", "local", "5Gi") + &pod_with_claim("db", "data");
+    apply(&mut s, &yaml);
+    s.run_until_idle();
+    assert_eq!(
+        s.outcome("uid-db").unwrap().node.as_deref(),
+        Some("n1"),
+        "the claim's only volume is on n1"
+    );
+    for plugin in [
+        "VolumeBinding",
+        "VolumeZone",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+    ] {
+        assert!(calls(&s, plugin, "PreFilter") >= 1, "{plugin}");
+    }
+    assert!(calls(&s, "VolumeBinding", "Reserve") >= 1);
+    assert!(calls(&s, "VolumeBinding", "PreBind") >= 1);
+    assert_eq!(calls(&s, "NodePorts", "PreFilter"), 0, "no host ports yet");
+}

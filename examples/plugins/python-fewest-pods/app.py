@@ -21,7 +21,7 @@ from wit_world.imports import types
 from wit_world.imports.host import CycleState, LogLevel, log
 
 NAME = "FewestPods"
-WIT_VERSION = "0.5.0"
+WIT_VERSION = "0.6.0"
 MAX_NODE_SCORE = 100
 
 # The replica: node infos by slot, kept current by the host's sync-nodes calls.
@@ -48,6 +48,8 @@ class Plugin(exports.Plugin):
             # Scoring rejects no pod, so no event needs to requeue one.
             events=[],
             pre_filter_extensions=False,
+            # Every pod is scored.
+            only_for_pods_with=[],
         )
 
     def configure(self, args_json: str) -> None:

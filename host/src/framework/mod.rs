@@ -467,6 +467,13 @@ impl Framework {
         self.points.get(&point).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// Whether plugin `i` takes part in `pod`'s cycles: a plugin that declares the
+    /// pod features it needs (`ONLY_FOR_PODS_WITH`) is left out of the cycles of pods
+    /// without any of them.
+    fn takes_part(&self, i: usize, pod: &berth_sdk::Pod) -> bool {
+        self.plugins[i].module.takes_part(pod)
+    }
+
     /// The QueueSort key of a pod, computed once when it is enqueued.
     pub fn sort_key(&self, pod: &CyclePod) -> Result<Vec<i64>, PluginError> {
         let Some(&(i, _)) = self.at(ExtensionPoint::QueueSort).first() else {
@@ -499,6 +506,9 @@ impl Framework {
         let mut timer = self.time_point("Reserve");
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve) {
+            if !self.takes_part(i, pod) {
+                continue;
+            }
             let t = self.plugin_clock(state);
             let status = main.get(i, &self.plugins)?.reserve(state, pod, node)?;
             self.observe_plugin(i, "Reserve", status.code.as_str(), t);
@@ -517,6 +527,9 @@ impl Framework {
         timer.status = "Success";
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve).iter().rev() {
+            if !self.takes_part(i, pod) {
+                continue;
+            }
             let t = self.plugin_clock(state);
             let r = main
                 .get(i, &self.plugins)
@@ -545,6 +558,9 @@ impl Framework {
         let mut waiting: BTreeSet<String> = BTreeSet::new();
         let mut timeout = MAX_PERMIT_TIMEOUT;
         for &(i, _) in self.at(ExtensionPoint::Permit) {
+            if !self.takes_part(i, pod) {
+                continue;
+            }
             let clock = self.plugin_clock(state);
             let (status, t) = main.get(i, &self.plugins)?.permit(state, pod, node)?;
             self.observe_plugin(i, "Permit", status.code.as_str(), clock);
@@ -633,6 +649,9 @@ impl Framework {
     ) -> Result<(), PluginError> {
         let mut timer = self.time_point("PreBind");
         for &(i, _) in self.at(ExtensionPoint::PreBind) {
+            if !self.takes_part(i, pod) {
+                continue;
+            }
             let t = self.plugin_clock(state);
             let status = set.get(i, &self.plugins)?.pre_bind(state, pod, node)?;
             self.observe_plugin(i, "PreBind", status.code.as_str(), t);
@@ -646,6 +665,10 @@ impl Framework {
         let mut timer = self.time_point("Bind");
         let mut bound = false;
         for &(i, _) in self.at(ExtensionPoint::Bind) {
+            if !self.takes_part(i, pod) {
+                // As if it answered Skip.
+                continue;
+            }
             let t = self.plugin_clock(state);
             let status = set.get(i, &self.plugins)?.bind(state, pod, node)?;
             self.observe_plugin(i, "Bind", status.code.as_str(), t);
@@ -673,6 +696,9 @@ impl Framework {
         let mut timer = self.time_point("PostBind");
         timer.status = "Success";
         for &(i, _) in self.at(ExtensionPoint::PostBind) {
+            if !self.takes_part(i, pod) {
+                continue;
+            }
             let t = self.plugin_clock(state);
             let r = set
                 .get(i, &self.plugins)

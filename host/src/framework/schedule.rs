@@ -19,6 +19,16 @@ const INLINE_BELOW: usize = 1024;
 /// The fewest nodes one Filter round looks at.
 const MIN_ROUND: usize = 256;
 
+/// Which instances run a share of a fanned-out batch.
+#[derive(Clone, Copy, Debug)]
+enum Runner {
+    /// The scheduling thread's own set, which PreFilter and PreScore use too: a batch
+    /// run inline needs no second set of instances to begin the cycle and catch up.
+    Main,
+    /// A worker's set.
+    Worker(usize),
+}
+
 /// What one scheduling attempt decided.
 #[derive(Debug)]
 pub enum ScheduleOutcome {
@@ -134,26 +144,38 @@ impl Framework {
 
     /// Splits `items` into one contiguous chunk per worker and runs `f` on each, on
     /// the worker that owns the instances of that index; a small batch runs inline on
-    /// worker 0's instances. Results come in item order.
-    fn fan_out<R: Send>(&self, items: &[u32], f: impl Fn(usize, &[u32]) -> R + Sync) -> Vec<R> {
+    /// the main instances. Results come in item order.
+    fn fan_out<R: Send>(&self, items: &[u32], f: impl Fn(Runner, &[u32]) -> R + Sync) -> Vec<R> {
         let workers = self.workers.len();
         match &self.pool {
             Some(pool) if items.len() >= INLINE_BELOW => {
                 let per = items.len().div_ceil(workers).max(MIN_NODES_PER_WORKER);
                 let chunks: Vec<&[u32]> = items.chunks(per).collect();
-                pool.broadcast(|ctx| chunks.get(ctx.index()).map(|c| f(ctx.index(), c)))
-                    .into_iter()
-                    .flatten()
-                    .collect()
+                pool.broadcast(|ctx| {
+                    chunks
+                        .get(ctx.index())
+                        .map(|c| f(Runner::Worker(ctx.index()), c))
+                })
+                .into_iter()
+                .flatten()
+                .collect()
             }
-            _ => vec![f(0, items)],
+            _ => vec![f(Runner::Main, items)],
+        }
+    }
+
+    /// The instance set `runner` names.
+    fn instances(&self, runner: Runner) -> &std::sync::Mutex<super::InstanceSet> {
+        match runner {
+            Runner::Main => &self.main,
+            Runner::Worker(w) => &self.workers[w],
         }
     }
 
     #[allow(clippy::too_many_arguments)]
     fn filter_chunk(
         &self,
-        worker: usize,
+        runner: Runner,
         state: &CycleState,
         pod: &CyclePod,
         snapshot: &Snapshot,
@@ -161,7 +183,7 @@ impl Framework {
         filters: &[usize],
         overlays: &HashMap<u32, Overlay>,
     ) -> ChunkResult {
-        let mut set = lock(&self.workers[worker]);
+        let mut set = lock(self.instances(runner));
         let mut failures = Vec::new();
         // Upstream's two passes: a node with nominated pods must fit the pod with
         // them counted, and without them. Overlaid nodes sharing the cycle's state are
@@ -232,14 +254,14 @@ impl Framework {
 
     fn score_chunk(
         &self,
-        worker: usize,
+        runner: Runner,
         state: &CycleState,
         pod: &CyclePod,
         snapshot: &Snapshot,
         chunk: &[u32],
         scorers: &[(usize, i64)],
     ) -> Vec<Result<Vec<i64>, PluginError>> {
-        let mut set = lock(&self.workers[worker]);
+        let mut set = lock(self.instances(runner));
         let mut out = Vec::with_capacity(scorers.len());
         for &(i, _) in scorers {
             let mut score = || -> Result<Vec<i64>, PluginError> {
@@ -340,6 +362,16 @@ impl Framework {
             let mut timer = self.time_point("PreFilter");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreFilter) {
+                if !self.takes_part(i, pod) {
+                    // As if it answered Skip, without a call.
+                    if let Some(rec) = record.as_mut()
+                        && self.is_shadowed(i)
+                    {
+                        rec.pre_filter.insert(i, (Code::Skip, None));
+                    }
+                    skip_filter.insert(i);
+                    continue;
+                }
                 let inst = main.get(i, &self.plugins)?;
                 inst.sync(snapshot)?;
                 let t = self.plugin_clock(&state);
@@ -450,7 +482,7 @@ impl Framework {
             && candidates.contains(&slot)
         {
             let (ok, bad) = self.filter_chunk(
-                0,
+                Runner::Main,
                 &state,
                 pod,
                 snapshot,
@@ -583,6 +615,10 @@ impl Framework {
             let mut timer = self.time_point("PreScore");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreScore) {
+                if !self.takes_part(i, pod) {
+                    skip_score.insert(i);
+                    continue;
+                }
                 let mut pre_score = || -> Result<Status, PluginError> {
                     let inst = main.get(i, &self.plugins)?;
                     inst.sync(snapshot)?;

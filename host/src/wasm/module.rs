@@ -16,6 +16,7 @@ use crate::framework::cycle_state::CycleState;
 use crate::framework::preemption::{DryRun, Simulation};
 use crate::framework::waiting::WaitingPods;
 use berth_sdk::EventRegistration;
+use berth_sdk::PodFeature;
 use berth_sdk::{ExtensionPoint, PreFilterResult, Status};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ use wasmtime::{Engine, Store, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.5.0";
+pub const WIT_VERSION: &str = "0.6.0";
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +134,11 @@ impl Runtime {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        // `BERTH_WASM_PROFILER=perfmap` writes /tmp/perf-PID.map so `perf report` names
+        // the plugins' compiled functions.
+        if std::env::var_os("BERTH_WASM_PROFILER").is_some_and(|v| v == "perfmap") {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
@@ -218,6 +224,7 @@ impl Runtime {
             extension_points: Vec::new(),
             wants_pods: false,
             pre_filter_extensions: false,
+            only_for_pods_with: Vec::new(),
             events: None,
             sha256,
             source: source_name.to_owned(),
@@ -255,6 +262,14 @@ impl Runtime {
         module.name = info.name;
         module.wants_pods = info.wants_pods;
         module.pre_filter_extensions = info.pre_filter_extensions;
+        module.only_for_pods_with = info
+            .only_for_pods_with
+            .into_iter()
+            .map(|f| match f {
+                w::PodFeature::Volumes => PodFeature::Volumes,
+                w::PodFeature::HostPorts => PodFeature::HostPorts,
+            })
+            .collect();
         module.events = info.events.map(|list| {
             list.into_iter()
                 .map(convert::registration_from_wit)
@@ -358,6 +373,7 @@ pub struct Module {
     extension_points: Vec<ExtensionPoint>,
     wants_pods: bool,
     pre_filter_extensions: bool,
+    only_for_pods_with: Vec<PodFeature>,
     events: Option<Vec<EventRegistration>>,
     sha256: String,
     source: String,
@@ -418,7 +434,20 @@ impl Module {
     pub fn wants_pods(&self) -> bool {
         self.wants_pods
     }
-    /// Whether the plugin has PreFilterExtensions (AddPod/RemovePod).
+
+    /// The features a pod needs for the plugin to take part in its cycles (empty:
+    /// every pod).
+    pub fn only_for_pods_with(&self) -> &[PodFeature] {
+        &self.only_for_pods_with
+    }
+
+    /// Whether the plugin takes part in `pod`'s scheduling and binding cycles (see
+    /// [`berth_sdk::Plugin::ONLY_FOR_PODS_WITH`]).
+    pub fn takes_part(&self, pod: &berth_sdk::Pod) -> bool {
+        PodFeature::takes_part(&self.only_for_pods_with, pod)
+    }
+
+    /// Whether the plugin exports PreFilterExtensions (AddPod/RemovePod).
     pub fn pre_filter_extensions(&self) -> bool {
         self.pre_filter_extensions
     }
@@ -534,6 +563,7 @@ impl Module {
             broken: false,
             point: "Configure",
             metrics,
+            call_histograms: Vec::new(),
         };
         let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
         let configured = inst.located(configured, On::Nothing);
@@ -874,6 +904,9 @@ pub struct Instance {
     /// The extension point of the call under way (the metrics' label).
     point: &'static str,
     metrics: Option<crate::metrics::Metrics>,
+    /// The call-duration histogram of each extension point this instance was called
+    /// at, taken on its first call there.
+    call_histograms: Vec<(&'static str, prometheus::Histogram)>,
 }
 
 impl Instance {
@@ -899,7 +932,16 @@ impl Instance {
         let result = f(&self.bindings, &mut self.store);
         self.store.data().output.end_call();
         if let (Some(m), Some(t)) = (&self.metrics, started) {
-            m.observe_plugin_call(&self.module.name, self.point, t.elapsed());
+            let point = self.point;
+            let histogram = match self.call_histograms.iter().find(|(p, _)| *p == point) {
+                Some((_, h)) => h,
+                None => {
+                    let h = m.plugin_call_histogram(&self.module.name, point);
+                    self.call_histograms.push((point, h));
+                    &self.call_histograms[self.call_histograms.len() - 1].1
+                }
+            };
+            histogram.observe(t.elapsed().as_secs_f64());
         }
         match result {
             Ok(r) => Ok(r),

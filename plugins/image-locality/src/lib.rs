@@ -110,13 +110,13 @@ impl PreScore for ImageLocality {
 impl Score for ImageLocality {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // Score alone cannot know how many nodes the cluster has.
-        let Some(total) = state.read::<u32>(PRE_SCORE_STATE_KEY) else {
+        let Some(total) = state.get::<u32>(PRE_SCORE_STATE_KEY) else {
             return Err(Status::error(format!(
                 "reading {PRE_SCORE_STATE_KEY:?} from cycleState: not found \
                  (ImageLocality needs its PreScore)"
             )));
         };
-        let sum = sum_image_scores(node, pod, total);
+        let sum = sum_image_scores(node, pod, *total);
         Ok(calculate_priority(
             sum,
             pod.init_containers.len() + pod.containers.len(),

@@ -27,6 +27,9 @@ pub struct NodePorts;
 
 impl Plugin for NodePorts {
     const NAME: &'static str = "NodePorts";
+    // PreFilter answers Skip and nothing else acts: a pod without host ports fits every node.
+    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] =
+        &[berth_sdk::PodFeature::HostPorts];
     fn new(_args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         Ok(NodePorts)
     }
@@ -160,7 +163,7 @@ impl PreFilter for NodePorts {
 impl Filter for NodePorts {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
         // As upstream, Filter relies on PreFilter's state rather than recomputing it.
-        let Some(wanted) = state.read::<Vec<HostPort>>(PRE_FILTER_STATE_KEY) else {
+        let Some(wanted) = state.get::<Vec<HostPort>>(PRE_FILTER_STATE_KEY) else {
             return Status::error(format!(
                 "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
             ));

@@ -115,18 +115,18 @@ impl PreScore for BalancedAllocation {
 impl Score for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // As upstream, Score works without PreScore by computing the requests itself.
-        let requests = match state.read::<Vec<i64>>(PRE_SCORE_STATE_KEY) {
+        let requests = match state.get::<Vec<i64>>(PRE_SCORE_STATE_KEY) {
             Some(r) if r.len() == self.args.resources.len() => r,
             _ => {
                 let r = self.pod_requests(pod);
                 if r.iter().all(|&q| q == 0) {
                     return Ok(0);
                 }
-                r
+                std::rc::Rc::new(r)
             }
         };
         let (mut requested, mut allocatable) = (Vec::new(), Vec::new());
-        for (spec, &pod_request) in self.args.resources.iter().zip(&requests) {
+        for (spec, &pod_request) in self.args.resources.iter().zip(requests.iter()) {
             let (alloc, req) = allocatable_and_requested(node, &spec.name, pod_request);
             allocatable.push(alloc);
             // A resource the node does not have counts as neither requested nor held.

@@ -94,6 +94,17 @@ impl From<&Resources> for PreFilterState {
     }
 }
 
+/// PreFilter's state decoded into the requests Filter checks.
+#[derive(Debug, Deserialize)]
+#[serde(from = "PreFilterState")]
+struct Requests(Resources);
+
+impl From<PreFilterState> for Requests {
+    fn from(s: PreFilterState) -> Self {
+        Requests(s.into())
+    }
+}
+
 impl From<PreFilterState> for Resources {
     fn from(s: PreFilterState) -> Self {
         Resources {
@@ -200,13 +211,13 @@ impl PreFilter for NodeResourcesFit {
 
 impl Filter for NodeResourcesFit {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
-        let Some(request) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+        let Some(request) = state.get::<Requests>(PRE_FILTER_STATE_KEY) else {
             return Status::error(format!(
                 "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
             ));
         };
         let insufficient = fits_request(
-            &request.into(),
+            &request.0,
             node,
             &self.ignored_resources,
             &self.ignored_resource_groups,
@@ -245,9 +256,9 @@ impl Score for NodeResourcesFit {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // As upstream, Score works without PreScore by computing the requests itself.
         let requests = state
-            .read::<Vec<i64>>(PRE_SCORE_STATE_KEY)
+            .get::<Vec<i64>>(PRE_SCORE_STATE_KEY)
             .filter(|r| r.len() == self.args.resources.len())
-            .unwrap_or_else(|| score::pod_requests(pod, &self.args.resources));
+            .unwrap_or_else(|| std::rc::Rc::new(score::pod_requests(pod, &self.args.resources)));
         Ok(score::score(&self.args, node, &requests))
     }
 }

@@ -347,7 +347,7 @@ impl PreFilterExtensions for PodTopologySpread {
 
 impl Filter for PodTopologySpread {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+        let Some(s) = state.get::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
             return Status::error(format!(
                 "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
             ));
@@ -358,7 +358,8 @@ impl Filter for PodTopologySpread {
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             };
             let matching = state
-                .read::<i64>(&count_key(PRE_FILTER_STATE_KEY, i, value))
+                .get::<i64>(&count_key(PRE_FILTER_STATE_KEY, i, value))
+                .map(|n| *n)
                 .unwrap_or(0);
             let skew = matching + i64::from(c.self_match) - c.min_match();
             if skew > i64::from(c.max_skew) {

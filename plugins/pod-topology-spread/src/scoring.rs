@@ -145,7 +145,7 @@ impl PreScore for PodTopologySpread {
 impl Score for PodTopologySpread {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         let s = state
-            .read::<PreScoreState>(PRE_SCORE_STATE_KEY)
+            .get::<PreScoreState>(PRE_SCORE_STATE_KEY)
             .ok_or_else(missing_state)?;
         let labels = &node.node.labels;
         let all_keys = s

@@ -164,8 +164,8 @@ impl Score for TaintToleration {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // Without PreScore's state the same list is computed here; the score is equal.
         let indices = state
-            .read::<Vec<u32>>(PRE_SCORE_STATE_KEY)
-            .unwrap_or_else(|| prefer_no_schedule_tolerations(pod));
+            .get::<Vec<u32>>(PRE_SCORE_STATE_KEY)
+            .unwrap_or_else(|| std::rc::Rc::new(prefer_no_schedule_tolerations(pod)));
         let tolerations = indices
             .iter()
             .filter_map(|&i| pod.tolerations.get(i as usize));

@@ -61,6 +61,8 @@ impl PreFilterState {
 
 impl Plugin for VolumeRestrictions {
     const NAME: &'static str = "VolumeRestrictions";
+    // PreFilter answers Skip and nothing else acts: a pod without volumes conflicts with none.
+    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] = &[berth_sdk::PodFeature::Volumes];
     /// Disk conflicts are with the pods on the node; claims in use are by any pod.
     const WANTS_PODS: bool = true;
 
@@ -278,7 +280,7 @@ impl Filter for VolumeRestrictions {
         if !satisfies_volume_conflicts(pod, node.pods.iter()) {
             return Status::unschedulable(ERR_REASON_DISK_CONFLICT);
         }
-        let Some(s) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+        let Some(s) = state.get::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
             return Status::error(format!(
                 "cannot read {PRE_FILTER_STATE_KEY:?} from cycleState"
             ));

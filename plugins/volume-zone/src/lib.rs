@@ -51,6 +51,8 @@ pub struct VolumeTopology {
 
 impl Plugin for VolumeZone {
     const NAME: &'static str = "VolumeZone";
+    // PreFilter answers Skip and nothing else acts: a pod without volumes has no claims to place.
+    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] = &[berth_sdk::PodFeature::Volumes];
 
     fn new(_args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         Ok(VolumeZone)
@@ -186,10 +188,10 @@ impl Filter for VolumeZone {
             return Status::success();
         }
         // Without PreFilter's state, work it out here (as upstream falls back).
-        let topologies = match state.read::<Vec<VolumeTopology>>(PRE_FILTER_STATE_KEY) {
+        let topologies = match state.get::<Vec<VolumeTopology>>(PRE_FILTER_STATE_KEY) {
             Some(t) => t,
             None => match volume_topologies(pod) {
-                Ok(t) => t,
+                Ok(t) => std::rc::Rc::new(t),
                 Err(status) => return status,
             },
         };
