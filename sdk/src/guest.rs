@@ -494,7 +494,11 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
 }
 
 impl<T: Registered> ex::replica::Guest for Export<T> {
-    fn sync_nodes(updated: Vec<(u32, w::NodeInfo)>, removed: Vec<u32>) {
+    fn sync_nodes(
+        updated: Vec<(u32, w::NodeInfo)>,
+        changed: Vec<ex::replica::NodePodsChange>,
+        removed: Vec<u32>,
+    ) {
         with_instance::<T, _>(|inst| {
             // Before any box is dropped or replaced: `all` points into them.
             inst.all.clear();
@@ -515,6 +519,23 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 if let Some(old) = inst.nodes[slot].replace(new) {
                     count_out(&mut counts, &old);
                 }
+            }
+            for c in changed {
+                let Some(node) = inst.nodes.get_mut(c.slot as usize).and_then(Option::as_mut)
+                else {
+                    // The host sends a change only for a node it sent before.
+                    panic!(
+                        "berth: a pods change for slot {}, which the replica does not hold",
+                        c.slot
+                    );
+                };
+                count_out(&mut counts, node);
+                node.requested = resources_from_wit(c.requested);
+                node.non_zero_requested = resources_from_wit(c.non_zero_requested);
+                node.pod_count = c.pod_count;
+                node.used_ports = c.used_ports.into_iter().map(port_from_wit).collect();
+                node.apply_pods_change(&c.removed_pods, c.added_pods.into_iter().map(pod_from_wit));
+                count_in(&mut counts, node);
             }
             AFFINITY.set(counts);
         });

@@ -459,6 +459,45 @@ impl NodeInfo {
             self.pods.remove(i);
         }
     }
+
+    /// How the pods of `self` differ from those of `old`, the same node earlier: the
+    /// UIDs of `old`'s pods to drop and the pods to append, such that
+    /// [`NodeInfo::apply_pods_change`] turns `old`'s list into `self`'s, order
+    /// included. The longest prefix of `self`'s pods found unchanged, in order, among
+    /// `old`'s is kept; a pod added to a node goes to the end of its list, so usually
+    /// only the pods that came and went cross the sandbox.
+    pub fn pods_change_since<'a>(&'a self, old: &'a NodeInfo) -> (Vec<&'a str>, &'a [Pod]) {
+        let mut kept = vec![false; old.pods.len()];
+        let mut from = 0;
+        let mut matched = 0;
+        for pod in &self.pods {
+            match old.pods[from..].iter().position(|o| o.uid == pod.uid) {
+                Some(at) if old.pods[from + at] == *pod => {
+                    kept[from + at] = true;
+                    from += at + 1;
+                    matched += 1;
+                }
+                _ => break,
+            }
+        }
+        let removed = old
+            .pods
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| !**k)
+            .map(|(p, _)| p.uid.as_str())
+            .collect();
+        (removed, &self.pods[matched..])
+    }
+
+    /// Drops the pods with these UIDs and appends `added` (see
+    /// [`NodeInfo::pods_change_since`]).
+    pub fn apply_pods_change(&mut self, removed: &[String], added: impl IntoIterator<Item = Pod>) {
+        if !removed.is_empty() {
+            self.pods.retain(|p| !removed.contains(&p.uid));
+        }
+        self.pods.extend(added);
+    }
 }
 
 /// A status code, as kube-scheduler's `framework.Code`.
@@ -653,6 +692,58 @@ impl ExtensionPoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pod_named(uid: &str, cpu: i64) -> Pod {
+        Pod {
+            uid: uid.into(),
+            name: uid.into(),
+            containers: vec![container(Some(cpu), None)],
+            ..Pod::default()
+        }
+    }
+
+    /// Replays a pods change on `old` and checks it gives `new`'s pods, and that it
+    /// sends no more than `most` pods.
+    fn round_trip(old: &NodeInfo, new: &NodeInfo, most: usize) {
+        let (removed, added) = new.pods_change_since(old);
+        assert!(added.len() <= most, "sent {} pods", added.len());
+        let removed: Vec<String> = removed.into_iter().map(str::to_owned).collect();
+        let mut replica = old.clone();
+        replica.apply_pods_change(&removed, added.iter().cloned());
+        assert_eq!(replica.pods, new.pods);
+    }
+
+    #[test]
+    fn a_pods_change_carries_what_came_and_went_and_keeps_the_order() {
+        let mut old = NodeInfo::default();
+        for (i, uid) in ["a", "b", "c", "d"].iter().enumerate() {
+            old.add_pod(&pod_named(uid, 100 * (i as i64 + 1)));
+        }
+        // Nothing changed.
+        round_trip(&old, &old.clone(), 0);
+        // One pod added: only it crosses.
+        let mut new = old.clone();
+        new.add_pod(&pod_named("e", 10));
+        round_trip(&old, &new, 1);
+        // One removed from the middle, one added.
+        let mut new = old.clone();
+        new.remove_pod(&pod_named("b", 200));
+        new.add_pod(&pod_named("e", 10));
+        round_trip(&old, &new, 1);
+        // An assumed pod confirmed by the cluster moves to the end of the list.
+        let mut new = old.clone();
+        new.remove_pod(&pod_named("a", 100));
+        new.add_pod(&pod_named("a", 100));
+        round_trip(&old, &new, 1);
+        // A pod changed in place (same UID) is sent again.
+        let mut new = old.clone();
+        new.pods[2].labels.insert("k".into(), "v".into());
+        round_trip(&old, &new, 2);
+        // Every pod gone.
+        round_trip(&old, &NodeInfo::default(), 0);
+        // From nothing.
+        round_trip(&NodeInfo::default(), &old, 4);
+    }
 
     fn container(cpu: Option<i64>, mem: Option<i64>) -> Container {
         let mut requests = ResourceList::new();

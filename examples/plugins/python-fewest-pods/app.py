@@ -70,11 +70,18 @@ class Plugin(exports.Plugin):
 
 
 class Replica(exports.Replica):
-    def sync_nodes(self, updated, removed) -> None:
+    def sync_nodes(self, updated, changed, removed) -> None:
         for slot in removed:
             _nodes.pop(slot, None)
         for slot, info in updated:
             _nodes[slot] = info
+        # Nodes whose pods changed: the sums and count (the plugin wants no pods).
+        for change in changed:
+            info = _nodes[change.slot]
+            info.requested = change.requested
+            info.non_zero_requested = change.non_zero_requested
+            info.pod_count = change.pod_count
+            info.used_ports = change.used_ports
 
 
 class Cycle(exports.Cycle):

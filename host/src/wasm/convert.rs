@@ -1,6 +1,7 @@
 //! Conversions between the SDK's types and the host-side WIT records.
 
 use super::bindings::berth::scheduler::types as w;
+use super::bindings::exports::berth::scheduler::replica::NodePodsChange;
 use berth_sdk::types as sdk;
 use berth_sdk::volumes as v;
 
@@ -479,6 +480,34 @@ pub(crate) fn node_info_to_wit(n: &sdk::NodeInfo, with_pods: bool) -> w::NodeInf
         } else {
             Vec::new()
         },
+    }
+}
+
+/// The change of a node's pods from `old` (what the replica holds) to `new`, with
+/// the pods themselves only `with_pods`.
+pub(crate) fn node_pods_change_to_wit(
+    slot: u32,
+    old: &sdk::NodeInfo,
+    new: &sdk::NodeInfo,
+    with_pods: bool,
+) -> NodePodsChange {
+    let (removed_pods, added_pods) = if with_pods {
+        let (removed, added) = new.pods_change_since(old);
+        (
+            removed.into_iter().map(str::to_owned).collect(),
+            added.iter().map(pod_to_wit).collect(),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    NodePodsChange {
+        slot,
+        requested: resources_to_wit(&new.requested),
+        non_zero_requested: resources_to_wit(&new.non_zero_requested),
+        pod_count: new.pod_count,
+        used_ports: new.used_ports.iter().map(port_to_wit).collect(),
+        removed_pods,
+        added_pods,
     }
 }
 

@@ -560,6 +560,7 @@ impl Module {
             cycle_pod_key: String::new(),
             call_pod_key: None,
             node_names: Vec::new(),
+            sent: Vec::new(),
             broken: false,
             point: "Configure",
             metrics,
@@ -900,6 +901,9 @@ pub struct Instance {
     call_pod_key: Option<String>,
     /// Node names by slot, as the replica holds them, for error messages.
     node_names: Vec<Option<String>>,
+    /// The snapshot's version of each node the replica holds, by slot: a later
+    /// version with the same node object goes as the change of its pods.
+    sent: Vec<Option<Arc<berth_sdk::NodeInfo>>>,
     broken: bool,
     /// The extension point of the call under way (the metrics' label).
     point: &'static str,
@@ -1118,23 +1122,50 @@ impl Instance {
                 self.node_names[slot] = Some(info.name().to_owned());
             }
         }
-        let updated: Vec<(u32, w::NodeInfo)> = updated
-            .into_iter()
-            .map(|(slot, info)| {
-                (
-                    slot,
-                    convert::node_info_to_wit(info, self.module.wants_pods),
-                )
-            })
-            .collect();
+        // A node whose object the replica holds already gets only the change of its
+        // pods; a new one, or one whose object changed, is sent whole.
+        let wants_pods = self.module.wants_pods;
+        let mut whole: Vec<(u32, w::NodeInfo)> = Vec::new();
+        let mut changed: Vec<ex::replica::NodePodsChange> = Vec::new();
+        let mut sent: Vec<(u32, Option<Arc<berth_sdk::NodeInfo>>)> = Vec::new();
+        for (slot, info) in updated {
+            let shared = snapshot.shared(slot).cloned();
+            match (
+                self.sent.get(slot as usize).and_then(Option::as_ref),
+                &shared,
+            ) {
+                (Some(prev), Some(now)) if Arc::ptr_eq(prev, now) => continue,
+                (Some(prev), _) if prev.node == info.node => changed.push(
+                    convert::node_pods_change_to_wit(slot, prev, info, wants_pods),
+                ),
+                _ => whole.push((slot, convert::node_info_to_wit(info, wants_pods))),
+            }
+            sent.push((slot, shared));
+        }
         let r = self.call(|b, s| {
             b.berth_scheduler_replica()
-                .call_sync_nodes(s, &updated, &removed)
+                .call_sync_nodes(s, &whole, &changed, &removed)
         });
-        let n = updated.len() + removed.len();
+        let n = whole.len() + changed.len() + removed.len();
         r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))?;
+        for slot in removed {
+            self.remember_sent(slot, None);
+        }
+        for (slot, info) in sent {
+            self.remember_sent(slot, info);
+        }
         self.replica_generation = Some(snapshot.generation());
         Ok(())
+    }
+
+    /// Notes which snapshot version of a node the replica holds (`None`: none, or one
+    /// of the host's what-if copies).
+    fn remember_sent(&mut self, slot: u32, info: Option<Arc<berth_sdk::NodeInfo>>) {
+        let slot = slot as usize;
+        if self.sent.len() <= slot {
+            self.sent.resize(slot + 1, None);
+        }
+        self.sent[slot] = info;
     }
 
     /// Replaces some nodes of the replica, for this cycle only, with versions that
@@ -1158,9 +1189,12 @@ impl Instance {
             })
             .collect();
         self.overlaid.extend(overlays.iter().map(|(s, _)| *s));
+        for (slot, _) in overlays {
+            self.remember_sent(*slot, None);
+        }
         let r = self.call(|b, s| {
             b.berth_scheduler_replica()
-                .call_sync_nodes(s, &updated, &[])
+                .call_sync_nodes(s, &updated, &[], &[])
         });
         let n = updated.len();
         r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))
