@@ -86,8 +86,10 @@
 //! }
 //! impl Filter for TeamNodes {
 //!     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
-//!         let team: Option<String> = state.read("TeamNodes/team");
-//!         if node.node.labels.get("team") == team.as_ref() {
+//!         // `get` decodes the value once per batch of nodes and shares it: the
+//!         // way to read PreFilter's state in Filter (and PreScore's in Score).
+//!         let team = state.get::<String>("TeamNodes/team");
+//!         if node.node.labels.get("team") == team.as_deref() {
 //!             Status::success()
 //!         } else {
 //!             Status::unresolvable("node(s) belong to another team")
