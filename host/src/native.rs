@@ -10,9 +10,9 @@ use crate::cluster::{Binder, Namespaces};
 use crate::framework::cycle_state::CycleState as HostState;
 use crate::framework::waiting::WaitingPods;
 use berth_sdk::{
-    ClusterEvent, CycleState, EventRegistration, ExtensionPoint, HostApi, Labels, LogLevel,
-    NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Registered, StateStore,
-    Status, VTable,
+    AffinityCounts, ClusterEvent, CycleState, EventRegistration, ExtensionPoint, HostApi, Labels,
+    LogLevel, NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Registered,
+    StateStore, Status, VTable,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -352,9 +352,22 @@ impl StateStore for Store<'_> {
 pub struct NativeInstance {
     plugin: Box<dyn NativePlugin>,
     nodes: Vec<Option<Arc<NodeInfo>>>,
+    /// Every node of `nodes` in slot order, for PreFilter and PreScore; empty when
+    /// it must be rebuilt.
+    all: AllNodes,
+    /// The affinity counts of the pods in `nodes`.
+    affinity: AffinityCounts,
     generation: Option<u64>,
     overlaid: Vec<u32>,
 }
+
+/// Pointers to the node infos of a [`NativeInstance`]'s view, in slot order.
+#[derive(Default)]
+struct AllNodes(std::cell::RefCell<Vec<*const NodeInfo>>);
+
+// SAFETY: the pointers are into `Arc<NodeInfo>`s (which are `Send` and `Sync`) that
+// the same instance owns; they move between threads only with it.
+unsafe impl Send for AllNodes {}
 
 impl std::fmt::Debug for NativeInstance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -375,6 +388,8 @@ impl NativeInstance {
         Ok(NativeInstance {
             plugin: (twin.new)(args)?,
             nodes: Vec::new(),
+            all: AllNodes::default(),
+            affinity: AffinityCounts::default(),
             generation: None,
             overlaid: Vec::new(),
         })
@@ -411,7 +426,14 @@ impl NativeInstance {
         if self.nodes.len() <= slot {
             self.nodes.resize(slot + 1, None);
         }
-        self.nodes[slot] = info;
+        // Before the old info may be dropped: `all` points into it.
+        self.all.0.get_mut().clear();
+        if let Some(new) = &info {
+            self.affinity.add(new);
+        }
+        if let Some(old) = std::mem::replace(&mut self.nodes[slot], info) {
+            self.affinity.remove(&old);
+        }
     }
 
     /// Replaces some nodes, for this cycle only, with versions that count the pods
@@ -427,8 +449,20 @@ impl NativeInstance {
         self.nodes.get(slot as usize)?.as_deref()
     }
 
-    fn all(&self) -> Vec<&NodeInfo> {
-        self.nodes.iter().flatten().map(|n| &**n).collect()
+    /// Runs `f` over every node of the view, in slot order, with the view's affinity
+    /// counts answering [`berth_sdk::replica_affinity_counts`].
+    fn with_all<R>(&self, f: impl FnOnce(&[&NodeInfo]) -> R) -> R {
+        let mut all = self.all.0.borrow_mut();
+        if all.is_empty() {
+            all.extend(self.nodes.iter().flatten().map(Arc::as_ptr));
+        }
+        // SAFETY: `*const NodeInfo` and `&NodeInfo` have the same layout; every
+        // pointer is into an `Arc` that `nodes` holds, and `set` (which takes
+        // `&mut self`, so cannot run while this borrow lives) clears the list before
+        // it drops or replaces one.
+        let all: &[&NodeInfo] =
+            unsafe { std::slice::from_raw_parts(all.as_ptr().cast(), all.len()) };
+        berth_sdk::with_view_affinity_counts(self.affinity, || f(all))
     }
 
     /// QueueSort's key.
@@ -457,9 +491,7 @@ impl NativeInstance {
     /// PreFilter.
     pub fn pre_filter(&self, state: &HostState, pod: &Pod) -> PreFilterResult {
         let store = Store(state);
-        let nodes = self.all();
-        self.plugin
-            .pre_filter(&CycleState::new(&store), pod, &nodes)
+        self.with_all(|nodes| self.plugin.pre_filter(&CycleState::new(&store), pod, nodes))
     }
 
     /// PreFilterExtensions' AddPod (`add`) or RemovePod of `other` on the node in
@@ -519,9 +551,10 @@ impl NativeInstance {
                 None => return missing_node(s),
             }
         }
-        let all = self.all();
-        self.plugin
-            .pre_score(&CycleState::new(&store), pod, &nodes, &all)
+        self.with_all(|all| {
+            self.plugin
+                .pre_score(&CycleState::new(&store), pod, &nodes, all)
+        })
     }
 
     /// Score over many nodes, in order.

@@ -85,20 +85,6 @@ pub(crate) fn affinity_counts() -> crate::AffinityCounts {
     AFFINITY.get()
 }
 
-fn count_in(total: &mut crate::AffinityCounts, node: &sdk::NodeInfo) {
-    let c = crate::AffinityCounts::of(node);
-    total.with_affinity += c.with_affinity;
-    total.with_required_anti_affinity += c.with_required_anti_affinity;
-}
-
-fn count_out(total: &mut crate::AffinityCounts, node: &sdk::NodeInfo) {
-    let c = crate::AffinityCounts::of(node);
-    total.with_affinity = total.with_affinity.saturating_sub(c.with_affinity);
-    total.with_required_anti_affinity = total
-        .with_required_anti_affinity
-        .saturating_sub(c.with_required_anti_affinity);
-}
-
 fn with_instance<T: Registered, R>(f: impl FnOnce(&mut Instance<T>) -> R) -> R {
     INSTANCE.with(|slot| {
         let mut slot = slot.borrow_mut();
@@ -506,7 +492,7 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
             let mut counts = AFFINITY.get();
             for slot in removed {
                 if let Some(old) = inst.nodes.get_mut(slot as usize).and_then(Option::take) {
-                    count_out(&mut counts, &old);
+                    counts.remove(&old);
                 }
             }
             for (slot, info) in updated {
@@ -515,9 +501,9 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                     inst.nodes.resize_with(slot + 1, || None);
                 }
                 let new = Box::new(node_info_from_wit(info));
-                count_in(&mut counts, &new);
+                counts.add(&new);
                 if let Some(old) = inst.nodes[slot].replace(new) {
-                    count_out(&mut counts, &old);
+                    counts.remove(&old);
                 }
             }
             for c in changed {
@@ -529,13 +515,13 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                         c.slot
                     );
                 };
-                count_out(&mut counts, node);
+                counts.remove(node);
                 node.requested = resources_from_wit(c.requested);
                 node.non_zero_requested = resources_from_wit(c.non_zero_requested);
                 node.pod_count = c.pod_count;
                 node.used_ports = c.used_ports.into_iter().map(port_from_wit).collect();
                 node.apply_pods_change(&c.removed_pods, c.added_pods.into_iter().map(pod_from_wit));
-                count_in(&mut counts, node);
+                counts.add(node);
             }
             AFFINITY.set(counts);
         });

@@ -79,6 +79,30 @@ pub fn allocatable_and_requested(
     }
 }
 
+/// `a * b` without overflow; in 64 bits when it fits (128-bit multiplication is a
+/// library call in wasm, and Score runs once per node).
+pub fn wide_mul(a: i64, b: i64) -> i128 {
+    match a.checked_mul(b) {
+        Some(p) => i128::from(p),
+        None => i128::from(a) * i128::from(b),
+    }
+}
+
+/// `a / b` truncated towards zero, in 64 bits when both fit (128-bit division is a
+/// library call in wasm). `b` must not be 0.
+pub fn wide_div(a: i128, b: i128) -> i64 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) => a.wrapping_div(b),
+        _ => (a / b) as i64,
+    }
+}
+
+/// `a * b / c` truncated towards zero, without overflow in the product: what the
+/// scoring plugins compute in 128 bits, in 64 when it fits. `c` must not be 0.
+pub fn mul_div(a: i64, b: i64, c: i64) -> i64 {
+    wide_div(wide_mul(a, b), i128::from(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

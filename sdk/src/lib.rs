@@ -77,7 +77,7 @@ pub use events::{
 pub use plugin::{
     Bind, CycleState, EnqueueExtensions, Filter, MemoryState, NormalizeScore, Permit, Plugin,
     PostBind, PreBind, PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueSort, Registered,
-    Reserve, Score, StateStore, VTable,
+    Reserve, Score, StateKey, StateStore, VTable,
 };
 pub use preemption::{
     Candidate, DryRun, NodeSimulation, PodDisruptionBudget, PostFilter, PostFilterResult,
@@ -289,18 +289,57 @@ impl AffinityCounts {
         }
         c
     }
+
+    /// Counts the pods of `node` in.
+    pub fn add(&mut self, node: &NodeInfo) {
+        let c = AffinityCounts::of(node);
+        self.with_affinity += c.with_affinity;
+        self.with_required_anti_affinity += c.with_required_anti_affinity;
+    }
+
+    /// Counts the pods of `node` out again.
+    pub fn remove(&mut self, node: &NodeInfo) {
+        let c = AffinityCounts::of(node);
+        self.with_affinity = self.with_affinity.saturating_sub(c.with_affinity);
+        self.with_required_anti_affinity = self
+            .with_required_anti_affinity
+            .saturating_sub(c.with_required_anti_affinity);
+    }
 }
 
-/// The [`AffinityCounts`] over every node of the plugin's view, when the SDK keeps
-/// them: a wasm plugin's replica does, updating them as nodes change, so the answer
+/// The [`AffinityCounts`] over every node of the plugin's view, when it is kept: a
+/// wasm plugin's replica keeps them, updating them as nodes change, so the answer
 /// costs nothing per call. It counts the pods the replica holds, so it is useful only
-/// to a plugin whose [`Plugin::WANTS_PODS`] is set. `None` natively: a native plugin
-/// sees the nodes it is given and walks them.
+/// to a plugin whose [`Plugin::WANTS_PODS`] is set. Natively, the host's view keeps
+/// them during the PreFilter and PreScore calls it makes
+/// ([`with_view_affinity_counts`]); `None` elsewhere, where a plugin walks the nodes
+/// it is given.
 pub fn replica_affinity_counts() -> Option<AffinityCounts> {
     #[cfg(target_arch = "wasm32")]
     return Some(guest::affinity_counts());
     #[cfg(not(target_arch = "wasm32"))]
-    None
+    VIEW_AFFINITY.get()
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+thread_local! {
+    static VIEW_AFFINITY: std::cell::Cell<Option<AffinityCounts>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` (a native PreFilter or PreScore over every node of a view) with `counts`,
+/// the view's [`AffinityCounts`], answering [`replica_affinity_counts`] on this
+/// thread. For hosts that run plugins natively.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn with_view_affinity_counts<R>(counts: AffinityCounts, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<AffinityCounts>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            VIEW_AFFINITY.set(self.0);
+        }
+    }
+    let _restore = Restore(VIEW_AFFINITY.replace(Some(counts)));
+    f()
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -30,12 +30,60 @@ pub struct CycleState<'a> {
     /// nodes reads the same keys for every node; in the sandbox each read is a call
     /// into the host).
     read_cache: std::cell::RefCell<ReadCache>,
+    /// Values [`CycleState::value`] decoded during this call, by the address of their
+    /// [`StateKey`]'s name: found without hashing or comparing the key.
+    typed: std::cell::RefCell<TypedCache>,
+}
+
+/// A CycleState key and the type of its value: the fast way to read state that
+/// Filter or Score look up once per node. Declare it as a `static` (or `const`)
+/// next to the plugin, write with [`CycleState::set`], and read with
+/// [`CycleState::value`], which after the first read of a call finds the decoded
+/// value by the key's address alone.
+///
+/// ```
+/// use berth_sdk::{CycleState, MemoryState, StateKey};
+///
+/// static WANT: StateKey<Vec<u32>> = StateKey::new("Demo/want");
+///
+/// let store = MemoryState::default();
+/// let state = CycleState::new(&store);
+/// state.set(&WANT, &vec![1, 2]);
+/// assert_eq!(state.value(&WANT).as_deref(), Some(&vec![1, 2]));
+/// ```
+pub struct StateKey<T> {
+    name: &'static str,
+    value: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> StateKey<T> {
+    /// A key named `name`; prefix it with the plugin's name.
+    pub const fn new(name: &'static str) -> Self {
+        StateKey {
+            name,
+            value: std::marker::PhantomData,
+        }
+    }
+
+    /// The key's name, as [`CycleState::read`] and [`CycleState::write`] take it.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<T> std::fmt::Debug for StateKey<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StateKey").field(&self.name).finish()
+    }
 }
 
 /// What one call read, by key. Filter and Score look a key up once per node, and
 /// PodTopologySpread reads one key per topology domain: a map, with a hash cheaper
 /// than std's for short keys.
 type ReadCache = HashMap<String, Cached, BuildHasherDefault<Fnv>>;
+
+/// What [`CycleState::value`] decoded, by key name (compared by address).
+type TypedCache = Vec<(&'static str, Option<Rc<dyn Any>>)>;
 
 /// A key's bytes (`None`: absent) and, once [`CycleState::get`] decoded them, the
 /// value.
@@ -71,6 +119,7 @@ impl<'a> CycleState<'a> {
         CycleState {
             store,
             read_cache: std::cell::RefCell::new(ReadCache::default()),
+            typed: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -89,6 +138,7 @@ impl<'a> CycleState<'a> {
 
     fn forget(&self, key: &str) {
         self.read_cache.borrow_mut().remove(key);
+        self.typed.borrow_mut().retain(|(name, _)| *name != key);
     }
 
     /// Reads and decodes a value into one the caller owns; `None` when absent or not
@@ -113,6 +163,33 @@ impl<'a> CycleState<'a> {
         let shared: Rc<dyn Any> = value.clone();
         self.cached(key, |c| c.decoded = Some(shared));
         Some(value)
+    }
+
+    /// Reads the value of a typed key, decoded once for the rest of this call and
+    /// shared, as [`CycleState::get`]; later reads of the same key in the call cost a
+    /// comparison of addresses. `None` when absent or not of type `T`.
+    pub fn value<T: DeserializeOwned + 'static>(&self, key: &StateKey<T>) -> Option<Rc<T>> {
+        let same = |name: &&'static str| {
+            std::ptr::eq(name.as_ptr(), key.name.as_ptr()) && name.len() == key.name.len()
+        };
+        if let Some((_, found)) = self.typed.borrow().iter().find(|(name, _)| same(name)) {
+            // Another type under the same name (a second key declared with the same
+            // string) decodes on its own below.
+            match found.clone().map(|v| v.downcast::<T>()) {
+                None => return None,
+                Some(Ok(value)) => return Some(value),
+                Some(Err(_)) => return self.get::<T>(key.name),
+            }
+        }
+        let value = self.get::<T>(key.name);
+        let shared = value.clone().map(|v| v as Rc<dyn Any>);
+        self.typed.borrow_mut().push((key.name, shared));
+        value
+    }
+
+    /// Encodes and stores the value of a typed key.
+    pub fn set<T: Serialize>(&self, key: &StateKey<T>, value: &T) {
+        self.write(key.name, value);
     }
 
     /// Encodes and stores a value.
@@ -480,5 +557,41 @@ mod tests {
         state.write("k", &vec![4i64]);
         let next = CycleState::new(&store);
         assert_eq!(*next.get::<Vec<i64>>("k").unwrap(), [4]);
+    }
+
+    #[test]
+    fn typed_keys_decode_once_per_call_and_see_writes() {
+        static K: StateKey<Vec<i64>> = StateKey::new("k");
+        let store = Counting::default();
+        let state = CycleState::new(&store);
+        assert_eq!(state.value(&K), None, "absent");
+        state.set(&K, &vec![1, 2]);
+        let a = state.value(&K).unwrap();
+        let b = state.value(&K).unwrap();
+        assert!(
+            Rc::ptr_eq(&a, &b),
+            "the second read shares the first's value"
+        );
+        assert_eq!(*a, [1, 2]);
+        // The same name read by string sees what the typed key wrote, and a write by
+        // string is seen through the typed key.
+        assert_eq!(state.read::<Vec<i64>>("k"), Some(vec![1, 2]));
+        state.write("k", &vec![3i64]);
+        assert_eq!(*state.value(&K).unwrap(), [3]);
+        state.delete("k");
+        assert_eq!(state.value(&K), None);
+        // A second key with the same name and another type decodes on its own.
+        static TEXT: StateKey<String> = StateKey::new("t");
+        static BYTES: StateKey<Vec<u8>> = StateKey::new("t");
+        state.set(&TEXT, &"ab".to_owned());
+        assert_eq!(
+            state.value(&TEXT).as_deref().map(String::as_str),
+            Some("ab")
+        );
+        assert_eq!(state.value(&BYTES).as_deref(), Some(&b"ab".to_vec()));
+        // A new call reads afresh.
+        state.set(&K, &vec![4]);
+        let next = CycleState::new(&store);
+        assert_eq!(*next.value(&K).unwrap(), [4]);
     }
 }

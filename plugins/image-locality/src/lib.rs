@@ -7,8 +7,10 @@
 //! sees every node of the snapshot, stores it in the CycleState for Score. The
 //! plugin takes no args.
 
+use berth_sdk::helpers::{wide_div, wide_mul};
 use berth_sdk::{
-    CycleState, ImageState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, Status,
+    CycleState, ImageState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, StateKey,
+    Status,
 };
 
 /// A mebibyte.
@@ -20,6 +22,17 @@ pub const MIN_THRESHOLD: i64 = 23 * MB;
 pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 /// The CycleState key of the number of nodes in the snapshot, written by PreScore.
 pub const PRE_SCORE_STATE_KEY: &str = "PreScoreImageLocality";
+/// [`PRE_SCORE_STATE_KEY`] with its value.
+static PRE_SCORE_STATE: StateKey<PreScoreState> = StateKey::new(PRE_SCORE_STATE_KEY);
+
+/// What PreScore computes once for every node's Score.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PreScoreState {
+    /// The number of nodes in the snapshot.
+    pub total_nodes: u32,
+    /// The normalized names of the pod's images, init containers first.
+    pub images: Vec<String>,
+}
 
 /// The plugin.
 pub struct ImageLocality;
@@ -56,16 +69,28 @@ pub fn scaled_image_score(image: &ImageState, total_nodes: u32) -> i64 {
 /// The sum of the scaled scores of the pod's images (init containers first, as
 /// upstream) that the node holds under their normalized name.
 pub fn sum_image_scores(node: &NodeInfo, pod: &Pod, total_nodes: u32) -> i64 {
+    sum_scores_of(node, &pod_images(pod), total_nodes)
+}
+
+/// The normalized names of the pod's images, init containers first.
+pub fn pod_images(pod: &Pod) -> Vec<String> {
     pod.init_containers
         .iter()
         .chain(&pod.containers)
-        .filter_map(|c| {
-            let wanted = normalized_image_name(&c.image);
+        .map(|c| normalized_image_name(&c.image))
+        .collect()
+}
+
+/// [`sum_image_scores`] of images already normalized.
+fn sum_scores_of(node: &NodeInfo, images: &[String], total_nodes: u32) -> i64 {
+    images
+        .iter()
+        .filter_map(|wanted| {
             // Upstream keys a node's images by each of their names.
             node.node
                 .images
                 .iter()
-                .find(|img| img.names.contains(&wanted))
+                .find(|img| img.names.contains(wanted))
         })
         .map(|img| scaled_image_score(img, total_nodes))
         .sum()
@@ -89,20 +114,29 @@ pub fn calculate_priority(sum_scores: i64, num_containers: usize) -> i64 {
     if range == 0 {
         return 0;
     }
-    (i128::from(MAX_NODE_SCORE) * (i128::from(sum) - i128::from(MIN_THRESHOLD)) / range) as i64
+    wide_div(
+        wide_mul(MAX_NODE_SCORE, sum) - wide_mul(MAX_NODE_SCORE, MIN_THRESHOLD),
+        range,
+    )
 }
 
 impl PreScore for ImageLocality {
     fn pre_score(
         &self,
         state: &CycleState,
-        _pod: &Pod,
+        pod: &Pod,
         _nodes: &[&NodeInfo],
         all_nodes: &[&NodeInfo],
     ) -> Status {
         // Spread is over the whole snapshot, not only the feasible nodes.
         let total = u32::try_from(all_nodes.len()).unwrap_or(u32::MAX);
-        state.write(PRE_SCORE_STATE_KEY, &total);
+        state.set(
+            &PRE_SCORE_STATE,
+            &PreScoreState {
+                total_nodes: total,
+                images: pod_images(pod),
+            },
+        );
         Status::success()
     }
 }
@@ -110,13 +144,13 @@ impl PreScore for ImageLocality {
 impl Score for ImageLocality {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // Score alone cannot know how many nodes the cluster has.
-        let Some(total) = state.get::<u32>(PRE_SCORE_STATE_KEY) else {
+        let Some(pre) = state.value(&PRE_SCORE_STATE) else {
             return Err(Status::error(format!(
                 "reading {PRE_SCORE_STATE_KEY:?} from cycleState: not found \
                  (ImageLocality needs its PreScore)"
             )));
         };
-        let sum = sum_image_scores(node, pod, *total);
+        let sum = sum_scores_of(node, &pre.images, pre.total_nodes);
         Ok(calculate_priority(
             sum,
             pod.init_containers.len() + pod.containers.len(),

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 
 use berth_sdk::{
     Code, CycleState, Filter, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
-    PreFilterExtensions, PreFilterResult, PreScore, Score, Status,
+    PreFilterExtensions, PreFilterResult, PreScore, Score, StateKey, Status,
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -44,6 +44,11 @@ pub use filtering::{
     PreFilterState, TopologyCounts,
 };
 pub use scoring::{PRE_SCORE_ID_KEY, PRE_SCORE_STATE_KEY, PreScoreState};
+
+/// [`PRE_FILTER_ID_KEY`] with its value, read once per node by Filter.
+static PRE_FILTER_ID: StateKey<u64> = StateKey::new(PRE_FILTER_ID_KEY);
+/// [`PRE_SCORE_ID_KEY`] with its value, read once per node by Score.
+static PRE_SCORE_ID: StateKey<u64> = StateKey::new(PRE_SCORE_ID_KEY);
 
 /// The last state a cycle wrote, decoded. The host calls Filter and Score once per
 /// node; decoding a state that grows with the cluster each time would turn a lookup
@@ -59,7 +64,7 @@ impl<T: Serialize + DeserializeOwned> Memo<T> {
     }
 
     /// Writes the state and its id into the cycle, and keeps it.
-    fn save(&self, state: &CycleState, id_key: &str, key: &str, value: T) {
+    fn save(&self, state: &CycleState, id_key: &StateKey<u64>, key: &str, value: T) {
         // Encoding plain data into a Vec cannot fail.
         let bytes = postcard::to_allocvec(&value).unwrap_or_default();
         // `DefaultHasher::new` has fixed keys: every instance computes the same id.
@@ -67,14 +72,14 @@ impl<T: Serialize + DeserializeOwned> Memo<T> {
         bytes.hash(&mut hasher);
         let id = hasher.finish();
         state.write(key, &value);
-        state.write(id_key, &id);
+        state.set(id_key, &id);
         *self.lock() = Some((id, Arc::new(value)));
     }
 
     /// The state of this cycle: from the memo when the ids agree, else decoded (it
     /// may have been written by another instance of the plugin).
-    fn load(&self, state: &CycleState, id_key: &str, key: &str) -> Option<Arc<T>> {
-        let id: u64 = state.read(id_key)?;
+    fn load(&self, state: &CycleState, id_key: &StateKey<u64>, key: &str) -> Option<Arc<T>> {
+        let id = *state.value(id_key)?;
         let mut slot = self.lock();
         if let Some((memo_id, value)) = slot.as_ref()
             && *memo_id == id
@@ -115,7 +120,7 @@ impl InterPodAffinity {
 
     fn pre_score_state(&self, state: &CycleState) -> Result<Arc<PreScoreState>, Status> {
         self.pre_score_memo
-            .load(state, PRE_SCORE_ID_KEY, PRE_SCORE_STATE_KEY)
+            .load(state, &PRE_SCORE_ID, PRE_SCORE_STATE_KEY)
             .ok_or_else(|| {
                 Status::error(format!(
                     "failed to read {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
@@ -164,7 +169,7 @@ impl PreFilter for InterPodAffinity {
             return Status::skip().into();
         }
         self.pre_filter_memo
-            .save(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY, computed);
+            .save(state, &PRE_FILTER_ID, PRE_FILTER_STATE_KEY, computed);
         Status::success().into()
     }
 }
@@ -180,9 +185,9 @@ impl InterPodAffinity {
         node: &NodeInfo,
         delta: i64,
     ) -> Status {
-        let Some(current) =
-            self.pre_filter_memo
-                .load(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY)
+        let Some(current) = self
+            .pre_filter_memo
+            .load(state, &PRE_FILTER_ID, PRE_FILTER_STATE_KEY)
         else {
             return Status::error(format!(
                 "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
@@ -197,7 +202,7 @@ impl InterPodAffinity {
         filtering::update_with_pod(&mut updated, pod, &terms, other, &node.node.labels, delta);
         if updated != *current {
             self.pre_filter_memo
-                .save(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY, updated);
+                .save(state, &PRE_FILTER_ID, PRE_FILTER_STATE_KEY, updated);
         }
         Status::success()
     }
@@ -223,7 +228,7 @@ impl Filter for InterPodAffinity {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
         match self
             .pre_filter_memo
-            .load(state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY)
+            .load(state, &PRE_FILTER_ID, PRE_FILTER_STATE_KEY)
         {
             Some(s) => filtering::filter(&s, node),
             None => Status::error(format!(
@@ -261,7 +266,7 @@ impl PreScore for InterPodAffinity {
         };
         self.pre_score_memo.save(
             state,
-            PRE_SCORE_ID_KEY,
+            &PRE_SCORE_ID,
             PRE_SCORE_STATE_KEY,
             PreScoreState { topology_score },
         );

@@ -10,11 +10,13 @@
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
     Filter, HostPort, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint,
-    Status,
+    StateKey, Status,
 };
 
 /// The CycleState key of the pod's host ports, written by PreFilter (upstream's key).
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterNodePorts";
+/// [`PRE_FILTER_STATE_KEY`] with its value: the pod's host ports.
+static PRE_FILTER_STATE: StateKey<Vec<HostPort>> = StateKey::new(PRE_FILTER_STATE_KEY);
 /// The reason upstream gives when a wanted host port is taken.
 pub const ERR_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
 /// The host IP that stands for every address of the node.
@@ -155,7 +157,7 @@ impl PreFilter for NodePorts {
         if ports.is_empty() {
             return Status::skip().into();
         }
-        state.write(PRE_FILTER_STATE_KEY, &ports);
+        state.set(&PRE_FILTER_STATE, &ports);
         Status::success().into()
     }
 }
@@ -163,7 +165,7 @@ impl PreFilter for NodePorts {
 impl Filter for NodePorts {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
         // As upstream, Filter relies on PreFilter's state rather than recomputing it.
-        let Some(wanted) = state.get::<Vec<HostPort>>(PRE_FILTER_STATE_KEY) else {
+        let Some(wanted) = state.value(&PRE_FILTER_STATE) else {
             return Status::error(format!(
                 "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
             ));

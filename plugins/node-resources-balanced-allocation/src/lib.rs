@@ -16,7 +16,9 @@
 
 pub mod args;
 
-use berth_sdk::{CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, Status};
+use berth_sdk::{
+    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, StateKey, Status,
+};
 
 pub use args::{BalancedAllocationArgs, ResourceSpec};
 pub use berth_sdk::validation::is_scalar_resource_name;
@@ -24,6 +26,8 @@ pub use berth_sdk::validation::is_scalar_resource_name;
 /// The CycleState key of the pod's requests of the scored resources, written by
 /// PreScore (upstream's key).
 pub const PRE_SCORE_STATE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
+/// [`PRE_SCORE_STATE_KEY`] with its value: the pod's requests of the scored resources.
+static PRE_SCORE_STATE: StateKey<Vec<i64>> = StateKey::new(PRE_SCORE_STATE_KEY);
 
 /// The plugin.
 pub struct BalancedAllocation {
@@ -71,22 +75,29 @@ pub fn allocatable_and_requested(node: &NodeInfo, name: &str, pod_request: i64) 
 /// allocatable quantity. Computed in `f64` in upstream's order, so the truncation
 /// lands where upstream's does.
 pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let mut fractions = Vec::with_capacity(requested.len());
-    let mut total = 0.0f64;
-    for (&req, &alloc) in requested.iter().zip(allocatable) {
-        if alloc == 0 {
-            continue;
+    balanced_score_of(requested.iter().copied().zip(allocatable.iter().copied()))
+}
+
+/// [`balanced_score`] over `(requested, allocatable)` pairs, without allocating: Score
+/// runs it once per node.
+fn balanced_score_of(resources: impl Iterator<Item = (i64, i64)> + Clone) -> i64 {
+    let fractions = resources
+        .filter(|&(_, alloc)| alloc != 0)
+        .map(|(req, alloc)| (req as f64 / alloc as f64).min(1.0));
+    let (mut n, mut total, mut first_two) = (0usize, 0.0f64, [0.0f64; 2]);
+    for fraction in fractions.clone() {
+        if let Some(slot) = first_two.get_mut(n) {
+            *slot = fraction;
         }
-        let fraction = (req as f64 / alloc as f64).min(1.0);
+        n += 1;
         total += fraction;
-        fractions.push(fraction);
     }
-    let std = match fractions.len() {
+    let std = match n {
         // With two resources the deviation is half their difference.
-        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        2 => ((first_two[0] - first_two[1]) / 2.0).abs(),
         n if n > 2 => {
             let mean = total / n as f64;
-            let sum: f64 = fractions.iter().map(|f| (f - mean) * (f - mean)).sum();
+            let sum: f64 = fractions.map(|f| (f - mean) * (f - mean)).sum();
             (sum / n as f64).sqrt()
         }
         _ => 0.0,
@@ -107,7 +118,7 @@ impl PreScore for BalancedAllocation {
         if requests.iter().all(|&r| r == 0) {
             return Status::skip();
         }
-        state.write(PRE_SCORE_STATE_KEY, &requests);
+        state.set(&PRE_SCORE_STATE, &requests);
         Status::success()
     }
 }
@@ -115,7 +126,7 @@ impl PreScore for BalancedAllocation {
 impl Score for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // As upstream, Score works without PreScore by computing the requests itself.
-        let requests = match state.get::<Vec<i64>>(PRE_SCORE_STATE_KEY) {
+        let requests = match state.value(&PRE_SCORE_STATE) {
             Some(r) if r.len() == self.args.resources.len() => r,
             _ => {
                 let r = self.pod_requests(pod);
@@ -125,14 +136,18 @@ impl Score for BalancedAllocation {
                 std::rc::Rc::new(r)
             }
         };
-        let (mut requested, mut allocatable) = (Vec::new(), Vec::new());
-        for (spec, &pod_request) in self.args.resources.iter().zip(requests.iter()) {
-            let (alloc, req) = allocatable_and_requested(node, &spec.name, pod_request);
-            allocatable.push(alloc);
-            // A resource the node does not have counts as neither requested nor held.
-            requested.push(if alloc == 0 { 0 } else { req });
-        }
-        Ok(balanced_score(&requested, &allocatable))
+        let resources =
+            self.args
+                .resources
+                .iter()
+                .zip(requests.iter())
+                .map(|(spec, &pod_request)| {
+                    let (alloc, req) = allocatable_and_requested(node, &spec.name, pod_request);
+                    // A resource the node does not have counts as neither requested nor
+                    // held.
+                    (if alloc == 0 { 0 } else { req }, alloc)
+                });
+        Ok(balanced_score_of(resources))
     }
 }
 

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use berth_sdk::{
     Code, CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, PreScore,
-    Resources, Score, Status,
+    Resources, Score, StateKey, Status,
 };
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +37,11 @@ pub const PRE_FILTER_STATE_KEY: &str = "PreFilterNodeResourcesFit";
 /// The CycleState key of the pod's requests for the scored resources, written by
 /// PreScore (upstream's key).
 pub const PRE_SCORE_STATE_KEY: &str = "PreScoreNodeResourcesFit";
+/// [`PRE_FILTER_STATE_KEY`] read as Filter wants it (PreFilter writes a
+/// [`PreFilterState`], whose encoding [`Requests`] decodes).
+static PRE_FILTER_STATE: StateKey<Requests> = StateKey::new(PRE_FILTER_STATE_KEY);
+/// [`PRE_SCORE_STATE_KEY`] with its value: the pod's requests of the scored resources.
+static PRE_SCORE_STATE: StateKey<Vec<i64>> = StateKey::new(PRE_SCORE_STATE_KEY);
 /// The reason when the node runs out of pod slots.
 pub const ERR_REASON_TOO_MANY_PODS: &str = "Too many pods";
 
@@ -211,7 +216,7 @@ impl PreFilter for NodeResourcesFit {
 
 impl Filter for NodeResourcesFit {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
-        let Some(request) = state.get::<Requests>(PRE_FILTER_STATE_KEY) else {
+        let Some(request) = state.value(&PRE_FILTER_STATE) else {
             return Status::error(format!(
                 "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
             ));
@@ -244,8 +249,8 @@ impl PreScore for NodeResourcesFit {
         _nodes: &[&NodeInfo],
         _all_nodes: &[&NodeInfo],
     ) -> Status {
-        state.write(
-            PRE_SCORE_STATE_KEY,
+        state.set(
+            &PRE_SCORE_STATE,
             &score::pod_requests(pod, &self.args.resources),
         );
         Status::success()
@@ -256,7 +261,7 @@ impl Score for NodeResourcesFit {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // As upstream, Score works without PreScore by computing the requests itself.
         let requests = state
-            .get::<Vec<i64>>(PRE_SCORE_STATE_KEY)
+            .value(&PRE_SCORE_STATE)
             .filter(|r| r.len() == self.args.resources.len())
             .unwrap_or_else(|| std::rc::Rc::new(score::pod_requests(pod, &self.args.resources)));
         Ok(score::score(&self.args, node, &requests))

@@ -9,7 +9,7 @@ use berth_sdk::types::{CPU, EPHEMERAL_STORAGE, MEMORY};
 use berth_sdk::{MAX_NODE_SCORE, NodeInfo, Pod};
 
 use crate::args::{FitArgs, MAX_UTILIZATION, ResourceSpec, ScoringStrategyType, ShapePoint};
-use berth_sdk::helpers::allocatable_and_requested;
+use berth_sdk::helpers::{allocatable_and_requested, mul_div, wide_div, wide_mul};
 
 /// The pod's non-zero requests of each scored resource, in the order of `resources`.
 pub fn pod_requests(pod: &Pod, resources: &[ResourceSpec]) -> Vec<i64> {
@@ -51,7 +51,7 @@ pub fn score(args: &FitArgs, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
                 let s = ratio_score(&args.shape, req, cap);
                 // Upstream leaves resources that score 0 out of the average.
                 if s > 0 {
-                    total += i128::from(s) * i128::from(w);
+                    total += wide_mul(s, w);
                     weights += i128::from(w);
                 }
             }
@@ -59,7 +59,7 @@ pub fn score(args: &FitArgs, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
                 return 0;
             }
             // math.Round of a non-negative quotient: half rounds up.
-            ((2 * total + weights) / (2 * weights)) as i64
+            wide_div(2 * total + weights, 2 * weights)
         }
     }
 }
@@ -68,13 +68,13 @@ pub fn score(args: &FitArgs, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
 fn weighted_floor(scores: impl Iterator<Item = (i64, i64)>) -> i64 {
     let (mut total, mut weights) = (0i128, 0i128);
     for (w, s) in scores {
-        total += i128::from(s) * i128::from(w);
+        total += wide_mul(s, w);
         weights += i128::from(w);
     }
     if weights == 0 {
         0
     } else {
-        (total / weights) as i64
+        wide_div(total, weights)
     }
 }
 
@@ -83,7 +83,7 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return 0;
     }
-    (i128::from(capacity - requested) * i128::from(MAX_NODE_SCORE) / i128::from(capacity)) as i64
+    mul_div(capacity - requested, MAX_NODE_SCORE, capacity)
 }
 
 /// Used capacity on `0..=100`: fuller nodes score higher.
@@ -93,7 +93,7 @@ pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
     }
     // Non-zero defaults can push requests past capacity.
     let requested = requested.min(capacity);
-    (i128::from(requested) * i128::from(MAX_NODE_SCORE) / i128::from(capacity)) as i64
+    mul_div(requested, MAX_NODE_SCORE, capacity)
 }
 
 /// `requested / capacity` in percent, clamped to `0..=100`, exact in integers.
@@ -104,7 +104,7 @@ fn utilization(requested: i64, capacity: i64) -> i64 {
     if requested >= capacity {
         return MAX_UTILIZATION;
     }
-    (i128::from(requested) * i128::from(MAX_UTILIZATION) / i128::from(capacity)) as i64
+    mul_div(requested, MAX_UTILIZATION, capacity)
 }
 
 /// One resource's `RequestedToCapacityRatio` score: the shape at its utilization,

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use berth_sdk::types::{TopologySpreadConstraint, WhenUnsatisfiable};
 use berth_sdk::{
     CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterExtensions, PreFilterResult,
-    Status,
+    StateKey, Status,
 };
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +45,8 @@ use common::{count_key, node_has_all_keys, pod_constraints, required_node_affini
 /// The CycleState key of what PreFilter computes (upstream's key); the per-domain
 /// counts live under keys with this prefix. The PreFilter extensions update both.
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterPodTopologySpread";
+/// [`PRE_FILTER_STATE_KEY`] with its value.
+static PRE_FILTER_STATE: StateKey<PreFilterState> = StateKey::new(PRE_FILTER_STATE_KEY);
 /// The reason when placing the pod would exceed a constraint's maxSkew.
 pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =
     "node(s) didn't match pod topology spread constraints";
@@ -260,7 +262,7 @@ impl PreFilter for PodTopologySpread {
                 })
                 .collect(),
         };
-        state.write(PRE_FILTER_STATE_KEY, &header);
+        state.set(&PRE_FILTER_STATE, &header);
         for (i, domains) in counts.iter().enumerate() {
             // An absent key reads as 0, so empty domains need no write.
             for (value, &n) in domains.iter().filter(|(_, n)| **n != 0) {
@@ -323,7 +325,7 @@ impl PodTopologySpread {
             changed = true;
         }
         if changed {
-            state.write(PRE_FILTER_STATE_KEY, &s);
+            state.set(&PRE_FILTER_STATE, &s);
         }
         Status::success()
     }
@@ -347,7 +349,7 @@ impl PreFilterExtensions for PodTopologySpread {
 
 impl Filter for PodTopologySpread {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
-        let Some(s) = state.get::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+        let Some(s) = state.value(&PRE_FILTER_STATE) else {
             return Status::error(format!(
                 "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
             ));

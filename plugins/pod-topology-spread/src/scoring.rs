@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use berth_sdk::types::WhenUnsatisfiable;
 use berth_sdk::{
-    CycleState, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Pod, PreScore, Score, Status,
+    CycleState, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Pod, PreScore, Score, StateKey, Status,
 };
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,8 @@ use crate::common::{
 /// The CycleState key of what PreScore computes (upstream's key); the per-domain
 /// counts live under keys with this prefix.
 pub const PRE_SCORE_STATE_KEY: &str = "PreScorePodTopologySpread";
+/// [`PRE_SCORE_STATE_KEY`] with its value.
+static PRE_SCORE_STATE: StateKey<PreScoreState> = StateKey::new(PRE_SCORE_STATE_KEY);
 
 /// The raw score of a node that lacks a required topology label (upstream's
 /// `invalidScore`); NormalizeScore turns it into 0 and leaves it out of the range.
@@ -131,7 +133,7 @@ impl PreScore for PodTopologySpread {
                 .collect(),
             require_all_topologies: require_all,
         };
-        state.write(PRE_SCORE_STATE_KEY, &header);
+        state.set(&PRE_SCORE_STATE, &header);
         for (i, domains) in counts.iter().enumerate() {
             // An absent key reads as 0, so empty domains need no write.
             for (value, &n) in domains.iter().filter(|(_, n)| **n != 0) {
@@ -144,9 +146,7 @@ impl PreScore for PodTopologySpread {
 
 impl Score for PodTopologySpread {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        let s = state
-            .get::<PreScoreState>(PRE_SCORE_STATE_KEY)
-            .ok_or_else(missing_state)?;
+        let s = state.value(&PRE_SCORE_STATE).ok_or_else(missing_state)?;
         let labels = &node.node.labels;
         let all_keys = s
             .constraints

@@ -6,12 +6,15 @@ use berth_sdk::events::node_change;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
     Filter, MAX_NODE_SCORE, Node, NodeInfo, NormalizeScore, Object, Plugin, Pod, PreScore,
-    QueueingHint, Score, Status, Taint, TaintEffect, Toleration, helpers::default_normalize_score,
-    types::find_untolerated_taint,
+    QueueingHint, Score, StateKey, Status, Taint, TaintEffect, Toleration,
+    helpers::default_normalize_score, types::find_untolerated_taint,
 };
 
 /// The CycleState key of what PreScore computes (upstream's key).
 pub const PRE_SCORE_STATE_KEY: &str = "PreScoreTaintToleration";
+/// [`PRE_SCORE_STATE_KEY`] with its value: the indices of the pod's PreferNoSchedule
+/// tolerations.
+static PRE_SCORE_STATE: StateKey<Vec<u32>> = StateKey::new(PRE_SCORE_STATE_KEY);
 
 /// The plugin.
 pub struct TaintToleration;
@@ -155,7 +158,7 @@ impl PreScore for TaintToleration {
         _all_nodes: &[&NodeInfo],
     ) -> Status {
         // Stored as indices into the pod's tolerations: Score sees the same pod.
-        state.write(PRE_SCORE_STATE_KEY, &prefer_no_schedule_tolerations(pod));
+        state.set(&PRE_SCORE_STATE, &prefer_no_schedule_tolerations(pod));
         Status::success()
     }
 }
@@ -164,7 +167,7 @@ impl Score for TaintToleration {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         // Without PreScore's state the same list is computed here; the score is equal.
         let indices = state
-            .get::<Vec<u32>>(PRE_SCORE_STATE_KEY)
+            .value(&PRE_SCORE_STATE)
             .unwrap_or_else(|| std::rc::Rc::new(prefer_no_schedule_tolerations(pod)));
         let tolerations = indices
             .iter()

@@ -17,13 +17,15 @@
 use berth_sdk::{
     AccessMode, ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration,
     EventResource, Filter, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterExtensions,
-    PreFilterResult, QueueingHint, Status, VolumeSource,
+    PreFilterResult, QueueingHint, StateKey, Status, VolumeSource,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// The CycleState key of PreFilter's state (upstream's key).
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterVolumeRestrictions";
+/// [`PRE_FILTER_STATE_KEY`] with its value.
+static PRE_FILTER_STATE: StateKey<PreFilterState> = StateKey::new(PRE_FILTER_STATE_KEY);
 /// The reason upstream gives for a disk conflict.
 pub const ERR_REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
 /// The reason upstream gives when a ReadWriteOncePod claim is in use.
@@ -243,8 +245,8 @@ impl PreFilter for VolumeRestrictions {
         if !needs_check && conflicting_claim_refs == 0 {
             return Status::skip().into();
         }
-        state.write(
-            PRE_FILTER_STATE_KEY,
+        state.set(
+            &PRE_FILTER_STATE,
             &PreFilterState {
                 read_write_once_pod_claims: claims,
                 conflicting_claim_refs,
@@ -271,7 +273,7 @@ fn update_refs(state: &CycleState, other: &Pod, sign: i64) -> Status {
         ));
     };
     s.conflicting_claim_refs += sign * s.refs_of(other);
-    state.write(PRE_FILTER_STATE_KEY, &s);
+    state.set(&PRE_FILTER_STATE, &s);
     Status::success()
 }
 
@@ -280,7 +282,7 @@ impl Filter for VolumeRestrictions {
         if !satisfies_volume_conflicts(pod, node.pods.iter()) {
             return Status::unschedulable(ERR_REASON_DISK_CONFLICT);
         }
-        let Some(s) = state.get::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+        let Some(s) = state.value(&PRE_FILTER_STATE) else {
             return Status::error(format!(
                 "cannot read {PRE_FILTER_STATE_KEY:?} from cycleState"
             ));
@@ -432,8 +434,8 @@ mod tests {
     fn extensions_count_references_by_claim_name() {
         let store = berth_sdk::MemoryState::default();
         let state = CycleState::new(&store);
-        state.write(
-            PRE_FILTER_STATE_KEY,
+        state.set(
+            &PRE_FILTER_STATE,
             &PreFilterState {
                 read_write_once_pod_claims: BTreeSet::from(["data".to_owned()]),
                 conflicting_claim_refs: 1,

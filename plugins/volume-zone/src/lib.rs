@@ -13,14 +13,16 @@
 
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
-    Filter, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint, Status,
-    VolumeBindingMode,
+    Filter, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint, StateKey,
+    Status, VolumeBindingMode,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// The CycleState key of PreFilter's state (upstream's key).
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterVolumeZone";
+/// [`PRE_FILTER_STATE_KEY`] with its value.
+static PRE_FILTER_STATE: StateKey<Vec<VolumeTopology>> = StateKey::new(PRE_FILTER_STATE_KEY);
 /// The reason upstream gives when a node is outside a volume's zone or region.
 pub const ERR_REASON_CONFLICT: &str = "node(s) had no available volume zone";
 
@@ -175,7 +177,7 @@ impl PreFilter for VolumeZone {
             Err(status) => status.into(),
             Ok(t) if t.is_empty() => Status::skip().into(),
             Ok(t) => {
-                state.write(PRE_FILTER_STATE_KEY, &t);
+                state.set(&PRE_FILTER_STATE, &t);
                 Status::success().into()
             }
         }
@@ -188,7 +190,7 @@ impl Filter for VolumeZone {
             return Status::success();
         }
         // Without PreFilter's state, work it out here (as upstream falls back).
-        let topologies = match state.get::<Vec<VolumeTopology>>(PRE_FILTER_STATE_KEY) {
+        let topologies = match state.value(&PRE_FILTER_STATE) {
             Some(t) => t,
             None => match volume_topologies(pod) {
                 Ok(t) => std::rc::Rc::new(t),

@@ -15,7 +15,7 @@ fn seed(p: &InterPodAffinity, store: &MemoryState, incoming: &Pod, nodes: &[Node
     let terms = terms::PodTerms::of(incoming).unwrap();
     let computed = filtering::compute(incoming, &terms, &refs);
     p.pre_filter_memo
-        .save(&state, PRE_FILTER_ID_KEY, PRE_FILTER_STATE_KEY, computed);
+        .save(&state, &PRE_FILTER_ID, PRE_FILTER_STATE_KEY, computed);
 }
 
 fn read(store: &MemoryState) -> PreFilterState {
