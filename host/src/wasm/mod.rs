@@ -4,13 +4,18 @@
 //! output goes to `tracing`, rate-limited.
 
 mod convert;
+mod engine;
+mod host_imports;
+mod instance;
 pub mod limits;
 pub mod module;
 mod output;
 pub mod sandbox;
 
+pub use engine::{Runtime, RuntimeError, RuntimeOptions};
+pub use instance::Instance;
 pub use limits::Limits;
-pub use module::{Instance, LoadError, Module, Runtime, RuntimeOptions};
+pub use module::{LoadError, Module};
 pub use output::{BURST_LINES, LINES_PER_SECOND, MAX_LINE_BYTES};
 pub use sandbox::{DirGrant, Grants, Sandbox};
 

@@ -64,6 +64,21 @@ pub struct Sandbox {
     pub grants: Grants,
 }
 
+/// Why the WASI context of a sandbox could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SandboxError {
+    /// A granted directory could not be opened.
+    #[error("cannot open {} for the guest's {guest_path}: {message}", .host_path.display())]
+    Dir {
+        /// The directory on the host.
+        host_path: PathBuf,
+        /// Where the guest was to see it.
+        guest_path: String,
+        /// What the OS (through wasmtime-wasi) said.
+        message: String,
+    },
+}
+
 /// The fixed sequence a plugin without the random grant reads (SplitMix64 from 0).
 fn fixed_random_bytes() -> Vec<u8> {
     let mut state: u64 = 0;
@@ -113,7 +128,7 @@ impl Sandbox {
         &self,
         stdout: super::output::GuestStdio,
         stderr: super::output::GuestStdio,
-    ) -> anyhow::Result<WasiCtx> {
+    ) -> Result<WasiCtx, SandboxError> {
         let g = &self.grants;
         let mut b = WasiCtxBuilder::new();
         b.stdout(stdout)
@@ -138,12 +153,10 @@ impl Sandbox {
         b.envs(&g.env);
         for d in &g.dirs {
             b.preopened_dir(&d.host_path, &d.guest_path, FsPerms::ReadOnly)
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "cannot open {} for the guest's {}: {e:#}",
-                        d.host_path.display(),
-                        d.guest_path
-                    )
+                .map_err(|e| SandboxError::Dir {
+                    host_path: d.host_path.clone(),
+                    guest_path: d.guest_path.clone(),
+                    message: format!("{e:#}"),
                 })?;
         }
         Ok(b.build())

@@ -1,0 +1,316 @@
+//! The host side of an instance's imports: what its store holds ([`HostCtx`]), what
+//! the host offers it ([`HostServices`]), and the `berth:scheduler/host` functions,
+//! node simulations and cycle state the guest calls.
+
+use super::bindings::berth::scheduler::{host, types as w};
+use super::convert;
+use super::output::{GuestOutput, Level};
+use super::sandbox::SandboxClock;
+use crate::cluster::storage::Storage;
+use crate::cluster::{Binder, Budgets, Namespaces};
+use crate::framework::cycle_state::CycleState;
+use crate::framework::preemption::{DryRun, Simulation};
+use crate::framework::waiting::WaitingPods;
+use berth_sdk::Status;
+use std::sync::Arc;
+use wasmtime::StoreLimits;
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// What a store holds: the WASI context (what the plugin's grants allow, see
+/// [`super::sandbox`]), the resource table, limits, the monotonic clock, where
+/// bindings go and where output goes.
+pub struct HostCtx {
+    pub(super) wasi: WasiCtx,
+    pub(super) table: ResourceTable,
+    pub(super) limits: StoreLimits,
+    pub(super) clock: SandboxClock,
+    pub(super) services: HostServices,
+    pub(super) output: GuestOutput,
+    /// The what-if API, lent during a PostFilter call.
+    pub(super) dry_run: Option<DryRun>,
+    /// How long the current call has waited in the host for the cluster
+    /// (`wait-storage-change`): not counted against the call deadline.
+    pub(super) waited: std::time::Duration,
+}
+
+/// What the host offers an instance's imports: where bindings go, the namespaces,
+/// the pods waiting at Permit.
+#[derive(Clone, Default)]
+pub struct HostServices {
+    /// What `bind-pod` reaches (binding-cycle instances only).
+    pub binder: Option<Arc<dyn Binder>>,
+    /// What `namespace-labels` reads.
+    pub namespaces: Namespaces,
+    /// What the waiting-pod calls act on.
+    pub waiting: WaitingPods,
+    /// Where calls' durations and traps are counted (none: not counted).
+    pub metrics: Option<crate::metrics::Metrics>,
+    /// What `pod-disruption-budgets` reads.
+    pub budgets: Budgets,
+    /// What the storage listers (`get-persistent-volume-claim`, ...) read.
+    pub storage: Storage,
+}
+
+impl WasiView for HostCtx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl w::Host for HostCtx {}
+
+impl host::Host for HostCtx {
+    fn log(&mut self, level: host::LogLevel, message: String) {
+        let level = match level {
+            host::LogLevel::Trace => Level::Trace,
+            host::LogLevel::Debug => Level::Debug,
+            host::LogLevel::Info => Level::Info,
+            host::LogLevel::Warn => Level::Warn,
+            host::LogLevel::Error => Level::Error,
+        };
+        self.output.log(level, &message);
+    }
+
+    fn waiting_pods(&mut self) -> Vec<host::WaitingPod> {
+        self.services
+            .waiting
+            .list()
+            .into_iter()
+            .map(|p| host::WaitingPod {
+                uid: p.uid,
+                namespace: p.namespace,
+                name: p.name,
+                node: p.node,
+                pending_plugins: p.pending_plugins,
+            })
+            .collect()
+    }
+
+    fn allow_waiting_pod(&mut self, uid: String, plugin: String) {
+        self.services.waiting.allow(&uid, &plugin);
+    }
+
+    fn reject_waiting_pod(&mut self, uid: String, plugin: String, message: String) {
+        self.services.waiting.reject(&uid, &plugin, &message);
+    }
+
+    fn pod_disruption_budgets(&mut self) -> Vec<w::PodDisruptionBudget> {
+        self.services
+            .budgets
+            .list()
+            .iter()
+            .map(convert::budget_to_wit)
+            .collect()
+    }
+
+    fn get_persistent_volume_claim(
+        &mut self,
+        namespace: String,
+        name: String,
+    ) -> Option<w::PersistentVolumeClaim> {
+        self.services
+            .storage
+            .claim(&namespace, &name)
+            .as_ref()
+            .map(convert::claim_to_wit)
+    }
+
+    fn get_persistent_volume(&mut self, name: String) -> Option<w::PersistentVolume> {
+        self.services
+            .storage
+            .volume(&name)
+            .as_ref()
+            .map(convert::volume_to_wit)
+    }
+
+    fn get_storage_class(&mut self, name: String) -> Option<w::StorageClass> {
+        self.services
+            .storage
+            .class(&name)
+            .as_ref()
+            .map(convert::class_to_wit)
+    }
+
+    fn get_csi_node(&mut self, name: String) -> Option<w::CsiNode> {
+        self.services
+            .storage
+            .csi_node(&name)
+            .as_ref()
+            .map(convert::csi_node_to_wit)
+    }
+
+    fn get_csi_driver(&mut self, name: String) -> Option<w::CsiDriver> {
+        self.services
+            .storage
+            .csi_driver(&name)
+            .as_ref()
+            .map(convert::csi_driver_to_wit)
+    }
+
+    fn persistent_volumes_of_class(&mut self, class: String) -> Vec<w::PersistentVolume> {
+        self.services
+            .storage
+            .volumes_of_class(&class)
+            .iter()
+            .map(convert::volume_to_wit)
+            .collect()
+    }
+
+    fn assume_volume_bound(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
+        self.services
+            .storage
+            .assume_volume_bound(&volume, &convert::claim_ref_from_wit(claim))
+    }
+
+    fn assume_claim_provisioned(
+        &mut self,
+        namespace: String,
+        name: String,
+        node: String,
+    ) -> Result<(), String> {
+        self.services
+            .storage
+            .assume_claim_provisioned(&namespace, &name, &node)
+    }
+
+    fn restore_volume(&mut self, name: String) {
+        self.services.storage.restore_volume(&name);
+    }
+
+    fn restore_claim(&mut self, namespace: String, name: String) {
+        self.services.storage.restore_claim(&namespace, &name);
+    }
+
+    fn bind_volume(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
+        match &self.services.binder {
+            Some(b) => b.bind_volume(&volume, &convert::claim_ref_from_wit(claim)),
+            None => Err("bind-volume is only available to binding-cycle instances".into()),
+        }
+    }
+
+    fn select_node_for_claim(
+        &mut self,
+        namespace: String,
+        name: String,
+        node: String,
+    ) -> Result<(), String> {
+        match &self.services.binder {
+            Some(b) => b.select_node_for_claim(&namespace, &name, &node),
+            None => {
+                Err("select-node-for-claim is only available to binding-cycle instances".into())
+            }
+        }
+    }
+
+    fn storage_generation(&mut self) -> u64 {
+        self.services.storage.generation()
+    }
+
+    fn wait_storage_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {
+        if self.services.binder.is_none() {
+            // Outside a binding cycle a wait would hold up scheduling: answer at once.
+            return (self.services.storage.generation(), 0);
+        }
+        let (generation, waited) = self
+            .services
+            .storage
+            .wait_for_change(after, std::time::Duration::from_millis(timeout_ms));
+        self.waited += waited;
+        (
+            generation,
+            u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+        )
+    }
+
+    fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, w::Status> {
+        let Some(dry) = self.dry_run.as_mut() else {
+            return Err(convert::status_to_wit(&Status::error(
+                "simulate is only available during PostFilter",
+            )));
+        };
+        let sim = dry
+            .simulate(&node)
+            .map_err(|s| convert::status_to_wit(&s))?;
+        self.table
+            .push(sim)
+            .map_err(|e| convert::status_to_wit(&Status::error(format!("resource table: {e}"))))
+    }
+
+    fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {
+        self.services
+            .namespaces
+            .labels(&namespace)
+            .map(|l| l.into_iter().collect())
+    }
+
+    fn bind_pod(
+        &mut self,
+        namespace: String,
+        name: String,
+        uid: String,
+        node: String,
+    ) -> Result<(), String> {
+        let pod = berth_sdk::Pod {
+            namespace,
+            name,
+            uid,
+            ..berth_sdk::Pod::default()
+        };
+        match &self.services.binder {
+            Some(b) => b.bind(&pod, &node),
+            None => Err("bind-pod is only available to binding-cycle instances".into()),
+        }
+    }
+}
+
+impl host::HostNodeSimulation for HostCtx {
+    fn remove_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
+        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.remove_pod(sim, &uid),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn add_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
+        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.add_pod(sim, &uid),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn fits(&mut self, this: Resource<Simulation>) -> w::Status {
+        let status = match (self.table.get(&this), self.dry_run.as_mut()) {
+            (Ok(sim), Some(dry)) => dry.fits(sim),
+            _ => Status::error("the what-if is over: its PostFilter call returned"),
+        };
+        convert::status_to_wit(&status)
+    }
+    fn drop(&mut self, rep: Resource<Simulation>) -> wasmtime::Result<()> {
+        self.table.delete(rep)?;
+        Ok(())
+    }
+}
+
+impl host::HostCycleState for HostCtx {
+    fn read(&mut self, this: Resource<CycleState>, key: String) -> Option<Vec<u8>> {
+        self.table.get(&this).ok().and_then(|s| s.read(&key))
+    }
+    fn write(&mut self, this: Resource<CycleState>, key: String, value: Vec<u8>) {
+        if let Ok(s) = self.table.get(&this) {
+            s.write(&key, value);
+        }
+    }
+    fn delete(&mut self, this: Resource<CycleState>, key: String) {
+        if let Ok(s) = self.table.get(&this) {
+            s.delete(&key);
+        }
+    }
+    fn drop(&mut self, rep: Resource<CycleState>) -> wasmtime::Result<()> {
+        self.table.delete(rep)?;
+        Ok(())
+    }
+}

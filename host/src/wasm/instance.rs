@@ -1,0 +1,704 @@
+//! Plugin instances: one made of a module and configured with its args, and its calls,
+//! each under the sandbox's deadline, timed in the metrics, and placed (extension
+//! point, pod, nodes) in its error.
+
+use super::CallError;
+use super::bindings::SchedulerPlugin;
+use super::bindings::berth::scheduler::types as w;
+use super::bindings::exports::berth::scheduler as ex;
+use super::convert;
+use super::host_imports::{HostCtx, HostServices};
+use super::module::{LoadError, Module};
+use crate::cache::Snapshot;
+use crate::framework::CyclePod;
+use crate::framework::cycle_state::CycleState;
+use crate::framework::preemption::DryRun;
+use berth_sdk::{PreFilterResult, Status};
+use std::sync::Arc;
+use wasmtime::Store;
+use wasmtime::component::Resource;
+
+impl Module {
+    /// A new instance, configured with the args (JSON), whose imports reach `services`.
+    pub fn instantiate(
+        self: &Arc<Self>,
+        args_json: &str,
+        services: HostServices,
+    ) -> Result<Instance, LoadError> {
+        let metrics = services.metrics.clone();
+        let (store, bindings) = self.new_store(services).map_err(|e| self.store_error(e))?;
+        let mut inst = Instance {
+            module: self.clone(),
+            store,
+            bindings,
+            replica_generation: None,
+            overlaid: Vec::new(),
+            cycle_pod: None,
+            cycle_pod_key: String::new(),
+            call_pod_key: None,
+            node_names: Vec::new(),
+            sent: Vec::new(),
+            broken: false,
+            point: "Configure",
+            metrics,
+            call_histograms: Vec::new(),
+        };
+        let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
+        let configured = inst.located(configured, On::Nothing);
+        match configured {
+            Ok(Ok(())) => Ok(inst),
+            Ok(Err(message)) => Err(LoadError::Configure {
+                plugin: self.name.clone(),
+                source_name: self.source.clone(),
+                message,
+            }),
+            Err(e) => Err(LoadError::Configure {
+                plugin: self.name.clone(),
+                source_name: self.source.clone(),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// One live instance of a plugin module, owned by one thread at a time.
+pub struct Instance {
+    module: Arc<Module>,
+    store: Store<HostCtx>,
+    bindings: SchedulerPlugin,
+    /// The snapshot generation the guest's node replica matches.
+    replica_generation: Option<u64>,
+    /// Slots whose replica holds a per-cycle overlay (nominated pods added) rather
+    /// than the snapshot's node: the next sync sends them again.
+    overlaid: Vec<u32>,
+    /// The id of the [`CyclePod`] the guest holds (its last `begin-cycle`).
+    cycle_pod: Option<u64>,
+    /// `namespace/name` of that pod, for error messages.
+    cycle_pod_key: String,
+    /// The pod of the call under way when it is not the cycle's (QueueSort,
+    /// PreEnqueue, queueing hints).
+    call_pod_key: Option<String>,
+    /// Node names by slot, as the replica holds them, for error messages.
+    node_names: Vec<Option<String>>,
+    /// The snapshot's version of each node the replica holds, by slot: a later
+    /// version with the same node object goes as the change of its pods.
+    sent: Vec<Option<Arc<berth_sdk::NodeInfo>>>,
+    broken: bool,
+    /// The extension point of the call under way (the metrics' label).
+    point: &'static str,
+    metrics: Option<crate::metrics::Metrics>,
+    /// The call-duration histogram of each extension point this instance was called
+    /// at, taken on its first call there.
+    call_histograms: Vec<(&'static str, prometheus::Histogram)>,
+}
+
+impl Instance {
+    /// The module this instance runs.
+    pub fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+
+    /// Whether a call trapped; a broken instance must be replaced.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    fn call<R>(
+        &mut self,
+        f: impl FnOnce(&SchedulerPlugin, &mut Store<HostCtx>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let limits = self.module.sandbox.limits;
+        self.store.set_epoch_deadline(limits.deadline_ticks());
+        self.store.data_mut().waited = std::time::Duration::ZERO;
+        self.store.data().output.begin_call();
+        let started = self.metrics.is_some().then(std::time::Instant::now);
+        let result = f(&self.bindings, &mut self.store);
+        self.store.data().output.end_call();
+        if let (Some(m), Some(t)) = (&self.metrics, started) {
+            let point = self.point;
+            let histogram = match self.call_histograms.iter().find(|(p, _)| *p == point) {
+                Some((_, h)) => h,
+                None => {
+                    let h = m.plugin_call_histogram(&self.module.name, point);
+                    self.call_histograms.push((point, h));
+                    &self.call_histograms[self.call_histograms.len() - 1].1
+                }
+            };
+            histogram.observe(t.elapsed().as_secs_f64());
+        }
+        match result {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.broken = true;
+                if let Some(m) = &self.metrics {
+                    m.count_trap(&self.module.name);
+                }
+                // A host function's refusal (a sleep past the deadline) is the root
+                // cause under wasmtime's backtrace context; say it without the
+                // backtrace.
+                let mut message = e.root_cause().to_string();
+                if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+                    message = match trap {
+                        wasmtime::Trap::Interrupt => {
+                            format!("deadline of {:?} exceeded", limits.call_deadline)
+                        }
+                        wasmtime::Trap::UnreachableCodeReached => {
+                            "unreachable code reached (a panic or an abort)".to_owned()
+                        }
+                        other => other.to_string(),
+                    };
+                }
+                let said = self.store.data().output.stderr_tail();
+                if !said.is_empty() {
+                    message = format!("{message}; guest said: {}", said.join(" | "));
+                }
+                Err(CallError::Trap {
+                    plugin: self.module.name.clone(),
+                    context: String::new(),
+                    message,
+                })
+            }
+        }
+    }
+
+    /// A call's answer the host cannot use: the instance is discarded too, since a
+    /// guest that answers out of shape may be in any state.
+    fn bad_answer(&mut self, message: String) -> CallError {
+        self.broken = true;
+        CallError::BadAnswer {
+            plugin: self.module.name.clone(),
+            context: String::new(),
+            message,
+        }
+    }
+
+    /// Where a failed call was: the extension point, the pod and the nodes.
+    fn context(&self, nodes: On<'_>) -> String {
+        let mut out = format!("at {}", self.point);
+        let pod = self.call_pod_key.as_deref().unwrap_or(&self.cycle_pod_key);
+        if !pod.is_empty() {
+            out.push_str(" for pod ");
+            out.push_str(pod);
+        }
+        match nodes {
+            On::Nothing => {}
+            On::Node(n) => {
+                out.push_str(" on node ");
+                out.push_str(n);
+            }
+            On::Slots(slots) => {
+                const NAMED: usize = 3;
+                let name = |s: &u32| {
+                    self.node_names
+                        .get(*s as usize)
+                        .and_then(Option::as_deref)
+                        .map_or_else(|| format!("<slot {s}>"), str::to_owned)
+                };
+                let named: Vec<String> = slots.iter().take(NAMED).map(name).collect();
+                out.push_str(if slots.len() == 1 {
+                    " on node "
+                } else {
+                    " on nodes "
+                });
+                out.push_str(&named.join(", "));
+                if slots.len() > NAMED {
+                    out.push_str(&format!(" and {} more", slots.len() - NAMED));
+                }
+            }
+        }
+        out
+    }
+
+    /// Adds where the call was to its error.
+    fn located<R>(&self, r: Result<R, CallError>, nodes: On<'_>) -> Result<R, CallError> {
+        r.map_err(|e| e.with_context(self.context(nodes)))
+    }
+
+    /// Runs a call of `pod`'s cycle: begins the cycle in the guest first unless it
+    /// holds that pod already, so the pod crosses once per cycle per instance.
+    fn in_cycle<R>(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        f: impl FnOnce(
+            &SchedulerPlugin,
+            &mut Store<HostCtx>,
+            Resource<CycleState>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        self.call_pod_key = None;
+        if self.cycle_pod != Some(pod.id()) {
+            self.cycle_pod = None;
+            self.cycle_pod_key = pod.key();
+            let wit = pod.wit();
+            let point = std::mem::replace(&mut self.point, "BeginCycle");
+            let begun = self.call(|b, s| b.berth_scheduler_cycle().call_begin_cycle(s, wit));
+            self.point = point;
+            begun?;
+            self.cycle_pod = Some(pod.id());
+        }
+        self.with_state(state, f)
+    }
+
+    fn with_state<R>(
+        &mut self,
+        state: &CycleState,
+        f: impl FnOnce(
+            &SchedulerPlugin,
+            &mut Store<HostCtx>,
+            Resource<CycleState>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let handle = self
+            .store
+            .data_mut()
+            .table
+            .push(state.clone())
+            .map_err(|e| CallError::BadAnswer {
+                plugin: self.module.name.clone(),
+                context: String::new(),
+                message: format!("resource table: {e}"),
+            })?;
+        let rep = handle.rep();
+        let r = self.call(|b, s| f(b, s, Resource::new_borrow(rep)));
+        let _ = self.store.data_mut().table.delete(handle);
+        r
+    }
+
+    /// Brings the guest's node replica up to the snapshot, sending only what changed
+    /// since this instance's last sync.
+    pub fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+        self.point = "Sync";
+        if self.replica_generation == Some(snapshot.generation()) && self.overlaid.is_empty() {
+            return Ok(());
+        }
+        let (mut updated, mut removed) = if self.replica_generation == Some(snapshot.generation()) {
+            (Vec::new(), Vec::new())
+        } else {
+            snapshot.changes_since(self.replica_generation)
+        };
+        // Undo overlays: the snapshot's version of those nodes goes back.
+        for slot in std::mem::take(&mut self.overlaid) {
+            if updated.iter().any(|(s, _)| *s == slot) || removed.contains(&slot) {
+                continue;
+            }
+            match snapshot.node(slot) {
+                Some(info) => updated.push((slot, info)),
+                None => removed.push(slot),
+            }
+        }
+        for &slot in &removed {
+            if let Some(n) = self.node_names.get_mut(slot as usize) {
+                *n = None;
+            }
+        }
+        for (slot, info) in &updated {
+            let slot = *slot as usize;
+            if self.node_names.len() <= slot {
+                self.node_names.resize(slot + 1, None);
+            }
+            if self.node_names[slot].as_deref() != Some(info.name()) {
+                self.node_names[slot] = Some(info.name().to_owned());
+            }
+        }
+        // A node whose object the replica holds already gets only the change of its
+        // pods; a new one, or one whose object changed, is sent whole.
+        let wants_pods = self.module.wants_pods;
+        let mut whole: Vec<(u32, w::NodeInfo)> = Vec::new();
+        let mut changed: Vec<ex::replica::NodePodsChange> = Vec::new();
+        let mut sent: Vec<(u32, Option<Arc<berth_sdk::NodeInfo>>)> = Vec::new();
+        for (slot, info) in updated {
+            let shared = snapshot.shared(slot).cloned();
+            match (
+                self.sent.get(slot as usize).and_then(Option::as_ref),
+                &shared,
+            ) {
+                (Some(prev), Some(now)) if Arc::ptr_eq(prev, now) => continue,
+                (Some(prev), _) if prev.node == info.node => changed.push(
+                    convert::node_pods_change_to_wit(slot, prev, info, wants_pods),
+                ),
+                _ => whole.push((slot, convert::node_info_to_wit(info, wants_pods))),
+            }
+            sent.push((slot, shared));
+        }
+        let r = self.call(|b, s| {
+            b.berth_scheduler_replica()
+                .call_sync_nodes(s, &whole, &changed, &removed)
+        });
+        let n = whole.len() + changed.len() + removed.len();
+        r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))?;
+        for slot in removed {
+            self.remember_sent(slot, None);
+        }
+        for (slot, info) in sent {
+            self.remember_sent(slot, info);
+        }
+        self.replica_generation = Some(snapshot.generation());
+        Ok(())
+    }
+
+    /// Notes which snapshot version of a node the replica holds (`None`: none, or one
+    /// of the host's what-if copies).
+    fn remember_sent(&mut self, slot: u32, info: Option<Arc<berth_sdk::NodeInfo>>) {
+        let slot = slot as usize;
+        if self.sent.len() <= slot {
+            self.sent.resize(slot + 1, None);
+        }
+        self.sent[slot] = info;
+    }
+
+    /// Replaces some nodes of the replica, for this cycle only, with versions that
+    /// count the pods nominated to them (upstream's first filter pass); the next
+    /// [`Instance::sync`] puts the snapshot's versions back.
+    pub fn sync_overlay(
+        &mut self,
+        overlays: &[(u32, &berth_sdk::NodeInfo)],
+    ) -> Result<(), CallError> {
+        self.point = "Sync";
+        if overlays.is_empty() {
+            return Ok(());
+        }
+        let updated: Vec<(u32, w::NodeInfo)> = overlays
+            .iter()
+            .map(|(slot, info)| {
+                (
+                    *slot,
+                    convert::node_info_to_wit(info, self.module.wants_pods),
+                )
+            })
+            .collect();
+        self.overlaid.extend(overlays.iter().map(|(s, _)| *s));
+        for (slot, _) in overlays {
+            self.remember_sent(*slot, None);
+        }
+        let r = self.call(|b, s| {
+            b.berth_scheduler_replica()
+                .call_sync_nodes(s, &updated, &[], &[])
+        });
+        let n = updated.len();
+        r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))
+    }
+
+    /// PreFilterExtensions' AddPod (`add`) or RemovePod of `other` on the node in `slot`.
+    pub fn pod_on_node(
+        &mut self,
+        add: bool,
+        state: &CycleState,
+        pod: &CyclePod,
+        other: &berth_sdk::Pod,
+        slot: u32,
+    ) -> Result<Status, CallError> {
+        self.point = "PreFilterExtension";
+        let other = convert::pod_to_wit(other);
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            let ext = b.berth_scheduler_pre_filter_extensions();
+            if add {
+                ext.call_add_pod(s, st, &other, slot)
+            } else {
+                ext.call_remove_pod(s, st, &other, slot)
+            }
+        })?;
+        Ok(convert::status_from_wit(r))
+    }
+
+    /// PostFilter, with `dry` lent to the guest's `simulate` calls for its duration.
+    pub fn post_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        statuses: &[(u32, Status)],
+        dry: DryRun,
+    ) -> (DryRun, Result<berth_sdk::PostFilterResult, CallError>) {
+        self.point = "PostFilter";
+        let statuses: Vec<ex::filter::NodeStatus> = statuses
+            .iter()
+            .map(|(slot, s)| ex::filter::NodeStatus {
+                slot: *slot,
+                status: convert::status_to_wit(s),
+            })
+            .collect();
+        self.store.data_mut().dry_run = Some(dry);
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_post_filter()
+                .call_post_filter(s, st, &statuses)
+        });
+        let dry = self
+            .store
+            .data_mut()
+            .dry_run
+            .take()
+            .expect("lent for the call");
+        let r = r.map(|r| berth_sdk::PostFilterResult {
+            status: convert::status_from_wit(r.status),
+            nominated_node_name: r.nominated_node_name,
+            victims: r.victims,
+            candidates: r
+                .candidates
+                .into_iter()
+                .map(|c| berth_sdk::Candidate {
+                    node: c.node,
+                    victims: c.victims,
+                    pdb_violations: c.pdb_violations,
+                })
+                .collect(),
+        });
+        (dry, r)
+    }
+
+    /// QueueSort's key.
+    pub fn sort_key(&mut self, pod: &w::Pod) -> Result<Vec<i64>, CallError> {
+        self.point = "QueueSort";
+        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
+        let r = self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, pod));
+        self.located(r, On::Nothing)
+    }
+
+    /// The queueing hint for an event; an error (of the plugin or the call) counts as
+    /// Queue at the caller.
+    pub fn queueing_hint(
+        &mut self,
+        event: &berth_sdk::ClusterEvent,
+        pod: &w::Pod,
+        old: Option<&berth_sdk::Object>,
+        new: Option<&berth_sdk::Object>,
+    ) -> Result<Result<berth_sdk::QueueingHint, String>, CallError> {
+        self.point = "QueueingHint";
+        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
+        let event = convert::event_to_wit(event);
+        let old = old.map(convert::object_to_wit);
+        let new = new.map(convert::object_to_wit);
+        let r = self.call(|b, s| {
+            b.berth_scheduler_enqueue_extensions().call_hint(
+                s,
+                event,
+                pod,
+                old.as_ref(),
+                new.as_ref(),
+            )
+        });
+        let r = self.located(r, On::Nothing)?;
+        Ok(r.map(|h| match h {
+            w::QueueingHint::Queue => berth_sdk::QueueingHint::Queue,
+            w::QueueingHint::QueueSkip => berth_sdk::QueueingHint::QueueSkip,
+        }))
+    }
+
+    /// PreEnqueue.
+    pub fn pre_enqueue(&mut self, pod: &w::Pod) -> Result<Status, CallError> {
+        self.point = "PreEnqueue";
+        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
+        let r = self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, pod));
+        self.located(r, On::Nothing).map(convert::status_from_wit)
+    }
+
+    /// PreFilter.
+    pub fn pre_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+    ) -> Result<PreFilterResult, CallError> {
+        self.point = "PreFilter";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_pre_filter().call_pre_filter(s, st)
+        });
+        let r = self.located(r, On::Nothing)?;
+        Ok(PreFilterResult {
+            status: convert::status_from_wit(r.status),
+            node_names: r.node_names,
+        })
+    }
+
+    /// Filter over many nodes; answers the nodes that did not pass.
+    pub fn filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Vec<(u32, Status)>, CallError> {
+        self.point = "Filter";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_filter().call_filter(s, st, slots)
+        });
+        let r: Vec<ex::filter::NodeStatus> = self.located(r, On::Slots(slots))?;
+        Ok(r.into_iter()
+            .map(|n| (n.slot, convert::status_from_wit(n.status)))
+            .collect())
+    }
+
+    /// PreScore.
+    pub fn pre_score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Status, CallError> {
+        self.point = "PreScore";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_pre_score().call_pre_score(s, st, slots)
+        });
+        self.located(r, On::Slots(slots))
+            .map(convert::status_from_wit)
+    }
+
+    /// Score over many nodes, one score per slot in order.
+    pub fn score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        self.point = "Score";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_score().call_score(s, st, slots)
+        });
+        let r = self
+            .located(r, On::Slots(slots))?
+            .map_err(convert::status_from_wit);
+        if let Ok(scores) = &r
+            && scores.len() != slots.len()
+        {
+            let e = self.bad_answer(format!(
+                "answered {} scores for {} nodes",
+                scores.len(),
+                slots.len()
+            ));
+            return self.located(Err(e), On::Slots(slots));
+        }
+        Ok(r)
+    }
+
+    /// NormalizeScore.
+    pub fn normalize_score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        scores: &[i64],
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        self.point = "NormalizeScore";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_score()
+                .call_normalize_score(s, st, scores)
+        });
+        let r = self
+            .located(r, On::Nothing)?
+            .map_err(convert::status_from_wit);
+        if let Ok(normalized) = &r
+            && normalized.len() != scores.len()
+        {
+            let e = self.bad_answer(format!(
+                "answered {} normalized scores for {} nodes",
+                normalized.len(),
+                scores.len()
+            ));
+            return self.located(Err(e), On::Nothing);
+        }
+        Ok(r)
+    }
+
+    /// Reserve.
+    pub fn reserve(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        self.point = "Reserve";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_reserve().call_reserve(s, st, node)
+        });
+        self.located(r, On::Node(node))
+            .map(convert::status_from_wit)
+    }
+
+    /// Unreserve.
+    pub fn unreserve(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        self.point = "Unreserve";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_reserve().call_unreserve(s, st, node)
+        });
+        self.located(r, On::Node(node))
+    }
+
+    /// Permit: the status and, with Wait, how long to wait.
+    pub fn permit(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(Status, std::time::Duration), CallError> {
+        self.point = "Permit";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_permit().call_permit(s, st, node)
+        });
+        let r = self.located(r, On::Node(node))?;
+        Ok((
+            convert::status_from_wit(r.status),
+            std::time::Duration::from_millis(r.timeout_ms),
+        ))
+    }
+
+    /// PreBind.
+    pub fn pre_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        self.point = "PreBind";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_pre_bind().call_pre_bind(s, st, node)
+        });
+        self.located(r, On::Node(node))
+            .map(convert::status_from_wit)
+    }
+
+    /// Bind.
+    pub fn bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        self.point = "Bind";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_bind().call_bind(s, st, node)
+        });
+        self.located(r, On::Node(node))
+            .map(convert::status_from_wit)
+    }
+
+    /// PostBind.
+    pub fn post_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        self.point = "PostBind";
+        let r = self.in_cycle(state, pod, |b, s, st| {
+            b.berth_scheduler_post_bind().call_post_bind(s, st, node)
+        });
+        self.located(r, On::Node(node))
+    }
+}
+
+/// The nodes a call concerns, for its error message.
+#[derive(Clone, Copy)]
+enum On<'a> {
+    Nothing,
+    Node(&'a str),
+    Slots(&'a [u32]),
+}
+
+/// The WIT record of a pod, made once per cycle and passed to every call.
+pub type WitPod = w::Pod;
+
+/// Converts a pod into its WIT record.
+pub fn pod_to_wit(pod: &berth_sdk::Pod) -> WitPod {
+    convert::pod_to_wit(pod)
+}
