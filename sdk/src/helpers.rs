@@ -44,6 +44,7 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [i64]) {
 /// ephemeral storage and scalar resources always count plain requests. A scalar
 /// resource the pod does not request, and native resources other than these (e.g.
 /// `pods`), are left out.
+#[inline]
 pub fn allocatable_and_requested(
     node: &NodeInfo,
     name: &str,
@@ -81,6 +82,7 @@ pub fn allocatable_and_requested(
 
 /// `a * b` without overflow; in 64 bits when it fits (128-bit multiplication is a
 /// library call in wasm, and Score runs once per node).
+#[inline]
 pub fn wide_mul(a: i64, b: i64) -> i128 {
     match a.checked_mul(b) {
         Some(p) => i128::from(p),
@@ -90,6 +92,7 @@ pub fn wide_mul(a: i64, b: i64) -> i128 {
 
 /// `a / b` truncated towards zero, in 64 bits when both fit (128-bit division is a
 /// library call in wasm). `b` must not be 0.
+#[inline]
 pub fn wide_div(a: i128, b: i128) -> i64 {
     match (i64::try_from(a), i64::try_from(b)) {
         (Ok(a), Ok(b)) => a.wrapping_div(b),
@@ -99,9 +102,73 @@ pub fn wide_div(a: i128, b: i128) -> i64 {
 
 /// `a * b / c` truncated towards zero, without overflow in the product: what the
 /// scoring plugins compute in 128 bits, in 64 when it fits. `c` must not be 0.
+#[inline]
 pub fn mul_div(a: i64, b: i64, c: i64) -> i64 {
     wide_div(wide_mul(a, b), i128::from(c))
 }
+
+/// A hasher for maps a plugin fills and reads once per node, keyed by short strings
+/// (label values, node names) or integers: a word at a time, a multiply and a
+/// rotate per word. Not resistant to chosen keys, which plugins' maps need not be
+/// (their keys come from the cluster's objects, their cost only from their number).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WordHasher(u64);
+
+impl WordHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    #[inline]
+    fn mix(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl std::hash::Hasher for WordHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.mix(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.mix(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.mix(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.mix(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.mix(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.mix(i as u64);
+    }
+}
+
+/// A `HashMap` with [`WordHasher`]: for the per-cycle maps of plugins.
+pub type FastHashMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<WordHasher>>;
 
 #[cfg(test)]
 mod tests {
@@ -164,6 +231,32 @@ mod tests {
     #[test]
     fn huge_scores_do_not_overflow() {
         assert_eq!(normalized(false, &[i64::MAX, i64::MAX / 2]), [100, 49]);
+    }
+
+    #[test]
+    fn word_hasher_tells_short_keys_apart() {
+        use std::hash::BuildHasher;
+        let build = std::hash::BuildHasherDefault::<WordHasher>::default();
+        let keys = [
+            "",
+            "a",
+            "b",
+            "ab",
+            "ba",
+            "zone-1",
+            "zone-2",
+            "node-00001",
+            "node-00010",
+        ];
+        let hashes: std::collections::HashSet<u64> =
+            keys.iter().map(|k| build.hash_one(k)).collect();
+        assert_eq!(hashes.len(), keys.len());
+        let mut m: FastHashMap<String, i64> = FastHashMap::default();
+        for (i, k) in keys.iter().enumerate() {
+            m.insert((*k).to_owned(), i as i64);
+        }
+        assert_eq!(m.get("zone-2"), Some(&6));
+        assert_eq!(m.len(), keys.len());
     }
 }
 

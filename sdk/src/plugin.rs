@@ -6,8 +6,6 @@ use crate::preemption::{DryRun, PostFilterResult};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::Any;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 /// Where a cycle's state lives. In the sandbox it is the host's `cycle-state`
@@ -80,7 +78,7 @@ impl<T> std::fmt::Debug for StateKey<T> {
 /// What one call read, by key. Filter and Score look a key up once per node, and
 /// PodTopologySpread reads one key per topology domain: a map, with a hash cheaper
 /// than std's for short keys.
-type ReadCache = HashMap<String, Cached, BuildHasherDefault<Fnv>>;
+type ReadCache = crate::helpers::FastHashMap<String, Cached>;
 
 /// What [`CycleState::value`] decoded, by key name (compared by address).
 type TypedCache = Vec<(&'static str, Option<Rc<dyn Any>>)>;
@@ -90,27 +88,6 @@ type TypedCache = Vec<(&'static str, Option<Rc<dyn Any>>)>;
 struct Cached {
     bytes: Option<Rc<[u8]>>,
     decoded: Option<Rc<dyn Any>>,
-}
-
-/// FNV-1a, for the read cache's short keys.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
 }
 
 impl<'a> CycleState<'a> {

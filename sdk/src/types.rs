@@ -180,6 +180,7 @@ pub struct Toleration {
 
 impl Toleration {
     /// Whether this toleration tolerates the taint, as upstream's `ToleratesTaint`.
+    #[inline]
     pub fn tolerates(&self, taint: &Taint) -> bool {
         if let Some(effect) = self.effect
             && effect != taint.effect

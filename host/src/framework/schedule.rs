@@ -523,16 +523,19 @@ impl Framework {
             let results = self.fan_out(&round, |w, chunk| {
                 self.filter_chunk(w, &state, pod, snapshot, chunk, &filters, &overlays)
             });
-            let mut passed: HashSet<u32> = HashSet::new();
+            // Sorted, for lookups by slot without hashing every node of the round.
+            let mut passed: Vec<u32> = Vec::with_capacity(round.len());
             let mut failed: Vec<(u32, usize, Status)> = Vec::new();
             for r in results {
                 let (ok, bad) = r?;
                 passed.extend(ok);
                 failed.extend(bad);
             }
+            passed.sort_unstable();
+            let passed_has = |slot: &u32| passed.binary_search(slot).is_ok();
             if let Some(rec) = record.as_mut() {
                 for slot in &round {
-                    let by = (!passed.contains(slot))
+                    let by = (!passed_has(slot))
                         .then(|| {
                             failed
                                 .iter()
@@ -547,7 +550,7 @@ impl Framework {
             // upstream counts processed nodes.
             let mut cut = round.len();
             for (k, slot) in round.iter().enumerate() {
-                if passed.contains(slot) {
+                if passed_has(slot) {
                     feasible.push(*slot);
                     if feasible.len() == to_find {
                         cut = k + 1;
@@ -555,9 +558,10 @@ impl Framework {
                     }
                 }
             }
-            let kept: HashSet<u32> = round[..cut].iter().copied().collect();
+            let mut kept: Vec<u32> = round[..cut].to_vec();
+            kept.sort_unstable();
             for (slot, plugin, status) in failed {
-                if kept.contains(&slot) {
+                if kept.binary_search(&slot).is_ok() {
                     let name = snapshot
                         .node(slot)
                         .map(|n| n.name().to_owned())

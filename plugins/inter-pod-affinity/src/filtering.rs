@@ -2,8 +2,7 @@
 //! domain (a node label key and value), the existing pods that matter to the incoming
 //! pod, so that Filter only looks the node's domains up.
 
-use std::collections::HashMap;
-
+use berth_sdk::helpers::FastHashMap;
 use berth_sdk::{Labels, NodeInfo, Pod, Status};
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +26,7 @@ pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
 
 /// Counts by topology domain: topology key, then value. Nested so a lookup borrows
 /// the node's label instead of building a pair.
-pub type TopologyCounts = HashMap<String, HashMap<String, i64>>;
+pub type TopologyCounts = FastHashMap<String, FastHashMap<String, i64>>;
 
 /// Adds `n` to the domain of `key` the node belongs to; false when the node has no
 /// such label (and nothing was added).
@@ -172,15 +171,13 @@ fn count_pod(
 ) {
     let anti = &other.affinity.pod_anti_affinity.required;
     if !anti.is_empty() {
-        for t in terms::existing_required(other, anti) {
-            if t.matches(pod, &mut ns.incoming) {
-                update(
-                    &mut state.existing_anti_affinity_counts,
-                    node_labels,
-                    t.topology_key,
-                    delta,
-                );
-            }
+        for t in terms::existing_required_matching(other, anti, pod, &mut ns.incoming) {
+            update(
+                &mut state.existing_anti_affinity_counts,
+                node_labels,
+                t.topology_key,
+                delta,
+            );
         }
     }
     // Affinity needs one pod matching every term; each term counts in its own

@@ -36,7 +36,7 @@ pub fn compute(
     terms: &PodTerms,
     all_nodes: &[&NodeInfo],
 ) -> Option<TopologyCounts> {
-    let mut scores = TopologyCounts::new();
+    let mut scores = TopologyCounts::default();
     let mut any = false;
     let mut incoming_ns = IncomingNamespace::new(&pod.namespace);
     let mut ns_cache = NamespaceCache::default();
@@ -66,21 +66,22 @@ pub fn compute(
                 continue;
             }
             if hard_weight > 0 {
-                for t in terms::existing_required(existing, &a.pod_affinity.required) {
-                    if t.matches(pod, &mut incoming_ns) {
-                        bump(t.topology_key, hard_weight);
-                    }
+                let required = &a.pod_affinity.required;
+                for t in
+                    terms::existing_required_matching(existing, required, pod, &mut incoming_ns)
+                {
+                    bump(t.topology_key, hard_weight);
                 }
             }
-            for t in terms::existing_preferred(existing, &a.pod_affinity.preferred) {
-                if t.matches(pod, &mut incoming_ns) {
-                    bump(t.topology_key, t.weight);
-                }
+            let preferred = &a.pod_affinity.preferred;
+            for t in terms::existing_preferred_matching(existing, preferred, pod, &mut incoming_ns)
+            {
+                bump(t.topology_key, t.weight);
             }
-            for t in terms::existing_preferred(existing, &a.pod_anti_affinity.preferred) {
-                if t.matches(pod, &mut incoming_ns) {
-                    bump(t.topology_key, -t.weight);
-                }
+            let preferred = &a.pod_anti_affinity.preferred;
+            for t in terms::existing_preferred_matching(existing, preferred, pod, &mut incoming_ns)
+            {
+                bump(t.topology_key, -t.weight);
             }
         }
     }

@@ -214,6 +214,47 @@ pub fn existing_preferred<'a>(
     preferred(owner, terms).unwrap_or_default()
 }
 
+/// The terms of an existing pod's required list that match `target`: those of
+/// [`existing_required`] that [`Term::matches`]. The list is checked only when one
+/// of its terms matches (a list none of whose terms matches adds nothing, valid or
+/// not), so a PreFilter over every pod of the cluster does not check every
+/// selector of every pod in every cycle.
+pub fn existing_required_matching<'a>(
+    owner: &'a Pod,
+    terms: &'a [PodAffinityTerm],
+    target: &Pod,
+    ns: &mut dyn NamespaceLabels,
+) -> Vec<Term<'a>> {
+    let matching: Vec<Term<'a>> = terms
+        .iter()
+        .map(|t| Term::new(owner, t, 0))
+        .filter(|t| t.matches(target, ns))
+        .collect();
+    if matching.is_empty() || terms.iter().any(|t| check_term(t).is_err()) {
+        return Vec::new();
+    }
+    matching
+}
+
+/// The terms of an existing pod's preferred list that match `target` (see
+/// [`existing_required_matching`]).
+pub fn existing_preferred_matching<'a>(
+    owner: &'a Pod,
+    terms: &'a [WeightedPodAffinityTerm],
+    target: &Pod,
+    ns: &mut dyn NamespaceLabels,
+) -> Vec<Term<'a>> {
+    let matching: Vec<Term<'a>> = terms
+        .iter()
+        .map(|w| Term::new(owner, &w.term, i64::from(w.weight)))
+        .filter(|t| t.matches(target, ns))
+        .collect();
+    if matching.is_empty() || terms.iter().any(|w| check_term(&w.term).is_err()) {
+        return Vec::new();
+    }
+    matching
+}
+
 /// The incoming pod's terms, by list.
 #[derive(Debug, Default)]
 pub struct PodTerms<'a> {

@@ -30,6 +30,8 @@ pub mod scoring;
 
 use std::collections::HashMap;
 
+use berth_sdk::helpers::FastHashMap;
+
 use berth_sdk::types::{TopologySpreadConstraint, WhenUnsatisfiable};
 use berth_sdk::{
     CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterExtensions, PreFilterResult,
@@ -204,28 +206,40 @@ pub fn count_matching_pods(
     constraints: &[Constraint],
     nodes: &[&NodeInfo],
 ) -> Vec<HashMap<String, i64>> {
-    let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+    // Keyed by the nodes' own label values while counting: no copy per node.
+    let mut counts: Vec<FastHashMap<&str, i64>> = vec![FastHashMap::default(); constraints.len()];
+    let needs_affinity = constraints.iter().any(|c| c.honor_node_affinity);
+    let mut values: Vec<&str> = Vec::with_capacity(constraints.len());
     for info in nodes {
         let node = &info.node;
-        if !node_has_all_keys(&node.labels, constraints) {
+        // Every constraint's domain of the node, each label looked up once.
+        values.clear();
+        for c in constraints {
+            match node.labels.get(&c.topology_key) {
+                Some(v) => values.push(v),
+                None => break,
+            }
+        }
+        if values.len() != constraints.len() {
             continue;
         }
-        let affinity_matches = required_node_affinity_matches(pod, node);
-        for (c, domains) in constraints.iter().zip(counts.iter_mut()) {
+        let affinity_matches = needs_affinity && required_node_affinity_matches(pod, node);
+        for ((c, domains), &value) in constraints.iter().zip(counts.iter_mut()).zip(&values) {
             if !c.includes_node(pod, node, affinity_matches) {
                 continue;
             }
-            let value = &node.labels[&c.topology_key];
-            let n = c.count_pods(&info.pods, &pod.namespace);
-            match domains.get_mut(value) {
-                Some(total) => *total += n,
-                None => {
-                    domains.insert(value.clone(), n);
-                }
-            }
+            *domains.entry(value).or_insert(0) += c.count_pods(&info.pods, &pod.namespace);
         }
     }
     counts
+        .into_iter()
+        .map(|domains| {
+            domains
+                .into_iter()
+                .map(|(value, n)| (value.to_owned(), n))
+                .collect()
+        })
+        .collect()
 }
 
 /// The critical paths of one constraint's counts. Domains are taken in the order of

@@ -25,7 +25,7 @@ fn read(store: &MemoryState) -> PreFilterState {
 }
 
 fn counts(pairs: &[(&str, &str, i64)]) -> TopologyCounts {
-    let mut c = TopologyCounts::new();
+    let mut c = TopologyCounts::default();
     for (k, v, n) in pairs {
         c.entry((*k).into()).or_default().insert((*v).into(), *n);
     }

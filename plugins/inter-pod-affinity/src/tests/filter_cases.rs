@@ -715,7 +715,7 @@ fn required_affinity_multiple_nodes() {
 }
 
 fn counts(pairs: &[(&str, &str, i64)]) -> TopologyCounts {
-    let mut c = TopologyCounts::new();
+    let mut c = TopologyCounts::default();
     for (k, v, n) in pairs {
         c.entry((*k).into()).or_default().insert((*v).into(), *n);
     }
