@@ -61,11 +61,15 @@
 //! ## PreFilter: once per cycle, state for Filter
 //!
 //! ```
-//! use berth_sdk::{CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, Status};
+//! use berth_sdk::{
+//!     CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, StateKey, Status,
+//! };
 //!
 //! /// A pod labelled `team=X` runs only on nodes labelled `team=X`; PreFilter
 //! /// reads the label once and narrows the nodes, Filter checks each one.
 //! struct TeamNodes;
+//! /// What PreFilter leaves for Filter: a key and the type of its value.
+//! static TEAM: StateKey<String> = StateKey::new("TeamNodes/team");
 //! impl Plugin for TeamNodes {
 //!     const NAME: &'static str = "TeamNodes";
 //!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(TeamNodes) }
@@ -75,7 +79,7 @@
 //!         let Some(team) = pod.labels.get("team") else {
 //!             return Status::skip().into(); // Filter is not called for this pod
 //!         };
-//!         state.write("TeamNodes/team", team);
+//!         state.set(&TEAM, team);
 //!         let names = nodes
 //!             .iter()
 //!             .filter(|n| n.node.labels.get("team") == Some(team))
@@ -86,9 +90,10 @@
 //! }
 //! impl Filter for TeamNodes {
 //!     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
-//!         // `get` decodes the value once per batch of nodes and shares it: the
+//!         // `value` decodes the value once per batch of nodes and shares it; for
+//!         // the other nodes of the batch it finds it by the key's address. The
 //!         // way to read PreFilter's state in Filter (and PreScore's in Score).
-//!         let team = state.get::<String>("TeamNodes/team");
+//!         let team = state.value(&TEAM);
 //!         if node.node.labels.get("team") == team.as_deref() {
 //!             Status::success()
 //!         } else {
