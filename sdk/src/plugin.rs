@@ -151,7 +151,7 @@ impl<'a> CycleState<'a> {
         };
         if let Some((_, found)) = self.typed.borrow().iter().find(|(name, _)| same(name)) {
             // Another type under the same name (a second key declared with the same
-            // string) decodes on its own below.
+            // string) is decoded on its own, through the string-keyed cache.
             match found.clone().map(|v| v.downcast::<T>()) {
                 None => return None,
                 Some(Ok(value)) => return Some(value),

@@ -225,15 +225,7 @@ pub fn existing_required_matching<'a>(
     target: &Pod,
     ns: &mut dyn NamespaceLabels,
 ) -> Vec<Term<'a>> {
-    let matching: Vec<Term<'a>> = terms
-        .iter()
-        .map(|t| Term::new(owner, t, 0))
-        .filter(|t| t.matches(target, ns))
-        .collect();
-    if matching.is_empty() || terms.iter().any(|t| check_term(t).is_err()) {
-        return Vec::new();
-    }
-    matching
+    existing_matching(owner, terms, |t| (t, 0), target, ns)
 }
 
 /// The terms of an existing pod's preferred list that match `target` (see
@@ -244,12 +236,26 @@ pub fn existing_preferred_matching<'a>(
     target: &Pod,
     ns: &mut dyn NamespaceLabels,
 ) -> Vec<Term<'a>> {
-    let matching: Vec<Term<'a>> = terms
+    existing_matching(owner, terms, |w| (&w.term, i64::from(w.weight)), target, ns)
+}
+
+/// [`existing_required_matching`] over a list whose items give a term and its weight.
+fn existing_matching<'a, T>(
+    owner: &'a Pod,
+    list: &'a [T],
+    term_of: impl Fn(&'a T) -> (&'a PodAffinityTerm, i64),
+    target: &Pod,
+    ns: &mut dyn NamespaceLabels,
+) -> Vec<Term<'a>> {
+    let matching: Vec<Term<'a>> = list
         .iter()
-        .map(|w| Term::new(owner, &w.term, i64::from(w.weight)))
+        .map(|item| {
+            let (term, weight) = term_of(item);
+            Term::new(owner, term, weight)
+        })
         .filter(|t| t.matches(target, ns))
         .collect();
-    if matching.is_empty() || terms.iter().any(|w| check_term(&w.term).is_err()) {
+    if matching.is_empty() || list.iter().any(|item| check_term(term_of(item).0).is_err()) {
         return Vec::new();
     }
     matching
