@@ -8,92 +8,17 @@ use crate::cache::Snapshot;
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Namespaces};
 use crate::framework::cycle_state::CycleState as HostState;
+use crate::framework::preemption::{DryRun, NativeDryRun};
 use crate::framework::waiting::WaitingPods;
+use crate::framework::{CyclePod, PluginCalls};
+use crate::wasm::CallError;
 use berth_sdk::{
-    AffinityCounts, ClusterEvent, CycleState, EventRegistration, ExtensionPoint, HostApi, Labels,
-    LogLevel, NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Registered,
-    StateStore, Status, VTable,
+    AffinityCounts, ClusterEvent, CycleState, EventRegistration, HostApi, Labels, LogLevel,
+    NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Registered, StateStore,
+    Status, VTable,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A plugin type behind one object-safe interface: the batch shapes of the WIT
-/// exports, over nodes the caller looks up.
-pub trait NativePlugin: Send {
-    /// The plugin's name.
-    fn name(&self) -> &'static str;
-    /// The extension points it implements.
-    fn extension_points(&self) -> Vec<ExtensionPoint>;
-    /// QueueSort's key (`None` without QueueSort).
-    fn sort_key(&self, pod: &Pod) -> Option<Vec<i64>>;
-    /// PreEnqueue.
-    fn pre_enqueue(&self, pod: &Pod) -> Status;
-    /// A queueing hint (Queue without hints).
-    fn queueing_hint(
-        &self,
-        event: &ClusterEvent,
-        pod: &Pod,
-        old: Option<&Object>,
-        new: Option<&Object>,
-    ) -> Result<QueueingHint, String>;
-    /// PreFilter over every node.
-    fn pre_filter(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> PreFilterResult;
-    /// PreFilterExtensions' AddPod (`add`) or RemovePod.
-    fn pod_on_node(
-        &self,
-        add: bool,
-        state: &CycleState,
-        pod: &Pod,
-        other: &Pod,
-        node: &NodeInfo,
-    ) -> Status;
-    /// PostFilter.
-    fn post_filter(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        nodes: &[(&NodeInfo, Status)],
-        dry: &dyn berth_sdk::DryRun,
-    ) -> PostFilterResult;
-    /// Filter over `slots`: the slots that did not pass, with why.
-    fn filter<'n>(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        slots: &[u32],
-        node: &dyn Fn(u32) -> Option<&'n NodeInfo>,
-    ) -> Vec<(u32, Status)>;
-    /// PreScore.
-    fn pre_score(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        nodes: &[&NodeInfo],
-        all: &[&NodeInfo],
-    ) -> Status;
-    /// Score over `slots`, in order.
-    fn score<'n>(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        slots: &[u32],
-        node: &dyn Fn(u32) -> Option<&'n NodeInfo>,
-    ) -> Result<Vec<i64>, Status>;
-    /// NormalizeScore.
-    fn normalize_score(&self, state: &CycleState, pod: &Pod, scores: &mut [i64]) -> Status;
-    /// Reserve.
-    fn reserve(&self, state: &CycleState, pod: &Pod, node: &str) -> Status;
-    /// Unreserve.
-    fn unreserve(&self, state: &CycleState, pod: &Pod, node: &str);
-    /// Permit.
-    fn permit(&self, state: &CycleState, pod: &Pod, node: &str) -> (Status, std::time::Duration);
-    /// PreBind.
-    fn pre_bind(&self, state: &CycleState, pod: &Pod, node: &str) -> Status;
-    /// Bind.
-    fn bind(&self, state: &CycleState, pod: &Pod, node: &str) -> Status;
-    /// PostBind.
-    fn post_bind(&self, state: &CycleState, pod: &Pod, node: &str);
-}
 
 fn not_implemented(point: &str) -> Status {
     Status::error(format!("plugin does not implement {point}"))
@@ -101,180 +26,6 @@ fn not_implemented(point: &str) -> Status {
 
 fn missing_node(slot: u32) -> Status {
     Status::error(format!("node slot {slot} is not in the snapshot"))
-}
-
-/// A plugin type and its table.
-struct Native<T> {
-    plugin: T,
-    vtable: VTable<T>,
-}
-
-impl<T: Registered + Send> NativePlugin for Native<T> {
-    fn name(&self) -> &'static str {
-        T::NAME
-    }
-    fn extension_points(&self) -> Vec<ExtensionPoint> {
-        self.vtable.extension_points()
-    }
-    fn sort_key(&self, pod: &Pod) -> Option<Vec<i64>> {
-        self.vtable.sort_key.map(|f| f(&self.plugin, pod))
-    }
-    fn pre_enqueue(&self, pod: &Pod) -> Status {
-        match self.vtable.pre_enqueue {
-            Some(f) => f(&self.plugin, pod),
-            None => not_implemented("preEnqueue"),
-        }
-    }
-    fn queueing_hint(
-        &self,
-        event: &ClusterEvent,
-        pod: &Pod,
-        old: Option<&Object>,
-        new: Option<&Object>,
-    ) -> Result<QueueingHint, String> {
-        match self.vtable.queueing_hint {
-            Some(f) => f(&self.plugin, event, pod, old, new),
-            None => Ok(QueueingHint::Queue),
-        }
-    }
-    fn pre_filter(&self, state: &CycleState, pod: &Pod, nodes: &[&NodeInfo]) -> PreFilterResult {
-        match self.vtable.pre_filter {
-            Some(f) => f(&self.plugin, state, pod, nodes),
-            None => not_implemented("preFilter").into(),
-        }
-    }
-    fn pod_on_node(
-        &self,
-        add: bool,
-        state: &CycleState,
-        pod: &Pod,
-        other: &Pod,
-        node: &NodeInfo,
-    ) -> Status {
-        match self.vtable.pre_filter_extensions {
-            Some((a, r)) => (if add { a } else { r })(&self.plugin, state, pod, other, node),
-            None => not_implemented("preFilterExtensions"),
-        }
-    }
-    fn post_filter(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        nodes: &[(&NodeInfo, Status)],
-        dry: &dyn berth_sdk::DryRun,
-    ) -> PostFilterResult {
-        match self.vtable.post_filter {
-            Some(f) => f(&self.plugin, state, pod, nodes, dry),
-            None => not_implemented("postFilter").into(),
-        }
-    }
-    fn filter<'n>(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        slots: &[u32],
-        node: &dyn Fn(u32) -> Option<&'n NodeInfo>,
-    ) -> Vec<(u32, Status)> {
-        let Some(f) = self.vtable.filter else {
-            return slots
-                .iter()
-                .map(|&s| (s, not_implemented("filter")))
-                .collect();
-        };
-        let mut out = Vec::new();
-        for &slot in slots {
-            let status = match node(slot) {
-                Some(n) => f(&self.plugin, state, pod, n),
-                None => missing_node(slot),
-            };
-            if !status.is_success() {
-                out.push((slot, status));
-            }
-        }
-        out
-    }
-    fn pre_score(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        nodes: &[&NodeInfo],
-        all: &[&NodeInfo],
-    ) -> Status {
-        match self.vtable.pre_score {
-            Some(f) => f(&self.plugin, state, pod, nodes, all),
-            None => not_implemented("preScore"),
-        }
-    }
-    fn score<'n>(
-        &self,
-        state: &CycleState,
-        pod: &Pod,
-        slots: &[u32],
-        node: &dyn Fn(u32) -> Option<&'n NodeInfo>,
-    ) -> Result<Vec<i64>, Status> {
-        let Some(f) = self.vtable.score else {
-            return Err(not_implemented("score"));
-        };
-        slots
-            .iter()
-            .map(|&slot| match node(slot) {
-                Some(n) => f(&self.plugin, state, pod, n),
-                None => Err(missing_node(slot)),
-            })
-            .collect()
-    }
-    fn normalize_score(&self, state: &CycleState, pod: &Pod, scores: &mut [i64]) -> Status {
-        match self.vtable.normalize_score {
-            Some(f) => f(&self.plugin, state, pod, scores),
-            None => not_implemented("normalizeScore"),
-        }
-    }
-    fn reserve(&self, state: &CycleState, pod: &Pod, node: &str) -> Status {
-        match self.vtable.reserve {
-            Some((f, _)) => f(&self.plugin, state, pod, node),
-            None => not_implemented("reserve"),
-        }
-    }
-    fn unreserve(&self, state: &CycleState, pod: &Pod, node: &str) {
-        if let Some((_, f)) = self.vtable.reserve {
-            f(&self.plugin, state, pod, node)
-        }
-    }
-    fn permit(&self, state: &CycleState, pod: &Pod, node: &str) -> (Status, std::time::Duration) {
-        match self.vtable.permit {
-            Some(f) => f(&self.plugin, state, pod, node),
-            None => (not_implemented("permit"), std::time::Duration::ZERO),
-        }
-    }
-    fn pre_bind(&self, state: &CycleState, pod: &Pod, node: &str) -> Status {
-        match self.vtable.pre_bind {
-            Some(f) => f(&self.plugin, state, pod, node),
-            None => not_implemented("preBind"),
-        }
-    }
-    fn bind(&self, state: &CycleState, pod: &Pod, node: &str) -> Status {
-        match self.vtable.bind {
-            Some(f) => f(&self.plugin, state, pod, node),
-            None => not_implemented("bind"),
-        }
-    }
-    fn post_bind(&self, state: &CycleState, pod: &Pod, node: &str) {
-        if let Some(f) = self.vtable.post_bind {
-            f(&self.plugin, state, pod, node)
-        }
-    }
-}
-
-/// Builds a native instance of a plugin from its args.
-pub type Constructor = fn(serde_json::Value) -> Result<Box<dyn NativePlugin>, String>;
-
-fn construct<T: Registered + Send>(
-    args: serde_json::Value,
-) -> Result<Box<dyn NativePlugin>, String> {
-    Ok(Box::new(Native {
-        plugin: T::new(args)?,
-        vtable: T::vtable(),
-    }))
 }
 
 /// A native twin: what its component's metadata says, and how to build it.
@@ -286,8 +37,7 @@ pub struct Twin {
     pub wants_pods: bool,
     /// Its events (`None`: every event).
     pub events: fn() -> Option<Vec<EventRegistration>>,
-    /// Builds an instance.
-    pub new: Constructor,
+    new: fn(serde_json::Value) -> Result<Box<dyn PluginCalls>, String>,
 }
 
 impl std::fmt::Debug for Twin {
@@ -296,12 +46,30 @@ impl std::fmt::Debug for Twin {
     }
 }
 
+impl Twin {
+    /// Builds an instance from its args (JSON; empty is null).
+    pub fn instantiate(&self, args_json: &str) -> Result<Box<dyn PluginCalls>, String> {
+        let args = if args_json.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_str(args_json).map_err(|e| format!("args are not JSON: {e}"))?
+        };
+        (self.new)(args)
+    }
+}
+
 fn twin<T: Registered + Send>() -> Twin {
     Twin {
         name: T::NAME,
         wants_pods: T::WANTS_PODS,
         events: T::events,
-        new: construct::<T>,
+        new: |args| {
+            Ok(Box::new(NativeInstance {
+                plugin: T::new(args)?,
+                vtable: T::vtable(),
+                view: View::default(),
+            }))
+        },
     }
 }
 
@@ -347,10 +115,24 @@ impl StateStore for Store<'_> {
     }
 }
 
-/// One native plugin instance and its view of the nodes: the snapshot's shared node
-/// infos by slot (with this cycle's nominated-pod overlays, if any).
-pub struct NativeInstance {
-    plugin: Box<dyn NativePlugin>,
+/// Runs `f` with the host's cycle state as the SDK's.
+fn with_state<R>(state: &HostState, f: impl FnOnce(&CycleState) -> R) -> R {
+    let store = Store(state);
+    f(&CycleState::new(&store))
+}
+
+/// One native plugin instance: the plugin, its table of extension points, and its
+/// view of the nodes.
+struct NativeInstance<T> {
+    plugin: T,
+    vtable: VTable<T>,
+    view: View,
+}
+
+/// A native instance's view of the nodes: the snapshot's shared node infos by slot
+/// (with this cycle's nominated-pod overlays, if any).
+#[derive(Default)]
+struct View {
     nodes: Vec<Option<Arc<NodeInfo>>>,
     /// Every node of `nodes` in slot order, for PreFilter and PreScore; empty when
     /// it must be rebuilt.
@@ -361,48 +143,18 @@ pub struct NativeInstance {
     overlaid: Vec<u32>,
 }
 
-/// Pointers to the node infos of a [`NativeInstance`]'s view, in slot order.
+/// Pointers to the node infos of a [`View`], in slot order.
 #[derive(Default)]
 struct AllNodes(std::cell::RefCell<Vec<*const NodeInfo>>);
 
 // SAFETY: the pointers are into `Arc<NodeInfo>`s (which are `Send` and `Sync`) that
-// the same instance owns; they move between threads only with it.
+// the same view owns; they move between threads only with it.
 unsafe impl Send for AllNodes {}
 
-impl std::fmt::Debug for NativeInstance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NativeInstance")
-            .field("plugin", &self.plugin.name())
-            .finish_non_exhaustive()
-    }
-}
-
-impl NativeInstance {
-    /// Builds an instance of a twin from its args (JSON; empty is null).
-    pub fn new(twin: &Twin, args_json: &str) -> Result<Self, String> {
-        let args = if args_json.trim().is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_str(args_json).map_err(|e| format!("args are not JSON: {e}"))?
-        };
-        Ok(NativeInstance {
-            plugin: (twin.new)(args)?,
-            nodes: Vec::new(),
-            all: AllNodes::default(),
-            affinity: AffinityCounts::default(),
-            generation: None,
-            overlaid: Vec::new(),
-        })
-    }
-
-    /// The plugin's name.
-    pub fn name(&self) -> &'static str {
-        self.plugin.name()
-    }
-
+impl View {
     /// Points the view at the snapshot's node infos that changed since the last sync
     /// (shared, not copied), dropping last cycle's overlays.
-    pub fn sync(&mut self, snapshot: &Snapshot) {
+    fn sync(&mut self, snapshot: &Snapshot) {
         if self.generation == Some(snapshot.generation()) && self.overlaid.is_empty() {
             return;
         }
@@ -438,7 +190,7 @@ impl NativeInstance {
 
     /// Replaces some nodes, for this cycle only, with versions that count the pods
     /// nominated to them; the next sync puts the snapshot's back.
-    pub fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) {
+    fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) {
         for (slot, info) in overlays {
             self.set(*slot, Some(Arc::new((*info).clone())));
             self.overlaid.push(*slot);
@@ -447,6 +199,14 @@ impl NativeInstance {
 
     fn node(&self, slot: u32) -> Option<&NodeInfo> {
         self.nodes.get(slot as usize)?.as_deref()
+    }
+
+    /// The nodes in `slots`, in order.
+    fn nodes(&self, slots: &[u32]) -> Result<Vec<&NodeInfo>, Status> {
+        slots
+            .iter()
+            .map(|&s| self.node(s).ok_or_else(|| missing_node(s)))
+            .collect()
     }
 
     /// Runs `f` over every node of the view, in slot order, with the view's affinity
@@ -464,164 +224,260 @@ impl NativeInstance {
             unsafe { std::slice::from_raw_parts(all.as_ptr().cast(), all.len()) };
         berth_sdk::with_view_affinity_counts(self.affinity, || f(all))
     }
+}
 
-    /// QueueSort's key.
-    pub fn sort_key(&self, pod: &Pod) -> Vec<i64> {
-        self.plugin
-            .sort_key(pod)
-            .unwrap_or_else(|| vec![-i64::from(pod.priority)])
+/// A VTable entry of a binding-cycle extension point: the plugin, the state, the pod
+/// and the chosen node's name.
+type AtNode<T, R> = fn(&T, &CycleState, &Pod, &str) -> R;
+
+/// A binding-cycle call at one node: the plugin's answer, or `absent` without the
+/// extension point.
+fn at_node<T, R>(
+    f: Option<AtNode<T, R>>,
+    plugin: &T,
+    state: &HostState,
+    pod: &Pod,
+    node: &str,
+    absent: impl FnOnce() -> R,
+) -> Result<R, CallError> {
+    Ok(match f {
+        Some(f) => with_state(state, |st| f(plugin, st, pod, node)),
+        None => absent(),
+    })
+}
+
+impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
+    fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+        self.view.sync(snapshot);
+        Ok(())
     }
 
-    /// The queueing hint for an event.
-    pub fn queueing_hint(
-        &self,
+    fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) -> Result<(), CallError> {
+        self.view.sync_overlay(overlays);
+        Ok(())
+    }
+
+    fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
+        Ok(match self.vtable.sort_key {
+            Some(f) => f(&self.plugin, pod),
+            None => vec![-i64::from(pod.priority)],
+        })
+    }
+
+    fn queueing_hint(
+        &mut self,
         event: &ClusterEvent,
         pod: &Pod,
         old: Option<&Object>,
         new: Option<&Object>,
-    ) -> Result<QueueingHint, String> {
-        self.plugin.queueing_hint(event, pod, old, new)
-    }
-
-    /// PreEnqueue.
-    pub fn pre_enqueue(&self, pod: &Pod) -> Status {
-        self.plugin.pre_enqueue(pod)
-    }
-
-    /// PreFilter.
-    pub fn pre_filter(&self, state: &HostState, pod: &Pod) -> PreFilterResult {
-        let store = Store(state);
-        self.with_all(|nodes| self.plugin.pre_filter(&CycleState::new(&store), pod, nodes))
-    }
-
-    /// PreFilterExtensions' AddPod (`add`) or RemovePod of `other` on the node in
-    /// `slot`.
-    pub fn pod_on_node(
-        &self,
-        add: bool,
-        state: &HostState,
-        pod: &Pod,
-        other: &Pod,
-        slot: u32,
-    ) -> Status {
-        let store = Store(state);
-        match self.node(slot) {
-            Some(node) => self
-                .plugin
-                .pod_on_node(add, &CycleState::new(&store), pod, other, node),
-            None => missing_node(slot),
-        }
-    }
-
-    /// PostFilter over every node's status (by slot), with the what-if API.
-    pub fn post_filter(
-        &self,
-        state: &HostState,
-        pod: &Pod,
-        statuses: &[(u32, Status)],
-        dry: &mut crate::framework::preemption::DryRun,
-    ) -> PostFilterResult {
-        let store = Store(state);
-        let mut nodes = Vec::with_capacity(statuses.len());
-        for (slot, status) in statuses {
-            match self.node(*slot) {
-                Some(n) => nodes.push((n, status.clone())),
-                None => return missing_node(*slot).into(),
-            }
-        }
-        let dry = crate::framework::preemption::NativeDryRun(std::cell::RefCell::new(dry));
-        self.plugin
-            .post_filter(&CycleState::new(&store), pod, &nodes, &dry)
-    }
-
-    /// Filter over many nodes; the nodes that did not pass.
-    pub fn filter(&self, state: &HostState, pod: &Pod, slots: &[u32]) -> Vec<(u32, Status)> {
-        let store = Store(state);
-        self.plugin
-            .filter(&CycleState::new(&store), pod, slots, &|s| self.node(s))
-    }
-
-    /// PreScore.
-    pub fn pre_score(&self, state: &HostState, pod: &Pod, slots: &[u32]) -> Status {
-        let store = Store(state);
-        let mut nodes = Vec::with_capacity(slots.len());
-        for &s in slots {
-            match self.node(s) {
-                Some(n) => nodes.push(n),
-                None => return missing_node(s),
-            }
-        }
-        self.with_all(|all| {
-            self.plugin
-                .pre_score(&CycleState::new(&store), pod, &nodes, all)
+    ) -> Result<Result<QueueingHint, String>, CallError> {
+        Ok(match self.vtable.queueing_hint {
+            Some(f) => f(&self.plugin, event, pod, old, new),
+            None => Ok(QueueingHint::Queue),
         })
     }
 
-    /// Score over many nodes, in order.
-    pub fn score(&self, state: &HostState, pod: &Pod, slots: &[u32]) -> Result<Vec<i64>, Status> {
-        let store = Store(state);
-        self.plugin
-            .score(&CycleState::new(&store), pod, slots, &|s| self.node(s))
+    fn pre_enqueue(&mut self, pod: &CyclePod) -> Result<Status, CallError> {
+        Ok(match self.vtable.pre_enqueue {
+            Some(f) => f(&self.plugin, pod),
+            None => not_implemented("preEnqueue"),
+        })
     }
 
-    /// NormalizeScore.
-    pub fn normalize_score(
-        &self,
+    fn pre_filter(
+        &mut self,
         state: &HostState,
-        pod: &Pod,
+        pod: &CyclePod,
+    ) -> Result<PreFilterResult, CallError> {
+        let Some(f) = self.vtable.pre_filter else {
+            return Ok(not_implemented("preFilter").into());
+        };
+        Ok(with_state(state, |st| {
+            self.view.with_all(|nodes| f(&self.plugin, st, pod, nodes))
+        }))
+    }
+
+    fn pod_on_node(
+        &mut self,
+        add: bool,
+        state: &HostState,
+        pod: &CyclePod,
+        other: &Pod,
+        slot: u32,
+    ) -> Result<Status, CallError> {
+        let Some((add_pod, remove_pod)) = self.vtable.pre_filter_extensions else {
+            return Ok(not_implemented("preFilterExtensions"));
+        };
+        let f = if add { add_pod } else { remove_pod };
+        Ok(match self.view.node(slot) {
+            Some(node) => with_state(state, |st| f(&self.plugin, st, pod, other, node)),
+            None => missing_node(slot),
+        })
+    }
+
+    fn post_filter(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        statuses: &[(u32, Status)],
+        mut dry: DryRun,
+    ) -> (DryRun, Result<PostFilterResult, CallError>) {
+        let Some(f) = self.vtable.post_filter else {
+            return (dry, Ok(not_implemented("postFilter").into()));
+        };
+        let mut nodes = Vec::with_capacity(statuses.len());
+        for (slot, status) in statuses {
+            match self.view.node(*slot) {
+                Some(n) => nodes.push((n, status.clone())),
+                None => return (dry, Ok(missing_node(*slot).into())),
+            }
+        }
+        let lent = NativeDryRun(std::cell::RefCell::new(&mut dry));
+        let r = with_state(state, |st| f(&self.plugin, st, pod, &nodes, &lent));
+        (dry, Ok(r))
+    }
+
+    fn filter(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Vec<(u32, Status)>, CallError> {
+        let Some(f) = self.vtable.filter else {
+            return Ok(slots
+                .iter()
+                .map(|&s| (s, not_implemented("filter")))
+                .collect());
+        };
+        Ok(with_state(state, |st| {
+            let mut out = Vec::new();
+            for &slot in slots {
+                let status = match self.view.node(slot) {
+                    Some(n) => f(&self.plugin, st, pod, n),
+                    None => missing_node(slot),
+                };
+                if !status.is_success() {
+                    out.push((slot, status));
+                }
+            }
+            out
+        }))
+    }
+
+    fn pre_score(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Status, CallError> {
+        let Some(f) = self.vtable.pre_score else {
+            return Ok(not_implemented("preScore"));
+        };
+        let nodes = match self.view.nodes(slots) {
+            Ok(nodes) => nodes,
+            Err(missing) => return Ok(missing),
+        };
+        Ok(with_state(state, |st| {
+            self.view
+                .with_all(|all| f(&self.plugin, st, pod, &nodes, all))
+        }))
+    }
+
+    fn score(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        let Some(f) = self.vtable.score else {
+            return Ok(Err(not_implemented("score")));
+        };
+        Ok(with_state(state, |st| {
+            slots
+                .iter()
+                .map(|&slot| match self.view.node(slot) {
+                    Some(n) => f(&self.plugin, st, pod, n),
+                    None => Err(missing_node(slot)),
+                })
+                .collect()
+        }))
+    }
+
+    fn normalize_score(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
         scores: &[i64],
-    ) -> Result<Vec<i64>, Status> {
-        let store = Store(state);
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        let Some(f) = self.vtable.normalize_score else {
+            return Ok(Err(not_implemented("normalizeScore")));
+        };
         let mut scores = scores.to_vec();
-        let status = self
-            .plugin
-            .normalize_score(&CycleState::new(&store), pod, &mut scores);
-        if status.is_success() {
+        let status = with_state(state, |st| f(&self.plugin, st, pod, &mut scores));
+        Ok(if status.is_success() {
             Ok(scores)
         } else {
             Err(status)
-        }
+        })
     }
 
-    /// Reserve.
-    pub fn reserve(&self, state: &HostState, pod: &Pod, node: &str) -> Status {
-        let store = Store(state);
-        self.plugin.reserve(&CycleState::new(&store), pod, node)
-    }
-
-    /// Unreserve.
-    pub fn unreserve(&self, state: &HostState, pod: &Pod, node: &str) {
-        let store = Store(state);
-        self.plugin.unreserve(&CycleState::new(&store), pod, node)
-    }
-
-    /// Permit.
-    pub fn permit(
-        &self,
+    fn reserve(
+        &mut self,
         state: &HostState,
-        pod: &Pod,
+        pod: &CyclePod,
         node: &str,
-    ) -> (Status, std::time::Duration) {
-        let store = Store(state);
-        self.plugin.permit(&CycleState::new(&store), pod, node)
+    ) -> Result<Status, CallError> {
+        let f = self.vtable.reserve.map(|(reserve, _)| reserve);
+        at_node(f, &self.plugin, state, pod, node, || {
+            not_implemented("reserve")
+        })
     }
 
-    /// PreBind.
-    pub fn pre_bind(&self, state: &HostState, pod: &Pod, node: &str) -> Status {
-        let store = Store(state);
-        self.plugin.pre_bind(&CycleState::new(&store), pod, node)
+    fn unreserve(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        let f = self.vtable.reserve.map(|(_, unreserve)| unreserve);
+        at_node(f, &self.plugin, state, pod, node, || ())
     }
 
-    /// Bind.
-    pub fn bind(&self, state: &HostState, pod: &Pod, node: &str) -> Status {
-        let store = Store(state);
-        self.plugin.bind(&CycleState::new(&store), pod, node)
+    fn permit(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(Status, std::time::Duration), CallError> {
+        at_node(self.vtable.permit, &self.plugin, state, pod, node, || {
+            (not_implemented("permit"), std::time::Duration::ZERO)
+        })
     }
 
-    /// PostBind.
-    pub fn post_bind(&self, state: &HostState, pod: &Pod, node: &str) {
-        let store = Store(state);
-        self.plugin.post_bind(&CycleState::new(&store), pod, node)
+    fn pre_bind(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError> {
+        at_node(self.vtable.pre_bind, &self.plugin, state, pod, node, || {
+            not_implemented("preBind")
+        })
+    }
+
+    fn bind(&mut self, state: &HostState, pod: &CyclePod, node: &str) -> Result<Status, CallError> {
+        at_node(self.vtable.bind, &self.plugin, state, pod, node, || {
+            not_implemented("bind")
+        })
+    }
+
+    fn post_bind(
+        &mut self,
+        state: &HostState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError> {
+        at_node(self.vtable.post_bind, &self.plugin, state, pod, node, || ())
     }
 }
 
@@ -749,8 +605,13 @@ mod tests {
         for name in crate::framework::registry::builtin_plugins().keys() {
             assert!(reg.contains_key(name.as_str()), "no native twin for {name}");
         }
-        let fit = NativeInstance::new(&reg["NodeResourcesFit"], "").unwrap();
-        assert_eq!(fit.name(), "NodeResourcesFit");
-        assert!(NativeInstance::new(&reg["NodeResourcesFit"], "{not json").is_err());
+        let fit = &reg["NodeResourcesFit"];
+        assert_eq!(fit.name, "NodeResourcesFit");
+        assert!(fit.instantiate("").is_ok());
+        let bad = fit
+            .instantiate("{not json")
+            .err()
+            .expect("bad JSON is refused");
+        assert!(bad.contains("args are not JSON"), "{bad}");
     }
 }

@@ -2,6 +2,7 @@
 //! loads a module as the scheduler would and says what it is (or exactly why it
 //! would be refused), `test` plays the SDK's test cases through a component.
 
+use crate::framework::{CyclePod, PluginCalls};
 use crate::testing::ComponentHarness;
 use crate::wasm::module::{HostServices, WIT_VERSION};
 use crate::wasm::{Runtime, RuntimeOptions};
@@ -614,10 +615,10 @@ pub(crate) fn trial(
         let mut inst = module
             .instantiate(args_json, HostServices::default())
             .map_err(|e| e.to_string())?;
-        let wit = crate::wasm::module::pod_to_wit(&case.pod);
+        let pod = CyclePod::new(case.pod.clone());
         if points.contains(&ExtensionPoint::PreEnqueue) {
             let t = Instant::now();
-            let s = inst.pre_enqueue(&wit).map_err(|e| e.to_string())?;
+            let s = inst.pre_enqueue(&pod).map_err(|e| e.to_string())?;
             lines.push(format!(
                 "preEnqueue: {} ({:.2} ms)",
                 status(&s),
@@ -626,7 +627,7 @@ pub(crate) fn trial(
         }
         if points.contains(&ExtensionPoint::QueueSort) {
             let t = Instant::now();
-            let k = inst.sort_key(&wit).map_err(|e| e.to_string())?;
+            let k = inst.sort_key(&pod).map_err(|e| e.to_string())?;
             lines.push(format!("queueSort: key {k:?} ({:.2} ms)", ms(t.elapsed())));
         }
     }

@@ -17,8 +17,8 @@
 //! ```
 
 use crate::cache::Cache;
-use crate::framework::CyclePod;
 use crate::framework::cycle_state::CycleState;
+use crate::framework::{CyclePod, PluginCalls};
 use crate::wasm::module::HostServices;
 use crate::wasm::{Module, Runtime, RuntimeOptions};
 use anyhow::Context;

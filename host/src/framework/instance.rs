@@ -6,7 +6,6 @@
 use super::CycleState;
 use super::preemption::DryRun;
 use crate::cache::Snapshot;
-use crate::native::NativeInstance;
 use crate::wasm::module::{WitPod, pod_to_wit};
 use crate::wasm::{CallError, Instance};
 use berth_sdk::{
@@ -69,7 +68,143 @@ impl std::ops::Deref for CyclePod {
     }
 }
 
-/// One live plugin instance.
+/// What the framework asks of a plugin instance: bringing its view of the nodes up to
+/// date, and one call per extension point. This is the host's one description of the
+/// extension points: a wasm instance answers through its component's exports
+/// ([`Instance`]), a native twin through its plugin type's [`berth_sdk::VTable`]
+/// ([`crate::native::NativeInstance`]), and the framework calls either through this.
+pub trait PluginCalls: Send {
+    /// Brings the instance's view of the nodes up to the snapshot.
+    fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError>;
+
+    /// Replaces some nodes of the view, for this cycle only, with versions that count
+    /// the pods nominated to them (upstream's first filter pass); the next
+    /// [`PluginCalls::sync`] puts the snapshot's versions back.
+    fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) -> Result<(), CallError>;
+
+    /// QueueSort's key.
+    fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError>;
+
+    /// The queueing hint for an event; an error (of the plugin or the call) counts as
+    /// Queue at the caller.
+    fn queueing_hint(
+        &mut self,
+        event: &ClusterEvent,
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<Result<QueueingHint, String>, CallError>;
+
+    /// PreEnqueue.
+    fn pre_enqueue(&mut self, pod: &CyclePod) -> Result<Status, CallError>;
+
+    /// PreFilter.
+    fn pre_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+    ) -> Result<PreFilterResult, CallError>;
+
+    /// PreFilterExtensions' AddPod (`add`: `other` now counts on the node in `slot`)
+    /// or RemovePod (it no longer does).
+    fn pod_on_node(
+        &mut self,
+        add: bool,
+        state: &CycleState,
+        pod: &CyclePod,
+        other: &Pod,
+        slot: u32,
+    ) -> Result<Status, CallError>;
+
+    /// PostFilter over every node's status (by slot), with the what-if API lent for
+    /// the call and given back.
+    fn post_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        statuses: &[(u32, Status)],
+        dry: DryRun,
+    ) -> (DryRun, Result<PostFilterResult, CallError>);
+
+    /// Filter over many nodes: the nodes that did not pass, with why.
+    fn filter(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Vec<(u32, Status)>, CallError>;
+
+    /// PreScore.
+    fn pre_score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Status, CallError>;
+
+    /// Score over many nodes, one score per slot in order.
+    fn score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        slots: &[u32],
+    ) -> Result<Result<Vec<i64>, Status>, CallError>;
+
+    /// NormalizeScore.
+    fn normalize_score(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        scores: &[i64],
+    ) -> Result<Result<Vec<i64>, Status>, CallError>;
+
+    /// Reserve.
+    fn reserve(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError>;
+
+    /// Unreserve.
+    fn unreserve(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError>;
+
+    /// Permit: the status and, with Wait, how long to wait.
+    fn permit(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(Status, std::time::Duration), CallError>;
+
+    /// PreBind.
+    fn pre_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<Status, CallError>;
+
+    /// Bind.
+    fn bind(&mut self, state: &CycleState, pod: &CyclePod, node: &str)
+    -> Result<Status, CallError>;
+
+    /// PostBind.
+    fn post_bind(
+        &mut self,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+    ) -> Result<(), CallError>;
+}
+
+/// One live plugin instance: the framework calls it through [`PluginCalls`] (by
+/// dereference), and tells the two kinds apart only to know when to remake one.
 #[allow(
     clippy::large_enum_variant,
     reason = "a handful per worker, called in the hot path: no indirection wanted"
@@ -78,253 +213,24 @@ pub(crate) enum PluginInstance {
     /// A sandboxed component instance.
     Wasm(Instance),
     /// A native twin.
-    Native(NativeInstance),
+    Native(Box<dyn PluginCalls>),
 }
 
-impl PluginInstance {
-    /// Brings the instance's view of the nodes up to the snapshot.
-    pub fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+impl std::ops::Deref for PluginInstance {
+    type Target = dyn PluginCalls;
+    fn deref(&self) -> &Self::Target {
         match self {
-            PluginInstance::Wasm(i) => i.sync(snapshot),
-            PluginInstance::Native(n) => {
-                n.sync(snapshot);
-                Ok(())
-            }
+            PluginInstance::Wasm(i) => i,
+            PluginInstance::Native(n) => n.as_ref(),
         }
     }
+}
 
-    /// Overlays nodes with nominated pods counted, for this cycle.
-    pub fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) -> Result<(), CallError> {
+impl std::ops::DerefMut for PluginInstance {
+    fn deref_mut(&mut self) -> &mut Self::Target {
         match self {
-            PluginInstance::Wasm(i) => i.sync_overlay(overlays),
-            PluginInstance::Native(n) => {
-                n.sync_overlay(overlays);
-                Ok(())
-            }
-        }
-    }
-
-    /// QueueSort's key.
-    pub fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.sort_key(pod.wit()),
-            PluginInstance::Native(n) => Ok(n.sort_key(pod)),
-        }
-    }
-
-    /// A queueing hint.
-    pub fn queueing_hint(
-        &mut self,
-        event: &ClusterEvent,
-        pod: &Pod,
-        old: Option<&Object>,
-        new: Option<&Object>,
-    ) -> Result<Result<QueueingHint, String>, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.queueing_hint(event, &pod_to_wit(pod), old, new),
-            PluginInstance::Native(n) => Ok(n.queueing_hint(event, pod, old, new)),
-        }
-    }
-
-    /// PreEnqueue.
-    pub fn pre_enqueue(&mut self, pod: &CyclePod) -> Result<Status, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.pre_enqueue(pod.wit()),
-            PluginInstance::Native(n) => Ok(n.pre_enqueue(pod)),
-        }
-    }
-
-    /// PreFilter.
-    pub fn pre_filter(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-    ) -> Result<PreFilterResult, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.pre_filter(state, pod),
-            PluginInstance::Native(n) => Ok(n.pre_filter(state, pod)),
-        }
-    }
-
-    /// PreFilterExtensions' AddPod: `other` now counts on the node in `slot`.
-    pub fn add_pod(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        other: &Pod,
-        slot: u32,
-    ) -> Result<Status, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.pod_on_node(true, state, pod, other, slot),
-            PluginInstance::Native(n) => Ok(n.pod_on_node(true, state, pod, other, slot)),
-        }
-    }
-
-    /// PreFilterExtensions' RemovePod: `other` no longer counts on the node in `slot`.
-    pub fn remove_pod(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        other: &Pod,
-        slot: u32,
-    ) -> Result<Status, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.pod_on_node(false, state, pod, other, slot),
-            PluginInstance::Native(n) => Ok(n.pod_on_node(false, state, pod, other, slot)),
-        }
-    }
-
-    /// PostFilter, with the what-if API lent for the call (and given back).
-    pub fn post_filter(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        statuses: &[(u32, Status)],
-        dry: DryRun,
-    ) -> (DryRun, Result<PostFilterResult, CallError>) {
-        match self {
-            PluginInstance::Wasm(i) => i.post_filter(state, pod, statuses, dry),
-            PluginInstance::Native(n) => {
-                let mut dry = dry;
-                let r = n.post_filter(state, pod, statuses, &mut dry);
-                (dry, Ok(r))
-            }
-        }
-    }
-
-    /// Filter over many nodes: the nodes that did not pass.
-    pub fn filter(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Vec<(u32, Status)>, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.filter(state, pod, slots),
-            PluginInstance::Native(n) => Ok(n.filter(state, pod, slots)),
-        }
-    }
-
-    /// PreScore.
-    pub fn pre_score(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Status, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.pre_score(state, pod, slots),
-            PluginInstance::Native(n) => Ok(n.pre_score(state, pod, slots)),
-        }
-    }
-
-    /// Score over many nodes, in order.
-    pub fn score(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.score(state, pod, slots),
-            PluginInstance::Native(n) => Ok(n.score(state, pod, slots)),
-        }
-    }
-
-    /// NormalizeScore.
-    pub fn normalize_score(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        scores: &[i64],
-    ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.normalize_score(state, pod, scores),
-            PluginInstance::Native(n) => Ok(n.normalize_score(state, pod, scores)),
-        }
-    }
-
-    /// Reserve.
-    pub fn reserve(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.reserve(state, pod, node),
-            PluginInstance::Native(n) => Ok(n.reserve(state, pod, node)),
-        }
-    }
-
-    /// Unreserve.
-    pub fn unreserve(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(), CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.unreserve(state, pod, node),
-            PluginInstance::Native(n) => {
-                n.unreserve(state, pod, node);
-                Ok(())
-            }
-        }
-    }
-
-    /// Permit.
-    pub fn permit(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(Status, std::time::Duration), CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.permit(state, pod, node),
-            PluginInstance::Native(n) => Ok(n.permit(state, pod, node)),
-        }
-    }
-
-    /// PreBind.
-    pub fn pre_bind(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.pre_bind(state, pod, node),
-            PluginInstance::Native(n) => Ok(n.pre_bind(state, pod, node)),
-        }
-    }
-
-    /// Bind.
-    pub fn bind(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.bind(state, pod, node),
-            PluginInstance::Native(n) => Ok(n.bind(state, pod, node)),
-        }
-    }
-
-    /// PostBind.
-    pub fn post_bind(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(), CallError> {
-        match self {
-            PluginInstance::Wasm(i) => i.post_bind(state, pod, node),
-            PluginInstance::Native(n) => {
-                n.post_bind(state, pod, node);
-                Ok(())
-            }
+            PluginInstance::Wasm(i) => i,
+            PluginInstance::Native(n) => n.as_mut(),
         }
     }
 }

@@ -16,13 +16,13 @@ pub mod waiting;
 pub use cycle_state::CycleState;
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
-pub use instance::CyclePod;
+pub use instance::{CyclePod, PluginCalls};
 pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};
 
 use crate::config::Profile;
-use crate::native::{NativeInstance, Twin};
+use crate::native::Twin;
 use crate::wasm::module::HostServices;
 use crate::wasm::{CallError, LoadError, Module};
 use berth_sdk::{Code, ExtensionPoint, Status};
@@ -157,7 +157,8 @@ impl InstanceSet {
         };
         if stale {
             let inst = match &p.native {
-                Some(twin) => NativeInstance::new(twin, &p.args_json)
+                Some(twin) => twin
+                    .instantiate(&p.args_json)
                     .map(PluginInstance::Native)
                     .map_err(|message| PluginError {
                         plugin: p.name.clone(),

@@ -142,11 +142,7 @@ impl DryRun {
             if let Err(e) = inst.sync(&self.snapshot) {
                 return error_status(e);
             }
-            let r = if add {
-                inst.add_pod(state, &self.pod, other, slot)
-            } else {
-                inst.remove_pod(state, &self.pod, other, slot)
-            };
+            let r = inst.pod_on_node(add, state, &self.pod, other, slot);
             match r {
                 Ok(s) if s.is_success() => {}
                 Ok(s) => {

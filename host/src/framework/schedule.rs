@@ -130,7 +130,7 @@ impl Framework {
                     for &i in &extensions {
                         let inst = main.get(i, &self.plugins)?;
                         inst.sync(snapshot)?;
-                        let status = inst.add_pod(st, pod, &p, slot)?;
+                        let status = inst.pod_on_node(true, st, pod, &p, slot)?;
                         if !status.is_success() {
                             return Err(self.failure(i, &status));
                         }

@@ -10,9 +10,9 @@ use super::convert;
 use super::host_imports::{HostCtx, HostServices};
 use super::module::{LoadError, Module};
 use crate::cache::Snapshot;
-use crate::framework::CyclePod;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::preemption::DryRun;
+use crate::framework::{CyclePod, PluginCalls};
 use berth_sdk::{PreFilterResult, Status};
 use std::sync::Arc;
 use wasmtime::Store;
@@ -265,9 +265,60 @@ impl Instance {
         r
     }
 
+    /// Notes which snapshot version of a node the replica holds (`None`: none, or one
+    /// of the host's what-if copies).
+    fn remember_sent(&mut self, slot: u32, info: Option<Arc<berth_sdk::NodeInfo>>) {
+        let slot = slot as usize;
+        if self.sent.len() <= slot {
+            self.sent.resize(slot + 1, None);
+        }
+        self.sent[slot] = info;
+    }
+
+    /// Runs a call of `pod`'s cycle at `point`, placing its error on `nodes`.
+    fn at_point<R>(
+        &mut self,
+        point: &'static str,
+        nodes: On<'_>,
+        state: &CycleState,
+        pod: &CyclePod,
+        f: impl FnOnce(
+            &SchedulerPlugin,
+            &mut Store<HostCtx>,
+            Resource<CycleState>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        self.point = point;
+        let r = self.in_cycle(state, pod, f);
+        self.located(r, nodes)
+    }
+
+    /// A batch answer (Score, NormalizeScore) must have one entry per input: one that
+    /// does not is a bad answer, placed on `nodes`.
+    fn same_length(
+        &mut self,
+        r: Result<Vec<i64>, Status>,
+        expected: usize,
+        what: &str,
+        nodes: On<'_>,
+    ) -> Result<Result<Vec<i64>, Status>, CallError> {
+        match &r {
+            Ok(answered) if answered.len() != expected => {
+                let e = self.bad_answer(format!(
+                    "answered {} {what} for {expected} nodes",
+                    answered.len()
+                ));
+                self.located(Err(e), nodes)
+            }
+            _ => Ok(r),
+        }
+    }
+}
+
+impl PluginCalls for Instance {
     /// Brings the guest's node replica up to the snapshot, sending only what changed
     /// since this instance's last sync.
-    pub fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+    fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
         self.point = "Sync";
         if self.replica_generation == Some(snapshot.generation()) && self.overlaid.is_empty() {
             return Ok(());
@@ -337,23 +388,10 @@ impl Instance {
         Ok(())
     }
 
-    /// Notes which snapshot version of a node the replica holds (`None`: none, or one
-    /// of the host's what-if copies).
-    fn remember_sent(&mut self, slot: u32, info: Option<Arc<berth_sdk::NodeInfo>>) {
-        let slot = slot as usize;
-        if self.sent.len() <= slot {
-            self.sent.resize(slot + 1, None);
-        }
-        self.sent[slot] = info;
-    }
-
     /// Replaces some nodes of the replica, for this cycle only, with versions that
     /// count the pods nominated to them (upstream's first filter pass); the next
     /// [`Instance::sync`] puts the snapshot's versions back.
-    pub fn sync_overlay(
-        &mut self,
-        overlays: &[(u32, &berth_sdk::NodeInfo)],
-    ) -> Result<(), CallError> {
+    fn sync_overlay(&mut self, overlays: &[(u32, &berth_sdk::NodeInfo)]) -> Result<(), CallError> {
         self.point = "Sync";
         if overlays.is_empty() {
             return Ok(());
@@ -379,8 +417,7 @@ impl Instance {
         r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))
     }
 
-    /// PreFilterExtensions' AddPod (`add`) or RemovePod of `other` on the node in `slot`.
-    pub fn pod_on_node(
+    fn pod_on_node(
         &mut self,
         add: bool,
         state: &CycleState,
@@ -388,28 +425,31 @@ impl Instance {
         other: &berth_sdk::Pod,
         slot: u32,
     ) -> Result<Status, CallError> {
-        self.point = "PreFilterExtension";
         let other = convert::pod_to_wit(other);
-        let r = self.in_cycle(state, pod, |b, s, st| {
-            let ext = b.berth_scheduler_pre_filter_extensions();
-            if add {
-                ext.call_add_pod(s, st, &other, slot)
-            } else {
-                ext.call_remove_pod(s, st, &other, slot)
-            }
-        })?;
-        Ok(convert::status_from_wit(r))
+        self.at_point(
+            "PreFilterExtension",
+            On::Slots(&[slot]),
+            state,
+            pod,
+            |b, s, st| {
+                let ext = b.berth_scheduler_pre_filter_extensions();
+                if add {
+                    ext.call_add_pod(s, st, &other, slot)
+                } else {
+                    ext.call_remove_pod(s, st, &other, slot)
+                }
+            },
+        )
+        .map(convert::status_from_wit)
     }
 
-    /// PostFilter, with `dry` lent to the guest's `simulate` calls for its duration.
-    pub fn post_filter(
+    fn post_filter(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         statuses: &[(u32, Status)],
         dry: DryRun,
     ) -> (DryRun, Result<berth_sdk::PostFilterResult, CallError>) {
-        self.point = "PostFilter";
         let statuses: Vec<ex::filter::NodeStatus> = statuses
             .iter()
             .map(|(slot, s)| ex::filter::NodeStatus {
@@ -418,7 +458,7 @@ impl Instance {
             })
             .collect();
         self.store.data_mut().dry_run = Some(dry);
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        let r = self.at_point("PostFilter", On::Nothing, state, pod, |b, s, st| {
             b.berth_scheduler_post_filter()
                 .call_post_filter(s, st, &statuses)
         });
@@ -445,25 +485,24 @@ impl Instance {
         (dry, r)
     }
 
-    /// QueueSort's key.
-    pub fn sort_key(&mut self, pod: &w::Pod) -> Result<Vec<i64>, CallError> {
+    fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
         self.point = "QueueSort";
-        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
-        let r = self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, pod));
+        self.call_pod_key = Some(pod.key());
+        let wit = pod.wit();
+        let r = self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, wit));
         self.located(r, On::Nothing)
     }
 
-    /// The queueing hint for an event; an error (of the plugin or the call) counts as
-    /// Queue at the caller.
-    pub fn queueing_hint(
+    fn queueing_hint(
         &mut self,
         event: &berth_sdk::ClusterEvent,
-        pod: &w::Pod,
+        pod: &berth_sdk::Pod,
         old: Option<&berth_sdk::Object>,
         new: Option<&berth_sdk::Object>,
     ) -> Result<Result<berth_sdk::QueueingHint, String>, CallError> {
         self.point = "QueueingHint";
-        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
+        self.call_pod_key = Some(pod.key());
+        let pod = convert::pod_to_wit(pod);
         let event = convert::event_to_wit(event);
         let old = old.map(convert::object_to_wit);
         let new = new.map(convert::object_to_wit);
@@ -471,7 +510,7 @@ impl Instance {
             b.berth_scheduler_enqueue_extensions().call_hint(
                 s,
                 event,
-                pod,
+                &pod,
                 old.as_ref(),
                 new.as_ref(),
             )
@@ -483,207 +522,154 @@ impl Instance {
         }))
     }
 
-    /// PreEnqueue.
-    pub fn pre_enqueue(&mut self, pod: &w::Pod) -> Result<Status, CallError> {
+    fn pre_enqueue(&mut self, pod: &CyclePod) -> Result<Status, CallError> {
         self.point = "PreEnqueue";
-        self.call_pod_key = Some(format!("{}/{}", pod.namespace, pod.name));
-        let r = self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, pod));
+        self.call_pod_key = Some(pod.key());
+        let wit = pod.wit();
+        let r = self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, wit));
         self.located(r, On::Nothing).map(convert::status_from_wit)
     }
 
-    /// PreFilter.
-    pub fn pre_filter(
+    fn pre_filter(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
     ) -> Result<PreFilterResult, CallError> {
-        self.point = "PreFilter";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        let r = self.at_point("PreFilter", On::Nothing, state, pod, |b, s, st| {
             b.berth_scheduler_pre_filter().call_pre_filter(s, st)
-        });
-        let r = self.located(r, On::Nothing)?;
+        })?;
         Ok(PreFilterResult {
             status: convert::status_from_wit(r.status),
             node_names: r.node_names,
         })
     }
 
-    /// Filter over many nodes; answers the nodes that did not pass.
-    pub fn filter(
+    fn filter(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Vec<(u32, Status)>, CallError> {
-        self.point = "Filter";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        let r = self.at_point("Filter", On::Slots(slots), state, pod, |b, s, st| {
             b.berth_scheduler_filter().call_filter(s, st, slots)
-        });
-        let r: Vec<ex::filter::NodeStatus> = self.located(r, On::Slots(slots))?;
+        })?;
         Ok(r.into_iter()
             .map(|n| (n.slot, convert::status_from_wit(n.status)))
             .collect())
     }
 
-    /// PreScore.
-    pub fn pre_score(
+    fn pre_score(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Status, CallError> {
-        self.point = "PreScore";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        self.at_point("PreScore", On::Slots(slots), state, pod, |b, s, st| {
             b.berth_scheduler_pre_score().call_pre_score(s, st, slots)
-        });
-        self.located(r, On::Slots(slots))
-            .map(convert::status_from_wit)
+        })
+        .map(convert::status_from_wit)
     }
 
-    /// Score over many nodes, one score per slot in order.
-    pub fn score(
+    fn score(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         slots: &[u32],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        self.point = "Score";
-        let r = self.in_cycle(state, pod, |b, s, st| {
-            b.berth_scheduler_score().call_score(s, st, slots)
-        });
         let r = self
-            .located(r, On::Slots(slots))?
+            .at_point("Score", On::Slots(slots), state, pod, |b, s, st| {
+                b.berth_scheduler_score().call_score(s, st, slots)
+            })?
             .map_err(convert::status_from_wit);
-        if let Ok(scores) = &r
-            && scores.len() != slots.len()
-        {
-            let e = self.bad_answer(format!(
-                "answered {} scores for {} nodes",
-                scores.len(),
-                slots.len()
-            ));
-            return self.located(Err(e), On::Slots(slots));
-        }
-        Ok(r)
+        self.same_length(r, slots.len(), "scores", On::Slots(slots))
     }
 
-    /// NormalizeScore.
-    pub fn normalize_score(
+    fn normalize_score(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         scores: &[i64],
     ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        self.point = "NormalizeScore";
-        let r = self.in_cycle(state, pod, |b, s, st| {
-            b.berth_scheduler_score()
-                .call_normalize_score(s, st, scores)
-        });
         let r = self
-            .located(r, On::Nothing)?
+            .at_point("NormalizeScore", On::Nothing, state, pod, |b, s, st| {
+                b.berth_scheduler_score()
+                    .call_normalize_score(s, st, scores)
+            })?
             .map_err(convert::status_from_wit);
-        if let Ok(normalized) = &r
-            && normalized.len() != scores.len()
-        {
-            let e = self.bad_answer(format!(
-                "answered {} normalized scores for {} nodes",
-                normalized.len(),
-                scores.len()
-            ));
-            return self.located(Err(e), On::Nothing);
-        }
-        Ok(r)
+        self.same_length(r, scores.len(), "normalized scores", On::Nothing)
     }
 
-    /// Reserve.
-    pub fn reserve(
+    fn reserve(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
-        self.point = "Reserve";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        self.at_point("Reserve", On::Node(node), state, pod, |b, s, st| {
             b.berth_scheduler_reserve().call_reserve(s, st, node)
-        });
-        self.located(r, On::Node(node))
-            .map(convert::status_from_wit)
+        })
+        .map(convert::status_from_wit)
     }
 
-    /// Unreserve.
-    pub fn unreserve(
+    fn unreserve(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         node: &str,
     ) -> Result<(), CallError> {
-        self.point = "Unreserve";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        self.at_point("Unreserve", On::Node(node), state, pod, |b, s, st| {
             b.berth_scheduler_reserve().call_unreserve(s, st, node)
-        });
-        self.located(r, On::Node(node))
+        })
     }
 
-    /// Permit: the status and, with Wait, how long to wait.
-    pub fn permit(
+    fn permit(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         node: &str,
     ) -> Result<(Status, std::time::Duration), CallError> {
-        self.point = "Permit";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        let r = self.at_point("Permit", On::Node(node), state, pod, |b, s, st| {
             b.berth_scheduler_permit().call_permit(s, st, node)
-        });
-        let r = self.located(r, On::Node(node))?;
+        })?;
         Ok((
             convert::status_from_wit(r.status),
             std::time::Duration::from_millis(r.timeout_ms),
         ))
     }
 
-    /// PreBind.
-    pub fn pre_bind(
+    fn pre_bind(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
-        self.point = "PreBind";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        self.at_point("PreBind", On::Node(node), state, pod, |b, s, st| {
             b.berth_scheduler_pre_bind().call_pre_bind(s, st, node)
-        });
-        self.located(r, On::Node(node))
-            .map(convert::status_from_wit)
+        })
+        .map(convert::status_from_wit)
     }
 
-    /// Bind.
-    pub fn bind(
+    fn bind(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         node: &str,
     ) -> Result<Status, CallError> {
-        self.point = "Bind";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        self.at_point("Bind", On::Node(node), state, pod, |b, s, st| {
             b.berth_scheduler_bind().call_bind(s, st, node)
-        });
-        self.located(r, On::Node(node))
-            .map(convert::status_from_wit)
+        })
+        .map(convert::status_from_wit)
     }
 
-    /// PostBind.
-    pub fn post_bind(
+    fn post_bind(
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
         node: &str,
     ) -> Result<(), CallError> {
-        self.point = "PostBind";
-        let r = self.in_cycle(state, pod, |b, s, st| {
+        self.at_point("PostBind", On::Node(node), state, pod, |b, s, st| {
             b.berth_scheduler_post_bind().call_post_bind(s, st, node)
-        });
-        self.located(r, On::Node(node))
+        })
     }
 }
 
