@@ -252,7 +252,12 @@ impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
         Ok(())
     }
 
-    fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) -> Result<(), CallError> {
+    fn sync_overlaid(
+        &mut self,
+        snapshot: &Snapshot,
+        overlays: &[(u32, &NodeInfo)],
+    ) -> Result<(), CallError> {
+        self.view.sync(snapshot);
         self.view.sync_overlay(overlays);
         Ok(())
     }
@@ -512,17 +517,7 @@ impl HostApi for NativeHost {
         self.namespaces.labels(namespace)
     }
     fn waiting_pods(&self) -> Vec<berth_sdk::WaitingPod> {
-        self.waiting
-            .list()
-            .into_iter()
-            .map(|p| berth_sdk::WaitingPod {
-                uid: p.uid,
-                namespace: p.namespace,
-                name: p.name,
-                node: p.node,
-                pending_plugins: p.pending_plugins,
-            })
-            .collect()
+        self.waiting.list()
     }
     fn allow_waiting_pod(&self, uid: &str, plugin: &str) {
         self.waiting.allow(uid, plugin);

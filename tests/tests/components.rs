@@ -352,3 +352,54 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
         assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
     }
 }
+
+/// A what-if version of a node replaces the replica's for the calls that follow, a
+/// second one on the same node replaces the first, and the next sync puts the
+/// snapshot's version back: Filter sees each in turn.
+#[test]
+fn overlays_replace_a_node_in_the_replica_until_the_next_sync() {
+    use berth::cache::Cache;
+    use berth::framework::cycle_state::CycleState;
+    use berth::framework::{CyclePod, PluginCalls};
+    use berth::wasm::module::HostServices;
+    use berth_sdk::testing::{node, pod};
+
+    let rt = runtime();
+    let fit = rt
+        .load_file(Path::new(berth_artifacts::plugin_paths::NODE_RESOURCES_FIT))
+        .unwrap();
+    let mut inst = fit.instantiate("{}", HostServices::default()).unwrap();
+    let mut cache = Cache::new();
+    cache.add_or_update_node(node("n1").cpu(1000).memory(1 << 30).build().node);
+    let mut busy = pod("busy").cpu(800).build();
+    busy.node_name = "n1".into();
+    cache.add_pod(&busy).unwrap();
+    let mut snapshot = Default::default();
+    cache.update_snapshot(&mut snapshot);
+    let slot = snapshot.slot_of("n1").unwrap();
+    let full = snapshot.node(slot).unwrap().clone();
+    let mut emptied = full.clone();
+    emptied.remove_pod(&busy);
+    let mut fuller = full.clone();
+    let mut other = pod("other").cpu(100).build();
+    other.node_name = "n1".into();
+    fuller.add_pod(&other);
+
+    let incoming = CyclePod::new(pod("incoming").cpu(300).build());
+    let fits = |inst: &mut berth::wasm::Instance| {
+        let state = CycleState::new();
+        let r = inst.pre_filter(&state, &incoming).unwrap();
+        assert!(r.status.is_success(), "{r:?}");
+        inst.filter(&state, &incoming, &[slot]).unwrap().is_empty()
+    };
+    inst.sync(&snapshot).unwrap();
+    assert!(!fits(&mut inst), "800m of 1000m are taken");
+    inst.sync_overlaid(&snapshot, &[(slot, &emptied)]).unwrap();
+    assert!(fits(&mut inst), "the what-if without the busy pod has room");
+    inst.sync_overlaid(&snapshot, &[(slot, &fuller)]).unwrap();
+    assert!(!fits(&mut inst), "the second what-if replaces the first");
+    inst.sync_overlaid(&snapshot, &[(slot, &emptied)]).unwrap();
+    assert!(fits(&mut inst), "and a third the second");
+    inst.sync(&snapshot).unwrap();
+    assert!(!fits(&mut inst), "the sync puts the snapshot's node back");
+}

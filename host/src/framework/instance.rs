@@ -77,10 +77,15 @@ pub trait PluginCalls: Send {
     /// Brings the instance's view of the nodes up to the snapshot.
     fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError>;
 
-    /// Replaces some nodes of the view, for this cycle only, with versions that count
-    /// the pods nominated to them (upstream's first filter pass); the next
-    /// [`PluginCalls::sync`] puts the snapshot's versions back.
-    fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) -> Result<(), CallError>;
+    /// Brings the view up to the snapshot with some nodes replaced, for the calls
+    /// that follow, by what-if versions: with the pods nominated to them counted
+    /// (upstream's first filter pass), or with a preemption's victims removed. The
+    /// next sync puts the snapshot's versions back.
+    fn sync_overlaid(
+        &mut self,
+        snapshot: &Snapshot,
+        overlays: &[(u32, &NodeInfo)],
+    ) -> Result<(), CallError>;
 
     /// QueueSort's key.
     fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError>;

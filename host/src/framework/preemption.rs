@@ -164,10 +164,7 @@ impl DryRun {
                 Ok(inst) => inst,
                 Err(e) => return error_status(e),
             };
-            if let Err(e) = inst.sync(&self.snapshot) {
-                return error_status(e);
-            }
-            if let Err(e) = inst.sync_overlay(&[(slot, info)]) {
+            if let Err(e) = inst.sync_overlaid(&self.snapshot, &[(slot, info)]) {
                 return error_status(e);
             }
             match inst.filter(state, &self.pod, &[slot]) {

@@ -205,10 +205,9 @@ impl Framework {
                     break;
                 }
                 let inst = set.get(i, &self.plugins)?;
-                inst.sync(snapshot)?;
                 let views: Vec<(u32, &NodeInfo)> =
                     overlaid.iter().map(|s| (*s, &overlays[s].info)).collect();
-                inst.sync_overlay(&views)?;
+                inst.sync_overlaid(snapshot, &views)?;
                 let t = self.plugin_clock(state);
                 let rejected = inst.filter(st, pod, &overlaid)?;
                 self.observe_plugin(i, "Filter", batch_code(&rejected), t);

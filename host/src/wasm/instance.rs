@@ -80,8 +80,9 @@ pub struct Instance {
     call_pod_key: Option<String>,
     /// Node names by slot, as the replica holds them, for error messages.
     node_names: Vec<Option<String>>,
-    /// The snapshot's version of each node the replica holds, by slot: a later
-    /// version with the same node object goes as the change of its pods.
+    /// The version of each node the replica holds, by slot: the snapshot's, or a
+    /// copy of an overlay. A later version with the same node object goes as the
+    /// change of its pods.
     sent: Vec<Option<Arc<berth_sdk::NodeInfo>>>,
     broken: bool,
     /// The extension point of the call under way (the metrics' label).
@@ -265,8 +266,7 @@ impl Instance {
         r
     }
 
-    /// Notes which snapshot version of a node the replica holds (`None`: none, or one
-    /// of the host's what-if copies).
+    /// Notes which version of a node the replica holds (`None`: none).
     fn remember_sent(&mut self, slot: u32, info: Option<Arc<berth_sdk::NodeInfo>>) {
         let slot = slot as usize;
         if self.sent.len() <= slot {
@@ -313,24 +313,37 @@ impl Instance {
             _ => Ok(r),
         }
     }
-}
-
-impl PluginCalls for Instance {
-    /// Brings the guest's node replica up to the snapshot, sending only what changed
-    /// since this instance's last sync.
-    fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+    /// Brings the replica up to the snapshot, with `overlays` in place of the
+    /// snapshot's versions of their nodes, in one call. What changed goes as little
+    /// as it can: a node whose object the replica holds already (the snapshot's
+    /// version or an overlay) gets only the change of its pods; a new one, or one
+    /// whose object changed, is sent whole. A slot overlaid last time and again now
+    /// goes from one overlay to the next without the snapshot's version between.
+    fn sync_with(
+        &mut self,
+        snapshot: &Snapshot,
+        overlays: &[(u32, &berth_sdk::NodeInfo)],
+    ) -> Result<(), CallError> {
         self.point = "Sync";
-        if self.replica_generation == Some(snapshot.generation()) && self.overlaid.is_empty() {
+        let current = self.replica_generation == Some(snapshot.generation());
+        if current && self.overlaid.is_empty() && overlays.is_empty() {
             return Ok(());
         }
-        let (mut updated, mut removed) = if self.replica_generation == Some(snapshot.generation()) {
+        let (mut updated, mut removed) = if current {
             (Vec::new(), Vec::new())
         } else {
             snapshot.changes_since(self.replica_generation)
         };
-        // Undo overlays: the snapshot's version of those nodes goes back.
+        let overlaid_now = |slot: u32| overlays.iter().any(|(s, _)| *s == slot);
+        // The snapshot's version of a node overlaid now is not sent: the overlay
+        // replaces it, and the next sync restores it.
+        updated.retain(|(slot, _)| !overlaid_now(*slot));
+        // Undo the last overlays not made again: the snapshot's version goes back.
         for slot in std::mem::take(&mut self.overlaid) {
-            if updated.iter().any(|(s, _)| *s == slot) || removed.contains(&slot) {
+            if overlaid_now(slot)
+                || updated.iter().any(|(s, _)| *s == slot)
+                || removed.contains(&slot)
+            {
                 continue;
             }
             match snapshot.node(slot) {
@@ -343,7 +356,7 @@ impl PluginCalls for Instance {
                 *n = None;
             }
         }
-        for (slot, info) in &updated {
+        for (slot, info) in updated.iter().chain(overlays) {
             let slot = *slot as usize;
             if self.node_names.len() <= slot {
                 self.node_names.resize(slot + 1, None);
@@ -352,25 +365,35 @@ impl PluginCalls for Instance {
                 self.node_names[slot] = Some(info.name().to_owned());
             }
         }
-        // A node whose object the replica holds already gets only the change of its
-        // pods; a new one, or one whose object changed, is sent whole.
         let wants_pods = self.module.wants_pods;
         let mut whole: Vec<(u32, w::NodeInfo)> = Vec::new();
         let mut changed: Vec<ex::replica::NodePodsChange> = Vec::new();
         let mut sent: Vec<(u32, Option<Arc<berth_sdk::NodeInfo>>)> = Vec::new();
-        for (slot, info) in updated {
-            let shared = snapshot.shared(slot).cloned();
-            match (
-                self.sent.get(slot as usize).and_then(Option::as_ref),
-                &shared,
-            ) {
-                (Some(prev), Some(now)) if Arc::ptr_eq(prev, now) => continue,
-                (Some(prev), _) if prev.node == info.node => changed.push(
+        let mut send = |slot: u32,
+                        info: &berth_sdk::NodeInfo,
+                        held: Option<&berth_sdk::NodeInfo>| {
+            match held {
+                Some(prev) if prev.node == info.node => changed.push(
                     convert::node_pods_change_to_wit(slot, prev, info, wants_pods),
                 ),
                 _ => whole.push((slot, convert::node_info_to_wit(info, wants_pods))),
             }
+        };
+        for (slot, info) in updated {
+            let shared = snapshot.shared(slot).cloned();
+            let held = self.sent.get(slot as usize).and_then(Option::as_ref);
+            if let (Some(prev), Some(now)) = (held, &shared)
+                && Arc::ptr_eq(prev, now)
+            {
+                continue;
+            }
+            send(slot, info, held.map(|h| &**h));
             sent.push((slot, shared));
+        }
+        for &(slot, info) in overlays {
+            let held = self.sent.get(slot as usize).and_then(Option::as_ref);
+            send(slot, info, held.map(|h| &**h));
+            sent.push((slot, Some(Arc::new(held_copy(info, wants_pods)))));
         }
         let r = self.call(|b, s| {
             b.berth_scheduler_replica()
@@ -384,37 +407,25 @@ impl PluginCalls for Instance {
         for (slot, info) in sent {
             self.remember_sent(slot, info);
         }
+        self.overlaid.extend(overlays.iter().map(|(s, _)| *s));
         self.replica_generation = Some(snapshot.generation());
         Ok(())
     }
+}
 
-    /// Replaces some nodes of the replica, for this cycle only, with versions that
-    /// count the pods nominated to them (upstream's first filter pass); the next
-    /// [`Instance::sync`] puts the snapshot's versions back.
-    fn sync_overlay(&mut self, overlays: &[(u32, &berth_sdk::NodeInfo)]) -> Result<(), CallError> {
-        self.point = "Sync";
-        if overlays.is_empty() {
-            return Ok(());
-        }
-        let updated: Vec<(u32, w::NodeInfo)> = overlays
-            .iter()
-            .map(|(slot, info)| {
-                (
-                    *slot,
-                    convert::node_info_to_wit(info, self.module.wants_pods),
-                )
-            })
-            .collect();
-        self.overlaid.extend(overlays.iter().map(|(s, _)| *s));
-        for (slot, _) in overlays {
-            self.remember_sent(*slot, None);
-        }
-        let r = self.call(|b, s| {
-            b.berth_scheduler_replica()
-                .call_sync_nodes(s, &updated, &[], &[])
-        });
-        let n = updated.len();
-        r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))
+impl PluginCalls for Instance {
+    /// Brings the guest's node replica up to the snapshot, sending only what changed
+    /// since this instance's last sync.
+    fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
+        self.sync_with(snapshot, &[])
+    }
+
+    fn sync_overlaid(
+        &mut self,
+        snapshot: &Snapshot,
+        overlays: &[(u32, &berth_sdk::NodeInfo)],
+    ) -> Result<(), CallError> {
+        self.sync_with(snapshot, overlays)
     }
 
     fn pod_on_node(
@@ -670,6 +681,24 @@ impl PluginCalls for Instance {
         self.at_point("PostBind", On::Node(node), state, pod, |b, s, st| {
             b.berth_scheduler_post_bind().call_post_bind(s, st, node)
         })
+    }
+}
+
+/// What the host keeps of a node it sends as an overlay, to send the next version
+/// of that node as a change: the node and its totals, and its pods when the replica
+/// holds pods.
+fn held_copy(info: &berth_sdk::NodeInfo, wants_pods: bool) -> berth_sdk::NodeInfo {
+    berth_sdk::NodeInfo {
+        node: info.node.clone(),
+        requested: info.requested.clone(),
+        non_zero_requested: info.non_zero_requested.clone(),
+        pod_count: info.pod_count,
+        used_ports: info.used_ports.clone(),
+        pods: if wants_pods {
+            info.pods.clone()
+        } else {
+            Vec::new()
+        },
     }
 }
 
