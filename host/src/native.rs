@@ -263,7 +263,7 @@ impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
     }
 
     fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
-        Ok(match self.vtable.sort_key {
+        Ok(match self.vtable.queue_sort {
             Some(f) => f(&self.plugin, pod),
             None => vec![-i64::from(pod.priority)],
         })

@@ -543,7 +543,7 @@ fn no_cycle() -> sdk::Status {
 impl<T: Registered> ex::queue_sort::Guest for Export<T> {
     fn sort_key(pod: w::Pod) -> Vec<i64> {
         let pod = pod_from_wit(pod);
-        with_instance::<T, _>(|inst| match inst.vtable.sort_key {
+        with_instance::<T, _>(|inst| match inst.vtable.queue_sort {
             Some(f) => f(&inst.plugin, &pod),
             None => vec![-i64::from(pod.priority)],
         })

@@ -2,7 +2,7 @@
 //! macro builds from them.
 
 use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
-use crate::preemption::{DryRun, PostFilterResult};
+use crate::preemption::{DryRun, PostFilter, PostFilterResult, PreFilterExtensions};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::Any;
@@ -349,104 +349,108 @@ pub trait PostBind: Plugin {
     fn post_bind(&self, state: &CycleState, pod: &Pod, node: &str);
 }
 
-/// The extension points a plugin type implements, as function pointers. Built by
-/// [`export_plugin!`](crate::export_plugin) (or [`plugin_vtable!`](crate::plugin_vtable)
-/// for native use); the host runs native builds of plugins through the same table.
-#[allow(clippy::type_complexity)]
-pub struct VTable<T> {
+/// Declares [`VTable`] from one row per extension point: the name
+/// [`plugin_vtable!`](crate::plugin_vtable) knows it by (the field and the method that
+/// fills it), the function's type, the entry of a type implementing the point's
+/// trait, and the [`ExtensionPoint`] it counts as (`-` for none).
+macro_rules! vtable {
+    (@point $out:ident, $entry:expr, -) => {};
+    (@point $out:ident, $entry:expr, $point:ident) => {
+        if $entry.is_some() {
+            $out.push(ExtensionPoint::$point);
+        }
+    };
+    ($(
+        $(#[$doc:meta])*
+        $name:ident: $ty:ty = $entry:expr, if $bound:ident, $point:tt;
+    )*) => {
+        /// The extension points a plugin type implements, as function pointers. Built
+        /// by [`export_plugin!`](crate::export_plugin) (or
+        /// [`plugin_vtable!`](crate::plugin_vtable) for native use); the host runs
+        /// native builds of plugins through the same table.
+        #[allow(clippy::type_complexity)]
+        pub struct VTable<T> {
+            $( $(#[$doc])* pub $name: Option<$ty>, )*
+        }
+
+        impl<T> Default for VTable<T> {
+            fn default() -> Self {
+                VTable { $( $name: None, )* }
+            }
+        }
+
+        impl<T> VTable<T> {
+            /// The extension points present in the table.
+            pub fn extension_points(&self) -> Vec<ExtensionPoint> {
+                let mut out = Vec::new();
+                $( vtable!(@point out, self.$name, $point); )*
+                out
+            }
+
+            $(
+                $(#[$doc])*
+                /// Fills this entry from the plugin type's implementation.
+                pub fn $name(mut self) -> Self
+                where
+                    T: $bound,
+                {
+                    self.$name = Some($entry);
+                    self
+                }
+            )*
+        }
+    };
+}
+
+vtable! {
     /// PreEnqueue.
-    pub pre_enqueue: Option<fn(&T, &Pod) -> Status>,
+    pre_enqueue: fn(&T, &Pod) -> Status = T::pre_enqueue, if PreEnqueue, PreEnqueue;
     /// Queueing hints.
-    pub queueing_hint: Option<
-        fn(
-            &T,
-            &ClusterEvent,
-            &Pod,
-            Option<&Object>,
-            Option<&Object>,
-        ) -> Result<QueueingHint, String>,
-    >,
+    queueing_hint: fn(
+        &T,
+        &ClusterEvent,
+        &Pod,
+        Option<&Object>,
+        Option<&Object>,
+    ) -> Result<QueueingHint, String> = T::queueing_hint, if EnqueueExtensions, -;
     /// QueueSort.
-    pub sort_key: Option<fn(&T, &Pod) -> Vec<i64>>,
+    queue_sort: fn(&T, &Pod) -> Vec<i64> = T::sort_key, if QueueSort, QueueSort;
     /// PreFilter.
-    pub pre_filter: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo]) -> PreFilterResult>,
+    pre_filter: fn(&T, &CycleState, &Pod, &[&NodeInfo]) -> PreFilterResult =
+        T::pre_filter, if PreFilter, PreFilter;
     /// PreFilterExtensions: AddPod and RemovePod.
-    pub pre_filter_extensions: Option<(
+    pre_filter_extensions: (
         fn(&T, &CycleState, &Pod, &Pod, &NodeInfo) -> Status,
         fn(&T, &CycleState, &Pod, &Pod, &NodeInfo) -> Status,
-    )>,
+    ) = (T::add_pod, T::remove_pod), if PreFilterExtensions, -;
     /// Filter.
-    pub filter: Option<fn(&T, &CycleState, &Pod, &NodeInfo) -> Status>,
+    filter: fn(&T, &CycleState, &Pod, &NodeInfo) -> Status = T::filter, if Filter, Filter;
     /// PostFilter.
-    pub post_filter:
-        Option<fn(&T, &CycleState, &Pod, &[(&NodeInfo, Status)], &dyn DryRun) -> PostFilterResult>,
+    post_filter: fn(&T, &CycleState, &Pod, &[(&NodeInfo, Status)], &dyn DryRun) -> PostFilterResult =
+        T::post_filter, if PostFilter, PostFilter;
     /// PreScore.
-    pub pre_score: Option<fn(&T, &CycleState, &Pod, &[&NodeInfo], &[&NodeInfo]) -> Status>,
+    pre_score: fn(&T, &CycleState, &Pod, &[&NodeInfo], &[&NodeInfo]) -> Status =
+        T::pre_score, if PreScore, PreScore;
     /// Score.
-    pub score: Option<fn(&T, &CycleState, &Pod, &NodeInfo) -> Result<i64, Status>>,
+    score: fn(&T, &CycleState, &Pod, &NodeInfo) -> Result<i64, Status> =
+        T::score, if Score, Score;
     /// NormalizeScore.
-    pub normalize_score: Option<fn(&T, &CycleState, &Pod, &mut [i64]) -> Status>,
+    normalize_score: fn(&T, &CycleState, &Pod, &mut [i64]) -> Status =
+        T::normalize_score, if NormalizeScore, NormalizeScore;
     /// Reserve and Unreserve.
-    pub reserve: Option<(
+    reserve: (
         fn(&T, &CycleState, &Pod, &str) -> Status,
         fn(&T, &CycleState, &Pod, &str),
-    )>,
+    ) = (T::reserve, T::unreserve), if Reserve, Reserve;
     /// Permit.
-    pub permit: Option<fn(&T, &CycleState, &Pod, &str) -> (Status, std::time::Duration)>,
+    permit: fn(&T, &CycleState, &Pod, &str) -> (Status, std::time::Duration) =
+        T::permit, if Permit, Permit;
     /// PreBind.
-    pub pre_bind: Option<fn(&T, &CycleState, &Pod, &str) -> Status>,
+    pre_bind: fn(&T, &CycleState, &Pod, &str) -> Status = T::pre_bind, if PreBind, PreBind;
     /// Bind.
-    pub bind: Option<fn(&T, &CycleState, &Pod, &str) -> Status>,
+    bind: fn(&T, &CycleState, &Pod, &str) -> Status = T::bind, if Bind, Bind;
     /// PostBind.
-    pub post_bind: Option<fn(&T, &CycleState, &Pod, &str)>,
-}
-
-impl<T> Default for VTable<T> {
-    fn default() -> Self {
-        VTable {
-            pre_enqueue: None,
-            queueing_hint: None,
-            sort_key: None,
-            pre_filter: None,
-            pre_filter_extensions: None,
-            filter: None,
-            post_filter: None,
-            pre_score: None,
-            score: None,
-            normalize_score: None,
-            reserve: None,
-            permit: None,
-            pre_bind: None,
-            bind: None,
-            post_bind: None,
-        }
-    }
-}
-
-impl<T> VTable<T> {
-    /// The extension points present in the table.
-    pub fn extension_points(&self) -> Vec<ExtensionPoint> {
-        use ExtensionPoint as E;
-        let present = [
-            (E::PreEnqueue, self.pre_enqueue.is_some()),
-            (E::QueueSort, self.sort_key.is_some()),
-            (E::PreFilter, self.pre_filter.is_some()),
-            (E::Filter, self.filter.is_some()),
-            (E::PostFilter, self.post_filter.is_some()),
-            (E::PreScore, self.pre_score.is_some()),
-            (E::Score, self.score.is_some()),
-            (E::NormalizeScore, self.normalize_score.is_some()),
-            (E::Reserve, self.reserve.is_some()),
-            (E::Permit, self.permit.is_some()),
-            (E::PreBind, self.pre_bind.is_some()),
-            (E::Bind, self.bind.is_some()),
-            (E::PostBind, self.post_bind.is_some()),
-        ];
-        present
-            .into_iter()
-            .filter_map(|(e, p)| p.then_some(e))
-            .collect()
-    }
+    post_bind: fn(&T, &CycleState, &Pod, &str) = T::post_bind, if PostBind, PostBind;
 }
 
 /// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
@@ -465,28 +469,10 @@ macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {
         impl $crate::Registered for $t {
             fn vtable() -> $crate::VTable<Self> {
-                #[allow(unused_mut)]
-                let mut v = $crate::VTable::<Self>::default();
-                $( $crate::plugin_vtable!(@set v, $t, $ep); )*
-                v
+                $crate::VTable::<Self>::default() $( .$ep() )*
             }
         }
     };
-    (@set $v:ident, $t:ty, pre_enqueue) => { $v.pre_enqueue = Some(<$t as $crate::PreEnqueue>::pre_enqueue); };
-    (@set $v:ident, $t:ty, queueing_hint) => { $v.queueing_hint = Some(<$t as $crate::EnqueueExtensions>::queueing_hint); };
-    (@set $v:ident, $t:ty, queue_sort) => { $v.sort_key = Some(<$t as $crate::QueueSort>::sort_key); };
-    (@set $v:ident, $t:ty, pre_filter) => { $v.pre_filter = Some(<$t as $crate::PreFilter>::pre_filter); };
-    (@set $v:ident, $t:ty, pre_filter_extensions) => { $v.pre_filter_extensions = Some((<$t as $crate::PreFilterExtensions>::add_pod, <$t as $crate::PreFilterExtensions>::remove_pod)); };
-    (@set $v:ident, $t:ty, filter) => { $v.filter = Some(<$t as $crate::Filter>::filter); };
-    (@set $v:ident, $t:ty, post_filter) => { $v.post_filter = Some(<$t as $crate::PostFilter>::post_filter); };
-    (@set $v:ident, $t:ty, pre_score) => { $v.pre_score = Some(<$t as $crate::PreScore>::pre_score); };
-    (@set $v:ident, $t:ty, score) => { $v.score = Some(<$t as $crate::Score>::score); };
-    (@set $v:ident, $t:ty, normalize_score) => { $v.normalize_score = Some(<$t as $crate::NormalizeScore>::normalize_score); };
-    (@set $v:ident, $t:ty, reserve) => { $v.reserve = Some((<$t as $crate::Reserve>::reserve, <$t as $crate::Reserve>::unreserve)); };
-    (@set $v:ident, $t:ty, permit) => { $v.permit = Some(<$t as $crate::Permit>::permit); };
-    (@set $v:ident, $t:ty, pre_bind) => { $v.pre_bind = Some(<$t as $crate::PreBind>::pre_bind); };
-    (@set $v:ident, $t:ty, bind) => { $v.bind = Some(<$t as $crate::Bind>::bind); };
-    (@set $v:ident, $t:ty, post_bind) => { $v.post_bind = Some(<$t as $crate::PostBind>::post_bind); };
 }
 
 #[cfg(test)]
