@@ -9,10 +9,9 @@
 //! is counted, whichever scheduler runs.
 
 use crate::bench::cores;
-use crate::cluster::kube::{KubeCluster, KubeOptions};
-use crate::run::{RunOptions, run};
+use crate::cluster::kube::{KubeCluster, KubeError, KubeOptions};
+use crate::run::{RunError, RunOptions, run};
 use crate::wasm::Runtime;
-use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1 as k8s;
 use kube::api::{Api, ListParams, PostParams};
@@ -25,6 +24,76 @@ use std::time::{Duration, Instant};
 
 /// The namespace of the benchmark's pods.
 pub const NAMESPACE: &str = "berth-bench";
+
+/// Why the benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiBenchError {
+    /// The API server cannot be reached.
+    #[error(transparent)]
+    Connect(#[from] KubeError),
+    /// A request to the API server failed.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    /// The cluster has nodes already.
+    #[error(
+        "bench --api needs a cluster without nodes: {server} has some (start a fresh one with tests/e2e/apiserver.sh start DIR)"
+    )]
+    NotEmpty {
+        /// The API server's URL.
+        server: String,
+    },
+    /// The benchmark's namespace object could not be made.
+    #[error(transparent)]
+    Namespace(#[from] serde_json::Error),
+    /// Creating the nodes or pods failed.
+    // The API's error is a `source`: printed after this message as before, with its own
+    // chain.
+    #[error("creating {what}")]
+    Create {
+        /// What was being created ("nodes", "initial pods", "measured pods").
+        what: String,
+        /// The request's error.
+        #[source]
+        error: CreateError,
+    },
+    /// `--scheduler-command` has no program.
+    #[error("--scheduler-command is empty")]
+    EmptyCommand,
+    /// The scheduler command could not be started.
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("starting {program}: {error}")]
+    Start {
+        /// The program.
+        program: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The scheduler command ended before every measured pod was bound.
+    #[error("{scheduler} exited with {status} before every pod was bound")]
+    Exited {
+        /// The scheduler's name (the program's file name).
+        scheduler: String,
+        /// How it ended.
+        status: std::process::ExitStatus,
+    },
+    /// Berth, run in this process, failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// Berth's task in this process panicked.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Why one object could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// The object is not one of its kind.
+    #[error(transparent)]
+    Object(#[from] serde_json::Error),
+    /// The API server refused it.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -127,7 +196,7 @@ async fn create_all<K>(
     objects: Vec<serde_json::Value>,
     what: &str,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> anyhow::Result<()>
+) -> Result<(), ApiBenchError>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
@@ -138,13 +207,16 @@ where
         async move {
             let obj: K = serde_json::from_value(o)?;
             api.create(&PostParams::default(), &obj).await?;
-            anyhow::Ok(())
+            Ok::<(), CreateError>(())
         }
     }))
     .buffer_unordered(64);
     let mut done = 0;
     while let Some(r) = stream.next().await {
-        r.with_context(|| format!("creating {what}"))?;
+        r.map_err(|error| ApiBenchError::Create {
+            what: what.to_owned(),
+            error,
+        })?;
         done += 1;
         if done % 1000 == 0 || done == total {
             progress(&format!(
@@ -162,7 +234,7 @@ pub async fn run_api_bench(
     runtime: &Arc<Runtime>,
     opts: &ApiBenchOptions,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> anyhow::Result<ApiBenchResult> {
+) -> Result<ApiBenchResult, ApiBenchError> {
     let cluster = KubeCluster::connect(&KubeOptions {
         kubeconfig: opts.kubeconfig.clone(),
         qps: 0.0,
@@ -172,11 +244,11 @@ pub async fn run_api_bench(
     let client = cluster.client.clone();
     let nodes: Api<k8s::Node> = Api::all(client.clone());
     let existing = nodes.list(&ListParams::default().limit(1)).await?;
-    anyhow::ensure!(
-        existing.items.is_empty(),
-        "bench --api needs a cluster without nodes: {} has some (start a fresh one with tests/e2e/apiserver.sh start DIR)",
-        cluster.server
-    );
+    if !existing.items.is_empty() {
+        return Err(ApiBenchError::NotEmpty {
+            server: cluster.server.to_string(),
+        });
+    }
     let namespaces: Api<k8s::Namespace> = Api::all(client.clone());
     let ns: k8s::Namespace =
         serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}}))?;
@@ -242,13 +314,16 @@ pub async fn run_api_bench(
     let (scheduler, mut child, stop) = match &opts.scheduler_command {
         Some(cmd) => {
             let mut words = cmd.split_whitespace();
-            let program = words.next().context("--scheduler-command is empty")?;
+            let program = words.next().ok_or(ApiBenchError::EmptyCommand)?;
             let child = std::process::Command::new(program)
                 .args(words)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
-                .with_context(|| format!("starting {program}"))?;
+                .map_err(|error| ApiBenchError::Start {
+                    program: program.to_owned(),
+                    error,
+                })?;
             let name = std::path::Path::new(program)
                 .file_name()
                 .map_or(program.to_owned(), |n| n.to_string_lossy().into_owned());
@@ -293,7 +368,7 @@ pub async fn run_api_bench(
         if let Some(c) = &mut child
             && let Ok(Some(status)) = c.0.try_wait()
         {
-            anyhow::bail!("{scheduler} exited with {status} before every pod was bound");
+            return Err(ApiBenchError::Exited { scheduler, status });
         }
         if last_report.elapsed() > Duration::from_secs(2) {
             progress(&format!("{}/{} bound", bound.len(), opts.measure_pods));

@@ -9,15 +9,41 @@
 //! pods bound per second of that wall time.
 
 use crate::clock::RealClock;
-use crate::cluster::manifest::{self, Object};
+use crate::cluster::manifest::{self, ManifestError, Object};
 use crate::cluster::memory::MemoryCluster;
 use crate::config::Configuration;
-use crate::scheduler::{Scheduler, SchedulerOptions};
+use crate::scheduler::{PodError, Scheduler, SchedulerError, SchedulerOptions};
 use crate::wasm::Runtime;
 use berth_sdk::{Labels, Node, Pod, Resources};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// No workload has the name asked for.
+    #[error(
+        "no workload {name:?}; the workloads are {}",
+        WORKLOADS.map(|w| w.name).join(", ")
+    )]
+    NoWorkload {
+        /// The name asked for.
+        name: String,
+    },
+    /// A workload's pod template is not a valid manifest.
+    #[error(transparent)]
+    Template(#[from] ManifestError),
+    /// A workload's pod template is a valid manifest of something else.
+    #[error("bench template is not a pod")]
+    TemplateNotPod,
+    /// The scheduler could not be built.
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+    /// The scheduler refused a pod of the workload.
+    #[error(transparent)]
+    Pod(#[from] PodError),
+}
 
 /// One size of a workload: nodes, pods scheduled before measuring, measured pods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -383,11 +409,11 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-fn template(text: &str) -> anyhow::Result<Pod> {
+fn template(text: &str) -> Result<Pod, BenchError> {
     let docs = manifest::load_str("<bench template>", text)?;
     match docs.into_iter().next().map(|d| d.object) {
         Some(Object::Pod(p)) => Ok(p),
-        _ => anyhow::bail!("bench template is not a pod"),
+        _ => Err(BenchError::TemplateNotPod),
     }
 }
 
@@ -487,7 +513,7 @@ fn prepare(
     mode: Mode,
     options: &SchedulerOptions,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<(Scheduler, Vec<String>, Vec<String>)> {
+) -> Result<(Scheduler, Vec<String>, Vec<String>), BenchError> {
     let init_template = template(w.init_template)?;
     let measure_template = template(w.measure_template)?;
     let mut options = options.clone();
@@ -527,7 +553,7 @@ fn prepare(
             let uid = p.uid.clone();
             s.add_pod(p).map(|()| uid)
         })
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<Result<_, PodError>>()?;
     Ok((s, initial, measured))
 }
 
@@ -539,7 +565,7 @@ pub fn placements(
     size: Size,
     mode: Mode,
     options: &SchedulerOptions,
-) -> anyhow::Result<Vec<(String, Option<String>)>> {
+) -> Result<Vec<(String, Option<String>)>, BenchError> {
     let (mut s, initial, measured) = prepare(runtime, w, size, mode, options, &mut |_| {})?;
     s.run_until_idle();
     Ok(initial
@@ -561,7 +587,7 @@ pub fn run_one(
     mode: Mode,
     options: &SchedulerOptions,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<BenchResult> {
+) -> Result<BenchResult, BenchError> {
     reset_peak_rss();
     let (mut s, _, measured) = prepare(runtime, w, size, mode, options, progress)?;
     let label = format!("{} {} nodes {}", w.name, size.nodes, mode.as_str());
@@ -619,15 +645,10 @@ pub fn run(
     runtime: &Arc<Runtime>,
     opts: &BenchOptions,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<Vec<BenchResult>> {
+) -> Result<Vec<BenchResult>, BenchError> {
     let mut chosen: Vec<&Workload> = Vec::new();
     for name in &opts.workloads {
-        let w = workload(name).ok_or_else(|| {
-            anyhow::anyhow!(
-                "no workload {name:?}; the workloads are {}",
-                WORKLOADS.map(|w| w.name).join(", ")
-            )
-        })?;
+        let w = workload(name).ok_or_else(|| BenchError::NoWorkload { name: name.clone() })?;
         chosen.push(w);
     }
     if chosen.is_empty() {

@@ -469,7 +469,7 @@ async fn shutdown_signal() {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => live(args),
-        Command::Plugin(cmd) => berth::plugin_cli::run(cmd),
+        Command::Plugin(cmd) => Ok(berth::plugin_cli::run(cmd)?),
         Command::Bench(args) => bench(args),
         Command::Config(ConfigCommand::Validate { file, cache_dir }) => {
             let runtime = runtime(&cache_dir, false)?;

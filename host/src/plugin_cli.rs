@@ -3,10 +3,9 @@
 //! would be refused), `test` plays the SDK's test cases through a component.
 
 use crate::framework::{CyclePod, PluginCalls};
-use crate::testing::ComponentHarness;
+use crate::testing::{ComponentHarness, HarnessError};
 use crate::wasm::module::{HostServices, WIT_VERSION};
-use crate::wasm::{Runtime, RuntimeOptions};
-use anyhow::Context;
+use crate::wasm::{Runtime, RuntimeError, RuntimeOptions};
 use berth_sdk::ExtensionPoint;
 use berth_sdk::testing::{Case, GI, MI, Outcome, node, pod};
 use serde::Serialize;
@@ -15,6 +14,48 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod template;
+
+pub use template::NewError;
+
+/// Why a `berth plugin` command could not run (a module that is refused is a report,
+/// not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum PluginCliError {
+    /// `new`: the crate could not be written.
+    #[error(transparent)]
+    New(#[from] NewError),
+    /// The WebAssembly runtime could not be started.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// `test`: the cases file could not be read.
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("{}: cannot read the cases: {error}", .path.display())]
+    ReadCases {
+        /// The cases file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// `test`: the cases file is not a JSON array of cases.
+    #[error(
+        "{}: line {} column {}: not an array of cases: {error}",
+        .path.display(),
+        .error.line(),
+        .error.column()
+    )]
+    ParseCases {
+        /// The cases file.
+        path: PathBuf,
+        /// What the JSON parser said.
+        error: serde_json::Error,
+    },
+    /// `test`: the component could not be loaded.
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    /// The report could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
 
 /// The one WIT source, read at build time: the plugin world's imports and exports
 /// come from it, so this check never drifts from what the host links.
@@ -97,7 +138,7 @@ pub enum Format {
 }
 
 /// Runs a `berth plugin` command; the exit code says whether it succeeded.
-pub fn run(cmd: PluginCommand) -> anyhow::Result<std::process::ExitCode> {
+pub fn run(cmd: PluginCommand) -> Result<std::process::ExitCode, PluginCliError> {
     use std::process::ExitCode;
     match cmd {
         PluginCommand::New(args) => {
@@ -135,16 +176,17 @@ pub fn run(cmd: PluginCommand) -> anyhow::Result<std::process::ExitCode> {
             })
         }
         PluginCommand::Test(args) => {
-            let text = std::fs::read_to_string(&args.cases)
-                .with_context(|| format!("{}: cannot read the cases", args.cases.display()))?;
-            let cases: Vec<Case> = serde_json::from_str(&text).map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: line {} column {}: not an array of cases: {e}",
-                    args.cases.display(),
-                    e.line(),
-                    e.column()
-                )
+            let text = std::fs::read_to_string(&args.cases).map_err(|error| {
+                PluginCliError::ReadCases {
+                    path: args.cases.clone(),
+                    error,
+                }
             })?;
+            let cases: Vec<Case> =
+                serde_json::from_str(&text).map_err(|error| PluginCliError::ParseCases {
+                    path: args.cases.clone(),
+                    error,
+                })?;
             let harness = ComponentHarness::load(&args.module)?;
             let results = test_cases(&harness, &cases);
             let failed = results.iter().filter(|r| r.failure.is_some()).count();

@@ -10,13 +10,16 @@
 use crate::clock::{Clock, RealClock};
 use crate::cluster::kube::lease::default_identity;
 use crate::cluster::kube::{
-    KubeBinder, KubeCluster, KubeOptions, KubeRecorder, LeaderElector, LeaseConfig, start_watchers,
+    KubeBinder, KubeCluster, KubeError, KubeOptions, KubeRecorder, LeaderElector, LeaseConfig,
+    start_watchers,
 };
-use crate::config::Configuration;
+use crate::config::{ConfigError, Configuration};
+use crate::framework::registry::RegistryError;
 use crate::live::LiveLoop;
-use crate::scheduler::{Scheduler, SchedulerOptions};
-use crate::server::{Health, Server, Tls};
+use crate::scheduler::{Scheduler, SchedulerError, SchedulerOptions};
+use crate::server::{Health, ServeError, Server, Tls};
 use crate::wasm::Runtime;
+use crate::watch::ConfigMapError;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,9 +51,40 @@ pub struct RunOptions {
     pub shutdown_timeout: Duration,
 }
 
-/// Why `run` ended with an error after scheduling started.
+/// Why `run` could not start, or ended with an error after scheduling started.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The working directory (the base of a ConfigMap's module paths) is unknown.
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("cannot read the working directory: {0}")]
+    WorkingDir(std::io::Error),
+    /// The configuration was refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The configuration could not be read from its ConfigMap.
+    #[error(transparent)]
+    ConfigMap(#[from] ConfigMapError),
+    /// A module the configuration names could not be loaded.
+    #[error(transparent)]
+    Modules(#[from] RegistryError),
+    /// The API server cannot be used.
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+    /// The scheduler could not be built.
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+    /// The scheduling loop's thread could not be started.
+    #[error("cannot start the scheduling loop: {0}")]
+    Loop(std::io::Error),
+    /// The endpoints could not be served.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    /// The endpoints' address could not be read back.
+    #[error("cannot read the address the endpoints are served on: {0}")]
+    ServeAddr(std::io::Error),
+    /// A task that loads modules off the async threads panicked or was cancelled.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
     /// Another replica leads now, or the Lease could not be renewed in time.
     #[error("leader election lost: {0}")]
     LeadershipLost(#[from] crate::cluster::kube::LeadershipLost),
@@ -62,8 +96,8 @@ pub async fn run(
     runtime: &Arc<Runtime>,
     options: &RunOptions,
     stop: impl std::future::Future<Output = ()>,
-) -> anyhow::Result<()> {
-    let cwd = std::env::current_dir()?;
+) -> Result<(), RunError> {
+    let cwd = std::env::current_dir().map_err(RunError::WorkingDir)?;
     // A configuration in a ConfigMap: read with the kubeconfig of the command line
     // (the configuration's own clientConnection is in the ConfigMap), module paths
     // relative to the working directory.
@@ -118,7 +152,7 @@ pub async fn run(
         let runtime = runtime.clone();
         let sources = config.modules();
         let file = config_name.clone();
-        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        tokio::task::spawn_blocking(move || -> Result<(), RunError> {
             let modules = crate::framework::registry::load_modules(&runtime, &sources, &names)?;
             crate::config::expand_profiles(&specs, &file, &modules)?;
             Ok(())
@@ -152,7 +186,7 @@ pub async fn run(
     let metrics = scheduler.metrics().clone();
     let plugins = scheduler.plugins_view();
     let shadows = scheduler.shadows_view();
-    let live = LiveLoop::start(scheduler, clock, !election.enabled)?;
+    let live = LiveLoop::start(scheduler, clock, !election.enabled).map_err(RunError::Loop)?;
     if let Some(path) = &options.config {
         match crate::watch::watch_config(
             path.clone(),
@@ -216,7 +250,7 @@ pub async fn run(
             let scheme = if server.is_tls() { "https" } else { "http" };
             tracing::info!(
                 "serving /healthz, /livez, /readyz, /metrics and /plugins on {scheme}://{}",
-                server.local_addr()?
+                server.local_addr().map_err(RunError::ServeAddr)?
             );
             Some(tokio::spawn(server.serve()))
         }
@@ -255,7 +289,7 @@ pub async fn run(
         if let Some(s) = server {
             s.abort();
         }
-        return Err(RunError::LeadershipLost(why).into());
+        return Err(RunError::LeadershipLost(why));
     }
     let timeout = options.shutdown_timeout;
     tracing::info!(

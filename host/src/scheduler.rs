@@ -4,7 +4,7 @@
 //! accounted for: a pod ends bound exactly once, or back in the queue with its
 //! reason; never lost.
 
-use crate::cache::{Cache, Snapshot};
+use crate::cache::{Cache, CacheError, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
 use crate::cluster::storage::Storage;
@@ -137,12 +137,53 @@ struct BindJob {
 
 type BindResult = (String, Result<(), PluginError>);
 
+/// Why a scheduler could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    /// The configuration or a module was refused. The message is the loader's or the
+    /// configuration check's own (it names the file, the field and the plugin); the
+    /// whole report is kept.
+    #[error("{}", .0.reason)]
+    Refused(ReloadError),
+    /// A binding thread could not be started.
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("cannot start a binding thread: {0}")]
+    BindingThread(std::io::Error),
+}
+
+/// Why a pod the cluster reported could not be taken in.
+#[derive(Debug, thiserror::Error)]
+pub enum PodError {
+    /// The cache refused it (a bound pod added twice, an update of a pod it lacks).
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// A QueueSort or PreEnqueue plugin failed on it.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+}
+
+/// Why a pod could not be explained.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// No profile has the pod's scheduler name.
+    #[error("no profile serves scheduler name {scheduler_name:?} of pod {pod}")]
+    NoProfile {
+        /// The pod's `spec.schedulerName`.
+        scheduler_name: String,
+        /// The pod, as `namespace/name`.
+        pod: String,
+    },
+    /// A plugin failed while explaining.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+}
+
 /// Runs binding cycles on `n` threads of their own, so a slow PreBind or Bind never
 /// holds up the scheduling loop, and `n` binds wait for the API server at once.
 fn spawn_binders(
     n: usize,
     waker: Arc<RwLock<Option<Waker>>>,
-) -> anyhow::Result<(Sender<BindJob>, Receiver<BindResult>)> {
+) -> Result<(Sender<BindJob>, Receiver<BindResult>), SchedulerError> {
     let (job_tx, job_rx) = channel::<BindJob>();
     let (res_tx, res_rx) = channel::<BindResult>();
     let job_rx = Arc::new(Mutex::new(job_rx));
@@ -166,7 +207,8 @@ fn spawn_binders(
                         w();
                     }
                 }
-            })?;
+            })
+            .map_err(SchedulerError::BindingThread)?;
     }
     Ok((job_tx, res_rx))
 }
@@ -252,7 +294,7 @@ impl Scheduler {
         options: &SchedulerOptions,
         binder: Arc<dyn Binder>,
         clock: Arc<dyn Clock>,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, SchedulerError> {
         let metrics = Metrics::new();
         let services = HostServices {
             binder: Some(binder.clone()),
@@ -270,7 +312,7 @@ impl Scheduler {
         // The messages of a first build are the loader's and the configuration's own.
         let built = builder
             .build(config, file, None, None)
-            .map_err(|e| anyhow::anyhow!(e.reason))?;
+            .map_err(SchedulerError::Refused)?;
         let generation = Arc::new(built.generation);
         let frameworks = generation.frameworks.clone();
         if options.framework.native {
@@ -335,7 +377,7 @@ impl Scheduler {
     }
 
     /// Applies a change a cluster source reported.
-    pub fn apply(&mut self, change: Change) -> anyhow::Result<()> {
+    pub fn apply(&mut self, change: Change) -> Result<(), PodError> {
         match change {
             Change::Node(node) => self.add_or_update_node(node),
             Change::NodeDeleted(name) => self.remove_node(&name),
@@ -899,7 +941,7 @@ impl Scheduler {
         }
     }
 
-    fn gate(&self, fw: &Framework, pod: &Pod) -> anyhow::Result<(Vec<i64>, Gate)> {
+    fn gate(&self, fw: &Framework, pod: &Pod) -> Result<(Vec<i64>, Gate), PluginError> {
         let wpod = CyclePod::new(pod.clone());
         let key = fw.sort_key(&wpod)?;
         let gate = fw
@@ -923,7 +965,7 @@ impl Scheduler {
 
     /// A pod appeared: a bound pod is counted on its node; a pending pod for one of
     /// the profiles is queued (or gated); others are ignored.
-    pub fn add_pod(&mut self, pod: Pod) -> anyhow::Result<()> {
+    pub fn add_pod(&mut self, pod: Pod) -> Result<(), PodError> {
         if !pod.node_name.is_empty() {
             if self.cache.is_assumed(&pod.uid) {
                 self.confirm(pod);
@@ -954,7 +996,7 @@ impl Scheduler {
     /// A pod changed. A bound pod is recounted; a pending one is updated in the queue
     /// (its gates checked again); a pending pod that someone else bound leaves the
     /// queue and is counted on its node.
-    pub fn update_pod(&mut self, pod: Pod) -> anyhow::Result<()> {
+    pub fn update_pod(&mut self, pod: Pod) -> Result<(), PodError> {
         if let Some(old) = self.cache.pod(&pod.uid).cloned() {
             if self.cache.is_assumed(&pod.uid) {
                 if pod.node_name.is_empty() || !self.confirm_bindings {
@@ -1051,16 +1093,17 @@ impl Scheduler {
 
     /// Explains how the pod's profile sees it on every node (see
     /// [`Framework::explain`]).
-    pub fn explain(&mut self, pod: &Pod, options: &ExplainOptions) -> anyhow::Result<Explanation> {
+    pub fn explain(
+        &mut self,
+        pod: &Pod,
+        options: &ExplainOptions,
+    ) -> Result<Explanation, ExplainError> {
         let fw = self
             .framework_for(&pod.scheduler_name)
             .cloned()
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no profile serves scheduler name {:?} of pod {}",
-                    pod.scheduler_name,
-                    pod.key()
-                )
+            .ok_or_else(|| ExplainError::NoProfile {
+                scheduler_name: pod.scheduler_name.clone(),
+                pod: pod.key(),
             })?;
         self.cache.update_snapshot(&mut self.snapshot);
         let mut pod = pod.clone();

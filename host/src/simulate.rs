@@ -8,13 +8,14 @@
 //! backoffs and Permit waits cost no wall time.
 
 use crate::clock::VirtualClock;
-use crate::cluster::manifest::{self, Document, Object, PriorityAdmission, PriorityClass};
+use crate::cluster::manifest::{
+    self, Document, Location, ManifestError, Object, PriorityAdmission, PriorityClass,
+};
 use crate::cluster::memory::MemoryCluster;
-use crate::config::Configuration;
+use crate::config::{ConfigError, Configuration};
 use crate::framework::{Explanation, ShadowStats};
-use crate::scheduler::{Scheduler, SchedulerOptions};
+use crate::scheduler::{ExplainError, PodError, Scheduler, SchedulerError, SchedulerOptions};
 use crate::wasm::Runtime;
-use anyhow::Context;
 use berth_sdk::Pod;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -31,6 +32,79 @@ pub struct SimulateOptions {
     pub config: Option<PathBuf>,
     /// How the scheduler runs.
     pub scheduler: SchedulerOptions,
+}
+
+/// Why a simulation (or an explanation) could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    /// The configuration file was refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A manifest file could not be read, or a document in it is invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The scheduler could not be built (a module or a plugin's args refused).
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+    /// A document cannot be applied where it stands in the timeline.
+    #[error("{location}: {problem}")]
+    Document {
+        /// The document.
+        location: Location,
+        /// What is wrong with it.
+        problem: DocumentProblem,
+    },
+    /// The pod to explain names a PriorityClass the files do not hold.
+    #[error(transparent)]
+    PriorityClass(#[from] UnknownPriorityClass),
+    /// The pod to explain is not a pending pod of the files.
+    #[error(
+        "no pending pod {0} in the files (give it as NAMESPACE/NAME; pods with spec.nodeName are already placed)"
+    )]
+    NoPendingPod(String),
+    /// The pod could not be explained.
+    #[error(transparent)]
+    Explain(#[from] ExplainError),
+}
+
+/// What is wrong with a document of the timeline.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentProblem {
+    /// A second PriorityClass with `globalDefault: true`.
+    #[error("PriorityClass {name} is a global default, and so is {other}: only one may be")]
+    SecondGlobalDefault {
+        /// The PriorityClass of this document.
+        name: String,
+        /// The global default PriorityClass already there.
+        other: String,
+    },
+    /// A deleted node that does not exist.
+    #[error("cannot delete node {0}: it does not exist")]
+    NoSuchNode(String),
+    /// A deleted pod (`namespace/name`) that does not exist.
+    #[error("cannot delete pod {0}: it does not exist")]
+    NoSuchPod(String),
+    /// The pod names a PriorityClass that does not exist (yet).
+    #[error(transparent)]
+    PriorityClass(#[from] UnknownPriorityClass),
+    /// The pod (`namespace/name`) was seen before with another UID.
+    #[error("pod: pod {0} appears again with another UID; delete it first")]
+    PodAgain(String),
+    /// The scheduler refused the pod.
+    // Part of the message, not a `source`: shown once in a chain.
+    #[error("pod: {0}")]
+    Pod(PodError),
+}
+
+/// A pod names a PriorityClass that does not exist (the priority admission plugin's
+/// refusal).
+#[derive(Debug, thiserror::Error)]
+#[error("pod {pod}: spec.priorityClassName: no PriorityClass with name {class} was found")]
+pub struct UnknownPriorityClass {
+    /// The pod, as `namespace/name`.
+    pub pod: String,
+    /// The PriorityClass it names.
+    pub class: String,
 }
 
 /// One pod's line of the report.
@@ -230,7 +304,7 @@ struct Loaded {
 
 /// Reads the configuration and every file (all of them before anything happens: a
 /// bad file changes nothing) and builds the scheduler.
-fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Loaded> {
+fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Loaded, SimulateError> {
     let (config, config_name) = match &opts.config {
         Some(p) => (Configuration::load(p)?, p.display().to_string()),
         None => (
@@ -275,14 +349,18 @@ struct Timeline {
 }
 
 impl Timeline {
-    fn apply(&mut self, scheduler: &mut Scheduler, doc: Document) -> anyhow::Result<()> {
+    fn apply(&mut self, scheduler: &mut Scheduler, doc: Document) -> Result<(), SimulateError> {
+        let location = doc.source.clone();
+        self.apply_document(scheduler, doc)
+            .map_err(|problem| SimulateError::Document { location, problem })
+    }
+
+    fn apply_document(
+        &mut self,
+        scheduler: &mut Scheduler,
+        doc: Document,
+    ) -> Result<(), DocumentProblem> {
         let loc = doc.source;
-        let at = |what: String| {
-            format!(
-                "{}: document {} (line {}): {what}",
-                loc.file, loc.document, loc.line
-            )
-        };
         match doc.object {
             Object::PriorityClass(pc) => {
                 if pc.global_default
@@ -291,10 +369,10 @@ impl Timeline {
                         .values()
                         .find(|c| c.global_default && c.name != pc.name)
                 {
-                    anyhow::bail!(at(format!(
-                        "PriorityClass {} is a global default, and so is {}: only one may be",
-                        pc.name, other.name
-                    )));
+                    return Err(DocumentProblem::SecondGlobalDefault {
+                        name: pc.name,
+                        other: other.name.clone(),
+                    });
                 }
                 self.classes.insert(pc.name.clone(), pc);
             }
@@ -336,11 +414,9 @@ impl Timeline {
             }
             Object::Pod(mut pod) => {
                 if let Some(a) = &doc.admission {
-                    self.admit(&mut pod, a)
-                        .map_err(|e| anyhow::anyhow!(at(e)))?;
+                    self.admit(&mut pod, a)?;
                 }
-                self.apply_pod(scheduler, pod)
-                    .with_context(|| at("pod".into()))?
+                self.apply_pod(scheduler, pod)?
             }
             Object::Delete {
                 kind,
@@ -348,17 +424,16 @@ impl Timeline {
                 name,
             } => match kind.as_str() {
                 "Node" => {
-                    anyhow::ensure!(
-                        self.nodes.remove(&name),
-                        at(format!("cannot delete node {name}: it does not exist"))
-                    );
+                    if !self.nodes.remove(&name) {
+                        return Err(DocumentProblem::NoSuchNode(name));
+                    }
                     scheduler.remove_node(&name);
                 }
                 "Pod" => {
                     let key = format!("{namespace}/{name}");
-                    let uid = self.pods.remove(&key).ok_or_else(|| {
-                        anyhow::anyhow!(at(format!("cannot delete pod {key}: it does not exist")))
-                    })?;
+                    let Some(uid) = self.pods.remove(&key) else {
+                        return Err(DocumentProblem::NoSuchPod(key));
+                    };
                     self.reported.retain(|u| u != &uid);
                     scheduler.delete_pod(&uid);
                 }
@@ -376,20 +451,19 @@ impl Timeline {
 
     /// The priority admission plugin: the pod's class (or the global default class)
     /// gives its priority and, unless the pod states one, its preemption policy.
-    fn admit(&self, pod: &mut Pod, a: &PriorityAdmission) -> Result<(), String> {
+    fn admit(&self, pod: &mut Pod, a: &PriorityAdmission) -> Result<(), UnknownPriorityClass> {
         let class = if a.class.is_empty() {
             match self.classes.values().find(|c| c.global_default) {
                 Some(c) => c,
                 None => return Ok(()),
             }
         } else {
-            self.classes.get(&a.class).ok_or_else(|| {
-                format!(
-                    "pod {}: spec.priorityClassName: no PriorityClass with name {} was found",
-                    pod.key(),
-                    a.class
-                )
-            })?
+            self.classes
+                .get(&a.class)
+                .ok_or_else(|| UnknownPriorityClass {
+                    pod: pod.key(),
+                    class: a.class.clone(),
+                })?
         };
         pod.priority = class.value;
         if !a.policy_given {
@@ -398,18 +472,20 @@ impl Timeline {
         Ok(())
     }
 
-    fn apply_pod(&mut self, scheduler: &mut Scheduler, pod: Pod) -> anyhow::Result<()> {
+    fn apply_pod(&mut self, scheduler: &mut Scheduler, pod: Pod) -> Result<(), DocumentProblem> {
         let key = pod.key();
         let pending_here = pod.node_name.is_empty() && scheduler.serves(&pod.scheduler_name);
         match self.pods.get(&key) {
-            Some(uid) if uid == &pod.uid => scheduler.update_pod(pod)?,
-            Some(_) => anyhow::bail!("pod {key} appears again with another UID; delete it first"),
+            Some(uid) if uid == &pod.uid => {
+                scheduler.update_pod(pod).map_err(DocumentProblem::Pod)?
+            }
+            Some(_) => return Err(DocumentProblem::PodAgain(key)),
             None => {
                 self.pods.insert(key, pod.uid.clone());
                 if pending_here {
                     self.reported.push(pod.uid.clone());
                 }
-                scheduler.add_pod(pod)?;
+                scheduler.add_pod(pod).map_err(DocumentProblem::Pod)?;
             }
         }
         Ok(())
@@ -417,7 +493,7 @@ impl Timeline {
 }
 
 /// Loads the files and runs them as a timeline; reports every pending pod.
-pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> anyhow::Result<Report> {
+pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Report, SimulateError> {
     let Loaded {
         mut scheduler,
         cluster,
@@ -491,7 +567,7 @@ pub fn explain(
     runtime: &Arc<Runtime>,
     opts: &SimulateOptions,
     pod: &str,
-) -> anyhow::Result<Explanation> {
+) -> Result<Explanation, SimulateError> {
     let Loaded {
         mut scheduler,
         docs,
@@ -506,16 +582,14 @@ pub fn explain(
         {
             let mut p = p.clone();
             if let Some(a) = &doc.admission {
-                timeline.admit(&mut p, a).map_err(|e| anyhow::anyhow!(e))?;
+                timeline.admit(&mut p, a)?;
             }
             target = Some(p);
         }
         timeline.apply(&mut scheduler, doc)?;
     }
     let Some(target) = target else {
-        anyhow::bail!(
-            "no pending pod {pod} in the files (give it as NAMESPACE/NAME; pods with spec.nodeName are already placed)"
-        );
+        return Err(SimulateError::NoPendingPod(pod.to_owned()));
     };
-    scheduler.explain(&target, &crate::framework::ExplainOptions::default())
+    Ok(scheduler.explain(&target, &crate::framework::ExplainOptions::default())?)
 }

@@ -16,16 +16,69 @@
 //! harness.check_all(&cases).unwrap();
 //! ```
 
-use crate::cache::Cache;
+use crate::cache::{Cache, CacheError};
 use crate::framework::cycle_state::CycleState;
 use crate::framework::{CyclePod, PluginCalls};
 use crate::wasm::module::HostServices;
-use crate::wasm::{Module, Runtime, RuntimeOptions};
-use anyhow::Context;
+use crate::wasm::{CallError, LoadError, Module, Runtime, RuntimeError, RuntimeOptions};
 use berth_sdk::testing::{Case, Outcome};
 use berth_sdk::{Code, ExtensionPoint, NodeInfo};
 use std::path::Path;
 use std::sync::Arc;
+
+/// Why a component could not be loaded, or a case could not be played through it.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The WebAssembly runtime could not be started.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The component could not be loaded, or an instance of it made (args refused).
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The case's args could not be written as JSON.
+    #[error(transparent)]
+    Args(#[from] serde_json::Error),
+    /// A pod of the case's nodes could not be put on its node.
+    #[error("case {case:?}: {error}")]
+    Pod {
+        /// The case's name.
+        case: String,
+        /// Why the cache refused it.
+        error: CacheError,
+    },
+    /// A node of the case is missing from the snapshot the plugin sees.
+    #[error("node {0} is not in the snapshot")]
+    NotInSnapshot(String),
+    /// A call into the plugin trapped or answered badly.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// NormalizeScore answered a list of the wrong length.
+    #[error("plugin {plugin} answered {scores} normalized scores for {nodes} nodes")]
+    NormalizedScores {
+        /// The plugin's name.
+        plugin: String,
+        /// How many scores it answered.
+        scores: usize,
+        /// How many nodes were scored.
+        nodes: usize,
+    },
+}
+
+/// Some cases of [`ComponentHarness::check_all`] failed.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{module}: {} of {total} cases failed:\n{}",
+    .failures.len(),
+    .failures.join("\n")
+)]
+pub struct CasesFailed {
+    /// Where the module came from.
+    pub module: String,
+    /// How many cases were played.
+    pub total: usize,
+    /// Why each failing case failed, one entry per case.
+    pub failures: Vec<String>,
+}
 
 /// A plugin component loaded as the scheduler loads it, ready to play cases.
 pub struct ComponentHarness {
@@ -42,13 +95,13 @@ impl std::fmt::Debug for ComponentHarness {
 
 impl ComponentHarness {
     /// Loads a component file with a runtime of its own (default limits, no cache).
-    pub fn load(path: impl AsRef<Path>) -> anyhow::Result<Self> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, HarnessError> {
         let runtime = Runtime::new(RuntimeOptions::default())?;
         Self::load_with(&runtime, path.as_ref())
     }
 
     /// Loads a component file with the given runtime.
-    pub fn load_with(runtime: &Arc<Runtime>, path: &Path) -> anyhow::Result<Self> {
+    pub fn load_with(runtime: &Arc<Runtime>, path: &Path) -> Result<Self, HarnessError> {
         let module = runtime.load_file(path)?;
         Ok(ComponentHarness { module })
     }
@@ -66,16 +119,13 @@ impl ComponentHarness {
     /// Plays one case: a fresh instance configured with the case's args, its replica
     /// synced with the case's nodes, then one scheduling cycle as
     /// [`berth_sdk::testing::run`] plays it natively.
-    pub fn run(&self, case: &Case) -> anyhow::Result<Outcome> {
+    pub fn run(&self, case: &Case) -> Result<Outcome, HarnessError> {
         let args = if case.args.is_null() {
             "{}".to_owned()
         } else {
             serde_json::to_string(&case.args)?
         };
-        let mut inst = self
-            .module
-            .instantiate(&args, HostServices::default())
-            .map_err(anyhow::Error::from)?;
+        let mut inst = self.module.instantiate(&args, HostServices::default())?;
 
         let mut cache = Cache::new();
         for info in &case.nodes {
@@ -83,9 +133,10 @@ impl ComponentHarness {
             for p in &info.pods {
                 let mut p = p.clone();
                 p.node_name = info.node.name.clone();
-                cache
-                    .add_pod(&p)
-                    .map_err(|e| anyhow::anyhow!("case {:?}: {e}", case.name))?;
+                cache.add_pod(&p).map_err(|error| HarnessError::Pod {
+                    case: case.name.clone(),
+                    error,
+                })?;
             }
         }
         let mut snapshot = Default::default();
@@ -94,7 +145,7 @@ impl ComponentHarness {
         let slot_of = |info: &NodeInfo| {
             snapshot
                 .slot_of(&info.node.name)
-                .with_context(|| format!("node {} is not in the snapshot", info.node.name))
+                .ok_or_else(|| HarnessError::NotInSnapshot(info.node.name.clone()))
         };
 
         let has = |p: ExtensionPoint| self.module.extension_points().contains(&p);
@@ -126,7 +177,7 @@ impl ComponentHarness {
             let slots = candidates
                 .iter()
                 .map(|n| slot_of(n))
-                .collect::<anyhow::Result<Vec<u32>>>()?;
+                .collect::<Result<Vec<u32>, _>>()?;
             let failed = inst.filter(&state, &pod, &slots)?;
             for n in &candidates {
                 let slot = slot_of(n)?;
@@ -146,7 +197,7 @@ impl ComponentHarness {
         let slots = feasible
             .iter()
             .map(|n| slot_of(n))
-            .collect::<anyhow::Result<Vec<u32>>>()?;
+            .collect::<Result<Vec<u32>, _>>()?;
         if has(ExtensionPoint::PreScore) {
             let s = inst.pre_score(&state, &pod, &slots)?;
             let stop = !s.is_success();
@@ -175,19 +226,19 @@ impl ComponentHarness {
         } else {
             raw
         };
-        anyhow::ensure!(
-            scores.len() == names.len(),
-            "plugin {} answered {} normalized scores for {} nodes",
-            self.module.name(),
-            scores.len(),
-            names.len()
-        );
+        if scores.len() != names.len() {
+            return Err(HarnessError::NormalizedScores {
+                plugin: self.module.name().to_owned(),
+                scores: scores.len(),
+                nodes: names.len(),
+            });
+        }
         out.scores = names.into_iter().zip(scores).collect();
         Ok(out)
     }
 
     /// Plays every case and checks it; the error lists every failing case.
-    pub fn check_all(&self, cases: &[Case]) -> anyhow::Result<()> {
+    pub fn check_all(&self, cases: &[Case]) -> Result<(), CasesFailed> {
         let mut failures = Vec::new();
         for case in cases {
             match self.run(case) {
@@ -199,14 +250,13 @@ impl ComponentHarness {
                 Err(e) => failures.push(format!("case {:?}: {e:#}", case.name)),
             }
         }
-        anyhow::ensure!(
-            failures.is_empty(),
-            "{}: {} of {} cases failed:\n{}",
-            self.module.source(),
-            failures.len(),
-            cases.len(),
-            failures.join("\n")
-        );
+        if !failures.is_empty() {
+            return Err(CasesFailed {
+                module: self.module.source().to_string(),
+                total: cases.len(),
+                failures,
+            });
+        }
         Ok(())
     }
 }

@@ -63,6 +63,42 @@ fn concerns(event: &notify::Event, files: &[PathBuf]) -> bool {
     })
 }
 
+/// Why the configuration file and its modules cannot be watched.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The file watcher could not be set up.
+    #[error(transparent)]
+    Notify(#[from] notify::Error),
+    /// The watching thread could not be started.
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("cannot start the watching thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Why the configuration could not be read from its ConfigMap.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigMapError {
+    /// The API server did not give the ConfigMap.
+    // The API's error is part of the message, not a `source`: shown once in a chain.
+    #[error("{label}: cannot read it: {error}")]
+    Read {
+        /// The ConfigMap and key, as messages name them.
+        label: String,
+        /// What the API said.
+        error: kube::Error,
+    },
+    /// The ConfigMap has no such key.
+    #[error("{label}: no key {key:?} in its data (keys: [{}])", .keys.join(", "))]
+    NoKey {
+        /// The ConfigMap and key, as messages name them.
+        label: String,
+        /// The key asked for.
+        key: String,
+        /// The keys it has.
+        keys: Vec<String>,
+    },
+}
+
 /// Watches `config_path` and the modules it names on a thread of its own; each
 /// change (after `debounce` of quiet) sends [`Input::Reload`] to `tx`. The thread ends
 /// when `tx`'s receiver is gone.
@@ -70,7 +106,7 @@ pub fn watch_config(
     config_path: PathBuf,
     tx: Sender<Input>,
     debounce: Duration,
-) -> anyhow::Result<()> {
+) -> Result<(), WatchError> {
     let (etx, erx) = channel::<notify::Result<notify::Event>>();
     let mut watcher = notify::recommended_watcher(move |ev| {
         let _ = etx.send(ev);
@@ -147,7 +183,8 @@ pub fn watch_config(
                     return;
                 }
             }
-        })?;
+        })
+        .map_err(WatchError::Thread)?;
     Ok(())
 }
 
@@ -280,30 +317,34 @@ impl ConfigMapSource {
         format!("configmap {}/{}[{}]", self.namespace, self.name, self.key)
     }
 
-    fn text_of(&self, cm: &k8s_openapi::api::core::v1::ConfigMap) -> Result<String, String> {
+    fn text_of(
+        &self,
+        cm: &k8s_openapi::api::core::v1::ConfigMap,
+    ) -> Result<String, ConfigMapError> {
         let data = cm.data.as_ref();
-        data.and_then(|d| d.get(&self.key)).cloned().ok_or_else(|| {
-            let keys: Vec<&str> = data
-                .map(|d| d.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            format!(
-                "{}: no key {:?} in its data (keys: [{}])",
-                self.label(),
-                self.key,
-                keys.join(", ")
-            )
-        })
+        data.and_then(|d| d.get(&self.key))
+            .cloned()
+            .ok_or_else(|| ConfigMapError::NoKey {
+                label: self.label(),
+                key: self.key.clone(),
+                keys: data
+                    .map(|d| d.keys().cloned().collect())
+                    .unwrap_or_default(),
+            })
     }
 
     /// Reads the configuration's text now.
-    pub async fn fetch(&self, client: &kube::Client) -> anyhow::Result<String> {
+    pub async fn fetch(&self, client: &kube::Client) -> Result<String, ConfigMapError> {
         let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
             kube::Api::namespaced(client.clone(), &self.namespace);
         let cm = api
             .get(&self.name)
             .await
-            .map_err(|e| anyhow::anyhow!("{}: cannot read it: {e}", self.label()))?;
-        self.text_of(&cm).map_err(anyhow::Error::msg)
+            .map_err(|error| ConfigMapError::Read {
+                label: self.label(),
+                error,
+            })?;
+        self.text_of(&cm)
     }
 
     /// The configuration in `text`, its relative paths taken from `base` (the working

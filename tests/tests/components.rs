@@ -3,7 +3,7 @@
 use berth::config::{Configuration, ModuleSource};
 use berth::framework::registry::{RegistryError, load_modules};
 use berth::scheduler::SchedulerOptions;
-use berth::simulate::{Report, SimulateOptions, simulate};
+use berth::simulate::{Report, SimulateError, SimulateOptions, simulate};
 use berth::wasm::{Limits, LoadError, Runtime, RuntimeOptions};
 use berth_sdk::ExtensionPoint;
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ fn run(
     runtime: &Arc<Runtime>,
     files: Vec<PathBuf>,
     config: Option<PathBuf>,
-) -> anyhow::Result<Report> {
+) -> Result<Report, SimulateError> {
     simulate(
         runtime,
         &SimulateOptions {

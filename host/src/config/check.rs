@@ -6,7 +6,7 @@ use super::{
     CONFIGURABLE_POINTS, ConfigError, Configuration, LeaderElectionConfig, UPSTREAM_API_VERSION,
     UPSTREAM_KIND, default_multi_point, duration, expand_profiles, expand_profiles_with,
 };
-use crate::framework::registry::load_modules;
+use crate::framework::registry::{RegistryError, load_modules};
 use crate::wasm::Runtime;
 use std::collections::HashMap;
 use std::path::Path;
@@ -119,9 +119,23 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
     Ok(out)
 }
 
+/// Why the default configuration could not be printed.
+#[derive(Debug, thiserror::Error)]
+pub enum DefaultConfigError {
+    /// The default profile or leader election settings were refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A built-in plugin's module could not be loaded.
+    #[error(transparent)]
+    Modules(#[from] RegistryError),
+    /// The configuration could not be written as YAML.
+    #[error(transparent)]
+    Yaml(#[from] serde_yaml::Error),
+}
+
 /// The effective default configuration as a `KubeSchedulerConfiguration`, with the
 /// default profile's `multiPoint` list and, as comments, what it expands to.
-pub fn default_configuration(runtime: &Arc<Runtime>) -> anyhow::Result<String> {
+pub fn default_configuration(runtime: &Arc<Runtime>) -> Result<String, DefaultConfigError> {
     let config = Configuration::default();
     let specs = config.resolve_profiles("<default>")?;
     let modules = load_modules(runtime, &[], &specs[0].plugin_names())?;

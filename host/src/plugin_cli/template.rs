@@ -3,8 +3,37 @@
 //! runs it through the compiled component.
 
 use super::Point;
-use anyhow::Context;
 use std::path::{Path, PathBuf};
+
+/// Why `berth plugin new` could not write the crate.
+#[derive(Debug, thiserror::Error)]
+pub enum NewError {
+    /// The name is not one a plugin or a crate can have.
+    #[error(
+        "plugin name {0:?}: use letters, digits, '-' or '_', starting with a letter (e.g. AvoidSpot or avoid-spot)"
+    )]
+    BadName(String),
+    /// The directory to write in already holds something.
+    #[error("{}: the directory exists and is not empty; pick another --dir", .0.display())]
+    NotEmpty(PathBuf),
+    /// A directory of the crate could not be created.
+    // The OS error is part of the message, not a `source`: shown once in a chain.
+    #[error("{}: cannot create the directory: {error}", .dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A file of the crate could not be written.
+    #[error("{}: cannot write: {error}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
 
 /// What was written.
 #[derive(Debug)]
@@ -18,14 +47,14 @@ pub struct Made {
 }
 
 /// `AvoidSpot` or `avoid-spot` or `avoid_spot` -> (`AvoidSpot`, `avoid-spot`).
-pub fn names(name: &str) -> anyhow::Result<(String, String)> {
-    anyhow::ensure!(
-        name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
-        "plugin name {name:?}: use letters, digits, '-' or '_', starting with a letter (e.g. AvoidSpot or avoid-spot)"
-    );
+pub fn names(name: &str) -> Result<(String, String), NewError> {
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !valid {
+        return Err(NewError::BadName(name.to_owned()));
+    }
     let mut words: Vec<String> = Vec::new();
     for part in name.split(['-', '_']).filter(|p| !p.is_empty()) {
         let mut word = String::new();
@@ -67,17 +96,15 @@ pub fn write(
     dir: Option<&Path>,
     point: Point,
     sdk: Option<PathBuf>,
-) -> anyhow::Result<Made> {
+) -> Result<Made, NewError> {
     let (plugin, crate_name) = names(name)?;
     let dir = dir
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from(&crate_name));
-    if let Ok(mut entries) = std::fs::read_dir(&dir) {
-        anyhow::ensure!(
-            entries.next().is_none(),
-            "{}: the directory exists and is not empty; pick another --dir",
-            dir.display()
-        );
+    if let Ok(mut entries) = std::fs::read_dir(&dir)
+        && entries.next().is_some()
+    {
+        return Err(NewError::NotEmpty(dir));
     }
     let sdk_dep = match &sdk {
         Some(p) => format!(
@@ -100,10 +127,12 @@ pub fn write(
     for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("{}: cannot create the directory", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|error| NewError::CreateDir {
+                dir: parent.to_path_buf(),
+                error,
+            })?;
         }
-        std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+        std::fs::write(&path, text).map_err(|error| NewError::Write { path, error })?;
     }
     Ok(Made {
         plugin,
