@@ -87,7 +87,7 @@ pub enum RunError {
     Task(#[from] tokio::task::JoinError),
     /// Another replica leads now, or the Lease could not be renewed in time.
     #[error("leader election lost: {0}")]
-    LeadershipLost(#[from] crate::cluster::kube::LeadershipLost),
+    LeadershipLost(crate::cluster::kube::LeadershipLost),
 }
 
 /// Runs until `stop` resolves. Errors before scheduling starts (a bad configuration,
