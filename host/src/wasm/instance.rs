@@ -61,6 +61,18 @@ impl Module {
     }
 }
 
+/// A call of a cycle's extension point: the guest's exports, the store, and the
+/// handle of the cycle's state.
+trait CycleCall<R>:
+    FnOnce(&SchedulerPlugin, &mut Store<HostCtx>, Resource<CycleState>) -> wasmtime::Result<R>
+{
+}
+
+impl<R, F> CycleCall<R> for F where
+    F: FnOnce(&SchedulerPlugin, &mut Store<HostCtx>, Resource<CycleState>) -> wasmtime::Result<R>
+{
+}
+
 /// One live instance of a plugin module, owned by one thread at a time.
 pub struct Instance {
     module: Arc<Module>,
@@ -221,11 +233,7 @@ impl Instance {
         &mut self,
         state: &CycleState,
         pod: &CyclePod,
-        f: impl FnOnce(
-            &SchedulerPlugin,
-            &mut Store<HostCtx>,
-            Resource<CycleState>,
-        ) -> wasmtime::Result<R>,
+        f: impl CycleCall<R>,
     ) -> Result<R, CallError> {
         self.call_pod_key = None;
         if self.cycle_pod != Some(pod.id()) {
@@ -241,15 +249,7 @@ impl Instance {
         self.with_state(state, f)
     }
 
-    fn with_state<R>(
-        &mut self,
-        state: &CycleState,
-        f: impl FnOnce(
-            &SchedulerPlugin,
-            &mut Store<HostCtx>,
-            Resource<CycleState>,
-        ) -> wasmtime::Result<R>,
-    ) -> Result<R, CallError> {
+    fn with_state<R>(&mut self, state: &CycleState, f: impl CycleCall<R>) -> Result<R, CallError> {
         let handle = self
             .store
             .data_mut()
@@ -282,11 +282,7 @@ impl Instance {
         nodes: On<'_>,
         state: &CycleState,
         pod: &CyclePod,
-        f: impl FnOnce(
-            &SchedulerPlugin,
-            &mut Store<HostCtx>,
-            Resource<CycleState>,
-        ) -> wasmtime::Result<R>,
+        f: impl CycleCall<R>,
     ) -> Result<R, CallError> {
         self.point = point;
         let r = self.in_cycle(state, pod, f);
