@@ -192,7 +192,10 @@ impl View {
     /// nominated to them; the next sync puts the snapshot's back.
     fn sync_overlay(&mut self, overlays: &[(u32, &NodeInfo)]) {
         for (slot, info) in overlays {
-            self.set(*slot, Some(Arc::new((*info).clone())));
+            let mut copy = (*info).clone();
+            // A what-if version: nothing computed from it may be kept.
+            copy.stamp = 0;
+            self.set(*slot, Some(Arc::new(copy)));
             self.overlaid.push(*slot);
         }
     }

@@ -78,6 +78,15 @@ thread_local! {
             with_required_anti_affinity: 0,
         })
     };
+    // The last stamp the replica gave a node (`NodeInfo::stamp`).
+    static LAST_STAMP: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A stamp no node of this replica had before.
+fn next_stamp() -> u64 {
+    let s = LAST_STAMP.get() + 1;
+    LAST_STAMP.set(s);
+    s
 }
 
 /// The replica's affinity counts.
@@ -500,7 +509,8 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 if inst.nodes.len() <= slot {
                     inst.nodes.resize_with(slot + 1, || None);
                 }
-                let new = Box::new(node_info_from_wit(info));
+                let mut new = Box::new(node_info_from_wit(info));
+                new.stamp = next_stamp();
                 counts.add(&new);
                 if let Some(old) = inst.nodes[slot].replace(new) {
                     counts.remove(&old);
@@ -521,6 +531,7 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 node.pod_count = c.pod_count;
                 node.used_ports = c.used_ports.into_iter().map(port_from_wit).collect();
                 node.apply_pods_change(&c.removed_pods, c.added_pods.into_iter().map(pod_from_wit));
+                node.stamp = next_stamp();
                 counts.add(node);
             }
             AFFINITY.set(counts);
@@ -1280,5 +1291,6 @@ fn node_info_from_wit(n: w::NodeInfo) -> sdk::NodeInfo {
         pod_count: n.pod_count,
         used_ports: n.used_ports.into_iter().map(port_from_wit).collect(),
         pods: n.pods.into_iter().map(pod_from_wit).collect(),
+        stamp: 0,
     }
 }

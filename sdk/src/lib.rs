@@ -60,6 +60,7 @@ pub mod contract;
 pub mod events;
 pub mod guide;
 pub mod helpers;
+pub mod memo;
 mod plugin;
 pub mod preemption;
 pub mod testing;
@@ -74,6 +75,7 @@ pub mod guest;
 pub use events::{
     ActionType, ClusterEvent, EventRegistration, EventResource, Object, QueueingHint,
 };
+pub use memo::{DomainMemo, DomainTotals, NodePart};
 pub use plugin::{
     Bind, CycleState, EnqueueExtensions, Filter, MemoryState, NormalizeScore, Permit, Plugin,
     PostBind, PreBind, PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueSort, Registered,

@@ -405,7 +405,7 @@ pub struct Node {
 }
 
 /// A node with the sum of what its pods (bound and assumed) request.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct NodeInfo {
     /// The node.
     pub node: Node,
@@ -421,7 +421,37 @@ pub struct NodeInfo {
     /// the plugin asks for pods ([`Plugin::WANTS_PODS`](crate::Plugin::WANTS_PODS));
     /// empty otherwise.
     pub pods: Vec<Pod>,
+    /// This state of the node in the plugin's view of the cluster: a replica gives
+    /// the node a new stamp, never given before, whenever the node or its pods change.
+    /// While a node keeps its stamp, what a plugin computed from it still holds (see
+    /// [`DomainMemo`](crate::DomainMemo)). 0 is no stamp (a node built by hand, or a
+    /// what-if copy): nothing may be kept for it. Not part of equality.
+    #[serde(skip)]
+    pub stamp: u64,
 }
+
+impl PartialEq for NodeInfo {
+    fn eq(&self, other: &Self) -> bool {
+        // `stamp` names a version, it is not part of the node's content.
+        let NodeInfo {
+            node,
+            requested,
+            non_zero_requested,
+            pod_count,
+            used_ports,
+            pods,
+            stamp: _,
+        } = self;
+        *node == other.node
+            && *requested == other.requested
+            && *non_zero_requested == other.non_zero_requested
+            && *pod_count == other.pod_count
+            && *used_ports == other.used_ports
+            && *pods == other.pods
+    }
+}
+
+impl Eq for NodeInfo {}
 
 impl NodeInfo {
     /// A node with no pods.

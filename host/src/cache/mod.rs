@@ -13,6 +13,7 @@ pub use snapshot::Snapshot;
 use berth_sdk::{Node, NodeInfo, Pod};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why a cache operation was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -85,9 +86,18 @@ impl Cache {
             .map(|s| &*s.info)
     }
 
+    /// Marks a slot changed: a new generation, and for the node info a new stamp
+    /// (`NodeInfo::stamp`, which native plugins see; process-wide, so that no two
+    /// caches give the same stamp to different nodes).
     fn touch(&mut self, slot: u32) {
+        static LAST_STAMP: AtomicU64 = AtomicU64::new(0);
         self.generation += 1;
         self.slot_generation[slot as usize] = self.generation;
+        if let Some(entry) = self.slots[slot as usize].as_mut() {
+            // Every caller changed the info through `make_mut` just before: the Arc
+            // is not shared, so this copies nothing.
+            Arc::make_mut(&mut entry.info).stamp = LAST_STAMP.fetch_add(1, Ordering::Relaxed) + 1;
+        }
     }
 
     fn slot_for(&mut self, name: &str) -> u32 {

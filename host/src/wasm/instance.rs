@@ -695,6 +695,7 @@ fn held_copy(info: &berth_sdk::NodeInfo, wants_pods: bool) -> berth_sdk::NodeInf
         } else {
             Vec::new()
         },
+        stamp: 0,
     }
 }
 

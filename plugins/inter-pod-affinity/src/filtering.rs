@@ -3,10 +3,10 @@
 //! pod, so that Filter only looks the node's domains up.
 
 use berth_sdk::helpers::FastHashMap;
-use berth_sdk::{Labels, NodeInfo, Pod, Status};
+use berth_sdk::{DomainMemo, Labels, NodeInfo, NodePart, Pod, Status};
 use serde::{Deserialize, Serialize};
 
-use crate::terms::{self, IncomingNamespace, NamespaceCache, PodTerms};
+use crate::terms::{self, IncomingNamespace, NamespaceCache, PodKey, PodTerms};
 
 /// The CycleState key of what PreFilter computes (upstream's key).
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterInterPodAffinity";
@@ -27,25 +27,6 @@ pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
 /// Counts by topology domain: topology key, then value. Nested so a lookup borrows
 /// the node's label instead of building a pair.
 pub type TopologyCounts = FastHashMap<String, FastHashMap<String, i64>>;
-
-/// Adds `n` to the domain of `key` the node belongs to; false when the node has no
-/// such label (and nothing was added).
-pub fn add(counts: &mut TopologyCounts, node_labels: &Labels, key: &str, n: i64) -> bool {
-    let Some(value) = node_labels.get(key) else {
-        return false;
-    };
-    let by_value = match counts.get_mut(key) {
-        Some(m) => m,
-        None => counts.entry(key.to_owned()).or_default(),
-    };
-    match by_value.get_mut(value) {
-        Some(c) => *c += n,
-        None => {
-            by_value.insert(value.clone(), n);
-        }
-    }
-    true
-}
 
 /// Adds `delta` (possibly negative) to the domain of `key` the node belongs to, and
 /// drops a domain whose count comes down to 0 (upstream's
@@ -118,8 +99,19 @@ impl PreFilterState {
 }
 
 /// Counts what Filter needs over every node of the snapshot (upstream's PreFilter
-/// without the Skip decision).
+/// without the Skip decision), from scratch.
 pub fn compute(pod: &Pod, terms: &PodTerms, nodes: &[&NodeInfo]) -> PreFilterState {
+    compute_kept(&DomainMemo::new(), pod, terms, nodes)
+}
+
+/// [`compute`], walking again only the nodes that changed since `memo` last counted
+/// for a pod with the same [`PodKey`].
+pub fn compute_kept(
+    memo: &DomainMemo<PodKey>,
+    pod: &Pod,
+    terms: &PodTerms,
+    nodes: &[&NodeInfo],
+) -> PreFilterState {
     let mut state = PreFilterState {
         affinity_topology_keys: keys(&terms.required_affinity),
         anti_affinity_topology_keys: keys(&terms.required_anti_affinity),
@@ -131,21 +123,82 @@ pub fn compute(pod: &Pod, terms: &PodTerms, nodes: &[&NodeInfo]) -> PreFilterSta
         incoming: IncomingNamespace::new(&pod.namespace),
         others: NamespaceCache::default(),
     };
-    for node in nodes {
-        for existing in &node.pods {
-            count_pod(
-                &mut state,
-                pod,
-                terms,
-                existing,
-                &node.node.labels,
-                1,
-                &mut ns,
-            );
-        }
-    }
+    memo.count(
+        &PodKey::of(pod),
+        nodes,
+        |node, part| {
+            for existing in &node.pods {
+                count_pod(part, pod, terms, existing, &node.node.labels, 1, &mut ns);
+            }
+            if ns.consulted() {
+                part.volatile();
+            }
+        },
+        |totals| {
+            for table in Table::ALL {
+                let counts = state.table(table);
+                for (key, value, n) in totals.domains(table as usize) {
+                    // PreFilter only adds, so a domain counted is above 0.
+                    if n != 0 {
+                        counts
+                            .entry(key.to_owned())
+                            .or_default()
+                            .insert(value.to_owned(), n);
+                    }
+                }
+            }
+        },
+    );
     state.matches_own_affinity = terms::matches_all(&terms.required_affinity, pod, &mut ns.others);
     state
+}
+
+/// The three counts of a [`PreFilterState`].
+#[derive(Clone, Copy, Debug)]
+enum Table {
+    ExistingAntiAffinity,
+    Affinity,
+    AntiAffinity,
+}
+
+impl Table {
+    const ALL: [Table; 3] = [
+        Table::ExistingAntiAffinity,
+        Table::Affinity,
+        Table::AntiAffinity,
+    ];
+}
+
+impl PreFilterState {
+    fn table(&mut self, table: Table) -> &mut TopologyCounts {
+        match table {
+            Table::ExistingAntiAffinity => &mut self.existing_anti_affinity_counts,
+            Table::Affinity => &mut self.affinity_counts,
+            Table::AntiAffinity => &mut self.anti_affinity_counts,
+        }
+    }
+}
+
+/// Where [`count_pod`] counts: straight into a state (the PreFilter extensions), or
+/// into what a node adds to a [`DomainMemo`] (PreFilter).
+trait Counts {
+    /// Adds `delta` to the domain of `key` the node belongs to, in `table`; a node
+    /// without the label counts nothing.
+    fn count(&mut self, table: Table, node_labels: &Labels, key: &str, delta: i64);
+}
+
+impl Counts for PreFilterState {
+    fn count(&mut self, table: Table, node_labels: &Labels, key: &str, delta: i64) {
+        update(self.table(table), node_labels, key, delta);
+    }
+}
+
+impl Counts for NodePart<'_> {
+    fn count(&mut self, table: Table, node_labels: &Labels, key: &str, delta: i64) {
+        if let Some(value) = node_labels.get(key) {
+            self.add(table as usize, key, value, delta);
+        }
+    }
 }
 
 /// Where the terms of one cycle find namespace labels.
@@ -156,12 +209,20 @@ struct Namespaces<'a> {
     others: NamespaceCache,
 }
 
+impl Namespaces<'_> {
+    /// Whether a term asked for a namespace's labels, which change without any node
+    /// changing.
+    fn consulted(&self) -> bool {
+        self.incoming.consulted() || self.others.consulted()
+    }
+}
+
 /// Adds `delta` times what one pod (`other`, on a node with `node_labels`) counts for
 /// the incoming pod to `state`: PreFilter's count of each existing pod, and the
 /// PreFilter extensions' update when a what-if adds (1) or removes (-1) a pod
 /// (upstream's `preFilterState.updateWithPod`).
 fn count_pod(
-    state: &mut PreFilterState,
+    state: &mut impl Counts,
     pod: &Pod,
     terms: &PodTerms,
     other: &Pod,
@@ -172,8 +233,8 @@ fn count_pod(
     let anti = &other.affinity.pod_anti_affinity.required;
     if !anti.is_empty() {
         for t in terms::existing_required_matching(other, anti, pod, &mut ns.incoming) {
-            update(
-                &mut state.existing_anti_affinity_counts,
+            state.count(
+                Table::ExistingAntiAffinity,
                 node_labels,
                 t.topology_key,
                 delta,
@@ -184,22 +245,12 @@ fn count_pod(
     // domain.
     if terms::matches_all(&terms.required_affinity, other, &mut ns.others) {
         for t in &terms.required_affinity {
-            update(
-                &mut state.affinity_counts,
-                node_labels,
-                t.topology_key,
-                delta,
-            );
+            state.count(Table::Affinity, node_labels, t.topology_key, delta);
         }
     }
     for t in &terms.required_anti_affinity {
         if t.matches(other, &mut ns.others) {
-            update(
-                &mut state.anti_affinity_counts,
-                node_labels,
-                t.topology_key,
-                delta,
-            );
+            state.count(Table::AntiAffinity, node_labels, t.topology_key, delta);
         }
     }
 }

@@ -32,7 +32,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use berth_sdk::{
-    Code, CycleState, Filter, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
+    Code, CycleState, DomainMemo, Filter, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
     PreFilterExtensions, PreFilterResult, PreScore, Score, StateKey, Status,
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -101,6 +101,10 @@ pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
     pre_filter_memo: Memo<PreFilterState>,
     pre_score_memo: Memo<PreScoreState>,
+    /// PreFilter's counts, node by node, kept across cycles.
+    pre_filter_counts: DomainMemo<terms::PodKey>,
+    /// PreScore's weights, node by node, kept across cycles.
+    pre_score_weights: DomainMemo<terms::PodKey>,
 }
 
 impl InterPodAffinity {
@@ -110,6 +114,8 @@ impl InterPodAffinity {
             args,
             pre_filter_memo: Memo::new(),
             pre_score_memo: Memo::new(),
+            pre_filter_counts: DomainMemo::new(),
+            pre_score_weights: DomainMemo::new(),
         }
     }
 
@@ -164,7 +170,7 @@ impl PreFilter for InterPodAffinity {
         {
             return Status::skip().into();
         }
-        let computed = filtering::compute(pod, &terms, nodes);
+        let computed = filtering::compute_kept(&self.pre_filter_counts, pod, &terms, nodes);
         if computed.nothing_to_check() {
             return Status::skip().into();
         }
@@ -261,7 +267,9 @@ impl PreScore for InterPodAffinity {
         {
             return Status::skip();
         }
-        let Some(topology_score) = scoring::compute(&self.args, pod, &terms, all_nodes) else {
+        let Some(topology_score) =
+            scoring::compute_kept(&self.pre_score_weights, &self.args, pod, &terms, all_nodes)
+        else {
             return Status::skip();
         };
         self.pre_score_memo.save(

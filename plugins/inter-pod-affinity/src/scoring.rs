@@ -2,12 +2,12 @@
 //! topology domain, the weights of the terms that tie the incoming pod to existing
 //! pods in either direction; Score adds up the domains of a node.
 
-use berth_sdk::{Labels, MAX_NODE_SCORE, NodeInfo, Pod};
+use berth_sdk::{DomainMemo, Labels, MAX_NODE_SCORE, NodeInfo, Pod};
 use serde::{Deserialize, Serialize};
 
 use crate::InterPodAffinityArgs;
-use crate::filtering::{TopologyCounts, add};
-use crate::terms::{self, IncomingNamespace, NamespaceCache, PodTerms};
+use crate::filtering::TopologyCounts;
+use crate::terms::{self, IncomingNamespace, NamespaceCache, PodKey, PodTerms};
 
 /// The CycleState key of what PreScore computes (upstream's key).
 pub const PRE_SCORE_STATE_KEY: &str = "PreScoreInterPodAffinity";
@@ -28,64 +28,100 @@ pub fn has_preferred_terms(pod: &Pod) -> bool {
         || !pod.affinity.pod_anti_affinity.preferred.is_empty()
 }
 
-/// Sums the weights over every node of the snapshot; `None` when no term matched on
-/// a node with its topology key, where upstream answers Skip.
+/// Sums the weights over every node of the snapshot, from scratch; `None` when no
+/// term matched on a node with its topology key, where upstream answers Skip.
 pub fn compute(
     args: &InterPodAffinityArgs,
     pod: &Pod,
     terms: &PodTerms,
     all_nodes: &[&NodeInfo],
 ) -> Option<TopologyCounts> {
-    let mut scores = TopologyCounts::default();
-    let mut any = false;
+    compute_kept(&DomainMemo::new(), args, pod, terms, all_nodes)
+}
+
+/// [`compute`], walking again only the nodes that changed since `memo` last summed
+/// for a pod with the same [`PodKey`] (the args do not change for an instance).
+pub fn compute_kept(
+    memo: &DomainMemo<PodKey>,
+    args: &InterPodAffinityArgs,
+    pod: &Pod,
+    terms: &PodTerms,
+    all_nodes: &[&NodeInfo],
+) -> Option<TopologyCounts> {
     let mut incoming_ns = IncomingNamespace::new(&pod.namespace);
     let mut ns_cache = NamespaceCache::default();
     let hard_weight = i64::from(args.hard_pod_affinity_weight);
-    for node in all_nodes {
-        let labels = &node.node.labels;
-        // A node without labels is in no domain.
-        if labels.is_empty() {
-            continue;
-        }
-        let mut bump = |key: &str, weight: i64| any |= add(&mut scores, labels, key, weight);
-        for existing in &node.pods {
-            // The incoming pod's preferences towards the existing pod.
-            for t in &terms.preferred_affinity {
-                if t.matches(existing, &mut ns_cache) {
+    memo.count(
+        &PodKey::of(pod),
+        all_nodes,
+        |node, part| {
+            let labels = &node.node.labels;
+            // A node without labels is in no domain.
+            if labels.is_empty() {
+                return;
+            }
+            let mut bump = |key: &str, weight: i64| {
+                if let Some(value) = labels.get(key) {
+                    part.add(0, key, value, weight);
+                }
+            };
+            for existing in &node.pods {
+                // The incoming pod's preferences towards the existing pod.
+                for t in &terms.preferred_affinity {
+                    if t.matches(existing, &mut ns_cache) {
+                        bump(t.topology_key, t.weight);
+                    }
+                }
+                for t in &terms.preferred_anti_affinity {
+                    if t.matches(existing, &mut ns_cache) {
+                        bump(t.topology_key, -t.weight);
+                    }
+                }
+                // The existing pod's terms towards the incoming pod.
+                let a = &existing.affinity;
+                if a.pod_affinity.is_empty() && a.pod_anti_affinity.is_empty() {
+                    continue;
+                }
+                if hard_weight > 0 {
+                    let required = &a.pod_affinity.required;
+                    for t in
+                        terms::existing_required_matching(existing, required, pod, &mut incoming_ns)
+                    {
+                        bump(t.topology_key, hard_weight);
+                    }
+                }
+                let preferred = &a.pod_affinity.preferred;
+                for t in
+                    terms::existing_preferred_matching(existing, preferred, pod, &mut incoming_ns)
+                {
                     bump(t.topology_key, t.weight);
                 }
-            }
-            for t in &terms.preferred_anti_affinity {
-                if t.matches(existing, &mut ns_cache) {
+                let preferred = &a.pod_anti_affinity.preferred;
+                for t in
+                    terms::existing_preferred_matching(existing, preferred, pod, &mut incoming_ns)
+                {
                     bump(t.topology_key, -t.weight);
                 }
             }
-            // The existing pod's terms towards the incoming pod.
-            let a = &existing.affinity;
-            if a.pod_affinity.is_empty() && a.pod_anti_affinity.is_empty() {
-                continue;
+            // Namespace labels change without any node changing.
+            if incoming_ns.consulted() || ns_cache.consulted() {
+                part.volatile();
             }
-            if hard_weight > 0 {
-                let required = &a.pod_affinity.required;
-                for t in
-                    terms::existing_required_matching(existing, required, pod, &mut incoming_ns)
-                {
-                    bump(t.topology_key, hard_weight);
-                }
+        },
+        |totals| {
+            if !totals.any() {
+                return None;
             }
-            let preferred = &a.pod_affinity.preferred;
-            for t in terms::existing_preferred_matching(existing, preferred, pod, &mut incoming_ns)
-            {
-                bump(t.topology_key, t.weight);
+            let mut scores = TopologyCounts::default();
+            for (key, value, sum) in totals.domains(0) {
+                scores
+                    .entry(key.to_owned())
+                    .or_default()
+                    .insert(value.to_owned(), sum);
             }
-            let preferred = &a.pod_anti_affinity.preferred;
-            for t in terms::existing_preferred_matching(existing, preferred, pod, &mut incoming_ns)
-            {
-                bump(t.topology_key, -t.weight);
-            }
-        }
-    }
-    any.then_some(scores)
+            Some(scores)
+        },
+    )
 }
 
 /// The raw score of a node: the sum of its domains' weights.

@@ -86,6 +86,41 @@ impl<'a> IncomingNamespace<'a> {
             labels: None,
         }
     }
+
+    /// Whether a term asked for the labels.
+    pub fn consulted(&self) -> bool {
+        self.labels.is_some()
+    }
+}
+
+impl NamespaceCache {
+    /// Whether a term asked for any namespace's labels.
+    pub fn consulted(&self) -> bool {
+        !self.0.is_empty()
+    }
+}
+
+/// What the counts of PreFilter and PreScore depend on of the incoming pod, besides
+/// the namespaces' labels: the key under which the plugin keeps them across cycles
+/// ([`berth_sdk::DomainMemo`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodKey {
+    namespace: String,
+    labels: Labels,
+    affinity: berth_sdk::types::PodAffinity,
+    anti_affinity: berth_sdk::types::PodAffinity,
+}
+
+impl PodKey {
+    /// The key of `pod`.
+    pub fn of(pod: &Pod) -> Self {
+        PodKey {
+            namespace: pod.namespace.clone(),
+            labels: pod.labels.clone(),
+            affinity: pod.affinity.pod_affinity.clone(),
+            anti_affinity: pod.affinity.pod_anti_affinity.clone(),
+        }
+    }
 }
 
 impl NamespaceLabels for IncomingNamespace<'_> {

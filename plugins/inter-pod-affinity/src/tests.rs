@@ -342,3 +342,90 @@ fn large_cluster() {
          PreScore {pre_score:?}, Score x5000 {score:?}"
     );
 }
+
+/// PreFilter's counts and PreScore's weights kept across cycles are what a walk of
+/// the whole cluster gives, cycle after cycle, as nodes change (each change with a
+/// new stamp), as the incoming pod changes, and for a node without a stamp.
+#[test]
+fn counts_kept_across_cycles_are_those_of_a_full_walk() {
+    install_host();
+    let stamp = std::cell::Cell::new(0);
+    let stamped = |n: &Node, pods: &[&Pod], with_stamp: bool| {
+        let mut info = NodeInfo::new(n.clone());
+        for p in pods {
+            info.add_pod(p);
+        }
+        if with_stamp {
+            stamp.set(stamp.get() + 1);
+            info.stamp = stamp.get();
+        }
+        info
+    };
+    let n1 = node("n1", &[("zone", "z1"), ("hostname", "n1")]);
+    let n2 = node("n2", &[("zone", "z1"), ("hostname", "n2")]);
+    let n3 = node("n3", &[("zone", "z2"), ("hostname", "n3")]);
+    let n4 = node("n4", &[("zone", "z3"), ("hostname", "n4")]);
+    let p1 = pod()
+        .name("p1")
+        .labels(&[("app", "a")])
+        .anti_in("app", "hostname", &["x"])
+        .obj();
+    let p2 = pod()
+        .name("p2")
+        .labels(&[("app", "b")])
+        .preferred(5, term(vec![expr("app", In, &["x"])], "zone"))
+        .affinity_in("app", "zone", &["x"])
+        .obj();
+    let p3 = pod().name("p3").labels(&[("app", "a")]).obj();
+    let a = pod()
+        .name("incoming-a")
+        .labels(&[("app", "x")])
+        .affinity_in("app", "zone", &["a"])
+        .anti_in("app", "hostname", &["b"])
+        .preferred(3, term(vec![expr("app", In, &["a"])], "zone"))
+        .preferred_anti(2, term(vec![expr("app", In, &["b"])], "hostname"))
+        .obj();
+    let b = pod()
+        .name("incoming-b")
+        .labels(&[("app", "y")])
+        .preferred(4, term(vec![expr("app", In, &["b"])], "zone"))
+        .obj();
+
+    let p = plugin();
+    let check = |incoming: &Pod, infos: &[&NodeInfo], step: &str| {
+        let terms = terms::PodTerms::of(incoming).unwrap();
+        assert_eq!(
+            filtering::compute_kept(&p.pre_filter_counts, incoming, &terms, infos),
+            filtering::compute(incoming, &terms, infos),
+            "PreFilter, {step}"
+        );
+        assert_eq!(
+            scoring::compute_kept(&p.pre_score_weights, &p.args, incoming, &terms, infos),
+            scoring::compute(&p.args, incoming, &terms, infos),
+            "PreScore, {step}"
+        );
+    };
+
+    let mut i1 = stamped(&n1, &[&p1], true);
+    let mut i2 = stamped(&n2, &[], true);
+    let mut i3 = stamped(&n3, &[&p2], true);
+    let i4 = stamped(&n4, &[&p3], false);
+    check(&a, &[&i1, &i2, &i3, &i4], "first cycle");
+    check(&a, &[&i1, &i2, &i3, &i4], "nothing changed");
+    i3 = stamped(&n3, &[&p2, &p3], true);
+    check(&a, &[&i1, &i2, &i3, &i4], "a pod added");
+    i1 = stamped(&n1, &[], true);
+    check(&a, &[&i1, &i2, &i3, &i4], "a pod removed");
+    let moved = node("n2", &[("zone", "z2"), ("hostname", "n2")]);
+    i2 = stamped(&moved, &[&p1], true);
+    check(&a, &[&i1, &i2, &i3, &i4], "a node relabelled");
+    check(&b, &[&i1, &i2, &i3, &i4], "another incoming pod");
+    check(&a, &[&i1, &i2, &i3, &i4], "the first pod again");
+    check(&a, &[&i1, &i3, &i4], "a node gone");
+    let unstamped = stamped(&n4, &[&p1, &p2], false);
+    check(
+        &a,
+        &[&i1, &i3, &unstamped],
+        "a node without a stamp changed",
+    );
+}

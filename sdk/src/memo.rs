@@ -1,0 +1,414 @@
+//! Counts by topology domain, kept across scheduling cycles node by node.
+//!
+//! PreFilter and PreScore of InterPodAffinity and PodTopologySpread walk every pod of
+//! the cluster to count, per topology domain, the pods that matter to the incoming
+//! pod. The pods of a workload usually look alike (same namespace, labels and
+//! terms), and between two cycles only the nodes where pods landed or left change.
+//! A [`DomainMemo`] keeps what each node added to the counts, under the node's
+//! [`stamp`](crate::NodeInfo::stamp) and a key describing the incoming pod: while
+//! the key stays the same, only the nodes whose stamp moved are walked again.
+
+use std::sync::{Mutex, MutexGuard};
+
+use crate::NodeInfo;
+use crate::helpers::FastHashMap;
+
+/// One addition of a node: to which table, which domain, how much.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    table: u32,
+    domain: u32,
+    n: i64,
+}
+
+/// The domains (topology key and value) seen, numbered densely.
+#[derive(Debug, Default)]
+struct Domains {
+    ids: FastHashMap<String, FastHashMap<String, u32>>,
+    names: Vec<(String, String)>,
+}
+
+impl Domains {
+    fn id(&mut self, key: &str, value: &str) -> u32 {
+        let by_value = match self.ids.get_mut(key) {
+            Some(m) => m,
+            None => self.ids.entry(key.to_owned()).or_default(),
+        };
+        if let Some(&id) = by_value.get(value) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        by_value.insert(value.to_owned(), id);
+        self.names.push((key.to_owned(), value.to_owned()));
+        id
+    }
+}
+
+/// What one node adds to the counts; see [`DomainMemo::count`].
+pub struct NodePart<'m> {
+    domains: &'m mut Domains,
+    entries: &'m mut Vec<Entry>,
+    volatile: &'m mut bool,
+}
+
+impl NodePart<'_> {
+    /// Adds `n` to domain (`key`, `value`) of table `table`. A domain added to, even
+    /// with 0, is listed by [`DomainTotals::domains`].
+    pub fn add(&mut self, table: usize, key: &str, value: &str, n: i64) {
+        let domain = self.domains.id(key, value);
+        self.entries.push(Entry {
+            table: table as u32,
+            domain,
+            n,
+        });
+    }
+
+    /// Says that this part depends on more than the node and the memo's key (for
+    /// example on a namespace's labels, which change without any node changing):
+    /// the memo forgets everything once this count is read.
+    pub fn volatile(&mut self) {
+        *self.volatile = true;
+    }
+}
+
+/// The kept state: the key it is for, each node's stamp and additions (by position
+/// in the node list), and the totals by table and domain.
+#[derive(Debug)]
+struct Kept<K> {
+    key: Option<K>,
+    stamps: Vec<u64>,
+    parts: Vec<Vec<Entry>>,
+    domains: Domains,
+    /// By table, by domain id: the sum and how many additions made it.
+    totals: Vec<Vec<(i64, u32)>>,
+    /// How many additions there are in all.
+    additions: usize,
+}
+
+impl<K> Default for Kept<K> {
+    fn default() -> Self {
+        Kept {
+            key: None,
+            stamps: Vec::new(),
+            parts: Vec::new(),
+            domains: Domains::default(),
+            totals: Vec::new(),
+            additions: 0,
+        }
+    }
+}
+
+impl<K> Kept<K> {
+    fn apply(&mut self, entries: &[Entry], sign: i64) {
+        for e in entries {
+            let table = e.table as usize;
+            if self.totals.len() <= table {
+                self.totals.resize_with(table + 1, Vec::new);
+            }
+            let by_domain = &mut self.totals[table];
+            let d = e.domain as usize;
+            if by_domain.len() <= d {
+                by_domain.resize(d + 1, (0, 0));
+            }
+            let slot = &mut by_domain[d];
+            slot.0 += sign * e.n;
+            if sign > 0 {
+                slot.1 += 1;
+                self.additions += 1;
+            } else {
+                slot.1 -= 1;
+                self.additions -= 1;
+            }
+        }
+    }
+}
+
+/// Counts by topology domain over the nodes, remembered node by node across calls.
+///
+/// `K` describes the incoming pod as far as the counts depend on it (for example
+/// its namespace, labels and terms); the additions of a node are reused while the
+/// key is equal and the node keeps its [`stamp`](NodeInfo::stamp). A node without
+/// a stamp (0) is walked every time. The memo is behind a lock, so a plugin can keep
+/// it in `self`.
+#[derive(Debug)]
+pub struct DomainMemo<K> {
+    kept: Mutex<Kept<K>>,
+}
+
+impl<K> Default for DomainMemo<K> {
+    fn default() -> Self {
+        DomainMemo {
+            kept: Mutex::new(Kept::default()),
+        }
+    }
+}
+
+impl<K: PartialEq + Clone> DomainMemo<K> {
+    /// An empty memo.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts over `nodes` and lets `read` see the totals. `part` says what one node
+    /// adds ([`NodePart::add`]); it is called for every node whose additions are not
+    /// kept: all of them when `key` differs from the last call's, else those whose
+    /// stamp changed or is 0. The totals are what calling `part` on every node would
+    /// have summed.
+    pub fn count<R>(
+        &self,
+        key: &K,
+        nodes: &[&NodeInfo],
+        mut part: impl FnMut(&NodeInfo, &mut NodePart<'_>),
+        read: impl FnOnce(&DomainTotals<'_>) -> R,
+    ) -> R {
+        let mut kept = self.lock();
+        let kept = &mut *kept;
+        if kept.key.as_ref() != Some(key) || kept.stamps.len() != nodes.len() {
+            *kept = Kept {
+                key: Some(key.clone()),
+                stamps: vec![0; nodes.len()],
+                parts: vec![Vec::new(); nodes.len()],
+                ..Kept::default()
+            };
+        }
+        let mut volatile = false;
+        let mut scratch = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
+            if node.stamp != 0 && kept.stamps[i] == node.stamp {
+                continue;
+            }
+            let old = std::mem::take(&mut kept.parts[i]);
+            kept.apply(&old, -1);
+            scratch.clear();
+            part(
+                node,
+                &mut NodePart {
+                    domains: &mut kept.domains,
+                    entries: &mut scratch,
+                    volatile: &mut volatile,
+                },
+            );
+            kept.apply(&scratch, 1);
+            // Reuse the old part's buffer when it had one.
+            let mut new = old;
+            new.clear();
+            new.extend_from_slice(&scratch);
+            kept.parts[i] = new;
+            kept.stamps[i] = node.stamp;
+        }
+        let answer = read(&DomainTotals { kept });
+        if volatile {
+            *kept = Kept::default();
+        }
+        answer
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Kept<K>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The totals of a [`DomainMemo::count`].
+pub struct DomainTotals<'a> {
+    kept: &'a dyn TotalsOf,
+}
+
+/// The part of [`Kept`] that does not depend on the key's type.
+trait TotalsOf {
+    fn totals(&self) -> &[Vec<(i64, u32)>];
+    fn names(&self) -> &[(String, String)];
+    fn additions(&self) -> usize;
+}
+
+impl<K> TotalsOf for Kept<K> {
+    fn totals(&self) -> &[Vec<(i64, u32)>] {
+        &self.totals
+    }
+    fn names(&self) -> &[(String, String)] {
+        &self.domains.names
+    }
+    fn additions(&self) -> usize {
+        self.additions
+    }
+}
+
+impl DomainTotals<'_> {
+    /// Every domain of `table` some node added to, as (topology key, value, sum).
+    pub fn domains(&self, table: usize) -> impl Iterator<Item = (&str, &str, i64)> {
+        let names = self.kept.names();
+        self.kept
+            .totals()
+            .get(table)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, (_, additions))| *additions > 0)
+            .map(move |(d, (sum, _))| {
+                let (key, value) = &names[d];
+                (key.as_str(), value.as_str(), *sum)
+            })
+    }
+
+    /// Whether any node added anything, to any table.
+    pub fn any(&self) -> bool {
+        self.kept.additions() > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing;
+
+    /// Each pod on a node adds 1 to the node's zone in table 0, and its count of
+    /// labels to table 1.
+    fn count(memo: &DomainMemo<u32>, key: u32, nodes: &[&NodeInfo], walked: &mut usize) -> String {
+        memo.count(
+            &key,
+            nodes,
+            |node, part| {
+                *walked += 1;
+                let zone = &node.node.labels["zone"];
+                for p in &node.pods {
+                    part.add(0, "zone", zone, 1);
+                    part.add(1, "zone", zone, p.labels.len() as i64);
+                }
+            },
+            |totals| {
+                let mut out: Vec<String> = (0..2)
+                    .flat_map(|t| {
+                        totals
+                            .domains(t)
+                            .map(move |(k, v, n)| format!("{t}:{k}={v}:{n}"))
+                    })
+                    .collect();
+                out.sort();
+                out.join(" ")
+            },
+        )
+    }
+
+    fn node(name: &str, zone: &str, pods: usize, stamp: u64) -> NodeInfo {
+        let mut b = testing::node(name).label("zone", zone);
+        for i in 0..pods {
+            b = b.pod(testing::pod(&format!("{name}-{i}")).label("app", "x"));
+        }
+        let mut info = b.build();
+        info.stamp = stamp;
+        info
+    }
+
+    #[test]
+    fn only_nodes_whose_stamp_moved_are_walked_again() {
+        let memo = DomainMemo::new();
+        let a = node("a", "z1", 2, 1);
+        let b = node("b", "z1", 1, 2);
+        let c = node("c", "z2", 0, 3);
+        let mut walked = 0;
+        assert_eq!(
+            count(&memo, 7, &[&a, &b, &c], &mut walked),
+            "0:zone=z1:3 1:zone=z1:3"
+        );
+        assert_eq!(walked, 3);
+
+        // Nothing changed: nothing walked, same totals.
+        walked = 0;
+        assert_eq!(
+            count(&memo, 7, &[&a, &b, &c], &mut walked),
+            "0:zone=z1:3 1:zone=z1:3"
+        );
+        assert_eq!(walked, 0);
+
+        // A pod lands on c: only c is walked; its zone appears.
+        let c2 = node("c", "z2", 1, 4);
+        walked = 0;
+        assert_eq!(
+            count(&memo, 7, &[&a, &b, &c2], &mut walked),
+            "0:zone=z1:3 0:zone=z2:1 1:zone=z1:3 1:zone=z2:1"
+        );
+        assert_eq!(walked, 1);
+
+        // Both pods leave a: its additions are taken back; z1 keeps b's.
+        let a2 = node("a", "z1", 0, 5);
+        walked = 0;
+        assert_eq!(
+            count(&memo, 7, &[&a2, &b, &c2], &mut walked),
+            "0:zone=z1:1 0:zone=z2:1 1:zone=z1:1 1:zone=z2:1"
+        );
+        assert_eq!(walked, 1);
+
+        // The last pod of z1 leaves: the domain is no longer listed.
+        let b2 = node("b", "z1", 0, 6);
+        walked = 0;
+        assert_eq!(
+            count(&memo, 7, &[&a2, &b2, &c2], &mut walked),
+            "0:zone=z2:1 1:zone=z2:1"
+        );
+        assert_eq!(walked, 1);
+    }
+
+    #[test]
+    fn another_key_a_missing_stamp_or_another_node_count_walks_again() {
+        let memo = DomainMemo::new();
+        let a = node("a", "z1", 1, 1);
+        let b = node("b", "z2", 1, 2);
+        let mut walked = 0;
+        count(&memo, 1, &[&a, &b], &mut walked);
+        walked = 0;
+        count(&memo, 2, &[&a, &b], &mut walked);
+        assert_eq!(walked, 2, "another key");
+
+        let unstamped = node("u", "z3", 1, 0);
+        walked = 0;
+        assert_eq!(
+            count(&memo, 2, &[&a, &unstamped], &mut walked),
+            "0:zone=z1:1 0:zone=z3:1 1:zone=z1:1 1:zone=z3:1"
+        );
+        assert_eq!(walked, 1, "only the node without a stamp");
+        walked = 0;
+        count(&memo, 2, &[&a, &unstamped], &mut walked);
+        assert_eq!(walked, 1, "a node without a stamp, every time");
+
+        walked = 0;
+        assert_eq!(
+            count(&memo, 2, &[&a], &mut walked),
+            "0:zone=z1:1 1:zone=z1:1"
+        );
+        assert_eq!(walked, 1, "another node count");
+    }
+
+    #[test]
+    fn a_volatile_part_is_not_kept() {
+        let memo: DomainMemo<u32> = DomainMemo::new();
+        let a = node("a", "z1", 1, 1);
+        let mut walked = 0;
+        for _ in 0..2 {
+            memo.count(
+                &0,
+                &[&a],
+                |_, part| {
+                    walked += 1;
+                    part.volatile();
+                },
+                |totals| assert!(!totals.any()),
+            );
+        }
+        assert_eq!(walked, 2);
+    }
+
+    #[test]
+    fn a_domain_added_zero_is_listed_and_counts_as_an_addition() {
+        let memo: DomainMemo<u32> = DomainMemo::new();
+        let a = node("a", "z1", 0, 1);
+        memo.count(
+            &0,
+            &[&a],
+            |_, part| part.add(0, "zone", "z1", 0),
+            |totals| {
+                assert!(totals.any());
+                assert_eq!(totals.domains(0).collect::<Vec<_>>(), [("zone", "z1", 0)]);
+                assert_eq!(totals.domains(1).count(), 0);
+            },
+        );
+    }
+}
