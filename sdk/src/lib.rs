@@ -75,7 +75,7 @@ pub mod guest;
 pub use events::{
     ActionType, ClusterEvent, EventRegistration, EventResource, Object, QueueingHint,
 };
-pub use memo::{DomainMemo, DomainTotals, NodePart};
+pub use memo::{DomainCounts, DomainMemo, DomainTotals, NodePart};
 pub use plugin::{
     Bind, CycleState, EnqueueExtensions, Filter, MemoryState, NormalizeScore, Permit, Plugin,
     PostBind, PreBind, PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueSort, Registered,

@@ -71,6 +71,9 @@ impl NodePart<'_> {
     }
 }
 
+/// Sums by topology key, then value: what [`DomainTotals::table`] answers.
+pub type DomainCounts = FastHashMap<String, FastHashMap<String, i64>>;
+
 /// The kept state: the key it is for, each node's stamp and additions (by position
 /// in the node list), and the totals by table and domain.
 #[derive(Debug)]
@@ -81,6 +84,9 @@ struct Kept<K> {
     domains: Domains,
     /// By table, by domain id: the sum and how many additions made it.
     totals: Vec<Vec<(i64, u32)>>,
+    /// By table, the domains with at least one addition and their sums, kept up to
+    /// date as nodes change so that reading costs nothing per domain.
+    tables: Vec<DomainCounts>,
     /// How many additions there are in all.
     additions: usize,
 }
@@ -93,12 +99,14 @@ impl<K> Default for Kept<K> {
             parts: Vec::new(),
             domains: Domains::default(),
             totals: Vec::new(),
+            tables: Vec::new(),
             additions: 0,
         }
     }
 }
 
 impl<K> Kept<K> {
+    /// Adds (`sign` 1) or takes back (-1) a node's additions.
     fn apply(&mut self, entries: &[Entry], sign: i64) {
         for e in entries {
             let table = e.table as usize;
@@ -118,6 +126,38 @@ impl<K> Kept<K> {
             } else {
                 slot.1 -= 1;
                 self.additions -= 1;
+            }
+        }
+    }
+
+    /// Brings `tables` up to date for the domains of `entries`.
+    fn publish(&mut self, entries: &[Entry]) {
+        for e in entries {
+            let table = e.table as usize;
+            if self.tables.len() <= table {
+                self.tables.resize_with(table + 1, DomainCounts::default);
+            }
+            let (sum, additions) = self.totals[table][e.domain as usize];
+            let (key, value) = &self.domains.names[e.domain as usize];
+            let counts = &mut self.tables[table];
+            if additions == 0 {
+                if let Some(by_value) = counts.get_mut(key) {
+                    by_value.remove(value);
+                    if by_value.is_empty() {
+                        counts.remove(key);
+                    }
+                }
+                continue;
+            }
+            let by_value = match counts.get_mut(key) {
+                Some(m) => m,
+                None => counts.entry(key.clone()).or_default(),
+            };
+            match by_value.get_mut(value) {
+                Some(n) => *n = sum,
+                None => {
+                    by_value.insert(value.clone(), sum);
+                }
             }
         }
     }
@@ -154,11 +194,11 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
     /// kept: all of them when `key` differs from the last call's, else those whose
     /// stamp changed or is 0. The totals are what calling `part` on every node would
     /// have summed.
-    pub fn count<R>(
+    pub fn count<'n, R>(
         &self,
         key: &K,
-        nodes: &[&NodeInfo],
-        mut part: impl FnMut(&NodeInfo, &mut NodePart<'_>),
+        nodes: &[&'n NodeInfo],
+        mut part: impl FnMut(&'n NodeInfo, &mut NodePart<'_>),
         read: impl FnOnce(&DomainTotals<'_>) -> R,
     ) -> R {
         let mut kept = self.lock();
@@ -189,6 +229,8 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
                 },
             );
             kept.apply(&scratch, 1);
+            kept.publish(&old);
+            kept.publish(&scratch);
             // Reuse the old part's buffer when it had one.
             let mut new = old;
             new.clear();
@@ -196,7 +238,10 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
             kept.parts[i] = new;
             kept.stamps[i] = node.stamp;
         }
-        let answer = read(&DomainTotals { kept });
+        let answer = read(&DomainTotals {
+            tables: &kept.tables,
+            additions: kept.additions,
+        });
         if volatile {
             *kept = Kept::default();
         }
@@ -210,48 +255,32 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
 
 /// The totals of a [`DomainMemo::count`].
 pub struct DomainTotals<'a> {
-    kept: &'a dyn TotalsOf,
-}
-
-/// The part of [`Kept`] that does not depend on the key's type.
-trait TotalsOf {
-    fn totals(&self) -> &[Vec<(i64, u32)>];
-    fn names(&self) -> &[(String, String)];
-    fn additions(&self) -> usize;
-}
-
-impl<K> TotalsOf for Kept<K> {
-    fn totals(&self) -> &[Vec<(i64, u32)>] {
-        &self.totals
-    }
-    fn names(&self) -> &[(String, String)] {
-        &self.domains.names
-    }
-    fn additions(&self) -> usize {
-        self.additions
-    }
+    tables: &'a [DomainCounts],
+    additions: usize,
 }
 
 impl DomainTotals<'_> {
-    /// Every domain of `table` some node added to, as (topology key, value, sum).
-    pub fn domains(&self, table: usize) -> impl Iterator<Item = (&str, &str, i64)> {
-        let names = self.kept.names();
-        self.kept
-            .totals()
+    /// The domains of `table` some node added to (even 0), with their sums.
+    pub fn table(&self, table: usize) -> &DomainCounts {
+        static EMPTY: std::sync::OnceLock<DomainCounts> = std::sync::OnceLock::new();
+        self.tables
             .get(table)
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .filter(|(_, (_, additions))| *additions > 0)
-            .map(move |(d, (sum, _))| {
-                let (key, value) = &names[d];
-                (key.as_str(), value.as_str(), *sum)
-            })
+            .unwrap_or_else(|| EMPTY.get_or_init(DomainCounts::default))
+    }
+
+    /// Every domain of `table` some node added to (even 0), as (topology key, value,
+    /// sum).
+    pub fn domains(&self, table: usize) -> impl Iterator<Item = (&str, &str, i64)> {
+        self.table(table).iter().flat_map(|(key, by_value)| {
+            by_value
+                .iter()
+                .map(move |(value, sum)| (key.as_str(), value.as_str(), *sum))
+        })
     }
 
     /// Whether any node added anything, to any table.
     pub fn any(&self) -> bool {
-        self.kept.additions() > 0
+        self.additions > 0
     }
 }
 

@@ -2,7 +2,6 @@
 //! domain (a node label key and value), the existing pods that matter to the incoming
 //! pod, so that Filter only looks the node's domains up.
 
-use berth_sdk::helpers::FastHashMap;
 use berth_sdk::{DomainMemo, Labels, NodeInfo, NodePart, Pod, Status};
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +25,7 @@ pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
 
 /// Counts by topology domain: topology key, then value. Nested so a lookup borrows
 /// the node's label instead of building a pair.
-pub type TopologyCounts = FastHashMap<String, FastHashMap<String, i64>>;
+pub type TopologyCounts = berth_sdk::DomainCounts;
 
 /// Adds `delta` (possibly negative) to the domain of `key` the node belongs to, and
 /// drops a domain whose count comes down to 0 (upstream's
@@ -135,17 +134,10 @@ pub fn compute_kept(
             }
         },
         |totals| {
+            // PreFilter only adds 1s, so every domain counted is above 0, as
+            // `update` keeps them.
             for table in Table::ALL {
-                let counts = state.table(table);
-                for (key, value, n) in totals.domains(table as usize) {
-                    // PreFilter only adds, so a domain counted is above 0.
-                    if n != 0 {
-                        counts
-                            .entry(key.to_owned())
-                            .or_default()
-                            .insert(value.to_owned(), n);
-                    }
-                }
+                state.table(table).clone_from(totals.table(table as usize));
             }
         },
     );

@@ -109,17 +109,8 @@ pub fn compute_kept(
             }
         },
         |totals| {
-            if !totals.any() {
-                return None;
-            }
-            let mut scores = TopologyCounts::default();
-            for (key, value, sum) in totals.domains(0) {
-                scores
-                    .entry(key.to_owned())
-                    .or_default()
-                    .insert(value.to_owned(), sum);
-            }
-            Some(scores)
+            // A domain some term matched in is there even when its weights sum to 0.
+            totals.any().then(|| totals.table(0).clone())
         },
     )
 }

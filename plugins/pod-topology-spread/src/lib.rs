@@ -30,12 +30,10 @@ pub mod scoring;
 
 use std::collections::HashMap;
 
-use berth_sdk::helpers::FastHashMap;
-
-use berth_sdk::types::{TopologySpreadConstraint, WhenUnsatisfiable};
+use berth_sdk::types::{NodeAffinity, TopologySpreadConstraint, WhenUnsatisfiable};
 use berth_sdk::{
-    CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterExtensions, PreFilterResult,
-    StateKey, Status,
+    CycleState, DomainMemo, Filter, Labels, NodeInfo, Plugin, Pod, PreFilter, PreFilterExtensions,
+    PreFilterResult, StateKey, Status, Toleration,
 };
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +59,10 @@ pub struct PodTopologySpread {
     args: SpreadArgs,
     default_constraints: Vec<TopologySpreadConstraint>,
     system_defaulted: bool,
+    /// PreFilter's counts, node by node, kept across cycles.
+    pre_filter_counts: DomainMemo<CountKey>,
+    /// PreScore's counts, node by node, kept across cycles.
+    pre_score_counts: DomainMemo<CountKey>,
 }
 
 impl PodTopologySpread {
@@ -70,6 +72,8 @@ impl PodTopologySpread {
             default_constraints: args.effective_default_constraints(),
             system_defaulted: args.defaulting_type == DefaultingType::System,
             args,
+            pre_filter_counts: DomainMemo::new(),
+            pre_score_counts: DomainMemo::new(),
         }
     }
 
@@ -197,6 +201,33 @@ pub struct PreFilterState {
     pub constraints: Vec<FilterConstraint>,
 }
 
+/// What the counts of PreFilter and PreScore depend on of the incoming pod: the key
+/// under which the plugin keeps them across cycles ([`DomainMemo`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountKey {
+    constraints: Vec<Constraint>,
+    namespace: String,
+    node_selector: Labels,
+    node_affinity: Option<NodeAffinity>,
+    tolerations: Vec<Toleration>,
+    /// PreScore's `requireAllTopologies`; false for PreFilter.
+    require_all: bool,
+}
+
+impl CountKey {
+    /// The key of `pod` with its resolved `constraints`.
+    pub fn of(pod: &Pod, constraints: &[Constraint], require_all: bool) -> Self {
+        CountKey {
+            constraints: constraints.to_vec(),
+            namespace: pod.namespace.clone(),
+            node_selector: pod.node_selector.clone(),
+            node_affinity: pod.affinity.node_affinity.clone(),
+            tolerations: pod.tolerations.clone(),
+            require_all,
+        }
+    }
+}
+
 /// Upstream's `calPreFilterState` counts: for each constraint, the matching pods of
 /// every eligible domain. A node is eligible when it has every constraint's
 /// topology label and passes the constraint's node inclusion policies; each
@@ -206,40 +237,54 @@ pub fn count_matching_pods(
     constraints: &[Constraint],
     nodes: &[&NodeInfo],
 ) -> Vec<HashMap<String, i64>> {
-    // Keyed by the nodes' own label values while counting: no copy per node.
-    let mut counts: Vec<FastHashMap<&str, i64>> = vec![FastHashMap::default(); constraints.len()];
+    count_matching_pods_kept(&DomainMemo::new(), pod, constraints, nodes)
+}
+
+/// [`count_matching_pods`], walking again only the nodes that changed since `memo`
+/// last counted for a pod with the same [`CountKey`].
+pub fn count_matching_pods_kept(
+    memo: &DomainMemo<CountKey>,
+    pod: &Pod,
+    constraints: &[Constraint],
+    nodes: &[&NodeInfo],
+) -> Vec<HashMap<String, i64>> {
     let needs_affinity = constraints.iter().any(|c| c.honor_node_affinity);
     let mut values: Vec<&str> = Vec::with_capacity(constraints.len());
-    for info in nodes {
-        let node = &info.node;
-        // Every constraint's domain of the node, each label looked up once.
-        values.clear();
-        for c in constraints {
-            match node.labels.get(&c.topology_key) {
-                Some(v) => values.push(v),
-                None => break,
+    memo.count(
+        &CountKey::of(pod, constraints, false),
+        nodes,
+        |info, part| {
+            let node = &info.node;
+            // Every constraint's domain of the node, each label looked up once.
+            values.clear();
+            for c in constraints {
+                match node.labels.get(&c.topology_key) {
+                    Some(v) => values.push(v),
+                    None => return,
+                }
             }
-        }
-        if values.len() != constraints.len() {
-            continue;
-        }
-        let affinity_matches = needs_affinity && required_node_affinity_matches(pod, node);
-        for ((c, domains), &value) in constraints.iter().zip(counts.iter_mut()).zip(&values) {
-            if !c.includes_node(pod, node, affinity_matches) {
-                continue;
+            let affinity_matches = needs_affinity && required_node_affinity_matches(pod, node);
+            for (i, (c, value)) in constraints.iter().zip(&values).enumerate() {
+                if c.includes_node(pod, node, affinity_matches) {
+                    let n = c.count_pods(&info.pods, &pod.namespace);
+                    part.add(i, &c.topology_key, value, n);
+                }
             }
-            *domains.entry(value).or_insert(0) += c.count_pods(&info.pods, &pod.namespace);
-        }
-    }
-    counts
-        .into_iter()
-        .map(|domains| {
-            domains
-                .into_iter()
-                .map(|(value, n)| (value.to_owned(), n))
+        },
+        |totals| {
+            constraints
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    totals
+                        .table(i)
+                        .get(&c.topology_key)
+                        .map(|by_value| by_value.iter().map(|(v, n)| (v.clone(), *n)).collect())
+                        .unwrap_or_default()
+                })
                 .collect()
-        })
-        .collect()
+        },
+    )
 }
 
 /// The critical paths of one constraint's counts. Domains are taken in the order of
@@ -261,7 +306,7 @@ impl PreFilter for PodTopologySpread {
         if constraints.is_empty() {
             return Status::skip().into();
         }
-        let counts = count_matching_pods(pod, &constraints, nodes);
+        let counts = count_matching_pods_kept(&self.pre_filter_counts, pod, &constraints, nodes);
         let header = PreFilterState {
             constraints: constraints
                 .iter()

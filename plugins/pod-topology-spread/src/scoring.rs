@@ -11,10 +11,10 @@ use berth_sdk::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::PodTopologySpread;
 use crate::common::{
     Constraint, LABEL_HOSTNAME, count_key, node_has_all_keys, required_node_affinity_matches,
 };
+use crate::{CountKey, PodTopologySpread};
 
 /// The CycleState key of what PreScore computes (upstream's key); the per-domain
 /// counts live under keys with this prefix.
@@ -110,20 +110,44 @@ impl PreScore for PodTopologySpread {
             })
             .collect();
 
-        for info in all_nodes.iter().filter(|n| has_keys(n)) {
-            let node = &info.node;
-            let affinity_matches = required_node_affinity_matches(pod, node);
-            for (c, domains) in constraints.iter().zip(counts.iter_mut()) {
-                if !c.includes_node(pod, node, affinity_matches) {
-                    continue;
+        // The matching pods of every domain over all nodes, kept node by node across
+        // cycles; only the domains of feasible nodes are read.
+        self.pre_score_counts.count(
+            &CountKey::of(pod, &constraints, require_all),
+            all_nodes,
+            |info, part| {
+                if !has_keys(info) {
+                    return;
                 }
-                let value = node.labels.get(&c.topology_key).map_or("", String::as_str);
-                // Domains of no feasible node are never read.
-                if let Some(total) = domains.get_mut(value) {
-                    *total += c.count_pods(&info.pods, &pod.namespace);
+                let node = &info.node;
+                let affinity_matches = required_node_affinity_matches(pod, node);
+                for (i, c) in constraints.iter().enumerate() {
+                    // Per-node counts are taken in Score.
+                    if c.topology_key == LABEL_HOSTNAME
+                        || !c.includes_node(pod, node, affinity_matches)
+                    {
+                        continue;
+                    }
+                    let value = node.labels.get(&c.topology_key).map_or("", String::as_str);
+                    part.add(
+                        i,
+                        &c.topology_key,
+                        value,
+                        c.count_pods(&info.pods, &pod.namespace),
+                    );
                 }
-            }
-        }
+            },
+            |totals| {
+                for (i, (c, domains)) in constraints.iter().zip(counts.iter_mut()).enumerate() {
+                    let Some(sums) = totals.table(i).get(&c.topology_key) else {
+                        continue;
+                    };
+                    for (value, total) in domains.iter_mut() {
+                        *total += sums.get(*value).copied().unwrap_or(0);
+                    }
+                }
+            },
+        );
 
         let header = PreScoreState {
             constraints: constraints

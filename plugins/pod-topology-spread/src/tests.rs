@@ -1991,3 +1991,115 @@ fn the_plugin_asks_for_pods_and_exports_every_extension_point() {
     assert_eq!(PodTopologySpread::NAME, "PodTopologySpread");
     assert!(PodTopologySpread::new(berth_sdk::serde_json::Value::Null).is_ok());
 }
+
+// ---- Counts kept across cycles ----
+
+/// Stamps `infos` as a replica would, after `before`: a node equal to its version
+/// there keeps its stamp, any other gets a new one.
+fn restamp(infos: &mut [NodeInfo], before: &[NodeInfo], last: &mut u64) {
+    for info in infos.iter_mut() {
+        match before.iter().find(|b| b.name() == info.name()) {
+            Some(b) if b == info => info.stamp = b.stamp,
+            _ => {
+                *last += 1;
+                info.stamp = *last;
+            }
+        }
+    }
+}
+
+/// PreFilter's and PreScore's counts kept by one plugin across cycles are those of
+/// a fresh plugin, as pods come and go, a node is relabelled or tainted, and the
+/// incoming pod changes.
+#[test]
+fn counts_kept_across_cycles_are_those_of_a_full_walk() {
+    let nodes = || {
+        vec![
+            zn("node-a", "zone1"),
+            zn("node-b", "zone1"),
+            zn("node-x", "zone2"),
+            zn("node-y", "zone2"),
+        ]
+    };
+    let foo = |name: &str, on: &str| pod(name).label("foo", "").on(on);
+    let incoming = pod("p")
+        .label("foo", "")
+        .spread(1, "zone", DoNotSchedule, exists("foo"))
+        .spread(1, "zone", ScheduleAnyway, exists("foo"))
+        .spread(1, "node", ScheduleAnyway, exists("foo"));
+    let other = pod("q")
+        .label("foo", "")
+        .node_affinity("zone", NodeSelectorOperator::In, &["zone2"])
+        .spread(2, "zone", DoNotSchedule, exists("foo"))
+        .spread(2, "zone", ScheduleAnyway, exists("foo"));
+    let steps: Vec<(&str, Vec<NodeInfo>, &P)> = vec![
+        (
+            "first cycle",
+            cluster(nodes(), vec![foo("a1", "node-a")]),
+            &incoming,
+        ),
+        (
+            "nothing changed",
+            cluster(nodes(), vec![foo("a1", "node-a")]),
+            &incoming,
+        ),
+        (
+            "a pod added",
+            cluster(nodes(), vec![foo("a1", "node-a"), foo("x1", "node-x")]),
+            &incoming,
+        ),
+        (
+            "a pod removed",
+            cluster(nodes(), vec![foo("x1", "node-x")]),
+            &incoming,
+        ),
+        (
+            "a node relabelled",
+            {
+                let mut n = nodes();
+                n[1] = zn("node-b", "zone3");
+                cluster(n, vec![foo("x1", "node-x"), foo("b1", "node-b")])
+            },
+            &incoming,
+        ),
+        (
+            "another incoming pod",
+            cluster(nodes(), vec![foo("x1", "node-x"), foo("b1", "node-b")]),
+            &other,
+        ),
+        (
+            "a node tainted",
+            {
+                let mut n = nodes();
+                n[2] = tainted(zn("node-x", "zone2"));
+                cluster(n, vec![foo("x1", "node-x"), foo("b1", "node-b")])
+            },
+            &incoming,
+        ),
+        (
+            "a node gone",
+            cluster(nodes()[1..].to_vec(), vec![foo("x1", "node-x")]),
+            &incoming,
+        ),
+    ];
+    let kept = list_plugin();
+    let mut before: Vec<NodeInfo> = Vec::new();
+    let mut last = 0;
+    for (step, mut infos, p) in steps {
+        restamp(&mut infos, &before, &mut last);
+        let constraints = kept.constraints(&p.0, DoNotSchedule);
+        let refs: Vec<&NodeInfo> = infos.iter().collect();
+        assert_eq!(
+            count_matching_pods_kept(&kept.pre_filter_counts, &p.0, &constraints, &refs),
+            count_matching_pods(&p.0, &constraints, &refs),
+            "PreFilter, {step}"
+        );
+        let names: Vec<&str> = infos.iter().map(|n| n.name()).collect();
+        assert_eq!(
+            scores_with(&kept, p, &infos, &names[1..]),
+            scores_with(&list_plugin(), p, &infos, &names[1..]),
+            "PreScore, {step}"
+        );
+        before = infos;
+    }
+}
