@@ -46,21 +46,54 @@ impl Domains {
 
 /// What one node adds to the counts; see [`DomainMemo::count`].
 pub struct NodePart<'m> {
-    domains: &'m mut Domains,
-    entries: &'m mut Vec<Entry>,
+    sink: Sink<'m>,
     volatile: &'m mut bool,
+}
+
+/// Where a node's additions go.
+enum Sink<'m> {
+    /// Recorded for the node, to be kept (and added to the totals by the memo).
+    Keep {
+        domains: &'m mut Domains,
+        entries: &'m mut Vec<Entry>,
+    },
+    /// Straight into this call's tables: nothing is kept.
+    Direct {
+        tables: &'m mut Vec<DomainCounts>,
+        additions: &'m mut usize,
+    },
 }
 
 impl NodePart<'_> {
     /// Adds `n` to domain (`key`, `value`) of table `table`. A domain added to, even
     /// with 0, is listed by [`DomainTotals::domains`].
     pub fn add(&mut self, table: usize, key: &str, value: &str, n: i64) {
-        let domain = self.domains.id(key, value);
-        self.entries.push(Entry {
-            table: table as u32,
-            domain,
-            n,
-        });
+        match &mut self.sink {
+            Sink::Keep { domains, entries } => {
+                let domain = domains.id(key, value);
+                entries.push(Entry {
+                    table: table as u32,
+                    domain,
+                    n,
+                });
+            }
+            Sink::Direct { tables, additions } => {
+                if tables.len() <= table {
+                    tables.resize_with(table + 1, DomainCounts::default);
+                }
+                let by_value = match tables[table].get_mut(key) {
+                    Some(m) => m,
+                    None => tables[table].entry(key.to_owned()).or_default(),
+                };
+                match by_value.get_mut(value) {
+                    Some(sum) => *sum += n,
+                    None => {
+                        by_value.insert(value.to_owned(), n);
+                    }
+                }
+                **additions += 1;
+            }
+        }
     }
 
     /// Says that this part depends on more than the node and the memo's key (for
@@ -78,7 +111,10 @@ pub type DomainCounts = FastHashMap<String, FastHashMap<String, i64>>;
 /// in the node list), and the totals by table and domain.
 #[derive(Debug)]
 struct Kept<K> {
+    /// The key whose nodes' additions are kept.
     key: Option<K>,
+    /// The key of the last call, when it kept nothing.
+    seen: Option<K>,
     stamps: Vec<u64>,
     parts: Vec<Vec<Entry>>,
     domains: Domains,
@@ -95,6 +131,7 @@ impl<K> Default for Kept<K> {
     fn default() -> Self {
         Kept {
             key: None,
+            seen: None,
             stamps: Vec::new(),
             parts: Vec::new(),
             domains: Domains::default(),
@@ -183,7 +220,7 @@ impl<K> Default for DomainMemo<K> {
     }
 }
 
-impl<K: PartialEq + Clone> DomainMemo<K> {
+impl<K: PartialEq> DomainMemo<K> {
     /// An empty memo.
     pub fn new() -> Self {
         Self::default()
@@ -194,24 +231,57 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
     /// kept: all of them when `key` differs from the last call's, else those whose
     /// stamp changed or is 0. The totals are what calling `part` on every node would
     /// have summed.
+    ///
+    /// A key is kept from its second call in a row on: a key seen once is counted
+    /// straight into the tables, so that pods unlike each other (every pod with a
+    /// label of its own) cost no more than a plain walk.
     pub fn count<'n, R>(
         &self,
-        key: &K,
+        key: K,
         nodes: &[&'n NodeInfo],
         mut part: impl FnMut(&'n NodeInfo, &mut NodePart<'_>),
-        read: impl FnOnce(&DomainTotals<'_>) -> R,
+        read: impl FnOnce(&mut DomainTotals<'_>) -> R,
     ) -> R {
         let mut kept = self.lock();
         let kept = &mut *kept;
-        if kept.key.as_ref() != Some(key) || kept.stamps.len() != nodes.len() {
+        let mut volatile = false;
+        if kept.key.as_ref() != Some(&key) && kept.seen.as_ref() != Some(&key) {
+            // A key not seen in the last call (every pod unlike the one before, as a
+            // StatefulSet's pods with their own names): keeping what each node adds
+            // would cost more than it saves. Count straight into the tables, and
+            // remember the key: if the next call has it too, keeping starts then.
+            *kept = Kept::default();
+            for node in nodes {
+                part(
+                    node,
+                    &mut NodePart {
+                        sink: Sink::Direct {
+                            tables: &mut kept.tables,
+                            additions: &mut kept.additions,
+                        },
+                        volatile: &mut volatile,
+                    },
+                );
+            }
+            let answer = read(&mut DomainTotals {
+                tables: &mut kept.tables,
+                additions: kept.additions,
+                owned: true,
+            });
             *kept = Kept {
-                key: Some(key.clone()),
+                seen: (!volatile).then_some(key),
+                ..Kept::default()
+            };
+            return answer;
+        }
+        if kept.key.as_ref() != Some(&key) || kept.stamps.len() != nodes.len() {
+            *kept = Kept {
+                key: Some(key),
                 stamps: vec![0; nodes.len()],
                 parts: vec![Vec::new(); nodes.len()],
                 ..Kept::default()
             };
         }
-        let mut volatile = false;
         let mut scratch = Vec::new();
         for (i, node) in nodes.iter().enumerate() {
             if node.stamp != 0 && kept.stamps[i] == node.stamp {
@@ -223,8 +293,10 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
             part(
                 node,
                 &mut NodePart {
-                    domains: &mut kept.domains,
-                    entries: &mut scratch,
+                    sink: Sink::Keep {
+                        domains: &mut kept.domains,
+                        entries: &mut scratch,
+                    },
                     volatile: &mut volatile,
                 },
             );
@@ -238,9 +310,10 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
             kept.parts[i] = new;
             kept.stamps[i] = node.stamp;
         }
-        let answer = read(&DomainTotals {
-            tables: &kept.tables,
+        let answer = read(&mut DomainTotals {
+            tables: &mut kept.tables,
             additions: kept.additions,
+            owned: false,
         });
         if volatile {
             *kept = Kept::default();
@@ -255,8 +328,11 @@ impl<K: PartialEq + Clone> DomainMemo<K> {
 
 /// The totals of a [`DomainMemo::count`].
 pub struct DomainTotals<'a> {
-    tables: &'a [DomainCounts],
+    tables: &'a mut Vec<DomainCounts>,
     additions: usize,
+    /// Whether the tables are this call's alone (nothing is kept), so that
+    /// [`DomainTotals::take_table`] can move them out.
+    owned: bool,
 }
 
 impl DomainTotals<'_> {
@@ -266,6 +342,16 @@ impl DomainTotals<'_> {
         self.tables
             .get(table)
             .unwrap_or_else(|| EMPTY.get_or_init(DomainCounts::default))
+    }
+
+    /// [`DomainTotals::table`] as a value of its own: moved out when the memo keeps
+    /// nothing of this call, else copied.
+    pub fn take_table(&mut self, table: usize) -> DomainCounts {
+        match self.tables.get_mut(table) {
+            Some(t) if self.owned => std::mem::take(t),
+            Some(t) => t.clone(),
+            None => DomainCounts::default(),
+        }
     }
 
     /// Every domain of `table` some node added to (even 0), as (topology key, value,
@@ -293,7 +379,7 @@ mod tests {
     /// labels to table 1.
     fn count(memo: &DomainMemo<u32>, key: u32, nodes: &[&NodeInfo], walked: &mut usize) -> String {
         memo.count(
-            &key,
+            key,
             nodes,
             |node, part| {
                 *walked += 1;
@@ -334,6 +420,13 @@ mod tests {
         let b = node("b", "z1", 1, 2);
         let c = node("c", "z2", 0, 3);
         let mut walked = 0;
+        assert_eq!(
+            count(&memo, 7, &[&a, &b, &c], &mut walked),
+            "0:zone=z1:3 1:zone=z1:3"
+        );
+        assert_eq!(walked, 3);
+        // The second call with the key walks every node again, keeping them.
+        walked = 0;
         assert_eq!(
             count(&memo, 7, &[&a, &b, &c], &mut walked),
             "0:zone=z1:3 1:zone=z1:3"
@@ -382,10 +475,14 @@ mod tests {
         let a = node("a", "z1", 1, 1);
         let b = node("b", "z2", 1, 2);
         let mut walked = 0;
-        count(&memo, 1, &[&a, &b], &mut walked);
+        for _ in 0..3 {
+            count(&memo, 1, &[&a, &b], &mut walked);
+        }
+        assert_eq!(walked, 4, "kept from the second call on");
         walked = 0;
         count(&memo, 2, &[&a, &b], &mut walked);
         assert_eq!(walked, 2, "another key");
+        count(&memo, 2, &[&a, &b], &mut walked);
 
         let unstamped = node("u", "z3", 1, 0);
         walked = 0;
@@ -407,13 +504,29 @@ mod tests {
     }
 
     #[test]
+    fn keys_that_change_every_call_keep_nothing_and_count_right() {
+        let memo = DomainMemo::new();
+        let a = node("a", "z1", 2, 1);
+        let b = node("b", "z2", 1, 2);
+        let mut walked = 0;
+        for key in [1, 2, 3, 1, 2, 3] {
+            assert_eq!(
+                count(&memo, key, &[&a, &b], &mut walked),
+                "0:zone=z1:2 0:zone=z2:1 1:zone=z1:2 1:zone=z2:1"
+            );
+        }
+        assert_eq!(walked, 12, "every node, every call");
+        assert!(memo.lock().parts.is_empty(), "nothing kept");
+    }
+
+    #[test]
     fn a_volatile_part_is_not_kept() {
         let memo: DomainMemo<u32> = DomainMemo::new();
         let a = node("a", "z1", 1, 1);
         let mut walked = 0;
         for _ in 0..2 {
             memo.count(
-                &0,
+                0,
                 &[&a],
                 |_, part| {
                     walked += 1;
@@ -430,7 +543,7 @@ mod tests {
         let memo: DomainMemo<u32> = DomainMemo::new();
         let a = node("a", "z1", 0, 1);
         memo.count(
-            &0,
+            0,
             &[&a],
             |_, part| part.add(0, "zone", "z1", 0),
             |totals| {

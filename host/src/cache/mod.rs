@@ -487,6 +487,32 @@ mod tests {
     }
 
     #[test]
+    fn a_node_gets_a_new_stamp_with_each_change_and_no_two_caches_share_one() {
+        let mut c = Cache::new();
+        c.add_or_update_node(node("a"));
+        c.add_or_update_node(node("b"));
+        let stamp = |c: &Cache, n: &str| c.node(n).unwrap().stamp;
+        let (a0, b0) = (stamp(&c, "a"), stamp(&c, "b"));
+        assert!(a0 != 0 && b0 != 0 && a0 != b0);
+
+        c.assume_pod(&pod("p", "a", 100)).unwrap();
+        let a1 = stamp(&c, "a");
+        assert_ne!(a1, a0, "a pod assumed");
+        assert_eq!(stamp(&c, "b"), b0, "another node keeps its stamp");
+        c.forget_pod("p").unwrap();
+        assert!(![a0, a1].contains(&stamp(&c, "a")), "a pod forgotten");
+        let mut relabelled = node("b");
+        relabelled.labels.insert("zone".into(), "z1".into());
+        c.add_or_update_node(relabelled);
+        assert_ne!(stamp(&c, "b"), b0, "a node updated");
+
+        // Another cache (another scheduler in the same process) never reuses one.
+        let mut other = Cache::new();
+        other.add_or_update_node(node("a"));
+        assert!(![a0, a1, stamp(&c, "a")].contains(&stamp(&other, "a")));
+    }
+
+    #[test]
     fn pods_on_unknown_nodes_wait_for_the_node() {
         let mut c = Cache::new();
         c.add_pod(&pod("p", "later", 300)).unwrap();

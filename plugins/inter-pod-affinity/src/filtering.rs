@@ -123,7 +123,7 @@ pub fn compute_kept(
         others: NamespaceCache::default(),
     };
     memo.count(
-        &PodKey::of(pod),
+        PodKey::of(pod),
         nodes,
         |node, part| {
             for existing in &node.pods {
@@ -137,7 +137,7 @@ pub fn compute_kept(
             // PreFilter only adds 1s, so every domain counted is above 0, as
             // `update` keeps them.
             for table in Table::ALL {
-                state.table(table).clone_from(totals.table(table as usize));
+                *state.table(table) = totals.take_table(table as usize);
             }
         },
     );

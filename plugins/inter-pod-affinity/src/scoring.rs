@@ -52,7 +52,7 @@ pub fn compute_kept(
     let mut ns_cache = NamespaceCache::default();
     let hard_weight = i64::from(args.hard_pod_affinity_weight);
     memo.count(
-        &PodKey::of(pod),
+        PodKey::of(pod),
         all_nodes,
         |node, part| {
             let labels = &node.node.labels;
@@ -110,7 +110,7 @@ pub fn compute_kept(
         },
         |totals| {
             // A domain some term matched in is there even when its weights sum to 0.
-            totals.any().then(|| totals.table(0).clone())
+            totals.any().then(|| totals.take_table(0))
         },
     )
 }

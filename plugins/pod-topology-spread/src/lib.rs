@@ -251,7 +251,7 @@ pub fn count_matching_pods_kept(
     let needs_affinity = constraints.iter().any(|c| c.honor_node_affinity);
     let mut values: Vec<&str> = Vec::with_capacity(constraints.len());
     memo.count(
-        &CountKey::of(pod, constraints, false),
+        CountKey::of(pod, constraints, false),
         nodes,
         |info, part| {
             let node = &info.node;

@@ -113,7 +113,7 @@ impl PreScore for PodTopologySpread {
         // The matching pods of every domain over all nodes, kept node by node across
         // cycles; only the domains of feasible nodes are read.
         self.pre_score_counts.count(
-            &CountKey::of(pod, &constraints, require_all),
+            CountKey::of(pod, &constraints, require_all),
             all_nodes,
             |info, part| {
                 if !has_keys(info) {
