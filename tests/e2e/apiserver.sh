@@ -100,8 +100,32 @@ etcd_bin() {
   command -v etcd || die "etcd not found after installing etcd-server"
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+# free_ports N: N distinct loopback ports nobody listens on, below the kernel's
+# ephemeral range. A port the kernel hands out (bind to 0) is free again once the
+# probe closes, and an outgoing connection could take it before the server binds it.
+free_ports() {
+  python3 - "$1" <<'PY'
+import random, socket, sys
+try:
+    high = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    high = 32768
+candidates = list(range(10000, max(high, 10001)))
+random.shuffle(candidates)
+found = []
+for port in candidates:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    found.append(port)
+    if len(found) == int(sys.argv[1]):
+        break
+print(" ".join(map(str, found)))
+PY
 }
 
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
@@ -229,7 +253,8 @@ cmd_start() {
   etcd=$(etcd_bin)
   make_certs "$d"
   local etcd_port peer_port api_port
-  etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
+  read -r etcd_port peer_port api_port <<< "$(free_ports 3)"
+  [ -n "$api_port" ] || die "no free loopback ports"
   cat > "$d/env" <<EOF
 ETCD_PORT=$etcd_port
 APISERVER_PORT=$api_port
