@@ -168,6 +168,67 @@
 //! # fn main() {}
 //! ```
 //!
+//! ## Counts over the whole cluster, kept across cycles
+//!
+//! A PreFilter or PreScore that counts something over every node (pods by zone, say)
+//! need not walk the whole cluster in every cycle. A [`DomainMemo`](crate::DomainMemo)
+//! keeps what each node added, under the node's [`stamp`](crate::NodeInfo::stamp),
+//! which changes whenever the node or its pods change, and under a key you give. The
+//! key must describe everything of the incoming pod that the counts depend on. While
+//! the key stays the same, only the nodes whose stamp moved are walked again.
+//!
+//! If a count depends on anything else that can change without a node changing
+//! (a namespace's labels, say), call [`NodePart::volatile`](crate::NodePart::volatile)
+//! and nothing is kept.
+//!
+//! ```
+//! use berth_sdk::{CycleState, DomainMemo, NodeInfo, Plugin, Pod, PreScore, Score, StateKey,
+//!                 Status};
+//!
+//! const ZONE: &str = "topology.kubernetes.io/zone";
+//! static BY_ZONE: StateKey<Vec<(String, i64)>> = StateKey::new("FewestOfMyApp/byZone");
+//!
+//! /// Prefers the zones with the fewest pods of the incoming pod's `app`.
+//! struct FewestOfMyApp { counts: DomainMemo<String> }
+//! impl Plugin for FewestOfMyApp {
+//!     const NAME: &'static str = "FewestOfMyApp";
+//!     // Counting pods needs the nodes' pods in the plugin's replica.
+//!     const WANTS_PODS: bool = true;
+//!     fn new(_: serde_json::Value) -> Result<Self, String> {
+//!         Ok(FewestOfMyApp { counts: DomainMemo::new() })
+//!     }
+//! }
+//! impl PreScore for FewestOfMyApp {
+//!     fn pre_score(&self, state: &CycleState, pod: &Pod, _feasible: &[&NodeInfo],
+//!                  all: &[&NodeInfo]) -> Status {
+//!         let Some(app) = pod.labels.get("app") else { return Status::skip() };
+//!         // The counts depend on the pod's app label only: that is the key.
+//!         let by_zone = self.counts.count(
+//!             app.clone(),
+//!             all,
+//!             |node, part| {
+//!                 let Some(zone) = node.node.labels.get(ZONE) else { return };
+//!                 let mine = node.pods.iter().filter(|p| p.labels.get("app") == Some(app));
+//!                 part.add(0, ZONE, zone, mine.count() as i64);
+//!             },
+//!             |totals| totals.domains(0).map(|(_, zone, n)| (zone.to_owned(), n)).collect(),
+//!         );
+//!         state.set(&BY_ZONE, &by_zone);
+//!         Status::success()
+//!     }
+//! }
+//! impl Score for FewestOfMyApp {
+//!     fn score(&self, state: &CycleState, _: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+//!         let by_zone = state.value(&BY_ZONE).ok_or_else(|| Status::error("no PreScore"))?;
+//!         let zone = node.node.labels.get(ZONE);
+//!         let n = by_zone.iter().find(|(z, _)| Some(z) == zone).map_or(0, |(_, n)| *n);
+//!         Ok((100 - n).max(0))
+//!     }
+//! }
+//! berth_sdk::export_plugin!(FewestOfMyApp: pre_score, score);
+//! # fn main() {}
+//! ```
+//!
 //! ## Reserve and Permit: claim the node, gate the binding
 //!
 //! ```
