@@ -78,19 +78,7 @@ impl NodePart<'_> {
                 });
             }
             Sink::Direct { tables, additions } => {
-                if tables.len() <= table {
-                    tables.resize_with(table + 1, DomainCounts::default);
-                }
-                let by_value = match tables[table].get_mut(key) {
-                    Some(m) => m,
-                    None => tables[table].entry(key.to_owned()).or_default(),
-                };
-                match by_value.get_mut(value) {
-                    Some(sum) => *sum += n,
-                    None => {
-                        by_value.insert(value.to_owned(), n);
-                    }
-                }
+                change_sum(table_of(tables, table), key, value, |sum| *sum += n);
                 **additions += 1;
             }
         }
@@ -171,12 +159,9 @@ impl<K> Kept<K> {
     fn publish(&mut self, entries: &[Entry]) {
         for e in entries {
             let table = e.table as usize;
-            if self.tables.len() <= table {
-                self.tables.resize_with(table + 1, DomainCounts::default);
-            }
             let (sum, additions) = self.totals[table][e.domain as usize];
             let (key, value) = &self.domains.names[e.domain as usize];
-            let counts = &mut self.tables[table];
+            let counts = table_of(&mut self.tables, table);
             if additions == 0 {
                 if let Some(by_value) = counts.get_mut(key) {
                     by_value.remove(value);
@@ -186,16 +171,32 @@ impl<K> Kept<K> {
                 }
                 continue;
             }
-            let by_value = match counts.get_mut(key) {
-                Some(m) => m,
-                None => counts.entry(key.clone()).or_default(),
-            };
-            match by_value.get_mut(value) {
-                Some(n) => *n = sum,
-                None => {
-                    by_value.insert(value.clone(), sum);
-                }
-            }
+            change_sum(counts, key, value, |n| *n = sum);
+        }
+    }
+}
+
+/// Table `table` of `tables`, added (empty) if there are fewer.
+fn table_of(tables: &mut Vec<DomainCounts>, table: usize) -> &mut DomainCounts {
+    if tables.len() <= table {
+        tables.resize_with(table + 1, DomainCounts::default);
+    }
+    &mut tables[table]
+}
+
+/// Changes the sum of domain (`key`, `value`) in `counts` with `f`, the domain added
+/// at 0 first if absent; the strings are copied only then.
+fn change_sum(counts: &mut DomainCounts, key: &str, value: &str, f: impl FnOnce(&mut i64)) {
+    let by_value = match counts.get_mut(key) {
+        Some(m) => m,
+        None => counts.entry(key.to_owned()).or_default(),
+    };
+    match by_value.get_mut(value) {
+        Some(sum) => f(sum),
+        None => {
+            let mut sum = 0;
+            f(&mut sum);
+            by_value.insert(value.to_owned(), sum);
         }
     }
 }
