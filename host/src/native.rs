@@ -12,6 +12,7 @@ use crate::framework::preemption::{DryRun, NativeDryRun};
 use crate::framework::waiting::WaitingPods;
 use crate::framework::{CyclePod, PluginCalls};
 use crate::wasm::CallError;
+use berth_sdk::node_list::NodeList;
 use berth_sdk::{
     AffinityCounts, ClusterEvent, CycleState, EventRegistration, HostApi, Labels, LogLevel,
     NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Registered, StateStore,
@@ -134,22 +135,14 @@ struct NativeInstance<T> {
 #[derive(Default)]
 struct View {
     nodes: Vec<Option<Arc<NodeInfo>>>,
-    /// Every node of `nodes` in slot order, for PreFilter and PreScore; empty when
-    /// it must be rebuilt.
-    all: AllNodes,
+    /// Every node of `nodes` in slot order, for PreFilter and PreScore; `set` tells
+    /// it of every `Arc` it drops or replaces, before it does.
+    all: std::cell::RefCell<NodeList>,
     /// The affinity counts of the pods in `nodes`.
     affinity: AffinityCounts,
     generation: Option<u64>,
     overlaid: Vec<u32>,
 }
-
-/// Pointers to the node infos of a [`View`], in slot order.
-#[derive(Default)]
-struct AllNodes(std::cell::RefCell<Vec<*const NodeInfo>>);
-
-// SAFETY: the pointers are into `Arc<NodeInfo>`s (which are `Send` and `Sync`) that
-// the same view owns; they move between threads only with it.
-unsafe impl Send for AllNodes {}
 
 impl View {
     /// Points the view at the snapshot's node infos that changed since the last sync
@@ -179,7 +172,9 @@ impl View {
             self.nodes.resize(slot + 1, None);
         }
         // Before the old info may be dropped: `all` points into it.
-        self.all.0.get_mut().clear();
+        self.all
+            .get_mut()
+            .set(slot as u32, info.as_ref().map(Arc::as_ptr));
         if let Some(new) = &info {
             self.affinity.add(new);
         }
@@ -215,16 +210,12 @@ impl View {
     /// Runs `f` over every node of the view, in slot order, with the view's affinity
     /// counts answering [`berth_sdk::replica_affinity_counts`].
     fn with_all<R>(&self, f: impl FnOnce(&[&NodeInfo]) -> R) -> R {
-        let mut all = self.all.0.borrow_mut();
-        if all.is_empty() {
-            all.extend(self.nodes.iter().flatten().map(Arc::as_ptr));
-        }
-        // SAFETY: `*const NodeInfo` and `&NodeInfo` have the same layout; every
-        // pointer is into an `Arc` that `nodes` holds, and `set` (which takes
-        // `&mut self`, so cannot run while this borrow lives) clears the list before
-        // it drops or replaces one.
-        let all: &[&NodeInfo] =
-            unsafe { std::slice::from_raw_parts(all.as_ptr().cast(), all.len()) };
+        let mut all = self.all.borrow_mut();
+        all.refresh(self.nodes.iter().map(|n| n.as_ref().map(Arc::as_ptr)));
+        // SAFETY: every pointer is into an `Arc` that `nodes` holds, and `set` (which
+        // takes `&mut self`, so cannot run while this borrow lives) tells the list
+        // before it drops or replaces one.
+        let all = unsafe { all.nodes() };
         berth_sdk::with_view_affinity_counts(self.affinity, || f(all))
     }
 }

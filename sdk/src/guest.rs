@@ -32,38 +32,29 @@ struct Instance<T> {
     /// whole node infos.
     nodes: Vec<Option<Box<sdk::NodeInfo>>>,
     /// Every node of the replica in slot order, as PreFilter and PreScore hand them
-    /// to the plugin: built on the first such call after a sync, not on every call.
-    /// Each pointer is into a box of `nodes`; `sync_nodes` clears the list before it
-    /// drops or replaces any box.
-    all: Vec<*const sdk::NodeInfo>,
-    all_valid: bool,
+    /// to the plugin; each pointer is into a box of `nodes`, and `sync_nodes` tells
+    /// the list of every box it drops or replaces, before it does.
+    all: crate::node_list::NodeList,
     /// The pod of the current cycle, decoded once when the host begins the cycle.
     pod: Option<sdk::Pod>,
 }
 
 impl<T> Instance<T> {
-    /// Rebuilds the list of every node if a sync made it stale.
+    /// Rebuilds the list of every node if a slot gained or lost its node.
     fn refresh_all(&mut self) {
-        if !self.all_valid {
-            self.all.clear();
-            self.all.extend(
-                self.nodes
-                    .iter()
-                    .flatten()
-                    .map(|n| &**n as *const sdk::NodeInfo),
-            );
-            self.all_valid = true;
-        }
+        self.all.refresh(
+            self.nodes
+                .iter()
+                .map(|n| n.as_deref().map(|n| n as *const sdk::NodeInfo)),
+        );
     }
 
     /// Every node of the replica; call [`Instance::refresh_all`] first.
     fn all_nodes(&self) -> &[&sdk::NodeInfo] {
-        debug_assert!(self.all_valid);
-        // SAFETY: `*const NodeInfo` and `&NodeInfo` have the same layout. Every pointer
-        // is non-null and points into a box that `nodes` owns: boxes do not move when
-        // `nodes` grows, and `sync_nodes` (which takes `&mut self`, so cannot run while
-        // this borrow lives) invalidates the list before dropping or replacing one.
-        unsafe { std::slice::from_raw_parts(self.all.as_ptr().cast(), self.all.len()) }
+        // SAFETY: every pointer is into a box that `nodes` owns: boxes do not move
+        // when `nodes` grows, and `sync_nodes` (which takes `&mut self`, so cannot run
+        // while this borrow lives) tells the list before it drops or replaces one.
+        unsafe { self.all.nodes() }
     }
 }
 
@@ -478,8 +469,7 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             plugin,
             vtable: T::vtable(),
             nodes: Vec::new(),
-            all: Vec::new(),
-            all_valid: false,
+            all: Default::default(),
             pod: None,
         };
         AFFINITY.set(crate::AffinityCounts::default());
@@ -495,11 +485,10 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
         removed: Vec<u32>,
     ) {
         with_instance::<T, _>(|inst| {
-            // Before any box is dropped or replaced: `all` points into them.
-            inst.all.clear();
-            inst.all_valid = false;
             let mut counts = AFFINITY.get();
             for slot in removed {
+                // Before the box is dropped: `all` points into it.
+                inst.all.set(slot, None);
                 if let Some(old) = inst.nodes.get_mut(slot as usize).and_then(Option::take) {
                     counts.remove(&old);
                 }
@@ -512,6 +501,8 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 let mut new = Box::new(node_info_from_wit(info));
                 new.stamp = next_stamp();
                 counts.add(&new);
+                inst.all
+                    .set(slot as u32, Some(&*new as *const sdk::NodeInfo));
                 if let Some(old) = inst.nodes[slot].replace(new) {
                     counts.remove(&old);
                 }

@@ -29,8 +29,8 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [i64]) {
         return;
     }
     for score in scores.iter_mut() {
-        // Widened so a large raw score cannot overflow the product.
-        let scaled = (i128::from(max) * i128::from(*score) / i128::from(highest)) as i64;
+        // Widened when a large raw score would overflow the product.
+        let scaled = mul_div(max, *score, highest);
         *score = if reverse { max - scaled } else { scaled };
     }
 }
@@ -84,9 +84,12 @@ pub fn allocatable_and_requested(
 /// library call in wasm, and Score runs once per node).
 #[inline]
 pub fn wide_mul(a: i64, b: i64) -> i128 {
-    match a.checked_mul(b) {
-        Some(p) => i128::from(p),
-        None => i128::from(a) * i128::from(b),
+    // Below 2^63 when the magnitudes have 65 leading zero bits between them. Not
+    // `checked_mul`: in wasm its overflow test is itself a 128-bit library call.
+    if a.unsigned_abs().leading_zeros() + b.unsigned_abs().leading_zeros() >= 65 {
+        i128::from(a * b)
+    } else {
+        i128::from(a) * i128::from(b)
     }
 }
 
@@ -174,6 +177,36 @@ pub type FastHashMap<K, V> =
 mod tests {
     use super::*;
     use crate::MAX_NODE_SCORE;
+
+    #[test]
+    fn wide_products_and_quotients_are_exact_at_the_edges() {
+        let edges = [
+            0,
+            1,
+            -1,
+            100,
+            -100,
+            i64::from(i32::MAX),
+            i64::from(i32::MIN),
+            1 << 31,
+            3_037_000_499, // the largest square below 2^63 is its square
+            3_037_000_500,
+            (1 << 62) - 1,
+            1 << 62,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ];
+        for &a in &edges {
+            for &b in &edges {
+                assert_eq!(wide_mul(a, b), i128::from(a) * i128::from(b), "{a} * {b}");
+                if b != 0 {
+                    let exact = i128::from(a) * i128::from(b) / i128::from(b);
+                    assert_eq!(i128::from(mul_div(a, b, b)), exact, "{a} * {b} / {b}");
+                }
+            }
+        }
+    }
 
     fn normalized(reverse: bool, scores: &[i64]) -> Vec<i64> {
         let mut scores = scores.to_vec();

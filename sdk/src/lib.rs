@@ -61,6 +61,8 @@ pub mod events;
 pub mod guide;
 pub mod helpers;
 pub mod memo;
+#[doc(hidden)]
+pub mod node_list;
 mod plugin;
 pub mod preemption;
 pub mod testing;

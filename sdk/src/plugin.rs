@@ -80,8 +80,19 @@ impl<T> std::fmt::Debug for StateKey<T> {
 /// than std's for short keys.
 type ReadCache = crate::helpers::FastHashMap<String, Cached>;
 
-/// What [`CycleState::value`] decoded, by key name (compared by address).
-type TypedCache = Vec<(&'static str, Option<Rc<dyn Any>>)>;
+/// What [`CycleState::value`] decoded, by key name (compared by address), with the
+/// type it was decoded as.
+type TypedCache = Vec<Typed>;
+
+/// One value [`CycleState::value`] decoded.
+struct Typed {
+    name: &'static str,
+    /// The `T` of the key it was read with: a second key declared with the same
+    /// string and another type is decoded on its own.
+    type_id: std::any::TypeId,
+    /// `None`: absent, or not a `T`.
+    value: Option<Rc<dyn Any>>,
+}
 
 /// A key's bytes (`None`: absent) and, once [`CycleState::get`] decoded them, the
 /// value.
@@ -115,7 +126,7 @@ impl<'a> CycleState<'a> {
 
     fn forget(&self, key: &str) {
         self.read_cache.borrow_mut().remove(key);
-        self.typed.borrow_mut().retain(|(name, _)| *name != key);
+        self.typed.borrow_mut().retain(|t| t.name != key);
     }
 
     /// Reads and decodes a value into one the caller owns; `None` when absent or not
@@ -146,21 +157,28 @@ impl<'a> CycleState<'a> {
     /// shared, as [`CycleState::get`]; later reads of the same key in the call cost a
     /// comparison of addresses. `None` when absent or not of type `T`.
     pub fn value<T: DeserializeOwned + 'static>(&self, key: &StateKey<T>) -> Option<Rc<T>> {
-        let same = |name: &&'static str| {
-            std::ptr::eq(name.as_ptr(), key.name.as_ptr()) && name.len() == key.name.len()
-        };
-        if let Some((_, found)) = self.typed.borrow().iter().find(|(name, _)| same(name)) {
-            // Another type under the same name (a second key declared with the same
-            // string) is decoded on its own, through the string-keyed cache.
-            match found.clone().map(|v| v.downcast::<T>()) {
-                None => return None,
-                Some(Ok(value)) => return Some(value),
-                Some(Err(_)) => return self.get::<T>(key.name),
-            }
+        // Filter and Score call this once per node: the hit is a comparison of
+        // addresses and of a constant type id, with no call through `Any`'s vtable.
+        let type_id = std::any::TypeId::of::<T>();
+        let found = self.typed.borrow().iter().find_map(|t| {
+            let same = std::ptr::eq(t.name.as_ptr(), key.name.as_ptr())
+                && t.name.len() == key.name.len()
+                && t.type_id == type_id;
+            same.then(|| t.value.clone())
+        });
+        if let Some(found) = found {
+            return found.map(|value| {
+                // SAFETY: the value was stored for this type id, so it is a `T`:
+                // the pointer, stripped of `Any`'s metadata, is an `Rc<T>`'s.
+                unsafe { Rc::from_raw(Rc::into_raw(value).cast::<T>()) }
+            });
         }
         let value = self.get::<T>(key.name);
-        let shared = value.clone().map(|v| v as Rc<dyn Any>);
-        self.typed.borrow_mut().push((key.name, shared));
+        self.typed.borrow_mut().push(Typed {
+            name: key.name,
+            type_id,
+            value: value.clone().map(|v| v as Rc<dyn Any>),
+        });
         value
     }
 
