@@ -178,27 +178,127 @@ pub enum ExplainError {
     Plugin(#[from] PluginError),
 }
 
+/// Binding jobs on their way from the scheduling loop to the binding threads.
+///
+/// A queue under a lock and a condition variable, so that handing a job over costs
+/// the scheduling thread one wake-up of an idle binder, and none when every binder
+/// is busy. A std channel did the same hand-off with two: the binder, woken, took
+/// the channel's inner lock while the sender still held it and had to be woken again.
+struct BindQueue<J = BindJob> {
+    inner: Mutex<BindQueueInner<J>>,
+    ready: std::sync::Condvar,
+}
+
+struct BindQueueInner<J> {
+    jobs: std::collections::VecDeque<J>,
+    /// Binders waiting for a job.
+    idle: usize,
+    /// Binder threads still running (one that panicked is not).
+    alive: usize,
+    /// The scheduler is gone: binders finish what is queued and stop.
+    closed: bool,
+}
+
+impl<J> Default for BindQueue<J> {
+    fn default() -> Self {
+        BindQueue {
+            inner: Mutex::new(BindQueueInner {
+                jobs: Default::default(),
+                idle: 0,
+                alive: 0,
+                closed: false,
+            }),
+            ready: Default::default(),
+        }
+    }
+}
+
+impl<J> BindQueue<J> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BindQueueInner<J>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next job, waiting for one; `None` once closed and empty.
+    fn take(&self) -> Option<J> {
+        let mut inner = self.lock();
+        loop {
+            if let Some(job) = inner.jobs.pop_front() {
+                return Some(job);
+            }
+            if inner.closed {
+                return None;
+            }
+            inner.idle += 1;
+            inner = self.ready.wait(inner).unwrap_or_else(|e| e.into_inner());
+            inner.idle -= 1;
+        }
+    }
+}
+
+/// The scheduling loop's end of the [`BindQueue`]; dropping it lets the binders stop.
+struct BindSender<J = BindJob>(Arc<BindQueue<J>>);
+
+impl<J> BindSender<J> {
+    /// Queues a job; gives it back when no binder is left to run it.
+    fn send(&self, job: J) -> Result<(), J> {
+        let wake = {
+            let mut inner = self.0.lock();
+            if inner.alive == 0 {
+                return Err(job);
+            }
+            inner.jobs.push_back(job);
+            inner.idle > 0
+        };
+        // After the lock is released, so the binder does not wake into it.
+        if wake {
+            self.0.ready.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// Counts a binder thread out of [`BindQueueInner::alive`] however it ends.
+struct BinderAlive<J = BindJob>(Arc<BindQueue<J>>);
+
+impl<J> BinderAlive<J> {
+    /// Counts a binder in, until the guard drops.
+    fn new(queue: &Arc<BindQueue<J>>) -> Self {
+        queue.lock().alive += 1;
+        BinderAlive(queue.clone())
+    }
+}
+
+impl<J> Drop for BinderAlive<J> {
+    fn drop(&mut self) {
+        self.0.lock().alive -= 1;
+    }
+}
+
+impl<J> Drop for BindSender<J> {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.ready.notify_all();
+    }
+}
+
 /// Runs binding cycles on `n` threads of their own, so a slow PreBind or Bind never
 /// holds up the scheduling loop, and `n` binds wait for the API server at once.
 fn spawn_binders(
     n: usize,
     waker: Arc<RwLock<Option<Waker>>>,
-) -> Result<(Sender<BindJob>, Receiver<BindResult>), SchedulerError> {
-    let (job_tx, job_rx) = channel::<BindJob>();
+) -> Result<(BindSender, Receiver<BindResult>), SchedulerError> {
+    let jobs: Arc<BindQueue> = Arc::new(BindQueue::default());
     let (res_tx, res_rx) = channel::<BindResult>();
-    let job_rx = Arc::new(Mutex::new(job_rx));
     for i in 0..n.max(1) {
-        let job_rx = job_rx.clone();
+        let jobs = jobs.clone();
         let res_tx = res_tx.clone();
         let waker = waker.clone();
+        let alive = BinderAlive::new(&jobs);
         std::thread::Builder::new()
             .name(format!("berth-binding-{i}"))
             .spawn(move || {
-                loop {
-                    let job = match job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
-                        Ok(job) => job,
-                        Err(_) => break,
-                    };
+                let _alive = alive;
+                while let Some(job) = jobs.take() {
                     let r = job.framework.bind(&job.state, &job.pod, &job.node);
                     if res_tx.send((job.uid, r)).is_err() {
                         break;
@@ -210,7 +310,7 @@ fn spawn_binders(
             })
             .map_err(SchedulerError::BindingThread)?;
     }
-    Ok((job_tx, res_rx))
+    Ok((BindSender(jobs), res_rx))
 }
 
 /// The scheduler: its profiles, the cache, the queue, the binding cycle.
@@ -235,7 +335,7 @@ pub struct Scheduler {
     binder: Arc<dyn Binder>,
     recorder: Arc<dyn Recorder>,
     waker: Arc<RwLock<Option<Waker>>>,
-    bind_tx: Sender<BindJob>,
+    bind_tx: BindSender,
     bind_rx: Receiver<BindResult>,
     /// Preemptors whose evictions failed, to retry at once (from the eviction threads).
     activate_tx: Sender<String>,
@@ -1312,16 +1412,15 @@ impl Scheduler {
             pod: CyclePod::new(b.assumed.clone()),
             node: b.node.clone(),
         };
-        if self.bind_tx.send(job).is_ok() {
-            self.bindings_in_flight += 1;
-        } else {
-            self.finish_binding(
-                uid.to_owned(),
+        match self.bind_tx.send(job) {
+            Ok(()) => self.bindings_in_flight += 1,
+            Err(job) => self.finish_binding(
+                job.uid,
                 Err(PluginError {
                     plugin: "Bind".into(),
-                    message: "the binding thread is gone".into(),
+                    message: "the binding threads are gone".into(),
                 }),
-            );
+            ),
         }
     }
 
@@ -1666,5 +1765,40 @@ impl Scheduler {
             && self.doubtful.is_empty()
             && self.queue.in_flight().is_empty()
             && self.waiting.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BindQueue, BindSender, BinderAlive};
+    use std::sync::Arc;
+
+    #[test]
+    fn bind_queue_hands_jobs_over_in_order_and_stops_when_closed_or_unattended() {
+        let queue: Arc<BindQueue<u32>> = Arc::new(BindQueue::default());
+        let sender = BindSender(queue.clone());
+        // No binder yet: the job comes back, as when every binding thread is gone.
+        assert_eq!(sender.send(1), Err(1));
+
+        let alive = BinderAlive::new(&queue);
+        let binder = {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                let _alive = alive;
+                let mut got = Vec::new();
+                while let Some(job) = queue.take() {
+                    got.push(job);
+                }
+                got
+            })
+        };
+        for job in 2..=200 {
+            assert_eq!(sender.send(job), Ok(()));
+        }
+        // Closing lets the binder finish what is queued, then stop.
+        drop(sender);
+        assert_eq!(binder.join().unwrap(), (2..=200).collect::<Vec<_>>());
+        assert_eq!(queue.lock().alive, 0);
+        assert!(queue.take().is_none());
     }
 }

@@ -139,7 +139,11 @@ pub struct SchedulingQueue {
     backoff: HashMap<String, QueuedPod>,
     unschedulable: HashMap<String, QueuedPod>,
     in_flight: HashMap<String, InFlight>,
-    events: Vec<RecordedEvent>,
+    /// How many pods in flight have each `since`: the first key is the oldest cycle's
+    /// start, before which no kept event is needed.
+    in_flight_since: std::collections::BTreeMap<u64, usize>,
+    /// Events in id order, from the oldest pod in flight's start on.
+    events: std::collections::VecDeque<RecordedEvent>,
     next_event_id: u64,
     incoming: IncomingCounts,
     metrics: Option<crate::metrics::Metrics>,
@@ -267,15 +271,17 @@ impl SchedulingQueue {
                 qp.attempts += 1;
                 qp.initial_attempt
                     .get_or_insert_with(std::time::Instant::now);
-                self.in_flight.insert(
-                    uid,
-                    InFlight {
-                        since: self.next_event_id,
-                        deleted: false,
-                        updated: None,
-                        activated: false,
-                    },
-                );
+                let since = self.next_event_id;
+                *self.in_flight_since.entry(since).or_default() += 1;
+                let flight = InFlight {
+                    since,
+                    deleted: false,
+                    updated: None,
+                    activated: false,
+                };
+                if let Some(old) = self.in_flight.insert(uid, flight) {
+                    self.forget_since(old.since);
+                }
                 return Some(qp);
             }
         }
@@ -284,13 +290,36 @@ impl SchedulingQueue {
 
     /// The pod's cycle is over (bound, or requeued): forget its in-flight record.
     pub fn done(&mut self, uid: &str) {
-        self.in_flight.remove(uid);
+        self.take_flight(uid);
         self.prune_events();
     }
 
+    /// Ends `uid`'s in-flight record, if it has one.
+    fn take_flight(&mut self, uid: &str) -> Option<InFlight> {
+        let flight = self.in_flight.remove(uid)?;
+        self.forget_since(flight.since);
+        Some(flight)
+    }
+
+    fn forget_since(&mut self, since: u64) {
+        if let std::collections::btree_map::Entry::Occupied(mut e) =
+            self.in_flight_since.entry(since)
+        {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+    }
+
+    /// Drops the events no pod in flight needs: those before the oldest one's start.
     fn prune_events(&mut self) {
-        match self.in_flight.values().map(|f| f.since).min() {
-            Some(oldest) => self.events.retain(|e| e.id >= oldest),
+        match self.in_flight_since.keys().next() {
+            Some(&oldest) => {
+                while self.events.front().is_some_and(|e| e.id < oldest) {
+                    self.events.pop_front();
+                }
+            }
             None => self.events.clear(),
         }
     }
@@ -313,7 +342,7 @@ impl SchedulingQueue {
         oracle: &dyn HintOracle,
     ) -> Option<QueueName> {
         let uid = qp.pod.uid.clone();
-        let flight = self.in_flight.remove(&uid);
+        let flight = self.take_flight(&uid);
         if flight.as_ref().is_some_and(|f| f.deleted) {
             self.prune_events();
             return None;
@@ -399,7 +428,7 @@ impl SchedulingQueue {
             }
         }
         if !self.in_flight.is_empty() {
-            self.events.push(recorded);
+            self.events.push_back(recorded);
         }
         moved
     }
