@@ -35,48 +35,86 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [i64]) {
     }
 }
 
+/// A resource Score reads from nodes, its name resolved once (when the plugin is
+/// configured) instead of matched for every node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeResource {
+    /// `cpu`, in millicores.
+    Cpu,
+    /// `memory`.
+    Memory,
+    /// `ephemeral-storage`.
+    EphemeralStorage,
+    /// An extended, hugepages or other scalar resource, by name.
+    Scalar(String),
+    /// Another native resource (e.g. `pods`): never scored.
+    Other,
+}
+
+impl NodeResource {
+    /// The resource named `name`.
+    pub fn new(name: &str) -> Self {
+        match name {
+            CPU => NodeResource::Cpu,
+            MEMORY => NodeResource::Memory,
+            EPHEMERAL_STORAGE => NodeResource::EphemeralStorage,
+            _ if is_scalar_resource_name(name) => NodeResource::Scalar(name.to_owned()),
+            _ => NodeResource::Other,
+        }
+    }
+}
+
 /// Upstream's `calculateResourceAllocatableRequest`: the node's allocatable quantity
 /// of resource `name` and what its pods plus the incoming one (`pod_request`) request;
-/// `(0, 0)` leaves the resource out of the score.
+/// `(0, 0)` leaves the resource out of the score. Score, once per node, calls
+/// [`allocatable_and_requested_of`] with the name resolved once.
 ///
 /// CPU and memory count the node's non-zero requests (a container that requests
 /// none counts as 100m / 200 MiB), or its plain requests with `use_requested`;
 /// ephemeral storage and scalar resources always count plain requests. A scalar
 /// resource the pod does not request, and native resources other than these (e.g.
 /// `pods`), are left out.
-#[inline]
 pub fn allocatable_and_requested(
     node: &NodeInfo,
     name: &str,
     pod_request: i64,
     use_requested: bool,
 ) -> (i64, i64) {
-    // A scalar resource the pod does not ask for does not count, or every node
-    // offering it would look emptier (or less balanced).
-    if pod_request == 0 && is_scalar_resource_name(name) {
-        return (0, 0);
-    }
+    allocatable_and_requested_of(node, &NodeResource::new(name), pod_request, use_requested)
+}
+
+/// [`allocatable_and_requested`] of a resolved resource.
+#[inline]
+pub fn allocatable_and_requested_of(
+    node: &NodeInfo,
+    resource: &NodeResource,
+    pod_request: i64,
+    use_requested: bool,
+) -> (i64, i64) {
     let alloc = &node.node.allocatable;
     let cpu_and_memory = if use_requested {
         &node.requested
     } else {
         &node.non_zero_requested
     };
-    match name {
-        CPU => (alloc.milli_cpu, cpu_and_memory.milli_cpu + pod_request),
-        MEMORY => (alloc.memory, cpu_and_memory.memory + pod_request),
-        EPHEMERAL_STORAGE => (
+    match resource {
+        NodeResource::Cpu => (alloc.milli_cpu, cpu_and_memory.milli_cpu + pod_request),
+        NodeResource::Memory => (alloc.memory, cpu_and_memory.memory + pod_request),
+        NodeResource::EphemeralStorage => (
             alloc.ephemeral_storage,
             node.requested.ephemeral_storage + pod_request,
         ),
-        _ if is_scalar_resource_name(name) => match alloc.scalar.get(name) {
+        // A scalar resource the pod does not ask for does not count, or every node
+        // offering it would look emptier (or less balanced).
+        NodeResource::Scalar(_) if pod_request == 0 => (0, 0),
+        NodeResource::Scalar(name) => match alloc.scalar.get(name) {
             Some(&a) => {
                 let used = node.requested.scalar.get(name).copied().unwrap_or(0);
                 (a, used + pod_request)
             }
             None => (0, 0),
         },
-        _ => (0, 0),
+        NodeResource::Other => (0, 0),
     }
 }
 

@@ -16,6 +16,7 @@
 
 pub mod args;
 
+use berth_sdk::helpers::{NodeResource, allocatable_and_requested_of};
 use berth_sdk::{
     CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, StateKey, Status,
 };
@@ -32,12 +33,21 @@ static PRE_SCORE_STATE: StateKey<Vec<i64>> = StateKey::new(PRE_SCORE_STATE_KEY);
 /// The plugin.
 pub struct BalancedAllocation {
     args: BalancedAllocationArgs,
+    /// `args.resources`, resolved once for Score.
+    scored: Vec<NodeResource>,
 }
 
 impl BalancedAllocation {
     /// Builds the plugin from validated args.
     pub fn with_args(args: BalancedAllocationArgs) -> Self {
-        BalancedAllocation { args }
+        BalancedAllocation {
+            scored: args
+                .resources
+                .iter()
+                .map(|r| NodeResource::new(&r.name))
+                .collect(),
+            args,
+        }
     }
 
     /// The args in force.
@@ -136,17 +146,16 @@ impl Score for BalancedAllocation {
                 std::rc::Rc::new(r)
             }
         };
-        let resources =
-            self.args
-                .resources
-                .iter()
-                .zip(requests.iter())
-                .map(|(spec, &pod_request)| {
-                    let (alloc, req) = allocatable_and_requested(node, &spec.name, pod_request);
-                    // A resource the node does not have counts as neither requested nor
-                    // held.
-                    (if alloc == 0 { 0 } else { req }, alloc)
-                });
+        let resources = self
+            .scored
+            .iter()
+            .zip(requests.iter())
+            .map(|(resource, &pod_request)| {
+                let (alloc, req) = allocatable_and_requested_of(node, resource, pod_request, true);
+                // A resource the node does not have counts as neither requested nor
+                // held.
+                (if alloc == 0 { 0 } else { req }, alloc)
+            });
         Ok(balanced_score_of(resources))
     }
 }

@@ -21,6 +21,7 @@ pub mod args;
 pub mod queueing;
 pub mod score;
 
+use berth_sdk::helpers::NodeResource;
 use std::collections::{BTreeMap, BTreeSet};
 
 use berth_sdk::{
@@ -48,6 +49,8 @@ pub const ERR_REASON_TOO_MANY_PODS: &str = "Too many pods";
 /// The plugin.
 pub struct NodeResourcesFit {
     args: FitArgs,
+    /// `args.resources`, resolved once for Score.
+    scored: Vec<NodeResource>,
     ignored_resources: BTreeSet<String>,
     ignored_resource_groups: BTreeSet<String>,
 }
@@ -56,6 +59,7 @@ impl NodeResourcesFit {
     /// Builds the plugin from validated args.
     pub fn with_args(args: FitArgs) -> Self {
         NodeResourcesFit {
+            scored: score::resolve(&args.resources),
             ignored_resources: args.ignored_resources.iter().cloned().collect(),
             ignored_resource_groups: args.ignored_resource_groups.iter().cloned().collect(),
             args,
@@ -264,7 +268,7 @@ impl Score for NodeResourcesFit {
             .value(&PRE_SCORE_STATE)
             .filter(|r| r.len() == self.args.resources.len())
             .unwrap_or_else(|| std::rc::Rc::new(score::pod_requests(pod, &self.args.resources)));
-        Ok(score::score(&self.args, node, &requests))
+        Ok(score::score(&self.args, &self.scored, node, &requests))
     }
 }
 

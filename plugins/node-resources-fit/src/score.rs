@@ -9,7 +9,7 @@ use berth_sdk::types::{CPU, EPHEMERAL_STORAGE, MEMORY};
 use berth_sdk::{MAX_NODE_SCORE, NodeInfo, Pod};
 
 use crate::args::{FitArgs, MAX_UTILIZATION, ResourceSpec, ScoringStrategyType, ShapePoint};
-use berth_sdk::helpers::{allocatable_and_requested, mul_div, wide_div, wide_mul};
+use berth_sdk::helpers::{NodeResource, allocatable_and_requested_of, mul_div, wide_div, wide_mul};
 
 /// The pod's non-zero requests of each scored resource, in the order of `resources`.
 pub fn pod_requests(pod: &Pod, resources: &[ResourceSpec]) -> Vec<i64> {
@@ -25,16 +25,31 @@ pub fn pod_requests(pod: &Pod, resources: &[ResourceSpec]) -> Vec<i64> {
         .collect()
 }
 
+/// `resources` resolved, in order, for [`score`].
+pub fn resolve(resources: &[ResourceSpec]) -> Vec<NodeResource> {
+    resources
+        .iter()
+        .map(|r| NodeResource::new(&r.name))
+        .collect()
+}
+
 /// The node's score in `0..=100` for a pod whose requests of the scored resources
-/// are `pod_requests` (from [`pod_requests`]).
-pub fn score(args: &FitArgs, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
+/// are `pod_requests` (from [`pod_requests`]); `scored` is `args.resources` resolved
+/// ([`resolve`]).
+pub fn score(
+    args: &FitArgs,
+    scored: &[NodeResource],
+    node: &NodeInfo,
+    pod_requests: &[i64],
+) -> i64 {
     // (weight, requested, allocatable) of each resource the node has.
     let scored = args
         .resources
         .iter()
+        .zip(scored)
         .zip(pod_requests)
-        .map(|(r, &req)| {
-            let (alloc, requested) = allocatable_and_requested(node, &r.name, req, false);
+        .map(|((r, resource), &req)| {
+            let (alloc, requested) = allocatable_and_requested_of(node, resource, req, false);
             (r.weight, requested, alloc)
         })
         .filter(|&(_, _, alloc)| alloc != 0);
@@ -187,7 +202,11 @@ mod tests {
 
     fn scores(args: &FitArgs, p: &Pod, nodes: &[NodeInfo]) -> Vec<i64> {
         let requests = pod_requests(p, &args.resources);
-        nodes.iter().map(|n| score(args, n, &requests)).collect()
+        let scored = resolve(&args.resources);
+        nodes
+            .iter()
+            .map(|n| score(args, &scored, n, &requests))
+            .collect()
     }
 
     const DEFAULT: &[(&str, i64)] = &[("cpu", 1), ("memory", 1)];
