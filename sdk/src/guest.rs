@@ -784,7 +784,10 @@ impl<T: Registered> ex::filter::Guest for Export<T> {
         let store = HostState(state);
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| {
-            let Some(f) = inst.vtable.filter else {
+            // From the type's table, not the instance's copy: a constant, so the
+            // compiler calls (and may inline) the plugin's Filter directly in the loop
+            // over the nodes.
+            let Some(f) = T::vtable().filter else {
                 return slots
                     .iter()
                     .map(|&slot| ex::filter::NodeStatus {
@@ -849,7 +852,8 @@ impl<T: Registered> ex::score::Guest for Export<T> {
         let store = HostState(state);
         let state = CycleState::new(&store);
         with_instance::<T, _>(|inst| {
-            let Some(f) = inst.vtable.score else {
+            // A constant, as in Filter: a direct call per node.
+            let Some(f) = T::vtable().score else {
                 return Err(not_implemented("score"));
             };
             let Some(pod) = &inst.pod else {
