@@ -1,6 +1,7 @@
 //! Small building blocks that several plugins share, as upstream's
 //! `framework/plugins/helper` package.
 
+use crate::args::ResourceSpec;
 use crate::types::{CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo};
 use crate::validation::{invalid, is_scalar_resource_name};
 use serde::Deserialize;
@@ -61,6 +62,11 @@ impl NodeResource {
             _ if is_scalar_resource_name(name) => NodeResource::Scalar(name.to_owned()),
             _ => NodeResource::Other,
         }
+    }
+
+    /// The resources that scoring args name, in order.
+    pub fn of_specs(specs: &[ResourceSpec]) -> Vec<Self> {
+        specs.iter().map(|r| NodeResource::new(&r.name)).collect()
     }
 }
 

@@ -41,11 +41,7 @@ impl BalancedAllocation {
     /// Builds the plugin from validated args.
     pub fn with_args(args: BalancedAllocationArgs) -> Self {
         BalancedAllocation {
-            scored: args
-                .resources
-                .iter()
-                .map(|r| NodeResource::new(&r.name))
-                .collect(),
+            scored: NodeResource::of_specs(&args.resources),
             args,
         }
     }

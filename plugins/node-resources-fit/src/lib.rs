@@ -59,7 +59,7 @@ impl NodeResourcesFit {
     /// Builds the plugin from validated args.
     pub fn with_args(args: FitArgs) -> Self {
         NodeResourcesFit {
-            scored: score::resolve(&args.resources),
+            scored: NodeResource::of_specs(&args.resources),
             ignored_resources: args.ignored_resources.iter().cloned().collect(),
             ignored_resource_groups: args.ignored_resource_groups.iter().cloned().collect(),
             args,

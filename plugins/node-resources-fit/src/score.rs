@@ -25,17 +25,9 @@ pub fn pod_requests(pod: &Pod, resources: &[ResourceSpec]) -> Vec<i64> {
         .collect()
 }
 
-/// `resources` resolved, in order, for [`score`].
-pub fn resolve(resources: &[ResourceSpec]) -> Vec<NodeResource> {
-    resources
-        .iter()
-        .map(|r| NodeResource::new(&r.name))
-        .collect()
-}
-
 /// The node's score in `0..=100` for a pod whose requests of the scored resources
 /// are `pod_requests` (from [`pod_requests`]); `scored` is `args.resources` resolved
-/// ([`resolve`]).
+/// ([`NodeResource::of_specs`]).
 pub fn score(
     args: &FitArgs,
     scored: &[NodeResource],
@@ -202,7 +194,7 @@ mod tests {
 
     fn scores(args: &FitArgs, p: &Pod, nodes: &[NodeInfo]) -> Vec<i64> {
         let requests = pod_requests(p, &args.resources);
-        let scored = resolve(&args.resources);
+        let scored = NodeResource::of_specs(&args.resources);
         nodes
             .iter()
             .map(|n| score(args, &scored, n, &requests))
