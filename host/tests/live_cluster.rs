@@ -333,11 +333,7 @@ fn run_names_a_bad_kubeconfig_and_an_unreachable_server() {
     );
 
     // A kubeconfig for a port nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let unreachable = dir.path().join("unreachable");
     std::fs::write(
         &unreachable,
