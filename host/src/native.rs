@@ -256,6 +256,10 @@ impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
         Ok(())
     }
 
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        berth_sdk::Plugin::only_for_pods_with(&self.plugin)
+    }
+
     fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
         Ok(match self.vtable.queue_sort {
             Some(f) => f(&self.plugin, pod),

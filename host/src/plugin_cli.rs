@@ -276,7 +276,8 @@ pub struct CheckReport {
     pub extension_points: Vec<String>,
     /// Whether its node replica receives the pods of each node.
     pub wants_pods: Option<bool>,
-    /// The pod features it needs to take part in a pod's cycles (empty: every pod).
+    /// The pod features it needs to take part in a pod's cycles, configured with the
+    /// args given (empty: every pod).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub only_for_pods_with: Vec<String>,
     /// The interfaces it imports.
@@ -591,11 +592,15 @@ pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckRepor
     };
     r.name = Some(module.name().to_owned());
     r.wants_pods = Some(module.wants_pods());
-    r.only_for_pods_with = module
-        .only_for_pods_with()
-        .iter()
-        .map(|f| f.as_str().to_owned())
-        .collect();
+    // Configured with the args given, as the scheduler would; args it refuses are
+    // reported by the trial.
+    if let Ok(inst) = module.instantiate(args_json, HostServices::default()) {
+        r.only_for_pods_with = inst
+            .only_for_pods_with()
+            .iter()
+            .map(|f| f.as_str().to_owned())
+            .collect();
+    }
     r.extension_points = module
         .extension_points()
         .iter()

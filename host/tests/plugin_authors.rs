@@ -321,9 +321,9 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
         "kind              component\n",
         "plugin            NodeUnschedulable\n",
         "version           0.1.0\n",
-        "WIT               berth:scheduler@0.6.0 (this host speaks berth:scheduler@0.6.0)\n",
+        "WIT               berth:scheduler@0.7.0 (this host speaks berth:scheduler@0.7.0)\n",
         "extension points  filter\n",
-        "imports           berth:scheduler/types@0.6.0\n",
+        "imports           berth:scheduler/types@0.7.0\n",
         "filter on berth-check-node: Success\n",
         "ok: the scheduler would load this module\n",
     ] {
@@ -337,18 +337,18 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
 
     // Built against another WIT version.
     let old = tmp.path().join("old.wasm");
-    std::fs::write(&old, with_berth_names_renamed(&bytes, "@0.6.0", "@0.1.0")).unwrap();
+    std::fs::write(&old, with_berth_names_renamed(&bytes, "@0.7.0", "@0.1.0")).unwrap();
     let (loads, text) = check(&old);
     assert!(!loads, "{text}");
     assert!(
         text.contains(
-            "WIT               berth:scheduler@0.1.0 (this host speaks berth:scheduler@0.6.0)\n"
+            "WIT               berth:scheduler@0.1.0 (this host speaks berth:scheduler@0.7.0)\n"
         ),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "refused: {}: built against berth:scheduler@0.1.0, this host speaks @0.6.0: rebuild it with a berth-sdk for WIT 0.6.0 (",
+            "refused: {}: built against berth:scheduler@0.1.0, this host speaks @0.7.0: rebuild it with a berth-sdk for WIT 0.7.0 (",
             old.display()
         )),
         "{text}"
@@ -365,7 +365,7 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     assert!(!loads, "{text}");
     assert!(
         text.contains(&format!(
-            "refused: {}: missing export berth:scheduler/post-bind@0.6.0 (the plugin world needs all 17; the SDK exports them all) (",
+            "refused: {}: missing export berth:scheduler/post-bind@0.7.0 (the plugin world needs all 17; the SDK exports them all) (",
             partial.display()
         )),
         "{text}"
@@ -615,7 +615,7 @@ fn a_plugin_in_python_builds_loads_and_schedules() {
         .unwrap();
     let report: serde_json::Value = serde_json::from_str(&ok("berth plugin check", out)).unwrap();
     assert_eq!(report["name"], "FewestPods");
-    assert_eq!(report["wit_version"], "0.6.0");
+    assert_eq!(report["wit_version"], "0.7.0");
     assert_eq!(report["refused"], serde_json::Value::Null);
     assert_eq!(
         report["extension_points"],

@@ -22,12 +22,13 @@
 //! - **The replica.** `replica.sync-nodes` sends the nodes that changed since the
 //!   instance's last sync, by slot number; Filter and Score then name nodes by slot.
 //!   The pods of each node are sent only when `plugin-info.wants-pods` is set.
-//! - **Pods a plugin sits out.** A plugin whose `plugin-info.only-for-pods-with` is
-//!   not empty is left out of the scheduling and binding cycles of a pod with none of
-//!   those features: no call, and the pod is not sent
-//!   ([`Plugin::ONLY_FOR_PODS_WITH`](crate::Plugin::ONLY_FOR_PODS_WITH)).
-//! - **The cycle's pod.** `cycle.begin-cycle` sends the pod once per cycle per
-//!   instance; PreFilter through PostBind act on it.
+//! - **Pods a plugin sits out.** A plugin whose configured instance answers a
+//!   non-empty `configuration.only-for-pods-with` is left out of the scheduling and
+//!   binding cycles of a pod with none of those features: no call, and the pod is
+//!   not sent ([`Plugin::only_for_pods_with`](crate::Plugin::only_for_pods_with)).
+//! - **The cycle's pod.** The pod crosses once per cycle per instance: with the
+//!   cycle's first `replica.sync-nodes` (its `begin`), or by `cycle.begin-cycle`
+//!   when the replica is up to date; PreFilter through PostBind act on it.
 //! - **Batches.** Filter answers only the nodes that did not pass; Score answers one
 //!   score per slot, in order; NormalizeScore one score per score given.
 //! - **The cycle state** is a host resource (`host.cycle-state`) holding bytes; this

@@ -22,7 +22,7 @@ use wit::berth::scheduler::types as w;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.6.0";
+pub const WIT_VERSION: &str = "0.7.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -440,13 +440,6 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
             wit_version: WIT_VERSION.to_owned(),
             wants_pods: T::WANTS_PODS,
             pre_filter_extensions: T::vtable().pre_filter_extensions.is_some(),
-            only_for_pods_with: T::ONLY_FOR_PODS_WITH
-                .iter()
-                .map(|f| match f {
-                    sdk::PodFeature::Volumes => w::PodFeature::Volumes,
-                    sdk::PodFeature::HostPorts => w::PodFeature::HostPorts,
-                })
-                .collect(),
             events: T::events().map(|list| {
                 list.into_iter()
                     .map(|r| w::EventRegistration {
@@ -458,13 +451,27 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
         }
     }
 
-    fn configure(args_json: String) -> Result<(), String> {
+    fn configure(args_json: String) -> Result<w::Configuration, String> {
         let args = if args_json.trim().is_empty() {
             serde_json::Value::Null
         } else {
             serde_json::from_str(&args_json).map_err(|e| format!("args are not JSON: {e}"))?
         };
         let plugin = T::new(args)?;
+        let configuration = w::Configuration {
+            only_for_pods_with: plugin
+                .only_for_pods_with()
+                .iter()
+                .map(|f| match f {
+                    sdk::PodFeature::Volumes => w::PodFeature::Volumes,
+                    sdk::PodFeature::HostPorts => w::PodFeature::HostPorts,
+                    sdk::PodFeature::NodeAffinity => w::PodFeature::NodeAffinity,
+                    sdk::PodFeature::PodAffinity => w::PodFeature::PodAffinity,
+                    sdk::PodFeature::TopologySpread => w::PodFeature::TopologySpread,
+                    sdk::PodFeature::DefaultSelector => w::PodFeature::DefaultSelector,
+                })
+                .collect(),
+        };
         let inst = Instance {
             plugin,
             vtable: T::vtable(),
@@ -474,7 +481,7 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
         };
         AFFINITY.set(crate::AffinityCounts::default());
         INSTANCE.with(|slot| *slot.borrow_mut() = Some(Box::new(inst)));
-        Ok(())
+        Ok(configuration)
     }
 }
 
@@ -483,8 +490,14 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
         updated: Vec<(u32, w::NodeInfo)>,
         changed: Vec<ex::replica::NodePodsChange>,
         removed: Vec<u32>,
+        begin: Option<w::Pod>,
     ) {
+        // Decoded before the replica is borrowed, as `begin_cycle` does.
+        let begin = begin.map(pod_from_wit);
         with_instance::<T, _>(|inst| {
+            if let Some(pod) = begin {
+                inst.pod = Some(pod);
+            }
             let mut counts = AFFINITY.get();
             for slot in removed {
                 // Before the box is dropped: `all` points into it.

@@ -235,18 +235,21 @@ pub trait Plugin: Sized + 'static {
     /// copying.
     const WANTS_PODS: bool = false;
 
-    /// When not empty, the plugin has nothing to do with a pod that has none of these
-    /// features: its PreFilter and PreScore answer Skip for such a pod, and its other
-    /// extension points succeed without an effect. The host then leaves the plugin out
-    /// of that pod's scheduling and binding cycles entirely (no call, and the pod is
-    /// not sent), which is what a plugin that only cares about, say, volumes costs a
-    /// pod without any. A promise: a plugin that would act on such a pod must not
-    /// make it.
-    const ONLY_FOR_PODS_WITH: &'static [crate::PodFeature] = &[];
-
     /// Builds the plugin from its args (`serde_json::Value::Null` when the profile
     /// gives none). An error refuses the module with that message.
     fn new(args: serde_json::Value) -> Result<Self, String>;
+
+    /// When not empty, the plugin, as its args configured it, has nothing to do with
+    /// a pod that has none of these features: its PreFilter and PreScore answer Skip
+    /// for such a pod, and its other extension points succeed without an effect. The
+    /// host then leaves the plugin out of that pod's scheduling and binding cycles
+    /// entirely (no call, and the pod is not sent), which is what a plugin that only
+    /// cares about, say, volumes costs a pod without any. Asked once, after
+    /// [`Plugin::new`]. A promise: a plugin that would act on such a pod must not
+    /// make it.
+    fn only_for_pods_with(&self) -> &[crate::PodFeature] {
+        &[]
+    }
 
     /// The cluster events that may make a pod this plugin rejected schedulable
     /// (upstream's `EventsToRegister`). `None`, the default, means every event.

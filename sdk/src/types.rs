@@ -617,7 +617,7 @@ impl Status {
 }
 
 /// Something a pod has, which a plugin may need before it has anything to do with the
-/// pod ([`Plugin::ONLY_FOR_PODS_WITH`](crate::Plugin::ONLY_FOR_PODS_WITH)).
+/// pod ([`Plugin::only_for_pods_with`](crate::Plugin::only_for_pods_with)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PodFeature {
     /// At least one entry in `spec.volumes`.
@@ -625,29 +625,64 @@ pub enum PodFeature {
     /// At least one container port (of any container, init containers too) with a
     /// host port.
     HostPorts,
+    /// A node selector with at least one entry, or node affinity with a required
+    /// selector or preferred terms.
+    NodeAffinity,
+    /// Pod affinity or anti-affinity terms of the pod's own, or, while any pod in the
+    /// cluster has such terms (upstream's `PodsWithAffinity`), every pod.
+    PodAffinity,
+    /// At least one topology spread constraint.
+    TopologySpread,
+    /// A non-empty [`Pod::default_selector`]: a Service, ReplicationController,
+    /// ReplicaSet or StatefulSet selects the pod.
+    DefaultSelector,
 }
 
 impl PodFeature {
-    /// The feature as WIT names it (`volumes`, `host-ports`).
+    /// The feature as WIT names it (`volumes`, `host-ports`, `node-affinity`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             PodFeature::Volumes => "volumes",
             PodFeature::HostPorts => "host-ports",
+            PodFeature::NodeAffinity => "node-affinity",
+            PodFeature::PodAffinity => "pod-affinity",
+            PodFeature::TopologySpread => "topology-spread",
+            PodFeature::DefaultSelector => "default-selector",
         }
     }
 
-    /// Whether `pod` has this feature.
-    pub fn of(self, pod: &Pod) -> bool {
+    /// Whether `pod` has this feature; `cluster_has_affinity` says whether a pod in
+    /// the cluster has pod affinity or anti-affinity terms (which gives every pod
+    /// [`PodFeature::PodAffinity`]).
+    pub fn of(self, pod: &Pod, cluster_has_affinity: bool) -> bool {
+        let affinity = &pod.affinity;
         match self {
             PodFeature::Volumes => !pod.volumes.is_empty(),
             PodFeature::HostPorts => pod.host_ports().next().is_some(),
+            PodFeature::NodeAffinity => {
+                !pod.node_selector.is_empty()
+                    || affinity
+                        .node_affinity
+                        .as_ref()
+                        .is_some_and(|n| n.required.is_some() || !n.preferred.is_empty())
+            }
+            PodFeature::PodAffinity => {
+                cluster_has_affinity
+                    || !affinity.pod_affinity.is_empty()
+                    || !affinity.pod_anti_affinity.is_empty()
+            }
+            PodFeature::TopologySpread => !pod.topology_spread_constraints.is_empty(),
+            PodFeature::DefaultSelector => {
+                pod.default_selector.as_ref().is_some_and(|s| !s.is_empty())
+            }
         }
     }
 
     /// Whether a plugin that declares `features` takes part in `pod`'s cycles: always
-    /// when it declares none, else when the pod has one of them.
-    pub fn takes_part(features: &[PodFeature], pod: &Pod) -> bool {
-        features.is_empty() || features.iter().any(|f| f.of(pod))
+    /// when it declares none, else when the pod has one of them (see [`PodFeature::of`]
+    /// for `cluster_has_affinity`).
+    pub fn takes_part(features: &[PodFeature], pod: &Pod, cluster_has_affinity: bool) -> bool {
+        features.is_empty() || features.iter().any(|f| f.of(pod, cluster_has_affinity))
     }
 }
 
@@ -723,6 +758,72 @@ impl ExtensionPoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_features_come_from_the_pod_and_pod_affinity_from_the_cluster_too() {
+        use crate::affinity::{LabelSelector, PodAffinityTerm};
+        use PodFeature::*;
+        let all = [
+            Volumes,
+            HostPorts,
+            NodeAffinity,
+            PodAffinity,
+            TopologySpread,
+            DefaultSelector,
+        ];
+        let plain = Pod::default();
+        for f in all {
+            assert!(!f.of(&plain, false), "{f:?}");
+        }
+        assert!(
+            PodAffinity.of(&plain, true),
+            "an affinity pod in the cluster"
+        );
+        assert!(PodFeature::takes_part(&[], &plain, false));
+        assert!(!PodFeature::takes_part(
+            &[NodeAffinity, TopologySpread],
+            &plain,
+            true
+        ));
+
+        let mut p = plain.clone();
+        p.node_selector.insert("zone".into(), "a".into());
+        assert!(NodeAffinity.of(&p, false));
+        // Node affinity with neither a required selector nor preferred terms is none.
+        let mut p = plain.clone();
+        p.affinity.node_affinity = Some(crate::affinity::NodeAffinity::default());
+        assert!(!NodeAffinity.of(&p, false));
+        // A required selector with no terms matches no node: it counts.
+        p.affinity.node_affinity = Some(crate::affinity::NodeAffinity {
+            required: Some(Vec::new()),
+            preferred: Vec::new(),
+        });
+        assert!(NodeAffinity.of(&p, false));
+
+        let mut p = plain.clone();
+        p.affinity
+            .pod_anti_affinity
+            .required
+            .push(PodAffinityTerm::default());
+        assert!(PodAffinity.of(&p, false));
+        assert!(PodFeature::takes_part(
+            &[NodeAffinity, PodAffinity],
+            &p,
+            false
+        ));
+
+        let mut p = plain.clone();
+        p.default_selector = Some(LabelSelector::default());
+        assert!(
+            !DefaultSelector.of(&p, false),
+            "an empty selector selects nothing"
+        );
+        p.default_selector = Some(LabelSelector {
+            match_labels: [("app".to_owned(), "web".to_owned())].into(),
+            match_expressions: Vec::new(),
+        });
+        assert!(DefaultSelector.of(&p, false));
+    }
 
     fn pod_named(uid: &str, cpu: i64) -> Pod {
         Pod {

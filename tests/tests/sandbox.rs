@@ -226,7 +226,7 @@ fn modules_that_are_not_plugins_are_refused_naming_the_module() {
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: does not fit the berth:scheduler@0.6.0 plugin world: built against berth:scheduler@0.1.0, this host speaks @0.6.0",
+            "{}: does not fit the berth:scheduler@0.7.0 plugin world: built against berth:scheduler@0.1.0, this host speaks @0.7.0",
             berth_artifacts::fixtures::FIXTURE_WRONG_VERSION
         )
     );
@@ -236,12 +236,12 @@ fn modules_that_are_not_plugins_are_refused_naming_the_module() {
     let msg = e.to_string();
     assert!(
         msg.starts_with(&format!(
-            "{}: does not fit the berth:scheduler@0.6.0 plugin world: ",
+            "{}: does not fit the berth:scheduler@0.7.0 plugin world: ",
             berth_artifacts::fixtures::FIXTURE_MISSING_EXPORT
         )),
         "{msg}"
     );
-    assert!(msg.contains("berth:scheduler/replica@0.6.0"), "{msg}");
+    assert!(msg.contains("berth:scheduler/replica@0.7.0"), "{msg}");
 
     // A valid WebAssembly module, but a core module, not a component.
     let dir = tempfile::tempdir().unwrap();

@@ -21,7 +21,7 @@ from wit_world.imports import types
 from wit_world.imports.host import CycleState, LogLevel, log
 
 NAME = "FewestPods"
-WIT_VERSION = "0.6.0"
+WIT_VERSION = "0.7.0"
 MAX_NODE_SCORE = 100
 
 # The replica: node infos by slot, kept current by the host's sync-nodes calls.
@@ -48,11 +48,9 @@ class Plugin(exports.Plugin):
             # Scoring rejects no pod, so no event needs to requeue one.
             events=[],
             pre_filter_extensions=False,
-            # Every pod is scored.
-            only_for_pods_with=[],
         )
 
-    def configure(self, args_json: str) -> None:
+    def configure(self, args_json: str) -> types.Configuration:
         global _by_capacity
         try:
             args = json.loads(args_json or "{}")
@@ -67,10 +65,14 @@ class Plugin(exports.Plugin):
         if not isinstance(by_capacity, bool):
             raise Err(f"weightByCapacity: want true or false, got {json.dumps(by_capacity)}")
         _by_capacity = by_capacity
+        # Every pod is scored.
+        return types.Configuration(only_for_pods_with=[])
 
 
 class Replica(exports.Replica):
-    def sync_nodes(self, updated, changed, removed) -> None:
+    def sync_nodes(self, updated, changed, removed, begin) -> None:
+        # `begin`, the pod of a cycle that this sync begins, is not needed: FewestPods
+        # scores by the nodes alone.
         for slot in removed:
             _nodes.pop(slot, None)
         for slot, info in updated:

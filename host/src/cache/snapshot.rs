@@ -1,7 +1,7 @@
 //! A consistent view of the cache for one scheduling cycle.
 
 use super::Slot;
-use berth_sdk::NodeInfo;
+use berth_sdk::{AffinityCounts, NodeInfo};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -22,6 +22,8 @@ pub struct Snapshot {
     /// Entries up to this generation were dropped from `log`; older replicas are
     /// caught up by a full scan.
     log_floor: u64,
+    /// The pods with inter-pod affinity terms, over every node.
+    affinity: AffinityCounts,
 }
 
 impl Snapshot {
@@ -60,6 +62,11 @@ impl Snapshot {
         self.node(self.slot_of(name)?)
     }
 
+    /// How many pods on the snapshot's nodes have inter-pod affinity terms.
+    pub fn affinity_counts(&self) -> AffinityCounts {
+        self.affinity
+    }
+
     /// The shared node info by name (to see what changed).
     pub fn node_arc(&self, name: &str) -> Option<Arc<NodeInfo>> {
         self.nodes.get(self.slot_of(name)? as usize)?.clone()
@@ -90,6 +97,12 @@ impl Snapshot {
             self.log.push((generation, i as u32));
             let now = slot.as_ref().filter(|s| s.has_node).map(|s| s.info.clone());
             let was = self.nodes[i].take();
+            if let Some(w) = &was {
+                self.affinity.remove(w);
+            }
+            if let Some(n) = &now {
+                self.affinity.add(n);
+            }
             if was.is_some() != now.is_some()
                 || was.as_ref().map(|w| w.name()) != now.as_ref().map(|n| n.name())
             {

@@ -8,12 +8,16 @@ use std::sync::{Arc, RwLock};
 
 /// The state of one scheduling cycle: bytes by key, shared by reference.
 #[derive(Clone, Default, Debug)]
-pub struct CycleState(
-    Arc<RwLock<HashMap<String, Vec<u8>>>>,
+pub struct CycleState {
+    values: Arc<RwLock<HashMap<String, Vec<u8>>>>,
     /// Whether this cycle's plugin durations are recorded (a sample of the cycles, as
     /// upstream records `scheduler_plugin_execution_duration_seconds`).
-    bool,
-);
+    sampled: bool,
+    /// Which plugins of the profile take part in the pod's cycles, by plugin index,
+    /// decided once when the scheduling attempt starts and kept by its binding
+    /// cycle (so that a plugin left out of Reserve is left out of Unreserve too).
+    participants: Option<Arc<[bool]>>,
+}
 
 /// The share of scheduling cycles whose plugin durations are recorded (upstream's
 /// 10 percent).
@@ -28,20 +32,32 @@ impl CycleState {
     /// An empty state whose plugin durations are recorded with the sampling
     /// probability (see [`PLUGIN_METRICS_SAMPLE_PERCENT`]).
     pub fn sampled() -> Self {
-        CycleState(
-            Arc::default(),
-            rand::random_range(0..100) < PLUGIN_METRICS_SAMPLE_PERCENT,
-        )
+        CycleState {
+            sampled: rand::random_range(0..100) < PLUGIN_METRICS_SAMPLE_PERCENT,
+            ..CycleState::default()
+        }
     }
 
     /// Whether this cycle's plugin durations are recorded.
     pub fn records_plugin_metrics(&self) -> bool {
-        self.1
+        self.sampled
+    }
+
+    /// The state with the plugins that take part in the pod's cycles.
+    pub fn with_participants(mut self, participants: Arc<[bool]>) -> Self {
+        self.participants = Some(participants);
+        self
+    }
+
+    /// Whether plugin `i` of the profile takes part; `None` when the state was made
+    /// without the decision.
+    pub fn takes_part(&self, i: usize) -> Option<bool> {
+        self.participants.as_ref().and_then(|p| p.get(i).copied())
     }
 
     /// The bytes under `key`.
     pub fn read(&self, key: &str) -> Option<Vec<u8>> {
-        self.0
+        self.values
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(key)
@@ -50,7 +66,7 @@ impl CycleState {
 
     /// Stores bytes under `key`.
     pub fn write(&self, key: &str, value: Vec<u8>) {
-        self.0
+        self.values
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key.to_owned(), value);
@@ -58,7 +74,7 @@ impl CycleState {
 
     /// Removes `key`.
     pub fn delete(&self, key: &str) {
-        self.0
+        self.values
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
@@ -66,8 +82,16 @@ impl CycleState {
 
     /// An independent copy (what preemption simulates on).
     pub fn deep_clone(&self) -> Self {
-        let map = self.0.read().unwrap_or_else(|e| e.into_inner()).clone();
-        CycleState(Arc::new(RwLock::new(map)), self.1)
+        let map = self
+            .values
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        CycleState {
+            values: Arc::new(RwLock::new(map)),
+            sampled: self.sampled,
+            participants: self.participants.clone(),
+        }
     }
 }
 

@@ -87,6 +87,26 @@ pub trait PluginCalls: Send {
         overlays: &[(u32, &NodeInfo)],
     ) -> Result<(), CallError>;
 
+    /// [`PluginCalls::sync_overlaid`] (with no overlays, [`PluginCalls::sync`]) as
+    /// the first call of `pod`'s cycle on this instance: a wasm instance sends the
+    /// pod in the same crossing as the nodes.
+    fn sync_for(
+        &mut self,
+        snapshot: &Snapshot,
+        overlays: &[(u32, &NodeInfo)],
+        _pod: &CyclePod,
+    ) -> Result<(), CallError> {
+        if overlays.is_empty() {
+            self.sync(snapshot)
+        } else {
+            self.sync_overlaid(snapshot, overlays)
+        }
+    }
+
+    /// The features a pod needs for this instance, as configured, to take part in
+    /// its cycles (empty: every pod), as [`berth_sdk::Plugin::only_for_pods_with`].
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature];
+
     /// QueueSort's key.
     fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError>;
 

@@ -125,6 +125,9 @@ struct PluginSlot {
     fail_open: bool,
     /// The native twin to run instead of the module, in native mode.
     native: Option<Twin>,
+    /// The features a pod needs for the plugin to take part in its cycles, as its
+    /// configured instance declares them (empty: every pod).
+    only_for: Vec<berth_sdk::PodFeature>,
 }
 
 /// Live instances, one per plugin of the profile, made on first use and remade after
@@ -297,6 +300,7 @@ impl Framework {
                             } else {
                                 None
                             },
+                            only_for: Vec::new(),
                         });
                         plugins.len() - 1
                     }
@@ -324,10 +328,21 @@ impl Framework {
             binder: None,
             ..services.clone()
         };
+        // Every plugin is made once here, so that args it refuses are refused now;
+        // its configured instance says which pods it takes part for.
+        let mut main = InstanceSet::new(plugins.len(), scheduling_services.clone());
+        for i in 0..plugins.len() {
+            let inst = main.get(i, &plugins).map_err(|e| LoadError::Configure {
+                plugin: e.plugin,
+                source_name: plugins[i].module.source().to_owned(),
+                message: e.message,
+            })?;
+            plugins[i].only_for = inst.only_for_pods_with().to_vec();
+        }
         let fw = Framework {
             scheduler_name: profile.scheduler_name.clone(),
             metrics: services.metrics.clone(),
-            main: Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())),
+            main: Mutex::new(main),
             workers: (0..parallelism)
                 .map(|_| Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())))
                 .collect(),
@@ -342,16 +357,6 @@ impl Framework {
             rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
             shadows: Vec::new(),
         };
-        {
-            let mut main = lock(&fw.main);
-            for i in 0..fw.plugins.len() {
-                main.get(i, &fw.plugins).map_err(|e| LoadError::Configure {
-                    plugin: e.plugin,
-                    source_name: fw.plugins[i].module.source().to_owned(),
-                    message: e.message,
-                })?;
-            }
-        }
         Ok(fw)
     }
 
@@ -401,6 +406,7 @@ impl Framework {
                 extensions: false,
                 fail_open: false,
                 native: None,
+                only_for: Vec::new(),
             }]);
             let mut instances = InstanceSet::new(
                 1,
@@ -468,11 +474,26 @@ impl Framework {
         self.points.get(&point).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// Whether plugin `i` takes part in `pod`'s cycles: a plugin that declares the
-    /// pod features it needs (`ONLY_FOR_PODS_WITH`) is left out of the cycles of pods
-    /// without any of them.
-    fn takes_part(&self, i: usize, pod: &berth_sdk::Pod) -> bool {
-        self.plugins[i].module.takes_part(pod)
+    /// Which plugins take part in `pod`'s cycles, by plugin index: a plugin that
+    /// declares the pod features it needs (`only-for-pods-with`) is left out of the
+    /// cycles of pods without any of them. The snapshot says whether a pod in the
+    /// cluster has inter-pod affinity terms.
+    fn participants(&self, pod: &berth_sdk::Pod, snapshot: &crate::cache::Snapshot) -> Arc<[bool]> {
+        let cluster_has_affinity = snapshot.affinity_counts().with_affinity > 0;
+        self.plugins
+            .iter()
+            .map(|p| berth_sdk::PodFeature::takes_part(&p.only_for, pod, cluster_has_affinity))
+            .collect()
+    }
+
+    /// Whether plugin `i` takes part in `pod`'s cycles, as the state's scheduling
+    /// attempt decided; for a state made outside a scheduling attempt (a test
+    /// harness's), the pod's features decide, with the cluster counted as having
+    /// affinity pods.
+    fn takes_part(&self, i: usize, pod: &berth_sdk::Pod, state: &CycleState) -> bool {
+        state.takes_part(i).unwrap_or_else(|| {
+            berth_sdk::PodFeature::takes_part(&self.plugins[i].only_for, pod, true)
+        })
     }
 
     /// The QueueSort key of a pod, computed once when it is enqueued.
@@ -507,7 +528,7 @@ impl Framework {
         let mut timer = self.time_point("Reserve");
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve) {
-            if !self.takes_part(i, pod) {
+            if !self.takes_part(i, pod, state) {
                 continue;
             }
             let t = self.plugin_clock(state);
@@ -528,7 +549,7 @@ impl Framework {
         timer.status = "Success";
         let mut main = lock(&self.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve).iter().rev() {
-            if !self.takes_part(i, pod) {
+            if !self.takes_part(i, pod, state) {
                 continue;
             }
             let t = self.plugin_clock(state);
@@ -559,7 +580,7 @@ impl Framework {
         let mut waiting: BTreeSet<String> = BTreeSet::new();
         let mut timeout = MAX_PERMIT_TIMEOUT;
         for &(i, _) in self.at(ExtensionPoint::Permit) {
-            if !self.takes_part(i, pod) {
+            if !self.takes_part(i, pod, state) {
                 continue;
             }
             let clock = self.plugin_clock(state);
@@ -650,7 +671,7 @@ impl Framework {
     ) -> Result<(), PluginError> {
         let mut timer = self.time_point("PreBind");
         for &(i, _) in self.at(ExtensionPoint::PreBind) {
-            if !self.takes_part(i, pod) {
+            if !self.takes_part(i, pod, state) {
                 continue;
             }
             let t = self.plugin_clock(state);
@@ -666,7 +687,7 @@ impl Framework {
         let mut timer = self.time_point("Bind");
         let mut bound = false;
         for &(i, _) in self.at(ExtensionPoint::Bind) {
-            if !self.takes_part(i, pod) {
+            if !self.takes_part(i, pod, state) {
                 // As if it answered Skip.
                 continue;
             }
@@ -697,7 +718,7 @@ impl Framework {
         let mut timer = self.time_point("PostBind");
         timer.status = "Success";
         for &(i, _) in self.at(ExtensionPoint::PostBind) {
-            if !self.takes_part(i, pod) {
+            if !self.takes_part(i, pod, state) {
                 continue;
             }
             let t = self.plugin_clock(state);

@@ -129,7 +129,7 @@ impl Framework {
                     let mut main = lock(&self.main);
                     for &i in &extensions {
                         let inst = main.get(i, &self.plugins)?;
-                        inst.sync(snapshot)?;
+                        inst.sync_for(snapshot, &[], pod)?;
                         let status = inst.pod_on_node(true, st, pod, &p, slot)?;
                         if !status.is_success() {
                             return Err(self.failure(i, &status));
@@ -207,7 +207,7 @@ impl Framework {
                 let inst = set.get(i, &self.plugins)?;
                 let views: Vec<(u32, &NodeInfo)> =
                     overlaid.iter().map(|s| (*s, &overlays[s].info)).collect();
-                inst.sync_overlaid(snapshot, &views)?;
+                inst.sync_for(snapshot, &views, pod)?;
                 let t = self.plugin_clock(state);
                 let rejected = inst.filter(st, pod, &overlaid)?;
                 self.observe_plugin(i, "Filter", batch_code(&rejected), t);
@@ -231,7 +231,7 @@ impl Framework {
                 break;
             }
             let inst = set.get(i, &self.plugins)?;
-            inst.sync(snapshot)?;
+            inst.sync_for(snapshot, &[], pod)?;
             let t = self.plugin_clock(state);
             let rejected = inst.filter(state, pod, &survivors)?;
             self.observe_plugin(i, "Filter", batch_code(&rejected), t);
@@ -265,7 +265,7 @@ impl Framework {
         for &(i, _) in scorers {
             let mut score = || -> Result<Vec<i64>, PluginError> {
                 let inst = set.get(i, &self.plugins)?;
-                inst.sync(snapshot)?;
+                inst.sync_for(snapshot, &[], pod)?;
                 let t = self.plugin_clock(state);
                 let scored = inst.score(state, pod, chunk)?;
                 let code = scored
@@ -288,7 +288,7 @@ impl Framework {
         snapshot: &Snapshot,
         nominated: &NominatedPods,
     ) -> ScheduleOutcome {
-        let state = CycleState::sampled();
+        let state = CycleState::sampled().with_participants(self.participants(pod, snapshot));
         let mut skip_filter: HashSet<usize> = HashSet::new();
         let mut record = self.has_shadows().then(CycleRecord::default);
         let outcome = match self.try_schedule(
@@ -361,7 +361,7 @@ impl Framework {
             let mut timer = self.time_point("PreFilter");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreFilter) {
-                if !self.takes_part(i, pod) {
+                if !self.takes_part(i, pod, &state) {
                     // As if it answered Skip, without a call.
                     if let Some(rec) = record.as_mut()
                         && self.is_shadowed(i)
@@ -372,7 +372,7 @@ impl Framework {
                     continue;
                 }
                 let inst = main.get(i, &self.plugins)?;
-                inst.sync(snapshot)?;
+                inst.sync_for(snapshot, &[], pod)?;
                 let t = self.plugin_clock(&state);
                 let r = inst.pre_filter(&state, pod)?;
                 self.observe_plugin(i, "PreFilter", r.status.code.as_str(), t);
@@ -618,13 +618,13 @@ impl Framework {
             let mut timer = self.time_point("PreScore");
             let mut main = lock(&self.main);
             for &(i, _) in self.at(ExtensionPoint::PreScore) {
-                if !self.takes_part(i, pod) {
+                if !self.takes_part(i, pod, &state) {
                     skip_score.insert(i);
                     continue;
                 }
                 let mut pre_score = || -> Result<Status, PluginError> {
                     let inst = main.get(i, &self.plugins)?;
-                    inst.sync(snapshot)?;
+                    inst.sync_for(snapshot, &[], pod)?;
                     let t = self.plugin_clock(&state);
                     let status = inst.pre_score(&state, pod, &feasible)?;
                     self.observe_plugin(i, "PreScore", status.code.as_str(), t);

@@ -569,6 +569,18 @@ pub(crate) fn point_from_wit(p: w::ExtensionPoint) -> sdk::ExtensionPoint {
     }
 }
 
+pub(crate) fn pod_feature_from_wit(f: w::PodFeature) -> sdk::PodFeature {
+    use sdk::PodFeature as F;
+    match f {
+        w::PodFeature::Volumes => F::Volumes,
+        w::PodFeature::HostPorts => F::HostPorts,
+        w::PodFeature::NodeAffinity => F::NodeAffinity,
+        w::PodFeature::PodAffinity => F::PodAffinity,
+        w::PodFeature::TopologySpread => F::TopologySpread,
+        w::PodFeature::DefaultSelector => F::DefaultSelector,
+    }
+}
+
 /// The WIT flags in declaration order: bit `i` of the SDK's `ActionType` is flag `i`.
 const ACTION_FLAGS: [w::ActionType; 12] = [
     w::ActionType::ADD,

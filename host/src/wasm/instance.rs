@@ -13,7 +13,7 @@ use crate::cache::Snapshot;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::preemption::DryRun;
 use crate::framework::{CyclePod, PluginCalls};
-use berth_sdk::{PreFilterResult, Status};
+use berth_sdk::{PodFeature, PreFilterResult, Status};
 use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::Resource;
@@ -42,11 +42,19 @@ impl Module {
             point: "Configure",
             metrics,
             call_histograms: Vec::new(),
+            only_for_pods_with: Vec::new(),
         };
         let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
         let configured = inst.located(configured, On::Nothing);
         match configured {
-            Ok(Ok(())) => Ok(inst),
+            Ok(Ok(configuration)) => {
+                inst.only_for_pods_with = configuration
+                    .only_for_pods_with
+                    .into_iter()
+                    .map(convert::pod_feature_from_wit)
+                    .collect();
+                Ok(inst)
+            }
             Ok(Err(message)) => Err(LoadError::Configure {
                 plugin: self.name.clone(),
                 source_name: self.source.clone(),
@@ -103,6 +111,9 @@ pub struct Instance {
     /// The call-duration histogram of each extension point this instance was called
     /// at, taken on its first call there.
     call_histograms: Vec<(&'static str, prometheus::Histogram)>,
+    /// What `configure` answered: the features a pod needs for this instance to
+    /// take part in its cycles.
+    only_for_pods_with: Vec<PodFeature>,
 }
 
 impl Instance {
@@ -228,7 +239,8 @@ impl Instance {
     }
 
     /// Runs a call of `pod`'s cycle: begins the cycle in the guest first unless it
-    /// holds that pod already, so the pod crosses once per cycle per instance.
+    /// holds that pod already (a sync may have begun it), so the pod crosses once per
+    /// cycle per instance.
     fn in_cycle<R>(
         &mut self,
         state: &CycleState,
@@ -315,16 +327,20 @@ impl Instance {
     /// version or an overlay) gets only the change of its pods; a new one, or one
     /// whose object changed, is sent whole. A slot overlaid last time and again now
     /// goes from one overlay to the next without the snapshot's version between.
+    /// With `pod`, the same call begins that pod's cycle unless the guest holds it
+    /// already; a replica that needs nothing leaves that to the cycle's first call.
     fn sync_with(
         &mut self,
         snapshot: &Snapshot,
         overlays: &[(u32, &berth_sdk::NodeInfo)],
+        pod: Option<&CyclePod>,
     ) -> Result<(), CallError> {
         self.point = "Sync";
         let current = self.replica_generation == Some(snapshot.generation());
         if current && self.overlaid.is_empty() && overlays.is_empty() {
             return Ok(());
         }
+        let begin = pod.filter(|p| self.cycle_pod != Some(p.id()));
         let (mut updated, mut removed) = if current {
             (Vec::new(), Vec::new())
         } else {
@@ -391,12 +407,26 @@ impl Instance {
             send(slot, info, held.map(|h| &**h));
             sent.push((slot, Some(Arc::new(held_copy(info, wants_pods)))));
         }
+        if let Some(p) = begin {
+            // Placed on the pod whether or not the call succeeds, as `in_cycle`.
+            self.cycle_pod = None;
+            self.cycle_pod_key = p.key();
+            self.call_pod_key = None;
+        }
         let r = self.call(|b, s| {
-            b.berth_scheduler_replica()
-                .call_sync_nodes(s, &whole, &changed, &removed)
+            b.berth_scheduler_replica().call_sync_nodes(
+                s,
+                &whole,
+                &changed,
+                &removed,
+                begin.map(|p| p.wit()),
+            )
         });
         let n = whole.len() + changed.len() + removed.len();
         r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))?;
+        if let Some(p) = begin {
+            self.cycle_pod = Some(p.id());
+        }
         for slot in removed {
             self.remember_sent(slot, None);
         }
@@ -413,7 +443,7 @@ impl PluginCalls for Instance {
     /// Brings the guest's node replica up to the snapshot, sending only what changed
     /// since this instance's last sync.
     fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
-        self.sync_with(snapshot, &[])
+        self.sync_with(snapshot, &[], None)
     }
 
     fn sync_overlaid(
@@ -421,7 +451,22 @@ impl PluginCalls for Instance {
         snapshot: &Snapshot,
         overlays: &[(u32, &berth_sdk::NodeInfo)],
     ) -> Result<(), CallError> {
-        self.sync_with(snapshot, overlays)
+        self.sync_with(snapshot, overlays, None)
+    }
+
+    /// One crossing for both: the changed nodes and, when the guest does not hold
+    /// it yet, the pod.
+    fn sync_for(
+        &mut self,
+        snapshot: &Snapshot,
+        overlays: &[(u32, &berth_sdk::NodeInfo)],
+        pod: &CyclePod,
+    ) -> Result<(), CallError> {
+        self.sync_with(snapshot, overlays, Some(pod))
+    }
+
+    fn only_for_pods_with(&self) -> &[PodFeature] {
+        &self.only_for_pods_with
     }
 
     fn pod_on_node(

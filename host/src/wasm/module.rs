@@ -2,7 +2,6 @@
 //! engine's cache), checked against the plugin world, what it says of itself
 //! (`plugin.info`, its version section), and the stores its instances run in.
 
-use super::bindings::berth::scheduler::types as w;
 use super::bindings::{SchedulerPlugin, SchedulerPluginPre};
 use super::convert;
 use super::engine::hex;
@@ -10,7 +9,6 @@ use super::output::{GuestOutput, Stream};
 use super::sandbox::{Sandbox, SandboxError};
 use berth_sdk::EventRegistration;
 use berth_sdk::ExtensionPoint;
-use berth_sdk::PodFeature;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
@@ -24,7 +22,7 @@ pub use super::host_imports::{HostCtx, HostServices};
 pub use super::instance::{Instance, WitPod, pod_to_wit};
 
 /// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.6.0";
+pub const WIT_VERSION: &str = "0.7.0";
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +128,6 @@ impl Runtime {
             extension_points: Vec::new(),
             wants_pods: false,
             pre_filter_extensions: false,
-            only_for_pods_with: Vec::new(),
             events: None,
             sha256,
             source: source_name.to_owned(),
@@ -168,14 +165,6 @@ impl Runtime {
         module.name = info.name;
         module.wants_pods = info.wants_pods;
         module.pre_filter_extensions = info.pre_filter_extensions;
-        module.only_for_pods_with = info
-            .only_for_pods_with
-            .into_iter()
-            .map(|f| match f {
-                w::PodFeature::Volumes => PodFeature::Volumes,
-                w::PodFeature::HostPorts => PodFeature::HostPorts,
-            })
-            .collect();
         module.events = info.events.map(|list| {
             list.into_iter()
                 .map(convert::registration_from_wit)
@@ -223,7 +212,6 @@ pub struct Module {
     extension_points: Vec<ExtensionPoint>,
     pub(super) wants_pods: bool,
     pre_filter_extensions: bool,
-    only_for_pods_with: Vec<PodFeature>,
     events: Option<Vec<EventRegistration>>,
     sha256: String,
     pub(super) source: String,
@@ -283,18 +271,6 @@ impl Module {
     /// Whether the plugin's replica needs the pods of each node.
     pub fn wants_pods(&self) -> bool {
         self.wants_pods
-    }
-
-    /// The features a pod needs for the plugin to take part in its cycles (empty:
-    /// every pod).
-    pub fn only_for_pods_with(&self) -> &[PodFeature] {
-        &self.only_for_pods_with
-    }
-
-    /// Whether the plugin takes part in `pod`'s scheduling and binding cycles (see
-    /// [`berth_sdk::Plugin::ONLY_FOR_PODS_WITH`]).
-    pub fn takes_part(&self, pod: &berth_sdk::Pod) -> bool {
-        PodFeature::takes_part(&self.only_for_pods_with, pod)
     }
 
     /// Whether the plugin exports PreFilterExtensions (AddPod/RemovePod).

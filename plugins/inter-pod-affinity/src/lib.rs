@@ -143,6 +143,12 @@ impl Plugin for InterPodAffinity {
         InterPodAffinityArgs::from_json(args).map(InterPodAffinity::with_args)
     }
 
+    // Without terms of the pod's own and with no pod in the cluster having any,
+    // PreFilter and PreScore answer Skip.
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        &[berth_sdk::PodFeature::PodAffinity]
+    }
+
     fn events() -> Option<Vec<berth_sdk::EventRegistration>> {
         Some(queueing::events())
     }

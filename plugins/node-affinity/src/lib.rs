@@ -65,6 +65,16 @@ impl Plugin for NodeAffinity {
         NodeAffinityArgs::from_json(args).map(NodeAffinity::with_args)
     }
 
+    // Without a selector or affinity of the pod's own, PreFilter and PreScore answer
+    // Skip, unless `addedAffinity` applies to every pod.
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        if self.args.added_required.is_some() || self.args.added_preferred.is_some() {
+            &[]
+        } else {
+            &[berth_sdk::PodFeature::NodeAffinity]
+        }
+    }
+
     fn events() -> Option<Vec<berth_sdk::EventRegistration>> {
         Some(queueing::events())
     }

@@ -30,8 +30,9 @@ pub struct NodePorts;
 impl Plugin for NodePorts {
     const NAME: &'static str = "NodePorts";
     // PreFilter answers Skip and nothing else acts: a pod without host ports fits every node.
-    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] =
-        &[berth_sdk::PodFeature::HostPorts];
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        &[berth_sdk::PodFeature::HostPorts]
+    }
     fn new(_args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         Ok(NodePorts)
     }

@@ -34,7 +34,9 @@ pub struct NodeVolumeLimits;
 impl Plugin for NodeVolumeLimits {
     const NAME: &'static str = "NodeVolumeLimits";
     // PreFilter answers Skip and nothing else acts: a pod without volumes attaches none.
-    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] = &[berth_sdk::PodFeature::Volumes];
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        &[berth_sdk::PodFeature::Volumes]
+    }
     /// The volumes of the pods on a node count against its limits.
     const WANTS_PODS: bool = true;
 

@@ -98,6 +98,17 @@ impl Plugin for PodTopologySpread {
         SpreadArgs::from_json(args).map(PodTopologySpread::with_args)
     }
 
+    // A pod without constraints of its own gets the default ones only when something
+    // selects it; with neither, PreFilter and PreScore answer Skip.
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        use berth_sdk::PodFeature::{DefaultSelector, TopologySpread};
+        if self.default_constraints.is_empty() {
+            &[TopologySpread]
+        } else {
+            &[TopologySpread, DefaultSelector]
+        }
+    }
+
     fn events() -> Option<Vec<berth_sdk::EventRegistration>> {
         Some(queueing::events())
     }

@@ -650,7 +650,9 @@ impl VolumeBinding {
 impl Plugin for VolumeBinding {
     const NAME: &'static str = "VolumeBinding";
     // PreFilter answers Skip and nothing else acts: a pod without volumes has no claims to bind.
-    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] = &[berth_sdk::PodFeature::Volumes];
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        &[berth_sdk::PodFeature::Volumes]
+    }
 
     fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         Ok(VolumeBinding {

@@ -64,7 +64,9 @@ impl PreFilterState {
 impl Plugin for VolumeRestrictions {
     const NAME: &'static str = "VolumeRestrictions";
     // PreFilter answers Skip and nothing else acts: a pod without volumes conflicts with none.
-    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] = &[berth_sdk::PodFeature::Volumes];
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        &[berth_sdk::PodFeature::Volumes]
+    }
     /// Disk conflicts are with the pods on the node; claims in use are by any pod.
     const WANTS_PODS: bool = true;
 

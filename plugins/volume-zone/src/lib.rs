@@ -54,7 +54,9 @@ pub struct VolumeTopology {
 impl Plugin for VolumeZone {
     const NAME: &'static str = "VolumeZone";
     // PreFilter answers Skip and nothing else acts: a pod without volumes has no claims to place.
-    const ONLY_FOR_PODS_WITH: &'static [berth_sdk::PodFeature] = &[berth_sdk::PodFeature::Volumes];
+    fn only_for_pods_with(&self) -> &[berth_sdk::PodFeature] {
+        &[berth_sdk::PodFeature::Volumes]
+    }
 
     fn new(_args: berth_sdk::serde_json::Value) -> Result<Self, String> {
         Ok(VolumeZone)
