@@ -67,7 +67,11 @@ fn main() {
         .arg(root.join("Cargo.toml"))
         // Symbols stay (trap backtraces name functions); debug info goes.
         .args(["--config", "profile.release.debug=false"])
-        .args(["--config", "profile.release.strip=\"debuginfo\""]);
+        .args(["--config", "profile.release.strip=\"debuginfo\""])
+        // One codegen unit with the SDK inlined into the plugin: the per-node calls
+        // of Filter and Score run through SDK helpers.
+        .args(["--config", "profile.release.lto=true"])
+        .args(["--config", "profile.release.codegen-units=1"]);
     for (name, _) in plugins.iter().chain(&fixtures) {
         cmd.arg("-p").arg(name);
     }

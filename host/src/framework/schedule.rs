@@ -516,13 +516,18 @@ impl Framework {
         while processed < n && feasible.len() < to_find {
             let want = to_find - feasible.len();
             let take = (n - processed).min(want.max(MIN_ROUND));
-            let round: Vec<u32> = (processed..processed + take)
-                .map(|k| candidates[(start + k) % n])
+            let begin = (start + processed) % n;
+            let round: Vec<u32> = candidates[begin..]
+                .iter()
+                .chain(&candidates[..begin])
+                .take(take)
+                .copied()
                 .collect();
             let results = self.fan_out(&round, |w, chunk| {
                 self.filter_chunk(w, &state, pod, snapshot, chunk, &filters, &overlays)
             });
-            // Sorted, for lookups by slot without hashing every node of the round.
+            // In round order: the chunks come back in order, each with its nodes that
+            // passed in order.
             let mut passed: Vec<u32> = Vec::with_capacity(round.len());
             let mut failed: Vec<(u32, usize, Status)> = Vec::new();
             for r in results {
@@ -530,9 +535,10 @@ impl Framework {
                 passed.extend(ok);
                 failed.extend(bad);
             }
-            passed.sort_unstable();
-            let passed_has = |slot: &u32| passed.binary_search(slot).is_ok();
             if let Some(rec) = record.as_mut() {
+                let mut sorted = passed.clone();
+                sorted.sort_unstable();
+                let passed_has = |slot: &u32| sorted.binary_search(slot).is_ok();
                 for slot in &round {
                     let by = (!passed_has(slot))
                         .then(|| {
@@ -548,8 +554,9 @@ impl Framework {
             // Keep only the nodes up to the one that completed the count, as
             // upstream counts processed nodes.
             let mut cut = round.len();
+            let mut next_passed = passed.iter().peekable();
             for (k, slot) in round.iter().enumerate() {
-                if passed_has(slot) {
+                if next_passed.next_if_eq(&slot).is_some() {
                     feasible.push(*slot);
                     if feasible.len() == to_find {
                         cut = k + 1;
@@ -557,6 +564,10 @@ impl Framework {
                     }
                 }
             }
+            debug_assert!(
+                cut < round.len() || next_passed.next().is_none(),
+                "the nodes that passed are not in round order"
+            );
             let mut kept: Vec<u32> = round[..cut].to_vec();
             kept.sort_unstable();
             for (slot, plugin, status) in failed {
