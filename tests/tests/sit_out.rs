@@ -1,8 +1,10 @@
-//! Plugins that sit out the cycles of pods they have nothing to do with: NodeAffinity,
-//! PodTopologySpread and InterPodAffinity are not called for a pod without a node
-//! selector or affinity, spread constraints, something that selects it, or pod
-//! affinity terms (of its own or of any pod in the cluster), and are called, and
-//! decide, as soon as the pod or the cluster has them.
+//! Which plugins a pod's cycle calls, and on which nodes. Plugins sit out the cycles
+//! of pods they have nothing to do with: NodeAffinity, PodTopologySpread and
+//! InterPodAffinity are not called for a pod without a node selector or affinity,
+//! spread constraints, something that selects it, or pod affinity terms (of its own
+//! or of any pod in the cluster), and are called, and decide, as soon as the pod or
+//! the cluster has them. A PreFilter that names the only nodes that can fit leaves
+//! the others out, reported as upstream reports them.
 
 use berth::clock::VirtualClock;
 use berth::cluster::manifest::{Object, load_str};
@@ -166,4 +168,33 @@ fn node_affinity_with_added_affinity_takes_part_for_every_pod() {
     s.run_until_idle();
     assert_eq!(node_of(&s, "plain"), "n1", "the added affinity decides");
     assert_eq!(pre_filter_calls(&s), [1, 0, 0]);
+}
+
+#[test]
+fn nodes_a_pre_filter_leaves_out_are_reported_as_upstream_reports_them() {
+    let mut s = scheduler(&Configuration::default());
+    let mut yaml = nodes();
+    yaml += "apiVersion: v1\nkind: Node\nmetadata: {name: n3, labels: {kubernetes.io/hostname: n3}}\nstatus: {allocatable: {cpu: 50m, memory: 8Gi, pods: '110'}}\n---\n";
+    // NodeAffinity's PreFilter names the node of a `metadata.name` field selector
+    // (one value, as upstream's field selectors take); n3 is too small.
+    yaml += &pod(
+        "named",
+        "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchFields:\n          - {key: metadata.name, operator: In, values: [n2]}\n",
+    );
+    yaml += &pod(
+        "narrowed-to-small",
+        "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchFields:\n          - {key: metadata.name, operator: In, values: [n3]}\n",
+    );
+    apply(&mut s, &yaml);
+    s.run_until_idle();
+    assert_eq!(node_of(&s, "named"), "n2");
+    let o = s.outcome("uid-narrowed-to-small").unwrap();
+    assert_eq!(o.node, None);
+    assert!(
+        o.message.starts_with(
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        ),
+        "{}",
+        o.message
+    );
 }

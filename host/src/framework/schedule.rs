@@ -436,8 +436,10 @@ impl Framework {
                 "node(s) didn't satisfy plugin(s) [{}]",
                 narrowing_plugins.join(", ")
             );
+            // `candidates` keeps the order of the slots it was taken from.
+            let mut next_candidate = candidates.iter().peekable();
             for &s in snapshot.slots() {
-                if !candidates.contains(&s) {
+                if next_candidate.next_if_eq(&&s).is_none() {
                     let name = snapshot
                         .node(s)
                         .map(|n| n.name().to_owned())

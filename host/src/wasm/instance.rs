@@ -249,16 +249,32 @@ impl Instance {
     ) -> Result<R, CallError> {
         self.call_pod_key = None;
         if self.cycle_pod != Some(pod.id()) {
-            self.cycle_pod = None;
-            self.cycle_pod_key = pod.key();
-            let wit = pod.wit();
-            let point = std::mem::replace(&mut self.point, "BeginCycle");
-            let begun = self.call(|b, s| b.berth_scheduler_cycle().call_begin_cycle(s, wit));
-            self.point = point;
-            begun?;
-            self.cycle_pod = Some(pod.id());
+            self.begin_with(pod, "BeginCycle", |b, s, wit| {
+                b.berth_scheduler_cycle().call_begin_cycle(s, wit)
+            })?;
         }
         self.with_state(state, f)
+    }
+
+    /// Sends `pod` to the guest as the pod of the calls that follow, by `send` (the
+    /// crossing that carries it, timed at `point`); the instance holds no cycle pod
+    /// until it succeeds, and errors name the pod.
+    fn begin_with<R>(
+        &mut self,
+        pod: &CyclePod,
+        point: &'static str,
+        send: impl FnOnce(&SchedulerPlugin, &mut Store<HostCtx>, &WitPod) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        self.cycle_pod = None;
+        self.cycle_pod_key = pod.key();
+        self.call_pod_key = None;
+        let wit = pod.wit();
+        let point = std::mem::replace(&mut self.point, point);
+        let r = self.call(|b, s| send(b, s, wit));
+        self.point = point;
+        let r = r?;
+        self.cycle_pod = Some(pod.id());
+        Ok(r)
     }
 
     fn with_state<R>(&mut self, state: &CycleState, f: impl CycleCall<R>) -> Result<R, CallError> {
@@ -407,26 +423,16 @@ impl Instance {
             send(slot, info, held.map(|h| &**h));
             sent.push((slot, Some(Arc::new(held_copy(info, wants_pods)))));
         }
-        if let Some(p) = begin {
-            // Placed on the pod whether or not the call succeeds, as `in_cycle`.
-            self.cycle_pod = None;
-            self.cycle_pod_key = p.key();
-            self.call_pod_key = None;
-        }
-        let r = self.call(|b, s| {
-            b.berth_scheduler_replica().call_sync_nodes(
-                s,
-                &whole,
-                &changed,
-                &removed,
-                begin.map(|p| p.wit()),
-            )
-        });
+        let replica = |b: &SchedulerPlugin, s: &mut Store<HostCtx>, pod: Option<&WitPod>| {
+            b.berth_scheduler_replica()
+                .call_sync_nodes(s, &whole, &changed, &removed, pod)
+        };
+        let r = match begin {
+            Some(p) => self.begin_with(p, "Sync", |b, s, wit| replica(b, s, Some(wit))),
+            None => self.call(|b, s| replica(b, s, None)),
+        };
         let n = whole.len() + changed.len() + removed.len();
         r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))?;
-        if let Some(p) = begin {
-            self.cycle_pod = Some(p.id());
-        }
         for slot in removed {
             self.remember_sent(slot, None);
         }
