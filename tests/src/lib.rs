@@ -1,7 +1,50 @@
 //! End-to-end tests live in `tests/tests/`; this library holds what several of them
 //! share.
 
+use berth::cluster::manifest::{Object, load_str};
+use berth::scheduler::Scheduler;
+use berth::wasm::{Runtime, RuntimeOptions};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// A wasm runtime whose compiled components are cached in one temporary directory
+/// for the whole test process.
+pub fn runtime() -> Arc<Runtime> {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
+    Runtime::new(RuntimeOptions {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..RuntimeOptions::default()
+    })
+    .unwrap()
+}
+
+/// Applies manifests (nodes, pods, storage objects, Services and other selectors)
+/// to the scheduler; any other kind fails the test.
+pub fn apply(s: &mut Scheduler, yaml: &str) {
+    for doc in load_str("test.yaml", yaml).unwrap() {
+        match doc.object {
+            Object::Node(n) => s.add_or_update_node(n),
+            Object::Pod(p) => s.add_pod(p).unwrap(),
+            Object::Claim(c) => s.add_or_update_claim(c),
+            Object::Volume(v) => s.add_or_update_volume(v),
+            Object::StorageClass(c) => s.add_or_update_storage_class(c),
+            Object::Selector(sel) => s.add_or_update_selector(sel),
+            other => panic!("unexpected object {other:?}"),
+        }
+    }
+}
+
+/// The `berth_plugin_call_duration_seconds` count of a plugin's calls at a point.
+pub fn plugin_calls(s: &Scheduler, plugin: &str, point: &str) -> u64 {
+    let line = format!(
+        "berth_plugin_call_duration_seconds_count{{extension_point=\"{point}\",plugin=\"{plugin}\"}} "
+    );
+    s.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix(line.as_str()))
+        .map_or(0, |n| n.parse().unwrap())
+}
 
 /// Two empty nodes of 4 CPUs and 8 GiB, `alpha` and `zulu`, as manifests.
 pub const TWO_NODES: &str = r#"

@@ -9,20 +9,10 @@ use berth::config::{Configuration, ModuleSource};
 use berth::metrics::AttemptResult;
 use berth::queue::QueueName;
 use berth::scheduler::{Scheduler, SchedulerOptions};
-use berth::wasm::{Runtime, RuntimeOptions};
 use berth_sdk::{Container, Node, Pod, ResourceList, Resources};
+use berth_tests::runtime;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
-
-fn runtime() -> Arc<Runtime> {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
-    Runtime::new(RuntimeOptions {
-        cache_dir: Some(dir.path().to_path_buf()),
-        ..RuntimeOptions::default()
-    })
-    .unwrap()
-}
+use std::sync::Arc;
 
 fn config(extra: &str) -> Configuration {
     let text = format!(

@@ -11,24 +11,14 @@ use berth::metrics::AttemptResult;
 use berth::queue::QueueName;
 use berth::reload::ReloadSource;
 use berth::scheduler::{Scheduler, SchedulerOptions};
-use berth::wasm::{Runtime, RuntimeOptions};
 use berth_artifacts::fixtures::{
     FIXTURE_PREFER_FIRST_NODE, FIXTURE_PREFER_LAST_NODE, FIXTURE_WRONG_VERSION,
 };
 use berth_sdk::{Container, Node, Pod, ResourceList, Resources};
+use berth_tests::runtime;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
-
-fn runtime() -> Arc<Runtime> {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
-    Runtime::new(RuntimeOptions {
-        cache_dir: Some(dir.path().to_path_buf()),
-        ..RuntimeOptions::default()
-    })
-    .unwrap()
-}
+use std::sync::Arc;
 
 fn node(name: &str) -> Node {
     Node {

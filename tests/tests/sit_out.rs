@@ -7,22 +7,11 @@
 //! the others out, reported as upstream reports them.
 
 use berth::clock::VirtualClock;
-use berth::cluster::manifest::{Object, load_str};
 use berth::cluster::memory::MemoryCluster;
 use berth::config::Configuration;
 use berth::scheduler::{Scheduler, SchedulerOptions};
-use berth::wasm::{Runtime, RuntimeOptions};
-use std::sync::{Arc, OnceLock};
-
-fn runtime() -> Arc<Runtime> {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
-    Runtime::new(RuntimeOptions {
-        cache_dir: Some(dir.path().to_path_buf()),
-        ..RuntimeOptions::default()
-    })
-    .unwrap()
-}
+use berth_tests::{apply, plugin_calls, runtime};
+use std::sync::Arc;
 
 fn scheduler(config: &Configuration) -> Scheduler {
     Scheduler::new(
@@ -34,17 +23,6 @@ fn scheduler(config: &Configuration) -> Scheduler {
         Arc::new(VirtualClock::default()),
     )
     .unwrap()
-}
-
-fn apply(s: &mut Scheduler, yaml: &str) {
-    for doc in load_str("test.yaml", yaml).unwrap() {
-        match doc.object {
-            Object::Node(n) => s.add_or_update_node(n),
-            Object::Pod(p) => s.add_pod(p).unwrap(),
-            Object::Selector(sel) => s.add_or_update_selector(sel),
-            other => panic!("unexpected object {other:?}"),
-        }
-    }
 }
 
 fn nodes() -> String {
@@ -65,21 +43,10 @@ fn pod(name: &str, spec: &str) -> String {
     )
 }
 
-/// The `berth_plugin_call_duration_seconds` count of a plugin's calls at a point.
-fn calls(s: &Scheduler, plugin: &str, point: &str) -> u64 {
-    let line = format!(
-        "berth_plugin_call_duration_seconds_count{{extension_point=\"{point}\",plugin=\"{plugin}\"}} "
-    );
-    s.metrics_text()
-        .lines()
-        .find_map(|l| l.strip_prefix(line.as_str()))
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 const SAT_OUT: [&str; 3] = ["NodeAffinity", "PodTopologySpread", "InterPodAffinity"];
 
 fn pre_filter_calls(s: &Scheduler) -> [u64; 3] {
-    SAT_OUT.map(|p| calls(s, p, "PreFilter"))
+    SAT_OUT.map(|p| plugin_calls(s, p, "PreFilter"))
 }
 
 fn node_of(s: &Scheduler, name: &str) -> String {
@@ -97,10 +64,10 @@ fn affinity_and_spread_plugins_take_part_only_for_pods_that_need_them() {
     node_of(&s, "plain");
     for plugin in SAT_OUT {
         for point in ["PreFilter", "Filter", "PreScore", "Score"] {
-            assert_eq!(calls(&s, plugin, point), 0, "{plugin} at {point}");
+            assert_eq!(plugin_calls(&s, plugin, point), 0, "{plugin} at {point}");
         }
     }
-    assert!(calls(&s, "NodeResourcesFit", "PreFilter") > 0);
+    assert!(plugin_calls(&s, "NodeResourcesFit", "PreFilter") > 0);
 
     // A node selector brings NodeAffinity in, and it decides.
     apply(
@@ -125,7 +92,7 @@ fn affinity_and_spread_plugins_take_part_only_for_pods_that_need_them() {
 
     // A Service that selects the pod gives it the default constraints (soft ones:
     // PreFilter answers Skip, PreScore works).
-    let scored = calls(&s, "PodTopologySpread", "PreScore");
+    let scored = plugin_calls(&s, "PodTopologySpread", "PreScore");
     apply(
         &mut s,
         "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec: {selector: {app: served}}\n---\n",
@@ -133,7 +100,10 @@ fn affinity_and_spread_plugins_take_part_only_for_pods_that_need_them() {
     apply(&mut s, &pod("served", ""));
     s.run_until_idle();
     node_of(&s, "served");
-    assert_eq!(calls(&s, "PodTopologySpread", "PreScore"), scored + 1);
+    assert_eq!(
+        plugin_calls(&s, "PodTopologySpread", "PreScore"),
+        scored + 1
+    );
     assert_eq!(pre_filter_calls(&s), [1, 2, 0]);
 
     // Anti-affinity of the pod's own brings InterPodAffinity in.

@@ -5,25 +5,14 @@
 //! back what Reserve assumed.
 
 use berth::clock::VirtualClock;
-use berth::cluster::manifest::{Object, load_str};
 use berth::cluster::memory::MemoryCluster;
 use berth::config::Configuration;
 use berth::scheduler::{Scheduler, SchedulerOptions};
-use berth::wasm::{Runtime, RuntimeOptions};
 use berth_sdk::{ANNOTATION_BIND_COMPLETED, ANNOTATION_SELECTED_NODE, ClaimPhase, VolumePhase};
+use berth_tests::{apply, plugin_calls, runtime};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-
-fn runtime() -> Arc<Runtime> {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
-    Runtime::new(RuntimeOptions {
-        cache_dir: Some(dir.path().to_path_buf()),
-        ..RuntimeOptions::default()
-    })
-    .unwrap()
-}
 
 fn scheduler(cluster: Arc<MemoryCluster>) -> Scheduler {
     let options = SchedulerOptions {
@@ -39,20 +28,6 @@ fn scheduler(cluster: Arc<MemoryCluster>) -> Scheduler {
         Arc::new(VirtualClock::default()),
     )
     .unwrap()
-}
-
-/// Applies manifests (nodes, storage objects, pods) to the scheduler.
-fn apply(s: &mut Scheduler, yaml: &str) {
-    for doc in load_str("test.yaml", yaml).unwrap() {
-        match doc.object {
-            Object::Node(n) => s.add_or_update_node(n),
-            Object::Pod(p) => s.add_pod(p).unwrap(),
-            Object::Claim(c) => s.add_or_update_claim(c),
-            Object::Volume(v) => s.add_or_update_volume(v),
-            Object::StorageClass(c) => s.add_or_update_storage_class(c),
-            other => panic!("unexpected object {other:?}"),
-        }
-    }
 }
 
 fn node(name: &str, zone: &str) -> String {
@@ -266,17 +241,6 @@ fn a_pod_whose_immediate_claim_is_unbound_waits_for_the_controller() {
     assert!(cluster.bindings().contains_key("uid-app"));
 }
 
-/// The `berth_plugin_call_duration_seconds` count of a plugin's calls at a point.
-fn calls(s: &Scheduler, plugin: &str, point: &str) -> u64 {
-    let line = format!(
-        "berth_plugin_call_duration_seconds_count{{extension_point=\"{point}\",plugin=\"{plugin}\"}} "
-    );
-    s.metrics_text()
-        .lines()
-        .find_map(|l| l.strip_prefix(line.as_str()))
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 #[test]
 fn plugins_that_need_volumes_or_host_ports_sit_out_the_cycles_of_pods_without_them() {
     let cluster = Arc::new(MemoryCluster::new());
@@ -297,11 +261,11 @@ fn plugins_that_need_volumes_or_host_ports_sit_out_the_cycles_of_pods_without_th
         "NodePorts",
     ] {
         for point in ["BeginCycle", "PreFilter", "Filter", "Reserve", "PreBind"] {
-            assert_eq!(calls(&s, plugin, point), 0, "{plugin} at {point}");
+            assert_eq!(plugin_calls(&s, plugin, point), 0, "{plugin} at {point}");
         }
     }
-    assert!(calls(&s, "NodeResourcesFit", "PreFilter") > 0);
-    assert!(calls(&s, "NodeResourcesFit", "Filter") > 0);
+    assert!(plugin_calls(&s, "NodeResourcesFit", "PreFilter") > 0);
+    assert!(plugin_calls(&s, "NodeResourcesFit", "Filter") > 0);
 
     // A pod with a claim brings the volume plugins in, and VolumeBinding binds it.
     let yaml = claim("data", "local", "5Gi") + &pod_with_claim("db", "data");
@@ -318,9 +282,13 @@ fn plugins_that_need_volumes_or_host_ports_sit_out_the_cycles_of_pods_without_th
         "VolumeRestrictions",
         "NodeVolumeLimits",
     ] {
-        assert!(calls(&s, plugin, "PreFilter") >= 1, "{plugin}");
+        assert!(plugin_calls(&s, plugin, "PreFilter") >= 1, "{plugin}");
     }
-    assert!(calls(&s, "VolumeBinding", "Reserve") >= 1);
-    assert!(calls(&s, "VolumeBinding", "PreBind") >= 1);
-    assert_eq!(calls(&s, "NodePorts", "PreFilter"), 0, "no host ports yet");
+    assert!(plugin_calls(&s, "VolumeBinding", "Reserve") >= 1);
+    assert!(plugin_calls(&s, "VolumeBinding", "PreBind") >= 1);
+    assert_eq!(
+        plugin_calls(&s, "NodePorts", "PreFilter"),
+        0,
+        "no host ports yet"
+    );
 }
