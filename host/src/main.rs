@@ -417,8 +417,7 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
         .config_map
         .as_deref()
         .map(|r| berth::watch::ConfigMapSource::parse(r, &args.config_map_key))
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+        .transpose()?;
     let opts = berth::run::RunOptions {
         config: args.config,
         config_map,

@@ -47,15 +47,26 @@ impl std::fmt::Debug for Twin {
     }
 }
 
+/// Why a native twin could not be built from its args.
+#[derive(Debug, thiserror::Error)]
+pub enum TwinError {
+    /// The args are not JSON.
+    #[error("args are not JSON: {0}")]
+    ArgsNotJson(#[source] serde_json::Error),
+    /// The plugin refused them; its own words.
+    #[error("{0}")]
+    Refused(String),
+}
+
 impl Twin {
     /// Builds an instance from its args (JSON; empty is null).
-    pub fn instantiate(&self, args_json: &str) -> Result<Box<dyn PluginCalls>, String> {
+    pub fn instantiate(&self, args_json: &str) -> Result<Box<dyn PluginCalls>, TwinError> {
         let args = if args_json.trim().is_empty() {
             serde_json::Value::Null
         } else {
-            serde_json::from_str(args_json).map_err(|e| format!("args are not JSON: {e}"))?
+            serde_json::from_str(args_json).map_err(TwinError::ArgsNotJson)?
         };
-        (self.new)(args)
+        (self.new)(args).map_err(TwinError::Refused)
     }
 }
 
@@ -605,6 +616,7 @@ mod tests {
             .instantiate("{not json")
             .err()
             .expect("bad JSON is refused");
-        assert!(bad.contains("args are not JSON"), "{bad}");
+        assert!(matches!(bad, TwinError::ArgsNotJson(_)), "{bad}");
+        assert!(bad.to_string().starts_with("args are not JSON: "), "{bad}");
     }
 }

@@ -99,6 +99,17 @@ pub enum ConfigMapError {
     },
 }
 
+/// Why a `--config-map` reference was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigMapRefError {
+    /// The reference is not `NAMESPACE/NAME`.
+    #[error("--config-map {0:?}: expected NAMESPACE/NAME")]
+    NotNamespaceSlashName(String),
+    /// The key is empty.
+    #[error("--config-map-key: empty")]
+    EmptyKey,
+}
+
 /// Watches `config_path` and the modules it names on a thread of its own; each
 /// change (after `debounce` of quiet) sends [`Input::Reload`] to `tx`. The thread ends
 /// when `tx`'s receiver is gone.
@@ -293,17 +304,17 @@ pub struct ConfigMapSource {
 
 impl ConfigMapSource {
     /// `NAMESPACE/NAME`, and the key.
-    pub fn parse(reference: &str, key: &str) -> Result<Self, String> {
+    pub fn parse(reference: &str, key: &str) -> Result<Self, ConfigMapRefError> {
         let Some((namespace, name)) = reference
             .split_once('/')
             .filter(|(ns, n)| !ns.is_empty() && !n.is_empty() && !n.contains('/'))
         else {
-            return Err(format!(
-                "--config-map {reference:?}: expected NAMESPACE/NAME"
+            return Err(ConfigMapRefError::NotNamespaceSlashName(
+                reference.to_owned(),
             ));
         };
         if key.is_empty() {
-            return Err("--config-map-key: empty".into());
+            return Err(ConfigMapRefError::EmptyKey);
         }
         Ok(ConfigMapSource {
             namespace: namespace.to_owned(),
@@ -421,8 +432,14 @@ mod config_map_tests {
         assert_eq!(s.label(), "configmap kube-system/berth[config.yaml]");
         for bad in ["berth", "/berth", "kube-system/", "a/b/c"] {
             let e = ConfigMapSource::parse(bad, "config.yaml").unwrap_err();
-            assert!(e.contains("expected NAMESPACE/NAME"), "{bad}: {e}");
+            assert_eq!(
+                e.to_string(),
+                format!("--config-map {bad:?}: expected NAMESPACE/NAME")
+            );
         }
-        assert!(ConfigMapSource::parse("a/b", "").is_err());
+        assert_eq!(
+            ConfigMapSource::parse("a/b", ""),
+            Err(super::ConfigMapRefError::EmptyKey)
+        );
     }
 }

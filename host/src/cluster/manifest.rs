@@ -257,15 +257,36 @@ fn join(parent: &str, child: &str) -> String {
     }
 }
 
-/// A bad field found while converting an object.
-#[derive(Debug)]
-struct FieldError {
+/// A bad field found while converting an object: where (a path such as
+/// `spec.tolerations[0].operator`; empty for the object as a whole) and what was
+/// wrong. Displayed as `path: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
     path: String,
     message: String,
 }
 
+impl std::error::Error for FieldError {}
+
+impl From<(String, String)> for FieldError {
+    /// From the `(path, message)` of the affinity and selector converters.
+    fn from((path, message): (String, String)) -> Self {
+        FieldError { path, message }
+    }
+}
+
 impl FieldError {
-    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+    /// The path of the bad field; empty when the object as a whole was bad.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What was wrong with it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         FieldError {
             path: path.into(),
             message: message.into(),
@@ -636,7 +657,9 @@ fn collect(
         ("policy/v1", "PodDisruptionBudget") => {
             let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
                 deserialize(Value::Mapping(map), path, location)?;
-            Object::Budget(budget_from_k8s(&pdb).map_err(|(p, m)| invalid(&p, m))?)
+            Object::Budget(
+                budget_from_k8s(&pdb).map_err(|e| e.into_manifest_error(location, path))?,
+            )
         }
         ("v1", "PersistentVolumeClaim") => {
             let c: k8s::PersistentVolumeClaim = deserialize(Value::Mapping(map), path, location)?;
@@ -764,43 +787,45 @@ fn deletable(api_version: &str, kind: &str) -> bool {
 /// names the bad field.
 pub fn claim_from_k8s(
     c: &k8s::PersistentVolumeClaim,
-) -> Result<berth_sdk::PersistentVolumeClaim, String> {
-    storage::convert_claim(c).map_err(|e| e.to_string())
+) -> Result<berth_sdk::PersistentVolumeClaim, FieldError> {
+    storage::convert_claim(c)
 }
 
 /// Converts a PersistentVolume; the error names the bad field.
-pub fn volume_from_k8s(v: &k8s::PersistentVolume) -> Result<berth_sdk::PersistentVolume, String> {
-    storage::convert_volume(v).map_err(|e| e.to_string())
+pub fn volume_from_k8s(
+    v: &k8s::PersistentVolume,
+) -> Result<berth_sdk::PersistentVolume, FieldError> {
+    storage::convert_volume(v)
 }
 
 /// Converts a StorageClass; the error names the bad field.
 pub fn storage_class_from_k8s(
     c: &k8s_openapi::api::storage::v1::StorageClass,
-) -> Result<berth_sdk::StorageClass, String> {
-    storage::convert_storage_class(c).map_err(|e| e.to_string())
+) -> Result<berth_sdk::StorageClass, FieldError> {
+    storage::convert_storage_class(c)
 }
 
 /// Converts a CSINode; the error names the bad field.
 pub fn csi_node_from_k8s(
     n: &k8s_openapi::api::storage::v1::CSINode,
-) -> Result<berth_sdk::CsiNode, String> {
-    storage::convert_csi_node(n).map_err(|e| e.to_string())
+) -> Result<berth_sdk::CsiNode, FieldError> {
+    storage::convert_csi_node(n)
 }
 
 /// Converts a CSIDriver; the error names the bad field.
 pub fn csi_driver_from_k8s(
     d: &k8s_openapi::api::storage::v1::CSIDriver,
-) -> Result<berth_sdk::CsiDriver, String> {
-    storage::convert_csi_driver(d).map_err(|e| e.to_string())
+) -> Result<berth_sdk::CsiDriver, FieldError> {
+    storage::convert_csi_driver(d)
 }
 
 /// A PodDisruptionBudget as preemption reads it; the error names the bad field.
 pub fn budget_from_k8s(
     pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget,
-) -> Result<berth_sdk::PodDisruptionBudget, (String, String)> {
+) -> Result<berth_sdk::PodDisruptionBudget, FieldError> {
     let name = pdb.metadata.name.clone().unwrap_or_default();
     if name.is_empty() {
-        return Err(("metadata.name".into(), "required value".into()));
+        return Err(FieldError::new("metadata.name", "required value"));
     }
     let selector = match pdb.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         Some(sel) => Some(super::affinity::label_selector(sel, "spec.selector")?),
@@ -830,17 +855,17 @@ pub fn budget_from_k8s(
 pub fn selector_from_k8s<T: serde::Serialize>(
     kind: &str,
     object: &T,
-) -> Result<PodSelector, String> {
+) -> Result<PodSelector, FieldError> {
     let location = Location {
         file: "api".into(),
         document: 1,
         line: 1,
     };
-    let value = serde_yaml::to_value(object).map_err(|e| e.to_string())?;
+    let value = serde_yaml::to_value(object).map_err(|e| FieldError::new("", e.to_string()))?;
     match pod_selector(kind, value, "", &location) {
         Ok(s) => Ok(s),
-        Err(ManifestError::Invalid { path, message, .. }) => Err(format!("{path}: {message}")),
-        Err(e) => Err(e.to_string()),
+        Err(ManifestError::Invalid { path, message, .. }) => Err(FieldError { path, message }),
+        Err(e) => Err(FieldError::new("", e.to_string())),
     }
 }
 
@@ -938,8 +963,8 @@ fn deserialize<T: serde::de::DeserializeOwned>(
 /// UID gets one derived from its namespace and name.
 ///
 /// The error names the bad field, as `spec.tolerations[0].operator: ...`.
-pub fn pod_from_k8s(pod: &k8s::Pod) -> Result<Pod, String> {
-    convert_pod(pod).map_err(|e| e.to_string())
+pub fn pod_from_k8s(pod: &k8s::Pod) -> Result<Pod, FieldError> {
+    convert_pod(pod)
 }
 
 /// Converts a Kubernetes Node. A node whose allocatable (or, without allocatable,
@@ -947,8 +972,8 @@ pub fn pod_from_k8s(pod: &k8s::Pod) -> Result<Pod, String> {
 /// default), as a kubelet would report.
 ///
 /// The error names the bad field, as `spec.taints[0].effect: ...`.
-pub fn node_from_k8s(node: &k8s::Node) -> Result<Node, String> {
-    convert_node(node).map_err(|e| e.to_string())
+pub fn node_from_k8s(node: &k8s::Node) -> Result<Node, FieldError> {
+    convert_node(node)
 }
 
 fn required_name(meta: &ObjectMeta) -> Result<String, FieldError> {
@@ -2268,7 +2293,7 @@ spec: {}
     fn conversions_of_typed_objects() {
         let mut k8s_pod = k8s::Pod::default();
         assert_eq!(
-            pod_from_k8s(&k8s_pod).unwrap_err(),
+            pod_from_k8s(&k8s_pod).unwrap_err().to_string(),
             "metadata.name: required value"
         );
         k8s_pod.metadata.name = Some("p".into());
@@ -2280,7 +2305,7 @@ spec: {}
             ..Default::default()
         });
         assert_eq!(
-            pod_from_k8s(&k8s_pod).unwrap_err(),
+            pod_from_k8s(&k8s_pod).unwrap_err().to_string(),
             "spec.tolerations[0].operator: unsupported value \"Sometimes\": supported values: \"Equal\", \"Exists\""
         );
         k8s_pod.spec = None;
@@ -2293,7 +2318,7 @@ spec: {}
             ..Default::default()
         });
         assert_eq!(
-            node_from_k8s(&k8s_node).unwrap_err(),
+            node_from_k8s(&k8s_node).unwrap_err().to_string(),
             "status.allocatable.cpu: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
         );
         k8s_node.status = None;

@@ -4,17 +4,58 @@
 
 use std::time::Duration;
 
+/// Why a duration was refused; each names the text it was given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing but blanks.
+    #[error("empty duration")]
+    Empty,
+    /// A leading `-`.
+    #[error("{0:?} is negative")]
+    Negative(String),
+    /// A unit or the end where a number should be.
+    #[error("{text:?}: expected a number at {at:?}")]
+    NumberExpected {
+        /// The whole text.
+        text: String,
+        /// What follows where the number should be.
+        at: String,
+    },
+    /// Digits and dots that are not a number (`1.2.3`).
+    #[error("{text:?}: {number:?} is not a number")]
+    BadNumber {
+        /// The whole text.
+        text: String,
+        /// The digits and dots.
+        number: String,
+    },
+    /// A number with no unit after it.
+    #[error("{0:?}: a unit is missing (ns, us, ms, s, m or h)")]
+    MissingUnit(String),
+    /// A unit other than ns, us (µs), ms, s, m and h.
+    #[error("{text:?}: unknown unit {unit:?} (ns, us, ms, s, m or h)")]
+    UnknownUnit {
+        /// The whole text.
+        text: String,
+        /// The unit given.
+        unit: String,
+    },
+    /// Too long for a `Duration`.
+    #[error("{0:?} is out of range")]
+    OutOfRange(String),
+}
+
 /// Parses `text`; the error says what was wrong.
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let s = text.trim();
     if s.is_empty() {
-        return Err("empty duration".into());
+        return Err(DurationError::Empty);
     }
     if s == "0" {
         return Ok(Duration::ZERO);
     }
     if s.starts_with('-') {
-        return Err(format!("{text:?} is negative"));
+        return Err(DurationError::Negative(text.to_owned()));
     }
     let s = s.strip_prefix('+').unwrap_or(s);
     let mut rest = s;
@@ -24,11 +65,17 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         if digits == 0 {
-            return Err(format!("{text:?}: expected a number at {rest:?}"));
+            return Err(DurationError::NumberExpected {
+                text: text.to_owned(),
+                at: rest.to_owned(),
+            });
         }
         let number: f64 = rest[..digits]
             .parse()
-            .map_err(|_| format!("{text:?}: {:?} is not a number", &rest[..digits]))?;
+            .map_err(|_| DurationError::BadNumber {
+                text: text.to_owned(),
+                number: rest[..digits].to_owned(),
+            })?;
         rest = &rest[digits..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -40,21 +87,18 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            "" => {
-                return Err(format!(
-                    "{text:?}: a unit is missing (ns, us, ms, s, m or h)"
-                ));
-            }
+            "" => return Err(DurationError::MissingUnit(text.to_owned())),
             u => {
-                return Err(format!(
-                    "{text:?}: unknown unit {u:?} (ns, us, ms, s, m or h)"
-                ));
+                return Err(DurationError::UnknownUnit {
+                    text: text.to_owned(),
+                    unit: u.to_owned(),
+                });
             }
         };
         rest = &rest[unit_len..];
         total += number * seconds_per_unit;
     }
-    Duration::try_from_secs_f64(total).map_err(|_| format!("{text:?} is out of range"))
+    Duration::try_from_secs_f64(total).map_err(|_| DurationError::OutOfRange(text.to_owned()))
 }
 
 /// Renders as Go does for whole hours, minutes and seconds (`1h0m0s`, `15s`,
@@ -100,11 +144,24 @@ mod tests {
         assert_eq!(parse("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse("2s500ms"), Ok(Duration::from_millis(2500)));
         assert_eq!(parse("0"), Ok(Duration::ZERO));
-        assert!(parse("15").unwrap_err().contains("unit is missing"));
-        assert!(parse("15d").unwrap_err().contains("unknown unit \"d\""));
-        assert!(parse("-1s").unwrap_err().contains("negative"));
-        assert!(parse("").is_err());
-        assert!(parse("s").is_err());
+        assert_eq!(
+            parse("15").unwrap_err().to_string(),
+            "\"15\": a unit is missing (ns, us, ms, s, m or h)"
+        );
+        assert_eq!(
+            parse("15d").unwrap_err().to_string(),
+            "\"15d\": unknown unit \"d\" (ns, us, ms, s, m or h)"
+        );
+        assert_eq!(parse("-1s"), Err(DurationError::Negative("-1s".into())));
+        assert_eq!(parse(""), Err(DurationError::Empty));
+        assert_eq!(
+            parse("s").unwrap_err().to_string(),
+            "\"s\": expected a number at \"s\""
+        );
+        assert!(matches!(
+            parse("1.2.3s"),
+            Err(DurationError::BadNumber { .. })
+        ));
     }
 
     #[test]

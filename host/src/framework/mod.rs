@@ -163,9 +163,9 @@ impl InstanceSet {
                 Some(twin) => twin
                     .instantiate(&p.args_json)
                     .map(PluginInstance::Native)
-                    .map_err(|message| PluginError {
+                    .map_err(|e| PluginError {
                         plugin: p.name.clone(),
-                        message,
+                        message: e.to_string(),
                     })?,
                 None => p
                     .module

@@ -10,8 +10,8 @@
 use super::KubeCluster;
 use crate::cluster::Change;
 use crate::cluster::manifest::{
-    budget_from_k8s, claim_from_k8s, csi_driver_from_k8s, csi_node_from_k8s, node_from_k8s,
-    pod_from_k8s, selector_from_k8s, storage_class_from_k8s, volume_from_k8s,
+    FieldError, budget_from_k8s, claim_from_k8s, csi_driver_from_k8s, csi_node_from_k8s,
+    node_from_k8s, pod_from_k8s, selector_from_k8s, storage_class_from_k8s, volume_from_k8s,
 };
 use crate::live::Input;
 use berth_sdk::Labels;
@@ -89,7 +89,7 @@ impl Spawner<'_> {
         &mut self,
         kind: &'static str,
         config: watcher::Config,
-        convert: impl Fn(&K) -> Result<Option<(String, Change)>, String> + Send + 'static,
+        convert: impl Fn(&K) -> Result<Option<(String, Change)>, FieldError> + Send + 'static,
         deleted: impl Fn(String) -> Change + Send + 'static,
     ) where
         K: kube::Resource<DynamicType = ()>
@@ -133,13 +133,12 @@ impl Spawner<'_> {
             };
             tracing::debug!(version = %resource.api_version, "poddisruptionbudgets: served");
             let api: Api<DynamicObject> = Api::all_with(client, &resource);
-            let convert = |o: &DynamicObject| -> Result<Option<(String, Change)>, String> {
+            let convert = |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
                 let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
                     serde_json::to_value(o)
                         .and_then(serde_json::from_value)
-                        .map_err(|e| e.to_string())?;
-                let b = budget_from_k8s(&pdb)
-                    .map_err(|(path, message)| format!("{path}: {message}"))?;
+                        .map_err(|e| FieldError::new("", e.to_string()))?;
+                let b = budget_from_k8s(&pdb)?;
                 Ok(Some((
                     format!("{}/{}", b.namespace, b.name),
                     Change::Budget(b),
@@ -233,7 +232,7 @@ impl Spawner<'_> {
             + Send
             + 'static,
     {
-        let convert = move |o: &K| -> Result<Option<(String, Change)>, String> {
+        let convert = move |o: &K| -> Result<Option<(String, Change)>, FieldError> {
             let s = selector_from_k8s(kind, o)?;
             Ok(Some((
                 format!("{}/{}", s.namespace, s.name),
@@ -287,7 +286,7 @@ async fn served_budgets(client: &kube::Client) -> Option<ApiResource> {
     }
 }
 
-fn convert_pod(p: &k8s::Pod) -> Result<Option<(String, Change)>, String> {
+fn convert_pod(p: &k8s::Pod) -> Result<Option<(String, Change)>, FieldError> {
     let pod = pod_from_k8s(p)?;
     let uid = pod.uid.clone();
     if pod.node_name.is_empty() && p.metadata.deletion_timestamp.is_some() {
@@ -312,7 +311,7 @@ async fn watch<K>(
     kind: &'static str,
     // What one object becomes: its key (for deletions) and its change, or nothing (an
     // object the scheduler ignores), or why it cannot be read.
-    convert: impl Fn(&K) -> Result<Option<(String, Change)>, String>,
+    convert: impl Fn(&K) -> Result<Option<(String, Change)>, FieldError>,
     // The change for a deleted object, by key.
     deleted: impl Fn(String) -> Change,
     tx: Sender<Input>,
