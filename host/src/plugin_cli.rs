@@ -338,7 +338,7 @@ impl CheckReport {
         if !self.only_for_pods_with.is_empty() {
             let _ = writeln!(
                 s,
-                "only for pods with {}",
+                "takes part for    pods with {}",
                 self.only_for_pods_with.join(", ")
             );
         }

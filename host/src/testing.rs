@@ -39,10 +39,10 @@ pub enum HarnessError {
     #[error(transparent)]
     Args(#[from] serde_json::Error),
     /// A pod of the case's nodes could not be put on its node.
-    #[error("case {case:?}: {error}")]
+    #[error("node {node}: {error}")]
     Pod {
-        /// The case's name.
-        case: String,
+        /// The node it was put on.
+        node: String,
         /// Why the cache refused it.
         error: CacheError,
     },
@@ -134,7 +134,7 @@ impl ComponentHarness {
                 let mut p = p.clone();
                 p.node_name = info.node.name.clone();
                 cache.add_pod(&p).map_err(|error| HarnessError::Pod {
-                    case: case.name.clone(),
+                    node: info.node.name.clone(),
                     error,
                 })?;
             }

@@ -331,6 +331,15 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     }
     assert!(text.contains("\ncompile           "), "{text}");
     assert!(text.contains("\nsize              "), "{text}");
+    // NodeUnschedulable takes part for every pod; NodePorts only for pods with host
+    // ports, in the same column as the other fields.
+    assert!(!text.contains("takes part for"), "{text}");
+    let (loads, ports) = check(Path::new(berth_artifacts::plugin_paths::NODE_PORTS));
+    assert!(loads, "{ports}");
+    assert!(
+        ports.contains("\ntakes part for    pods with host-ports\n"),
+        "{ports}"
+    );
 
     let tmp = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(good).unwrap();
@@ -469,6 +478,27 @@ fn one_table_native_and_component_agree_on_built_in_plugins() {
         fit,
         &|c| berth_sdk::testing::run::<node_resources_fit::NodeResourcesFit>(c).unwrap(),
     );
+
+    // A case the harness cannot set up is named once, with the node it stopped at.
+    let twice = pod("twice").cpu(100);
+    let bad = Case::new("one pod twice").pod(pod("web").cpu(100)).node(
+        node("n1")
+            .cpu(1000)
+            .memory(GI)
+            .pod(twice.clone())
+            .pod(twice),
+    );
+    let harness = ComponentHarness::load_with(
+        &runtime,
+        Path::new(berth_artifacts::plugin_paths::NODE_RESOURCES_FIT),
+    )
+    .unwrap();
+    let err = harness.check_all(&[bad]).unwrap_err().to_string();
+    assert!(
+        err.contains("case \"one pod twice\": node n1: pod default/twice is already in the cache"),
+        "{err}"
+    );
+    assert_eq!(err.matches("one pod twice").count(), 1, "{err}");
 
     let taints = vec![
         table(nodes())
