@@ -173,6 +173,43 @@ fn each_misbehaviour_fails_only_its_pod_naming_plugin_pod_and_node() {
     assert!(suppressed > 20_000, "{suppressed}\n{metrics}");
 }
 
+/// A pod too large for one plugin's memory limit fails with an Error naming that
+/// plugin and the pod, whichever crossing carried it into the guest (the sync that
+/// begins its cycle, or `begin-cycle`); the pods around it schedule.
+#[test]
+fn a_pod_too_large_for_a_plugin_s_memory_is_an_error_naming_the_pod() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = misbehave_config(dir.path(), "");
+    // A smaller limit than the other tests', so that the pod need not be huge.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("memoryLimit: 48Mi", "memoryLimit: 4Mi"),
+    )
+    .unwrap();
+    // Past Misbehave's 4 MiB; well inside the default plugins' 256 MiB.
+    let image = "i".repeat(5 << 20);
+    let mut text = NODES.to_owned();
+    text += &pod("before", "");
+    text += &pod("huge", "").replace("image: busybox", &format!("image: {image}"));
+    text += &pod("after", "");
+    let (out, metrics) = schedule(&runtime(), &config, &text);
+
+    for name in ["before", "after"] {
+        assert_eq!(out[name].node.as_deref(), Some("zulu"), "{:?}", out[name]);
+    }
+    let huge = &out["huge"];
+    assert_eq!(huge.node, None);
+    let m = &huge.message;
+    assert!(m.starts_with("plugin Misbehave: trapped at "), "{m}");
+    assert!(
+        m.contains("beginning the cycle of pod default/huge")
+            || m.contains("at BeginCycle for pod default/huge"),
+        "{m}"
+    );
+    assert!(counter(&metrics, "berth_plugin_traps_total{plugin=\"Misbehave\"}") >= 1);
+}
+
 fn wrong_length_config(dir: &Path) -> PathBuf {
     write(
         dir,

@@ -432,7 +432,17 @@ impl Instance {
             None => self.call(|b, s| replica(b, s, None)),
         };
         let n = whole.len() + changed.len() + removed.len();
-        r.map_err(|e| e.with_context(format!("at Sync of {n} nodes")))?;
+        r.map_err(|e| {
+            e.with_context(match begin {
+                // The pod crossed with the nodes: either may be what the guest
+                // could not take.
+                Some(p) => format!(
+                    "at Sync of {n} nodes, beginning the cycle of pod {}",
+                    p.key()
+                ),
+                None => format!("at Sync of {n} nodes"),
+            })
+        })?;
         for slot in removed {
             self.remember_sent(slot, None);
         }
