@@ -40,7 +40,9 @@ use serde::{Deserialize, Serialize};
 pub use args::{DefaultingType, SpreadArgs};
 pub use common::{Constraint, LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE};
 
-use common::{count_key, node_has_all_keys, pod_constraints, required_node_affinity_matches};
+use common::{
+    count_key, node_has_all_keys, pod_constraints, required_node_affinity_matches, with_count_key,
+};
 
 /// The CycleState key of what PreFilter computes (upstream's key); the per-domain
 /// counts live under keys with this prefix. The PreFilter extensions update both.
@@ -429,10 +431,9 @@ impl Filter for PodTopologySpread {
                 // No domain to place the pod in; preemption cannot add a label.
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             };
-            let matching = state
-                .get::<i64>(&count_key(PRE_FILTER_STATE_KEY, i, value))
-                .map(|n| *n)
-                .unwrap_or(0);
+            let matching = with_count_key(PRE_FILTER_STATE_KEY, i, value, |key| {
+                state.get::<i64>(key).map_or(0, |n| *n)
+            });
             let skew = matching + i64::from(c.self_match) - c.min_match();
             if skew > i64::from(c.max_skew) {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);

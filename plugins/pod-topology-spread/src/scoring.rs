@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{
     Constraint, LABEL_HOSTNAME, count_key, node_has_all_keys, required_node_affinity_matches,
+    with_count_key,
 };
 use crate::{CountKey, PodTopologySpread};
 
@@ -188,9 +189,9 @@ impl Score for PodTopologySpread {
             let count = if c.topology_key == LABEL_HOSTNAME {
                 c.count_pods(&node.pods, &pod.namespace)
             } else {
-                state
-                    .read::<i64>(&count_key(PRE_SCORE_STATE_KEY, i, value))
-                    .unwrap_or(0)
+                with_count_key(PRE_SCORE_STATE_KEY, i, value, |key| {
+                    state.get::<i64>(key).map_or(0, |n| *n)
+                })
             };
             score += score_for_count(count, c.max_skew, sc.weight);
         }
