@@ -450,10 +450,7 @@ fn anatomy(bytes: &[u8]) -> Result<Anatomy, String> {
                             continue;
                         }
                         for v in field.values.into_iter().flatten() {
-                            let item = format!("{} {}", v.name, v.version).trim().to_owned();
-                            if !a.producers.contains(&item) {
-                                a.producers.push(item);
-                            }
+                            add_producer(&mut a.producers, v.name, v.version);
                         }
                     }
                 }
@@ -462,6 +459,31 @@ fn anatomy(bytes: &[u8]) -> Result<Anatomy, String> {
         }
     }
     Ok(a)
+}
+
+/// Adds a tool and version to `producers`, once: a tool the core module and the
+/// component both name (each has a producers section) is listed once with its
+/// versions, as `wit-component 0.244.0 and 0.245.1`.
+fn add_producer(producers: &mut Vec<String>, name: &str, version: &str) {
+    let version = version.trim();
+    let prefix = format!("{name} ");
+    match producers
+        .iter_mut()
+        .find(|p| *p == name || p.starts_with(&prefix))
+    {
+        Some(_) if version.is_empty() => {}
+        Some(p) => {
+            let versions = p[name.len()..].trim_start();
+            if !versions.split(" and ").any(|v| v == version) {
+                *p = if versions.is_empty() {
+                    format!("{name} {version}")
+                } else {
+                    format!("{p} and {version}")
+                };
+            }
+        }
+        None => producers.push(format!("{name} {version}").trim().to_owned()),
+    }
 }
 
 /// The version of `berth:scheduler` an interface name carries.
@@ -728,6 +750,28 @@ fn status(s: &berth_sdk::Status) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_named_twice_is_listed_once_with_its_versions() {
+        let mut p = Vec::new();
+        add_producer(&mut p, "Rust", "");
+        add_producer(&mut p, "wit-component", "0.244.0");
+        add_producer(&mut p, "wit-bindgen-rust", "0.45.0");
+        add_producer(&mut p, "wit-component", "0.245.1");
+        add_producer(&mut p, "wit-component", "0.244.0");
+        add_producer(&mut p, "Rust", "");
+        // A name that begins another's is a tool of its own.
+        add_producer(&mut p, "wit", "1.0");
+        assert_eq!(
+            p,
+            [
+                "Rust",
+                "wit-component 0.244.0 and 0.245.1",
+                "wit-bindgen-rust 0.45.0",
+                "wit 1.0"
+            ]
+        );
+    }
 
     #[test]
     fn the_plugin_world_is_read_from_the_wit_source() {
