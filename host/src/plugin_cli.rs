@@ -411,7 +411,41 @@ struct Anatomy {
     imports: Vec<String>,
     exports: Vec<String>,
     version: Option<String>,
-    producers: Vec<String>,
+    producers: Producers,
+}
+
+/// The tools of the producers sections, each once with its versions: the core
+/// module and the component each have a section, and both name `wit-component`.
+#[derive(Debug, Default)]
+struct Producers(Vec<(String, Vec<String>)>);
+
+impl Producers {
+    /// Adds a tool and (when not empty) a version it was not listed with.
+    fn add(&mut self, name: &str, version: &str) {
+        let version = version.trim();
+        let at = match self.0.iter().position(|(n, _)| n == name) {
+            Some(at) => at,
+            None => {
+                self.0.push((name.to_owned(), Vec::new()));
+                self.0.len() - 1
+            }
+        };
+        let versions = &mut self.0[at].1;
+        if !version.is_empty() && !versions.iter().any(|v| v == version) {
+            versions.push(version.to_owned());
+        }
+    }
+
+    /// Each tool as the report prints it: `wit-component 0.244.0 and 0.245.1`.
+    fn render(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(name, versions)| match versions.as_slice() {
+                [] => name.clone(),
+                _ => format!("{name} {}", versions.join(" and ")),
+            })
+            .collect()
+    }
 }
 
 /// Reads the top-level imports and exports of a component, its producers and the
@@ -450,7 +484,7 @@ fn anatomy(bytes: &[u8]) -> Result<Anatomy, String> {
                             continue;
                         }
                         for v in field.values.into_iter().flatten() {
-                            add_producer(&mut a.producers, v.name, v.version);
+                            a.producers.add(v.name, v.version);
                         }
                     }
                 }
@@ -459,31 +493,6 @@ fn anatomy(bytes: &[u8]) -> Result<Anatomy, String> {
         }
     }
     Ok(a)
-}
-
-/// Adds a tool and version to `producers`, once: a tool the core module and the
-/// component both name (each has a producers section) is listed once with its
-/// versions, as `wit-component 0.244.0 and 0.245.1`.
-fn add_producer(producers: &mut Vec<String>, name: &str, version: &str) {
-    let version = version.trim();
-    let prefix = format!("{name} ");
-    match producers
-        .iter_mut()
-        .find(|p| *p == name || p.starts_with(&prefix))
-    {
-        Some(_) if version.is_empty() => {}
-        Some(p) => {
-            let versions = p[name.len()..].trim_start();
-            if !versions.split(" and ").any(|v| v == version) {
-                *p = if versions.is_empty() {
-                    format!("{name} {version}")
-                } else {
-                    format!("{p} and {version}")
-                };
-            }
-        }
-        None => producers.push(format!("{name} {version}").trim().to_owned()),
-    }
 }
 
 /// The version of `berth:scheduler` an interface name carries.
@@ -592,7 +601,7 @@ pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckRepor
     r.imports = a.imports.clone();
     r.exports = a.exports.clone();
     r.version = a.version.clone();
-    r.producers = a.producers.clone();
+    r.producers = a.producers.render();
     r.wit_version = a
         .exports
         .iter()
@@ -753,17 +762,17 @@ mod tests {
 
     #[test]
     fn a_tool_named_twice_is_listed_once_with_its_versions() {
-        let mut p = Vec::new();
-        add_producer(&mut p, "Rust", "");
-        add_producer(&mut p, "wit-component", "0.244.0");
-        add_producer(&mut p, "wit-bindgen-rust", "0.45.0");
-        add_producer(&mut p, "wit-component", "0.245.1");
-        add_producer(&mut p, "wit-component", "0.244.0");
-        add_producer(&mut p, "Rust", "");
+        let mut p = Producers::default();
+        p.add("Rust", "");
+        p.add("wit-component", "0.244.0");
+        p.add("wit-bindgen-rust", "0.45.0");
+        p.add("wit-component", "0.245.1");
+        p.add("wit-component", "0.244.0");
+        p.add("Rust", "");
         // A name that begins another's is a tool of its own.
-        add_producer(&mut p, "wit", "1.0");
+        p.add("wit", "1.0");
         assert_eq!(
-            p,
+            p.render(),
             [
                 "Rust",
                 "wit-component 0.244.0 and 0.245.1",
