@@ -7,16 +7,11 @@ use berth::cluster::memory::MemoryCluster;
 use berth::config::Configuration;
 use berth::scheduler::{PodOutcome, Scheduler, SchedulerOptions};
 use berth::simulate::{Report, SimulateOptions, simulate};
-use berth::wasm::{LoadError, Runtime, RuntimeOptions};
+use berth::wasm::{LoadError, Runtime};
+use berth_tests::{TWO_NODES as NODES, pod, runtime, write};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-fn runtime() -> Arc<Runtime> {
-    Runtime::new(RuntimeOptions::default()).expect("runtime")
-}
-
-use berth_tests::{TWO_NODES as NODES, pod, write};
 
 /// A scheduler on the embedded cluster, fed the manifests in `cluster` and run until
 /// nothing more can happen: each pod's outcome by name, and the metrics.

@@ -225,16 +225,6 @@ fn push_count_key(key: &mut String, prefix: &str, constraint: usize, value: &str
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn count_keys_are_prefix_index_value_however_built() {
-        assert_eq!(count_key("PTS/pre", 2, "zone-a"), "PTS/pre/2/zone-a");
-        with_count_key("PTS/pre", 2, "zone-a", |k| {
-            assert_eq!(k, "PTS/pre/2/zone-a")
-        });
-        // The buffer is reused: a shorter key leaves nothing of the longer one.
-        with_count_key("P", 0, "", |k| assert_eq!(k, "P/0/"));
-    }
     use berth_sdk::types::{
         NodeAffinity, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
     };
@@ -365,5 +355,15 @@ mod tests {
             preferred: vec![],
         });
         assert!(!required_node_affinity_matches(&pod, &node));
+    }
+
+    #[test]
+    fn count_keys_are_prefix_index_value_however_built() {
+        assert_eq!(count_key("PTS/pre", 2, "zone-a"), "PTS/pre/2/zone-a");
+        with_count_key("PTS/pre", 2, "zone-a", |k| {
+            assert_eq!(k, "PTS/pre/2/zone-a")
+        });
+        // The buffer is reused: a shorter key leaves nothing of the longer one.
+        with_count_key("P", 0, "", |k| assert_eq!(k, "P/0/"));
     }
 }
