@@ -29,6 +29,7 @@ pub mod framework;
 pub mod live;
 pub mod metrics;
 pub mod native;
+pub mod plugin;
 pub mod plugin_cli;
 pub mod queue;
 pub mod reload;

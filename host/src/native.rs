@@ -7,23 +7,18 @@
 use crate::cache::Snapshot;
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Namespaces};
-use crate::framework::cycle_state::CycleState as HostState;
-use crate::framework::preemption::{DryRun, NativeDryRun};
-use crate::framework::waiting::WaitingPods;
-use crate::framework::{CyclePod, PluginCalls};
-use crate::wasm::CallError;
+use crate::plugin::CycleState as HostState;
+use crate::plugin::waiting::WaitingPods;
+use crate::plugin::{CallError, CyclePod, PluginCalls, Simulation, WhatIf};
 use berth_sdk::node_list::NodeList;
+use berth_sdk::points::{self, Replica};
 use berth_sdk::{
     AffinityCounts, ClusterEvent, CycleState, EventRegistration, HostApi, Labels, LogLevel,
-    NodeInfo, Object, Pod, PostFilterResult, PreFilterResult, QueueingHint, Registered, StateStore,
-    Status, VTable,
+    NodeInfo, Object, Pod, PostFilterResult, QueueingHint, Registered, StateStore, Status, VTable,
 };
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-fn not_implemented(point: &str) -> Status {
-    Status::error(format!("plugin does not implement {point}"))
-}
 
 fn missing_node(slot: u32) -> Status {
     Status::error(format!("node slot {slot} is not in the snapshot"))
@@ -205,17 +200,15 @@ impl View {
             self.overlaid.push(*slot);
         }
     }
+}
 
+impl Replica for View {
     fn node(&self, slot: u32) -> Option<&NodeInfo> {
         self.nodes.get(slot as usize)?.as_deref()
     }
 
-    /// The nodes in `slots`, in order.
-    fn nodes(&self, slots: &[u32]) -> Result<Vec<&NodeInfo>, Status> {
-        slots
-            .iter()
-            .map(|&s| self.node(s).ok_or_else(|| missing_node(s)))
-            .collect()
+    fn missing(&self, slot: u32) -> Status {
+        missing_node(slot)
     }
 
     /// Runs `f` over every node of the view, in slot order, with the view's affinity
@@ -231,27 +224,44 @@ impl View {
     }
 }
 
-/// A VTable entry of a binding-cycle extension point: the plugin, the state, the pod
-/// and the chosen node's name.
-type AtNode<T, R> = fn(&T, &CycleState, &Pod, &str) -> R;
-
-/// A binding-cycle call at one node: the plugin's answer, or `absent` without the
-/// extension point.
-fn at_node<T, R>(
-    f: Option<AtNode<T, R>>,
-    plugin: &T,
-    state: &HostState,
-    pod: &Pod,
-    node: &str,
-    absent: impl FnOnce() -> R,
-) -> Result<R, CallError> {
-    Ok(match f {
-        Some(f) => with_state(state, |st| f(plugin, st, pod, node)),
-        None => absent(),
-    })
+/// Implements [`PluginCalls`] for a native twin: the calls of the table of extension
+/// points ([`berth_sdk::for_each_extension_point!`]) run the SDK's dispatch of each
+/// point (as the component does) on the view of the snapshot; beside the calls
+/// written here.
+macro_rules! native_calls {
+    ( ( $($hand:tt)* )
+      $( $gen:ident interface $iface:ident {
+            points: [ $( $P:ident $pf:ident $pname:literal $pdoc:literal ),* ],
+            also: [ $( $A:ident $af:ident $aname:literal $adoc:literal ),* ],
+            calls: [ $( $kind:ident $body:tt ),* $(,)? ],
+      } )*
+    ) => {
+        impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
+            $($hand)*
+            $( $( native_calls!(@$kind $body); )* )*
+        }
+    };
+    (@pod { $method:ident $label:literal $wit:ident $call:ident $getter:ident -> $ret:ty }) => {
+        fn $method(&mut self, pod: &CyclePod) -> Result<$ret, CallError> {
+            Ok(points::$method(&self.plugin, &self.vtable, pod.pod()))
+        }
+    };
+    (@cycle { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+              ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
+        fn $method(
+            &mut self,
+            state: &HostState,
+            pod: &CyclePod,
+            $($arg: &$aty),*
+        ) -> Result<$ret, CallError> {
+            Ok(with_state(state, |st| {
+                points::$method(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view $(, $arg)*)
+            }))
+        }
+    };
 }
 
-impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
+berth_sdk::for_each_extension_point!(native_calls (
     fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
         self.view.sync(snapshot);
         Ok(())
@@ -271,13 +281,6 @@ impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
         berth_sdk::Plugin::only_for_pods_with(&self.plugin)
     }
 
-    fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
-        Ok(match self.vtable.queue_sort {
-            Some(f) => f(&self.plugin, pod),
-            None => vec![-i64::from(pod.priority)],
-        })
-    }
-
     fn queueing_hint(
         &mut self,
         event: &ClusterEvent,
@@ -285,30 +288,7 @@ impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<Result<QueueingHint, String>, CallError> {
-        Ok(match self.vtable.queueing_hint {
-            Some(f) => f(&self.plugin, event, pod, old, new),
-            None => Ok(QueueingHint::Queue),
-        })
-    }
-
-    fn pre_enqueue(&mut self, pod: &CyclePod) -> Result<Status, CallError> {
-        Ok(match self.vtable.pre_enqueue {
-            Some(f) => f(&self.plugin, pod),
-            None => not_implemented("preEnqueue"),
-        })
-    }
-
-    fn pre_filter(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-    ) -> Result<PreFilterResult, CallError> {
-        let Some(f) = self.vtable.pre_filter else {
-            return Ok(not_implemented("preFilter").into());
-        };
-        Ok(with_state(state, |st| {
-            self.view.with_all(|nodes| f(&self.plugin, st, pod, nodes))
-        }))
+        Ok(points::queueing_hint(&self.plugin, &self.vtable, event, pod, old, new))
     }
 
     fn pod_on_node(
@@ -319,14 +299,9 @@ impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
         other: &Pod,
         slot: u32,
     ) -> Result<Status, CallError> {
-        let Some((add_pod, remove_pod)) = self.vtable.pre_filter_extensions else {
-            return Ok(not_implemented("preFilterExtensions"));
-        };
-        let f = if add { add_pod } else { remove_pod };
-        Ok(match self.view.node(slot) {
-            Some(node) => with_state(state, |st| f(&self.plugin, st, pod, other, node)),
-            None => missing_node(slot),
-        })
+        Ok(with_state(state, |st| {
+            points::pod_on_node(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view, add, other, slot)
+        }))
     }
 
     fn post_filter(
@@ -334,164 +309,44 @@ impl<T: Registered + Send> PluginCalls for NativeInstance<T> {
         state: &HostState,
         pod: &CyclePod,
         statuses: &[(u32, Status)],
-        mut dry: DryRun,
-    ) -> (DryRun, Result<PostFilterResult, CallError>) {
-        let Some(f) = self.vtable.post_filter else {
-            return (dry, Ok(not_implemented("postFilter").into()));
-        };
-        let mut nodes = Vec::with_capacity(statuses.len());
-        for (slot, status) in statuses {
-            match self.view.node(*slot) {
-                Some(n) => nodes.push((n, status.clone())),
-                None => return (dry, Ok(missing_node(*slot).into())),
-            }
-        }
-        let lent = NativeDryRun(std::cell::RefCell::new(&mut dry));
-        let r = with_state(state, |st| f(&self.plugin, st, pod, &nodes, &lent));
+        mut dry: Box<dyn WhatIf>,
+    ) -> (Box<dyn WhatIf>, Result<PostFilterResult, CallError>) {
+        let lent = NativeDryRun(RefCell::new(&mut *dry));
+        let r = with_state(state, |st| {
+            points::post_filter(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view, statuses, &lent)
+        });
         (dry, Ok(r))
     }
+));
 
-    fn filter(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Vec<(u32, Status)>, CallError> {
-        let Some(f) = self.vtable.filter else {
-            return Ok(slots
-                .iter()
-                .map(|&s| (s, not_implemented("filter")))
-                .collect());
-        };
-        Ok(with_state(state, |st| {
-            let mut out = Vec::new();
-            for &slot in slots {
-                let status = match self.view.node(slot) {
-                    Some(n) => f(&self.plugin, st, pod, n),
-                    None => missing_node(slot),
-                };
-                if !status.is_success() {
-                    out.push((slot, status));
-                }
-            }
-            out
-        }))
+/// The what-if the host lends PostFilter as the SDK's [`berth_sdk::DryRun`], for
+/// native PostFilter plugins.
+struct NativeDryRun<'a>(RefCell<&'a mut dyn WhatIf>);
+
+struct NativeSimulation<'a, 'b> {
+    dry: &'b NativeDryRun<'a>,
+    sim: Simulation,
+}
+
+impl berth_sdk::NodeSimulation for NativeSimulation<'_, '_> {
+    fn remove_pod(&mut self, uid: &str) -> Status {
+        self.dry.0.borrow_mut().remove_pod(&mut self.sim, uid)
     }
-
-    fn pre_score(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Status, CallError> {
-        let Some(f) = self.vtable.pre_score else {
-            return Ok(not_implemented("preScore"));
-        };
-        let nodes = match self.view.nodes(slots) {
-            Ok(nodes) => nodes,
-            Err(missing) => return Ok(missing),
-        };
-        Ok(with_state(state, |st| {
-            self.view
-                .with_all(|all| f(&self.plugin, st, pod, &nodes, all))
-        }))
+    fn add_pod(&mut self, uid: &str) -> Status {
+        self.dry.0.borrow_mut().add_pod(&mut self.sim, uid)
     }
-
-    fn score(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        let Some(f) = self.vtable.score else {
-            return Ok(Err(not_implemented("score")));
-        };
-        Ok(with_state(state, |st| {
-            slots
-                .iter()
-                .map(|&slot| match self.view.node(slot) {
-                    Some(n) => f(&self.plugin, st, pod, n),
-                    None => Err(missing_node(slot)),
-                })
-                .collect()
-        }))
+    fn fits(&mut self) -> Status {
+        self.dry.0.borrow_mut().fits(&self.sim)
     }
+}
 
-    fn normalize_score(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        scores: &[i64],
-    ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        let Some(f) = self.vtable.normalize_score else {
-            return Ok(Err(not_implemented("normalizeScore")));
-        };
-        let mut scores = scores.to_vec();
-        let status = with_state(state, |st| f(&self.plugin, st, pod, &mut scores));
-        Ok(if status.is_success() {
-            Ok(scores)
-        } else {
-            Err(status)
-        })
+impl berth_sdk::DryRun for NativeDryRun<'_> {
+    fn pod_disruption_budgets(&self) -> Vec<berth_sdk::PodDisruptionBudget> {
+        self.0.borrow().budgets()
     }
-
-    fn reserve(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        let f = self.vtable.reserve.map(|(reserve, _)| reserve);
-        at_node(f, &self.plugin, state, pod, node, || {
-            not_implemented("reserve")
-        })
-    }
-
-    fn unreserve(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(), CallError> {
-        let f = self.vtable.reserve.map(|(_, unreserve)| unreserve);
-        at_node(f, &self.plugin, state, pod, node, || ())
-    }
-
-    fn permit(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(Status, std::time::Duration), CallError> {
-        at_node(self.vtable.permit, &self.plugin, state, pod, node, || {
-            (not_implemented("permit"), std::time::Duration::ZERO)
-        })
-    }
-
-    fn pre_bind(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        at_node(self.vtable.pre_bind, &self.plugin, state, pod, node, || {
-            not_implemented("preBind")
-        })
-    }
-
-    fn bind(&mut self, state: &HostState, pod: &CyclePod, node: &str) -> Result<Status, CallError> {
-        at_node(self.vtable.bind, &self.plugin, state, pod, node, || {
-            not_implemented("bind")
-        })
-    }
-
-    fn post_bind(
-        &mut self,
-        state: &HostState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(), CallError> {
-        at_node(self.vtable.post_bind, &self.plugin, state, pod, node, || ())
+    fn simulate(&self, node: &str) -> Result<Box<dyn berth_sdk::NodeSimulation + '_>, Status> {
+        let sim = self.0.borrow_mut().simulate(node)?;
+        Ok(Box::new(NativeSimulation { dry: self, sim }))
     }
 }
 
@@ -597,26 +452,4 @@ impl HostApi for NativeHost {
 /// last scheduler built with native plugins wins.
 pub fn install_host(host: NativeHost) {
     berth_sdk::set_native_host(Arc::new(host));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_builtin_plugin_has_a_twin() {
-        let reg = registry();
-        for name in crate::framework::registry::builtin_plugins().keys() {
-            assert!(reg.contains_key(name.as_str()), "no native twin for {name}");
-        }
-        let fit = &reg["NodeResourcesFit"];
-        assert_eq!(fit.name, "NodeResourcesFit");
-        assert!(fit.instantiate("").is_ok());
-        let bad = fit
-            .instantiate("{not json")
-            .err()
-            .expect("bad JSON is refused");
-        assert!(matches!(bad, TwinError::ArgsNotJson(_)), "{bad}");
-        assert!(bad.to_string().starts_with("args are not JSON: "), "{bad}");
-    }
 }

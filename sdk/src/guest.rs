@@ -2,6 +2,7 @@
 //! generated exports to a plugin's [`VTable`](crate::VTable). Compiled only for wasm.
 
 use crate::plugin::{CycleState, Registered, StateStore, VTable};
+use crate::points::{self, Replica};
 use crate::types as sdk;
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -34,27 +35,32 @@ struct Instance<T> {
     /// Every node of the replica in slot order, as PreFilter and PreScore hand them
     /// to the plugin; each pointer is into a box of `nodes`, and `sync_nodes` tells
     /// the list of every box it drops or replaces, before it does.
-    all: crate::node_list::NodeList,
+    all: RefCell<crate::node_list::NodeList>,
     /// The pod of the current cycle, decoded once when the host begins the cycle.
     pod: Option<sdk::Pod>,
 }
 
-impl<T> Instance<T> {
-    /// Rebuilds the list of every node if a slot gained or lost its node.
-    fn refresh_all(&mut self) {
-        self.all.refresh(
+impl<T> Replica for Instance<T> {
+    fn node(&self, slot: u32) -> Option<&sdk::NodeInfo> {
+        self.nodes.get(slot as usize).and_then(Option::as_deref)
+    }
+
+    fn missing(&self, slot: u32) -> sdk::Status {
+        missing_node(slot)
+    }
+
+    fn with_all<R>(&self, f: impl FnOnce(&[&sdk::NodeInfo]) -> R) -> R {
+        let mut all = self.all.borrow_mut();
+        // A slot may have gained or lost its node since the last walk.
+        all.refresh(
             self.nodes
                 .iter()
                 .map(|n| n.as_deref().map(|n| n as *const sdk::NodeInfo)),
         );
-    }
-
-    /// Every node of the replica; call [`Instance::refresh_all`] first.
-    fn all_nodes(&self) -> &[&sdk::NodeInfo] {
         // SAFETY: every pointer is into a box that `nodes` owns: boxes do not move
         // when `nodes` grows, and `sync_nodes` (which takes `&mut self`, so cannot run
         // while this borrow lives) tells the list before it drops or replaces one.
-        unsafe { self.all.nodes() }
+        f(unsafe { all.nodes() })
     }
 }
 
@@ -112,13 +118,6 @@ impl StateStore for HostState<'_> {
     }
     fn delete(&self, key: &str) {
         self.0.delete(key)
-    }
-}
-
-fn not_implemented(point: &str) -> w::Status {
-    w::Status {
-        code: w::Code::Error,
-        reasons: vec![format!("plugin does not implement {point}")],
     }
 }
 
@@ -501,7 +500,7 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
             let mut counts = AFFINITY.get();
             for slot in removed {
                 // Before the box is dropped: `all` points into it.
-                inst.all.set(slot, None);
+                inst.all.get_mut().set(slot, None);
                 if let Some(old) = inst.nodes.get_mut(slot as usize).and_then(Option::take) {
                     counts.remove(&old);
                 }
@@ -515,6 +514,7 @@ impl<T: Registered> ex::replica::Guest for Export<T> {
                 new.stamp = next_stamp();
                 counts.add(&new);
                 inst.all
+                    .get_mut()
                     .set(slot as u32, Some(&*new as *const sdk::NodeInfo));
                 if let Some(old) = inst.nodes[slot].replace(new) {
                     counts.remove(&old);
@@ -550,21 +550,6 @@ impl<T: Registered> ex::cycle::Guest for Export<T> {
     }
 }
 
-/// The answer when the host calls a cycle's extension point before beginning it.
-fn no_cycle() -> sdk::Status {
-    sdk::Status::error("berth: the host called the plugin outside a cycle")
-}
-
-impl<T: Registered> ex::queue_sort::Guest for Export<T> {
-    fn sort_key(pod: w::Pod) -> Vec<i64> {
-        let pod = pod_from_wit(pod);
-        with_instance::<T, _>(|inst| match inst.vtable.queue_sort {
-            Some(f) => f(&inst.plugin, &pod),
-            None => vec![-i64::from(pod.priority)],
-        })
-    }
-}
-
 impl<T: Registered> ex::enqueue_extensions::Guest for Export<T> {
     fn hint(
         event: w::ClusterEvent,
@@ -576,12 +561,19 @@ impl<T: Registered> ex::enqueue_extensions::Guest for Export<T> {
         let pod = pod_from_wit(pod);
         let old = old.map(object_from_wit);
         let new = new.map(object_from_wit);
-        with_instance::<T, _>(|inst| match inst.vtable.queueing_hint {
-            Some(f) => f(&inst.plugin, &event, &pod, old.as_ref(), new.as_ref()).map(|h| match h {
-                crate::QueueingHint::Queue => w::QueueingHint::Queue,
-                crate::QueueingHint::QueueSkip => w::QueueingHint::QueueSkip,
-            }),
-            None => Ok(w::QueueingHint::Queue),
+        with_instance::<T, _>(|inst| {
+            points::queueing_hint(
+                &inst.plugin,
+                &inst.vtable,
+                &event,
+                &pod,
+                old.as_ref(),
+                new.as_ref(),
+            )
+        })
+        .map(|h| match h {
+            crate::QueueingHint::Queue => w::QueueingHint::Queue,
+            crate::QueueingHint::QueueSkip => w::QueueingHint::QueueSkip,
         })
     }
 }
@@ -636,77 +628,39 @@ fn object_from_wit(o: w::Object) -> crate::Object {
     }
 }
 
-impl<T: Registered> ex::pre_enqueue::Guest for Export<T> {
-    fn pre_enqueue(pod: w::Pod) -> w::Status {
-        let pod = pod_from_wit(pod);
-        with_instance::<T, _>(|inst| match inst.vtable.pre_enqueue {
-            Some(f) => status_to_wit(f(&inst.plugin, &pod)),
-            None => not_implemented("preEnqueue"),
-        })
-    }
-}
-
-impl<T: Registered> ex::pre_filter::Guest for Export<T> {
-    fn pre_filter(state: &host::CycleState) -> ex::pre_filter::PreFilterResult {
-        let store = HostState(state);
-        let state = CycleState::new(&store);
-        with_instance::<T, _>(|inst| match inst.vtable.pre_filter {
-            Some(f) => {
-                inst.refresh_all();
-                let Some(pod) = &inst.pod else {
-                    return ex::pre_filter::PreFilterResult {
-                        status: status_to_wit(no_cycle()),
-                        node_names: None,
-                    };
-                };
-                let r = f(&inst.plugin, &state, pod, inst.all_nodes());
-                ex::pre_filter::PreFilterResult {
-                    status: status_to_wit(r.status),
-                    node_names: r.node_names,
-                }
-            }
-            None => ex::pre_filter::PreFilterResult {
-                status: not_implemented("preFilter"),
-                node_names: None,
-            },
-        })
-    }
-}
-
 impl<T: Registered> ex::pre_filter_extensions::Guest for Export<T> {
     fn add_pod(state: &host::CycleState, pod: w::Pod, slot: u32) -> w::Status {
-        pod_on_node::<T>(state, pod, slot, |v| v.0)
+        pod_on_node::<T>(state, true, pod, slot)
     }
 
     fn remove_pod(state: &host::CycleState, pod: w::Pod, slot: u32) -> w::Status {
-        pod_on_node::<T>(state, pod, slot, |v| v.1)
+        pod_on_node::<T>(state, false, pod, slot)
     }
 }
 
-type PodOnNode<T> = fn(&T, &CycleState, &sdk::Pod, &sdk::Pod, &sdk::NodeInfo) -> sdk::Status;
-
-/// Runs AddPod or RemovePod (`pick` chooses) for the cycle's pod.
+/// Runs AddPod (`add`) or RemovePod for the cycle's pod.
 fn pod_on_node<T: Registered>(
     state: &host::CycleState,
+    add: bool,
     other: w::Pod,
     slot: u32,
-    pick: fn((PodOnNode<T>, PodOnNode<T>)) -> PodOnNode<T>,
 ) -> w::Status {
     let other = pod_from_wit(other);
     let store = HostState(state);
     let state = CycleState::new(&store);
     with_instance::<T, _>(|inst| {
-        let Some(pair) = inst.vtable.pre_filter_extensions else {
-            return not_implemented("preFilterExtensions");
-        };
-        let Some(pod) = &inst.pod else {
-            return status_to_wit(no_cycle());
-        };
-        match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
-            Some(node) => status_to_wit(pick(pair)(&inst.plugin, &state, pod, &other, node)),
-            None => status_to_wit(missing_node(slot)),
-        }
+        points::pod_on_node(
+            &inst.plugin,
+            &inst.vtable,
+            &state,
+            inst.pod.as_ref(),
+            &*inst,
+            add,
+            &other,
+            slot,
+        )
     })
+    .into_wit()
 }
 
 /// The host's what-if API, as PostFilter sees it.
@@ -753,23 +707,22 @@ impl<T: Registered> ex::post_filter::Guest for Export<T> {
         state: &host::CycleState,
         statuses: Vec<ex::filter::NodeStatus>,
     ) -> ex::post_filter::PostFilterResult {
+        let statuses: Vec<(u32, sdk::Status)> = statuses
+            .into_iter()
+            .map(|s| (s.slot, status_from_wit(s.status)))
+            .collect();
         let store = HostState(state);
         let state = CycleState::new(&store);
         let r = with_instance::<T, _>(|inst| {
-            let Some(f) = inst.vtable.post_filter else {
-                return sdk::Status::error("plugin does not implement postFilter").into();
-            };
-            let Some(pod) = &inst.pod else {
-                return no_cycle().into();
-            };
-            let mut nodes = Vec::with_capacity(statuses.len());
-            for s in statuses {
-                match inst.nodes.get(s.slot as usize).and_then(Option::as_deref) {
-                    Some(n) => nodes.push((n, status_from_wit(s.status))),
-                    None => return missing_node(s.slot).into(),
-                }
-            }
-            f(&inst.plugin, &state, pod, &nodes, &HostDryRun)
+            points::post_filter(
+                &inst.plugin,
+                &inst.vtable,
+                &state,
+                inst.pod.as_ref(),
+                &*inst,
+                &statuses,
+                &HostDryRun,
+            )
         });
         ex::post_filter::PostFilterResult {
             status: status_to_wit(r.status),
@@ -792,241 +745,121 @@ fn missing_node(slot: u32) -> sdk::Status {
     sdk::Status::error(format!("node slot {slot} is not in the plugin's replica"))
 }
 
-impl<T: Registered> ex::filter::Guest for Export<T> {
-    fn filter(state: &host::CycleState, slots: Vec<u32>) -> Vec<ex::filter::NodeStatus> {
-        let store = HostState(state);
-        let state = CycleState::new(&store);
-        with_instance::<T, _>(|inst| {
-            // From the type's table, not the instance's copy: a constant, so the
-            // compiler calls (and may inline) the plugin's Filter directly in the loop
-            // over the nodes.
-            let Some(f) = T::vtable().filter else {
-                return slots
-                    .iter()
-                    .map(|&slot| ex::filter::NodeStatus {
-                        slot,
-                        status: not_implemented("filter"),
-                    })
-                    .collect();
-            };
-            let Some(pod) = &inst.pod else {
-                return slots
-                    .iter()
-                    .map(|&slot| ex::filter::NodeStatus {
-                        slot,
-                        status: status_to_wit(no_cycle()),
-                    })
-                    .collect();
-            };
-            let mut out = Vec::new();
-            for slot in slots {
-                let status = match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
-                    Some(node) => f(&inst.plugin, &state, pod, node),
-                    None => missing_node(slot),
-                };
-                if !status.is_success() {
-                    out.push(ex::filter::NodeStatus {
-                        slot,
-                        status: status_to_wit(status),
-                    });
-                }
+/// The exports of the table's generated interfaces (see [`crate::points`]), and the
+/// extension points' WIT names.
+macro_rules! guest_exports {
+    ( ()
+      $( $gen:ident interface $iface:ident {
+            points: [ $( $P:ident $pf:ident $pname:literal $pdoc:literal ),* ],
+            also: [ $( $A:ident $af:ident $aname:literal $adoc:literal ),* ],
+            calls: [ $( $kind:ident $body:tt ),* $(,)? ],
+      } )*
+    ) => {
+        $( guest_exports!(@interface $gen $iface [ $( $kind $body )* ]); )*
+
+        fn point_to_wit(p: sdk::ExtensionPoint) -> w::ExtensionPoint {
+            match p {
+                $(
+                    $( sdk::ExtensionPoint::$P => w::ExtensionPoint::$P, )*
+                    $( sdk::ExtensionPoint::$A => w::ExtensionPoint::$A, )*
+                )*
             }
-            out
-        })
+        }
+    };
+    (@interface hand $iface:ident [ $($calls:tt)* ]) => {};
+    (@interface generated $iface:ident [ $( $kind:ident $body:tt )* ]) => {
+        impl<T: Registered> ex::$iface::Guest for Export<T> {
+            $( guest_exports!(@$kind $body); )*
+        }
+    };
+    (@pod { $method:ident $label:literal $wit:ident $call:ident $getter:ident -> $ret:ty }) => {
+        fn $wit(pod: w::Pod) -> <$ret as IntoWit>::Wit {
+            let pod = pod_from_wit(pod);
+            with_instance::<T, _>(|inst| points::$method(&inst.plugin, &inst.vtable, &pod))
+                .into_wit()
+        }
+    };
+    (@cycle { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+              ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
+        fn $wit(state: &host::CycleState $(, $arg: <$aty as ToOwned>::Owned)*) -> <$ret as IntoWit>::Wit {
+            let store = HostState(state);
+            let state = CycleState::new(&store);
+            // The type's table, not the instance's copy: a constant, so the compiler
+            // calls (and may inline) the plugin's function directly in the loop over
+            // the nodes.
+            with_instance::<T, _>(|inst| {
+                points::$method(&inst.plugin, &T::vtable(), &state, inst.pod.as_ref(), &*inst $(, &$arg)*)
+            })
+            .into_wit()
+        }
+    };
+}
+
+crate::for_each_extension_point!(guest_exports);
+
+/// An SDK answer as the WIT record the host reads.
+pub trait IntoWit {
+    /// The WIT record.
+    type Wit;
+    /// Converts.
+    fn into_wit(self) -> Self::Wit;
+}
+
+impl IntoWit for sdk::Status {
+    type Wit = w::Status;
+    fn into_wit(self) -> w::Status {
+        status_to_wit(self)
     }
 }
 
-impl<T: Registered> ex::pre_score::Guest for Export<T> {
-    fn pre_score(state: &host::CycleState, slots: Vec<u32>) -> w::Status {
-        let store = HostState(state);
-        let state = CycleState::new(&store);
-        with_instance::<T, _>(|inst| {
-            let Some(f) = inst.vtable.pre_score else {
-                return not_implemented("preScore");
-            };
-            inst.refresh_all();
-            let Some(pod) = &inst.pod else {
-                return status_to_wit(no_cycle());
-            };
-            let mut nodes = Vec::with_capacity(slots.len());
-            for slot in slots {
-                match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
-                    Some(n) => nodes.push(n),
-                    None => return status_to_wit(missing_node(slot)),
-                }
-            }
-            status_to_wit(f(&inst.plugin, &state, pod, &nodes, inst.all_nodes()))
-        })
+impl IntoWit for () {
+    type Wit = ();
+    fn into_wit(self) {}
+}
+
+impl IntoWit for Vec<i64> {
+    type Wit = Vec<i64>;
+    fn into_wit(self) -> Vec<i64> {
+        self
     }
 }
 
-impl<T: Registered> ex::score::Guest for Export<T> {
-    fn score(state: &host::CycleState, slots: Vec<u32>) -> Result<Vec<i64>, w::Status> {
-        let store = HostState(state);
-        let state = CycleState::new(&store);
-        with_instance::<T, _>(|inst| {
-            // A constant, as in Filter: a direct call per node.
-            let Some(f) = T::vtable().score else {
-                return Err(not_implemented("score"));
-            };
-            let Some(pod) = &inst.pod else {
-                return Err(status_to_wit(no_cycle()));
-            };
-            slots
-                .iter()
-                .map(
-                    |&slot| match inst.nodes.get(slot as usize).and_then(Option::as_deref) {
-                        Some(n) => f(&inst.plugin, &state, pod, n).map_err(status_to_wit),
-                        None => Err(status_to_wit(missing_node(slot))),
-                    },
-                )
-                .collect()
-        })
-    }
-
-    fn normalize_score(
-        state: &host::CycleState,
-        mut scores: Vec<i64>,
-    ) -> Result<Vec<i64>, w::Status> {
-        let store = HostState(state);
-        let state = CycleState::new(&store);
-        with_instance::<T, _>(|inst| {
-            let Some(f) = inst.vtable.normalize_score else {
-                return Err(not_implemented("normalizeScore"));
-            };
-            let Some(pod) = &inst.pod else {
-                return Err(status_to_wit(no_cycle()));
-            };
-            let status = f(&inst.plugin, &state, pod, &mut scores);
-            if status.is_success() {
-                Ok(scores)
-            } else {
-                Err(status_to_wit(status))
-            }
-        })
+impl IntoWit for Result<Vec<i64>, sdk::Status> {
+    type Wit = Result<Vec<i64>, w::Status>;
+    fn into_wit(self) -> Self::Wit {
+        self.map_err(status_to_wit)
     }
 }
 
-/// Runs a node-name based extension point (Reserve, Permit, PreBind, Bind, ...) on
-/// the cycle's pod; `outside` answers when no cycle has begun.
-fn at_node<T: Registered, R>(
-    state: &host::CycleState,
-    outside: impl FnOnce() -> R,
-    f: impl FnOnce(&Instance<T>, &CycleState, &sdk::Pod) -> R,
-) -> R {
-    let store = HostState(state);
-    let state = CycleState::new(&store);
-    with_instance::<T, _>(|inst| match &inst.pod {
-        Some(pod) => f(inst, &state, pod),
-        None => outside(),
-    })
-}
-
-fn no_cycle_status() -> w::Status {
-    status_to_wit(no_cycle())
-}
-
-impl<T: Registered> ex::reserve::Guest for Export<T> {
-    fn reserve(state: &host::CycleState, node: String) -> w::Status {
-        at_node::<T, _>(state, no_cycle_status, |inst, state, pod| {
-            match inst.vtable.reserve {
-                Some((f, _)) => status_to_wit(f(&inst.plugin, state, pod, &node)),
-                None => not_implemented("reserve"),
-            }
-        })
-    }
-
-    fn unreserve(state: &host::CycleState, node: String) {
-        at_node::<T, _>(
-            state,
-            || (),
-            |inst, state, pod| {
-                if let Some((_, f)) = inst.vtable.reserve {
-                    f(&inst.plugin, state, pod, &node)
-                }
-            },
-        )
+impl IntoWit for crate::PreFilterResult {
+    type Wit = ex::pre_filter::PreFilterResult;
+    fn into_wit(self) -> Self::Wit {
+        ex::pre_filter::PreFilterResult {
+            status: status_to_wit(self.status),
+            node_names: self.node_names,
+        }
     }
 }
 
-impl<T: Registered> ex::permit::Guest for Export<T> {
-    fn permit(state: &host::CycleState, node: String) -> ex::permit::PermitResult {
-        let outside = || ex::permit::PermitResult {
-            status: no_cycle_status(),
-            timeout_ms: 0,
-        };
-        at_node::<T, _>(state, outside, |inst, state, pod| {
-            match inst.vtable.permit {
-                Some(f) => {
-                    let (status, timeout) = f(&inst.plugin, state, pod, &node);
-                    ex::permit::PermitResult {
-                        status: status_to_wit(status),
-                        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-                    }
-                }
-                None => ex::permit::PermitResult {
-                    status: not_implemented("permit"),
-                    timeout_ms: 0,
-                },
-            }
-        })
+impl IntoWit for Vec<(u32, sdk::Status)> {
+    type Wit = Vec<ex::filter::NodeStatus>;
+    fn into_wit(self) -> Self::Wit {
+        self.into_iter()
+            .map(|(slot, status)| ex::filter::NodeStatus {
+                slot,
+                status: status_to_wit(status),
+            })
+            .collect()
     }
 }
 
-impl<T: Registered> ex::pre_bind::Guest for Export<T> {
-    fn pre_bind(state: &host::CycleState, node: String) -> w::Status {
-        at_node::<T, _>(state, no_cycle_status, |inst, state, pod| {
-            match inst.vtable.pre_bind {
-                Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
-                None => not_implemented("preBind"),
-            }
-        })
-    }
-}
-
-impl<T: Registered> ex::bind::Guest for Export<T> {
-    fn bind(state: &host::CycleState, node: String) -> w::Status {
-        at_node::<T, _>(state, no_cycle_status, |inst, state, pod| {
-            match inst.vtable.bind {
-                Some(f) => status_to_wit(f(&inst.plugin, state, pod, &node)),
-                None => not_implemented("bind"),
-            }
-        })
-    }
-}
-
-impl<T: Registered> ex::post_bind::Guest for Export<T> {
-    fn post_bind(state: &host::CycleState, node: String) {
-        at_node::<T, _>(
-            state,
-            || (),
-            |inst, state, pod| {
-                if let Some(f) = inst.vtable.post_bind {
-                    f(&inst.plugin, state, pod, &node)
-                }
-            },
-        )
-    }
-}
-
-// ---- conversions between the WIT records and the SDK's types ----
-
-fn point_to_wit(p: sdk::ExtensionPoint) -> w::ExtensionPoint {
-    use sdk::ExtensionPoint as E;
-    match p {
-        E::PreEnqueue => w::ExtensionPoint::PreEnqueue,
-        E::QueueSort => w::ExtensionPoint::QueueSort,
-        E::PreFilter => w::ExtensionPoint::PreFilter,
-        E::Filter => w::ExtensionPoint::Filter,
-        E::PostFilter => w::ExtensionPoint::PostFilter,
-        E::PreScore => w::ExtensionPoint::PreScore,
-        E::Score => w::ExtensionPoint::Score,
-        E::NormalizeScore => w::ExtensionPoint::NormalizeScore,
-        E::Reserve => w::ExtensionPoint::Reserve,
-        E::Permit => w::ExtensionPoint::Permit,
-        E::PreBind => w::ExtensionPoint::PreBind,
-        E::Bind => w::ExtensionPoint::Bind,
-        E::PostBind => w::ExtensionPoint::PostBind,
+impl IntoWit for (sdk::Status, std::time::Duration) {
+    type Wit = ex::permit::PermitResult;
+    fn into_wit(self) -> Self::Wit {
+        ex::permit::PermitResult {
+            status: status_to_wit(self.0),
+            timeout_ms: u64::try_from(self.1.as_millis()).unwrap_or(u64::MAX),
+        }
     }
 }
 

@@ -64,6 +64,7 @@ pub mod memo;
 #[doc(hidden)]
 pub mod node_list;
 mod plugin;
+pub mod points;
 pub mod preemption;
 pub mod testing;
 pub mod types;

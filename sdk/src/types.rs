@@ -686,74 +686,7 @@ impl PodFeature {
     }
 }
 
-/// An extension point of the scheduling framework.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum ExtensionPoint {
-    /// Gate a pod before it enters the active queue.
-    PreEnqueue,
-    /// Order the active queue.
-    QueueSort,
-    /// Once per cycle, before filtering.
-    PreFilter,
-    /// Per node: can the pod run here?
-    Filter,
-    /// When no node fits (preemption).
-    PostFilter,
-    /// Once per cycle, before scoring.
-    PreScore,
-    /// Per feasible node: how good is it?
-    Score,
-    /// Rescale a plugin's scores into [0, 100].
-    NormalizeScore,
-    /// Claim resources for the chosen node (and release them on failure).
-    Reserve,
-    /// Approve, reject or delay binding.
-    Permit,
-    /// Before binding.
-    PreBind,
-    /// Bind the pod.
-    Bind,
-    /// After a successful bind.
-    PostBind,
-}
-
-impl ExtensionPoint {
-    /// Every extension point, in framework order.
-    pub const ALL: [ExtensionPoint; 13] = [
-        ExtensionPoint::PreEnqueue,
-        ExtensionPoint::QueueSort,
-        ExtensionPoint::PreFilter,
-        ExtensionPoint::Filter,
-        ExtensionPoint::PostFilter,
-        ExtensionPoint::PreScore,
-        ExtensionPoint::Score,
-        ExtensionPoint::NormalizeScore,
-        ExtensionPoint::Reserve,
-        ExtensionPoint::Permit,
-        ExtensionPoint::PreBind,
-        ExtensionPoint::Bind,
-        ExtensionPoint::PostBind,
-    ];
-
-    /// The name used in profiles (`filter`, `preScore`, ...), as KubeSchedulerConfiguration.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExtensionPoint::PreEnqueue => "preEnqueue",
-            ExtensionPoint::QueueSort => "queueSort",
-            ExtensionPoint::PreFilter => "preFilter",
-            ExtensionPoint::Filter => "filter",
-            ExtensionPoint::PostFilter => "postFilter",
-            ExtensionPoint::PreScore => "preScore",
-            ExtensionPoint::Score => "score",
-            ExtensionPoint::NormalizeScore => "normalizeScore",
-            ExtensionPoint::Reserve => "reserve",
-            ExtensionPoint::Permit => "permit",
-            ExtensionPoint::PreBind => "preBind",
-            ExtensionPoint::Bind => "bind",
-            ExtensionPoint::PostBind => "postBind",
-        }
-    }
-}
+pub use crate::points::ExtensionPoint;
 
 #[cfg(test)]
 mod tests {

@@ -362,60 +362,42 @@ pub struct PluginArgs {
     pub args: serde_json::Value,
 }
 
-/// Plugins per extension point.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(missing_docs)]
-pub struct PluginsConfig {
-    /// Plugins enabled at every extension point they implement (upstream's default
-    /// profile is a multiPoint list).
-    #[serde(default)]
-    pub multi_point: PluginSet,
-    #[serde(default)]
-    pub pre_enqueue: PluginSet,
-    #[serde(default)]
-    pub queue_sort: PluginSet,
-    #[serde(default)]
-    pub pre_filter: PluginSet,
-    #[serde(default)]
-    pub filter: PluginSet,
-    #[serde(default)]
-    pub post_filter: PluginSet,
-    #[serde(default)]
-    pub pre_score: PluginSet,
-    #[serde(default)]
-    pub score: PluginSet,
-    #[serde(default)]
-    pub reserve: PluginSet,
-    #[serde(default)]
-    pub permit: PluginSet,
-    #[serde(default)]
-    pub pre_bind: PluginSet,
-    #[serde(default)]
-    pub bind: PluginSet,
-    #[serde(default)]
-    pub post_bind: PluginSet,
+/// Declares [`PluginsConfig`] from the table of extension points
+/// ([`berth_sdk::for_each_extension_point!`]): one field per point a profile
+/// configures, named as upstream's configuration names it.
+macro_rules! plugins_config {
+    ( ()
+      $( $gen:ident interface $iface:ident {
+            points: [ $( $P:ident $pf:ident $pname:literal $pdoc:literal ),* ],
+            also: [ $( $A:ident $af:ident $aname:literal $adoc:literal ),* ],
+            calls: [ $( $kind:ident $body:tt ),* $(,)? ],
+      } )*
+    ) => {
+        /// Plugins per extension point.
+        #[derive(Clone, Debug, Default, Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct PluginsConfig {
+            /// Plugins enabled at every extension point they implement (upstream's
+            /// default profile is a multiPoint list).
+            #[serde(default)]
+            pub multi_point: PluginSet,
+            $( $(
+                #[doc = $pdoc]
+                #[serde(default, rename = $pname)]
+                pub $pf: PluginSet,
+            )* )*
+        }
+
+        impl PluginsConfig {
+            /// Each configurable point's set, in upstream's order.
+            fn sets(&self) -> [(ExtensionPoint, &PluginSet); ExtensionPoint::CONFIGURABLE.len()] {
+                [ $( $( (ExtensionPoint::$P, &self.$pf), )* )* ]
+            }
+        }
+    };
 }
 
-impl PluginsConfig {
-    fn sets(&self) -> [(ExtensionPoint, &PluginSet); 12] {
-        use ExtensionPoint as E;
-        [
-            (E::PreEnqueue, &self.pre_enqueue),
-            (E::QueueSort, &self.queue_sort),
-            (E::PreFilter, &self.pre_filter),
-            (E::Filter, &self.filter),
-            (E::PostFilter, &self.post_filter),
-            (E::PreScore, &self.pre_score),
-            (E::Score, &self.score),
-            (E::Reserve, &self.reserve),
-            (E::Permit, &self.permit),
-            (E::PreBind, &self.pre_bind),
-            (E::Bind, &self.bind),
-            (E::PostBind, &self.post_bind),
-        ]
-    }
-}
+berth_sdk::for_each_extension_point!(plugins_config);
 
 /// Enabled and disabled plugins of one extension point.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -826,20 +808,8 @@ pub const SCORE_POINTS: [ExtensionPoint; 2] = [ExtensionPoint::PreScore, Extensi
 
 /// The extension points a profile configures, in upstream's order (NormalizeScore is
 /// part of Score).
-pub const CONFIGURABLE_POINTS: [ExtensionPoint; 12] = [
-    ExtensionPoint::PreEnqueue,
-    ExtensionPoint::QueueSort,
-    ExtensionPoint::PreFilter,
-    ExtensionPoint::Filter,
-    ExtensionPoint::PostFilter,
-    ExtensionPoint::PreScore,
-    ExtensionPoint::Score,
-    ExtensionPoint::Reserve,
-    ExtensionPoint::Permit,
-    ExtensionPoint::PreBind,
-    ExtensionPoint::Bind,
-    ExtensionPoint::PostBind,
-];
+pub const CONFIGURABLE_POINTS: [ExtensionPoint; ExtensionPoint::CONFIGURABLE.len()] =
+    ExtensionPoint::CONFIGURABLE;
 
 impl Configuration {
     /// Reads a configuration file.

@@ -2,31 +2,27 @@
 //! for the scheduling thread, one per worker thread, one per binding cycle in flight),
 //! and the runner of each extension point in upstream's order.
 
-pub mod cycle_state;
 mod explain;
 mod failures;
 mod fit_error;
-mod instance;
 pub mod preemption;
 pub mod registry;
 mod schedule;
 mod shadow;
-pub mod waiting;
 
-pub use cycle_state::CycleState;
+pub use crate::plugin::{CyclePod, CycleState, PluginCalls, cycle_state, waiting};
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
-pub use instance::{CyclePod, PluginCalls};
 pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};
 
 use crate::config::Profile;
 use crate::native::Twin;
+use crate::plugin::CallError;
 use crate::wasm::module::HostServices;
-use crate::wasm::{CallError, LoadError, Module};
+use crate::wasm::{Instance, LoadError, Module};
 use berth_sdk::{Code, ExtensionPoint, Status};
-use instance::PluginInstance;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use std::collections::{BTreeSet, HashMap};
@@ -128,6 +124,38 @@ struct PluginSlot {
     /// The features a pod needs for the plugin to take part in its cycles, as its
     /// configured instance declares them (empty: every pod).
     only_for: Vec<berth_sdk::PodFeature>,
+}
+
+/// One live plugin instance: the framework calls it through [`PluginCalls`] (by
+/// dereference), and tells the two kinds apart only to know when to remake one.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a handful per worker, called in the hot path: no indirection wanted"
+)]
+enum PluginInstance {
+    /// A sandboxed component instance.
+    Wasm(Instance),
+    /// A native twin.
+    Native(Box<dyn PluginCalls>),
+}
+
+impl std::ops::Deref for PluginInstance {
+    type Target = dyn PluginCalls;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            PluginInstance::Wasm(i) => i,
+            PluginInstance::Native(n) => n.as_ref(),
+        }
+    }
+}
+
+impl std::ops::DerefMut for PluginInstance {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            PluginInstance::Wasm(i) => i,
+            PluginInstance::Native(n) => n.as_mut(),
+        }
+    }
 }
 
 /// Live instances, one per plugin of the profile, made on first use and remade after

@@ -12,26 +12,14 @@
 use super::{CyclePod, CycleState, Framework, InstanceSet, PluginError, PluginSlot, lock};
 use crate::cache::Snapshot;
 use crate::cluster::Budgets;
-use berth_sdk::{
-    Candidate, Code, ExtensionPoint, NodeInfo, NodeSimulation, Pod, PodDisruptionBudget, Status,
-};
-use std::cell::RefCell;
+use crate::plugin::{Simulation, WhatIf};
+use berth_sdk::{Candidate, Code, ExtensionPoint, NodeInfo, Pod, PodDisruptionBudget, Status};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// A what-if on one node: the copy of the node and of the cycle state, and the pods
-/// removed from it so far.
-#[derive(Debug)]
-pub struct Simulation {
-    slot: u32,
-    info: NodeInfo,
-    state: CycleState,
-    removed: Vec<Pod>,
-}
-
 /// What the host lends a PostFilter call: the instances the what-ifs run on and what
 /// they need to know of the cycle.
-pub struct DryRun {
+pub(crate) struct DryRun {
     set: InstanceSet,
     plugins: Arc<[PluginSlot]>,
     /// Filter plugins that did not skip the pod at PreFilter.
@@ -58,14 +46,12 @@ fn error_status(e: impl std::fmt::Display) -> Status {
     Status::error(e.to_string())
 }
 
-impl DryRun {
-    /// The cluster's PodDisruptionBudgets.
-    pub fn budgets(&self) -> Vec<PodDisruptionBudget> {
+impl WhatIf for DryRun {
+    fn budgets(&self) -> Vec<PodDisruptionBudget> {
         self.budgets.list()
     }
 
-    /// Starts a what-if on `node`.
-    pub fn simulate(&mut self, node: &str) -> Result<Simulation, Status> {
+    fn simulate(&mut self, node: &str) -> Result<Simulation, Status> {
         let slot = self
             .snapshot
             .slot_of(node)
@@ -83,8 +69,7 @@ impl DryRun {
         })
     }
 
-    /// Removes a pod of the node from the what-if.
-    pub fn remove_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status {
+    fn remove_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status {
         let Some(pod) = sim.info.pods.iter().find(|p| p.uid == uid).cloned() else {
             return Status::error(format!("pod {uid} is not on node {}", sim.info.name()));
         };
@@ -94,8 +79,7 @@ impl DryRun {
         status
     }
 
-    /// Adds back a pod that [`DryRun::remove_pod`] removed.
-    pub fn add_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status {
+    fn add_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status {
         let Some(i) = sim.removed.iter().position(|p| p.uid == uid) else {
             return Status::error(format!(
                 "pod {uid} was not removed from node {}",
@@ -107,10 +91,10 @@ impl DryRun {
         self.tell_extensions(true, &sim.state, &pod, sim.slot)
     }
 
-    /// Whether the pod passes every Filter plugin on the what-if, with the pods
-    /// nominated to the node counted and (when there are some) without them, as the
-    /// scheduling cycle judges a node (upstream's `RunFilterPluginsWithNominatedPods`).
-    pub fn fits(&mut self, sim: &Simulation) -> Status {
+    /// With the pods nominated to the node counted and (when there are some) without
+    /// them, as the scheduling cycle judges a node (upstream's
+    /// `RunFilterPluginsWithNominatedPods`).
+    fn fits(&mut self, sim: &Simulation) -> Status {
         if let Some(nominated) = self.nominated.get(&sim.slot).cloned() {
             let mut info = sim.info.clone();
             let state = sim.state.deep_clone();
@@ -131,6 +115,12 @@ impl DryRun {
         self.run_filters(&sim.state, sim.slot, &sim.info)
     }
 
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl DryRun {
     fn tell_extensions(&mut self, add: bool, state: &CycleState, other: &Pod, slot: u32) -> Status {
         for &i in &self.extensions {
             let inst = match self.set.get(i, &self.plugins) {
@@ -177,36 +167,6 @@ impl DryRun {
             }
         }
         Status::success()
-    }
-}
-
-/// A [`DryRun`] as the SDK's [`berth_sdk::DryRun`], for native PostFilter plugins.
-pub(crate) struct NativeDryRun<'a>(pub(crate) RefCell<&'a mut DryRun>);
-
-struct NativeSimulation<'a, 'b> {
-    dry: &'b NativeDryRun<'a>,
-    sim: Simulation,
-}
-
-impl NodeSimulation for NativeSimulation<'_, '_> {
-    fn remove_pod(&mut self, uid: &str) -> Status {
-        self.dry.0.borrow_mut().remove_pod(&mut self.sim, uid)
-    }
-    fn add_pod(&mut self, uid: &str) -> Status {
-        self.dry.0.borrow_mut().add_pod(&mut self.sim, uid)
-    }
-    fn fits(&mut self) -> Status {
-        self.dry.0.borrow_mut().fits(&self.sim)
-    }
-}
-
-impl berth_sdk::DryRun for NativeDryRun<'_> {
-    fn pod_disruption_budgets(&self) -> Vec<PodDisruptionBudget> {
-        self.0.borrow().budgets()
-    }
-    fn simulate(&self, node: &str) -> Result<Box<dyn NodeSimulation + '_>, Status> {
-        let sim = self.0.borrow_mut().simulate(node)?;
-        Ok(Box::new(NativeSimulation { dry: self, sim }))
     }
 }
 
@@ -282,7 +242,7 @@ impl Framework {
             let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
             std::mem::replace(&mut *w, empty)
         };
-        let mut dry = DryRun {
+        let mut dry: Box<dyn WhatIf> = Box::new(DryRun {
             set,
             plugins: self.plugins.clone(),
             filters,
@@ -292,7 +252,7 @@ impl Framework {
             snapshot: snapshot.clone(),
             nominated: by_slot,
             budgets: budgets.clone(),
-        };
+        });
         let mut verdict = None;
         let mut failure = None;
         {
@@ -353,6 +313,10 @@ impl Framework {
                 }
             }
         }
+        let dry = dry
+            .into_any()
+            .downcast::<DryRun>()
+            .expect("the PostFilter call gives back what it was lent");
         *lock(&self.workers[0]) = dry.set;
         if let Some(e) = failure {
             return Err(e);

@@ -1,6 +1,7 @@
 //! Conversions between the SDK's types and the host-side WIT records.
 
 use super::bindings::berth::scheduler::types as w;
+use super::bindings::exports::berth::scheduler as ex;
 use super::bindings::exports::berth::scheduler::replica::NodePodsChange;
 use berth_sdk::types as sdk;
 use berth_sdk::volumes as v;
@@ -550,22 +551,79 @@ pub(crate) fn status_from_wit(s: w::Status) -> sdk::Status {
     sdk::Status::new(code, s.reasons)
 }
 
-pub(crate) fn point_from_wit(p: w::ExtensionPoint) -> sdk::ExtensionPoint {
-    use sdk::ExtensionPoint as E;
-    match p {
-        w::ExtensionPoint::PreEnqueue => E::PreEnqueue,
-        w::ExtensionPoint::QueueSort => E::QueueSort,
-        w::ExtensionPoint::PreFilter => E::PreFilter,
-        w::ExtensionPoint::Filter => E::Filter,
-        w::ExtensionPoint::PostFilter => E::PostFilter,
-        w::ExtensionPoint::PreScore => E::PreScore,
-        w::ExtensionPoint::Score => E::Score,
-        w::ExtensionPoint::NormalizeScore => E::NormalizeScore,
-        w::ExtensionPoint::Reserve => E::Reserve,
-        w::ExtensionPoint::Permit => E::Permit,
-        w::ExtensionPoint::PreBind => E::PreBind,
-        w::ExtensionPoint::Bind => E::Bind,
-        w::ExtensionPoint::PostBind => E::PostBind,
+macro_rules! point_from_wit {
+    ( ()
+      $( $gen:ident interface $iface:ident {
+            points: [ $( $P:ident $pf:ident $pname:literal $pdoc:literal ),* ],
+            also: [ $( $A:ident $af:ident $aname:literal $adoc:literal ),* ],
+            calls: [ $( $kind:ident $body:tt ),* $(,)? ],
+      } )*
+    ) => {
+        /// An extension point as the SDK names it.
+        pub(crate) fn point_from_wit(p: w::ExtensionPoint) -> sdk::ExtensionPoint {
+            match p {
+                $(
+                    $( w::ExtensionPoint::$P => sdk::ExtensionPoint::$P, )*
+                    $( w::ExtensionPoint::$A => sdk::ExtensionPoint::$A, )*
+                )*
+            }
+        }
+    };
+}
+
+berth_sdk::for_each_extension_point!(point_from_wit);
+
+/// An answer of the component in the SDK's types.
+pub(crate) trait FromWit<W> {
+    /// Converts.
+    fn from_wit(w: W) -> Self;
+}
+
+impl FromWit<w::Status> for sdk::Status {
+    fn from_wit(s: w::Status) -> Self {
+        status_from_wit(s)
+    }
+}
+
+impl FromWit<()> for () {
+    fn from_wit(_: ()) {}
+}
+
+impl FromWit<Vec<i64>> for Vec<i64> {
+    fn from_wit(v: Vec<i64>) -> Self {
+        v
+    }
+}
+
+impl FromWit<Result<Vec<i64>, w::Status>> for Result<Vec<i64>, sdk::Status> {
+    fn from_wit(r: Result<Vec<i64>, w::Status>) -> Self {
+        r.map_err(status_from_wit)
+    }
+}
+
+impl FromWit<ex::pre_filter::PreFilterResult> for berth_sdk::PreFilterResult {
+    fn from_wit(r: ex::pre_filter::PreFilterResult) -> Self {
+        berth_sdk::PreFilterResult {
+            status: status_from_wit(r.status),
+            node_names: r.node_names,
+        }
+    }
+}
+
+impl FromWit<Vec<ex::filter::NodeStatus>> for Vec<(u32, sdk::Status)> {
+    fn from_wit(r: Vec<ex::filter::NodeStatus>) -> Self {
+        r.into_iter()
+            .map(|n| (n.slot, status_from_wit(n.status)))
+            .collect()
+    }
+}
+
+impl FromWit<ex::permit::PermitResult> for (sdk::Status, std::time::Duration) {
+    fn from_wit(r: ex::permit::PermitResult) -> Self {
+        (
+            status_from_wit(r.status),
+            std::time::Duration::from_millis(r.timeout_ms),
+        )
     }
 }
 

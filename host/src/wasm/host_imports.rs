@@ -8,9 +8,8 @@ use super::output::{GuestOutput, Level};
 use super::sandbox::SandboxClock;
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Budgets, Namespaces};
-use crate::framework::cycle_state::CycleState;
-use crate::framework::preemption::{DryRun, Simulation};
-use crate::framework::waiting::WaitingPods;
+use crate::plugin::waiting::WaitingPods;
+use crate::plugin::{CycleState, Simulation, WhatIf};
 use berth_sdk::Status;
 use std::sync::Arc;
 use wasmtime::StoreLimits;
@@ -28,7 +27,7 @@ pub struct HostCtx {
     pub(super) services: HostServices,
     pub(super) output: GuestOutput,
     /// The what-if API, lent during a PostFilter call.
-    pub(super) dry_run: Option<DryRun>,
+    pub(super) dry_run: Option<Box<dyn WhatIf>>,
     /// How long the current call has waited in the host for the cluster
     /// (`wait-storage-change`): not counted against the call deadline.
     pub(super) waited: std::time::Duration,

@@ -2,7 +2,6 @@
 //! each under the sandbox's deadline, timed in the metrics, and placed (extension
 //! point, pod, nodes) in its error.
 
-use super::CallError;
 use super::bindings::SchedulerPlugin;
 use super::bindings::berth::scheduler::types as w;
 use super::bindings::exports::berth::scheduler as ex;
@@ -10,10 +9,8 @@ use super::convert;
 use super::host_imports::{HostCtx, HostServices};
 use super::module::{LoadError, Module};
 use crate::cache::Snapshot;
-use crate::framework::cycle_state::CycleState;
-use crate::framework::preemption::DryRun;
-use crate::framework::{CyclePod, PluginCalls};
-use berth_sdk::{PodFeature, PreFilterResult, Status};
+use crate::plugin::{CallError, CyclePod, CycleState, PluginCalls, WhatIf};
+use berth_sdk::{PodFeature, Status};
 use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::Resource;
@@ -268,7 +265,7 @@ impl Instance {
         self.cycle_pod = None;
         self.cycle_pod_key = pod.key();
         self.call_pod_key = None;
-        let wit = pod.wit();
+        let wit = pod.encoded(convert::pod_to_wit);
         let point = std::mem::replace(&mut self.point, point);
         let r = self.call(|b, s| send(b, s, wit));
         self.point = point;
@@ -455,7 +452,52 @@ impl Instance {
     }
 }
 
-impl PluginCalls for Instance {
+/// Implements [`PluginCalls`] for a wasm instance: the calls of the table of
+/// extension points ([`berth_sdk::for_each_extension_point!`]) as calls of the
+/// component's exports, each under the deadline, timed, placed in its error and
+/// answered in the SDK's types; beside the calls written here.
+macro_rules! wasm_calls {
+    ( ( $($hand:tt)* )
+      $( $gen:ident interface $iface:ident {
+            points: [ $( $P:ident $pf:ident $pname:literal $pdoc:literal ),* ],
+            also: [ $( $A:ident $af:ident $aname:literal $adoc:literal ),* ],
+            calls: [ $( $kind:ident $body:tt ),* $(,)? ],
+      } )*
+    ) => {
+        impl PluginCalls for Instance {
+            $($hand)*
+            $( $( wasm_calls!(@$kind $body); )* )*
+        }
+    };
+    (@pod { $method:ident $label:literal $wit:ident $call:ident $getter:ident -> $ret:ty }) => {
+        fn $method(&mut self, pod: &CyclePod) -> Result<$ret, CallError> {
+            self.point = $label;
+            self.call_pod_key = Some(pod.key());
+            let wit = pod.encoded(convert::pod_to_wit);
+            let r = self.call(|b, s| b.$getter().$call(s, wit));
+            self.located(r, On::Nothing).map(convert::FromWit::from_wit)
+        }
+    };
+    (@cycle { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+              ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
+        #[allow(clippy::let_unit_value, reason = "Unreserve and PostBind answer nothing")]
+        fn $method(
+            &mut self,
+            state: &CycleState,
+            pod: &CyclePod,
+            $($arg: &$aty),*
+        ) -> Result<$ret, CallError> {
+            let on = On::of(&[$(On::from($arg)),*]);
+            let r: $ret = self
+                .at_point($label, on, state, pod, |b, s, st| b.$getter().$call(s, st $(, $arg)*))
+                .map(convert::FromWit::from_wit)?;
+            $( let r = self.same_length(r, $larg.len(), $what, on)?; )?
+            Ok(r)
+        }
+    };
+}
+
+berth_sdk::for_each_extension_point!(wasm_calls (
     /// Brings the guest's node replica up to the snapshot, sending only what changed
     /// since this instance's last sync.
     fn sync(&mut self, snapshot: &Snapshot) -> Result<(), CallError> {
@@ -516,8 +558,8 @@ impl PluginCalls for Instance {
         state: &CycleState,
         pod: &CyclePod,
         statuses: &[(u32, Status)],
-        dry: DryRun,
-    ) -> (DryRun, Result<berth_sdk::PostFilterResult, CallError>) {
+        dry: Box<dyn WhatIf>,
+    ) -> (Box<dyn WhatIf>, Result<berth_sdk::PostFilterResult, CallError>) {
         let statuses: Vec<ex::filter::NodeStatus> = statuses
             .iter()
             .map(|(slot, s)| ex::filter::NodeStatus {
@@ -553,14 +595,6 @@ impl PluginCalls for Instance {
         (dry, r)
     }
 
-    fn sort_key(&mut self, pod: &CyclePod) -> Result<Vec<i64>, CallError> {
-        self.point = "QueueSort";
-        self.call_pod_key = Some(pod.key());
-        let wit = pod.wit();
-        let r = self.call(|b, s| b.berth_scheduler_queue_sort().call_sort_key(s, wit));
-        self.located(r, On::Nothing)
-    }
-
     fn queueing_hint(
         &mut self,
         event: &berth_sdk::ClusterEvent,
@@ -589,157 +623,7 @@ impl PluginCalls for Instance {
             w::QueueingHint::QueueSkip => berth_sdk::QueueingHint::QueueSkip,
         }))
     }
-
-    fn pre_enqueue(&mut self, pod: &CyclePod) -> Result<Status, CallError> {
-        self.point = "PreEnqueue";
-        self.call_pod_key = Some(pod.key());
-        let wit = pod.wit();
-        let r = self.call(|b, s| b.berth_scheduler_pre_enqueue().call_pre_enqueue(s, wit));
-        self.located(r, On::Nothing).map(convert::status_from_wit)
-    }
-
-    fn pre_filter(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-    ) -> Result<PreFilterResult, CallError> {
-        let r = self.at_point("PreFilter", On::Nothing, state, pod, |b, s, st| {
-            b.berth_scheduler_pre_filter().call_pre_filter(s, st)
-        })?;
-        Ok(PreFilterResult {
-            status: convert::status_from_wit(r.status),
-            node_names: r.node_names,
-        })
-    }
-
-    fn filter(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Vec<(u32, Status)>, CallError> {
-        let r = self.at_point("Filter", On::Slots(slots), state, pod, |b, s, st| {
-            b.berth_scheduler_filter().call_filter(s, st, slots)
-        })?;
-        Ok(r.into_iter()
-            .map(|n| (n.slot, convert::status_from_wit(n.status)))
-            .collect())
-    }
-
-    fn pre_score(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Status, CallError> {
-        self.at_point("PreScore", On::Slots(slots), state, pod, |b, s, st| {
-            b.berth_scheduler_pre_score().call_pre_score(s, st, slots)
-        })
-        .map(convert::status_from_wit)
-    }
-
-    fn score(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        slots: &[u32],
-    ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        let r = self
-            .at_point("Score", On::Slots(slots), state, pod, |b, s, st| {
-                b.berth_scheduler_score().call_score(s, st, slots)
-            })?
-            .map_err(convert::status_from_wit);
-        self.same_length(r, slots.len(), "scores", On::Slots(slots))
-    }
-
-    fn normalize_score(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        scores: &[i64],
-    ) -> Result<Result<Vec<i64>, Status>, CallError> {
-        let r = self
-            .at_point("NormalizeScore", On::Nothing, state, pod, |b, s, st| {
-                b.berth_scheduler_score()
-                    .call_normalize_score(s, st, scores)
-            })?
-            .map_err(convert::status_from_wit);
-        self.same_length(r, scores.len(), "normalized scores", On::Nothing)
-    }
-
-    fn reserve(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        self.at_point("Reserve", On::Node(node), state, pod, |b, s, st| {
-            b.berth_scheduler_reserve().call_reserve(s, st, node)
-        })
-        .map(convert::status_from_wit)
-    }
-
-    fn unreserve(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(), CallError> {
-        self.at_point("Unreserve", On::Node(node), state, pod, |b, s, st| {
-            b.berth_scheduler_reserve().call_unreserve(s, st, node)
-        })
-    }
-
-    fn permit(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(Status, std::time::Duration), CallError> {
-        let r = self.at_point("Permit", On::Node(node), state, pod, |b, s, st| {
-            b.berth_scheduler_permit().call_permit(s, st, node)
-        })?;
-        Ok((
-            convert::status_from_wit(r.status),
-            std::time::Duration::from_millis(r.timeout_ms),
-        ))
-    }
-
-    fn pre_bind(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        self.at_point("PreBind", On::Node(node), state, pod, |b, s, st| {
-            b.berth_scheduler_pre_bind().call_pre_bind(s, st, node)
-        })
-        .map(convert::status_from_wit)
-    }
-
-    fn bind(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<Status, CallError> {
-        self.at_point("Bind", On::Node(node), state, pod, |b, s, st| {
-            b.berth_scheduler_bind().call_bind(s, st, node)
-        })
-        .map(convert::status_from_wit)
-    }
-
-    fn post_bind(
-        &mut self,
-        state: &CycleState,
-        pod: &CyclePod,
-        node: &str,
-    ) -> Result<(), CallError> {
-        self.at_point("PostBind", On::Node(node), state, pod, |b, s, st| {
-            b.berth_scheduler_post_bind().call_post_bind(s, st, node)
-        })
-    }
-}
+));
 
 /// What the host keeps of a node it sends as an overlay, to send the next version
 /// of that node as a change: the node and its totals, and its pods when the replica
@@ -766,6 +650,35 @@ enum On<'a> {
     Nothing,
     Node(&'a str),
     Slots(&'a [u32]),
+}
+
+impl<'a> On<'a> {
+    /// The first of a call's arguments that names nodes.
+    fn of(args: &[On<'a>]) -> On<'a> {
+        args.iter()
+            .copied()
+            .find(|a| !matches!(a, On::Nothing))
+            .unwrap_or(On::Nothing)
+    }
+}
+
+impl<'a> From<&'a str> for On<'a> {
+    fn from(node: &'a str) -> Self {
+        On::Node(node)
+    }
+}
+
+impl<'a> From<&'a [u32]> for On<'a> {
+    fn from(slots: &'a [u32]) -> Self {
+        On::Slots(slots)
+    }
+}
+
+/// Scores name no nodes.
+impl From<&[i64]> for On<'_> {
+    fn from(_: &[i64]) -> Self {
+        On::Nothing
+    }
 }
 
 /// The WIT record of a pod, made once per cycle and passed to every call.

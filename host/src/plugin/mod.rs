@@ -1,0 +1,106 @@
+//! The plugin boundary: what the framework asks of a plugin instance and what an
+//! instance may ask back, shared by the sandboxed wasm instances (`wasm`) and the
+//! native twins (`native`). It sits below both and below the framework, and imports
+//! neither: the calls of each extension point are expanded here from the SDK's table
+//! ([`berth_sdk::for_each_extension_point!`]), the cycle's state lives here, and the
+//! what-if that PostFilter may run is a trait the framework implements.
+
+mod calls;
+pub mod cycle_state;
+pub mod waiting;
+
+pub use calls::{CyclePod, PluginCalls};
+pub use cycle_state::CycleState;
+
+use berth_sdk::{NodeInfo, Pod, PodDisruptionBudget, Status};
+
+/// A what-if on one node: the copy of the node and of the cycle state, and the pods
+/// removed from it so far.
+#[derive(Debug)]
+pub struct Simulation {
+    /// The node's slot in the snapshot.
+    pub slot: u32,
+    /// The copy of the node.
+    pub info: NodeInfo,
+    /// The copy of the cycle state.
+    pub state: CycleState,
+    /// The pods removed from the copy, in order.
+    pub removed: Vec<Pod>,
+}
+
+/// What the host lends a PostFilter call: the what-if on a copy of a node (upstream's
+/// preemption dry run), run by the framework with the profile's own Filter plugins.
+pub trait WhatIf: Send {
+    /// The cluster's PodDisruptionBudgets.
+    fn budgets(&self) -> Vec<PodDisruptionBudget>;
+    /// Starts a what-if on `node`.
+    fn simulate(&mut self, node: &str) -> Result<Simulation, Status>;
+    /// Removes a pod of the node from the what-if.
+    fn remove_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status;
+    /// Adds back a pod that [`WhatIf::remove_pod`] removed.
+    fn add_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status;
+    /// Whether the pod passes every Filter plugin on the what-if.
+    fn fits(&mut self, sim: &Simulation) -> Status;
+    /// The lender's own type again, when the call gives it back.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+/// Why a plugin call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The guest trapped: a panic, an out-of-bounds access, the deadline or the
+    /// memory limit. The instance is discarded.
+    #[error("plugin {plugin} trapped{}: {message}", at(context))]
+    Trap {
+        /// The plugin's name.
+        plugin: String,
+        /// Where: the extension point, the pod and the nodes of the call.
+        context: String,
+        /// What wasmtime said, with the guest's message when it panicked.
+        message: String,
+    },
+    /// The guest answered something the host cannot use (a list of the wrong
+    /// length). The instance is discarded.
+    #[error("plugin {plugin} answered badly{}: {message}", at(context))]
+    BadAnswer {
+        /// The plugin's name.
+        plugin: String,
+        /// Where: the extension point, the pod and the nodes of the call.
+        context: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+fn at(context: &str) -> String {
+    if context.is_empty() {
+        String::new()
+    } else {
+        format!(" {context}")
+    }
+}
+
+impl CallError {
+    /// The error with where it happened.
+    pub fn with_context(mut self, where_: String) -> Self {
+        match &mut self {
+            CallError::Trap { context, .. } | CallError::BadAnswer { context, .. } => {
+                *context = where_
+            }
+        }
+        self
+    }
+
+    /// Where it happened ("at Filter for pod default/p on node n1"), and what went
+    /// wrong, without the plugin's name: the framework's error message.
+    pub fn describe(&self) -> String {
+        match self {
+            CallError::Trap {
+                context, message, ..
+            } => format!("trapped{}: {message}", at(context)),
+            CallError::BadAnswer {
+                context, message, ..
+            } => format!("answered badly{}: {message}", at(context)),
+        }
+    }
+}
