@@ -441,7 +441,9 @@ impl Scheduler {
 
     /// Brings the gauges that mirror the queue up to date.
     pub fn publish_metrics(&self) {
-        self.metrics.set_pending(&self.queue.pending());
+        let pending = self.queue.pending();
+        self.metrics
+            .set_pending(pending.iter().map(|(q, n)| (q.as_str(), *n)));
     }
 
     fn framework_for(&self, scheduler_name: &str) -> Option<&Arc<Framework>> {
