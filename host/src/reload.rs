@@ -321,7 +321,7 @@ impl Builder {
                 }
                 let m = &out[name];
                 let mut lines = Vec::new();
-                crate::plugin_cli::trial(m, &spec.args.to_string(), &mut lines).map_err(|why| {
+                crate::testing::trial(m, &spec.args.to_string(), &mut lines).map_err(|why| {
                     refused(format!(
                         "shadow candidate of {name} ({}): the trial call failed: {why}",
                         m.source()
@@ -533,7 +533,7 @@ impl Builder {
                             reason: e.to_string(),
                         })?;
                     let mut lines = Vec::new();
-                    crate::plugin_cli::trial(m, &args, &mut lines).map_err(|why| ReloadError {
+                    crate::testing::trial(m, &args, &mut lines).map_err(|why| ReloadError {
                         file: file.to_owned(),
                         field: Some(module_field(config, &name)),
                         plugin: Some(name.clone()),
