@@ -357,7 +357,8 @@ impl Builder {
         let specs = config
             .resolve_profiles(file)
             .map_err(|e| ReloadError::config(file, e))?;
-        let unknown = config.unknown_plugin_settings(file);
+        let builtins = registry::builtin_plugins();
+        let unknown = config.unknown_plugin_settings(file, |name| builtins.contains_key(name));
         if !unknown.is_empty() {
             return Err(ReloadError::config(
                 file,
