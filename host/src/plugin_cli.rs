@@ -2,10 +2,10 @@
 //! loads a module as the scheduler would and says what it is (or exactly why it
 //! would be refused), `test` plays the SDK's test cases through a component.
 
+use crate::framework::PluginCalls;
 use crate::testing::{ComponentHarness, HarnessError, ms, trial};
 use crate::wasm::module::{HostServices, WIT_VERSION};
 use crate::wasm::{Runtime, RuntimeError, RuntimeOptions};
-use crate::framework::PluginCalls;
 use berth_sdk::testing::{Case, MI, Outcome};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -641,7 +641,6 @@ pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckRepor
     }
     r
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -326,7 +326,12 @@ fn tokens(text: &str) -> Vec<(Tok, usize)> {
 
 /// Reads one `use` tree from `toks[*i..]`, pushing each full path (as segments) it
 /// names with its line.
-fn use_tree(toks: &[(Tok, usize)], i: &mut usize, prefix: &[String], out: &mut Vec<(Vec<String>, usize)>) {
+fn use_tree(
+    toks: &[(Tok, usize)],
+    i: &mut usize,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, usize)>,
+) {
     let mut path = prefix.to_vec();
     let mut line = toks.get(*i).map_or(0, |t| t.1);
     loop {
@@ -417,7 +422,11 @@ fn graph(src: &Path) -> Graph {
     for (module, file) in &mods {
         let text = std::fs::read_to_string(file).unwrap();
         let toks = tokens(&strip(&text));
-        let shown = file.strip_prefix(root).unwrap_or(file).display().to_string();
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
         let Some(from) = room(module) else { continue };
         // The inline modules we are in: (name, brace depth inside it).
         let mut inline: Vec<(String, usize)> = Vec::new();

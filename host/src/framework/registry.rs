@@ -92,7 +92,7 @@ pub fn load_configured(
     names: &[String],
 ) -> Result<HashMap<String, Arc<Module>>, RegistryError> {
     let builtins = builtin_plugins();
-        let unknown = config.unknown_plugin_settings(file, |name| builtins.contains_key(name));
+    let unknown = config.unknown_plugin_settings(file, |name| builtins.contains_key(name));
     if !unknown.is_empty() {
         return Err(ConfigError::many(unknown).into());
     }

@@ -22,9 +22,7 @@ use crate::cache::{Cache, CacheError, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
 use crate::cluster::storage::Storage;
-use crate::cluster::{
-    Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, Recorder,
-};
+use crate::cluster::{Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, Recorder};
 use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
@@ -46,7 +44,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
-
 
 /// What happened to a pod this scheduler is responsible for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,7 +110,6 @@ pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
 /// The PreEnqueue plugin that keeps a pod out, and its message.
 type Gate = Option<(String, String)>;
-
 
 /// Why a scheduler could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -200,7 +196,6 @@ pub struct Scheduler {
     /// takes their room meanwhile.
     doubtful: HashMap<String, (Binding, String, Duration)>,
 }
-
 
 /// Asks the frameworks' plugins for queueing hints.
 struct Oracle<'a>(&'a [Arc<Framework>]);

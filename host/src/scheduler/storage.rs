@@ -17,7 +17,12 @@ impl Scheduler {
 
     /// A storage object appeared (`old` none) or changed: the event that may make
     /// pods the volume plugins rejected schedulable.
-    pub(super) fn storage_event(&mut self, resource: EventResource, old: Option<Object>, new: Object) {
+    pub(super) fn storage_event(
+        &mut self,
+        resource: EventResource,
+        old: Option<Object>,
+        new: Object,
+    ) {
         let actions = if old.is_some() {
             ActionType::UPDATE_OTHER
         } else {

@@ -3,7 +3,9 @@
 
 use super::{Oracle, Scheduler};
 use crate::framework::CyclePod;
-use crate::reload::{Built, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView};
+use crate::reload::{
+    Built, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
+};
 use berth_sdk::Pod;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
