@@ -25,6 +25,7 @@ pub mod cache;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod config_cli;
 pub mod framework;
 pub mod live;
 pub mod metrics;

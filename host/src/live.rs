@@ -42,6 +42,12 @@ pub enum Input {
     Stop,
 }
 
+impl From<Change> for Input {
+    fn from(change: Change) -> Self {
+        Input::Change(change)
+    }
+}
+
 /// A running loop: send it changes, stop it.
 pub struct LiveLoop {
     tx: Sender<Input>,

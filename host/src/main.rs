@@ -472,7 +472,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench(args),
         Command::Config(ConfigCommand::Validate { file, cache_dir }) => {
             let runtime = runtime(&cache_dir, false)?;
-            match berth::config::check::validate(&runtime, &file) {
+            match berth::config_cli::validate(&runtime, &file) {
                 Ok(summary) => {
                     print!("{summary}");
                     Ok(ExitCode::SUCCESS)
@@ -488,7 +488,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Config(ConfigCommand::Default { cache_dir }) => {
             let runtime = runtime(&cache_dir, false)?;
-            print!("{}", berth::config::check::default_configuration(&runtime)?);
+            print!("{}", berth::config_cli::default_configuration(&runtime)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain(args) => {

@@ -6,12 +6,10 @@
 //! A [`Metrics`] is a cheap handle: clones share the same counters, so the scheduling
 //! loop, the binding threads and the HTTP server all see one set.
 
-use crate::queue::QueueName;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
     TextEncoder, exponential_buckets,
 };
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -252,20 +250,20 @@ impl Metrics {
     }
 
     /// Sets how many pods wait in each queue.
-    pub fn set_pending(&self, pending: &HashMap<QueueName, usize>) {
-        for (q, n) in pending {
+    pub fn set_pending<'a>(&self, pending: impl IntoIterator<Item = (&'a str, usize)>) {
+        for (queue, n) in pending {
             self.inner
                 .pending_pods
-                .with_label_values(&[q.as_str()])
-                .set(*n as i64);
+                .with_label_values(&[queue])
+                .set(n as i64);
         }
     }
 
     /// A pod entered `queue` because of `event`.
-    pub fn count_incoming(&self, event: &str, queue: QueueName) {
+    pub fn count_incoming(&self, event: &str, queue: &str) {
         self.inner
             .incoming_pods
-            .with_label_values(&[queue.as_str(), event])
+            .with_label_values(&[queue, event])
             .inc();
     }
 
@@ -431,9 +429,9 @@ mod tests {
         );
         assert_eq!(m.attempts(AttemptResult::Scheduled), 3);
         assert_eq!(m.attempts(AttemptResult::Error), 0);
-        m.set_pending(&HashMap::from([(QueueName::Active, 3)]));
+        m.set_pending([("active", 3)]);
         for _ in 0..4 {
-            m.count_incoming("PodAdd", QueueName::Active);
+            m.count_incoming("PodAdd", "active");
         }
         m.observe_scheduled_pod(2, Duration::from_millis(50));
         m.observe_scheduled_pod(40, Duration::from_secs(1));

@@ -375,7 +375,7 @@ impl HostApi for NativeHost {
         }
     }
     fn bind_pod(&self, pod: &Pod, node: &str) -> Result<(), String> {
-        self.binder.bind(pod, node)
+        self.binder.bind(pod, node).map_err(|e| e.to_string())
     }
     fn namespace_labels(&self, namespace: &str) -> Option<Labels> {
         self.namespaces.labels(namespace)

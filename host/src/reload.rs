@@ -321,7 +321,7 @@ impl Builder {
                 }
                 let m = &out[name];
                 let mut lines = Vec::new();
-                crate::plugin_cli::trial(m, &spec.args.to_string(), &mut lines).map_err(|why| {
+                crate::testing::trial(m, &spec.args.to_string(), &mut lines).map_err(|why| {
                     refused(format!(
                         "shadow candidate of {name} ({}): the trial call failed: {why}",
                         m.source()
@@ -357,7 +357,8 @@ impl Builder {
         let specs = config
             .resolve_profiles(file)
             .map_err(|e| ReloadError::config(file, e))?;
-        let unknown = config.unknown_plugin_settings(file);
+        let builtins = registry::builtin_plugins();
+        let unknown = config.unknown_plugin_settings(file, |name| builtins.contains_key(name));
         if !unknown.is_empty() {
             return Err(ReloadError::config(
                 file,
@@ -533,7 +534,7 @@ impl Builder {
                             reason: e.to_string(),
                         })?;
                     let mut lines = Vec::new();
-                    crate::plugin_cli::trial(m, &args, &mut lines).map_err(|why| ReloadError {
+                    crate::testing::trial(m, &args, &mut lines).map_err(|why| ReloadError {
                         file: file.to_owned(),
                         field: Some(module_field(config, &name)),
                         plugin: Some(name.clone()),

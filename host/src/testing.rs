@@ -21,10 +21,11 @@ use crate::framework::cycle_state::CycleState;
 use crate::framework::{CyclePod, PluginCalls};
 use crate::wasm::module::HostServices;
 use crate::wasm::{CallError, LoadError, Module, Runtime, RuntimeError, RuntimeOptions};
-use berth_sdk::testing::{Case, Outcome};
+use berth_sdk::testing::{Case, GI, MI, Outcome, node, pod};
 use berth_sdk::{Code, ExtensionPoint, NodeInfo};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Why a component could not be loaded, or a case could not be played through it.
 #[derive(Debug, thiserror::Error)]
@@ -258,5 +259,119 @@ impl ComponentHarness {
             });
         }
         Ok(())
+    }
+}
+
+/// Milliseconds, for reports.
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The built-in pod and node of the trial call.
+fn trial_case(args: serde_json::Value) -> Case {
+    Case::new("trial")
+        .args(args)
+        .pod(
+            pod("berth-check")
+                .label("app", "berth-check")
+                .cpu(100)
+                .memory(128 * MI),
+        )
+        .node(
+            node("berth-check-node")
+                .label("kubernetes.io/hostname", "berth-check-node")
+                .label("topology.kubernetes.io/zone", "zone-a")
+                .cpu(4000)
+                .memory(16 * GI)
+                .pod(
+                    pod("resident")
+                        .namespace("kube-system")
+                        .cpu(250)
+                        .memory(256 * MI),
+                ),
+        )
+}
+
+/// Configures an instance with the args and calls the implemented extension points
+/// of one scheduling cycle on the built-in pod and node. `berth plugin check` and the
+/// hot swap of a module ([`crate::reload`]) both run it.
+pub(crate) fn trial(
+    module: &Arc<crate::wasm::Module>,
+    args_json: &str,
+    lines: &mut Vec<String>,
+) -> Result<(), String> {
+    let args: serde_json::Value =
+        serde_json::from_str(args_json).map_err(|e| format!("--args is not JSON: {e}"))?;
+    let case = trial_case(args);
+    lines.push(format!(
+        "pod {} on node {} (4 CPU, 16 GiB)",
+        case.pod.key(),
+        case.nodes[0].node.name
+    ));
+    let points = module.extension_points();
+    if points.contains(&ExtensionPoint::PreEnqueue) || points.contains(&ExtensionPoint::QueueSort) {
+        let mut inst = module
+            .instantiate(args_json, HostServices::default())
+            .map_err(|e| e.to_string())?;
+        let pod = CyclePod::new(case.pod.clone());
+        if points.contains(&ExtensionPoint::PreEnqueue) {
+            let t = Instant::now();
+            let s = inst.pre_enqueue(&pod).map_err(|e| e.to_string())?;
+            lines.push(format!(
+                "preEnqueue: {} ({:.2} ms)",
+                status(&s),
+                ms(t.elapsed())
+            ));
+        }
+        if points.contains(&ExtensionPoint::QueueSort) {
+            let t = Instant::now();
+            let k = inst.sort_key(&pod).map_err(|e| e.to_string())?;
+            lines.push(format!("queueSort: key {k:?} ({:.2} ms)", ms(t.elapsed())));
+        }
+    }
+    let cycle = [
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::Filter,
+        ExtensionPoint::PreScore,
+        ExtensionPoint::Score,
+        ExtensionPoint::NormalizeScore,
+    ];
+    if cycle.iter().any(|p| points.contains(p)) {
+        let harness = ComponentHarness::from_module(module.clone());
+        let t = Instant::now();
+        let o = harness.run(&case).map_err(|e| format!("{e:#}"))?;
+        let elapsed = ms(t.elapsed());
+        if let Some(s) = &o.pre_filter {
+            lines.push(format!("preFilter: {}", status(s)));
+        }
+        for (n, s) in &o.filter {
+            lines.push(format!("filter on {n}: {}", status(s)));
+        }
+        if let Some(s) = &o.pre_score {
+            lines.push(format!("preScore: {}", status(s)));
+        }
+        for (n, raw) in &o.raw_scores {
+            match o.scores.get(n) {
+                Some(fin) if points.contains(&ExtensionPoint::NormalizeScore) => {
+                    lines.push(format!("score on {n}: {raw}, normalized {fin}"))
+                }
+                _ => lines.push(format!("score on {n}: {raw}")),
+            }
+        }
+        if let Some(s) = &o.score_error {
+            lines.push(format!("score failed: {}", status(s)));
+        }
+        lines.push(format!(
+            "one cycle in {elapsed:.2} ms (instantiate, configure, sync, calls)"
+        ));
+    }
+    Ok(())
+}
+
+fn status(s: &berth_sdk::Status) -> String {
+    if s.reasons.is_empty() {
+        s.code.as_str().to_owned()
+    } else {
+        format!("{} ({})", s.code.as_str(), s.reasons.join(", "))
     }
 }

@@ -493,9 +493,11 @@ struct LostAnswers {
 }
 
 impl Binder for LostAnswers {
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), berth::cluster::BindError> {
         self.cluster.bind(pod, node)?;
-        Err("connection reset by peer".into())
+        Err(berth::cluster::BindError::Unanswered(
+            "connection reset by peer".into(),
+        ))
     }
 
     fn lookup(&self, pod: &Pod) -> berth::cluster::PodState {

@@ -389,7 +389,7 @@ struct RefusesToEvict {
 }
 
 impl berth::cluster::Binder for RefusesToEvict {
-    fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), String> {
+    fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), berth::cluster::BindError> {
         self.inner.bind(pod, node)
     }
     fn nominate(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), String> {

@@ -39,6 +39,11 @@ pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// Allocatable pods of a node that states none: the kubelet's default `--max-pods`.
 pub const DEFAULT_MAX_PODS: i64 = 110;
 
+/// The kind of kube-scheduler's configuration file (a manifest may carry one).
+pub const UPSTREAM_KIND: &str = "KubeSchedulerConfiguration";
+/// Its API version.
+pub const UPSTREAM_API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
+
 /// Built-in priority classes, which exist in every cluster: a pod naming one of them
 /// without a `spec.priority` gets its value, as the priority admission plugin does.
 const BUILT_IN_PRIORITY_CLASSES: [(&str, i32); 2] = [
@@ -649,7 +654,7 @@ fn collect(
                 preemption_policy,
             })
         }
-        (crate::config::UPSTREAM_API_VERSION, crate::config::UPSTREAM_KIND) => {
+        (UPSTREAM_API_VERSION, UPSTREAM_KIND) => {
             let text = serde_yaml::to_string(&Value::Mapping(map))
                 .map_err(|e| invalid("", e.to_string()))?;
             Object::Configuration(text)

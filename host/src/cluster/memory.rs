@@ -2,7 +2,7 @@
 //! `berth bench` and tests. Like the API server, it refuses to bind a pod twice.
 
 use super::storage::{Storage, claim_ref_matches};
-use super::{Binder, PodState};
+use super::{BindError, Binder, PodState};
 use berth_sdk::{
     ANNOTATION_BIND_COMPLETED, ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE,
     ClaimPhase, ClaimRef, NO_PROVISIONER, Object, PersistentVolume, Pod, VolumePhase,
@@ -195,19 +195,19 @@ impl Binder for MemoryCluster {
         false
     }
 
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), BindError> {
         if let Some(refuse) = &*self.refuse.lock().unwrap_or_else(|e| e.into_inner())
             && let Some(message) = refuse(pod, node)
         {
-            return Err(message);
+            return Err(BindError::Refused(message));
         }
         let mut bindings = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, bound)) = bindings.get(&pod.uid) {
             // As the API server answers 409 Conflict.
-            return Err(format!(
+            return Err(BindError::Conflict(format!(
                 "pod {} is already assigned to node {bound:?}",
                 pod.key()
-            ));
+            )));
         }
         bindings.insert(pod.uid.clone(), (pod.key(), node.to_owned()));
         Ok(())
@@ -339,7 +339,14 @@ mod tests {
         };
         c.bind(&pod, "a").unwrap();
         let e = c.bind(&pod, "b").unwrap_err();
-        assert_eq!(e, "pod default/p is already assigned to node \"a\"");
+        assert_eq!(
+            e,
+            BindError::Conflict("pod default/p is already assigned to node \"a\"".into())
+        );
+        assert_eq!(
+            e.to_string(),
+            "pod default/p is already assigned to node \"a\""
+        );
         assert_eq!(c.bindings().len(), 1);
     }
 
@@ -350,7 +357,10 @@ mod tests {
             (node == "bad").then(|| "node is bad".to_owned())
         }));
         let pod = Pod::default();
-        assert_eq!(c.bind(&pod, "bad").unwrap_err(), "node is bad");
+        assert_eq!(
+            c.bind(&pod, "bad").unwrap_err(),
+            BindError::Refused("node is bad".into())
+        );
         assert!(c.bind(&pod, "good").is_ok());
     }
 }

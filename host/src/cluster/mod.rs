@@ -20,8 +20,9 @@ use std::sync::{Arc, RwLock};
 /// bookkeeping), and preemption's nominations and evictions. Calls may block; the
 /// scheduler makes them off its loop.
 pub trait Binder: Send + Sync {
-    /// Binds `pod` to `node`; an error names why the cluster refused.
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+    /// Binds `pod` to `node`; an error says why the cluster did not, and whether it
+    /// may have happened all the same (see [`BindError`]).
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), BindError>;
 
     /// Sets the pod's `status.nominatedNodeName` (an empty `node` clears it).
     fn nominate(&self, pod: &Pod, node: &str) -> Result<(), String> {
@@ -78,6 +79,26 @@ pub trait Binder: Send + Sync {
     fn take_storage_changes(&self) -> Vec<(Option<berth_sdk::Object>, berth_sdk::Object)> {
         Vec::new()
     }
+}
+
+/// Why a cluster did not bind a pod. Each variant's message is the cluster's own
+/// words, shown as they are (plugins receive it as the `bind-pod` host call's error);
+/// the variant says what kind of failure it was.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    /// Someone else bound the pod first (the API server's 409 Conflict).
+    #[error("{0}")]
+    Conflict(String),
+    /// The pod is gone, or replaced by another of the same name (404 Not Found).
+    #[error("{0}")]
+    NotFound(String),
+    /// No answer came: a timeout or a transport failure. The bind may have happened.
+    #[error("{0}")]
+    Unanswered(String),
+    /// The cluster refused for another reason (another API error, or this replica no
+    /// longer holds the lease); the bind did not happen.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A pod as the cluster has it, asked after a failed bind.

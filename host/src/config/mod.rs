@@ -33,7 +33,6 @@
 //!     path: ./my_plugin.wasm
 //! ```
 
-pub mod check;
 pub mod duration;
 pub mod plugins;
 
@@ -42,10 +41,9 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The kind of kube-scheduler's configuration file.
-pub const UPSTREAM_KIND: &str = "KubeSchedulerConfiguration";
-/// Its API version.
-pub const UPSTREAM_API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
+// Defined with the manifests, which may carry a configuration document: the cluster
+// room sits below this one.
+pub use crate::cluster::manifest::{UPSTREAM_API_VERSION, UPSTREAM_KIND};
 
 /// The scheduler name pods get when they name none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -1160,9 +1158,13 @@ impl Configuration {
 
     /// Settings under `berth.plugins` for a plugin that is neither built in nor named
     /// by a module: a typo would otherwise leave the intended plugin unconfined by
-    /// them without a word.
-    pub fn unknown_plugin_settings(&self, file: &str) -> Vec<ConfigError> {
-        let builtins = crate::framework::registry::builtin_plugins();
+    /// them without a word. `is_builtin` says whether a name is a built-in plugin (the
+    /// registry knows; this room loads no modules).
+    pub fn unknown_plugin_settings(
+        &self,
+        file: &str,
+        is_builtin: impl Fn(&str) -> bool,
+    ) -> Vec<ConfigError> {
         let modules = self.modules();
         self.berth
             .iter()
@@ -1170,7 +1172,7 @@ impl Configuration {
             .enumerate()
             .filter(|(_, p)| {
                 !p.name.is_empty()
-                    && !builtins.contains_key(&p.name)
+                    && !is_builtin(&p.name)
                     && !modules.iter().any(|m| m.name == p.name)
             })
             .map(|(k, p)| ConfigError::Invalid {

@@ -91,7 +91,8 @@ pub fn load_configured(
     file: &str,
     names: &[String],
 ) -> Result<HashMap<String, Arc<Module>>, RegistryError> {
-    let unknown = config.unknown_plugin_settings(file);
+    let builtins = builtin_plugins();
+    let unknown = config.unknown_plugin_settings(file, |name| builtins.contains_key(name));
     if !unknown.is_empty() {
         return Err(ConfigError::many(unknown).into());
     }

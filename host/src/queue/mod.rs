@@ -187,7 +187,7 @@ impl SchedulingQueue {
     fn count_incoming(&mut self, event: &str, queue: QueueName) {
         *self.incoming.entry((event.to_owned(), queue)).or_default() += 1;
         if let Some(m) = &self.metrics {
-            m.count_incoming(event, queue);
+            m.count_incoming(event, queue.as_str());
         }
     }
 

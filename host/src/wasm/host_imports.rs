@@ -260,7 +260,8 @@ impl host::Host for HostCtx {
             ..berth_sdk::Pod::default()
         };
         match &self.services.binder {
-            Some(b) => b.bind(&pod, &node),
+            // The WIT's error is the cluster's message.
+            Some(b) => b.bind(&pod, &node).map_err(|e| e.to_string()),
             None => Err("bind-pod is only available to binding-cycle instances".into()),
         }
     }

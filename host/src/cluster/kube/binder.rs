@@ -6,7 +6,7 @@
 //! scheduling loop never waits for the API server.
 
 use super::{KubeCluster, error_message};
-use crate::cluster::{Binder, PodState};
+use crate::cluster::{BindError, Binder, PodState};
 use berth_sdk::{ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE, ClaimRef, Pod};
 use k8s_openapi::api::core::v1 as k8s;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -54,9 +54,11 @@ impl KubeBinder {
 }
 
 impl Binder for KubeBinder {
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), BindError> {
         if self.fenced.load(Ordering::SeqCst) {
-            return Err("not binding: this replica no longer holds the lease".into());
+            return Err(BindError::Refused(
+                "not binding: this replica no longer holds the lease".into(),
+            ));
         }
         let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
         let binding = serde_json::json!({
@@ -83,15 +85,20 @@ impl Binder for KubeBinder {
         });
         match r {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!(
-                "binding {} to {node}: {}",
-                pod.key(),
-                error_message(&e)
-            )),
-            Err(_) => Err(format!(
+            Ok(Err(e)) => {
+                let message = format!("binding {} to {node}: {}", pod.key(), error_message(&e));
+                Err(match &e {
+                    kube::Error::Api(s) if s.code == 409 => BindError::Conflict(message),
+                    kube::Error::Api(s) if s.code == 404 => BindError::NotFound(message),
+                    kube::Error::Api(_) => BindError::Refused(message),
+                    // The request or its answer was lost on the way.
+                    _ => BindError::Unanswered(message),
+                })
+            }
+            Err(_) => Err(BindError::Unanswered(format!(
                 "binding {} to {node}: no answer within {BIND_TIMEOUT:?}",
                 pod.key()
-            )),
+            ))),
         }
     }
 

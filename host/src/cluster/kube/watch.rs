@@ -13,7 +13,6 @@ use crate::cluster::manifest::{
     FieldError, budget_from_k8s, claim_from_k8s, csi_driver_from_k8s, csi_node_from_k8s,
     node_from_k8s, pod_from_k8s, selector_from_k8s, storage_class_from_k8s, volume_from_k8s,
 };
-use crate::live::Input;
 use berth_sdk::Labels;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1 as apps;
@@ -30,11 +29,13 @@ use std::sync::mpsc::Sender;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-/// Starts the watchers on `handle`'s runtime; they run until aborted.
-pub fn start_watchers(
+/// Starts the watchers on `handle`'s runtime; they run until aborted. Each change
+/// goes to `tx` as a `T` (the scheduling loop's input), so that this backend needs
+/// nothing of the loop above it.
+pub fn start_watchers<T: From<Change> + Send + 'static>(
     cluster: &KubeCluster,
     handle: &Handle,
-    tx: Sender<Input>,
+    tx: Sender<T>,
 ) -> Vec<JoinHandle<()>> {
     let mut s = Spawner {
         client: cluster.client.clone(),
@@ -71,20 +72,20 @@ pub fn start_watchers(
     s.selectors::<apps::ReplicaSet>("replicasets", "ReplicaSet");
     s.selectors::<apps::StatefulSet>("statefulsets", "StatefulSet");
     if s.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-        let _ = s.tx.send(Input::Change(Change::Synced));
+        let _ = s.tx.send(Change::Synced.into());
     }
     s.tasks
 }
 
-struct Spawner<'a> {
+struct Spawner<'a, T> {
     client: kube::Client,
     handle: &'a Handle,
-    tx: Sender<Input>,
+    tx: Sender<T>,
     pending: Arc<AtomicUsize>,
     tasks: Vec<JoinHandle<()>>,
 }
 
-impl Spawner<'_> {
+impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
     fn spawn<K>(
         &mut self,
         kind: &'static str,
@@ -100,7 +101,7 @@ impl Spawner<'_> {
             + 'static,
     {
         self.pending.fetch_add(1, Ordering::AcqRel);
-        self.tasks.push(self.handle.spawn(watch::<K>(
+        self.tasks.push(self.handle.spawn(watch::<K, T>(
             Api::all(self.client.clone()),
             config,
             kind,
@@ -127,7 +128,7 @@ impl Spawner<'_> {
                      policy/v1beta1): preemption will see none"
                 );
                 if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    let _ = tx.send(Input::Change(Change::Synced));
+                    let _ = tx.send(Change::Synced.into());
                 }
                 return;
             };
@@ -305,7 +306,7 @@ fn object_name<K: kube::Resource>(o: &K) -> String {
     }
 }
 
-async fn watch<K>(
+async fn watch<K, T: From<Change>>(
     api: Api<K>,
     config: watcher::Config,
     kind: &'static str,
@@ -314,7 +315,7 @@ async fn watch<K>(
     convert: impl Fn(&K) -> Result<Option<(String, Change)>, FieldError>,
     // The change for a deleted object, by key.
     deleted: impl Fn(String) -> Change,
-    tx: Sender<Input>,
+    tx: Sender<T>,
     pending: Arc<AtomicUsize>,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + Debug + Send + 'static,
@@ -323,7 +324,7 @@ async fn watch<K>(
     let mut relisting: Option<HashSet<String>> = None;
     let mut synced = false;
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    let send = |c: Change| tx.send(Input::Change(c)).is_ok();
+    let send = |c: Change| tx.send(c.into()).is_ok();
     while let Some(event) = stream.next().await {
         match event {
             Ok(Event::Init) => relisting = Some(HashSet::new()),

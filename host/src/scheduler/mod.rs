@@ -3,14 +3,26 @@
 //! binding threads while the loop goes on with the next pod. Every outcome is
 //! accounted for: a pod ends bound exactly once, or back in the queue with its
 //! reason; never lost.
+//!
+//! The rooms of the scheduler, one job each: this file holds the loop (taking in
+//! what the cluster reports, one scheduling cycle, Reserve and Permit, a failed
+//! attempt back to the queue); [`binding`] the binding threads and what a binding
+//! cycle's end decides; [`preemption`] the cluster side of a preemption
+//! (nominations and evictions); [`storage`] the storage objects' bookkeeping; and
+//! [`swap`] how a reload's new version is taken in between two cycles.
+
+mod binding;
+mod preemption;
+mod storage;
+mod swap;
+
+pub use swap::SwapReport;
 
 use crate::cache::{Cache, CacheError, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
 use crate::cluster::storage::Storage;
-use crate::cluster::{
-    Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, PodState, Recorder,
-};
+use crate::cluster::{Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, Recorder};
 use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
@@ -22,19 +34,15 @@ use crate::queue::{
     HintOracle, QueueConfig, QueueName, QueuedPod, SchedulingQueue, node_update_actions,
     pod_update_actions,
 };
-use crate::reload::{
-    Builder, Built, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
-};
+use crate::reload::{Builder, Generation, PluginsView, ReloadError, ShadowsView};
 use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
 use berth_sdk::affinity::LabelSelector;
-use berth_sdk::{
-    ActionType, ClusterEvent, CsiDriver, CsiNode, EventResource, Labels, Node, Object,
-    PersistentVolume, PersistentVolumeClaim, Pod, QueueingHint, StorageClass,
-};
+use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
+use binding::{BindResult, BindSender, Binding, spawn_binders};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// What happened to a pod this scheduler is responsible for.
@@ -50,21 +58,6 @@ pub struct PodOutcome {
     pub message: String,
     /// Scheduling attempts so far.
     pub attempts: u32,
-}
-
-/// What a swap did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SwapReport {
-    /// The version of the profiles now serving.
-    pub generation: u64,
-    /// The plugins whose setup changed (empty: nothing changed, nothing swapped).
-    pub changed: BTreeSet<String>,
-    /// Unschedulable pods that a changed plugin had rejected, moved to be retried.
-    pub moved: usize,
-    /// Gated pods whose PreEnqueue plugin changed, asked again.
-    pub regated: usize,
-    /// Waiting pods given a new QueueSort key.
-    pub rekeyed: usize,
 }
 
 /// How the scheduler runs.
@@ -118,25 +111,6 @@ pub type Waker = Arc<dyn Fn() + Send + Sync>;
 /// The PreEnqueue plugin that keeps a pod out, and its message.
 type Gate = Option<(String, String)>;
 
-/// A pod between Reserve and the end of its binding cycle.
-struct Binding {
-    qp: QueuedPod,
-    assumed: Pod,
-    node: String,
-    state: CycleState,
-    framework: Arc<Framework>,
-}
-
-struct BindJob {
-    uid: String,
-    framework: Arc<Framework>,
-    state: CycleState,
-    pod: CyclePod,
-    node: String,
-}
-
-type BindResult = (String, Result<(), PluginError>);
-
 /// Why a scheduler could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -176,141 +150,6 @@ pub enum ExplainError {
     /// A plugin failed while explaining.
     #[error(transparent)]
     Plugin(#[from] PluginError),
-}
-
-/// Binding jobs on their way from the scheduling loop to the binding threads.
-///
-/// A queue under a lock and a condition variable, so that handing a job over costs
-/// the scheduling thread one wake-up of an idle binder, and none when every binder
-/// is busy. A std channel did the same hand-off with two: the binder, woken, took
-/// the channel's inner lock while the sender still held it and had to be woken again.
-struct BindQueue<J = BindJob> {
-    inner: Mutex<BindQueueInner<J>>,
-    ready: std::sync::Condvar,
-}
-
-struct BindQueueInner<J> {
-    jobs: std::collections::VecDeque<J>,
-    /// Binders waiting for a job.
-    idle: usize,
-    /// Binder threads still running (one that panicked is not).
-    alive: usize,
-    /// The scheduler is gone: binders finish what is queued and stop.
-    closed: bool,
-}
-
-impl<J> Default for BindQueue<J> {
-    fn default() -> Self {
-        BindQueue {
-            inner: Mutex::new(BindQueueInner {
-                jobs: Default::default(),
-                idle: 0,
-                alive: 0,
-                closed: false,
-            }),
-            ready: Default::default(),
-        }
-    }
-}
-
-impl<J> BindQueue<J> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BindQueueInner<J>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The next job, waiting for one; `None` once closed and empty.
-    fn take(&self) -> Option<J> {
-        let mut inner = self.lock();
-        loop {
-            if let Some(job) = inner.jobs.pop_front() {
-                return Some(job);
-            }
-            if inner.closed {
-                return None;
-            }
-            inner.idle += 1;
-            inner = self.ready.wait(inner).unwrap_or_else(|e| e.into_inner());
-            inner.idle -= 1;
-        }
-    }
-}
-
-/// The scheduling loop's end of the [`BindQueue`]; dropping it lets the binders stop.
-struct BindSender<J = BindJob>(Arc<BindQueue<J>>);
-
-impl<J> BindSender<J> {
-    /// Queues a job; gives it back when no binder is left to run it.
-    fn send(&self, job: J) -> Result<(), J> {
-        let wake = {
-            let mut inner = self.0.lock();
-            if inner.alive == 0 {
-                return Err(job);
-            }
-            inner.jobs.push_back(job);
-            inner.idle > 0
-        };
-        // After the lock is released, so the binder does not wake into it.
-        if wake {
-            self.0.ready.notify_one();
-        }
-        Ok(())
-    }
-}
-
-/// Counts a binder thread out of [`BindQueueInner::alive`] however it ends.
-struct BinderAlive<J = BindJob>(Arc<BindQueue<J>>);
-
-impl<J> BinderAlive<J> {
-    /// Counts a binder in, until the guard drops.
-    fn new(queue: &Arc<BindQueue<J>>) -> Self {
-        queue.lock().alive += 1;
-        BinderAlive(queue.clone())
-    }
-}
-
-impl<J> Drop for BinderAlive<J> {
-    fn drop(&mut self) {
-        self.0.lock().alive -= 1;
-    }
-}
-
-impl<J> Drop for BindSender<J> {
-    fn drop(&mut self) {
-        self.0.lock().closed = true;
-        self.0.ready.notify_all();
-    }
-}
-
-/// Runs binding cycles on `n` threads of their own, so a slow PreBind or Bind never
-/// holds up the scheduling loop, and `n` binds wait for the API server at once.
-fn spawn_binders(
-    n: usize,
-    waker: Arc<RwLock<Option<Waker>>>,
-) -> Result<(BindSender, Receiver<BindResult>), SchedulerError> {
-    let jobs: Arc<BindQueue> = Arc::new(BindQueue::default());
-    let (res_tx, res_rx) = channel::<BindResult>();
-    for i in 0..n.max(1) {
-        let jobs = jobs.clone();
-        let res_tx = res_tx.clone();
-        let waker = waker.clone();
-        let alive = BinderAlive::new(&jobs);
-        std::thread::Builder::new()
-            .name(format!("berth-binding-{i}"))
-            .spawn(move || {
-                let _alive = alive;
-                while let Some(job) = jobs.take() {
-                    let r = job.framework.bind(&job.state, &job.pod, &job.node);
-                    if res_tx.send((job.uid, r)).is_err() {
-                        break;
-                    }
-                    if let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner()) {
-                        w();
-                    }
-                }
-            })
-            .map_err(SchedulerError::BindingThread)?;
-    }
-    Ok((BindSender(jobs), res_rx))
 }
 
 /// The scheduler: its profiles, the cache, the queue, the binding cycle.
@@ -353,13 +192,10 @@ pub struct Scheduler {
     unconfirmed: HashMap<String, Duration>,
     /// Pods whose bind failed in a way that may have bound them (an answer lost), and
     /// the cluster could not be asked: they stay counted where they were assumed until
-    /// it answers (asked again at most every [`DOUBT_RECHECK`]), so that no other pod
+    /// it answers (asked again at most every [`binding::DOUBT_RECHECK`]), so that no other pod
     /// takes their room meanwhile.
     doubtful: HashMap<String, (Binding, String, Duration)>,
 }
-
-/// How often the cluster is asked again about a pod whose bind may have happened.
-const DOUBT_RECHECK: Duration = Duration::from_secs(1);
 
 /// Asks the frameworks' plugins for queueing hints.
 struct Oracle<'a>(&'a [Arc<Framework>]);
@@ -533,27 +369,6 @@ impl Scheduler {
         self.expire_unconfirmed(now);
     }
 
-    /// Asks the cluster again about the pods whose bind may have happened.
-    fn recheck_doubtful(&mut self, now: Duration) {
-        let due: Vec<String> = self
-            .doubtful
-            .iter()
-            .filter(|(_, (_, _, at))| *at <= now)
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in due {
-            let Some((b, error, _)) = self.doubtful.remove(&uid) else {
-                continue;
-            };
-            match self.binder.lookup(&b.assumed) {
-                PodState::Unknown => {
-                    self.doubtful.insert(uid, (b, error, now + DOUBT_RECHECK));
-                }
-                state => self.settle_failed_binding(uid, b, state, error),
-            }
-        }
-    }
-
     /// Moves pods whose backoff ended to activeQ (call it every second, as upstream).
     pub fn flush_backoff(&mut self, now: Duration) {
         self.queue.flush_backoff(now);
@@ -619,195 +434,11 @@ impl Scheduler {
         &self.metrics
     }
 
-    /// The profiles' current version: configuration, profiles, modules, frameworks.
-    pub fn generation(&self) -> &Arc<Generation> {
-        &self.generation
-    }
-
-    /// What `/plugins` shows (a handle the HTTP server keeps; each swap updates it).
-    pub fn plugins_view(&self) -> PluginsView {
-        self.plugins_view.clone()
-    }
-
-    /// What `/shadows` shows (a handle the HTTP server keeps; each swap updates it).
-    pub fn shadows_view(&self) -> ShadowsView {
-        self.shadows_view.clone()
-    }
-
-    /// What each shadow run of the current version has seen so far.
-    pub fn shadow_reports(&self) -> Vec<crate::framework::ShadowStats> {
-        self.generation
-            .shadow_stats()
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
-            .collect()
-    }
-
-    /// Starts a reload: captures what a build needs (the current version to compare
-    /// with, the host services, a copy of the node snapshot to sync the new instances
-    /// with). Cheap; run [`ReloadJob::build`] off the scheduling thread, then hand its
-    /// result to [`Scheduler::finish_reload`].
-    pub fn prepare_reload(&mut self, source: ReloadSource) -> ReloadJob {
-        self.cache.update_snapshot(&mut self.snapshot);
-        ReloadJob {
-            builder: self.builder.clone(),
-            base: self.generation.clone(),
-            snapshot: self.snapshot.clone(),
-            source,
-        }
-    }
-
-    /// Reloads here and now: [`Scheduler::prepare_reload`], the build, and
-    /// [`Scheduler::finish_reload`] on this thread (for tests and `simulate`; `berth
-    /// run` builds on a thread of its own).
-    pub fn reload(&mut self, source: ReloadSource) -> Result<SwapReport, ReloadError> {
-        let built = self.prepare_reload(source).build();
-        self.finish_reload(built)
-    }
-
-    /// Takes a build's result between two scheduling cycles: swaps the new version in,
-    /// or refuses it (a warning naming the plugin, the module and why, and
-    /// `berth_plugin_reloads_total{result="refused"}`); a refused reload changes
-    /// nothing and the old version keeps serving.
-    pub fn finish_reload(
-        &mut self,
-        built: Result<Built, ReloadError>,
-    ) -> Result<SwapReport, ReloadError> {
-        let r = built.and_then(|b| self.swap(b));
-        if let Err(e) = &r {
-            self.metrics
-                .count_reload(e.plugin.as_deref().unwrap_or(""), "refused");
-            tracing::warn!(
-                plugin = e.plugin.as_deref().unwrap_or("-"),
-                module = e.module.as_deref().unwrap_or("-"),
-                "reload refused, the running version keeps serving: {e}"
-            );
-        }
-        r
-    }
-
-    /// Swaps a built version in. Cycles and binding cycles under way keep the
-    /// framework they hold; the next cycle takes the new one. Waiting pods keep their
-    /// place (re-keyed if the QueueSort plugin changed); unschedulable pods a changed
-    /// plugin rejected are retried, and gated pods a changed PreEnqueue plugin keeps
-    /// out are asked again.
-    fn swap(&mut self, built: Built) -> Result<SwapReport, ReloadError> {
-        if built.base != self.generation.number {
-            return Err(ReloadError {
-                file: built.generation.file.clone(),
-                field: None,
-                plugin: None,
-                module: None,
-                reason: format!(
-                    "built against version {} of the profiles, but version {} serves now",
-                    built.base, self.generation.number
-                ),
-            });
-        }
-        let same = built.is_noop()
-            && built
-                .generation
-                .frameworks
-                .iter()
-                .zip(&self.frameworks)
-                .all(|(a, b)| Arc::ptr_eq(a, b));
-        if same {
-            tracing::debug!(file = %built.generation.file, "configuration reloaded: nothing changed");
-            return Ok(SwapReport {
-                generation: self.generation.number,
-                ..SwapReport::default()
-            });
-        }
-        let new = &built.generation.frameworks;
-        let profile_of = |pod: &Pod| {
-            new.iter()
-                .find(|f| f.scheduler_name() == pod.scheduler_name)
-        };
-        // New sort keys first: a QueueSort plugin that fails on a waiting pod refuses
-        // the whole swap, so that keys of two plugins never mix in one heap.
-        let mut keys: HashMap<String, Vec<i64>> = HashMap::new();
-        if built.queue_sort_changed {
-            let pods = self
-                .queue
-                .waiting()
-                .map(|q| &q.pod)
-                .chain(self.binding.values().map(|b| &b.qp.pod));
-            for pod in pods {
-                let Some(fw) = profile_of(pod) else { continue };
-                let key = fw.sort_key(&CyclePod::new(pod.clone())).map_err(|e| {
-                    let module = built
-                        .generation
-                        .modules
-                        .get(&e.plugin)
-                        .map(|m| m.source().to_owned());
-                    ReloadError {
-                        file: built.generation.file.clone(),
-                        field: None,
-                        plugin: Some(e.plugin.clone()),
-                        module,
-                        reason: format!("re-keying pod {} in the queue: {e}", pod.key()),
-                    }
-                })?;
-                keys.insert(pod.uid.clone(), key);
-            }
-        }
-        let Built {
-            mut generation,
-            changed,
-            ..
-        } = built;
-        generation.loaded_at = std::time::SystemTime::now();
-        self.frameworks = generation.frameworks.clone();
-        self.generation = Arc::new(generation);
-        if !keys.is_empty() {
-            self.queue.rekey(&keys);
-            for (uid, b) in self.binding.iter_mut() {
-                if let Some(k) = keys.get(uid) {
-                    b.qp.key = k.clone();
-                }
-            }
-        }
-        let now = self.clock.now();
-        let moved = self.queue.move_rejected_by(&changed, now);
-        let mut regated = 0;
-        for pod in self.queue.gated_by(&changed) {
-            let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
-                continue;
-            };
-            match self.gate(&fw, &pod) {
-                Ok((key, gate)) => {
-                    regated += 1;
-                    self.queue
-                        .update(pod, key, gate, now, &Oracle(&self.frameworks));
-                }
-                Err(e) => tracing::warn!(pod = %pod.key(), "PreEnqueue after a reload: {e}"),
-            }
-        }
-        *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
-        *self.shadows_view.write().unwrap_or_else(|e| e.into_inner()) =
-            self.generation.shadow_stats();
-        for p in &changed {
-            self.metrics.count_reload(p, "success");
-        }
-        tracing::info!(
-            file = %self.generation.file,
-            generation = self.generation.number,
-            "configuration reloaded: plugins changed: [{}]; {moved} unschedulable pod(s) they rejected retried, {regated} gated pod(s) asked again{}",
-            changed.iter().cloned().collect::<Vec<_>>().join(", "),
-            if keys.is_empty() { String::new() } else { format!("; {} pod(s) re-keyed for the new QueueSort", keys.len()) },
-        );
-        Ok(SwapReport {
-            generation: self.generation.number,
-            changed,
-            moved,
-            regated,
-            rekeyed: keys.len(),
-        })
-    }
-
     /// Brings the gauges that mirror the queue up to date.
     pub fn publish_metrics(&self) {
-        self.metrics.set_pending(&self.queue.pending());
+        let pending = self.queue.pending();
+        self.metrics
+            .set_pending(pending.iter().map(|(q, n)| (q.as_str(), *n)));
     }
 
     fn framework_for(&self, scheduler_name: &str) -> Option<&Arc<Framework>> {
@@ -840,29 +471,6 @@ impl Scheduler {
             .retain(|s| !(s.kind == kind && s.namespace == namespace && s.name == name));
     }
 
-    /// Counts a pending pod's nomination (its `status.nominatedNodeName`) on that node.
-    fn nominate(&mut self, pod: &Pod) {
-        self.unnominate(&pod.uid);
-        if !pod.nominated_node_name.is_empty() {
-            self.nominated
-                .entry(pod.nominated_node_name.clone())
-                .or_default()
-                .push(pod.clone());
-        }
-    }
-
-    fn unnominate(&mut self, uid: &str) {
-        for pods in self.nominated.values_mut() {
-            pods.retain(|p| p.uid != uid);
-        }
-        self.nominated.retain(|_, pods| !pods.is_empty());
-    }
-
-    /// The pods nominated to each node.
-    pub fn nominated(&self) -> &NominatedPods {
-        &self.nominated
-    }
-
     /// Upstream's `DefaultSelector`: the merged selectors of the Services and
     /// controllers in the pod's namespace that select it. Berth matches controllers by
     /// their selector rather than the pod's owner reference, which agrees for pods a
@@ -887,114 +495,6 @@ impl Scheduler {
     /// A PodDisruptionBudget appeared or changed (preemption reads them).
     pub fn add_or_update_budget(&mut self, budget: berth_sdk::PodDisruptionBudget) {
         self.budgets.set(budget);
-    }
-
-    /// The cluster's storage objects, as plugins read them.
-    pub fn storage(&self) -> &Storage {
-        &self.storage
-    }
-
-    /// A storage object appeared (`old` none) or changed: the event that may make
-    /// pods the volume plugins rejected schedulable.
-    fn storage_event(&mut self, resource: EventResource, old: Option<Object>, new: Object) {
-        let actions = if old.is_some() {
-            ActionType::UPDATE_OTHER
-        } else {
-            ActionType::ADD
-        };
-        self.event(ClusterEvent::new(resource, actions), old, Some(new));
-    }
-
-    fn storage_deleted(&mut self, resource: EventResource, old: Option<Object>) {
-        if old.is_some() {
-            self.event(ClusterEvent::new(resource, ActionType::DELETE), old, None);
-        }
-    }
-
-    /// A PersistentVolumeClaim appeared or changed.
-    pub fn add_or_update_claim(&mut self, claim: PersistentVolumeClaim) {
-        let old = self.storage.set_claim(claim.clone());
-        self.storage_event(
-            EventResource::PersistentVolumeClaim,
-            old.map(Object::PersistentVolumeClaim),
-            Object::PersistentVolumeClaim(claim),
-        );
-    }
-
-    /// A PersistentVolumeClaim is gone.
-    pub fn remove_claim(&mut self, namespace: &str, name: &str) {
-        let old = self.storage.remove_claim(namespace, name);
-        self.storage_deleted(
-            EventResource::PersistentVolumeClaim,
-            old.map(Object::PersistentVolumeClaim),
-        );
-    }
-
-    /// A PersistentVolume appeared or changed.
-    pub fn add_or_update_volume(&mut self, volume: PersistentVolume) {
-        let old = self.storage.set_volume(volume.clone());
-        self.storage_event(
-            EventResource::PersistentVolume,
-            old.map(Object::PersistentVolume),
-            Object::PersistentVolume(volume),
-        );
-    }
-
-    /// A PersistentVolume is gone.
-    pub fn remove_volume(&mut self, name: &str) {
-        let old = self.storage.remove_volume(name);
-        self.storage_deleted(
-            EventResource::PersistentVolume,
-            old.map(Object::PersistentVolume),
-        );
-    }
-
-    /// A StorageClass appeared or changed.
-    pub fn add_or_update_storage_class(&mut self, class: StorageClass) {
-        let old = self.storage.set_class(class.clone());
-        self.storage_event(
-            EventResource::StorageClass,
-            old.map(Object::StorageClass),
-            Object::StorageClass(class),
-        );
-    }
-
-    /// A StorageClass is gone.
-    pub fn remove_storage_class(&mut self, name: &str) {
-        let old = self.storage.remove_class(name);
-        self.storage_deleted(EventResource::StorageClass, old.map(Object::StorageClass));
-    }
-
-    /// A CSINode appeared or changed.
-    pub fn add_or_update_csi_node(&mut self, node: CsiNode) {
-        let old = self.storage.set_csi_node(node.clone());
-        self.storage_event(
-            EventResource::CsiNode,
-            old.map(Object::CsiNode),
-            Object::CsiNode(node),
-        );
-    }
-
-    /// A CSINode is gone.
-    pub fn remove_csi_node(&mut self, name: &str) {
-        let old = self.storage.remove_csi_node(name);
-        self.storage_deleted(EventResource::CsiNode, old.map(Object::CsiNode));
-    }
-
-    /// A CSIDriver appeared or changed.
-    pub fn add_or_update_csi_driver(&mut self, driver: CsiDriver) {
-        let old = self.storage.set_csi_driver(driver.clone());
-        self.storage_event(
-            EventResource::CsiDriver,
-            old.map(Object::CsiDriver),
-            Object::CsiDriver(driver),
-        );
-    }
-
-    /// A CSIDriver is gone.
-    pub fn remove_csi_driver(&mut self, name: &str) {
-        let old = self.storage.remove_csi_driver(name);
-        self.storage_deleted(EventResource::CsiDriver, old.map(Object::CsiDriver));
     }
 
     /// A namespace appeared or changed (its labels feed namespace selectors).
@@ -1401,29 +901,6 @@ impl Scheduler {
         }
     }
 
-    fn start_binding(&mut self, uid: &str) {
-        let Some(b) = self.binding.get(uid) else {
-            return;
-        };
-        let job = BindJob {
-            uid: uid.to_owned(),
-            framework: b.framework.clone(),
-            state: b.state.clone(),
-            pod: CyclePod::new(b.assumed.clone()),
-            node: b.node.clone(),
-        };
-        match self.bind_tx.send(job) {
-            Ok(()) => self.bindings_in_flight += 1,
-            Err(job) => self.finish_binding(
-                job.uid,
-                Err(PluginError {
-                    plugin: "Bind".into(),
-                    message: "the binding threads are gone".into(),
-                }),
-            ),
-        }
-    }
-
     /// Decides the pods whose wait at Permit ended.
     fn resolve_waiting(&mut self, now: Duration) {
         for (uid, state) in self.waiting.take_decided(now) {
@@ -1444,135 +921,6 @@ impl Scheduler {
                     }
                 }
                 WaitState::Waiting(_) => {}
-            }
-        }
-    }
-
-    fn drain_bind_results(&mut self, block: bool) {
-        while let Ok(uid) = self.activate_rx.try_recv() {
-            self.queue.activate(&uid);
-        }
-        if block
-            && self.bindings_in_flight > 0
-            && let Ok((uid, r)) = self.bind_rx.recv()
-        {
-            self.bindings_in_flight -= 1;
-            self.finish_binding(uid, r);
-        }
-        while let Ok((uid, r)) = self.bind_rx.try_recv() {
-            self.bindings_in_flight -= 1;
-            self.finish_binding(uid, r);
-        }
-        // What the embedded cluster's volume controller wrote while binding: already
-        // in the storage view; the queue hears of it here.
-        for (old, new) in self.binder.take_storage_changes() {
-            let resource = match &new {
-                Object::PersistentVolume(_) => EventResource::PersistentVolume,
-                Object::PersistentVolumeClaim(_) => EventResource::PersistentVolumeClaim,
-                _ => continue,
-            };
-            self.storage_event(resource, old, new);
-        }
-    }
-
-    fn finish_binding(&mut self, uid: String, result: Result<(), PluginError>) {
-        let Some(b) = self.binding.remove(&uid) else {
-            return;
-        };
-        match result {
-            Ok(()) => {
-                let deleted = self.queue.deleted_in_flight(&uid);
-                self.queue.done(&uid);
-                if let Some(first) = b.qp.initial_attempt {
-                    self.metrics
-                        .observe_scheduled_pod(b.qp.attempts, first.elapsed());
-                }
-                let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
-                self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
-                self.recorder
-                    .scheduled(b.framework.scheduler_name(), &b.assumed, &b.node);
-                if deleted {
-                    // Deleted while it was being bound: it is gone from the cluster too.
-                    self.unconfirmed.remove(&uid);
-                    let _ = self.cache.remove_pod(&uid);
-                    self.outcomes.remove(&uid);
-                    return;
-                }
-                if self.confirm_bindings {
-                    // Counted as assumed until the cluster shows it bound (which may
-                    // already have happened: then it is no longer assumed).
-                    if self.cache.finish_binding(&uid).is_ok() {
-                        self.unconfirmed.insert(uid, self.clock.now());
-                    }
-                    return;
-                }
-                // The embedded cluster confirms the binding at once: the pod is counted
-                // for good.
-                let _ = self.cache.finish_binding(&uid);
-                let _ = self.cache.add_pod(&b.assumed);
-                self.event(
-                    ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
-                    None,
-                    Some(Object::Pod(b.assumed)),
-                );
-            }
-            Err(e) => {
-                let state = self.binder.lookup(&b.assumed);
-                self.settle_failed_binding(uid, b, state, e.to_string());
-            }
-        }
-    }
-
-    /// A bind failed; `state` is where the cluster has the pod now.
-    fn settle_failed_binding(&mut self, uid: String, b: Binding, state: PodState, error: String) {
-        match state {
-            PodState::BoundTo(node) if node == b.node => {
-                // The bind happened; only its answer was lost.
-                tracing::info!(pod = %b.assumed.key(), %node, "the bind happened though its answer was lost: {error}");
-                self.binding.insert(uid.clone(), b);
-                self.finish_binding(uid, Ok(()));
-            }
-            PodState::Unknown => {
-                // It may be bound: it stays counted on its node until the cluster
-                // can say.
-                tracing::info!(pod = %b.assumed.key(), node = %b.node, "the bind failed and the cluster cannot be asked whether it happened; the pod keeps its room on the node until it can: {error}");
-                let _ = self.cache.finish_binding(&uid);
-                let at = self.clock.now() + DOUBT_RECHECK;
-                self.doubtful.insert(uid, (b, error, at));
-            }
-            state => {
-                b.framework
-                    .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
-                let _ = self.cache.forget_pod(&uid);
-                match state {
-                    PodState::BoundTo(other) => {
-                        // Someone else bound it (409 Conflict): drop it from the queue,
-                        // do not retry, and count it where it is now (the watch may
-                        // tell later).
-                        self.queue.done(&uid);
-                        tracing::info!(pod = %b.assumed.key(), node = %other, "bound by someone else: {error}");
-                        let mut pod = b.assumed.clone();
-                        pod.node_name = other.clone();
-                        if self.cache.add_pod(&pod).is_ok() {
-                            self.event(
-                                ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
-                                None,
-                                Some(Object::Pod(pod)),
-                            );
-                        }
-                        let message = format!("bound to node {other} by someone else ({error})");
-                        self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
-                    }
-                    PodState::Gone => {
-                        // Deleted (404): nothing left to schedule.
-                        tracing::info!(pod = %b.assumed.key(), "deleted while being bound: {error}");
-                        self.queue.done(&uid);
-                        self.outcomes.remove(&uid);
-                    }
-                    PodState::Pending | PodState::Unknown => {
-                        self.fail(b.qp, BTreeSet::new(), FailureReason::SchedulerError, error)
-                    }
-                }
             }
         }
     }
@@ -1605,154 +953,6 @@ impl Scheduler {
         }
     }
 
-    /// Writes a pod's nomination to the cluster, off the loop when the cluster is
-    /// remote.
-    fn write_nomination(&self, pod: &Pod, node: &str) {
-        let binder = self.binder.clone();
-        let pod = pod.clone();
-        let node = node.to_owned();
-        let write = move || {
-            if let Err(e) = binder.nominate(&pod, &node) {
-                tracing::warn!(pod = %pod.key(), node, "cannot write nominatedNodeName: {e}");
-            }
-        };
-        if self.binder.reports_deletions() {
-            std::thread::spawn(write);
-        } else {
-            write();
-        }
-    }
-
-    /// Carries out a preemption PostFilter decided (upstream's `prepareCandidate`):
-    /// the preemptor is nominated to `node`, pods of lower priority nominated there
-    /// lose their nomination, victims waiting at Permit are rejected and the others
-    /// evicted. Against a remote cluster the API calls run on their own thread, so
-    /// the loop goes on; the embedded cluster evicts at once and the victims leave
-    /// the cache here (its cluster has no watch to report them).
-    fn preempt(&mut self, preemptor: &Pod, node: &str, victims: Vec<Pod>) {
-        self.metrics.observe_preemption_victims(victims.len());
-        tracing::debug!(
-            pod = %preemptor.key(),
-            node,
-            victims = victims.len(),
-            "preempting"
-        );
-        let lower: Vec<Pod> = self
-            .nominated
-            .get(node)
-            .map(|pods| {
-                pods.iter()
-                    .filter(|p| p.priority < preemptor.priority && p.uid != preemptor.uid)
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        for p in &lower {
-            let mut cleared = p.clone();
-            cleared.nominated_node_name.clear();
-            if let Err(e) = self.update_pod(cleared) {
-                tracing::warn!(pod = %p.key(), "clearing the nomination: {e}");
-            }
-        }
-        let mut evict = Vec::new();
-        for v in victims {
-            if self.waiting.contains(&v.uid) {
-                self.waiting
-                    .reject(&v.uid, "DefaultPreemption", "preempted");
-                self.recorder.preempted(&v, preemptor, node);
-            } else if !v.terminating {
-                evict.push(v);
-            }
-        }
-        let message = format!(
-            "{}: preempting to accommodate a higher priority pod",
-            preemptor.scheduler_name
-        );
-        let binder = self.binder.clone();
-        let recorder = self.recorder.clone();
-        let (pod, node_name) = (preemptor.clone(), node.to_owned());
-        let work = move || {
-            if let Err(e) = binder.nominate(&pod, &node_name) {
-                tracing::warn!(pod = %pod.key(), node = node_name, "cannot write nominatedNodeName: {e}");
-            }
-            for p in &lower {
-                if let Err(e) = binder.nominate(p, "") {
-                    tracing::warn!(pod = %p.key(), "cannot clear nominatedNodeName: {e}");
-                }
-            }
-            // As upstream: once one eviction fails the preemption cannot succeed, so
-            // the remaining victims are spared and the preemptor is retried at once.
-            let mut evicted = Vec::new();
-            for v in &evict {
-                if let Err(e) = binder.evict(v, &pod, &message) {
-                    tracing::warn!(pod = %pod.key(), victim = %v.key(), "cannot evict, the preemptor will try again: {e}");
-                    return (evicted, false);
-                }
-                recorder.preempted(v, &pod, &node_name);
-                evicted.push(v.uid.clone());
-            }
-            (evicted, true)
-        };
-        if self.binder.reports_deletions() {
-            let activate = self.activate_tx.clone();
-            let waker = self.waker.clone();
-            let uid = preemptor.uid.clone();
-            std::thread::spawn(move || {
-                if !work().1
-                    && activate.send(uid).is_ok()
-                    && let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner())
-                {
-                    w();
-                }
-            });
-        } else {
-            let (evicted, all) = work();
-            for uid in evicted {
-                self.delete_pod(&uid);
-            }
-            if !all {
-                self.queue.activate(&preemptor.uid);
-            }
-        }
-    }
-
-    /// Ends what is in flight for a shutdown: pods waiting at Permit give back their
-    /// reservations (they stay pending in the cluster for the next leader), and
-    /// binding cycles already under way may finish until `timeout`. Returns how many
-    /// binding cycles were still running when the time was up.
-    pub fn finish_in_flight(&mut self, timeout: Duration) -> usize {
-        let deadline = Instant::now() + timeout;
-        let waiting: Vec<String> = self
-            .binding
-            .keys()
-            .filter(|uid| self.waiting.remove(uid))
-            .cloned()
-            .collect();
-        for uid in waiting {
-            let b = self.binding.remove(&uid).expect("listed");
-            b.framework
-                .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
-            let _ = self.cache.forget_pod(&uid);
-            self.queue.done(&uid);
-        }
-        while self.bindings_in_flight > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.bind_rx.recv_timeout(left) {
-                Ok((uid, r)) => {
-                    self.bindings_in_flight -= 1;
-                    self.finish_binding(uid, r);
-                }
-                Err(_) => break,
-            }
-        }
-        self.bindings_in_flight
-    }
-
-    /// Binding cycles under way.
-    pub fn bindings_in_flight(&self) -> usize {
-        self.bindings_in_flight
-    }
-
     /// Where each pending pod waits (for reports).
     pub fn queue_of(&self, uid: &str) -> Option<QueueName> {
         self.queue.queue_of(uid)
@@ -1765,40 +965,5 @@ impl Scheduler {
             && self.doubtful.is_empty()
             && self.queue.in_flight().is_empty()
             && self.waiting.is_empty()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{BindQueue, BindSender, BinderAlive};
-    use std::sync::Arc;
-
-    #[test]
-    fn bind_queue_hands_jobs_over_in_order_and_stops_when_closed_or_unattended() {
-        let queue: Arc<BindQueue<u32>> = Arc::new(BindQueue::default());
-        let sender = BindSender(queue.clone());
-        // No binder yet: the job comes back, as when every binding thread is gone.
-        assert_eq!(sender.send(1), Err(1));
-
-        let alive = BinderAlive::new(&queue);
-        let binder = {
-            let queue = queue.clone();
-            std::thread::spawn(move || {
-                let _alive = alive;
-                let mut got = Vec::new();
-                while let Some(job) = queue.take() {
-                    got.push(job);
-                }
-                got
-            })
-        };
-        for job in 2..=200 {
-            assert_eq!(sender.send(job), Ok(()));
-        }
-        // Closing lets the binder finish what is queued, then stop.
-        drop(sender);
-        assert_eq!(binder.join().unwrap(), (2..=200).collect::<Vec<_>>());
-        assert_eq!(queue.lock().alive, 0);
-        assert!(queue.take().is_none());
     }
 }

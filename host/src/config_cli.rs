@@ -1,13 +1,24 @@
 //! `berth config validate` and `berth config default`: a configuration checked as the
 //! scheduler would use it (modules loaded, `multiPoint` expanded, plugins given their
 //! args), every problem reported at once; and the effective default configuration.
+//!
+//! A command, not part of [`crate::config`]: it loads modules and builds the
+//! profiles' frameworks (as a reload does, without a scheduling loop), which the
+//! configuration room below never does.
 
-use super::{
+use crate::cluster::Budgets;
+use crate::cluster::Namespaces;
+use crate::cluster::storage::Storage;
+use crate::config::{
     CONFIGURABLE_POINTS, ConfigError, Configuration, LeaderElectionConfig, UPSTREAM_API_VERSION,
     UPSTREAM_KIND, default_multi_point, duration, expand_profiles, expand_profiles_with,
 };
-use crate::framework::registry::{RegistryError, load_modules};
+use crate::framework::FrameworkOptions;
+use crate::framework::registry::{RegistryError, builtin_plugins, load_modules};
+use crate::framework::waiting::WaitingPods;
+use crate::reload::Builder;
 use crate::wasm::Runtime;
+use crate::wasm::module::HostServices;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -24,9 +35,10 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
     if let Err(e) = config.check(&file) {
         found.extend(lines(e));
     }
+    let builtins = builtin_plugins();
     found.extend(
         config
-            .unknown_plugin_settings(&file)
+            .unknown_plugin_settings(&file, |name| builtins.contains_key(name))
             .into_iter()
             .map(|e| e.to_string()),
     );
@@ -75,14 +87,23 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
         return Err(found);
     }
     // Instantiating every plugin with its args is what the scheduler does next; a
-    // plugin that refuses its args fails here.
-    let cluster = Arc::new(crate::cluster::memory::MemoryCluster::new());
-    let clock = Arc::new(crate::clock::VirtualClock::default());
-    let options = crate::scheduler::SchedulerOptions::default();
-    if let Err(e) =
-        crate::scheduler::Scheduler::new(runtime, &config, &file, &options, cluster, clock)
-    {
-        return Err(vec![format!("{file}: {e:#}")]);
+    // plugin that refuses its args fails here. The profiles are built as a scheduler
+    // builds them, with the host services it gives (the embedded cluster binds), but
+    // no loop and no binding threads.
+    let builder = Builder {
+        runtime: runtime.clone(),
+        services: HostServices {
+            binder: Some(Arc::new(crate::cluster::memory::MemoryCluster::new())),
+            namespaces: Namespaces::new(),
+            waiting: WaitingPods::new(),
+            metrics: Some(crate::metrics::Metrics::new()),
+            budgets: Budgets::new(),
+            storage: Storage::new(),
+        },
+        options: FrameworkOptions::default(),
+    };
+    if let Err(e) = builder.build(&config, &file, None, None) {
+        return Err(vec![format!("{file}: {}", e.reason)]);
     }
     let mut out = format!("{file}: valid\n");
     for p in &profiles {

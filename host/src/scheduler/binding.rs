@@ -1,0 +1,417 @@
+//! The binding cycle's side of the scheduler: binding jobs handed to a pool of
+//! binding threads, and what the end of a binding cycle decides (bound; bound by
+//! someone else; deleted meanwhile; retried; or in doubt until the cluster can say).
+
+use super::{Scheduler, SchedulerError, Waker};
+use crate::cluster::{FailureReason, PodState};
+use crate::framework::{CyclePod, CycleState, Framework, PluginError};
+use crate::queue::QueuedPod;
+use berth_sdk::{ActionType, ClusterEvent, EventResource, Object, Pod};
+use std::collections::BTreeSet;
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// A pod between Reserve and the end of its binding cycle.
+pub(super) struct Binding {
+    pub(super) qp: QueuedPod,
+    pub(super) assumed: Pod,
+    pub(super) node: String,
+    pub(super) state: CycleState,
+    pub(super) framework: Arc<Framework>,
+}
+
+pub(super) struct BindJob {
+    uid: String,
+    framework: Arc<Framework>,
+    state: CycleState,
+    pod: CyclePod,
+    node: String,
+}
+
+pub(super) type BindResult = (String, Result<(), PluginError>);
+
+/// Binding jobs on their way from the scheduling loop to the binding threads.
+///
+/// A queue under a lock and a condition variable, so that handing a job over costs
+/// the scheduling thread one wake-up of an idle binder, and none when every binder
+/// is busy. A std channel did the same hand-off with two: the binder, woken, took
+/// the channel's inner lock while the sender still held it and had to be woken again.
+struct BindQueue<J = BindJob> {
+    inner: Mutex<BindQueueInner<J>>,
+    ready: std::sync::Condvar,
+}
+
+struct BindQueueInner<J> {
+    jobs: std::collections::VecDeque<J>,
+    /// Binders waiting for a job.
+    idle: usize,
+    /// Binder threads still running (one that panicked is not).
+    alive: usize,
+    /// The scheduler is gone: binders finish what is queued and stop.
+    closed: bool,
+}
+
+impl<J> Default for BindQueue<J> {
+    fn default() -> Self {
+        BindQueue {
+            inner: Mutex::new(BindQueueInner {
+                jobs: Default::default(),
+                idle: 0,
+                alive: 0,
+                closed: false,
+            }),
+            ready: Default::default(),
+        }
+    }
+}
+
+impl<J> BindQueue<J> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BindQueueInner<J>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next job, waiting for one; `None` once closed and empty.
+    fn take(&self) -> Option<J> {
+        let mut inner = self.lock();
+        loop {
+            if let Some(job) = inner.jobs.pop_front() {
+                return Some(job);
+            }
+            if inner.closed {
+                return None;
+            }
+            inner.idle += 1;
+            inner = self.ready.wait(inner).unwrap_or_else(|e| e.into_inner());
+            inner.idle -= 1;
+        }
+    }
+}
+
+/// The scheduling loop's end of the [`BindQueue`]; dropping it lets the binders stop.
+pub(super) struct BindSender<J = BindJob>(Arc<BindQueue<J>>);
+
+impl<J> BindSender<J> {
+    /// Queues a job; gives it back when no binder is left to run it.
+    fn send(&self, job: J) -> Result<(), J> {
+        let wake = {
+            let mut inner = self.0.lock();
+            if inner.alive == 0 {
+                return Err(job);
+            }
+            inner.jobs.push_back(job);
+            inner.idle > 0
+        };
+        // After the lock is released, so the binder does not wake into it.
+        if wake {
+            self.0.ready.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// Counts a binder thread out of [`BindQueueInner::alive`] however it ends.
+struct BinderAlive<J = BindJob>(Arc<BindQueue<J>>);
+
+impl<J> BinderAlive<J> {
+    /// Counts a binder in, until the guard drops.
+    fn new(queue: &Arc<BindQueue<J>>) -> Self {
+        queue.lock().alive += 1;
+        BinderAlive(queue.clone())
+    }
+}
+
+impl<J> Drop for BinderAlive<J> {
+    fn drop(&mut self) {
+        self.0.lock().alive -= 1;
+    }
+}
+
+impl<J> Drop for BindSender<J> {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.ready.notify_all();
+    }
+}
+
+/// Runs binding cycles on `n` threads of their own, so a slow PreBind or Bind never
+/// holds up the scheduling loop, and `n` binds wait for the API server at once.
+pub(super) fn spawn_binders(
+    n: usize,
+    waker: Arc<RwLock<Option<Waker>>>,
+) -> Result<(BindSender, Receiver<BindResult>), SchedulerError> {
+    let jobs: Arc<BindQueue> = Arc::new(BindQueue::default());
+    let (res_tx, res_rx) = channel::<BindResult>();
+    for i in 0..n.max(1) {
+        let jobs = jobs.clone();
+        let res_tx = res_tx.clone();
+        let waker = waker.clone();
+        let alive = BinderAlive::new(&jobs);
+        std::thread::Builder::new()
+            .name(format!("berth-binding-{i}"))
+            .spawn(move || {
+                let _alive = alive;
+                while let Some(job) = jobs.take() {
+                    let r = job.framework.bind(&job.state, &job.pod, &job.node);
+                    if res_tx.send((job.uid, r)).is_err() {
+                        break;
+                    }
+                    if let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner()) {
+                        w();
+                    }
+                }
+            })
+            .map_err(SchedulerError::BindingThread)?;
+    }
+    Ok((BindSender(jobs), res_rx))
+}
+
+/// How often the cluster is asked again about a pod whose bind may have happened.
+const DOUBT_RECHECK: Duration = Duration::from_secs(1);
+
+impl Scheduler {
+    /// Asks the cluster again about the pods whose bind may have happened.
+    pub(super) fn recheck_doubtful(&mut self, now: Duration) {
+        let due: Vec<String> = self
+            .doubtful
+            .iter()
+            .filter(|(_, (_, _, at))| *at <= now)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in due {
+            let Some((b, error, _)) = self.doubtful.remove(&uid) else {
+                continue;
+            };
+            match self.binder.lookup(&b.assumed) {
+                PodState::Unknown => {
+                    self.doubtful.insert(uid, (b, error, now + DOUBT_RECHECK));
+                }
+                state => self.settle_failed_binding(uid, b, state, error),
+            }
+        }
+    }
+
+    pub(super) fn start_binding(&mut self, uid: &str) {
+        let Some(b) = self.binding.get(uid) else {
+            return;
+        };
+        let job = BindJob {
+            uid: uid.to_owned(),
+            framework: b.framework.clone(),
+            state: b.state.clone(),
+            pod: CyclePod::new(b.assumed.clone()),
+            node: b.node.clone(),
+        };
+        match self.bind_tx.send(job) {
+            Ok(()) => self.bindings_in_flight += 1,
+            Err(job) => self.finish_binding(
+                job.uid,
+                Err(PluginError {
+                    plugin: "Bind".into(),
+                    message: "the binding threads are gone".into(),
+                }),
+            ),
+        }
+    }
+
+    pub(super) fn drain_bind_results(&mut self, block: bool) {
+        while let Ok(uid) = self.activate_rx.try_recv() {
+            self.queue.activate(&uid);
+        }
+        if block
+            && self.bindings_in_flight > 0
+            && let Ok((uid, r)) = self.bind_rx.recv()
+        {
+            self.bindings_in_flight -= 1;
+            self.finish_binding(uid, r);
+        }
+        while let Ok((uid, r)) = self.bind_rx.try_recv() {
+            self.bindings_in_flight -= 1;
+            self.finish_binding(uid, r);
+        }
+        // What the embedded cluster's volume controller wrote while binding: already
+        // in the storage view; the queue hears of it here.
+        for (old, new) in self.binder.take_storage_changes() {
+            let resource = match &new {
+                Object::PersistentVolume(_) => EventResource::PersistentVolume,
+                Object::PersistentVolumeClaim(_) => EventResource::PersistentVolumeClaim,
+                _ => continue,
+            };
+            self.storage_event(resource, old, new);
+        }
+    }
+
+    fn finish_binding(&mut self, uid: String, result: Result<(), PluginError>) {
+        let Some(b) = self.binding.remove(&uid) else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                let deleted = self.queue.deleted_in_flight(&uid);
+                self.queue.done(&uid);
+                if let Some(first) = b.qp.initial_attempt {
+                    self.metrics
+                        .observe_scheduled_pod(b.qp.attempts, first.elapsed());
+                }
+                let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
+                self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
+                self.recorder
+                    .scheduled(b.framework.scheduler_name(), &b.assumed, &b.node);
+                if deleted {
+                    // Deleted while it was being bound: it is gone from the cluster too.
+                    self.unconfirmed.remove(&uid);
+                    let _ = self.cache.remove_pod(&uid);
+                    self.outcomes.remove(&uid);
+                    return;
+                }
+                if self.confirm_bindings {
+                    // Counted as assumed until the cluster shows it bound (which may
+                    // already have happened: then it is no longer assumed).
+                    if self.cache.finish_binding(&uid).is_ok() {
+                        self.unconfirmed.insert(uid, self.clock.now());
+                    }
+                    return;
+                }
+                // The embedded cluster confirms the binding at once: the pod is counted
+                // for good.
+                let _ = self.cache.finish_binding(&uid);
+                let _ = self.cache.add_pod(&b.assumed);
+                self.event(
+                    ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+                    None,
+                    Some(Object::Pod(b.assumed)),
+                );
+            }
+            Err(e) => {
+                let state = self.binder.lookup(&b.assumed);
+                self.settle_failed_binding(uid, b, state, e.to_string());
+            }
+        }
+    }
+
+    /// A bind failed; `state` is where the cluster has the pod now.
+    fn settle_failed_binding(&mut self, uid: String, b: Binding, state: PodState, error: String) {
+        match state {
+            PodState::BoundTo(node) if node == b.node => {
+                // The bind happened; only its answer was lost.
+                tracing::info!(pod = %b.assumed.key(), %node, "the bind happened though its answer was lost: {error}");
+                self.binding.insert(uid.clone(), b);
+                self.finish_binding(uid, Ok(()));
+            }
+            PodState::Unknown => {
+                // It may be bound: it stays counted on its node until the cluster
+                // can say.
+                tracing::info!(pod = %b.assumed.key(), node = %b.node, "the bind failed and the cluster cannot be asked whether it happened; the pod keeps its room on the node until it can: {error}");
+                let _ = self.cache.finish_binding(&uid);
+                let at = self.clock.now() + DOUBT_RECHECK;
+                self.doubtful.insert(uid, (b, error, at));
+            }
+            state => {
+                b.framework
+                    .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
+                let _ = self.cache.forget_pod(&uid);
+                match state {
+                    PodState::BoundTo(other) => {
+                        // Someone else bound it (409 Conflict): drop it from the queue,
+                        // do not retry, and count it where it is now (the watch may
+                        // tell later).
+                        self.queue.done(&uid);
+                        tracing::info!(pod = %b.assumed.key(), node = %other, "bound by someone else: {error}");
+                        let mut pod = b.assumed.clone();
+                        pod.node_name = other.clone();
+                        if self.cache.add_pod(&pod).is_ok() {
+                            self.event(
+                                ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
+                                None,
+                                Some(Object::Pod(pod)),
+                            );
+                        }
+                        let message = format!("bound to node {other} by someone else ({error})");
+                        self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
+                    }
+                    PodState::Gone => {
+                        // Deleted (404): nothing left to schedule.
+                        tracing::info!(pod = %b.assumed.key(), "deleted while being bound: {error}");
+                        self.queue.done(&uid);
+                        self.outcomes.remove(&uid);
+                    }
+                    PodState::Pending | PodState::Unknown => {
+                        self.fail(b.qp, BTreeSet::new(), FailureReason::SchedulerError, error)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends what is in flight for a shutdown: pods waiting at Permit give back their
+    /// reservations (they stay pending in the cluster for the next leader), and
+    /// binding cycles already under way may finish until `timeout`. Returns how many
+    /// binding cycles were still running when the time was up.
+    pub fn finish_in_flight(&mut self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        let waiting: Vec<String> = self
+            .binding
+            .keys()
+            .filter(|uid| self.waiting.remove(uid))
+            .cloned()
+            .collect();
+        for uid in waiting {
+            let b = self.binding.remove(&uid).expect("listed");
+            b.framework
+                .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
+            let _ = self.cache.forget_pod(&uid);
+            self.queue.done(&uid);
+        }
+        while self.bindings_in_flight > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.bind_rx.recv_timeout(left) {
+                Ok((uid, r)) => {
+                    self.bindings_in_flight -= 1;
+                    self.finish_binding(uid, r);
+                }
+                Err(_) => break,
+            }
+        }
+        self.bindings_in_flight
+    }
+
+    /// Binding cycles under way.
+    pub fn bindings_in_flight(&self) -> usize {
+        self.bindings_in_flight
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BindQueue, BindSender, BinderAlive};
+    use std::sync::Arc;
+
+    #[test]
+    fn bind_queue_hands_jobs_over_in_order_and_stops_when_closed_or_unattended() {
+        let queue: Arc<BindQueue<u32>> = Arc::new(BindQueue::default());
+        let sender = BindSender(queue.clone());
+        // No binder yet: the job comes back, as when every binding thread is gone.
+        assert_eq!(sender.send(1), Err(1));
+
+        let alive = BinderAlive::new(&queue);
+        let binder = {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                let _alive = alive;
+                let mut got = Vec::new();
+                while let Some(job) = queue.take() {
+                    got.push(job);
+                }
+                got
+            })
+        };
+        for job in 2..=200 {
+            assert_eq!(sender.send(job), Ok(()));
+        }
+        // Closing lets the binder finish what is queued, then stop.
+        drop(sender);
+        assert_eq!(binder.join().unwrap(), (2..=200).collect::<Vec<_>>());
+        assert_eq!(queue.lock().alive, 0);
+        assert!(queue.take().is_none());
+    }
+}

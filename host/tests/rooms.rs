@@ -1,0 +1,766 @@
+//! The host's rooms import each other in one direction only: no module of the
+//! `berth` library reaches, through any chain of references, back to itself.
+//!
+//! This test reads `host/src`, finds each module's references to other modules of
+//! the crate (`crate::a::b`, `use crate::{a, b::c}`, `super::x`, `self::x` and paths
+//! that start with a child module's name), and builds the graph at the granularity
+//! of ARCHITECTURE.md's rooms: the top-level modules, and the submodules of
+//! `framework` and `cluster` named in [`ROOMS`]. It fails naming every edge that
+//! lies on a cycle, each with a shortest cycle through it and the lines that make
+//! its references. A plain scan of the source, no dependencies: it understands
+//! comments, strings and `use` trees, which is all that module references need.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Submodules that are rooms of their own; every other submodule belongs to its
+/// top-level module.
+const ROOMS: &[&str] = &[
+    "framework::registry",
+    "framework::preemption",
+    "framework::explain",
+    "framework::shadow",
+    "cluster::kube",
+    "cluster::memory",
+    "cluster::manifest",
+    "cluster::storage",
+    "cluster::affinity",
+    "cluster::quantity",
+];
+
+/// Which room may use which: each row may use the rows below it (and its own row, as
+/// long as no cycle forms), never a row above. ARCHITECTURE.md draws the same.
+const LAYERS: &[&[&str]] = &[
+    // Commands and endpoints.
+    &[
+        "run",
+        "simulate",
+        "bench",
+        "apibench",
+        "server",
+        "watch",
+        "plugin_cli",
+        "config_cli",
+    ],
+    // The live loop: a thread that drives a Scheduler.
+    &["live"],
+    // The scheduler: loop, binding, preemption's cluster side, storage, swap.
+    &["scheduler"],
+    // Building a version of the profiles (a reload, or the first one).
+    &["reload"],
+    // Running a plugin on a built-in case (`berth plugin test`, the trial call).
+    &["testing"],
+    &["framework", "framework::explain", "framework::shadow"],
+    &["native"],
+    &["framework::registry", "framework::preemption"],
+    &["config"],
+    &["wasm"],
+    // The plugin boundary: the extension-point table, PluginCalls, CyclePod, CycleState.
+    &["plugin"],
+    &["cache", "queue", "metrics", "clock"],
+    &["cluster::kube", "cluster::memory"],
+    &["cluster"],
+    &[
+        "cluster::manifest",
+        "cluster::storage",
+        "cluster::affinity",
+        "cluster::quantity",
+    ],
+];
+
+/// Edges allowed on a cycle or upwards for now, as `(from, to)`, each with why. Empty is the
+/// goal; an entry that no longer matches an edge on a cycle or upwards fails the
+/// test, so the list only shrinks.
+const PENDING: &[(&str, &str, &str)] = &[
+    (
+        "wasm",
+        "framework",
+        "CycleState, WaitingPods and PluginCalls move to the plugin room",
+    ),
+    (
+        "native",
+        "framework",
+        "CycleState, WaitingPods, CyclePod and PluginCalls move to the plugin room",
+    ),
+    (
+        "wasm",
+        "framework::preemption",
+        "DryRun moves to the plugin room",
+    ),
+];
+
+/// The row of a room in [`LAYERS`].
+fn layer(room: &str) -> Option<usize> {
+    LAYERS.iter().position(|row| row.contains(&room))
+}
+
+/// A reference from one module to another: where it is written.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Site {
+    file: String,
+    line: usize,
+    path: String,
+}
+
+#[derive(Clone, Default)]
+struct Graph {
+    /// room -> room -> the sites that make the edge.
+    edges: BTreeMap<String, BTreeMap<String, Vec<Site>>>,
+}
+
+impl Graph {
+    fn successors(&self, room: &str) -> impl Iterator<Item = &String> {
+        self.edges.get(room).into_iter().flat_map(|m| m.keys())
+    }
+}
+
+/// Every module of the crate, as paths of names (`[]` is the crate root), with the
+/// file that holds it.
+fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
+    fn walk(dir: &Path, prefix: &[String], out: &mut BTreeMap<Vec<String>, PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                let mut p = prefix.to_vec();
+                p.push(name);
+                walk(&path, &p, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let module = match name.as_str() {
+                    "mod" | "lib" => prefix.to_vec(),
+                    // The binary is a user of the library, not one of its rooms.
+                    "main" if prefix.is_empty() => continue,
+                    _ => {
+                        let mut p = prefix.to_vec();
+                        p.push(name);
+                        p
+                    }
+                };
+                out.insert(module, path);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(src, &[], &mut out);
+    out
+}
+
+/// The room a module belongs to.
+fn room(module: &[String]) -> Option<String> {
+    let first = module.first()?;
+    if let Some(second) = module.get(1) {
+        let sub = format!("{first}::{second}");
+        if ROOMS.contains(&sub.as_str()) {
+            return Some(sub);
+        }
+    }
+    Some(first.clone())
+}
+
+/// The source with comments, strings and character literals blanked out (newlines
+/// kept, so that lines still count).
+fn strip(text: &str) -> String {
+    let b: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < b.len() && b[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+        } else if c == 'r'
+            && (next == Some('"') || next == Some('#'))
+            && !b[..i]
+                .last()
+                .is_some_and(|p| p.is_alphanumeric() || *p == '_')
+        {
+            // A raw string: r"..." or r#"..."#.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while b.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if b.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            loop {
+                if j >= b.len() {
+                    break;
+                }
+                if b[j] == '"' && (0..hashes).all(|k| b.get(j + 1 + k) == Some(&'#')) {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            for &ch in &b[i..j.min(b.len())] {
+                out.push(blank(ch));
+            }
+            i = j;
+        } else if c == '"' {
+            out.push(' ');
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < b.len() {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if c == '\'' {
+            // A character literal ('x', '\n', '\u{..}'), or a lifetime ('a).
+            if next == Some('\\') {
+                let mut j = i + 2;
+                while j < b.len() && b[j] != '\'' {
+                    j += 1;
+                }
+                for _ in i..=j.min(b.len() - 1) {
+                    out.push(' ');
+                }
+                i = j + 1;
+            } else if b.get(i + 2) == Some(&'\'') {
+                out.push_str("   ");
+                i += 3;
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Colons,
+    Open,
+    Close,
+    Comma,
+    Semi,
+    Star,
+    Other(char),
+}
+
+fn tokens(text: &str) -> Vec<(Tok, usize)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c.is_alphanumeric() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            // `r#type` is the identifier `type`.
+            let word = word.strip_prefix("r#").map(str::to_owned).unwrap_or(word);
+            out.push((Tok::Ident(word), line));
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            out.push((Tok::Colons, line));
+            i += 2;
+        } else {
+            out.push((
+                match c {
+                    '{' => Tok::Open,
+                    '}' => Tok::Close,
+                    ',' => Tok::Comma,
+                    ';' => Tok::Semi,
+                    '*' => Tok::Star,
+                    other => Tok::Other(other),
+                },
+                line,
+            ));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Reads one `use` tree from `toks[*i..]`, pushing each full path (as segments) it
+/// names with its line.
+fn use_tree(
+    toks: &[(Tok, usize)],
+    i: &mut usize,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, usize)>,
+) {
+    let mut path = prefix.to_vec();
+    let mut line = toks.get(*i).map_or(0, |t| t.1);
+    loop {
+        match toks.get(*i).map(|t| &t.0) {
+            Some(Tok::Colons) => *i += 1,
+            Some(Tok::Ident(w)) if w == "as" => {
+                *i += 2;
+            }
+            Some(Tok::Ident(w)) => {
+                line = toks[*i].1;
+                path.push(w.clone());
+                *i += 1;
+            }
+            Some(Tok::Open) => {
+                *i += 1;
+                loop {
+                    match toks.get(*i).map(|t| &t.0) {
+                        Some(Tok::Close) => {
+                            *i += 1;
+                            return;
+                        }
+                        Some(Tok::Comma) => *i += 1,
+                        None => return,
+                        _ => use_tree(toks, i, &path, out),
+                    }
+                }
+            }
+            Some(Tok::Star) => {
+                *i += 1;
+                out.push((path, line));
+                return;
+            }
+            _ => {
+                out.push((path, line));
+                return;
+            }
+        }
+    }
+}
+
+/// The module a path in `module` names, if it is one of the crate's (the longest
+/// prefix that is a module).
+fn resolve(
+    module: &[String],
+    path: &[String],
+    known: &BTreeSet<Vec<String>>,
+) -> Option<Vec<String>> {
+    let (mut base, rest): (Vec<String>, &[String]) = match path.first()?.as_str() {
+        "crate" => (Vec::new(), &path[1..]),
+        "self" => (module.to_vec(), &path[1..]),
+        "super" => {
+            let mut base = module.to_vec();
+            let mut n = 0;
+            while path.get(n).is_some_and(|s| s == "super") {
+                base.pop();
+                n += 1;
+            }
+            (base, &path[n..])
+        }
+        first => {
+            let mut child = module.to_vec();
+            child.push(first.to_owned());
+            if !known.contains(&child) {
+                return None;
+            }
+            (module.to_vec(), path)
+        }
+    };
+    let mut best = None;
+    for seg in rest {
+        base.push(seg.clone());
+        if known.contains(&base) {
+            best = Some(base.clone());
+        } else {
+            break;
+        }
+    }
+    best
+}
+
+fn graph(src: &Path) -> Graph {
+    let mods = modules(src);
+    let mut known: BTreeSet<Vec<String>> = mods.keys().cloned().collect();
+    let root = src.parent().unwrap();
+    let mut g = Graph::default();
+    // Inline modules (`mod tests { .. }`) are found as each file is read; they belong
+    // to their file's room, so knowing them only keeps `super::` right.
+    for (module, file) in &mods {
+        let text = std::fs::read_to_string(file).unwrap();
+        let toks = tokens(&strip(&text));
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        let Some(from) = room(module) else { continue };
+        // The inline modules we are in: (name, brace depth inside it).
+        let mut inline: Vec<(String, usize)> = Vec::new();
+        let mut depth = 0usize;
+        let mut refs: Vec<(Vec<String>, Vec<String>, usize)> = Vec::new();
+        let mut i = 0;
+        while i < toks.len() {
+            let here: Vec<String> = module
+                .iter()
+                .cloned()
+                .chain(inline.iter().map(|(n, _)| n.clone()))
+                .collect();
+            match &toks[i].0 {
+                Tok::Open => {
+                    depth += 1;
+                    i += 1;
+                }
+                Tok::Close => {
+                    if inline.last().is_some_and(|(_, d)| *d == depth) {
+                        inline.pop();
+                    }
+                    depth = depth.saturating_sub(1);
+                    i += 1;
+                }
+                Tok::Ident(w) if w == "mod" => {
+                    if let (Some((Tok::Ident(name), _)), Some((Tok::Open, _))) =
+                        (toks.get(i + 1), toks.get(i + 2))
+                    {
+                        let mut m = here.clone();
+                        m.push(name.clone());
+                        known.insert(m);
+                        depth += 1;
+                        inline.push((name.clone(), depth));
+                        i += 3;
+                    } else {
+                        // `mod x;` declares a child; that is not a use of it.
+                        i += 2;
+                    }
+                }
+                Tok::Ident(w) if w == "use" => {
+                    i += 1;
+                    let mut paths = Vec::new();
+                    use_tree(&toks, &mut i, &[], &mut paths);
+                    for (p, line) in paths {
+                        refs.push((here.clone(), p, line));
+                    }
+                }
+                Tok::Ident(w) if matches!(toks.get(i + 1), Some((Tok::Colons, _))) => {
+                    // `pub(in crate::x)` names a visibility, not a use.
+                    let is_vis = i >= 2
+                        && toks[i - 1].0 == Tok::Ident("in".into())
+                        && toks[i - 2].0 == Tok::Other('(');
+                    let line = toks[i].1;
+                    let mut p = vec![w.clone()];
+                    i += 1;
+                    while let (Some((Tok::Colons, _)), Some((Tok::Ident(s), _))) =
+                        (toks.get(i), toks.get(i + 1))
+                    {
+                        p.push(s.clone());
+                        i += 2;
+                    }
+                    if !is_vis {
+                        refs.push((here.clone(), p, line));
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        for (here, p, line) in refs {
+            let Some(target) = resolve(&here, &p, &known) else {
+                continue;
+            };
+            let Some(to) = room(&target) else { continue };
+            if to == from {
+                continue;
+            }
+            g.edges
+                .entry(from.clone())
+                .or_default()
+                .entry(to)
+                .or_default()
+                .push(Site {
+                    file: shown.clone(),
+                    line,
+                    path: p.join("::"),
+                });
+        }
+    }
+    g
+}
+
+/// The rooms that lie on a cycle together (Tarjan's strongly connected components
+/// of more than one room).
+fn tangles(g: &Graph) -> Vec<BTreeSet<String>> {
+    let rooms: BTreeSet<&String> = g
+        .edges
+        .iter()
+        .flat_map(|(a, m)| std::iter::once(a).chain(m.keys()))
+        .collect();
+    let rooms: Vec<&String> = rooms.into_iter().collect();
+    let index_of = |r: &str| rooms.iter().position(|x| *x == r).unwrap();
+    let n = rooms.len();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut next = 0;
+    let mut out = Vec::new();
+    fn visit(
+        v: usize,
+        g: &Graph,
+        rooms: &[&String],
+        index_of: &dyn Fn(&str) -> usize,
+        st: &mut (
+            &mut Vec<usize>,
+            &mut Vec<usize>,
+            &mut Vec<bool>,
+            &mut Vec<usize>,
+            &mut usize,
+            &mut Vec<BTreeSet<String>>,
+        ),
+    ) {
+        st.0[v] = *st.4;
+        st.1[v] = *st.4;
+        *st.4 += 1;
+        st.3.push(v);
+        st.2[v] = true;
+        for w in g.successors(rooms[v]) {
+            let w = index_of(w);
+            if st.0[w] == usize::MAX {
+                visit(w, g, rooms, index_of, st);
+                st.1[v] = st.1[v].min(st.1[w]);
+            } else if st.2[w] {
+                st.1[v] = st.1[v].min(st.0[w]);
+            }
+        }
+        if st.1[v] == st.0[v] {
+            let mut comp = BTreeSet::new();
+            loop {
+                let w = st.3.pop().unwrap();
+                st.2[w] = false;
+                comp.insert(rooms[w].clone());
+                if w == v {
+                    break;
+                }
+            }
+            if comp.len() > 1 {
+                st.5.push(comp);
+            }
+        }
+    }
+    for v in 0..n {
+        if index[v] == usize::MAX {
+            visit(
+                v,
+                g,
+                &rooms,
+                &index_of,
+                &mut (
+                    &mut index,
+                    &mut low,
+                    &mut on_stack,
+                    &mut stack,
+                    &mut next,
+                    &mut out,
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// A shortest way from `from` to `to` (both included).
+fn shortest(g: &Graph, from: &str, to: &str) -> Option<Vec<String>> {
+    let mut prev: BTreeMap<String, String> = BTreeMap::new();
+    let mut seen = BTreeSet::from([from.to_owned()]);
+    let mut todo = VecDeque::from([from.to_owned()]);
+    while let Some(r) = todo.pop_front() {
+        if r == to {
+            let mut path = vec![r.clone()];
+            let mut at = r;
+            while let Some(p) = prev.get(&at) {
+                path.push(p.clone());
+                at = p.clone();
+            }
+            path.reverse();
+            return Some(path);
+        }
+        for s in g.successors(&r) {
+            if seen.insert(s.clone()) {
+                prev.insert(s.clone(), r.clone());
+                todo.push_back(s.clone());
+            }
+        }
+    }
+    None
+}
+
+fn sites(g: &Graph, from: &str, to: &str) -> String {
+    let mut s = String::new();
+    let all = &g.edges[from][to];
+    for site in all.iter().take(4) {
+        let _ = write!(s, "\n        {}:{}  {}", site.file, site.line, site.path);
+    }
+    if all.len() > 4 {
+        let _ = write!(s, "\n        ... and {} more", all.len() - 4);
+    }
+    s
+}
+
+/// Every edge on a cycle, each with a shortest cycle through it and the lines that
+/// make it, grouped by the rooms that lie on a cycle together.
+fn cycles_report(g: &Graph) -> String {
+    let mut report = String::new();
+    for tangle in tangles(g) {
+        let _ = writeln!(
+            report,
+            "rooms on a cycle together: {}",
+            tangle.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+        for from in &tangle {
+            for to in g.successors(from).filter(|t| tangle.contains(*t)) {
+                let back = shortest(g, to, from).expect("same component");
+                let pending = PENDING
+                    .iter()
+                    .find(|(a, b, _)| a == from && b == to)
+                    .map_or(String::new(), |(_, _, why)| format!(" (pending: {why})"));
+                let _ = writeln!(
+                    report,
+                    "  {from} -> {}{pending}{}",
+                    back.join(" -> "),
+                    sites(g, from, to)
+                );
+            }
+        }
+    }
+    report
+}
+
+#[test]
+fn the_host_rooms_use_only_rooms_below_them_and_no_cycle_forms() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let g = graph(&src);
+    // A sanity check that the scan found references at all.
+    assert!(
+        g.edges
+            .get("scheduler")
+            .is_some_and(|m| m.contains_key("queue")),
+        "the scan found no reference from scheduler to queue; it reads host/src wrong"
+    );
+    if std::env::var_os("ROOMS_GRAPH").is_some() {
+        // Every edge, for a reader redrawing ARCHITECTURE.md's diagram.
+        for (from, tos) in &g.edges {
+            for to in tos.keys() {
+                println!("{from} -> {to}{}", sites(&g, from, to));
+            }
+        }
+    }
+    let all = cycles_report(&g);
+    if !all.is_empty() {
+        println!("{all}");
+    }
+    let on_cycle: BTreeSet<(String, String)> = tangles(&g)
+        .iter()
+        .flat_map(|t| {
+            t.iter().flat_map(|from| {
+                g.successors(from)
+                    .filter(|to| t.contains(*to))
+                    .map(|to| (from.clone(), to.clone()))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    // Every room has its row; an edge that goes up is reported with its lines.
+    let mut unplaced = BTreeSet::new();
+    let mut upward = Vec::new();
+    for (from, tos) in &g.edges {
+        for to in tos.keys() {
+            match (layer(from), layer(to)) {
+                (Some(a), Some(b)) if a > b => upward.push((from.clone(), to.clone())),
+                (Some(_), Some(_)) => {}
+                (a, b) => {
+                    if a.is_none() {
+                        unplaced.insert(from.clone());
+                    }
+                    if b.is_none() {
+                        unplaced.insert(to.clone());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "rooms without a row in LAYERS (place them there and in ARCHITECTURE.md): {}",
+        unplaced.into_iter().collect::<Vec<_>>().join(", ")
+    );
+    let is_pending = |a: &str, b: &str| PENDING.iter().any(|(x, y, _)| *x == a && *y == b);
+    let up: String = upward
+        .iter()
+        .filter(|(a, b)| !is_pending(a, b))
+        .map(|(a, b)| format!("  {a} -> {b}{}\n", sites(&g, a, b)))
+        .collect();
+    assert!(
+        up.is_empty(),
+        "rooms use rooms above them in LAYERS (ARCHITECTURE.md, \"Which room may use \
+         which\"):\n{up}"
+    );
+    let stale: Vec<String> = PENDING
+        .iter()
+        .filter(|(a, b, _)| {
+            let edge = (a.to_string(), b.to_string());
+            !on_cycle.contains(&edge) && !upward.contains(&edge)
+        })
+        .map(|(a, b, _)| format!("{a} -> {b}"))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "these PENDING edges are no longer on a cycle; remove them from the list: {}",
+        stale.join(", ")
+    );
+    // Without the pending edges, nothing may be on a cycle.
+    let mut rest = Graph {
+        edges: g.edges.clone(),
+    };
+    for (a, b, _) in PENDING {
+        if let Some(m) = rest.edges.get_mut(*a) {
+            m.remove(*b);
+        }
+    }
+    let left = cycles_report(&rest);
+    assert!(
+        left.is_empty(),
+        "imports close a cycle among the host's rooms (each edge on one, with a shortest \
+         cycle through it and the lines that make it):\n{left}"
+    );
+}
