@@ -4,6 +4,7 @@
 
 use crate::framework::PluginCalls;
 use crate::testing::{ComponentHarness, HarnessError, ms, trial};
+use crate::wasm::abi::{Policy, Support};
 use crate::wasm::module::{HostServices, WIT_VERSION};
 use crate::wasm::{Runtime, RuntimeError, RuntimeOptions};
 use berth_sdk::testing::{Case, MI, Outcome};
@@ -267,8 +268,15 @@ pub struct CheckReport {
     pub version: Option<String>,
     /// The version of `berth:scheduler` the module's interfaces carry.
     pub wit_version: Option<String>,
+    /// Where that version stands with this host: `current`, `supported` (an older
+    /// patch of the host's track, or an earlier track it adapts) or `refused`.
+    pub wit_status: Option<String>,
+    /// What `wit_status` means for this module (none when current).
+    pub wit_detail: Option<String>,
     /// The WIT version this host speaks.
     pub host_wit_version: String,
+    /// The WIT versions this host loads, e.g. `@0.7.0 to @0.7.2`.
+    pub host_wit_range: String,
     /// The toolchains that produced it (the `producers` sections).
     pub producers: Vec<String>,
     /// The extension points it says it implements, as profiles name them.
@@ -316,14 +324,27 @@ impl CheckReport {
                 .clone()
                 .unwrap_or_else(|| "not recorded (no berth:plugin-version section)".into())
         );
+        // The host's range is named when it is more than its own version.
+        let host = if self.host_wit_range == format!("@{}", self.host_wit_version) {
+            format!("this host speaks @{}", self.host_wit_version)
+        } else {
+            format!(
+                "this host speaks @{} and loads {}",
+                self.host_wit_version, self.host_wit_range
+            )
+        };
+        let standing = match (&self.wit_status, &self.wit_detail) {
+            (Some(status), Some(detail)) => format!("{status}: {detail}; "),
+            (Some(status), None) => format!("{status}; "),
+            (None, _) => String::new(),
+        };
         let _ = writeln!(
             s,
-            "WIT               {} (this host speaks berth:scheduler@{})",
+            "WIT               {} ({standing}{host})",
             self.wit_version
                 .as_ref()
                 .map(|v| format!("berth:scheduler@{v}"))
                 .unwrap_or_else(|| "-".into()),
-            self.host_wit_version
         );
         if !self.producers.is_empty() {
             let _ = writeln!(s, "built with        {}", self.producers.join(", "));
@@ -501,22 +522,42 @@ fn berth_version(name: &str) -> Option<&str> {
         .map(|(_, v)| v)
 }
 
-/// Why a component that did not link would be refused, in the author's terms.
-fn diagnose(a: &Anatomy, wit_version: &str, want_exports: &[String]) -> Option<String> {
-    let theirs: Vec<&str> = a
-        .exports
+/// The versions of `berth:scheduler` a component's names carry.
+fn berth_versions(a: &Anatomy) -> impl Iterator<Item = &str> {
+    a.exports
         .iter()
         .chain(&a.imports)
         .filter_map(|n| berth_version(n))
-        .collect();
-    if let Some(v) = theirs.iter().find(|v| **v != wit_version) {
-        return Some(format!(
-            "built against berth:scheduler@{v}, this host speaks @{wit_version}: rebuild it with a berth-sdk for WIT {wit_version}"
-        ));
+}
+
+/// An interface name without its version.
+fn unversioned(name: &str) -> &str {
+    name.split_once('@').map_or(name, |(n, _)| n)
+}
+
+/// Why a component that did not load would be refused, in the author's terms.
+fn diagnose(a: &Anatomy, policy: &Policy, want_exports: &[String]) -> Option<String> {
+    match policy.judge(berth_versions(a)) {
+        Some((v, Support::Refused(why))) => {
+            return Some(format!(
+                "{}: {}",
+                policy.refusal(&v, why),
+                policy.advice(&v, why)
+            ));
+        }
+        Some((v, Support::Adapted { track })) => {
+            return Some(format!(
+                "built against berth:scheduler@{v}, of the {track} track, which this host lists as adapted but has no adapter for"
+            ));
+        }
+        Some((_, Support::Current | Support::OlderPatch)) | None => {}
     }
+    // Compared without versions: a module of an older patch names them with its own.
+    let theirs: Vec<&str> = a.exports.iter().map(|e| unversioned(e)).collect();
+    let wit_version = policy.host();
     let missing: Vec<&String> = want_exports
         .iter()
-        .filter(|e| !a.exports.contains(e))
+        .filter(|e| !theirs.contains(&unversioned(e)))
         .collect();
     if missing.len() == want_exports.len() {
         let command = a.exports.iter().any(|e| e.starts_with("wasi:cli/run@"));
@@ -545,9 +586,11 @@ fn diagnose(a: &Anatomy, wit_version: &str, want_exports: &[String]) -> Option<S
 pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckReport {
     let (wit_version, _, want_exports) = plugin_world();
     debug_assert_eq!(wit_version, WIT_VERSION);
+    let policy = Policy::current();
     let mut r = CheckReport {
         module: path.display().to_string(),
         host_wit_version: WIT_VERSION.to_owned(),
+        host_wit_range: policy.supported_range(),
         ..CheckReport::default()
     };
     let bytes = match std::fs::read(path) {
@@ -601,11 +644,11 @@ pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckRepor
     r.exports = a.exports.clone();
     r.version = a.version.clone();
     r.producers = a.producers.render();
-    r.wit_version = a
-        .exports
-        .iter()
-        .find_map(|e| berth_version(e))
-        .map(str::to_owned);
+    if let Some((v, support)) = policy.judge(berth_versions(&a)) {
+        r.wit_version = Some(v);
+        r.wit_status = Some(support.status().to_owned());
+        r.wit_detail = policy.explain(&support);
+    }
 
     let started = Instant::now();
     let loaded = runtime.load(&path.display().to_string(), &bytes);
@@ -613,7 +656,7 @@ pub fn check(runtime: &Arc<Runtime>, path: &Path, args_json: &str) -> CheckRepor
     let module = match loaded {
         Ok(m) => m,
         Err(e) => {
-            r.refused = Some(match diagnose(&a, &wit_version, &want_exports) {
+            r.refused = Some(match diagnose(&a, &policy, &want_exports) {
                 Some(why) => format!("{}: {why} ({e})", path.display()),
                 None => e.to_string(),
             });
@@ -684,12 +727,13 @@ mod tests {
     #[test]
     fn diagnoses_name_the_version_the_missing_exports_or_a_command() {
         let (v, _, want) = plugin_world();
+        let policy = Policy::current();
         let old = Anatomy {
             exports: vec!["berth:scheduler/plugin@0.1.0".into()],
             ..Anatomy::default()
         };
         assert_eq!(
-            diagnose(&old, &v, &want).unwrap(),
+            diagnose(&old, &policy, &want).unwrap(),
             format!(
                 "built against berth:scheduler@0.1.0, this host speaks @{v}: rebuild it with a berth-sdk for WIT {v}"
             )
@@ -700,7 +744,7 @@ mod tests {
         };
         most.exports.retain(|e| !e.contains("/score@"));
         assert_eq!(
-            diagnose(&most, &v, &want).unwrap(),
+            diagnose(&most, &policy, &want).unwrap(),
             format!(
                 "missing export berth:scheduler/score@{v} (the plugin world needs all {}; the SDK exports them all)",
                 want.len()
@@ -711,7 +755,7 @@ mod tests {
             ..Anatomy::default()
         };
         assert!(
-            diagnose(&command, &v, &want)
+            diagnose(&command, &policy, &want)
                 .unwrap()
                 .starts_with("a command component")
         );
@@ -719,6 +763,6 @@ mod tests {
             exports: want.clone(),
             ..Anatomy::default()
         };
-        assert_eq!(diagnose(&fine, &v, &want), None);
+        assert_eq!(diagnose(&fine, &policy, &want), None);
     }
 }

@@ -321,7 +321,7 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
         "kind              component\n",
         "plugin            NodeUnschedulable\n",
         "version           0.1.0\n",
-        "WIT               berth:scheduler@0.7.0 (this host speaks berth:scheduler@0.7.0)\n",
+        "WIT               berth:scheduler@0.7.0 (current; this host speaks @0.7.0)\n",
         "extension points  filter\n",
         "imports           berth:scheduler/types@0.7.0\n",
         "filter on berth-check-node: Success\n",
@@ -351,7 +351,7 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     assert!(!loads, "{text}");
     assert!(
         text.contains(
-            "WIT               berth:scheduler@0.1.0 (this host speaks berth:scheduler@0.7.0)\n"
+            "WIT               berth:scheduler@0.1.0 (refused: an earlier track than 0.7, which this host does not adapt; this host speaks @0.7.0)\n"
         ),
         "{text}"
     );
@@ -359,6 +359,26 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
         text.contains(&format!(
             "refused: {}: built against berth:scheduler@0.1.0, this host speaks @0.7.0: rebuild it with a berth-sdk for WIT 0.7.0 (",
             old.display()
+        )),
+        "{text}"
+    );
+
+    // A newer patch of the host's track: wasmtime would link it by its
+    // semver-compatible names, and the host refuses it before linking.
+    let newer = tmp.path().join("newer.wasm");
+    std::fs::write(&newer, with_berth_names_renamed(&bytes, "@0.7.0", "@0.7.9")).unwrap();
+    let (loads, text) = check(&newer);
+    assert!(!loads, "{text}");
+    assert!(
+        text.contains(
+            "WIT               berth:scheduler@0.7.9 (refused: a newer patch of the 0.7 track, which may use what this host lacks; this host speaks @0.7.0)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "refused: {}: built against berth:scheduler@0.7.9, a newer patch than this host's @0.7.0 (it loads @0.7.0): run it on a Berth that speaks @0.7.9 or later, or rebuild it with a berth-sdk for WIT 0.7.0 (",
+            newer.display()
         )),
         "{text}"
     );

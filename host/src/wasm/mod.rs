@@ -3,6 +3,7 @@
 //! under a deadline and a memory limit, see only what their sandbox grants, and whose
 //! output goes to `tracing`, rate-limited.
 
+pub mod abi;
 mod convert;
 mod engine;
 mod host_imports;

@@ -21,8 +21,8 @@ pub use super::engine::{Runtime, RuntimeOptions};
 pub use super::host_imports::{HostCtx, HostServices};
 pub use super::instance::{Instance, WitPod, pod_to_wit};
 
-/// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.7.0";
+pub use super::abi::WIT_VERSION;
+use super::abi::{Policy, Support};
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -115,9 +115,19 @@ impl Runtime {
     ) -> Result<Arc<Module>, LoadError> {
         let sha256 = hex(&Sha256::digest(bytes));
         let component = self.compile_cached(source_name, &sha256, bytes)?;
+        // Before linking: wasmtime would link a newer patch of the host's track by
+        // its semver-compatible names, and the policy refuses it.
+        let wit_version = self
+            .wit_version_of(&component)
+            .map_err(|message| LoadError::World {
+                source_name: source_name.to_owned(),
+                message,
+            })?;
         let world_err = |e: wasmtime::Error| LoadError::World {
             source_name: source_name.to_owned(),
-            message: self.world_mismatch(&component, e),
+            // Of a version the host loads: wasmtime's message names what is missing
+            // or different.
+            message: format!("{e:#}"),
         };
         let pre = self.linker.instantiate_pre(&component).map_err(world_err)?;
         let pre = SchedulerPluginPre::new(pre).map_err(world_err)?;
@@ -131,6 +141,7 @@ impl Runtime {
             events: None,
             sha256,
             source: source_name.to_owned(),
+            wit_version: wit_version.unwrap_or_else(|| WIT_VERSION.to_owned()),
             sandbox,
             version: plugin_version(bytes),
             loaded_at: std::time::SystemTime::now(),
@@ -147,12 +158,13 @@ impl Runtime {
                 source_name: source_name.to_owned(),
                 message: format!("plugin.info trapped: {e:#}"),
             })?;
-        if info.wit_version != WIT_VERSION {
+        let policy = Policy::current();
+        if let Support::Refused(why) = policy.classify(&info.wit_version) {
             return Err(LoadError::Metadata {
                 source_name: source_name.to_owned(),
                 message: format!(
-                    "built against berth:scheduler@{}, this host speaks @{WIT_VERSION}",
-                    info.wit_version
+                    "plugin.info says it was {}",
+                    policy.refusal(&info.wit_version, why)
                 ),
             });
         }
@@ -178,29 +190,30 @@ impl Runtime {
         Ok(Arc::new(module))
     }
 
-    /// Why a component does not link against the plugin world, in the plugin author's
-    /// terms: a component built against another version of `berth:scheduler` says
-    /// which; otherwise wasmtime's message names what is missing or different.
-    fn world_mismatch(&self, component: &Component, e: wasmtime::Error) -> String {
+    /// The version of `berth:scheduler` a component's imports and exports carry, when
+    /// the policy ([`super::abi`]) loads it: `None` when they name none (the link then
+    /// says what is missing). An error names a refused version, the host's and what
+    /// the host loads.
+    fn wit_version_of(&self, component: &Component) -> Result<Option<String>, String> {
         let ty = component.component_type();
         let names = ty
             .imports(&self.engine)
             .map(|(n, _)| n)
             .chain(ty.exports(&self.engine).map(|(n, _)| n));
-        let mut versions: Vec<&str> = names
+        let versions = names
             .filter_map(|n| n.strip_prefix("berth:scheduler/"))
-            .filter_map(|n| n.split_once('@').map(|(_, v)| v))
-            .filter(|v| *v != WIT_VERSION)
-            .collect();
-        versions.sort_unstable();
-        versions.dedup();
-        if !versions.is_empty() {
-            return format!(
-                "built against berth:scheduler@{}, this host speaks @{WIT_VERSION}",
-                versions.join(", @")
-            );
+            .filter_map(|n| n.split_once('@').map(|(_, v)| v));
+        let policy = Policy::current();
+        match policy.judge(versions) {
+            None => Ok(None),
+            Some((v, Support::Refused(why))) => Err(policy.refusal(&v, why)),
+            // The list of adapted tracks is empty in this build: a track put on it
+            // needs its world bound beside the current one, and an adapter here.
+            Some((v, Support::Adapted { track })) => Err(format!(
+                "built against berth:scheduler@{v}, of the {track} track, which this host lists as adapted but has no adapter for; it speaks @{WIT_VERSION}"
+            )),
+            Some((v, Support::Current | Support::OlderPatch)) => Ok(Some(v)),
         }
-        format!("{e:#}")
     }
 }
 
@@ -215,6 +228,7 @@ pub struct Module {
     events: Option<Vec<EventRegistration>>,
     sha256: String,
     pub(super) source: String,
+    wit_version: String,
     pub(super) sandbox: Sandbox,
     version: Option<String>,
     loaded_at: std::time::SystemTime,
@@ -298,10 +312,10 @@ impl Module {
     pub fn loaded_at(&self) -> std::time::SystemTime {
         self.loaded_at
     }
-    /// The WIT package version the module speaks (a module of another version is
-    /// refused when it loads, so it is the host's).
-    pub fn wit_version(&self) -> &'static str {
-        WIT_VERSION
+    /// The version of `berth:scheduler` the module's interfaces carry: the host's
+    /// ([`WIT_VERSION`]), or an older patch of its track (see [`super::abi`]).
+    pub fn wit_version(&self) -> &str {
+        &self.wit_version
     }
 
     pub(super) fn store_error(&self, e: StoreError) -> LoadError {
