@@ -3,6 +3,7 @@
 //! under a deadline and a memory limit, see only what their sandbox grants, and whose
 //! output goes to `tracing`, rate-limited.
 
+mod cache;
 mod convert;
 mod engine;
 mod host_imports;
@@ -12,6 +13,7 @@ pub mod module;
 mod output;
 pub mod sandbox;
 
+pub use cache::CacheError;
 pub use engine::{Runtime, RuntimeError, RuntimeOptions};
 pub use instance::Instance;
 pub use limits::Limits;
