@@ -102,9 +102,30 @@ struct RunArgs {
     /// The PEM private key of --tls-cert-file.
     #[arg(long, requires = "tls_cert_file")]
     tls_private_key_file: Option<PathBuf>,
-    /// Serve the endpoints over plain HTTP instead of HTTPS.
+    /// Serve the endpoints over plain HTTP to anyone, without authentication or
+    /// authorization (for local development only, as kube-scheduler's former insecure
+    /// port).
     #[arg(long, conflicts_with_all = ["tls_cert_file", "tls_private_key_file"])]
     serve_http: bool,
+    /// A kubeconfig with the right to create tokenreviews, to authenticate the
+    /// endpoints' bearer tokens (default: the in-cluster service account; out of a
+    /// cluster without it, every request is anonymous).
+    #[arg(long, conflicts_with = "serve_http")]
+    authentication_kubeconfig: Option<PathBuf>,
+    /// A kubeconfig with the right to create subjectaccessreviews, to authorize
+    /// requests to the endpoints (default: the in-cluster service account; out of a
+    /// cluster without it, only the always-allowed paths are served).
+    #[arg(long, conflicts_with = "serve_http")]
+    authorization_kubeconfig: Option<PathBuf>,
+    /// Paths served to anyone without asking the API server (a trailing `*` matches a
+    /// prefix; empty: none).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez",
+        conflicts_with = "serve_http"
+    )]
+    authorization_always_allow_paths: Vec<String>,
     /// Elect a leader among replicas through a Lease (overrides
     /// leaderElection.leaderElect; on by default, as kube-scheduler).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
@@ -390,6 +411,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
+    use berth::server::auth::{AccessOptions, DelegationOptions};
     let runtime = runtime(&args.cache_dir, args.no_cache)?;
     let mut scheduler = SchedulerOptions::default();
     scheduler.framework.native = args.native;
@@ -424,9 +446,23 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
         kubeconfig: args.kubeconfig,
         scheduler,
         serve: (args.secure_port != 0).then(|| {
-            (
+            let access = if args.serve_http {
+                AccessOptions::Open
+            } else {
+                AccessOptions::Delegated(DelegationOptions {
+                    authentication_kubeconfig: args.authentication_kubeconfig,
+                    authorization_kubeconfig: args.authorization_kubeconfig,
+                    always_allow_paths: args
+                        .authorization_always_allow_paths
+                        .into_iter()
+                        .filter(|p| !p.is_empty())
+                        .collect(),
+                })
+            };
+            berth::server::ServeOptions::new(
                 std::net::SocketAddr::new(args.bind_address, args.secure_port),
                 tls,
+                access,
             )
         }),
         leader_elect: args.leader_elect,

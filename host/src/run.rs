@@ -17,10 +17,9 @@ use crate::config::{ConfigError, Configuration};
 use crate::framework::registry::RegistryError;
 use crate::live::LiveLoop;
 use crate::scheduler::{Scheduler, SchedulerError, SchedulerOptions};
-use crate::server::{Health, ServeError, Server, Tls};
+use crate::server::{Health, ServeError, ServeOptions, Server};
 use crate::wasm::Runtime;
 use crate::watch::ConfigMapError;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,8 +40,9 @@ pub struct RunOptions {
     pub kubeconfig: Option<PathBuf>,
     /// How the scheduler runs (`confirm_bindings` is turned on).
     pub scheduler: SchedulerOptions,
-    /// Where `/healthz`, `/readyz` and `/metrics` are served (none: not served).
-    pub serve: Option<(SocketAddr, Tls)>,
+    /// Where and to whom `/healthz`, `/readyz`, `/metrics`, ... are served (none: not
+    /// served).
+    pub serve: Option<ServeOptions>,
     /// Overrides the configuration's `leaderElection.leaderElect`.
     pub leader_elect: Option<bool>,
     /// This replica's Lease holder identity (default: host name and a random suffix).
@@ -245,13 +245,24 @@ pub async fn run(
         shadows: Some(shadows),
     });
     let server = match &options.serve {
-        Some((addr, tls)) => {
-            let server = Server::bind(*addr, tls, health.clone()).await?;
+        Some(serve) => {
+            let server = Server::bind(serve, health.clone()).await?;
             let scheme = if server.is_tls() { "https" } else { "http" };
+            let addr = server.local_addr().map_err(RunError::ServeAddr)?;
             tracing::info!(
-                "serving /healthz, /livez, /readyz, /metrics and /plugins on {scheme}://{}",
-                server.local_addr().map_err(RunError::ServeAddr)?
+                "serving /healthz, /livez, /readyz, /metrics and /plugins on {scheme}://{addr}{}",
+                if server.is_delegated() {
+                    ", authenticated and authorized through the API server"
+                } else {
+                    ""
+                }
             );
+            if !server.is_delegated() {
+                tracing::warn!(
+                    "the endpoints on {scheme}://{addr} answer anyone, without authentication \
+                     or authorization (--serve-http: for local development only)"
+                );
+            }
             Some(tokio::spawn(server.serve()))
         }
         None => None,

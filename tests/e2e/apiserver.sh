@@ -9,7 +9,14 @@
 #                                      PersistentVolume controller of the volume tests)
 #   apiserver.sh start DIR [--rbac]    start etcd and kube-apiserver on free loopback ports;
 #                                      DIR gets the certificates, tokens, logs, a kubeconfig
-#                                      (DIR/kubeconfig) and DIR/env (ports and pids)
+#                                      (DIR/kubeconfig) and DIR/env (ports and pids). With
+#                                      --rbac, authorization is Node,RBAC (else AlwaysAllow).
+#                                      Static tokens (DIR/tokens.csv, all modes):
+#                                        berth-admin-token    admin, system:masters
+#                                        berth-sa-token       Berth's ServiceAccount
+#                                        berth-nobody-token   berth-e2e-nobody, no roles
+#                                        berth-monitor-token  berth-e2e-monitor, no roles
+#                                                             (tests bind it as they need)
 #   apiserver.sh start-controller-manager DIR
 #                                      start kube-controller-manager against DIR's API
 #                                      server, running only the PersistentVolume binder
@@ -151,6 +158,9 @@ make_certs() {
   # Static tokens: an admin (system:masters) and, for RBAC tests, Berth's ServiceAccount.
   printf 'berth-admin-token,admin,admin-uid,"system:masters"\n' > "$d/tokens.csv"
   printf 'berth-sa-token,system:serviceaccount:kube-system:berth,berth-sa-uid,"system:serviceaccounts,system:serviceaccounts:kube-system,system:authenticated"\n' >> "$d/tokens.csv"
+  # Users of the endpoint tests: neither is bound to any role by the script.
+  printf 'berth-nobody-token,berth-e2e-nobody,berth-nobody-uid\n' >> "$d/tokens.csv"
+  printf 'berth-monitor-token,berth-e2e-monitor,berth-monitor-uid\n' >> "$d/tokens.csv"
 }
 
 write_kubeconfig() { # write_kubeconfig DIR PORT TOKEN FILE

@@ -14,6 +14,7 @@ fn runtime_with(limits: Limits) -> Arc<Runtime> {
     Runtime::new(RuntimeOptions {
         cache_dir: None,
         limits,
+        ..RuntimeOptions::default()
     })
     .expect("runtime")
 }

@@ -7,10 +7,20 @@
 //!
 //! HTTPS by default, with the certificate and key given, or else a self-signed one made
 //! at start (kubelet probes and Prometheus with `insecure_skip_verify` accept it, as
-//! they accept kube-scheduler's); plain HTTP when asked for.
+//! they accept kube-scheduler's), and every request authenticated and authorized
+//! through the API server as kube-scheduler's are ([`auth`]); plain HTTP, open to
+//! anyone, when asked for (`--serve-http`, for local development, as kube-scheduler's
+//! former insecure port).
+//!
+//! A client has [`DEFAULT_HEADER_READ_TIMEOUT`] to finish its TLS handshake and then
+//! each request's headers, and at most [`DEFAULT_MAX_CONNECTIONS`] connections are
+//! served at once (more wait in the listen backlog until one ends).
+
+pub mod auth;
 
 use crate::cluster::kube::LeaderStatus;
 use crate::metrics::Metrics;
+use auth::{AccessOptions, AuthError, Delegation, Refusal};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
@@ -27,6 +37,14 @@ use tokio_rustls::rustls;
 
 /// kube-scheduler's secure port.
 pub const DEFAULT_SECURE_PORT: u16 = 10259;
+
+/// How long a client may take over its TLS handshake, and over each request's headers
+/// (a client that sends them slowly, or never ends them, holds a connection only this
+/// long).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections served at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// How long past the lease duration a leader may go without renewing before
 /// `/healthz` fails (upstream's leader-election health check allows 20 s).
@@ -52,6 +70,37 @@ pub enum ServeError {
         /// What was wrong.
         message: String,
     },
+    /// Delegated authentication or authorization could not be set up.
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+}
+
+/// Where and how the endpoints are served.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The address (`--bind-address`, `--secure-port`).
+    pub addr: SocketAddr,
+    /// HTTPS or plain HTTP.
+    pub tls: Tls,
+    /// Who may read what.
+    pub access: AccessOptions,
+    /// How long a TLS handshake, and each request's headers, may take.
+    pub header_read_timeout: Duration,
+    /// Connections served at once.
+    pub max_connections: usize,
+}
+
+impl ServeOptions {
+    /// `addr` with `tls` and `access`, and the default limits.
+    pub fn new(addr: SocketAddr, tls: Tls, access: AccessOptions) -> Self {
+        ServeOptions {
+            addr,
+            tls,
+            access,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
 }
 
 /// Where the certificate comes from.
@@ -138,6 +187,9 @@ pub struct Server {
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     health: Arc<Health>,
+    delegation: Option<Arc<Delegation>>,
+    header_read_timeout: Duration,
+    connections: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Server {
@@ -145,21 +197,24 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server")
             .field("listener", &self.listener)
             .field("tls", &self.tls.is_some())
-            .finish()
+            .field("delegation", &self.delegation)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .finish_non_exhaustive()
     }
 }
 
 impl Server {
-    /// Binds `addr` and prepares TLS.
-    pub async fn bind(
-        addr: SocketAddr,
-        tls: &Tls,
-        health: Arc<Health>,
-    ) -> Result<Self, ServeError> {
-        let acceptor = match tls {
+    /// Binds the address, prepares TLS and the clients of delegation.
+    pub async fn bind(options: &ServeOptions, health: Arc<Health>) -> Result<Self, ServeError> {
+        let acceptor = match &options.tls {
             Tls::None => None,
             t => Some(acceptor(t)?),
         };
+        let delegation = match &options.access {
+            AccessOptions::Open => None,
+            AccessOptions::Delegated(d) => Some(Arc::new(Delegation::new(d).await?)),
+        };
+        let addr = options.addr;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|error| ServeError::Bind { addr, error })?;
@@ -167,7 +222,15 @@ impl Server {
             listener,
             tls: acceptor,
             health,
+            delegation,
+            header_read_timeout: options.header_read_timeout,
+            connections: Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1))),
         })
+    }
+
+    /// Whether requests are authenticated and authorized through the API server.
+    pub fn is_delegated(&self) -> bool {
+        self.delegation.is_some()
     }
 
     /// The address actually bound (port 0 picks one).
@@ -183,6 +246,10 @@ impl Server {
     /// Serves until the task is dropped or aborted.
     pub async fn serve(self) {
         loop {
+            // A connection is accepted only when one of the slots is free.
+            let Ok(permit) = self.connections.clone().acquire_owned().await else {
+                return;
+            };
             let (stream, peer) = match self.listener.accept().await {
                 Ok(c) => c,
                 Err(e) => {
@@ -191,18 +258,32 @@ impl Server {
                     continue;
                 }
             };
-            let health = self.health.clone();
+            let served = Served {
+                health: self.health.clone(),
+                delegation: self.delegation.clone(),
+                header_read_timeout: self.header_read_timeout,
+            };
             match &self.tls {
                 None => {
-                    tokio::spawn(connection(stream, health));
+                    tokio::spawn(async move {
+                        served.connection(stream).await;
+                        drop(permit);
+                    });
                 }
                 Some(acceptor) => {
                     let acceptor = acceptor.clone();
                     tokio::spawn(async move {
-                        match acceptor.accept(stream).await {
-                            Ok(s) => connection(s, health).await,
-                            Err(e) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                        let handshake = acceptor.accept(stream);
+                        match tokio::time::timeout(served.header_read_timeout, handshake).await {
+                            Ok(Ok(s)) => served.connection(s).await,
+                            Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                            Err(_) => tracing::debug!(
+                                %peer,
+                                "TLS handshake not done within {:?}",
+                                served.header_read_timeout
+                            ),
                         }
+                        drop(permit);
                     });
                 }
             }
@@ -210,20 +291,77 @@ impl Server {
     }
 }
 
-async fn connection<S>(stream: S, health: Arc<Health>)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = hyper::service::service_fn(move |req| {
-        let health = health.clone();
-        async move { Ok::<_, std::convert::Infallible>(respond(&req, &health)) }
-    });
-    if let Err(e) = hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service)
-        .await
+/// What one connection is served with.
+#[derive(Clone)]
+struct Served {
+    health: Arc<Health>,
+    delegation: Option<Arc<Delegation>>,
+    header_read_timeout: Duration,
+}
+
+impl Served {
+    async fn connection<S>(self, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        tracing::debug!("serving a connection: {e}");
+        let header_read_timeout = self.header_read_timeout;
+        let service = hyper::service::service_fn(move |req| {
+            let served = self.clone();
+            async move { Ok::<_, std::convert::Infallible>(served.answer(req).await) }
+        });
+        if let Err(e) = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(header_read_timeout)
+            .serve_connection(TokioIo::new(stream), service)
+            .await
+        {
+            tracing::debug!("serving a connection: {e}");
+        }
     }
+
+    async fn answer(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        if let Some(d) = &self.delegation {
+            let authorization = req
+                .headers()
+                .get(hyper::header::AUTHORIZATION)
+                .map(|v| v.as_bytes());
+            if let Err(refusal) = d
+                .check(req.method().as_str(), req.uri().path(), authorization)
+                .await
+            {
+                return refused(refusal);
+            }
+        }
+        respond(&req, &self.health)
+    }
+}
+
+/// A refusal as the API server words it: a `Status` object.
+fn refused(refusal: Refusal) -> Response<Full<Bytes>> {
+    let (code, reason, message) = match refusal {
+        Refusal::Unauthorized => (
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "Unauthorized".to_owned(),
+        ),
+        Refusal::Forbidden { message } => (StatusCode::FORBIDDEN, "Forbidden", message),
+        Refusal::Failed { message } => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        ),
+    };
+    let body = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {},
+        "code": code.as_u16(),
+    });
+    text(code, "application/json", body.to_string() + "\n")
 }
 
 fn text(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
@@ -356,6 +494,79 @@ fn acceptor(tls: &Tls) -> Result<TlsAcceptor, ServeError> {
 mod tests {
     use super::*;
 
+    fn open(addr: &str, tls: Tls) -> ServeOptions {
+        ServeOptions::new(addr.parse().unwrap(), tls, AccessOptions::Open)
+    }
+
+    fn health() -> Arc<Health> {
+        Arc::new(Health {
+            metrics: Metrics::new(),
+            synced: Arc::new(AtomicBool::new(true)),
+            shutting_down: AtomicBool::new(false),
+            leader: None,
+            plugins: None,
+            shadows: None,
+        })
+    }
+
+    /// Reads until the server closes the connection (or fails it): what it sent.
+    async fn read_until_closed(s: &mut tokio::net::TcpStream) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out).await;
+        out
+    }
+
+    /// A client that never finishes its headers is cut off; so is one that never
+    /// finishes its TLS handshake.
+    #[tokio::test]
+    async fn slow_clients_are_cut_off() {
+        use tokio::io::AsyncWriteExt;
+        for tls in [Tls::None, Tls::SelfSigned] {
+            let mut options = open("127.0.0.1:0", tls);
+            options.header_read_timeout = Duration::from_millis(300);
+            let server = Server::bind(&options, health()).await.unwrap();
+            let addr = server.local_addr().unwrap();
+            let task = tokio::spawn(server.serve());
+            let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+            slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+                .await
+                .unwrap();
+            // Bounded only so that a regression fails instead of hanging.
+            let answer =
+                tokio::time::timeout(Duration::from_secs(60), read_until_closed(&mut slow))
+                    .await
+                    .expect("the server closed the connection");
+            assert!(
+                !String::from_utf8_lossy(&answer).contains("200 OK"),
+                "{answer:?}"
+            );
+            task.abort();
+        }
+    }
+
+    /// With one connection allowed, a second client is answered only once the first
+    /// one's connection has ended.
+    #[tokio::test]
+    async fn connections_beyond_the_cap_wait_for_a_free_slot() {
+        use tokio::io::AsyncWriteExt;
+        let mut options = open("127.0.0.1:0", Tls::None);
+        options.max_connections = 1;
+        let server = Server::bind(&options, health()).await.unwrap();
+        let addr = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+        let mut first = tokio::net::TcpStream::connect(addr).await.unwrap();
+        first.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+        let second = tokio::spawn(get(addr, "/healthz"));
+        // However long it is given, the second is not served while the first holds
+        // the only slot (the wait only gives a broken cap the chance to show).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!second.is_finished());
+        drop(first);
+        assert_eq!(second.await.unwrap().0, 200);
+        task.abort();
+    }
+
     async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -389,7 +600,7 @@ mod tests {
                 }),
             )]))),
         });
-        let server = Server::bind("127.0.0.1:0".parse().unwrap(), &Tls::None, health.clone())
+        let server = Server::bind(&open("127.0.0.1:0", Tls::None), health.clone())
             .await
             .unwrap();
         let addr = server.local_addr().unwrap();
@@ -452,13 +663,9 @@ mod tests {
             plugins: None,
             shadows: None,
         });
-        let server = Server::bind(
-            "127.0.0.1:0".parse().unwrap(),
-            &Tls::Files { cert, key },
-            health,
-        )
-        .await
-        .unwrap();
+        let server = Server::bind(&open("127.0.0.1:0", Tls::Files { cert, key }), health)
+            .await
+            .unwrap();
         let addr = server.local_addr().unwrap();
         let task = tokio::spawn(server.serve());
 
@@ -496,18 +703,17 @@ mod tests {
             plugins: None,
             shadows: None,
         });
-        let first = Server::bind(
-            "127.0.0.1:0".parse().unwrap(),
-            &Tls::SelfSigned,
+        let first = Server::bind(&open("127.0.0.1:0", Tls::SelfSigned), health.clone())
+            .await
+            .unwrap();
+        assert!(first.is_tls());
+        let addr = first.local_addr().unwrap();
+        let e = Server::bind(
+            &ServeOptions::new(addr, Tls::None, AccessOptions::Open),
             health.clone(),
         )
         .await
-        .unwrap();
-        assert!(first.is_tls());
-        let addr = first.local_addr().unwrap();
-        let e = Server::bind(addr, &Tls::None, health.clone())
-            .await
-            .unwrap_err();
+        .unwrap_err();
         assert!(
             e.to_string()
                 .starts_with(&format!("cannot listen on {addr}: ")),
@@ -521,7 +727,7 @@ mod tests {
             cert: cert.clone(),
             key: dir.path().join("tls.key"),
         };
-        let e = Server::bind("127.0.0.1:0".parse().unwrap(), &tls, health)
+        let e = Server::bind(&open("127.0.0.1:0", tls), health)
             .await
             .unwrap_err();
         assert!(

@@ -1,12 +1,13 @@
-//! The engine: one wasmtime engine per process, its linker and epoch ticker, and the
-//! on-disk cache of precompiled components.
+//! The engine: one wasmtime engine per process, its linker and epoch ticker, and its
+//! use of the on-disk cache of precompiled components (`cache.rs`).
 
 use super::bindings::SchedulerPlugin;
+use super::cache::{CacheError, ComponentCache, Lookup};
 use super::host_imports::HostCtx;
 use super::limits::{EPOCH_TICK, Limits};
 use super::module::LoadError;
-use super::sandbox::{ClockView, Grants, Sandbox};
-use std::path::{Path, PathBuf};
+use super::sandbox::{ClockView, Grants, RandomView, Sandbox};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use wasmtime::Engine;
@@ -18,13 +19,16 @@ pub enum RuntimeError {
     /// wasmtime refused the engine's configuration.
     #[error("{0:#}")]
     Engine(wasmtime::Error),
-    /// The host's imports (WASI, the plugin world, Berth's monotonic clock) could not
-    /// be linked.
+    /// The host's imports (WASI, the plugin world, Berth's monotonic clock and
+    /// randomness) could not be linked.
     #[error("{0:#}")]
     Link(wasmtime::Error),
     /// The epoch ticker's thread could not be started.
     #[error(transparent)]
     Ticker(#[from] std::io::Error),
+    /// The component cache, or its key, was refused.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
 }
 
 /// What the engine is set up with.
@@ -32,6 +36,10 @@ pub enum RuntimeError {
 pub struct RuntimeOptions {
     /// Where precompiled components are kept; `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
+    /// Where the key that the cache's artifacts are checked with is kept; `None`: the
+    /// default (`$BERTH_CACHE_KEY_DIR`, else `$XDG_STATE_HOME/berth`, else
+    /// `~/.local/state/berth`; a key of this process only where none can be made).
+    pub cache_key_dir: Option<PathBuf>,
     /// The limits of every plugin the configuration sets none for.
     pub limits: Limits,
 }
@@ -56,6 +64,7 @@ pub struct Runtime {
     pub(super) engine: Engine,
     pub(super) linker: Linker<HostCtx>,
     pub(super) options: RuntimeOptions,
+    cache: Option<ComponentCache>,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -66,8 +75,13 @@ impl Drop for Runtime {
 }
 
 impl Runtime {
-    /// Builds the engine and starts the epoch ticker.
+    /// Builds the engine, prepares the component cache (see `cache.rs`: a directory
+    /// others can write is refused) and starts the epoch ticker.
     pub fn new(options: RuntimeOptions) -> Result<Arc<Self>, RuntimeError> {
+        let cache = match &options.cache_dir {
+            Some(dir) => Some(ComponentCache::open(dir, options.cache_key_dir.as_deref())?),
+            None => None,
+        };
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
@@ -83,6 +97,10 @@ impl Runtime {
             .map_err(RuntimeError::Link)?;
         super::sandbox::add_to_linker(&mut linker, |c: &mut HostCtx| {
             ClockView::new(&c.clock, &mut c.table)
+        })
+        .map_err(RuntimeError::Link)?;
+        super::sandbox::add_random_to_linker(&mut linker, |c: &mut HostCtx| {
+            RandomView::new(&mut c.clock, c.wasi.random())
         })
         .map_err(RuntimeError::Link)?;
 
@@ -103,6 +121,7 @@ impl Runtime {
             engine,
             linker,
             options,
+            cache,
             stop_ticker,
         }))
     }
@@ -133,60 +152,102 @@ impl Runtime {
             source_name: source_name.to_owned(),
             message: format!("{e:#}"),
         };
-        let Some(dir) = &self.options.cache_dir else {
+        let Some(cache) = &self.cache else {
             return Component::new(&self.engine, bytes).map_err(compile_err);
         };
         // The artifact is valid only for this wasmtime version and configuration.
         let mut h = std::hash::DefaultHasher::new();
         std::hash::Hash::hash(&self.engine.precompile_compatibility_hash(), &mut h);
         let compat = std::hash::Hasher::finish(&h);
-        let path = dir.join(format!("{sha256}-{compat:016x}.cwasm"));
-        if path.exists() {
-            // SAFETY: the file was written by `Component::serialize` of an engine with
-            // the same compatibility hash (it is in the name), in Berth's own cache.
-            match unsafe { Component::deserialize_file(&self.engine, &path) } {
-                Ok(c) => return Ok(c),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "discarding bad cached component: {e:#}")
-                }
-            }
+        let name = format!("{sha256}-{compat:016x}.cwasm");
+        match cache.load(&self.engine, &name) {
+            Lookup::Loaded(c) => return Ok(c),
+            Lookup::Missing => {}
+            Lookup::OtherKey => tracing::debug!(
+                path = %cache.path(&name).display(),
+                "recompiling a cached component written under another key"
+            ),
+            Lookup::Refused(why) => tracing::warn!(
+                path = %cache.path(&name).display(),
+                "refusing a cached component ({why}); recompiling {source_name}"
+            ),
         }
         let component = Component::new(&self.engine, bytes).map_err(compile_err)?;
-        if let Err(e) = write_cache(dir, &path, &component) {
-            tracing::warn!(dir = %dir.display(), "cannot cache compiled component: {e:#}");
+        if let Err(e) = cache.store(&name, &component) {
+            tracing::warn!(dir = %cache.dir().display(), "cannot cache compiled component: {e:#}");
         }
         Ok(component)
     }
 }
 
-/// Why a compiled component could not be written to the cache.
-#[derive(Debug, thiserror::Error)]
-enum CacheError {
-    /// Creating the directory, or writing or renaming the file.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// wasmtime could not serialize the component.
-    #[error("{0:#}")]
-    Serialize(wasmtime::Error),
-}
-
-fn write_cache(dir: &Path, path: &Path, component: &Component) -> Result<(), CacheError> {
-    std::fs::create_dir_all(dir)?;
-    let bytes = component.serialize().map_err(CacheError::Serialize)?;
-    let tmp = tempfile_in(dir)?;
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
-}
-
-fn tempfile_in(dir: &Path) -> std::io::Result<PathBuf> {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    Ok(dir.join(format!(".tmp-{}-{n}", std::process::id())))
-}
-
 pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn runtime(cache_dir: &std::path::Path, key_dir: &std::path::Path) -> Arc<Runtime> {
+        Runtime::new(RuntimeOptions {
+            cache_dir: Some(cache_dir.to_owned()),
+            cache_key_dir: Some(key_dir.to_owned()),
+            ..RuntimeOptions::default()
+        })
+        .unwrap()
+    }
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A changed byte in a cached artifact is caught by its digest: the artifact is not
+    /// loaded, the module is compiled again, the cache rewritten and a warning logged.
+    #[test]
+    fn a_tampered_artifact_is_refused_and_recompiled() {
+        let root = tempfile::tempdir().unwrap();
+        let (cache, keys) = (root.path().join("cache"), root.path().join("keys"));
+        let module = std::path::Path::new(berth_artifacts::fixtures::FIXTURE_PROBE);
+        runtime(&cache, &keys).load_file(module).unwrap();
+        let artifact = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+            .expect("an artifact in the cache");
+        assert!(artifact.with_extension("cwasm.mac").exists());
+        let good = std::fs::read(&artifact).unwrap();
+
+        let mut bad = good.clone();
+        let middle = bad.len() / 2;
+        bad[middle] ^= 0x01;
+        std::fs::write(&artifact, &bad).unwrap();
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let rt = runtime(&cache, &keys);
+        tracing::subscriber::with_default(subscriber, || rt.load_file(module)).unwrap();
+        let log = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            log.contains("WARN")
+                && log.contains(
+                    "refusing a cached component (its digest does not match its contents); recompiling"
+                )
+                && log.contains(&artifact.display().to_string()),
+            "{log}"
+        );
+        assert_eq!(std::fs::read(&artifact).unwrap(), good, "rewritten");
+    }
 }

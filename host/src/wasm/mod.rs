@@ -4,6 +4,7 @@
 //! output goes to `tracing`, rate-limited.
 
 pub mod abi;
+mod cache;
 mod convert;
 mod engine;
 mod host_imports;
@@ -13,6 +14,7 @@ pub mod module;
 mod output;
 pub mod sandbox;
 
+pub use cache::CacheError;
 pub use engine::{Runtime, RuntimeError, RuntimeOptions};
 pub use instance::Instance;
 pub use limits::Limits;

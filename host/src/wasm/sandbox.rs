@@ -5,8 +5,12 @@
 //! - no directories;
 //! - `wasi:clocks/wall-clock` reads 1970-01-01T00:00:00Z, `monotonic-clock` reads 0,
 //!   and a sleep returns at once (the clock is frozen, so no time passes);
-//! - `wasi:random` answers a fixed pseudo-random sequence (the same in every instance),
-//!   so a std `HashMap` works and a plugin is deterministic;
+//! - `wasi:random/random`, the source meant for secrets, traps with a message naming
+//!   the grant: a plugin that asks for unpredictable bytes must not get predictable
+//!   ones silently. `wasi:random/insecure-seed` (what std's `HashMap` keys come from)
+//!   answers a fixed seed and `wasi:random/insecure` a fixed, non-repeating
+//!   pseudo-random stream (SplitMix64), the same in every instance: a std `HashMap`
+//!   works and a plugin stays deterministic;
 //! - the network is never granted: TCP, UDP and name lookup are refused.
 //!
 //! A profile grants per plugin (`berth.plugins[].sandbox.grants`): the real wall
@@ -18,17 +22,18 @@
 //! host, where the epoch deadline cannot interrupt it: a guest could hold a worker
 //! thread for as long as it asked. So Berth links its own `wasi:clocks/monotonic-clock`
 //! over wasmtime-wasi's ([`add_to_linker`]): frozen unless granted, and even when
-//! granted a sleep longer than the call deadline traps at once.
+//! granted a sleep longer than the call deadline traps at once. Likewise
+//! `wasi:random/random` and `wasi:random/insecure` ([`add_random_to_linker`]): a
+//! refusal has to be a trap, which a generator handed to `WasiCtxBuilder` cannot be.
 
 use super::limits::Limits;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
+use wasmtime_wasi::p2::bindings::random::{insecure, random};
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
-use wasmtime_wasi::{
-    Deterministic, FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder,
-};
+use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder};
 
 /// A host directory a plugin may read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +52,8 @@ pub struct Grants {
     /// The host's monotonic clock and sleeping (else the clock is frozen at 0 and a
     /// sleep returns at once).
     pub monotonic_clock: bool,
-    /// Unpredictable randomness (else a fixed sequence).
+    /// Unpredictable randomness (else `wasi:random/random` traps and the insecure
+    /// interfaces answer a fixed sequence).
     pub random: bool,
     /// Environment variables, as given.
     pub env: Vec<(String, String)>,
@@ -77,21 +83,6 @@ pub(crate) enum SandboxError {
         /// What the OS (through wasmtime-wasi) said.
         message: String,
     },
-}
-
-/// The fixed sequence a plugin without the random grant reads (SplitMix64 from 0).
-fn fixed_random_bytes() -> Vec<u8> {
-    let mut state: u64 = 0;
-    let mut out = Vec::with_capacity(4096);
-    while out.len() < 4096 {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        out.extend_from_slice(&z.to_le_bytes());
-    }
-    out
 }
 
 /// A wall clock stopped at the Unix epoch.
@@ -145,10 +136,8 @@ impl Sandbox {
             b.monotonic_clock(FrozenMonotonicClock);
         }
         if !g.random {
-            let bytes = fixed_random_bytes();
-            b.secure_random(Deterministic::new(bytes.clone()))
-                .insecure_random(Deterministic::new(bytes))
-                .insecure_random_seed(0x5eed);
+            // `random` and `insecure` are Berth's own (see `add_random_to_linker`).
+            b.insecure_random_seed(UNGRANTED_SEED);
         }
         b.envs(&g.env);
         for d in &g.dirs {
@@ -162,21 +151,42 @@ impl Sandbox {
         Ok(b.build())
     }
 
-    /// The monotonic clock of one instance.
+    /// The monotonic clock of one instance, and its randomness.
     pub(crate) fn clock(&self) -> SandboxClock {
         SandboxClock {
             granted: self.grants.monotonic_clock,
             deadline: self.limits.call_deadline,
             origin: Instant::now(),
+            random_granted: self.grants.random,
+            insecure_state: UNGRANTED_SEED as u64,
         }
     }
 }
 
-/// An instance's `wasi:clocks/monotonic-clock`.
+/// `wasi:random/insecure-seed` without the grant.
+const UNGRANTED_SEED: u128 = 0x5eed;
+
+/// The host side of an instance's own `wasi:clocks/monotonic-clock` and `wasi:random`
+/// (one value, since the store keeps one: the clock, and whether randomness is
+/// granted with the state of the ungranted insecure stream).
 pub(crate) struct SandboxClock {
     granted: bool,
     deadline: Duration,
     origin: Instant,
+    random_granted: bool,
+    insecure_state: u64,
+}
+
+impl SandboxClock {
+    /// The next value of the ungranted insecure stream (SplitMix64: every value of
+    /// the state is visited once before any repeats).
+    fn next_insecure(&mut self) -> u64 {
+        self.insecure_state = self.insecure_state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.insecure_state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
 /// What the monotonic clock's host functions see of a store.
@@ -265,15 +275,103 @@ pub(crate) fn add_to_linker<T: 'static>(
     r
 }
 
+/// What the random host functions see of a store.
+pub(crate) struct RandomView<'a> {
+    state: &'a mut SandboxClock,
+    wasi: &'a mut wasmtime_wasi::random::WasiRandomCtx,
+}
+
+impl<'a> RandomView<'a> {
+    pub(crate) fn new(
+        state: &'a mut SandboxClock,
+        wasi: &'a mut wasmtime_wasi::random::WasiRandomCtx,
+    ) -> Self {
+        RandomView { state, wasi }
+    }
+
+    fn refuse(call: &str) -> wasmtime::Error {
+        wasmtime::Error::msg(format!(
+            "the plugin called wasi:random/random {call} without the random grant \
+             (berth.plugins[].sandbox.grants.random: true gives unpredictable bytes; \
+             wasi:random/insecure and insecure-seed answer a fixed sequence without it)"
+        ))
+    }
+}
+
+struct Random;
+
+impl HasData for Random {
+    type Data<'a> = RandomView<'a>;
+}
+
+impl random::Host for RandomView<'_> {
+    fn get_random_bytes(&mut self, len: u64) -> wasmtime::Result<Vec<u8>> {
+        if !self.state.random_granted {
+            return Err(Self::refuse("get-random-bytes"));
+        }
+        random::Host::get_random_bytes(self.wasi, len)
+    }
+
+    fn get_random_u64(&mut self) -> wasmtime::Result<u64> {
+        if !self.state.random_granted {
+            return Err(Self::refuse("get-random-u64"));
+        }
+        random::Host::get_random_u64(self.wasi)
+    }
+}
+
+impl insecure::Host for RandomView<'_> {
+    fn get_insecure_random_bytes(&mut self, len: u64) -> wasmtime::Result<Vec<u8>> {
+        if self.state.random_granted {
+            return insecure::Host::get_insecure_random_bytes(self.wasi, len);
+        }
+        if len > MAX_RANDOM_BYTES {
+            return Err(wasmtime::Error::msg(format!(
+                "the plugin asked for {len} random bytes, more than {MAX_RANDOM_BYTES}"
+            )));
+        }
+        let len = usize::try_from(len).expect("at most MAX_RANDOM_BYTES");
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.state.next_insecure().to_le_bytes());
+        }
+        out.truncate(len);
+        Ok(out)
+    }
+
+    fn get_insecure_random_u64(&mut self) -> wasmtime::Result<u64> {
+        if self.state.random_granted {
+            return insecure::Host::get_insecure_random_u64(self.wasi);
+        }
+        Ok(self.state.next_insecure())
+    }
+}
+
+/// Links Berth's `wasi:random/random` and `wasi:random/insecure` over wasmtime-wasi's.
+pub(crate) fn add_random_to_linker<T: 'static>(
+    linker: &mut Linker<T>,
+    view: fn(&mut T) -> RandomView<'_>,
+) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let r = random::add_to_linker::<T, Random>(linker, view)
+        .and_then(|()| insecure::add_to_linker::<T, Random>(linker, view));
+    linker.allow_shadowing(false);
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_fixed_random_sequence_is_fixed_and_not_constant() {
-        let a = fixed_random_bytes();
-        assert_eq!(a, fixed_random_bytes());
-        assert_eq!(a.len(), 4096);
-        assert!(a.windows(8).take(64).any(|w| w != &a[..8]));
+    fn the_ungranted_insecure_stream_is_fixed_and_does_not_repeat() {
+        let stream = |n: usize| {
+            let mut c = Sandbox::default().clock();
+            (0..n).map(|_| c.next_insecure()).collect::<Vec<_>>()
+        };
+        let a = stream(4096);
+        assert_eq!(a, stream(4096));
+        let distinct: std::collections::HashSet<_> = a.iter().collect();
+        assert_eq!(distinct.len(), a.len());
     }
 }

@@ -1,0 +1,237 @@
+//! The endpoints as kube-scheduler's, against a real kube-apiserver with RBAC on
+//! (tests/e2e/apiserver.sh start --rbac): `berth run` as deploy/'s ServiceAccount
+//! authenticates bearer tokens with TokenReviews and authorizes each path with a
+//! SubjectAccessReview, through what deploy/ grants it; the health paths answer
+//! anyone; a client that never finishes its headers is cut off.
+
+#[path = "common/apiserver.rs"]
+mod apiserver;
+mod common;
+
+use apiserver::*;
+use k8s_openapi::api::rbac::v1 as rbac;
+use kube::api::{Api, PostParams};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::rustls;
+
+/// An HTTPS client that trusts only the certificate Berth was given.
+fn connector(cert: &rcgen::CertifiedKey<rcgen::KeyPair>) -> tokio_rustls::TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+async fn tls_connect(
+    connector: &tokio_rustls::TlsConnector,
+    port: u16,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| format!("connect to port {port}: {e}"))?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))
+}
+
+/// GET `path` over HTTPS, with `token` as a bearer token: the status and the body.
+async fn get(
+    connector: &tokio_rustls::TlsConnector,
+    port: u16,
+    path: &str,
+    token: Option<&str>,
+) -> Result<(u16, String), String> {
+    let mut s = tls_connect(connector, port).await?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    // rustls reports a peer that closes without close_notify as an error; what was
+    // read still counts.
+    let _ = s.read_to_end(&mut out).await;
+    let out = String::from_utf8_lossy(&out).into_owned();
+    let status = out
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not an HTTP answer: {out:?}"))?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+async fn bind_user_to(client: &kube::Client, user: &str, role: &str) {
+    let binding: rbac::ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": format!("{user}-{role}")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }))
+    .unwrap();
+    Api::<rbac::ClusterRoleBinding>::all(client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+fn write_cert(dir: &Path, cert: &rcgen::CertifiedKey<rcgen::KeyPair>) -> (String, String) {
+    let (c, k) = (dir.join("endpoints.crt"), dir.join("endpoints.key"));
+    std::fs::write(&c, cert.cert.pem()).unwrap();
+    std::fs::write(&k, cert.signing_key.serialize_pem()).unwrap();
+    (
+        c.to_str().unwrap().to_owned(),
+        k.to_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_authenticate_and_authorize_through_the_api_server() {
+    let _serial = serial().await;
+    let server = ApiServer::start_with(&["--rbac"]);
+    let admin = server.client().await;
+    apply_deploy_rbac(&admin).await;
+    bind_user_to(&admin, "berth-e2e-monitor", "berth-metrics-reader").await;
+
+    let dir = server.dir.path();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert_file, key_file) = write_cert(dir, &cert);
+    let tls = connector(&cert);
+    let port = free_port();
+    // Berth as deploy/'s ServiceAccount, for the cluster and for the reviews alike;
+    // natively, since which plugins run does not matter here.
+    let sa = dir.join("kubeconfig-sa");
+    let sa = sa.to_str().unwrap();
+    let cache = dir.join("component-cache");
+    let berth = Berth::start(
+        &[
+            "--kubeconfig",
+            sa,
+            "--leader-elect=false",
+            "--native",
+            &format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1",
+            "--tls-cert-file",
+            &cert_file,
+            "--tls-private-key-file",
+            &key_file,
+            "--authentication-kubeconfig",
+            sa,
+            "--authorization-kubeconfig",
+            sa,
+        ],
+        dir.join("berth.log"),
+        &cache,
+    );
+    let (status, body) = eventually(120, "/healthz over HTTPS", || async {
+        get(&tls, port, "/healthz", None).await
+    })
+    .await;
+    assert_eq!((status, body.as_str()), (200, "ok"), "{}", berth.log_text());
+
+    // A client that sends part of its headers and then nothing: cut off by the
+    // server's header-read timeout, while the rest of the test goes on.
+    let slow_tls = tls.clone();
+    let slow = tokio::spawn(async move {
+        let mut s = tls_connect(&slow_tls, port).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out).await;
+        String::from_utf8_lossy(&out).into_owned()
+    });
+
+    // The health paths answer anyone, with or without a token.
+    for path in ["/healthz", "/livez", "/readyz?verbose"] {
+        let (status, body) = get(&tls, port, path, None).await.unwrap();
+        assert_ne!(status, 401, "{path}: {body}");
+        assert_ne!(status, 403, "{path}: {body}");
+    }
+    assert_eq!(
+        get(&tls, port, "/healthz", Some("berth-nobody-token"))
+            .await
+            .unwrap(),
+        (200, "ok".to_owned())
+    );
+
+    // No token: anonymous, which RBAC does not let read /metrics (kube-scheduler
+    // answers the same 403). A token the API server does not know: 401.
+    let (status, body) = get(&tls, port, "/metrics", None).await.unwrap();
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains(r#"forbidden: User \"system:anonymous\" cannot get path \"/metrics\""#),
+        "{body}"
+    );
+    let (status, body) = get(&tls, port, "/metrics", Some("no-such-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains(r#""reason":"Unauthorized""#), "{body}");
+    let (status, _) = get(&tls, port, "/healthz", Some("no-such-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 401, "a rejected token is rejected on every path");
+
+    // Known, but not allowed to get /metrics.
+    let (status, body) = get(&tls, port, "/metrics", Some("berth-nobody-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains(r#"User \"berth-e2e-nobody\" cannot get path \"/metrics\""#),
+        "{body}"
+    );
+
+    // Bound to deploy/'s monitoring role: /metrics, and nothing else it does not name.
+    for _ in 0..5 {
+        let (status, body) = get(&tls, port, "/metrics", Some("berth-monitor-token"))
+            .await
+            .unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("scheduler_pending_pods"), "{body}");
+    }
+    let (status, body) = get(&tls, port, "/plugins", Some("berth-monitor-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 403, "{body}");
+    // system:masters passes without a review, as kube-scheduler's AlwaysAllowGroups.
+    let (status, body) = get(&tls, port, "/plugins", Some("berth-admin-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+
+    // Five scrapes in a row reuse the answer of the API server (for 10 s).
+    let log = berth.log_text();
+    let reviews = log
+        .matches("sent a SubjectAccessReview: berth-e2e-monitor get /metrics")
+        .count();
+    assert!((1..5).contains(&reviews), "{reviews} reviews:\n{log}");
+
+    let answer = tokio::time::timeout(Duration::from_secs(120), slow)
+        .await
+        .expect("the slow client was cut off")
+        .unwrap();
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer:?}"
+    );
+}
