@@ -69,27 +69,6 @@ const LAYERS: &[&[&str]] = &[
     ],
 ];
 
-/// Edges allowed on a cycle or upwards for now, as `(from, to)`, each with why. Empty is the
-/// goal; an entry that no longer matches an edge on a cycle or upwards fails the
-/// test, so the list only shrinks.
-const PENDING: &[(&str, &str, &str)] = &[
-    (
-        "wasm",
-        "framework",
-        "CycleState, WaitingPods and PluginCalls move to the plugin room",
-    ),
-    (
-        "native",
-        "framework",
-        "CycleState, WaitingPods, CyclePod and PluginCalls move to the plugin room",
-    ),
-    (
-        "wasm",
-        "framework::preemption",
-        "DryRun moves to the plugin room",
-    ),
-];
-
 /// The row of a room in [`LAYERS`].
 fn layer(room: &str) -> Option<usize> {
     LAYERS.iter().position(|row| row.contains(&room))
@@ -650,13 +629,9 @@ fn cycles_report(g: &Graph) -> String {
         for from in &tangle {
             for to in g.successors(from).filter(|t| tangle.contains(*t)) {
                 let back = shortest(g, to, from).expect("same component");
-                let pending = PENDING
-                    .iter()
-                    .find(|(a, b, _)| a == from && b == to)
-                    .map_or(String::new(), |(_, _, why)| format!(" (pending: {why})"));
                 let _ = writeln!(
                     report,
-                    "  {from} -> {}{pending}{}",
+                    "  {from} -> {}{}",
                     back.join(" -> "),
                     sites(g, from, to)
                 );
@@ -685,21 +660,6 @@ fn the_host_rooms_use_only_rooms_below_them_and_no_cycle_forms() {
             }
         }
     }
-    let all = cycles_report(&g);
-    if !all.is_empty() {
-        println!("{all}");
-    }
-    let on_cycle: BTreeSet<(String, String)> = tangles(&g)
-        .iter()
-        .flat_map(|t| {
-            t.iter().flat_map(|from| {
-                g.successors(from)
-                    .filter(|to| t.contains(*to))
-                    .map(|to| (from.clone(), to.clone()))
-                    .collect::<Vec<_>>()
-            })
-        })
-        .collect();
     // Every room has its row; an edge that goes up is reported with its lines.
     let mut unplaced = BTreeSet::new();
     let mut upward = Vec::new();
@@ -724,10 +684,8 @@ fn the_host_rooms_use_only_rooms_below_them_and_no_cycle_forms() {
         "rooms without a row in LAYERS (place them there and in ARCHITECTURE.md): {}",
         unplaced.into_iter().collect::<Vec<_>>().join(", ")
     );
-    let is_pending = |a: &str, b: &str| PENDING.iter().any(|(x, y, _)| *x == a && *y == b);
     let up: String = upward
         .iter()
-        .filter(|(a, b)| !is_pending(a, b))
         .map(|(a, b)| format!("  {a} -> {b}{}\n", sites(&g, a, b)))
         .collect();
     assert!(
@@ -735,29 +693,7 @@ fn the_host_rooms_use_only_rooms_below_them_and_no_cycle_forms() {
         "rooms use rooms above them in LAYERS (ARCHITECTURE.md, \"Which room may use \
          which\"):\n{up}"
     );
-    let stale: Vec<String> = PENDING
-        .iter()
-        .filter(|(a, b, _)| {
-            let edge = (a.to_string(), b.to_string());
-            !on_cycle.contains(&edge) && !upward.contains(&edge)
-        })
-        .map(|(a, b, _)| format!("{a} -> {b}"))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "these PENDING edges are no longer on a cycle; remove them from the list: {}",
-        stale.join(", ")
-    );
-    // Without the pending edges, nothing may be on a cycle.
-    let mut rest = Graph {
-        edges: g.edges.clone(),
-    };
-    for (a, b, _) in PENDING {
-        if let Some(m) = rest.edges.get_mut(*a) {
-            m.remove(*b);
-        }
-    }
-    let left = cycles_report(&rest);
+    let left = cycles_report(&g);
     assert!(
         left.is_empty(),
         "imports close a cycle among the host's rooms (each edge on one, with a shortest \

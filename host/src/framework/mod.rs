@@ -804,3 +804,28 @@ impl Framework {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_plugin_has_a_twin() {
+        let reg = crate::native::registry();
+        for name in registry::builtin_plugins().keys() {
+            assert!(reg.contains_key(name.as_str()), "no native twin for {name}");
+        }
+        let fit = &reg["NodeResourcesFit"];
+        assert_eq!(fit.name, "NodeResourcesFit");
+        assert!(fit.instantiate("").is_ok());
+        let bad = fit
+            .instantiate("{not json")
+            .err()
+            .expect("bad JSON is refused");
+        assert!(
+            matches!(bad, crate::native::TwinError::ArgsNotJson(_)),
+            "{bad}"
+        );
+        assert!(bad.to_string().starts_with("args are not JSON: "), "{bad}");
+    }
+}
