@@ -83,7 +83,13 @@ fn every_manifest_parses_into_its_kubernetes_type() {
     assert_eq!(
         kinds,
         [
+            // Berth's own; berth-metrics-reader and berth-endpoints-reader for readers
+            // of the endpoints.
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRole",
+            // Berth's own; system:auth-delegator for the endpoints' reviews.
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ConfigMap",
             "Deployment",
