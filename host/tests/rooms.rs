@@ -500,82 +500,76 @@ fn graph(src: &Path) -> Graph {
 /// The rooms that lie on a cycle together (Tarjan's strongly connected components
 /// of more than one room).
 fn tangles(g: &Graph) -> Vec<BTreeSet<String>> {
+    struct Tarjan<'a> {
+        g: &'a Graph,
+        rooms: Vec<&'a String>,
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on_stack: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        out: Vec<BTreeSet<String>>,
+    }
+    impl Tarjan<'_> {
+        fn visit(&mut self, v: usize) {
+            self.index[v] = Some(self.next);
+            self.low[v] = self.next;
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack[v] = true;
+            let succ: Vec<usize> = self
+                .g
+                .successors(self.rooms[v])
+                .map(|w| self.rooms.iter().position(|r| *r == w).unwrap())
+                .collect();
+            for w in succ {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(i) if self.on_stack[w] => self.low[v] = self.low[v].min(i),
+                    Some(_) => {}
+                }
+            }
+            if Some(self.low[v]) == self.index[v] {
+                let mut comp = BTreeSet::new();
+                loop {
+                    let w = self.stack.pop().unwrap();
+                    self.on_stack[w] = false;
+                    comp.insert(self.rooms[w].clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    self.out.push(comp);
+                }
+            }
+        }
+    }
     let rooms: BTreeSet<&String> = g
         .edges
         .iter()
         .flat_map(|(a, m)| std::iter::once(a).chain(m.keys()))
         .collect();
-    let rooms: Vec<&String> = rooms.into_iter().collect();
-    let index_of = |r: &str| rooms.iter().position(|x| *x == r).unwrap();
     let n = rooms.len();
-    let mut index = vec![usize::MAX; n];
-    let mut low = vec![0; n];
-    let mut on_stack = vec![false; n];
-    let mut stack = Vec::new();
-    let mut next = 0;
-    let mut out = Vec::new();
-    fn visit(
-        v: usize,
-        g: &Graph,
-        rooms: &[&String],
-        index_of: &dyn Fn(&str) -> usize,
-        st: &mut (
-            &mut Vec<usize>,
-            &mut Vec<usize>,
-            &mut Vec<bool>,
-            &mut Vec<usize>,
-            &mut usize,
-            &mut Vec<BTreeSet<String>>,
-        ),
-    ) {
-        st.0[v] = *st.4;
-        st.1[v] = *st.4;
-        *st.4 += 1;
-        st.3.push(v);
-        st.2[v] = true;
-        for w in g.successors(rooms[v]) {
-            let w = index_of(w);
-            if st.0[w] == usize::MAX {
-                visit(w, g, rooms, index_of, st);
-                st.1[v] = st.1[v].min(st.1[w]);
-            } else if st.2[w] {
-                st.1[v] = st.1[v].min(st.0[w]);
-            }
-        }
-        if st.1[v] == st.0[v] {
-            let mut comp = BTreeSet::new();
-            loop {
-                let w = st.3.pop().unwrap();
-                st.2[w] = false;
-                comp.insert(rooms[w].clone());
-                if w == v {
-                    break;
-                }
-            }
-            if comp.len() > 1 {
-                st.5.push(comp);
-            }
-        }
-    }
+    let mut t = Tarjan {
+        g,
+        rooms: rooms.into_iter().collect(),
+        index: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
     for v in 0..n {
-        if index[v] == usize::MAX {
-            visit(
-                v,
-                g,
-                &rooms,
-                &index_of,
-                &mut (
-                    &mut index,
-                    &mut low,
-                    &mut on_stack,
-                    &mut stack,
-                    &mut next,
-                    &mut out,
-                ),
-            );
+        if t.index[v].is_none() {
+            t.visit(v);
         }
     }
-    out
+    t.out
 }
 
 /// A shortest way from `from` to `to` (both included).
