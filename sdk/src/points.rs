@@ -439,11 +439,14 @@ pub fn normalize_score<T>(
     }
 }
 
+/// A [`VTable`] entry of a point called at the chosen node.
+type AtNode<T, R> = fn(&T, &CycleState, &Pod, &str) -> R;
+
 /// Runs a binding-cycle point at the chosen node: the plugin's answer, `absent`
 /// without the point, `outside` before a cycle began.
 #[inline]
 fn at_node<T, R>(
-    f: Option<fn(&T, &CycleState, &Pod, &str) -> R>,
+    f: Option<AtNode<T, R>>,
     plugin: &T,
     state: &CycleState,
     pod: Option<&Pod>,
