@@ -312,8 +312,6 @@ fn probe(dir: &Path, grants: &str) -> Report {
         "monotonic",
         "sleep",
         "random",
-        "secure-random",
-        "insecure-random",
         "net",
     ] {
         text += &pod(what, &format!("berth.test/probe: {what}"));
@@ -338,8 +336,7 @@ fn seen(report: &Report, what: &str) -> String {
 
 /// With nothing granted, a plugin sees no environment, no files, the epoch on the
 /// wall clock, a frozen monotonic clock (a sleep of an hour returns at once), the same
-/// insecure randomness in every instance (a stream that does not repeat), a trap naming
-/// the grant for the randomness meant for secrets, and no network.
+/// randomness in every instance, and no network.
 #[test]
 fn nothing_is_granted_by_default() {
     let dir = tempfile::tempdir().unwrap();
@@ -368,23 +365,6 @@ fn nothing_is_granted_by_default() {
     let random = seen(&a, "random");
     assert!(random.contains("probe random: hash "), "{random}");
     assert_eq!(random, seen(&b, "random"));
-    let m = seen(&a, "secure-random");
-    assert!(
-        m.contains("plugin Probe: trapped at Filter for pod default/secure-random")
-            && m.contains(
-                "the plugin called wasi:random/random get-random-u64 without the random grant"
-            ),
-        "{m}"
-    );
-    let insecure = seen(&a, "insecure-random");
-    let values: Vec<&str> = insecure
-        .strip_prefix("probe insecure-random: ")
-        .unwrap_or_else(|| panic!("{insecure}"))
-        .split(' ')
-        .collect();
-    assert_eq!(values.len(), 2, "{insecure}");
-    assert_ne!(values[0], values[1], "{insecure}");
-    assert_eq!(insecure, seen(&b, "insecure-random"));
 }
 
 /// What a profile grants, the plugin gets: the environment it names, its directory
@@ -416,10 +396,6 @@ fn grants_give_exactly_what_they_name() {
     let m = seen(&a, "net");
     assert!(m.contains("probe net: refused: "), "{m}");
     assert_ne!(seen(&a, "random"), seen(&b, "random"));
-    let secure = seen(&a, "secure-random");
-    assert!(secure.starts_with("probe secure-random: "), "{secure}");
-    assert_ne!(secure, seen(&b, "secure-random"));
-    assert_ne!(seen(&a, "insecure-random"), seen(&b, "insecure-random"));
     let sleep = seen(&a, "sleep");
     assert!(
         sleep.starts_with("plugin Probe: trapped at Filter for pod default/sleep on nodes ")
