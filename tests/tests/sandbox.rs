@@ -312,6 +312,8 @@ fn probe(dir: &Path, grants: &str) -> Report {
         "monotonic",
         "sleep",
         "random",
+        "secure-random",
+        "insecure-random",
         "net",
     ] {
         text += &pod(what, &format!("berth.test/probe: {what}"));
@@ -334,9 +336,26 @@ fn seen(report: &Report, what: &str) -> String {
     p.message.clone()
 }
 
+/// The hexadecimal values the probe `what` answered, read from the first of its
+/// reasons in the pod's message (the message holds one reason per node it was
+/// filtered on).
+fn values(report: &Report, what: &str) -> Vec<String> {
+    let m = seen(report, what);
+    let tag = format!("probe {what}: ");
+    let at = m.find(&tag).unwrap_or_else(|| panic!("{m}")) + tag.len();
+    let v: Vec<String> = m[at..]
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .take_while(|w| w.len() == 16)
+        .map(str::to_owned)
+        .collect();
+    assert!(!v.is_empty(), "{m}");
+    v
+}
+
 /// With nothing granted, a plugin sees no environment, no files, the epoch on the
 /// wall clock, a frozen monotonic clock (a sleep of an hour returns at once), the same
-/// randomness in every instance, and no network.
+/// insecure randomness in every instance (a stream that does not repeat), real
+/// randomness where it is meant for secrets, and no network.
 #[test]
 fn nothing_is_granted_by_default() {
     let dir = tempfile::tempdir().unwrap();
@@ -365,6 +384,13 @@ fn nothing_is_granted_by_default() {
     let random = seen(&a, "random");
     assert!(random.contains("probe random: hash "), "{random}");
     assert_eq!(random, seen(&b, "random"));
+    let insecure = values(&a, "insecure-random");
+    assert_eq!(insecure.len(), 2, "{insecure:?}");
+    assert_ne!(insecure[0], insecure[1], "{insecure:?}");
+    assert_eq!(insecure, values(&b, "insecure-random"));
+    let secure = values(&a, "secure-random");
+    assert_eq!(secure.len(), 1, "{secure:?}");
+    assert_ne!(secure, values(&b, "secure-random"));
 }
 
 /// What a profile grants, the plugin gets: the environment it names, its directory
@@ -396,6 +422,8 @@ fn grants_give_exactly_what_they_name() {
     let m = seen(&a, "net");
     assert!(m.contains("probe net: refused: "), "{m}");
     assert_ne!(seen(&a, "random"), seen(&b, "random"));
+    assert_ne!(values(&a, "insecure-random"), values(&b, "insecure-random"));
+    assert_ne!(values(&a, "secure-random"), values(&b, "secure-random"));
     let sleep = seen(&a, "sleep");
     assert!(
         sleep.starts_with("plugin Probe: trapped at Filter for pod default/sleep on nodes ")

@@ -5,17 +5,20 @@
 //! - no directories;
 //! - `wasi:clocks/wall-clock` reads 1970-01-01T00:00:00Z, `monotonic-clock` reads 0,
 //!   and a sleep returns at once (the clock is frozen, so no time passes);
-//! - `wasi:random/random`, the source meant for secrets, traps with a message naming
-//!   the grant: a plugin that asks for unpredictable bytes must not get predictable
-//!   ones silently. `wasi:random/insecure-seed` (what std's `HashMap` keys come from)
-//!   answers a fixed seed and `wasi:random/insecure` a fixed, non-repeating
-//!   pseudo-random stream (SplitMix64), the same in every instance: a std `HashMap`
-//!   works and a plugin stays deterministic;
+//! - `wasi:random/insecure-seed` (what std's `HashMap` keys come from) answers a fixed
+//!   seed and `wasi:random/insecure` a fixed, non-repeating pseudo-random stream
+//!   (SplitMix64), the same in every instance: a std `HashMap` works and a plugin
+//!   stays deterministic;
+//! - `wasi:random/random`, the source meant for secrets, is always the host's real
+//!   randomness. Entropy reaches nothing outside the sandbox, so it is no privilege;
+//!   a predictable answer would be a plugin's secret silently guessable, and a trap
+//!   would stop every runtime that seeds itself from it when it starts (Python's
+//!   `random` and hash seeds, JavaScript's `Math.random`);
 //! - the network is never granted: TCP, UDP and name lookup are refused.
 //!
 //! A profile grants per plugin (`berth.plugins[].sandbox.grants`): the real wall
-//! clock, the real monotonic clock, real randomness, named environment variables and
-//! host directories, read-only.
+//! clock, the real monotonic clock, real randomness from the insecure interfaces too,
+//! named environment variables and host directories, read-only.
 //!
 //! wasmtime-wasi's `WasiCtxBuilder` can replace the clocks' readings and the random
 //! generators, but its `monotonic-clock.subscribe-*` always sleeps in real time on the
@@ -23,15 +26,16 @@
 //! thread for as long as it asked. So Berth links its own `wasi:clocks/monotonic-clock`
 //! over wasmtime-wasi's ([`add_to_linker`]): frozen unless granted, and even when
 //! granted a sleep longer than the call deadline traps at once. Likewise
-//! `wasi:random/random` and `wasi:random/insecure` ([`add_random_to_linker`]): a
-//! refusal has to be a trap, which a generator handed to `WasiCtxBuilder` cannot be.
+//! `wasi:random/insecure` ([`add_random_to_linker`]): `WasiCtxBuilder` takes one
+//! generator for it, shared by every instance built from it, where each instance
+//! should start the same fixed stream.
 
 use super::limits::Limits;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
-use wasmtime_wasi::p2::bindings::random::{insecure, random};
+use wasmtime_wasi::p2::bindings::random::insecure;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder};
 
@@ -52,8 +56,8 @@ pub struct Grants {
     /// The host's monotonic clock and sleeping (else the clock is frozen at 0 and a
     /// sleep returns at once).
     pub monotonic_clock: bool,
-    /// Unpredictable randomness (else `wasi:random/random` traps and the insecure
-    /// interfaces answer a fixed sequence).
+    /// Real randomness from `wasi:random/insecure` and `insecure-seed` too (else they
+    /// answer a fixed seed and a fixed stream; `wasi:random/random` is real either way).
     pub random: bool,
     /// Environment variables, as given.
     pub env: Vec<(String, String)>,
@@ -136,7 +140,7 @@ impl Sandbox {
             b.monotonic_clock(FrozenMonotonicClock);
         }
         if !g.random {
-            // `random` and `insecure` are Berth's own (see `add_random_to_linker`).
+            // `insecure` is Berth's own (see `add_random_to_linker`).
             b.insecure_random_seed(UNGRANTED_SEED);
         }
         b.envs(&g.env);
@@ -166,9 +170,9 @@ impl Sandbox {
 /// `wasi:random/insecure-seed` without the grant.
 const UNGRANTED_SEED: u128 = 0x5eed;
 
-/// The host side of an instance's own `wasi:clocks/monotonic-clock` and `wasi:random`
-/// (one value, since the store keeps one: the clock, and whether randomness is
-/// granted with the state of the ungranted insecure stream).
+/// The host side of an instance's own `wasi:clocks/monotonic-clock` and
+/// `wasi:random/insecure` (one value, since the store keeps one: the clock, and whether
+/// randomness is granted with the state of the ungranted insecure stream).
 pub(crate) struct SandboxClock {
     granted: bool,
     deadline: Duration,
@@ -288,36 +292,12 @@ impl<'a> RandomView<'a> {
     ) -> Self {
         RandomView { state, wasi }
     }
-
-    fn refuse(call: &str) -> wasmtime::Error {
-        wasmtime::Error::msg(format!(
-            "the plugin called wasi:random/random {call} without the random grant \
-             (berth.plugins[].sandbox.grants.random: true gives unpredictable bytes; \
-             wasi:random/insecure and insecure-seed answer a fixed sequence without it)"
-        ))
-    }
 }
 
 struct Random;
 
 impl HasData for Random {
     type Data<'a> = RandomView<'a>;
-}
-
-impl random::Host for RandomView<'_> {
-    fn get_random_bytes(&mut self, len: u64) -> wasmtime::Result<Vec<u8>> {
-        if !self.state.random_granted {
-            return Err(Self::refuse("get-random-bytes"));
-        }
-        random::Host::get_random_bytes(self.wasi, len)
-    }
-
-    fn get_random_u64(&mut self) -> wasmtime::Result<u64> {
-        if !self.state.random_granted {
-            return Err(Self::refuse("get-random-u64"));
-        }
-        random::Host::get_random_u64(self.wasi)
-    }
 }
 
 impl insecure::Host for RandomView<'_> {
@@ -347,14 +327,13 @@ impl insecure::Host for RandomView<'_> {
     }
 }
 
-/// Links Berth's `wasi:random/random` and `wasi:random/insecure` over wasmtime-wasi's.
+/// Links Berth's `wasi:random/insecure` over wasmtime-wasi's.
 pub(crate) fn add_random_to_linker<T: 'static>(
     linker: &mut Linker<T>,
     view: fn(&mut T) -> RandomView<'_>,
 ) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let r = random::add_to_linker::<T, Random>(linker, view)
-        .and_then(|()| insecure::add_to_linker::<T, Random>(linker, view));
+    let r = insecure::add_to_linker::<T, Random>(linker, view);
     linker.allow_shadowing(false);
     r
 }
