@@ -8,22 +8,18 @@ use std::process::Output;
 
 #[test]
 fn quick_json_reports_every_measured_pod_in_both_modes() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = berth(
-        &[
-            "bench",
-            "--quick",
-            "--output",
-            "json",
-            "--workload",
-            "SchedulingBasic",
-            "--workload",
-            "SchedulingPodAntiAffinity",
-            "--compare",
-            "native",
-        ],
-        cache.path(),
-    );
+    let out = berth(&[
+        "bench",
+        "--quick",
+        "--output",
+        "json",
+        "--workload",
+        "SchedulingBasic",
+        "--workload",
+        "SchedulingPodAntiAffinity",
+        "--compare",
+        "native",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("bench: "), "{}", stderr(&out));
     let lines: Vec<serde_json::Value> = stdout(&out)
@@ -60,17 +56,13 @@ fn quick_json_reports_every_measured_pod_in_both_modes() {
 
 #[test]
 fn text_output_is_a_table_and_unknown_workloads_are_refused() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = berth(
-        &[
-            "bench",
-            "--quick",
-            "--workload",
-            "unschedulable",
-            "--native",
-        ],
-        cache.path(),
-    );
+    let out = berth(&[
+        "bench",
+        "--quick",
+        "--workload",
+        "unschedulable",
+        "--native",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -81,7 +73,7 @@ fn text_output_is_a_table_and_unknown_workloads_are_refused() {
     assert_eq!(row[4], "native");
     assert!(lines[2].ends_with("cores"), "{text}");
 
-    let out = berth(&["bench", "--quick", "--workload", "Nope"], cache.path());
+    let out = berth(&["bench", "--quick", "--workload", "Nope"]);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("no workload \"Nope\""),
@@ -92,21 +84,14 @@ fn text_output_is_a_table_and_unknown_workloads_are_refused() {
 
 #[test]
 fn native_twins_place_the_example_as_the_components_do() {
-    let cache = tempfile::tempdir().unwrap();
-    let wasm = berth(
-        &["simulate", "--output", "json", "examples/cluster.yaml"],
-        cache.path(),
-    );
-    let native = berth(
-        &[
-            "simulate",
-            "--native",
-            "--output",
-            "json",
-            "examples/cluster.yaml",
-        ],
-        cache.path(),
-    );
+    let wasm = berth(&["simulate", "--output", "json", "examples/cluster.yaml"]);
+    let native = berth(&[
+        "simulate",
+        "--native",
+        "--output",
+        "json",
+        "examples/cluster.yaml",
+    ]);
     assert!(wasm.status.success(), "{}", stderr(&wasm));
     assert!(native.status.success(), "{}", stderr(&native));
     let pods = |o: &Output| {

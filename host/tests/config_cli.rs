@@ -6,8 +6,7 @@ use common::{berth, stderr, stdout};
 
 #[test]
 fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = berth(&["config", "default"], cache.path());
+    let out = berth(&["config", "default"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -26,10 +25,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("default.yaml");
     std::fs::write(&file, &text).unwrap();
-    let out = berth(
-        &["config", "validate", file.to_str().unwrap()],
-        cache.path(),
-    );
+    let out = berth(&["config", "validate", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
     assert!(
@@ -56,7 +52,6 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
 
 #[test]
 fn validate_reports_every_problem_with_file_and_field() {
-    let cache = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.yaml");
     std::fs::write(
@@ -78,7 +73,7 @@ profiles:
     )
     .unwrap();
     let f = file.display().to_string();
-    let out = berth(&["config", "validate", &f], cache.path());
+    let out = berth(&["config", "validate", &f]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
@@ -111,7 +106,7 @@ profiles:
 ",
     )
     .unwrap();
-    let out = berth(&["config", "validate", &f], cache.path());
+    let out = berth(&["config", "validate", &f]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("NodeResourcesFit"), "{err}");

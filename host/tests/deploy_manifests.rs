@@ -155,8 +155,7 @@ fn every_manifest_parses_into_its_kubernetes_type() {
     let mut cli = vec!["run"];
     cli.extend(args);
     cli.push("--help");
-    let dir = tempfile::tempdir().unwrap();
-    let out = common::berth(&cli, dir.path());
+    let out = common::berth(&cli);
     assert!(
         out.status.success(),
         "berth {cli:?}: {}",

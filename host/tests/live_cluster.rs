@@ -324,7 +324,7 @@ fn run_names_a_bad_kubeconfig_and_an_unreachable_server() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("kubeconfig");
     std::fs::write(&bad, "clusters: [this is not a kubeconfig").unwrap();
-    let out = common::berth(&["run", "--kubeconfig", bad.to_str().unwrap()], dir.path());
+    let out = common::berth(&["run", "--kubeconfig", bad.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = common::stderr(&out);
     assert!(
@@ -342,10 +342,7 @@ fn run_names_a_bad_kubeconfig_and_an_unreachable_server() {
         ),
     )
     .unwrap();
-    let out = common::berth(
-        &["run", "--kubeconfig", unreachable.to_str().unwrap()],
-        dir.path(),
-    );
+    let out = common::berth(&["run", "--kubeconfig", unreachable.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = common::stderr(&out);
     assert!(
@@ -362,16 +359,13 @@ fn run_names_a_bad_kubeconfig_and_an_unreachable_server() {
         "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NoSuchPlugin}]\n",
     )
     .unwrap();
-    let out = common::berth(
-        &[
-            "run",
-            "--config",
-            config.to_str().unwrap(),
-            "--kubeconfig",
-            unreachable.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
+    let out = common::berth(&[
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--kubeconfig",
+        unreachable.to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     let err = common::stderr(&out);
     assert!(err.contains("NoSuchPlugin"), "{err}");

@@ -120,7 +120,6 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
     // natively, since which plugins run does not matter here.
     let sa = dir.join("kubeconfig-sa");
     let sa = sa.to_str().unwrap();
-    let cache = dir.join("component-cache");
     let berth = Berth::start(
         &[
             "--kubeconfig",
@@ -139,7 +138,6 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
             sa,
         ],
         dir.join("berth.log"),
-        &cache,
     );
     let (status, body) = eventually(120, "/healthz over HTTPS", || async {
         get(&tls, port, "/healthz", None).await

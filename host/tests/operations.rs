@@ -40,8 +40,6 @@ fn config(dir: &Path) -> PathBuf {
 /// Starts `berth run` with the short lease, serving plain HTTP on `port`, with its
 /// log in DIR/NAME.log.
 fn start(dir: &Path, name: &str, kubeconfig: &Path, port: u16) -> Berth {
-    let cache = dir.join("component-cache");
-    std::fs::create_dir_all(&cache).unwrap();
     let config = config(dir);
     Berth::start(
         &[
@@ -55,7 +53,6 @@ fn start(dir: &Path, name: &str, kubeconfig: &Path, port: u16) -> Berth {
             "--shutdown-timeout-seconds=30",
         ],
         dir.join(format!("{name}.log")),
-        &cache,
     )
 }
 

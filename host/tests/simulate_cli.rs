@@ -6,8 +6,7 @@ use common::{berth, stderr, stdout};
 
 #[test]
 fn simulate_places_the_example_and_explains_the_pod_that_fits_nowhere() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = berth(&["simulate", "examples/cluster.yaml"], cache.path());
+    let out = berth(&["simulate", "examples/cluster.yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -43,11 +42,7 @@ fn simulate_places_the_example_and_explains_the_pod_that_fits_nowhere() {
 
 #[test]
 fn simulate_json_has_exactly_the_documented_shape() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = berth(
-        &["simulate", "--output", "json", "examples/cluster.yaml"],
-        cache.path(),
-    );
+    let out = berth(&["simulate", "--output", "json", "examples/cluster.yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let top: Vec<&String> = v.as_object().unwrap().keys().collect();
@@ -84,7 +79,7 @@ fn a_malformed_file_names_the_file_and_position_and_prints_nothing() {
         "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: lots}}\n",
     )
     .unwrap();
-    let out = berth(&["simulate", bad.to_str().unwrap()], dir.path());
+    let out = berth(&["simulate", bad.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(stdout(&out).is_empty(), "printed: {}", stdout(&out));
     let err = stderr(&out);
@@ -98,7 +93,7 @@ fn a_malformed_file_names_the_file_and_position_and_prints_nothing() {
     );
 
     std::fs::write(&bad, "apiVersion: v1\nkind: Node\nmetadata: {name: n\n").unwrap();
-    let out = berth(&["simulate", bad.to_str().unwrap()], dir.path());
+    let out = berth(&["simulate", bad.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains(&format!("{}:", bad.display())), "{err}");
@@ -108,7 +103,7 @@ fn a_malformed_file_names_the_file_and_position_and_prints_nothing() {
 #[test]
 fn a_missing_file_and_a_bad_config_are_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let out = berth(&["simulate", "does-not-exist.yaml"], dir.path());
+    let out = berth(&["simulate", "does-not-exist.yaml"]);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("does-not-exist.yaml"),
@@ -118,15 +113,12 @@ fn a_missing_file_and_a_bad_config_are_errors() {
 
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, "percentageOfNodesToScore: 150\n").unwrap();
-    let out = berth(
-        &[
-            "simulate",
-            "--config",
-            config.to_str().unwrap(),
-            "examples/cluster.yaml",
-        ],
-        dir.path(),
-    );
+    let out = berth(&[
+        "simulate",
+        "--config",
+        config.to_str().unwrap(),
+        "examples/cluster.yaml",
+    ]);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("config.yaml: percentageOfNodesToScore: 150 is not in 0..=100"),
@@ -137,11 +129,7 @@ fn a_missing_file_and_a_bad_config_are_errors() {
 
 #[test]
 fn simulate_runs_a_timeline_of_adds_updates_and_deletes() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = berth(
-        &["simulate", "--output", "json", "examples/timeline.yaml"],
-        cache.path(),
-    );
+    let out = berth(&["simulate", "--output", "json", "examples/timeline.yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pods = v["pods"].as_array().unwrap();
@@ -155,22 +143,16 @@ fn simulate_runs_a_timeline_of_adds_updates_and_deletes() {
     assert_eq!(pods[1]["attempts"], 1);
 }
 
+/// `berth explain --pod default/web-1 -o json FILE`, parsed.
+fn explain_web_1(file: &str) -> serde_json::Value {
+    let out = berth(&["explain", "--pod", "default/web-1", "-o", "json", file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn explain_prints_every_filter_and_score() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = berth(
-        &[
-            "explain",
-            "--pod",
-            "default/web-1",
-            "-o",
-            "json",
-            "examples/cluster.yaml",
-        ],
-        cache.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = explain_web_1("examples/cluster.yaml");
     let top: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(top, ["nodes", "pod", "prefilter"]);
     assert_eq!(v["pod"], "default/web-1");
@@ -230,10 +212,7 @@ fn explain_prints_every_filter_and_score() {
     assert_eq!(tt["normalized"], 100);
     assert_eq!(tt["weighted"], 300);
 
-    let out = berth(
-        &["explain", "--pod", "default/nope", "examples/cluster.yaml"],
-        cache.path(),
-    );
+    let out = berth(&["explain", "--pod", "default/nope", "examples/cluster.yaml"]);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("no pending pod default/nope"),
@@ -271,19 +250,7 @@ spec: {containers: [{name: c, image: nginx}]}
     let spread_scores = |text: &str| -> Vec<(String, i64)> {
         let f = dir.path().join("c.yaml");
         std::fs::write(&f, text).unwrap();
-        let out = berth(
-            &[
-                "explain",
-                "--pod",
-                "default/web-1",
-                "-o",
-                "json",
-                f.to_str().unwrap(),
-            ],
-            dir.path(),
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = explain_web_1(f.to_str().unwrap());
         v["nodes"]
             .as_array()
             .unwrap()
@@ -314,7 +281,6 @@ spec: {containers: [{name: c, image: nginx}]}
 
 #[test]
 fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_warning() {
-    let cache = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let deployment = dir.path().join("deployment.yaml");
     std::fs::write(
@@ -322,14 +288,11 @@ fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_w
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
     )
     .unwrap();
-    let out = berth(
-        &[
-            "simulate",
-            "examples/volumes/cluster.yaml",
-            deployment.to_str().unwrap(),
-        ],
-        cache.path(),
-    );
+    let out = berth(&[
+        "simulate",
+        "examples/volumes/cluster.yaml",
+        deployment.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let placed: Vec<Vec<&str>> = text

@@ -7,16 +7,31 @@ use berth::wasm::{Runtime, RuntimeOptions};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-/// A wasm runtime whose compiled components are cached in one temporary directory
-/// for the whole test process.
+/// A wasm runtime whose compiled components are cached in [`component_cache`].
 pub fn runtime() -> Arc<Runtime> {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
     Runtime::new(RuntimeOptions {
-        cache_dir: Some(dir.path().to_path_buf()),
+        cache_dir: Some(component_cache()),
         ..RuntimeOptions::default()
     })
     .unwrap()
+}
+
+/// The component cache every test of a run shares: cargo's directory for integration
+/// tests' files (`CARGO_TARGET_TMPDIR`, `<target>/tmp`, found from the test binary in
+/// `<target>/<profile>/deps`), so that each component is compiled once per run rather
+/// than once per test binary. The CLI tests (`host/tests/common`) use the same one; the
+/// cache itself is tested with caches of its own.
+pub fn component_cache() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let target = exe
+            .ancestors()
+            .nth(3)
+            .expect("a test binary in <target>/<profile>/deps");
+        target.join("tmp").join("component-cache")
+    })
+    .clone()
 }
 
 /// Applies manifests (nodes, pods, storage objects, Services and other selectors)

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 fn runtime_with(limits: Limits) -> Arc<Runtime> {
     Runtime::new(RuntimeOptions {
-        cache_dir: None,
+        cache_dir: Some(berth_tests::component_cache()),
         limits,
         ..RuntimeOptions::default()
     })

@@ -12,7 +12,7 @@ use berth::framework::registry::load_modules;
 use berth::framework::waiting::WaitingPods;
 use berth::framework::{CyclePod, ExplainOptions, Framework, FrameworkOptions};
 use berth::wasm::module::HostServices;
-use berth::wasm::{Module, Runtime, RuntimeOptions};
+use berth::wasm::{Module, Runtime};
 use berth_sdk::ExtensionPoint;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -261,12 +261,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
 
 #[test]
 fn every_plugin_answers_as_kube_scheduler() {
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache.path().to_path_buf()),
-        ..RuntimeOptions::default()
-    })
-    .unwrap();
+    let runtime = berth_tests::runtime();
     let mut checker = Checker {
         failures: Vec::new(),
         cases: 0,

@@ -6,22 +6,12 @@
 //! and exactly the expected pods must be evicted.
 
 use berth::simulate::{Report, SimulateOptions, simulate};
-use berth::wasm::{Runtime, RuntimeOptions};
+use berth::wasm::Runtime;
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::Arc;
 
-/// One runtime for the whole file, with a compile cache: every case loads the
-/// default profile's components again.
-fn runtime() -> Arc<Runtime> {
-    static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    let dir = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
-    Runtime::new(RuntimeOptions {
-        cache_dir: Some(dir.path().to_owned()),
-        ..RuntimeOptions::default()
-    })
-    .expect("runtime")
-}
+use berth_tests::runtime;
 
 /// A node of the compact form: `{name, cpu, memory, pods, labels, taints,
 /// unschedulable}`.

@@ -4,17 +4,10 @@
 
 use berth::bench::{Mode, WORKLOADS, placements};
 use berth::scheduler::SchedulerOptions;
-use berth::wasm::{Runtime, RuntimeOptions};
 
 #[test]
 fn wasm_and_native_place_every_workload_identically() {
-    // A cache of its own, so that each workload's scheduler compiles nothing again.
-    let cache = tempfile::tempdir().expect("cache dir");
-    let runtime = Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache.path().to_owned()),
-        ..RuntimeOptions::default()
-    })
-    .expect("runtime");
+    let runtime = berth_tests::runtime();
     let mut options = SchedulerOptions::default();
     options.framework.seed = 7;
     // Two workers, so the fan-out's split (when a batch is large enough) is covered.

@@ -132,7 +132,7 @@ pub struct Berth {
 impl Berth {
     /// Starts `berth run` with these arguments (and `BERTH_LOG=info`); the endpoints
     /// are not served unless `args` name a `--secure-port`.
-    pub fn start(args: &[&str], log: PathBuf, cache: &Path) -> Self {
+    pub fn start(args: &[&str], log: PathBuf) -> Self {
         let file = std::fs::File::create(&log).expect("log file");
         let mut args = args.to_vec();
         if !args.iter().any(|a| a.starts_with("--secure-port")) {
@@ -141,7 +141,7 @@ impl Berth {
         let child = Command::new(env!("CARGO_BIN_EXE_berth"))
             .arg("run")
             .args(args)
-            .env("BERTH_CACHE_DIR", cache)
+            .env("BERTH_CACHE_DIR", super::component_cache())
             .env("BERTH_LOG", "info,berth=debug,kube=warn")
             .current_dir(workspace())
             .stdout(Stdio::null())
@@ -151,14 +151,11 @@ impl Berth {
         Berth { child, log }
     }
 
-    /// Starts `berth run --kubeconfig KUBECONFIG EXTRA...` with its log and component
-    /// cache in `dir`, and waits until it schedules.
+    /// Starts `berth run --kubeconfig KUBECONFIG EXTRA...` with its log in `dir`, and waits until it schedules.
     pub fn run_in(dir: &Path, kubeconfig: &Path, extra: &[&str]) -> Self {
         let mut args = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let cache = dir.join("component-cache");
-        std::fs::create_dir_all(&cache).unwrap();
-        let mut berth = Berth::start(&args, dir.join("berth.log"), &cache);
+        let mut berth = Berth::start(&args, dir.join("berth.log"));
         berth.wait_running();
         berth
     }

@@ -4,14 +4,23 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Runs `berth` with `args` from the workspace root, caching components in `cache`.
-pub fn berth(args: &[&str], cache: &Path) -> Output {
+/// Runs `berth` with `args` from the workspace root, caching components in
+/// [`component_cache`].
+pub fn berth(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_berth"))
         .args(args)
-        .env("BERTH_CACHE_DIR", cache)
+        .env("BERTH_CACHE_DIR", component_cache())
         .current_dir(workspace())
         .output()
         .expect("run berth")
+}
+
+/// The component cache every test of a run shares, in cargo's directory for
+/// integration tests' files: each component is compiled once per run rather than once
+/// per test. The cache itself is tested with caches of its own
+/// (`host/src/wasm/cache.rs`, `tests/tests/components.rs`).
+pub fn component_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
 }
 
 /// The workspace root (examples/ are relative to it).
