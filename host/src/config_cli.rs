@@ -129,6 +129,29 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
                 .collect();
             out.push_str(&format!("  {:<11} {}\n", point.as_str(), names.join(", ")));
         }
+        // What each plugin may do beyond reading (see `wasm::capability`).
+        let mut by_plugin: Vec<(String, Vec<berth_sdk::ExtensionPoint>)> = Vec::new();
+        for point in CONFIGURABLE_POINTS {
+            for (name, _) in p.plugins_at(point) {
+                match by_plugin.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, points)) => points.push(point),
+                    None => by_plugin.push((name.clone(), vec![point])),
+                }
+            }
+        }
+        for (name, points) in &by_plugin {
+            let granted = crate::wasm::capability::granted(points);
+            if granted.is_empty() {
+                continue;
+            }
+            let calls: Vec<String> = granted
+                .iter()
+                .map(|(call, at)| {
+                    format!("{} at {} ({})", call.as_str(), at.join("/"), call.scope())
+                })
+                .collect();
+            out.push_str(&format!("  {:<11} {name}: {}\n", "may", calls.join("; ")));
+        }
         for (name, shadow) in &p.shadows {
             out.push_str(&format!(
                 "  {:<11} {name}: candidate {}\n",

@@ -61,6 +61,7 @@ struct Inner {
     plugin_execution_duration: HistogramVec,
     sli_duration: HistogramVec,
     plugin_traps: IntCounterVec,
+    plugin_refused_calls: IntCounterVec,
     plugin_call_duration: HistogramVec,
     preemption_attempts: IntCounterVec,
     preemption_victims: HistogramVec,
@@ -161,6 +162,12 @@ impl Metrics {
                 "berth_plugin_traps_total",
                 "Number of calls into a plugin's WebAssembly instance that trapped (a panic, a deadline, a memory fault); the instance is rebuilt after each.",
                 &["plugin"],
+            ),
+            plugin_refused_calls: counter(
+                &r,
+                "berth_plugin_refused_calls_total",
+                "Number of host calls refused to a plugin: a call outside what its extension point and cycle allow (binding another pod, approving another plugin's wait, writing storage from Filter).",
+                &["plugin", "call", "extension_point"],
             ),
             plugin_call_duration: histogram(
                 &r,
@@ -327,6 +334,22 @@ impl Metrics {
     /// A trapped call into a plugin's instance.
     pub fn count_trap(&self, plugin: &str) {
         self.inner.plugin_traps.with_label_values(&[plugin]).inc();
+    }
+
+    /// A host call refused to `plugin` at `point` (see `wasm::capability`).
+    pub fn count_refused_call(&self, plugin: &str, call: &str, point: &str) {
+        self.inner
+            .plugin_refused_calls
+            .with_label_values(&[plugin, call, point])
+            .inc();
+    }
+
+    /// How many `call`s were refused to `plugin` at `point`.
+    pub fn refused_calls(&self, plugin: &str, call: &str, point: &str) -> u64 {
+        self.inner
+            .plugin_refused_calls
+            .with_label_values(&[plugin, call, point])
+            .get()
     }
 
     /// A fail-open plugin failed and its scores were dropped for one cycle.

@@ -36,6 +36,16 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         summary.contains("  postFilter  DefaultPreemption\n"),
         "{summary}"
     );
+    // What each plugin may do beyond reading the cluster.
+    assert!(
+        summary.contains("  may         DefaultBinder: bind-pod at Bind (the cycle's pod, to the reserved node)\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  may         VolumeBinding: assume-volume-bound at Reserve/Unreserve/PreBind (the cycle's pod's claims); "),
+        "{summary}"
+    );
+    assert_eq!(summary.matches("  may ").count(), 2, "{summary}");
     assert!(
         summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), VolumeBinding(1), PodTopologySpread(2), InterPodAffinity(2), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
         "{summary}"

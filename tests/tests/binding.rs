@@ -13,6 +13,7 @@ use berth_sdk::{Container, Node, Pod, ResourceList, Resources};
 use berth_tests::runtime;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn config(extra: &str) -> Configuration {
     let text = format!(
@@ -450,7 +451,7 @@ fn bound_pods_stay_assumed_until_the_cluster_confirms_them() {
     let clock = Arc::new(VirtualClock::default());
     let options = SchedulerOptions {
         confirm_bindings: true,
-        assumed_pod_expiry: Some(std::time::Duration::from_secs(60)),
+        assumed_pod_expiry: Some(Duration::from_secs(60)),
         ..SchedulerOptions::default()
     };
     let mut s = scheduler_with(cluster.clone(), &options, clock.clone());
@@ -475,8 +476,8 @@ fn bound_pods_stay_assumed_until_the_cluster_confirms_them() {
     assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 2000);
 
     // `b` is never confirmed: after the expiry the cache forgets it.
-    clock.advance_to(std::time::Duration::from_secs(61));
-    s.poll(std::time::Duration::from_secs(61));
+    clock.advance_to(Duration::from_secs(61));
+    s.poll(Duration::from_secs(61));
     assert_eq!(s.unconfirmed(), 0);
     assert!(s.cache().pod("uid-b").is_none());
     assert_eq!(s.cache().node("n1").unwrap().requested.milli_cpu, 1000);
@@ -564,4 +565,172 @@ fn a_bind_that_may_have_happened_keeps_its_room_until_the_cluster_answers() {
     assert_eq!(c.node, None, "{c:?}");
     assert_eq!(s.queue().queue_of("uid-c"), Some(QueueName::Unschedulable));
     assert!(s.is_quiet());
+}
+
+/// A plugin is held to its own extension point and its own cycle: the Hostile fixture
+/// tries to approve another plugin's waiting pod, to bind a waiting pod past Permit,
+/// to bind its pod to a node it was not reserved, to write storage from Filter and to
+/// evict a higher-priority pod. Each attempt is refused, fails its own pod's cycle
+/// with the plugin, the host call and the extension point named, and is counted; the
+/// honest plugins decide where every pod lands.
+#[test]
+fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
+    let text = format!(
+        "modules:\n- name: Hostile\n  path: {}\n- name: Gang\n  path: {}\nprofiles:\n- plugins:\n    filter:\n      enabled: [{{name: Hostile}}]\n    postFilter:\n      enabled: [{{name: Hostile}}]\n    permit:\n      enabled: [{{name: Gang}}, {{name: Hostile}}]\n    bind:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Hostile}}, {{name: DefaultBinder}}]\n",
+        berth_artifacts::fixtures::FIXTURE_HOSTILE,
+        berth_artifacts::fixtures::FIXTURE_GANG
+    );
+    let config = Configuration::parse("test.yaml", &text).unwrap();
+    let cluster = Arc::new(MemoryCluster::new());
+    let options = SchedulerOptions {
+        max_attempts: 5,
+        ..SchedulerOptions::default()
+    };
+    let clock = Arc::new(VirtualClock::default());
+    let mut s = Scheduler::new(
+        &runtime(),
+        &config,
+        "test.yaml",
+        &options,
+        cluster.clone(),
+        clock.clone(),
+    )
+    .unwrap();
+    let mut n1 = node("n1", 4000);
+    n1.labels.insert("zone".into(), "a".into());
+    let mut n2 = node("n2", 1000);
+    n2.labels.insert("zone".into(), "b".into());
+    s.add_or_update_node(n1);
+    s.add_or_update_node(n2);
+    // Only n1 has room for it.
+    let mut high = pod("high", 3000, &[]);
+    high.priority = 1000;
+    s.add_pod(high).unwrap();
+    s.run_until_idle();
+    // Half a gang: it waits at Permit until its second member comes.
+    let gang = [
+        ("berth.test/gang", "g"),
+        ("berth.test/gang-size", "2"),
+        ("berth.test/gang-timeout-seconds", "3600"),
+    ];
+    s.add_pod(pod("g1", 100, &gang)).unwrap();
+    // Scheduled without letting the virtual clock run out its wait.
+    while s.schedule_one() {}
+    let g1 = s.outcome("uid-g1").unwrap();
+    assert!(
+        g1.message.starts_with("waiting at Permit on node "),
+        "{g1:?}"
+    );
+    let hostile = |name: &str, cpu: i64, attack: &str, node: &str| {
+        let mut p = pod(
+            name,
+            cpu,
+            &[
+                ("berth.test/hostile", attack),
+                ("berth.test/hostile-node", node),
+            ],
+        );
+        p.node_selector.insert("zone".into(), "a".into());
+        p
+    };
+    s.add_pod(hostile("h-approve", 100, "approve-other", ""))
+        .unwrap();
+    s.add_pod(hostile("h-bind-other", 100, "bind-other", ""))
+        .unwrap();
+    s.add_pod(hostile("h-elsewhere", 100, "bind-elsewhere", "n2"))
+        .unwrap();
+    s.add_pod(hostile("h-storage", 100, "storage-from-filter", ""))
+        .unwrap();
+    // Fits nowhere, and only higher-priority pods could make room.
+    s.add_pod(hostile("h-evict", 3500, "evict-higher", "n1"))
+        .unwrap();
+    s.add_pod(pod("plain", 100, &[])).unwrap();
+    // One attempt each while g1 waits: the scheduling cycles, then the binding
+    // cycles' results, without moving the clock.
+    while s.schedule_one() {}
+    let said = |s: &Scheduler, name: &str, what: &str| {
+        s.outcome(&format!("uid-{name}"))
+            .is_some_and(|o| o.message.contains(what))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !(said(&s, "h-bind-other", "bind-pod refused")
+        && said(&s, "h-elsewhere", "bind-pod refused")
+        && said(&s, "plain", "Successfully assigned"))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+        s.poll(clock.now());
+    }
+
+    let refusals = [
+        (
+            "h-approve",
+            "allow-waiting-pod",
+            "Permit",
+            "allow-waiting-pod refused at Permit: plugin Hostile may allow or reject only its own waits, not \"Gang\"'s",
+        ),
+        (
+            "h-bind-other",
+            "bind-pod",
+            "Bind",
+            "bind-pod refused at Bind: bind-pod may bind only the cycle's pod default/h-bind-other (uid uid-h-bind-other), not uid uid-g1",
+        ),
+        (
+            "h-elsewhere",
+            "bind-pod",
+            "Bind",
+            "bind-pod refused at Bind: bind-pod may name only the reserved node n1, not n2",
+        ),
+        (
+            "h-storage",
+            "assume-claim-provisioned",
+            "Filter",
+            "assume-claim-provisioned refused at Filter: assume-claim-provisioned is allowed only at Reserve, Unreserve, PreBind",
+        ),
+        (
+            "h-evict",
+            "evict",
+            "PostFilter",
+            "was refused evictions at PostFilter: named victim default/",
+        ),
+    ];
+    let bindings = cluster.bindings();
+    for (name, call, point, message) in refusals {
+        let o = s.outcome(&format!("uid-{name}")).unwrap();
+        assert_eq!(o.node, None, "{name}: {o:?}");
+        assert!(
+            o.message.contains("plugin Hostile") && o.message.contains(message),
+            "{name}: {o:?}"
+        );
+        assert!(!bindings.contains_key(&format!("uid-{name}")), "{name}");
+        assert!(
+            s.metrics().refused_calls("Hostile", call, point) >= 1,
+            "{name}: {}",
+            s.metrics_text()
+        );
+    }
+    let evict = s.outcome("uid-h-evict").unwrap();
+    assert!(
+        evict.message.contains("not lower than the preemptor's 0"),
+        "{evict:?}"
+    );
+    // Nothing the hostile plugin tried took effect: the half gang still waits, the
+    // higher-priority pod still runs; the plain pod landed as the honest plugins
+    // chose. Let the clock run: the gang's own plugin times the half gang out.
+    let g1 = s.outcome("uid-g1").unwrap();
+    assert!(
+        g1.message.starts_with("waiting at Permit on node "),
+        "{g1:?}"
+    );
+    s.run_until_idle();
+    let bindings = cluster.bindings();
+    assert!(!bindings.contains_key("uid-g1"), "{bindings:?}");
+    let g1 = s.outcome("uid-g1").unwrap();
+    assert!(
+        g1.message.contains("rejected at Permit by Gang") && g1.message.contains("timeout"),
+        "{g1:?}"
+    );
+    assert_eq!(bindings["uid-high"].1, "n1");
+    assert!(cluster.evictions().is_empty(), "{:?}", cluster.evictions());
+    assert!(bindings.contains_key("uid-plain"), "{bindings:?}");
 }

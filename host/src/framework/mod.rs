@@ -236,9 +236,9 @@ impl From<CallError> for PluginError {
     fn from(e: CallError) -> Self {
         let message = e.describe();
         match e {
-            CallError::Trap { plugin, .. } | CallError::BadAnswer { plugin, .. } => {
-                PluginError { plugin, message }
-            }
+            CallError::Trap { plugin, .. }
+            | CallError::BadAnswer { plugin, .. }
+            | CallError::Refused { plugin, .. } => PluginError { plugin, message },
         }
     }
 }

@@ -281,25 +281,42 @@ impl Framework {
                 };
                 self.observe_plugin(i, "PostFilter", r.status.code.as_str(), t);
                 let code = r.status.code;
+                let on_node = r
+                    .nominated_node_name
+                    .as_deref()
+                    .and_then(|node| snapshot.node_by_name(node));
                 let victims = r
                     .victims
                     .iter()
-                    .filter_map(|uid| {
-                        let node = r.nominated_node_name.as_deref()?;
-                        snapshot
-                            .node_by_name(node)?
-                            .pods
-                            .iter()
-                            .find(|p| &p.uid == uid)
-                            .cloned()
-                    })
+                    .filter_map(|uid| on_node?.pods.iter().find(|p| &p.uid == uid).cloned())
                     .collect::<Vec<_>>();
-                if code == Code::Success && victims.len() != r.victims.len() {
-                    failure = Some(PluginError {
-                        plugin: self.plugins[i].name.clone(),
-                        message: "named victims that are not on the nominated node".into(),
-                    });
-                    break;
+                if code == Code::Success {
+                    // The host checks the victims before anything is evicted: on the
+                    // nominated node, and of lower priority than the preemptor.
+                    let refusal = if victims.len() != r.victims.len() {
+                        Some("named victims that are not on the nominated node".to_owned())
+                    } else {
+                        victims.iter().find(|v| v.priority >= pod.priority).map(|v| {
+                            format!(
+                                "named victim {} of priority {}, not lower than the preemptor's {}",
+                                v.key(),
+                                v.priority,
+                                pod.priority
+                            )
+                        })
+                    };
+                    if let Some(why) = refusal {
+                        let plugin = &self.plugins[i].name;
+                        tracing::warn!(plugin = %plugin, pod = %pod.key(), "eviction refused: {why}");
+                        if let Some(m) = &self.metrics {
+                            m.count_refused_call(plugin, "evict", "PostFilter");
+                        }
+                        failure = Some(PluginError {
+                            plugin: plugin.clone(),
+                            message: format!("was refused evictions at PostFilter: {why}"),
+                        });
+                        break;
+                    }
                 }
                 verdict = Some(PostFilterVerdict {
                     plugin: self.plugins[i].name.clone(),

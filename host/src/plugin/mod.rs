@@ -70,6 +70,18 @@ pub enum CallError {
         /// What was wrong.
         message: String,
     },
+    /// The guest made a host call its extension point and cycle do not allow
+    /// (`wasm::capability`): the call fails whatever the guest answered. The instance
+    /// is kept (it was told no and went on).
+    #[error("plugin {plugin} was refused{}: {message}", at(context))]
+    Refused {
+        /// The plugin's name.
+        plugin: String,
+        /// Where: the extension point, the pod and the nodes of the call.
+        context: String,
+        /// The host call and why it was refused.
+        message: String,
+    },
 }
 
 fn at(context: &str) -> String {
@@ -84,9 +96,9 @@ impl CallError {
     /// The error with where it happened.
     pub fn with_context(mut self, where_: String) -> Self {
         match &mut self {
-            CallError::Trap { context, .. } | CallError::BadAnswer { context, .. } => {
-                *context = where_
-            }
+            CallError::Trap { context, .. }
+            | CallError::BadAnswer { context, .. }
+            | CallError::Refused { context, .. } => *context = where_,
         }
         self
     }
@@ -101,6 +113,9 @@ impl CallError {
             CallError::BadAnswer {
                 context, message, ..
             } => format!("answered badly{}: {message}", at(context)),
+            CallError::Refused {
+                context, message, ..
+            } => format!("was refused a host call{}: {message}", at(context)),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! node simulations and cycle state the guest calls.
 
 use super::bindings::berth::scheduler::{host, types as w};
+use super::capability::{CallScope, HostCall};
 use super::convert;
 use super::output::{GuestOutput, Level};
 use super::sandbox::SandboxClock;
@@ -31,6 +32,44 @@ pub struct HostCtx {
     /// How long the current call has waited in the host for the cluster
     /// (`wait-storage-change`): not counted against the call deadline.
     pub(super) waited: std::time::Duration,
+    /// The plugin's name (the instance's module's).
+    pub(super) plugin: String,
+    /// Who the call under way is for (see [`super::capability`]).
+    pub(super) scope: CallScope,
+    /// The first host call the call under way was refused: the call fails with it.
+    pub(super) refused: Option<String>,
+}
+
+impl HostCtx {
+    /// Refuses `call` for `why`: logged, counted, and kept so that the call under way
+    /// fails; answers the message the guest gets.
+    fn refuse(&mut self, call: HostCall, why: String) -> String {
+        let message = format!("{} refused at {}: {why}", call.as_str(), self.scope.point);
+        tracing::warn!(plugin = %self.plugin, call = call.as_str(), point = self.scope.point, "host call refused: {why}");
+        if let Some(m) = &self.services.metrics {
+            m.count_refused_call(&self.plugin, call.as_str(), self.scope.point);
+        }
+        self.refused.get_or_insert_with(|| message.clone());
+        message
+    }
+
+    /// `check`'s answer, or the refusal of `call`.
+    fn checked(&mut self, call: HostCall, check: Result<(), String>) -> Result<(), String> {
+        check.map_err(|why| self.refuse(call, why))
+    }
+
+    /// Whether `plugin`, named by the guest, is the calling plugin itself.
+    fn own_wait(&mut self, call: HostCall, plugin: &str) -> bool {
+        if plugin == self.plugin {
+            return true;
+        }
+        let why = format!(
+            "plugin {} may allow or reject only its own waits, not {plugin:?}'s",
+            self.plugin
+        );
+        self.refuse(call, why);
+        false
+    }
 }
 
 /// What the host offers an instance's imports: where bindings go, the namespaces,
@@ -90,11 +129,15 @@ impl host::Host for HostCtx {
     }
 
     fn allow_waiting_pod(&mut self, uid: String, plugin: String) {
-        self.services.waiting.allow(&uid, &plugin);
+        if self.own_wait(HostCall::AllowWaitingPod, &plugin) {
+            self.services.waiting.allow(&uid, &plugin);
+        }
     }
 
     fn reject_waiting_pod(&mut self, uid: String, plugin: String, message: String) {
-        self.services.waiting.reject(&uid, &plugin, &message);
+        if self.own_wait(HostCall::RejectWaitingPod, &plugin) {
+            self.services.waiting.reject(&uid, &plugin, &message);
+        }
     }
 
     fn pod_disruption_budgets(&mut self) -> Vec<w::PodDisruptionBudget> {
@@ -160,6 +203,8 @@ impl host::Host for HostCtx {
     }
 
     fn assume_volume_bound(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
+        let call = HostCall::AssumeVolumeBound;
+        self.checked(call, self.scope.claim(call, &claim.namespace, &claim.name))?;
         self.services
             .storage
             .assume_volume_bound(&volume, &convert::claim_ref_from_wit(claim))
@@ -171,20 +216,45 @@ impl host::Host for HostCtx {
         name: String,
         node: String,
     ) -> Result<(), String> {
+        let call = HostCall::AssumeClaimProvisioned;
+        let check = self.scope.claim_on_node(call, &namespace, &name, &node);
+        self.checked(call, check)?;
         self.services
             .storage
             .assume_claim_provisioned(&namespace, &name, &node)
     }
 
     fn restore_volume(&mut self, name: String) {
-        self.services.storage.restore_volume(&name);
+        let call = HostCall::RestoreVolume;
+        // The volume as assumed: only one assumed for a claim of the cycle's pod may
+        // be restored (one with no claim has nothing of another pod's to undo).
+        let claim = self
+            .services
+            .storage
+            .volume(&name)
+            .and_then(|v| v.claim_ref);
+        let check = match &claim {
+            Some(c) => self.scope.claim(call, &c.namespace, &c.name),
+            None => self.scope.at_point(call),
+        };
+        if self.checked(call, check).is_ok() {
+            self.services.storage.restore_volume(&name);
+        }
     }
 
     fn restore_claim(&mut self, namespace: String, name: String) {
-        self.services.storage.restore_claim(&namespace, &name);
+        let call = HostCall::RestoreClaim;
+        if self
+            .checked(call, self.scope.claim(call, &namespace, &name))
+            .is_ok()
+        {
+            self.services.storage.restore_claim(&namespace, &name);
+        }
     }
 
     fn bind_volume(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
+        let call = HostCall::BindVolume;
+        self.checked(call, self.scope.claim(call, &claim.namespace, &claim.name))?;
         match &self.services.binder {
             Some(b) => b.bind_volume(&volume, &convert::claim_ref_from_wit(claim)),
             None => Err("bind-volume is only available to binding-cycle instances".into()),
@@ -197,6 +267,9 @@ impl host::Host for HostCtx {
         name: String,
         node: String,
     ) -> Result<(), String> {
+        let call = HostCall::SelectNodeForClaim;
+        let check = self.scope.claim_on_node(call, &namespace, &name, &node);
+        self.checked(call, check)?;
         match &self.services.binder {
             Some(b) => b.select_node_for_claim(&namespace, &name, &node),
             None => {
@@ -253,6 +326,19 @@ impl host::Host for HostCtx {
         uid: String,
         node: String,
     ) -> Result<(), String> {
+        let call = HostCall::BindPod;
+        self.checked(call, self.scope.bind(&uid, &node))?;
+        let Some(scoped) = &self.scope.pod else {
+            unreachable!("the check needs the cycle's pod")
+        };
+        if (namespace.as_str(), name.as_str()) != (scoped.namespace.as_str(), scoped.name.as_str())
+        {
+            let why = format!(
+                "uid {uid} is the cycle's pod {}/{}, not {namespace}/{name}",
+                scoped.namespace, scoped.name
+            );
+            return Err(self.refuse(call, why));
+        }
         let pod = berth_sdk::Pod {
             namespace,
             name,

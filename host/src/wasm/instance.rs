@@ -5,6 +5,7 @@
 use super::bindings::SchedulerPlugin;
 use super::bindings::berth::scheduler::types as w;
 use super::bindings::exports::berth::scheduler as ex;
+use super::capability;
 use super::convert;
 use super::host_imports::{HostCtx, HostServices};
 use super::module::{LoadError, Module};
@@ -130,7 +131,10 @@ impl Instance {
     ) -> Result<R, CallError> {
         let limits = self.module.sandbox.limits;
         self.store.set_epoch_deadline(limits.deadline_ticks());
-        self.store.data_mut().waited = std::time::Duration::ZERO;
+        let data = self.store.data_mut();
+        data.waited = std::time::Duration::ZERO;
+        data.scope.point = self.point;
+        data.refused = None;
         self.store.data().output.begin_call();
         let started = self.metrics.is_some().then(std::time::Instant::now);
         let result = f(&self.bindings, &mut self.store);
@@ -147,7 +151,13 @@ impl Instance {
             };
             histogram.observe(t.elapsed().as_secs_f64());
         }
+        let refused = self.store.data_mut().refused.take();
         match result {
+            Ok(_) if refused.is_some() => Err(CallError::Refused {
+                plugin: self.module.name.clone(),
+                context: String::new(),
+                message: refused.expect("checked"),
+            }),
             Ok(r) => Ok(r),
             Err(e) => {
                 self.broken = true;
@@ -310,7 +320,22 @@ impl Instance {
         f: impl CycleCall<R>,
     ) -> Result<R, CallError> {
         self.point = point;
+        // The pod and node that the checked host calls of this point may act on.
+        let scoped = capability::needs_pod(point);
+        if scoped {
+            let scope = &mut self.store.data_mut().scope;
+            scope.pod = Some(capability::ScopedPod::of(pod.pod()));
+            scope.node = match nodes {
+                On::Node(n) => Some(n.to_owned()),
+                _ => None,
+            };
+        }
         let r = self.in_cycle(state, pod, f);
+        if scoped {
+            let scope = &mut self.store.data_mut().scope;
+            scope.pod = None;
+            scope.node = None;
+        }
         self.located(r, nodes)
     }
 

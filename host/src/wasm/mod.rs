@@ -5,6 +5,7 @@
 
 pub mod abi;
 mod cache;
+pub mod capability;
 mod convert;
 mod engine;
 mod host_imports;

@@ -360,6 +360,9 @@ impl Module {
             output,
             dry_run: None,
             waited: std::time::Duration::ZERO,
+            plugin: plugin.to_owned(),
+            scope: super::capability::CallScope::default(),
+            refused: None,
         };
         let mut store = Store::new(&self.runtime.engine, ctx);
         store.limiter(|c| &mut c.limits);

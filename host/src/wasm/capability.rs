@@ -1,0 +1,325 @@
+//! What a plugin may ask of the host, by extension point and by cycle. The host
+//! knows which plugin, which extension point and which pod a call comes from (the
+//! store and the call under way say so; the guest is never asked), and the
+//! `berth:scheduler/host` functions that act on the cluster check it:
+//!
+//! - `bind-pod`: at Bind, the cycle's pod, to the node the cycle reserved;
+//! - `allow-waiting-pod`, `reject-waiting-pod`: the plugin's own waits (the plugin it
+//!   names is itself), from any extension point, as a Permit plugin of a gang lets
+//!   the gang's other pods go;
+//! - the storage writes (`assume-volume-bound`, `assume-claim-provisioned`,
+//!   `restore-volume`, `restore-claim`): at Reserve, Unreserve and PreBind, for the
+//!   claims of the cycle's pod; `bind-volume` and `select-node-for-claim`: at PreBind,
+//!   for those claims, on the reserved node.
+//!
+//! Anything else is refused: the host function answers an error to the guest, the
+//! refusal is logged and counted (`berth_plugin_refused_calls_total`), and the call
+//! under way fails with an Error naming the plugin, the host call and the extension
+//! point, whatever the guest answers. Reading (the listers, the waiting pods, the
+//! simulations of PostFilter) is open to every point. Victims of preemption are
+//! checked where they are evicted, in the framework's PostFilter.
+
+use berth_sdk::{ExtensionPoint, Pod};
+
+/// A host call that acts on the cluster or another plugin's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostCall {
+    /// `bind-pod`.
+    BindPod,
+    /// `allow-waiting-pod`.
+    AllowWaitingPod,
+    /// `reject-waiting-pod`.
+    RejectWaitingPod,
+    /// `assume-volume-bound`.
+    AssumeVolumeBound,
+    /// `assume-claim-provisioned`.
+    AssumeClaimProvisioned,
+    /// `restore-volume`.
+    RestoreVolume,
+    /// `restore-claim`.
+    RestoreClaim,
+    /// `bind-volume`.
+    BindVolume,
+    /// `select-node-for-claim`.
+    SelectNodeForClaim,
+}
+
+/// Every host call that is checked, in the WIT's order.
+pub const CHECKED: [HostCall; 9] = [
+    HostCall::BindPod,
+    HostCall::AllowWaitingPod,
+    HostCall::RejectWaitingPod,
+    HostCall::AssumeVolumeBound,
+    HostCall::AssumeClaimProvisioned,
+    HostCall::RestoreVolume,
+    HostCall::RestoreClaim,
+    HostCall::BindVolume,
+    HostCall::SelectNodeForClaim,
+];
+
+/// The storage writes' extension points.
+const STORAGE_WRITES: &[&str] = &["Reserve", "Unreserve", "PreBind"];
+
+impl HostCall {
+    /// The WIT name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostCall::BindPod => "bind-pod",
+            HostCall::AllowWaitingPod => "allow-waiting-pod",
+            HostCall::RejectWaitingPod => "reject-waiting-pod",
+            HostCall::AssumeVolumeBound => "assume-volume-bound",
+            HostCall::AssumeClaimProvisioned => "assume-claim-provisioned",
+            HostCall::RestoreVolume => "restore-volume",
+            HostCall::RestoreClaim => "restore-claim",
+            HostCall::BindVolume => "bind-volume",
+            HostCall::SelectNodeForClaim => "select-node-for-claim",
+        }
+    }
+
+    /// The extension points it may be called from; `None`: any.
+    pub fn points(self) -> Option<&'static [&'static str]> {
+        match self {
+            HostCall::BindPod => Some(&["Bind"]),
+            HostCall::AllowWaitingPod | HostCall::RejectWaitingPod => None,
+            HostCall::AssumeVolumeBound
+            | HostCall::AssumeClaimProvisioned
+            | HostCall::RestoreVolume
+            | HostCall::RestoreClaim => Some(STORAGE_WRITES),
+            HostCall::BindVolume | HostCall::SelectNodeForClaim => Some(&["PreBind"]),
+        }
+    }
+
+    /// What it may act on, for `config validate` and the README.
+    pub fn scope(self) -> &'static str {
+        match self {
+            HostCall::BindPod => "the cycle's pod, to the reserved node",
+            HostCall::AllowWaitingPod | HostCall::RejectWaitingPod => "the plugin's own waits",
+            HostCall::AssumeVolumeBound
+            | HostCall::AssumeClaimProvisioned
+            | HostCall::RestoreVolume
+            | HostCall::RestoreClaim => "the cycle's pod's claims",
+            HostCall::BindVolume => "the cycle's pod's claims",
+            HostCall::SelectNodeForClaim => "the cycle's pod's claims, on the reserved node",
+        }
+    }
+}
+
+/// The checked calls open to a plugin enabled at `points` beyond the ones open to
+/// every plugin (its own waits), each with the points of those it may make it from:
+/// what `berth config validate` prints.
+pub fn granted(points: &[ExtensionPoint]) -> Vec<(HostCall, Vec<&'static str>)> {
+    CHECKED
+        .iter()
+        .filter_map(|&call| {
+            let allowed = call.points()?;
+            let at: Vec<&'static str> = allowed
+                .iter()
+                .copied()
+                .filter(|label| points.iter().any(|p| covers(*p, label)))
+                .collect();
+            (!at.is_empty()).then_some((call, at))
+        })
+        .collect()
+}
+
+/// Whether enabling a plugin at `point` makes it run at the call `label` (Reserve
+/// brings Unreserve).
+fn covers(point: ExtensionPoint, label: &str) -> bool {
+    point.as_str().eq_ignore_ascii_case(label)
+        || (point == ExtensionPoint::Reserve && label == "Unreserve")
+}
+
+/// Whether any checked call needs the cycle's pod at `point`: the host keeps the pod
+/// and the node for the calls of those points only.
+pub fn needs_pod(point: &str) -> bool {
+    CHECKED
+        .iter()
+        .filter_map(|c| c.points())
+        .any(|points| points.contains(&point))
+}
+
+/// The pod of the call under way, as the checks need it.
+#[derive(Clone, Debug, Default)]
+pub struct ScopedPod {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The claims its volumes use (in its namespace).
+    pub claims: Vec<String>,
+}
+
+impl ScopedPod {
+    /// The parts of `pod` the checks read.
+    pub fn of(pod: &Pod) -> Self {
+        ScopedPod {
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            claims: pod.claim_names().collect(),
+        }
+    }
+}
+
+/// Who is calling: the plugin, the extension point of the call under way, and at the
+/// points that need them ([`needs_pod`]) the cycle's pod and the node of the call.
+#[derive(Clone, Debug, Default)]
+pub struct CallScope {
+    /// The extension point ("Configure" while the instance is configured).
+    pub point: &'static str,
+    /// The cycle's pod.
+    pub pod: Option<ScopedPod>,
+    /// The node the call is about (the reserved node from Reserve on).
+    pub node: Option<String>,
+}
+
+impl CallScope {
+    /// `Ok` when `call` may be made now at all; else why not.
+    pub fn at_point(&self, call: HostCall) -> Result<(), String> {
+        match call.points() {
+            Some(points) if !points.contains(&self.point) => Err(format!(
+                "{} is allowed only at {}",
+                call.as_str(),
+                points.join(", ")
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// `Ok` when `call` may act on the pod `uid` bound to `node`.
+    pub fn bind(&self, uid: &str, node: &str) -> Result<(), String> {
+        self.at_point(HostCall::BindPod)?;
+        let pod = self.pod()?;
+        if pod.uid != uid {
+            return Err(format!(
+                "bind-pod may bind only the cycle's pod {}/{} (uid {}), not uid {uid}",
+                pod.namespace, pod.name, pod.uid
+            ));
+        }
+        self.on_node(HostCall::BindPod, node)
+    }
+
+    /// `Ok` when `call` may act on the claim `namespace/name`.
+    pub fn claim(&self, call: HostCall, namespace: &str, name: &str) -> Result<(), String> {
+        self.at_point(call)?;
+        let pod = self.pod()?;
+        if pod.namespace != namespace || !pod.claims.iter().any(|c| c == name) {
+            return Err(format!(
+                "{} may act only on the claims of the cycle's pod {}/{}, not {namespace}/{name}",
+                call.as_str(),
+                pod.namespace,
+                pod.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Ok` when `call` may act on the claim `namespace/name` for `node`.
+    pub fn claim_on_node(
+        &self,
+        call: HostCall,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), String> {
+        self.claim(call, namespace, name)?;
+        self.on_node(call, node)
+    }
+
+    /// `Ok` when `node` is the node of the call under way.
+    pub fn on_node(&self, call: HostCall, node: &str) -> Result<(), String> {
+        match &self.node {
+            Some(n) if n == node => Ok(()),
+            Some(n) => Err(format!(
+                "{} may name only the reserved node {n}, not {node}",
+                call.as_str()
+            )),
+            None => Err(format!("{} has no node at {}", call.as_str(), self.point)),
+        }
+    }
+
+    fn pod(&self) -> Result<&ScopedPod, String> {
+        self.pod
+            .as_ref()
+            .ok_or_else(|| format!("no pod is being scheduled at {}", self.point))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(point: &'static str) -> CallScope {
+        CallScope {
+            point,
+            pod: Some(ScopedPod {
+                uid: "u1".into(),
+                namespace: "ns".into(),
+                name: "p".into(),
+                claims: vec!["data".into()],
+            }),
+            node: Some("n1".into()),
+        }
+    }
+
+    #[test]
+    fn bind_only_the_cycle_s_pod_to_its_node_at_bind() {
+        assert_eq!(scope("Bind").bind("u1", "n1"), Ok(()));
+        assert_eq!(
+            scope("PreBind").bind("u1", "n1"),
+            Err("bind-pod is allowed only at Bind".into())
+        );
+        assert_eq!(
+            scope("Bind").bind("u2", "n1"),
+            Err("bind-pod may bind only the cycle's pod ns/p (uid u1), not uid u2".into())
+        );
+        assert_eq!(
+            scope("Bind").bind("u1", "n2"),
+            Err("bind-pod may name only the reserved node n1, not n2".into())
+        );
+    }
+
+    #[test]
+    fn storage_writes_only_for_the_pod_s_claims_at_their_points() {
+        for point in ["Reserve", "Unreserve", "PreBind"] {
+            assert_eq!(
+                scope(point).claim(HostCall::AssumeClaimProvisioned, "ns", "data"),
+                Ok(())
+            );
+        }
+        assert_eq!(
+            scope("Filter").claim(HostCall::RestoreClaim, "ns", "data"),
+            Err("restore-claim is allowed only at Reserve, Unreserve, PreBind".into())
+        );
+        assert_eq!(
+            scope("Reserve").claim(HostCall::RestoreClaim, "ns", "other"),
+            Err(
+                "restore-claim may act only on the claims of the cycle's pod ns/p, not ns/other"
+                    .into()
+            )
+        );
+        assert_eq!(
+            scope("Reserve").claim(HostCall::BindVolume, "ns", "data"),
+            Err("bind-volume is allowed only at PreBind".into())
+        );
+        assert!(needs_pod("Reserve") && needs_pod("Bind") && !needs_pod("Filter"));
+    }
+
+    #[test]
+    fn granted_follows_the_points_a_plugin_is_enabled_at() {
+        assert_eq!(
+            granted(&[ExtensionPoint::Bind]),
+            [(HostCall::BindPod, vec!["Bind"])]
+        );
+        let reserve = granted(&[ExtensionPoint::Filter, ExtensionPoint::Reserve]);
+        assert_eq!(reserve.len(), 4, "{reserve:?}");
+        assert!(
+            reserve
+                .iter()
+                .all(|(_, at)| at == &["Reserve", "Unreserve"])
+        );
+        assert!(granted(&[ExtensionPoint::Filter, ExtensionPoint::Permit]).is_empty());
+    }
+}
