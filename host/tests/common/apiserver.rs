@@ -2,7 +2,7 @@
 //! `tests/e2e/apiserver.sh`, and a `berth run` process against it.
 #![allow(dead_code, reason = "each test binary uses a part of the helpers")]
 
-use crate::common::workspace;
+use crate::common::{component_cache, workspace};
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::rbac::v1 as rbac;
 use kube::api::{Api, ListParams, PostParams};
@@ -141,7 +141,7 @@ impl Berth {
         let child = Command::new(env!("CARGO_BIN_EXE_berth"))
             .arg("run")
             .args(args)
-            .env("BERTH_CACHE_DIR", super::component_cache())
+            .env("BERTH_CACHE_DIR", component_cache())
             .env("BERTH_LOG", "info,berth=debug,kube=warn")
             .current_dir(workspace())
             .stdout(Stdio::null())
