@@ -8,6 +8,11 @@
 //! ([`Change::Synced`]): placing a pod against half the nodes would be wrong. With
 //! leader election it keeps its state current as a follower and schedules only after
 //! [`LiveLoop::lead`], so that a follower that takes over starts from a warm cache.
+//!
+//! A loop that stops going round must not look alive: each round beats its
+//! [`Heartbeat`], which `/livez` reads, and a panic in the loop is handed to the
+//! caller's `on_panic` (`berth run` logs it and ends the process with status 1, so
+//! that the Lease is no longer renewed and a follower takes over).
 
 use crate::clock::Clock;
 use crate::cluster::Change;
@@ -15,10 +20,10 @@ use crate::queue::{BACKOFF_FLUSH_INTERVAL, UNSCHEDULABLE_FLUSH_INTERVAL};
 use crate::reload::{Built, ReloadError, ReloadSource};
 use crate::scheduler::Scheduler;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the loop reacts to.
 #[derive(Debug)]
@@ -51,9 +56,57 @@ impl From<Change> for Input {
 /// A running loop: send it changes, stop it.
 pub struct LiveLoop {
     tx: Sender<Input>,
-    thread: Option<JoinHandle<Scheduler>>,
+    thread: Option<JoinHandle<Option<Scheduler>>>,
     synced: Arc<AtomicBool>,
+    heartbeat: Heartbeat,
 }
+
+/// When the loop last went round (it goes round at least once a second while it
+/// runs: the backoff flush's timer wakes it).
+#[derive(Clone, Debug)]
+pub struct Heartbeat {
+    origin: Instant,
+    /// Milliseconds from `origin` to the last beat.
+    last_ms: Arc<AtomicU64>,
+}
+
+impl Default for Heartbeat {
+    fn default() -> Self {
+        Heartbeat {
+            origin: Instant::now(),
+            last_ms: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+impl Heartbeat {
+    fn beat(&self) {
+        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// A heartbeat whose last beat was `age` ago, for tests of what reads it.
+    #[cfg(test)]
+    pub(crate) fn stalled_for(age: Duration) -> Heartbeat {
+        Heartbeat {
+            origin: Instant::now()
+                .checked_sub(age)
+                .expect("the machine has been up longer than that"),
+            last_ms: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// How long ago the loop last went round.
+    pub fn age(&self) -> Duration {
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        self.origin.elapsed().saturating_sub(last)
+    }
+}
+
+/// How many scheduling cycles the loop runs before it panics: a test's way to kill
+/// the loop and only the loop (`berth run --debug-panic-after-cycles`). Zero: never.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PanicAfter(pub u64);
 
 /// How often the queue gauges of the metrics are brought up to date.
 const PUBLISH_INTERVAL: Duration = Duration::from_millis(500);
@@ -66,11 +119,14 @@ impl std::fmt::Debug for LiveLoop {
 
 impl LiveLoop {
     /// Starts the loop on its own thread; `leading` false makes it wait for
-    /// [`LiveLoop::lead`] before it schedules.
+    /// [`LiveLoop::lead`] before it schedules. If the loop panics, `on_panic` gets
+    /// the panic's message on the loop's thread (the scheduler is lost with it).
     pub fn start(
         scheduler: Scheduler,
         clock: Arc<dyn Clock>,
         leading: bool,
+        panic_after: PanicAfter,
+        on_panic: impl FnOnce(String) + Send + 'static,
     ) -> std::io::Result<Self> {
         let (tx, rx) = channel();
         let wake = tx.clone();
@@ -80,14 +136,48 @@ impl LiveLoop {
         let synced = Arc::new(AtomicBool::new(false));
         let flag = synced.clone();
         let own = tx.clone();
+        let heartbeat = Heartbeat::default();
+        heartbeat.beat();
+        let beats = heartbeat.clone();
         let thread = std::thread::Builder::new()
             .name("berth-scheduler".into())
-            .spawn(move || run(scheduler, rx, own, clock, flag, leading))?;
+            .spawn(move || {
+                let looped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run(
+                        scheduler,
+                        rx,
+                        own,
+                        clock,
+                        flag,
+                        leading,
+                        &beats,
+                        panic_after,
+                    )
+                }));
+                match looped {
+                    Ok(scheduler) => Some(scheduler),
+                    Err(panic) => {
+                        let message = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic without a message".to_owned());
+                        on_panic(message);
+                        None
+                    }
+                }
+            })?;
         Ok(LiveLoop {
             tx,
             thread: Some(thread),
             synced,
+            heartbeat,
         })
+    }
+
+    /// The loop's heartbeat, for `/livez`.
+    pub fn heartbeat(&self) -> Heartbeat {
+        self.heartbeat.clone()
     }
 
     /// Where cluster sources send their changes.
@@ -111,10 +201,11 @@ impl LiveLoop {
     }
 
     /// Stops the loop after the pod it is scheduling (if any) and returns the
-    /// scheduler; binding cycles in flight are left to finish on their threads.
+    /// scheduler (none if the loop died); binding cycles in flight are left to finish
+    /// on their threads.
     pub fn stop(mut self) -> Option<Scheduler> {
         let _ = self.tx.send(Input::Stop);
-        self.thread.take().and_then(|t| t.join().ok())
+        self.thread.take().and_then(|t| t.join().ok().flatten())
     }
 }
 
@@ -160,6 +251,7 @@ impl Reloads {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
     mut scheduler: Scheduler,
     rx: Receiver<Input>,
@@ -167,7 +259,10 @@ fn run(
     clock: Arc<dyn Clock>,
     synced_flag: Arc<AtomicBool>,
     leading: bool,
+    heartbeat: &Heartbeat,
+    panic_after: PanicAfter,
 ) -> Scheduler {
+    let mut cycles: u64 = 0;
     // Scheduling waits for both: the state listed once, and the lease.
     let mut ready = Ready {
         synced: false,
@@ -205,6 +300,7 @@ fn run(
         true
     };
     loop {
+        heartbeat.beat();
         let now = clock.now();
         let mut wait = next_backoff_flush.saturating_sub(now);
         if let Some(d) = scheduler.next_permit_deadline() {
@@ -240,9 +336,15 @@ fn run(
                 scheduler.publish_metrics();
                 next_publish = now + PUBLISH_INTERVAL;
             }
+            heartbeat.beat();
             if !ready.schedules() || !scheduler.schedule_one() {
                 break;
             }
+            cycles += 1;
+            assert!(
+                panic_after.0 == 0 || cycles < panic_after.0,
+                "panicking after {cycles} scheduling cycles, as --debug-panic-after-cycles asked"
+            );
         }
     }
 }

@@ -134,6 +134,10 @@ struct RunArgs {
     /// way before it releases the Lease and exits.
     #[arg(long, default_value_t = berth::run::DEFAULT_SHUTDOWN_TIMEOUT.as_secs())]
     shutdown_timeout_seconds: u64,
+    /// Test hook: the scheduling loop panics after this many scheduling cycles (0:
+    /// never), to show that a dead loop ends the process.
+    #[arg(long, hide = true, default_value_t = 0)]
+    debug_panic_after_cycles: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -468,6 +472,7 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
         leader_elect: args.leader_elect,
         identity: None,
         shutdown_timeout: std::time::Duration::from_secs(args.shutdown_timeout_seconds),
+        panic_after: berth::live::PanicAfter(args.debug_panic_after_cycles),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub identity: Option<String>,
     /// How long a graceful shutdown waits for binding cycles under way.
     pub shutdown_timeout: Duration,
+    /// A test's way to kill the scheduling loop alone (`--debug-panic-after-cycles`).
+    pub panic_after: crate::live::PanicAfter,
 }
 
 /// Why `run` could not start, or ended with an error after scheduling started.
@@ -186,7 +188,21 @@ pub async fn run(
     let metrics = scheduler.metrics().clone();
     let plugins = scheduler.plugins_view();
     let shadows = scheduler.shadows_view();
-    let live = LiveLoop::start(scheduler, clock, !election.enabled).map_err(RunError::Loop)?;
+    // A dead loop must not leave a live-looking leader: end the process, so that the
+    // Lease is no longer renewed and a follower takes over.
+    let live = LiveLoop::start(
+        scheduler,
+        clock,
+        !election.enabled,
+        options.panic_after,
+        |why| {
+            tracing::error!(
+                "the scheduling loop panicked: {why}; exiting so that another replica takes over"
+            );
+            std::process::exit(1);
+        },
+    )
+    .map_err(RunError::Loop)?;
     if let Some(path) = &options.config {
         match crate::watch::watch_config(
             path.clone(),
@@ -243,6 +259,7 @@ pub async fn run(
             .map(|e| (e.status(), election.lease_duration)),
         plugins: Some(plugins),
         shadows: Some(shadows),
+        heartbeat: Some(live.heartbeat()),
     });
     let server = match &options.serve {
         Some(serve) => {
@@ -317,22 +334,36 @@ pub async fn run(
         })
     });
     // Keep the Lease while binding cycles finish, so no other replica starts early.
+    let mut lost_while_draining = None;
     let drained = match elector.as_mut() {
         Some(e) => tokio::select! {
             r = &mut drain => r,
             why = e.hold() => {
-                tracing::warn!("the lease was lost while binding cycles finished: {why}");
+                // Another replica may bind now: no bind of ours may start from here.
+                tracing::warn!("the lease was lost while binding cycles finished: {why}; binding no more");
+                fence.fence();
+                lost_while_draining = Some(why);
                 drain.await
             }
         },
         None => drain.await,
     };
+    // Binding cycles that outlived the timeout must not bind once the Lease is
+    // released and another replica may schedule.
+    fence.fence();
     match drained {
         Ok(Some((0, _))) => tracing::info!("every binding cycle under way finished"),
         Ok(Some((left, _))) => tracing::warn!(
             "{left} binding cycle(s) did not finish within {timeout:?}; their pods stay pending for the next leader"
         ),
         _ => tracing::warn!("the scheduling loop had already stopped"),
+    }
+    if let Some(why) = lost_while_draining {
+        // Not ours to release.
+        if let Some(s) = server {
+            s.abort();
+        }
+        return Err(RunError::LeadershipLost(why));
     }
     if let Some(e) = elector.as_mut()
         && let Err(err) = e.release().await

@@ -40,20 +40,25 @@ fn config(dir: &Path) -> PathBuf {
 /// Starts `berth run` with the short lease, serving plain HTTP on `port`, with its
 /// log in DIR/NAME.log.
 fn start(dir: &Path, name: &str, kubeconfig: &Path, port: u16) -> Berth {
+    start_with(dir, name, kubeconfig, port, &[])
+}
+
+/// [`start`] with `extra` arguments.
+fn start_with(dir: &Path, name: &str, kubeconfig: &Path, port: u16, extra: &[&str]) -> Berth {
     let config = config(dir);
-    Berth::start(
-        &[
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--config",
-            config.to_str().unwrap(),
-            &format!("--secure-port={port}"),
-            "--bind-address=127.0.0.1",
-            "--serve-http",
-            "--shutdown-timeout-seconds=30",
-        ],
-        dir.join(format!("{name}.log")),
-    )
+    let port = format!("--secure-port={port}");
+    let mut args = vec![
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        &port,
+        "--bind-address=127.0.0.1",
+        "--serve-http",
+        "--shutdown-timeout-seconds=30",
+    ];
+    args.extend_from_slice(extra);
+    Berth::start(&args, dir.join(format!("{name}.log")))
 }
 
 async fn scrape(port: u16) -> prometheus_parse::Scrape {
@@ -270,7 +275,15 @@ async fn two_replicas_one_schedules_and_the_other_takes_over() {
     create_ten_pod_nodes(&client, 20).await;
     let dir = server.dir.path();
     let (port_a, port_b) = (free_port(), free_port());
-    let mut a = start(dir, "a", &server.kubeconfig(), port_a);
+    // The leader's scheduling loop dies (a panic, injected by a test hook) in the
+    // middle of the second burst.
+    let mut a = start_with(
+        dir,
+        "a",
+        &server.kubeconfig(),
+        port_a,
+        &["--debug-panic-after-cycles=150"],
+    );
     a.wait_running();
     let mut b = start(dir, "b", &server.kubeconfig(), port_b);
     b.wait_log("waiting for the lease", Duration::from_secs(120));
@@ -292,7 +305,7 @@ async fn two_replicas_one_schedules_and_the_other_takes_over() {
     assert_eq!(http_get(port_b, "/readyz").await.unwrap().0, 200);
     assert!(!b.log_text().contains("scheduling starts"));
 
-    // The leader dies while the next burst is being bound.
+    // The next burst: the leader's loop dies while it is being bound.
     create_pods(&client, NS, &pods(100, 200)).await;
     eventually(60, "some of the burst bound", || async {
         let pods = list_pods(&client, NS).await?;
@@ -304,8 +317,17 @@ async fn two_replicas_one_schedules_and_the_other_takes_over() {
         }
     })
     .await;
-    a.kill();
+    // A dead loop ends the process, with an error, without releasing the Lease.
+    let status = a.wait_exit(Duration::from_secs(60));
     let killed = Instant::now();
+    assert_eq!(status.code(), Some(1), "{}", a.log_text());
+    assert!(
+        a.log_text().contains(
+            "the scheduling loop panicked: panicking after 150 scheduling cycles, as --debug-panic-after-cycles asked; exiting so that another replica takes over"
+        ),
+        "{}",
+        a.log_text()
+    );
     b.wait_log("scheduling starts", Duration::from_secs(60));
     // The follower sees the leader's last renewal at most one poll (1 to 2.2 retry
     // periods) after the leader died, takes the lease LEASE after seeing it, at its

@@ -50,6 +50,11 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// `/healthz` fails (upstream's leader-election health check allows 20 s).
 pub const LEADER_HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
 
+/// How long the scheduling loop may go without a round before `/livez` fails: it goes
+/// round at least once a second, and one scheduling cycle (a preemption's dry run on
+/// thousands of nodes included) takes far less.
+pub const LOOP_STALL: Duration = Duration::from_secs(60);
+
 /// Why the endpoints could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -135,6 +140,8 @@ pub struct Health {
     pub plugins: Option<crate::reload::PluginsView>,
     /// The shadow runs of the current version, for `/shadows` (none: not served).
     pub shadows: Option<crate::reload::ShadowsView>,
+    /// The scheduling loop's heartbeat (none: no loop to watch).
+    pub heartbeat: Option<crate::live::Heartbeat>,
 }
 
 /// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`).
@@ -159,6 +166,14 @@ impl Health {
             checks.push(Check {
                 name: "leaderElection",
                 failure,
+            });
+        }
+        if let Some(beat) = &self.heartbeat {
+            let age = beat.age();
+            checks.push(Check {
+                name: "scheduler-loop",
+                failure: (age > LOOP_STALL)
+                    .then(|| format!("the scheduling loop last went round {}s ago", age.as_secs())),
             });
         }
         checks
@@ -506,6 +521,7 @@ mod tests {
             leader: None,
             plugins: None,
             shadows: None,
+            heartbeat: None,
         })
     }
 
@@ -582,6 +598,38 @@ mod tests {
         (status, body)
     }
 
+    /// A loop that stopped going round fails `/livez` (and so `/readyz`), naming how
+    /// long ago it last went round; a beating one passes.
+    #[tokio::test]
+    async fn livez_fails_when_the_scheduling_loop_stalls() {
+        let check = |heartbeat| Health {
+            heartbeat: Some(heartbeat),
+            ..Arc::into_inner(health()).unwrap()
+        };
+        let fresh = check(crate::live::Heartbeat::default());
+        let names: Vec<_> = fresh.live_checks().iter().map(|c| c.name).collect();
+        assert_eq!(names, ["ping", "scheduler-loop"]);
+        assert!(fresh.live_checks().iter().all(|c| c.failure.is_none()));
+        let stalled = Arc::new(check(crate::live::Heartbeat::stalled_for(
+            LOOP_STALL + Duration::from_secs(1),
+        )));
+        let server = Server::bind(&open("127.0.0.1:0", Tls::None), stalled)
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+        let (status, body) = get(addr, "/livez?verbose").await;
+        assert_eq!(status, 500, "{body}");
+        assert!(
+            body.contains(
+                "[-]scheduler-loop failed: the scheduling loop last went round 61s ago\n"
+            ),
+            "{body}"
+        );
+        assert_eq!(get(addr, "/readyz").await.0, 500);
+        task.abort();
+    }
+
     #[tokio::test]
     async fn readyz_waits_for_sync_and_shutdown_fails_it() {
         let health = Arc::new(Health {
@@ -599,6 +647,7 @@ mod tests {
                     ..Default::default()
                 }),
             )]))),
+            heartbeat: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::None), health.clone())
             .await
@@ -662,6 +711,7 @@ mod tests {
             leader: None,
             plugins: None,
             shadows: None,
+            heartbeat: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::Files { cert, key }), health)
             .await
@@ -702,6 +752,7 @@ mod tests {
             leader: None,
             plugins: None,
             shadows: None,
+            heartbeat: None,
         });
         let first = Server::bind(&open("127.0.0.1:0", Tls::SelfSigned), health.clone())
             .await
