@@ -734,3 +734,190 @@ fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
     assert!(cluster.evictions().is_empty(), "{:?}", cluster.evictions());
     assert!(bindings.contains_key("uid-plain"), "{bindings:?}");
 }
+
+/// Every FailedScheduling event, as `namespace/name: reason: message`.
+#[derive(Default)]
+struct Events(std::sync::Mutex<Vec<String>>);
+
+impl berth::cluster::Recorder for Events {
+    fn scheduled(&self, _: &str, _: &Pod, _: &str) {}
+    fn failed(&self, _: &str, pod: &Pod, reason: berth::cluster::FailureReason, message: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{}: {}: {message}", pod.key(), reason.as_str()));
+    }
+}
+
+/// A pod whose QueueSort key or PreEnqueue gate fails (the plugin traps) is not
+/// dropped: it backs off as after an error, with a FailedScheduling event naming the
+/// plugin each time, is asked again when its backoff ends, and once the cause is gone
+/// (here an update of the pod) it is scheduled.
+#[test]
+fn a_pod_whose_queue_sort_or_pre_enqueue_fails_backs_off_and_is_asked_again() {
+    let text = format!(
+        "modules:\n- name: Flaky\n  path: {}\nprofiles:\n- plugins:\n    queueSort:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Flaky}}]\n    preEnqueue:\n      enabled: [{{name: Flaky}}]\n",
+        berth_artifacts::fixtures::FIXTURE_FLAKY
+    );
+    let config = Configuration::parse("test.yaml", &text).unwrap();
+    let cluster = Arc::new(MemoryCluster::new());
+    let clock = Arc::new(VirtualClock::default());
+    let options = SchedulerOptions {
+        max_attempts: 4,
+        ..SchedulerOptions::default()
+    };
+    let mut s = Scheduler::new(
+        &runtime(),
+        &config,
+        "test.yaml",
+        &options,
+        cluster.clone(),
+        clock.clone(),
+    )
+    .unwrap();
+    let events = Arc::new(Events::default());
+    s.set_recorder(events.clone());
+    s.add_or_update_node(node("n1", 4000));
+    for (name, at) in [("sort", "queuesort"), ("gate", "preenqueue"), ("ok", "")] {
+        s.add_pod(pod(name, 100, &[("berth.test/fail-at", at)]))
+            .unwrap();
+    }
+    s.run_until_idle();
+    assert_eq!(cluster.bindings()["uid-ok"].1, "n1");
+    for (name, point) in [("sort", "QueueSort"), ("gate", "PreEnqueue")] {
+        let uid = format!("uid-{name}");
+        let o = s.outcome(&uid).unwrap();
+        assert_eq!(o.node, None, "{o:?}");
+        assert!(
+            o.message.starts_with(&format!(
+                "cannot enqueue the pod: plugin Flaky: trapped at {point} for pod default/{name}: "
+            )) && o
+                .message
+                .contains(&format!("flaky: panicked at {}", point.to_lowercase())),
+            "{o:?}"
+        );
+        // Asked again after each backoff, until the virtual clock's attempt limit.
+        assert_eq!(o.attempts, 4, "{o:?}");
+        assert_eq!(s.queue_of(&uid), Some(QueueName::Backoff), "{o:?}");
+        let said: Vec<String> = events
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.starts_with(&format!("default/{name}: ")))
+            .cloned()
+            .collect();
+        assert_eq!(said.len(), 4, "{said:?}");
+        assert!(
+            said.iter().all(|e| e.starts_with(&format!(
+                "default/{name}: SchedulerError: cannot enqueue the pod: plugin Flaky: trapped at {point}"
+            ))),
+            "{said:?}"
+        );
+    }
+    // The cause goes away: each pod comes in at its next retry and is scheduled.
+    for name in ["sort", "gate"] {
+        s.update_pod(pod(name, 100, &[])).unwrap();
+    }
+    clock.advance_to(clock.now() + Duration::from_secs(30));
+    s.run_until_idle();
+    let bindings = cluster.bindings();
+    for name in ["sort", "gate"] {
+        assert_eq!(bindings[&format!("uid-{name}")].1, "n1", "{name}");
+    }
+    assert!(s.is_quiet());
+}
+
+/// A cluster that does not answer the bind of `uid-slow` (it did not happen) and
+/// whose answer about where that pod is hangs until the test lets it go.
+#[derive(Default)]
+struct HangingLookup {
+    cluster: Arc<MemoryCluster>,
+    failed_once: std::sync::atomic::AtomicBool,
+    released: std::sync::atomic::AtomicBool,
+    answered: std::sync::atomic::AtomicBool,
+}
+
+impl Binder for HangingLookup {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), berth::cluster::BindError> {
+        use std::sync::atomic::Ordering;
+        if pod.uid == "uid-slow" && !self.failed_once.swap(true, Ordering::SeqCst) {
+            return Err(berth::cluster::BindError::Unanswered(
+                "the API server did not answer".into(),
+            ));
+        }
+        self.cluster.bind(pod, node)
+    }
+
+    fn lookup(&self, pod: &Pod) -> berth::cluster::PodState {
+        use std::sync::atomic::Ordering;
+        if pod.uid == "uid-slow" {
+            // At most 30 s, so that a loop that does wait is seen waiting, not hung.
+            let until = std::time::Instant::now() + Duration::from_secs(30);
+            while !self.released.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            self.answered.store(true, Ordering::SeqCst);
+        }
+        self.cluster.lookup(pod)
+    }
+}
+
+/// After a failed bind the cluster is asked where the pod is on the binding thread,
+/// not on the scheduling loop: while that question hangs, other pods are scheduled and
+/// bound; once it is answered (not bound), the pod is retried and bound once.
+#[test]
+fn the_loop_goes_on_while_the_cluster_is_asked_about_a_failed_bind() {
+    use std::sync::atomic::Ordering;
+    let binder = Arc::new(HangingLookup::default());
+    let cluster = binder.cluster.clone();
+    let clock = Arc::new(VirtualClock::default());
+    let options = SchedulerOptions {
+        max_attempts: 20,
+        ..SchedulerOptions::default()
+    };
+    let mut s = Scheduler::new(
+        &runtime(),
+        &config(""),
+        "test.yaml",
+        &options,
+        binder.clone(),
+        clock.clone(),
+    )
+    .unwrap();
+    s.add_or_update_node(node("n1", 4000));
+    s.add_pod(pod("slow", 100, &[])).unwrap();
+    while s.schedule_one() {}
+    for name in ["a", "b"] {
+        s.add_pod(pod(name, 100, &[])).unwrap();
+    }
+    while s.schedule_one() {}
+    let bound = |s: &Scheduler, name: &str| {
+        s.outcome(&format!("uid-{name}"))
+            .is_some_and(|o| o.node.is_some())
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !(bound(&s, "a") && bound(&s, "b")) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        s.poll(clock.now());
+    }
+    assert!(
+        bound(&s, "a") && bound(&s, "b"),
+        "{:?} {:?}",
+        s.outcome("uid-a"),
+        s.outcome("uid-b")
+    );
+    assert!(
+        !binder.answered.load(Ordering::SeqCst),
+        "the loop waited for the cluster's answer about the failed bind"
+    );
+    assert!(!cluster.bindings().contains_key("uid-slow"));
+    assert_eq!(s.bindings_in_flight(), 1, "the lookup is still under way");
+    binder.released.store(true, Ordering::SeqCst);
+    s.run_until_idle();
+    let bindings = cluster.bindings();
+    assert_eq!(bindings.len(), 3, "{bindings:?}");
+    let slow = s.outcome("uid-slow").unwrap();
+    assert_eq!(slow.node.as_deref(), Some("n1"), "{slow:?}");
+    assert_eq!(slow.attempts, 2, "{slow:?}");
+}

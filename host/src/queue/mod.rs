@@ -87,6 +87,9 @@ pub struct QueuedPod {
     pub last_failure: Option<String>,
     /// When its first scheduling attempt began (the start of the scheduling SLI).
     pub initial_attempt: Option<std::time::Instant>,
+    /// Its QueueSort key or PreEnqueue gate could not be had (the plugin failed):
+    /// both are asked again before it may enter activeQ ([`SchedulingQueue::take_regating`]).
+    pub regate: bool,
 }
 
 /// Which plugins care about an event, and what they say of a pod.
@@ -147,6 +150,9 @@ pub struct SchedulingQueue {
     next_event_id: u64,
     incoming: IncomingCounts,
     metrics: Option<crate::metrics::Metrics>,
+    /// Pods on their way to activeQ whose key and gate must be asked first (see
+    /// [`QueuedPod::regate`]); the scheduler takes them before it pops.
+    regating: Vec<QueuedPod>,
 }
 
 fn backoff_duration(config: &QueueConfig, attempts: u32) -> Duration {
@@ -202,6 +208,11 @@ impl SchedulingQueue {
     }
 
     fn push_active(&mut self, mut qp: QueuedPod, event: &str) {
+        if qp.regate {
+            // Not before its key and gate are asked again.
+            self.regating.push(qp);
+            return;
+        }
         self.next_seq += 1;
         qp.seq = self.next_seq;
         let uid = qp.pod.uid.clone();
@@ -234,6 +245,78 @@ impl SchedulingQueue {
         }
     }
 
+    /// A pending pod whose QueueSort key or PreEnqueue gate failed (a plugin trapped or
+    /// missed its deadline): it backs off as after an error, one attempt counted, and
+    /// its key and gate are asked again when it would enter activeQ.
+    pub fn add_failed(&mut self, pod: Pod, message: String, now: Duration) {
+        let uid = pod.uid.clone();
+        let qp = match self.unschedulable.remove(&uid) {
+            Some(mut qp) => {
+                qp.pod = pod;
+                qp
+            }
+            None => QueuedPod {
+                pod,
+                key: Vec::new(),
+                attempts: 0,
+                timestamp: now,
+                seq: 0,
+                unschedulable_plugins: BTreeSet::new(),
+                gated_by: None,
+                last_failure: None,
+                initial_attempt: None,
+                regate: false,
+            },
+        };
+        self.active.remove(&uid);
+        self.backoff.remove(&uid);
+        self.regate_failed(qp, message, now);
+    }
+
+    /// Backs a pod taken by [`SchedulingQueue::take_regating`] off again: its key or
+    /// gate failed once more.
+    pub fn regate_failed(&mut self, mut qp: QueuedPod, message: String, now: Duration) {
+        qp.regate = true;
+        qp.attempts += 1;
+        qp.timestamp = now;
+        qp.gated_by = None;
+        qp.unschedulable_plugins.clear();
+        qp.last_failure = Some(message);
+        self.push_backoff(qp, "PreEnqueueFailure");
+    }
+
+    /// The pods that would enter activeQ but whose key and gate must be asked first;
+    /// give each back through [`SchedulingQueue::regated`] or
+    /// [`SchedulingQueue::regate_failed`].
+    pub fn take_regating(&mut self) -> Vec<QueuedPod> {
+        std::mem::take(&mut self.regating)
+    }
+
+    /// A pod taken by [`SchedulingQueue::take_regating`] with its key and gate: to
+    /// activeQ, or gated.
+    pub fn regated(
+        &mut self,
+        mut qp: QueuedPod,
+        key: Vec<i64>,
+        gate: Option<(String, String)>,
+        event: &str,
+    ) {
+        qp.regate = false;
+        qp.key = key;
+        match gate {
+            Some((plugin, message)) => {
+                qp.gated_by = Some(plugin);
+                qp.last_failure = Some(message);
+                self.count_incoming(event, QueueName::Gated);
+                self.unschedulable.insert(qp.pod.uid.clone(), qp);
+            }
+            None => {
+                qp.gated_by = None;
+                self.push_active(qp, event);
+            }
+        }
+    }
+
     /// A new pending pod. `gate` names the PreEnqueue plugin that keeps it out, with
     /// its message.
     pub fn add(&mut self, pod: Pod, key: Vec<i64>, gate: Option<(String, String)>, now: Duration) {
@@ -252,6 +335,7 @@ impl SchedulingQueue {
             gated_by,
             last_failure,
             initial_attempt: None,
+            regate: false,
         };
         if gated {
             self.count_incoming("PodAdd", QueueName::Gated);
@@ -504,9 +588,12 @@ impl SchedulingQueue {
             f.deleted = true;
             return true;
         }
+        let regating = self.regating.len();
+        self.regating.retain(|q| q.pod.uid != uid);
         self.active.remove(uid).is_some()
             || self.backoff.remove(uid).is_some()
             || self.unschedulable.remove(uid).is_some()
+            || self.regating.len() != regating
     }
 
     /// Whether a pod in flight was deleted during its cycle.
@@ -609,7 +696,7 @@ impl SchedulingQueue {
     pub fn queue_of(&self, uid: &str) -> Option<QueueName> {
         if self.active.contains_key(uid) {
             Some(QueueName::Active)
-        } else if self.backoff.contains_key(uid) {
+        } else if self.backoff.contains_key(uid) || self.regating.iter().any(|q| q.pod.uid == uid) {
             Some(QueueName::Backoff)
         } else {
             self.unschedulable.get(uid).map(|q| {

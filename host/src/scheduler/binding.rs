@@ -1,9 +1,14 @@
 //! The binding cycle's side of the scheduler: binding jobs handed to a pool of
 //! binding threads, and what the end of a binding cycle decides (bound; bound by
 //! someone else; deleted meanwhile; retried; or in doubt until the cluster can say).
+//!
+//! The scheduling loop never asks the cluster itself: after a failed bind the binding
+//! thread asks where the pod is before it reports, and a pod in doubt is asked about
+//! again by a lookup job on the same threads. A slow or silent API server holds up
+//! binding threads, never the loop.
 
 use super::{Scheduler, SchedulerError, Waker};
-use crate::cluster::{FailureReason, PodState};
+use crate::cluster::{Binder, FailureReason, PodState};
 use crate::framework::{CyclePod, CycleState, Framework, PluginError};
 use crate::queue::QueuedPod;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Object, Pod};
@@ -29,7 +34,30 @@ pub(super) struct BindJob {
     node: String,
 }
 
-pub(super) type BindResult = (String, Result<(), PluginError>);
+/// What the binding threads do.
+pub(super) enum Job {
+    /// A binding cycle (PreBind, Bind, PostBind).
+    Bind(BindJob),
+    /// Where the cluster has a pod whose bind may have happened.
+    Lookup {
+        /// The pod's UID.
+        uid: String,
+        /// The pod as assumed.
+        pod: Pod,
+    },
+}
+
+/// What the binding threads report.
+pub(super) enum BindResult {
+    /// A binding cycle ended; when it failed, where the cluster has the pod.
+    Bound {
+        uid: String,
+        result: Result<(), PluginError>,
+        state: Option<PodState>,
+    },
+    /// A lookup ended.
+    Looked { uid: String, state: PodState },
+}
 
 /// Binding jobs on their way from the scheduling loop to the binding threads.
 ///
@@ -37,7 +65,7 @@ pub(super) type BindResult = (String, Result<(), PluginError>);
 /// the scheduling thread one wake-up of an idle binder, and none when every binder
 /// is busy. A std channel did the same hand-off with two: the binder, woken, took
 /// the channel's inner lock while the sender still held it and had to be woken again.
-struct BindQueue<J = BindJob> {
+struct BindQueue<J = Job> {
     inner: Mutex<BindQueueInner<J>>,
     ready: std::sync::Condvar,
 }
@@ -89,7 +117,7 @@ impl<J> BindQueue<J> {
 }
 
 /// The scheduling loop's end of the [`BindQueue`]; dropping it lets the binders stop.
-pub(super) struct BindSender<J = BindJob>(Arc<BindQueue<J>>);
+pub(super) struct BindSender<J = Job>(Arc<BindQueue<J>>);
 
 impl<J> BindSender<J> {
     /// Queues a job; gives it back when no binder is left to run it.
@@ -111,7 +139,7 @@ impl<J> BindSender<J> {
 }
 
 /// Counts a binder thread out of [`BindQueueInner::alive`] however it ends.
-struct BinderAlive<J = BindJob>(Arc<BindQueue<J>>);
+struct BinderAlive<J = Job>(Arc<BindQueue<J>>);
 
 impl<J> BinderAlive<J> {
     /// Counts a binder in, until the guard drops.
@@ -134,10 +162,12 @@ impl<J> Drop for BindSender<J> {
     }
 }
 
-/// Runs binding cycles on `n` threads of their own, so a slow PreBind or Bind never
-/// holds up the scheduling loop, and `n` binds wait for the API server at once.
+/// Runs binding cycles and lookups on `n` threads of their own, so a slow PreBind,
+/// Bind or API server never holds up the scheduling loop, and `n` of them wait for
+/// the API server at once.
 pub(super) fn spawn_binders(
     n: usize,
+    binder: Arc<dyn Binder>,
     waker: Arc<RwLock<Option<Waker>>>,
 ) -> Result<(BindSender, Receiver<BindResult>), SchedulerError> {
     let jobs: Arc<BindQueue> = Arc::new(BindQueue::default());
@@ -146,14 +176,30 @@ pub(super) fn spawn_binders(
         let jobs = jobs.clone();
         let res_tx = res_tx.clone();
         let waker = waker.clone();
+        let binder = binder.clone();
         let alive = BinderAlive::new(&jobs);
         std::thread::Builder::new()
             .name(format!("berth-binding-{i}"))
             .spawn(move || {
                 let _alive = alive;
                 while let Some(job) = jobs.take() {
-                    let r = job.framework.bind(&job.state, &job.pod, &job.node);
-                    if res_tx.send((job.uid, r)).is_err() {
+                    let done = match job {
+                        Job::Bind(job) => {
+                            let result = job.framework.bind(&job.state, &job.pod, &job.node);
+                            // Was it bound all the same, by someone else, or deleted?
+                            let state = result.is_err().then(|| binder.lookup(job.pod.pod()));
+                            BindResult::Bound {
+                                uid: job.uid,
+                                result,
+                                state,
+                            }
+                        }
+                        Job::Lookup { uid, pod } => BindResult::Looked {
+                            uid,
+                            state: binder.lookup(&pod),
+                        },
+                    };
+                    if res_tx.send(done).is_err() {
                         break;
                     }
                     if let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner()) {
@@ -170,24 +216,45 @@ pub(super) fn spawn_binders(
 const DOUBT_RECHECK: Duration = Duration::from_secs(1);
 
 impl Scheduler {
-    /// Asks the cluster again about the pods whose bind may have happened.
+    /// Asks the cluster again, on a binding thread, about the pods whose bind may
+    /// have happened and whose time has come.
     pub(super) fn recheck_doubtful(&mut self, now: Duration) {
-        let due: Vec<String> = self
+        let due: Vec<(String, Pod)> = self
             .doubtful
             .iter()
-            .filter(|(_, (_, _, at))| *at <= now)
-            .map(|(uid, _)| uid.clone())
+            .filter(|(_, (_, _, at))| at.is_some_and(|at| at <= now))
+            .map(|(uid, (b, _, _))| (uid.clone(), b.assumed.clone()))
             .collect();
-        for uid in due {
-            let Some((b, error, _)) = self.doubtful.remove(&uid) else {
+        for (uid, pod) in due {
+            if self
+                .bind_tx
+                .send(Job::Lookup {
+                    uid: uid.clone(),
+                    pod,
+                })
+                .is_err()
+            {
+                // No binding thread is left to ask: the pod stays in doubt.
                 continue;
-            };
-            match self.binder.lookup(&b.assumed) {
-                PodState::Unknown => {
-                    self.doubtful.insert(uid, (b, error, now + DOUBT_RECHECK));
-                }
-                state => self.settle_failed_binding(uid, b, state, error),
             }
+            self.bindings_in_flight += 1;
+            if let Some(d) = self.doubtful.get_mut(&uid) {
+                d.2 = None;
+            }
+        }
+    }
+
+    /// A lookup of a pod in doubt ended.
+    fn looked(&mut self, uid: String, state: PodState) {
+        let Some((b, error, _)) = self.doubtful.remove(&uid) else {
+            return;
+        };
+        match state {
+            PodState::Unknown => {
+                let at = self.clock.now() + DOUBT_RECHECK;
+                self.doubtful.insert(uid, (b, error, Some(at)));
+            }
+            state => self.settle_failed_binding(uid, b, state, error),
         }
     }
 
@@ -202,14 +269,16 @@ impl Scheduler {
             pod: CyclePod::new(b.assumed.clone()),
             node: b.node.clone(),
         };
-        match self.bind_tx.send(job) {
+        match self.bind_tx.send(Job::Bind(job)) {
             Ok(()) => self.bindings_in_flight += 1,
-            Err(job) => self.finish_binding(
-                job.uid,
+            // It never ran: the pod is not bound.
+            Err(_) => self.finish_binding(
+                uid.to_owned(),
                 Err(PluginError {
                     plugin: "Bind".into(),
                     message: "the binding threads are gone".into(),
                 }),
+                Some(PodState::Pending),
             ),
         }
     }
@@ -220,14 +289,12 @@ impl Scheduler {
         }
         if block
             && self.bindings_in_flight > 0
-            && let Ok((uid, r)) = self.bind_rx.recv()
+            && let Ok(done) = self.bind_rx.recv()
         {
-            self.bindings_in_flight -= 1;
-            self.finish_binding(uid, r);
+            self.bind_done(done);
         }
-        while let Ok((uid, r)) = self.bind_rx.try_recv() {
-            self.bindings_in_flight -= 1;
-            self.finish_binding(uid, r);
+        while let Ok(done) = self.bind_rx.try_recv() {
+            self.bind_done(done);
         }
         // What the embedded cluster's volume controller wrote while binding: already
         // in the storage view; the queue hears of it here.
@@ -241,7 +308,22 @@ impl Scheduler {
         }
     }
 
-    fn finish_binding(&mut self, uid: String, result: Result<(), PluginError>) {
+    fn bind_done(&mut self, done: BindResult) {
+        self.bindings_in_flight -= 1;
+        match done {
+            BindResult::Bound { uid, result, state } => self.finish_binding(uid, result, state),
+            BindResult::Looked { uid, state } => self.looked(uid, state),
+        }
+    }
+
+    /// A binding cycle ended; `state`, after a failure, is where the binding thread
+    /// found the pod in the cluster.
+    fn finish_binding(
+        &mut self,
+        uid: String,
+        result: Result<(), PluginError>,
+        state: Option<PodState>,
+    ) {
         let Some(b) = self.binding.remove(&uid) else {
             return;
         };
@@ -283,7 +365,7 @@ impl Scheduler {
                 );
             }
             Err(e) => {
-                let state = self.binder.lookup(&b.assumed);
+                let state = state.unwrap_or(PodState::Unknown);
                 self.settle_failed_binding(uid, b, state, e.to_string());
             }
         }
@@ -296,7 +378,7 @@ impl Scheduler {
                 // The bind happened; only its answer was lost.
                 tracing::info!(pod = %b.assumed.key(), %node, "the bind happened though its answer was lost: {error}");
                 self.binding.insert(uid.clone(), b);
-                self.finish_binding(uid, Ok(()));
+                self.finish_binding(uid, Ok(()), None);
             }
             PodState::Unknown => {
                 // It may be bound: it stays counted on its node until the cluster
@@ -304,7 +386,7 @@ impl Scheduler {
                 tracing::info!(pod = %b.assumed.key(), node = %b.node, "the bind failed and the cluster cannot be asked whether it happened; the pod keeps its room on the node until it can: {error}");
                 let _ = self.cache.finish_binding(&uid);
                 let at = self.clock.now() + DOUBT_RECHECK;
-                self.doubtful.insert(uid, (b, error, at));
+                self.doubtful.insert(uid, (b, error, Some(at)));
             }
             state => {
                 b.framework
@@ -365,17 +447,14 @@ impl Scheduler {
         while self.bindings_in_flight > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.bind_rx.recv_timeout(left) {
-                Ok((uid, r)) => {
-                    self.bindings_in_flight -= 1;
-                    self.finish_binding(uid, r);
-                }
+                Ok(done) => self.bind_done(done),
                 Err(_) => break,
             }
         }
         self.bindings_in_flight
     }
 
-    /// Binding cycles under way.
+    /// Binding cycles (and lookups of pods in doubt) under way.
     pub fn bindings_in_flight(&self) -> usize {
         self.bindings_in_flight
     }

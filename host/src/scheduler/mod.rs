@@ -180,6 +180,7 @@ pub struct Scheduler {
     activate_tx: Sender<String>,
     activate_rx: Receiver<String>,
     binding: HashMap<String, Binding>,
+    /// Jobs on the binding threads: binding cycles and lookups.
     bindings_in_flight: usize,
     metrics: Metrics,
     max_attempts: u32,
@@ -192,9 +193,10 @@ pub struct Scheduler {
     unconfirmed: HashMap<String, Duration>,
     /// Pods whose bind failed in a way that may have bound them (an answer lost), and
     /// the cluster could not be asked: they stay counted where they were assumed until
-    /// it answers (asked again at most every [`binding::DOUBT_RECHECK`]), so that no other pod
-    /// takes their room meanwhile.
-    doubtful: HashMap<String, (Binding, String, Duration)>,
+    /// it answers (asked again at most every [`binding::DOUBT_RECHECK`], by a lookup on
+    /// a binding thread), so that no other pod takes their room meanwhile. The time
+    /// is when to ask next; none while a lookup is under way.
+    doubtful: HashMap<String, (Binding, String, Option<Duration>)>,
 }
 
 /// Asks the frameworks' plugins for queueing hints.
@@ -261,7 +263,8 @@ impl Scheduler {
         }
         binder.attach_storage(&services.storage);
         let waker = Arc::new(RwLock::new(None));
-        let (bind_tx, bind_rx) = spawn_binders(options.parallel_bindings, waker.clone())?;
+        let (bind_tx, bind_rx) =
+            spawn_binders(options.parallel_bindings, binder.clone(), waker.clone())?;
         let mut queue = SchedulingQueue::new(config.queue_config(options.queue));
         queue.set_metrics(metrics.clone());
         let (activate_tx, activate_rx) = channel();
@@ -550,6 +553,58 @@ impl Scheduler {
         Ok((key, gate))
     }
 
+    /// A pod whose QueueSort key or PreEnqueue gate failed (a plugin trapped or
+    /// missed its deadline) is not dropped: it backs off as after an error, with a
+    /// FailedScheduling event naming the plugin, and both are asked again when its
+    /// backoff ends (see [`Scheduler::regate`]).
+    fn enqueue_failed(&mut self, pod: Pod, e: &PluginError) {
+        let attempts = self.queue.get(&pod.uid).map_or(0, |q| q.attempts) + 1;
+        let message = self.enqueue_failure(&pod, e, attempts);
+        let now = self.clock.now();
+        self.queue.add_failed(pod, message, now);
+    }
+
+    /// Says that `pod`'s key or gate failed (log, event, outcome); the message.
+    fn enqueue_failure(&mut self, pod: &Pod, e: &PluginError, attempts: u32) -> String {
+        let message = format!("cannot enqueue the pod: {e}");
+        tracing::warn!(pod = %pod.key(), "{message}");
+        self.recorder.failed(
+            &pod.scheduler_name,
+            pod,
+            FailureReason::SchedulerError,
+            &message,
+        );
+        self.set_outcome(pod, None, message.clone(), attempts);
+        message
+    }
+
+    /// Asks again the key and gate of the pods whose last ones failed and whose
+    /// backoff has ended: in they go (or gated), or back they back off.
+    fn regate(&mut self) {
+        for qp in self.queue.take_regating() {
+            let Some(fw) = self.framework_for(&qp.pod.scheduler_name).cloned() else {
+                continue;
+            };
+            match self.gate(&fw, &qp.pod) {
+                Ok((key, gate)) => {
+                    if let Some(o) = self.outcomes.get_mut(&qp.pod.uid) {
+                        o.message = match &gate {
+                            Some((_, m)) => format!("waiting at PreEnqueue: {m}"),
+                            None => "pending".to_owned(),
+                        };
+                    }
+                    self.queue.regated(qp, key, gate, "PreEnqueueRetry");
+                }
+                Err(e) => {
+                    let pod = qp.pod.clone();
+                    let message = self.enqueue_failure(&pod, &e, qp.attempts + 1);
+                    let now = self.clock.now();
+                    self.queue.regate_failed(qp, message, now);
+                }
+            }
+        }
+    }
+
     fn set_outcome(&mut self, pod: &Pod, node: Option<String>, message: String, attempts: u32) {
         self.outcomes.insert(
             pod.uid.clone(),
@@ -582,7 +637,13 @@ impl Scheduler {
         let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
             return Ok(());
         };
-        let (key, gate) = self.gate(&fw, &pod)?;
+        let (key, gate) = match self.gate(&fw, &pod) {
+            Ok(g) => g,
+            Err(e) => {
+                self.enqueue_failed(pod, &e);
+                return Ok(());
+            }
+        };
         let message = gate.as_ref().map_or("pending".to_owned(), |(_, m)| {
             format!("waiting at PreEnqueue: {m}")
         });
@@ -626,7 +687,18 @@ impl Scheduler {
         let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
             return Ok(());
         };
-        let (key, gate) = self.gate(&fw, &pod)?;
+        let (key, gate) = match self.gate(&fw, &pod) {
+            Ok(g) => g,
+            Err(e) => {
+                if self.queue.is_in_flight(&pod.uid) {
+                    // Its cycle goes on with the version it has; the next failure
+                    // or success decides.
+                    return Ok(());
+                }
+                self.enqueue_failed(pod, &e);
+                return Ok(());
+            }
+        };
         if let Some(o) = self.outcomes.get_mut(&pod.uid) {
             if let Some((_, m)) = &gate {
                 o.message = format!("waiting at PreEnqueue: {m}");
@@ -733,7 +805,7 @@ impl Scheduler {
             let next = [
                 self.queue.next_backoff_flush(self.max_attempts),
                 self.waiting.next_deadline(),
-                self.doubtful.values().map(|(_, _, at)| *at).min(),
+                self.doubtful.values().filter_map(|(_, _, at)| *at).min(),
             ]
             .into_iter()
             .flatten()
@@ -749,6 +821,7 @@ impl Scheduler {
     /// Pops one pod and runs its scheduling cycle (the binding cycle goes on apart);
     /// false when activeQ is empty.
     pub fn schedule_one(&mut self) -> bool {
+        self.regate();
         let Some(qp) = self.queue.pop() else {
             return false;
         };

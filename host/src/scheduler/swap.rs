@@ -187,7 +187,8 @@ impl Scheduler {
                     self.queue
                         .update(pod, key, gate, now, &Oracle(&self.frameworks));
                 }
-                Err(e) => tracing::warn!(pod = %pod.key(), "PreEnqueue after a reload: {e}"),
+                // Not dropped: it backs off and is asked again.
+                Err(e) => self.enqueue_failed(pod, &e),
             }
         }
         *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
