@@ -160,6 +160,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             ));
         }
     }
+    out.push_str(&memory_summary(runtime, &config, &profiles));
     Ok(out)
 }
 
@@ -233,4 +234,43 @@ pub fn default_configuration(runtime: &Arc<Runtime>) -> Result<String, DefaultCo
         "# Berth's additions go under `berth:`: berth.modules: [{name, path, sha256}] and\n# berth.plugins: [{name, failurePolicy, sandbox: {callDeadline, memoryLimit, grants}}].\n",
     );
     Ok(out)
+}
+
+/// The plugins' memory in the worst case, and its bound: every profile keeps, for each
+/// of its plugins, an instance for its own calls, one per worker and one per binding
+/// cycle under way (`berth run`'s default of them), each up to its `memoryLimit`.
+fn memory_summary(
+    runtime: &Runtime,
+    config: &Configuration,
+    profiles: &[crate::config::Profile],
+) -> String {
+    let workers = config
+        .parallelism
+        .unwrap_or_else(|| FrameworkOptions::default().parallelism);
+    let per_plugin = 1 + workers + crate::scheduler::DEFAULT_PARALLEL_BINDINGS;
+    let mut instances = 0usize;
+    let mut worst = 0u128;
+    for p in profiles {
+        for name in p.plugin_names() {
+            let limit = config
+                .sandbox_for(&name, runtime.limits())
+                .limits
+                .max_memory_bytes;
+            instances += per_plugin;
+            worst += per_plugin as u128 * limit as u128;
+        }
+    }
+    let bound = match config.total_memory_limit() {
+        Some(b) => format!("bounded by berth.totalMemoryLimit: {}", mib(b as u128)),
+        None => "unbounded: set berth.totalMemoryLimit".to_owned(),
+    };
+    format!(
+        "plugin memory: {instances} instances at most (1 + {workers} workers + {} binding cycles per plugin and profile), {} in the worst case; {bound}\n",
+        crate::scheduler::DEFAULT_PARALLEL_BINDINGS,
+        mib(worst)
+    )
+}
+
+fn mib(bytes: u128) -> String {
+    format!("{}Mi", bytes >> 20)
 }

@@ -116,6 +116,10 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         ("berth", "kube-system")
     );
 
+    let plugin_memory = c
+        .total_memory_limit()
+        .expect("berth.totalMemoryLimit is set");
+
     // The Deployment: two replicas, locked down, probing the endpoints Berth serves,
     // with flags `berth run` accepts.
     let d = deployment.unwrap();
@@ -124,6 +128,18 @@ fn every_manifest_parses_into_its_kubernetes_type() {
     let pod = spec.template.spec.unwrap();
     assert_eq!(pod.service_account_name.as_deref(), Some("berth"));
     let c = &pod.containers[0];
+    // The plugins' memory together, with the host's own (its request), fits the
+    // container's limit.
+    let resources = c.resources.as_ref().unwrap();
+    let quantity = |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
+        berth::cluster::quantity::value(&q.0).unwrap() as usize
+    };
+    let limit = quantity(&resources.limits.as_ref().unwrap()["memory"]);
+    let request = quantity(&resources.requests.as_ref().unwrap()["memory"]);
+    assert!(
+        plugin_memory + request <= limit,
+        "berth.totalMemoryLimit {plugin_memory} and the host's {request} pass the container's {limit}"
+    );
     let sc = c.security_context.as_ref().unwrap();
     assert_eq!(sc.read_only_root_filesystem, Some(true));
     assert_eq!(sc.allow_privilege_escalation, Some(false));

@@ -554,3 +554,53 @@ fn fail_open_is_refused_for_a_plugin_that_filters() {
         "config.yaml: berth.plugins[0].failurePolicy: FailOpen is allowed only for plugins used at preScore and score alone; profile default-scheduler enables Misbehave at filter"
     );
 }
+
+/// With `berth.totalMemoryLimit`, a plugin that holds memory in every instance the
+/// worst case makes at once (its own, one per worker, one per binding cycle) stays
+/// under the bound: the instances that would pass it fail to start, saying so, and
+/// every instance's memory is given back when it goes. `config validate` prints the
+/// worst case and the bound.
+#[test]
+fn a_memory_bomb_in_every_instance_at_once_stays_under_the_total_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "parallelism: 4\nberth:\n  totalMemoryLimit: 200Mi\n",
+    );
+    let rt = runtime();
+    let valid = berth::config_cli::validate(&rt, &config).unwrap();
+    assert!(
+        valid.contains(
+            "plugin memory: 666 instances at most (1 + 4 workers + 32 binding cycles per plugin and profile), 170496Mi in the worst case; bounded by berth.totalMemoryLimit: 200Mi\n"
+        ),
+        "{valid}"
+    );
+
+    let parsed = Configuration::load(&config).unwrap();
+    rt.memory().set_limit(parsed.total_memory_limit());
+    let module = rt
+        .load_file(Path::new(berth_artifacts::fixtures::FIXTURE_MISBEHAVE))
+        .unwrap();
+    let worst = 1 + 4 + berth::scheduler::DEFAULT_PARALLEL_BINDINGS;
+    let mut live = Vec::new();
+    let mut refused = Vec::new();
+    for _ in 0..worst {
+        match module.instantiate(r#"{"holdMiB": 24}"#, Default::default()) {
+            Ok(i) => live.push(i),
+            Err(e) => refused.push(e.to_string()),
+        }
+    }
+    let bound = 200 << 20;
+    assert!(rt.memory().peak() <= bound, "{}", rt.memory().peak());
+    // 24 MiB each and a little of its own: about seven fit, and far from all.
+    assert!((5..=8).contains(&live.len()), "{} {refused:?}", live.len());
+    assert!(
+        refused.iter().all(|e| e.contains(
+            "would take the plugins' memory together past berth.totalMemoryLimit (200 MiB)"
+        )),
+        "{refused:?}"
+    );
+    drop(live);
+    assert_eq!(rt.memory().used(), 0);
+}

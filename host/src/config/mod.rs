@@ -316,6 +316,10 @@ pub struct BerthExtension {
     /// Per-plugin sandbox and failure policy.
     #[serde(default)]
     pub plugins: Vec<plugins::PluginSettings>,
+    /// The bound on every plugin instance's linear memory together (bytes or a
+    /// quantity such as `640Mi`); none: only each instance's own `memoryLimit`.
+    #[serde(default)]
+    pub total_memory_limit: Option<plugins::ByteSize>,
 }
 
 /// A plugin module on disk.
@@ -970,6 +974,20 @@ impl Configuration {
                 format!("{p} is not in 0..=100"),
             ));
         }
+        if let Some(total) = config
+            .berth
+            .as_ref()
+            .and_then(|b| b.total_memory_limit.as_ref())
+        {
+            match total.bytes() {
+                Err(e) => errors.push(invalid("berth.totalMemoryLimit", e)),
+                Ok(b) if b < crate::wasm::limits::MIN_MEMORY_BYTES => errors.push(invalid(
+                    "berth.totalMemoryLimit",
+                    format!("{b} bytes is less than one plugin instance needs (1Mi)"),
+                )),
+                Ok(_) => {}
+            }
+        }
         let settings = config.berth.iter().flat_map(|b| b.plugins.iter());
         let mut seen: Vec<&str> = Vec::new();
         for (k, p) in settings.enumerate() {
@@ -1142,6 +1160,12 @@ impl Configuration {
         self.berth
             .as_ref()
             .and_then(|b| b.plugins.iter().find(|p| p.name == name))
+    }
+
+    /// `berth.totalMemoryLimit` in bytes (checked by [`Configuration::check`]).
+    pub fn total_memory_limit(&self) -> Option<usize> {
+        let total = self.berth.as_ref()?.total_memory_limit.as_ref()?;
+        total.bytes().ok().and_then(|b| usize::try_from(b).ok())
     }
 
     /// The sandbox of a plugin: its settings over `defaults`, nothing granted unless

@@ -118,7 +118,7 @@ pub enum ByteSize {
 }
 
 impl ByteSize {
-    fn bytes(&self) -> Result<u64, String> {
+    pub(crate) fn bytes(&self) -> Result<u64, String> {
         match self {
             ByteSize::Bytes(b) => Ok(*b),
             ByteSize::Quantity(q) => crate::cluster::quantity::value(q)

@@ -60,10 +60,15 @@ pub enum FrameworkError {
     Load(#[from] LoadError),
 }
 
+/// Upstream's default `parallelism`; Berth's default is this or the number of cores,
+/// whichever is fewer (each worker keeps an instance of every Filter and Score
+/// plugin, so workers beyond the cores cost memory and win nothing).
+pub const DEFAULT_PARALLELISM: usize = 16;
+
 /// How the framework runs.
 #[derive(Clone, Debug)]
 pub struct FrameworkOptions {
-    /// Worker threads for Filter and Score.
+    /// Worker threads for Filter and Score (default: 16, or the cores if fewer).
     pub parallelism: usize,
     /// Percentage of nodes to score; 0 is upstream's adaptive default.
     pub percentage_of_nodes_to_score: u32,
@@ -77,7 +82,8 @@ pub struct FrameworkOptions {
 impl Default for FrameworkOptions {
     fn default() -> Self {
         FrameworkOptions {
-            parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            parallelism: DEFAULT_PARALLELISM
+                .min(std::thread::available_parallelism().map_or(1, |n| n.get())),
             percentage_of_nodes_to_score: 0,
             seed: 0,
             native: false,

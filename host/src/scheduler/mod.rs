@@ -247,6 +247,7 @@ impl Scheduler {
             services: services.clone(),
             options: options.framework.clone(),
         };
+        runtime.memory().set_limit(config.total_memory_limit());
         // The messages of a first build are the loader's and the configuration's own.
         let built = builder
             .build(config, file, None, None)

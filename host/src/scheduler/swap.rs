@@ -165,6 +165,10 @@ impl Scheduler {
         } = built;
         generation.loaded_at = std::time::SystemTime::now();
         self.frameworks = generation.frameworks.clone();
+        self.builder
+            .runtime
+            .memory()
+            .set_limit(generation.config.total_memory_limit());
         self.generation = Arc::new(generation);
         if !keys.is_empty() {
             self.queue.rekey(&keys);

@@ -4,7 +4,7 @@
 use super::bindings::SchedulerPlugin;
 use super::cache::{CacheError, ComponentCache, Lookup};
 use super::host_imports::HostCtx;
-use super::limits::{EPOCH_TICK, Limits};
+use super::limits::{EPOCH_TICK, Limits, MemoryBudget};
 use super::module::LoadError;
 use super::sandbox::{ClockView, Grants, RandomView, Sandbox};
 use std::path::PathBuf;
@@ -64,6 +64,8 @@ pub struct Runtime {
     pub(super) engine: Engine,
     pub(super) linker: Linker<HostCtx>,
     pub(super) options: RuntimeOptions,
+    /// Every instance's memory together (see [`MemoryBudget`]).
+    pub(super) memory: Arc<MemoryBudget>,
     cache: Option<ComponentCache>,
     stop_ticker: Arc<AtomicBool>,
 }
@@ -121,9 +123,16 @@ impl Runtime {
             engine,
             linker,
             options,
+            memory: Arc::default(),
             cache,
             stop_ticker,
         }))
+    }
+
+    /// The linear memory of every instance of this runtime together, and its bound
+    /// (`berth.totalMemoryLimit`, set by the scheduler from its configuration).
+    pub fn memory(&self) -> &MemoryBudget {
+        &self.memory
     }
 
     /// The limits of plugins the configuration sets none for.

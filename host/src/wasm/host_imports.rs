@@ -13,7 +13,6 @@ use crate::plugin::waiting::WaitingPods;
 use crate::plugin::{CycleState, Simulation, WhatIf};
 use berth_sdk::Status;
 use std::sync::Arc;
-use wasmtime::StoreLimits;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -23,7 +22,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 pub struct HostCtx {
     pub(super) wasi: WasiCtx,
     pub(super) table: ResourceTable,
-    pub(super) limits: StoreLimits,
+    pub(super) limits: super::limits::StoreLimiter,
     pub(super) clock: SandboxClock,
     pub(super) services: HostServices,
     pub(super) output: GuestOutput,

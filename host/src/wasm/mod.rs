@@ -18,7 +18,7 @@ pub mod sandbox;
 pub use cache::CacheError;
 pub use engine::{Runtime, RuntimeError, RuntimeOptions};
 pub use instance::Instance;
-pub use limits::Limits;
+pub use limits::{Limits, MemoryBudget};
 pub use module::{LoadError, Module};
 pub use output::{BURST_LINES, LINES_PER_SECOND, MAX_LINE_BYTES};
 pub use sandbox::{DirGrant, Grants, Sandbox};

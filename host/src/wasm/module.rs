@@ -255,6 +255,8 @@ pub(super) enum StoreError {
     Sandbox(SandboxError),
     /// Instantiation (a missing import, a trap in a start function, a limit).
     Instantiate(wasmtime::Error),
+    /// The instance's memory would pass `berth.totalMemoryLimit`.
+    Memory(String),
 }
 
 impl std::fmt::Debug for Module {
@@ -319,15 +321,21 @@ impl Module {
     }
 
     pub(super) fn store_error(&self, e: StoreError) -> LoadError {
+        let plugin = if self.name.is_empty() {
+            "(not yet named)".to_owned()
+        } else {
+            self.name.clone()
+        };
         match e {
             StoreError::Sandbox(e) => LoadError::Sandbox {
-                plugin: if self.name.is_empty() {
-                    "(not yet named)".to_owned()
-                } else {
-                    self.name.clone()
-                },
+                plugin,
                 source_name: self.source.clone(),
                 message: format!("{e:#}"),
+            },
+            StoreError::Memory(message) => LoadError::Sandbox {
+                plugin,
+                source_name: self.source.clone(),
+                message,
             },
             StoreError::Instantiate(e) => LoadError::World {
                 source_name: self.source.clone(),
@@ -354,7 +362,7 @@ impl Module {
         let ctx = HostCtx {
             wasi,
             table: ResourceTable::new(),
-            limits: limits.store_limits(),
+            limits: limits.store_limiter(self.runtime.memory.clone()),
             clock: self.sandbox.clock(),
             services,
             output,
@@ -378,10 +386,15 @@ impl Module {
                 wasmtime::UpdateDeadline::Continue(ticks)
             })
         });
-        let bindings = self
-            .pre
-            .instantiate(&mut store)
-            .map_err(StoreError::Instantiate)?;
+        let bindings = match self.pre.instantiate(&mut store) {
+            Ok(b) => b,
+            // Its first memory did not fit the bound on all instances together.
+            Err(_) if store.data().limits.refused().is_some() => {
+                let why = store.data().limits.refused().unwrap_or_default();
+                return Err(StoreError::Memory(why.to_owned()));
+            }
+            Err(e) => return Err(StoreError::Instantiate(e)),
+        };
         Ok((store, bindings))
     }
 }
