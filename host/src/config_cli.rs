@@ -140,17 +140,22 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             }
         }
         for (name, points) in &by_plugin {
-            let granted = crate::wasm::capability::granted(points);
-            if granted.is_empty() {
-                continue;
-            }
-            let calls: Vec<String> = granted
+            let mut calls: Vec<String> = crate::wasm::capability::granted(points)
                 .iter()
                 .map(|(call, at)| {
                     format!("{} at {} ({})", call.as_str(), at.join("/"), call.scope())
                 })
                 .collect();
-            out.push_str(&format!("  {:<11} {name}: {}\n", "may", calls.join("; ")));
+            let waits_of = config.sandbox_for(name, runtime.limits()).grants.waits_of;
+            if !waits_of.is_empty() {
+                calls.push(format!(
+                    "allow-waiting-pod, reject-waiting-pod for the waits of {} too (sandbox.grants.waitsOf)",
+                    waits_of.join(", ")
+                ));
+            }
+            if !calls.is_empty() {
+                out.push_str(&format!("  {:<11} {name}: {}\n", "may", calls.join("; ")));
+            }
         }
         for (name, shadow) in &p.shadows {
             out.push_str(&format!(

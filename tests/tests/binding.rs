@@ -921,3 +921,62 @@ fn the_loop_goes_on_while_the_cluster_is_asked_about_a_failed_bind() {
     assert_eq!(slow.node.as_deref(), Some("n1"), "{slow:?}");
     assert_eq!(slow.attempts, 2, "{slow:?}");
 }
+
+/// A plugin whose grants name another plugin's waits (`sandbox.grants.waitsOf`) may
+/// let them go: the Hostile fixture, so granted, releases Gang's half gang, and
+/// nothing is refused. `config validate` says what the grant allows.
+#[test]
+fn a_plugin_granted_another_plugin_s_waits_lets_them_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "profiles:\n- plugins:\n    permit:\n      enabled: [{{name: Gang}}, {{name: Hostile}}]\nberth:\n  modules:\n  - {{name: Hostile, path: {}}}\n  - {{name: Gang, path: {}}}\n  plugins:\n  - name: Hostile\n    sandbox:\n      grants:\n        waitsOf: [Gang]\n",
+            berth_artifacts::fixtures::FIXTURE_HOSTILE,
+            berth_artifacts::fixtures::FIXTURE_GANG
+        ),
+    )
+    .unwrap();
+    let valid = berth::config_cli::validate(&runtime(), &file).unwrap();
+    assert!(
+        valid.contains("  may         Hostile: allow-waiting-pod, reject-waiting-pod for the waits of Gang too (sandbox.grants.waitsOf)\n"),
+        "{valid}"
+    );
+    let config = Configuration::load(&file).unwrap();
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = Scheduler::new(
+        &runtime(),
+        &config,
+        "config.yaml",
+        &SchedulerOptions::default(),
+        cluster.clone(),
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap();
+    s.add_or_update_node(node("n1", 4000));
+    s.add_pod(pod(
+        "g1",
+        100,
+        &[
+            ("berth.test/gang", "g"),
+            ("berth.test/gang-size", "2"),
+            ("berth.test/gang-timeout-seconds", "3600"),
+        ],
+    ))
+    .unwrap();
+    while s.schedule_one() {}
+    s.add_pod(pod("h", 100, &[("berth.test/hostile", "approve-other")]))
+        .unwrap();
+    s.run_until_idle();
+    let bindings = cluster.bindings();
+    assert!(
+        bindings.contains_key("uid-g1") && bindings.contains_key("uid-h"),
+        "{bindings:?}"
+    );
+    assert_eq!(
+        s.metrics()
+            .refused_calls("Hostile", "allow-waiting-pod", "Permit"),
+        0
+    );
+}

@@ -139,7 +139,8 @@ pub struct GrantsConfig {
     /// clock reads 0 and a sleep returns at once).
     #[serde(default)]
     pub monotonic_clock: bool,
-    /// Unpredictable randomness (else a fixed sequence, the same in every instance).
+    /// Real randomness from `wasi:random/insecure` too (else a fixed seed and stream,
+    /// the same in every instance; `wasi:random/random` is real either way).
     #[serde(default)]
     pub random: bool,
     /// Environment variables the plugin sees.
@@ -151,6 +152,11 @@ pub struct GrantsConfig {
     /// Accepted only as `false`: plugins never get the network.
     #[serde(default)]
     pub network: Option<bool>,
+    /// Plugins whose waiting pods this one may also allow or reject (by default a
+    /// plugin acts on its own waits only): a coordinator that lets another plugin's
+    /// gangs go.
+    #[serde(default)]
+    pub waits_of: Vec<String>,
 }
 
 /// An environment variable.
@@ -226,6 +232,14 @@ impl PluginSettings {
                 "sandbox.grants.network",
                 "plugins are never granted the network".into(),
             );
+        }
+        for (k, w) in g.waits_of.iter().enumerate() {
+            if w.is_empty() {
+                invalid(
+                    &format!("sandbox.grants.waitsOf[{k}]"),
+                    "must name a plugin".into(),
+                );
+            }
         }
         for (k, e) in g.env.iter().enumerate() {
             let at = format!("sandbox.grants.env[{k}].name");
@@ -327,6 +341,7 @@ impl PluginSettings {
                         guest_path: d.guest_path.clone(),
                     })
                     .collect(),
+                waits_of: g.waits_of.clone(),
             },
         }
     }

@@ -37,6 +37,8 @@ pub struct HostCtx {
     pub(super) scope: CallScope,
     /// The first host call the call under way was refused: the call fails with it.
     pub(super) refused: Option<String>,
+    /// The plugins whose waits this one may act on besides its own.
+    pub(super) waits_of: Vec<String>,
 }
 
 impl HostCtx {
@@ -57,9 +59,10 @@ impl HostCtx {
         check.map_err(|why| self.refuse(call, why))
     }
 
-    /// Whether `plugin`, named by the guest, is the calling plugin itself.
+    /// Whether `plugin`, named by the guest, is the calling plugin itself or one whose
+    /// waits its grants name (`sandbox.grants.waitsOf`).
     fn own_wait(&mut self, call: HostCall, plugin: &str) -> bool {
-        if plugin == self.plugin {
+        if plugin == self.plugin || self.waits_of.iter().any(|w| w == plugin) {
             return true;
         }
         let why = format!(

@@ -63,6 +63,9 @@ pub struct Grants {
     pub env: Vec<(String, String)>,
     /// Host directories, read-only.
     pub dirs: Vec<DirGrant>,
+    /// Plugins whose waiting pods this one may also allow or reject (see
+    /// [`super::capability`]).
+    pub waits_of: Vec<String>,
 }
 
 /// A plugin's sandbox: its limits and what it is granted.
