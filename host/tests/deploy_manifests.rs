@@ -105,6 +105,9 @@ fn every_manifest_parses_into_its_kubernetes_type() {
     let text = &config.data.as_ref().unwrap()["config.yaml"];
     let c = berth::config::Configuration::parse("deploy/20-configmap.yaml", text).unwrap();
     c.resolve_profiles("deploy/20-configmap.yaml").unwrap();
+    let plugin_memory = c
+        .total_memory_limit()
+        .expect("berth.totalMemoryLimit is set");
     let le = c
         .leader_election
         .unwrap()
@@ -115,10 +118,6 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         (le.name.as_str(), le.namespace.as_str()),
         ("berth", "kube-system")
     );
-
-    let plugin_memory = c
-        .total_memory_limit()
-        .expect("berth.totalMemoryLimit is set");
 
     // The Deployment: two replicas, locked down, probing the endpoints Berth serves,
     // with flags `berth run` accepts.
