@@ -250,7 +250,12 @@ impl SchedulingQueue {
     /// its key and gate are asked again when it would enter activeQ.
     pub fn add_failed(&mut self, pod: Pod, message: String, now: Duration) {
         let uid = pod.uid.clone();
-        let qp = match self.unschedulable.remove(&uid) {
+        let known = self
+            .unschedulable
+            .remove(&uid)
+            .or_else(|| self.active.remove(&uid))
+            .or_else(|| self.backoff.remove(&uid));
+        let qp = match known {
             Some(mut qp) => {
                 qp.pod = pod;
                 qp
@@ -268,8 +273,6 @@ impl SchedulingQueue {
                 regate: false,
             },
         };
-        self.active.remove(&uid);
-        self.backoff.remove(&uid);
         self.regate_failed(qp, message, now);
     }
 
@@ -539,6 +542,11 @@ impl SchedulingQueue {
             return;
         }
         if let Some(q) = self.backoff.get_mut(&uid) {
+            q.pod = pod;
+            return;
+        }
+        if let Some(q) = self.regating.iter_mut().find(|q| q.pod.uid == uid) {
+            // On its way to activeQ: its key and gate are asked with this version.
             q.pod = pod;
             return;
         }

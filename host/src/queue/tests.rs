@@ -433,3 +433,39 @@ fn a_reloaded_plugin_moves_the_pods_it_rejected_and_only_those() {
         1
     );
 }
+
+#[test]
+fn a_pod_whose_key_or_gate_failed_is_held_back_until_they_are_asked_again() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add_failed(pod("a"), "plugin P trapped".into(), secs(0));
+    assert_eq!(q.queue_of("a"), Some(QueueName::Backoff));
+    assert_eq!(q.get("a").unwrap().attempts, 1);
+    // Its backoff ends: on its way to activeQ it is held back, not popped.
+    assert_eq!(q.flush_backoff(secs(1)), 1);
+    assert!(q.pop().is_none());
+    assert_eq!(q.queue_of("a"), Some(QueueName::Backoff));
+    // An update meanwhile is the version asked.
+    let mut newer = pod("a");
+    newer.labels.insert("v".into(), "2".into());
+    q.update(newer, vec![9], None, secs(1), &Oracle::default());
+    let taken = q.take_regating();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].pod.labels["v"], "2");
+    assert!(q.take_regating().is_empty());
+    // Asked again and failing again: it backs off longer.
+    let qp = taken.into_iter().next().unwrap();
+    q.regate_failed(qp, "plugin P trapped".into(), secs(1));
+    assert_eq!(q.get("a").unwrap().attempts, 2);
+    assert_eq!(q.next_backoff_flush(u32::MAX), Some(secs(3)));
+    q.flush_backoff(secs(3));
+    // Asked again and answered: in it goes, with its key.
+    let qp = q.take_regating().into_iter().next().unwrap();
+    q.regated(qp, vec![5], None, "PreEnqueueRetry");
+    let a = q.pop().unwrap();
+    assert_eq!((a.key.as_slice(), a.regate), (&[5][..], false));
+    // Deleted while held back: gone.
+    q.add_failed(pod("b"), "plugin P trapped".into(), secs(10));
+    q.flush_backoff(secs(11));
+    assert!(q.delete("b"));
+    assert!(q.take_regating().is_empty());
+}
