@@ -86,7 +86,7 @@ pub use plugin::{
 };
 pub use preemption::{
     Candidate, DryRun, NodeSimulation, PodDisruptionBudget, PostFilter, PostFilterResult,
-    PreFilterExtensions,
+    PreFilterExtensions, least_budget_violations,
 };
 pub use serde_json;
 pub use types::{

@@ -40,6 +40,26 @@ impl PodDisruptionBudget {
     }
 }
 
+/// The fewest PodDisruptionBudget violations that evicting `victims` can cause, in
+/// whatever order a preemption took them: a budget that covers more of them than it
+/// allows is violated by at least the excess (pods it already counts as disrupted
+/// apart). The host checks a PostFilter plugin's reported violations against it.
+pub fn least_budget_violations(victims: &[Pod], budgets: &[PodDisruptionBudget]) -> u32 {
+    budgets
+        .iter()
+        .map(|b| {
+            let covered = victims
+                .iter()
+                .filter(|p| b.covers(p) && !b.disrupted_pods.contains(&p.name))
+                .count();
+            let covered = i64::try_from(covered).unwrap_or(i64::MAX);
+            u32::try_from((covered - i64::from(b.disruptions_allowed.max(0))).max(0))
+                .unwrap_or(u32::MAX)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// A what-if on one node for the pod of the cycle (see [`DryRun::simulate`]): a copy
 /// of the node and of the cycle state. Removing or adding a pod updates both, and the
 /// PreFilter extensions of the profile's plugins are told; nothing reaches the
@@ -126,4 +146,53 @@ pub trait PreFilterExtensions: PreFilter {
         pod_to_remove: &Pod,
         node: &NodeInfo,
     ) -> Status;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, app: &str) -> Pod {
+        Pod {
+            namespace: "ns".into(),
+            name: name.into(),
+            labels: [("app".to_owned(), app.to_owned())].into_iter().collect(),
+            ..Pod::default()
+        }
+    }
+
+    fn budget(app: &str, allowed: i32, disrupted: &[&str]) -> PodDisruptionBudget {
+        PodDisruptionBudget {
+            namespace: "ns".into(),
+            name: app.into(),
+            selector: Some(LabelSelector {
+                match_labels: [("app".to_owned(), app.to_owned())].into_iter().collect(),
+                ..LabelSelector::default()
+            }),
+            disruptions_allowed: allowed,
+            disrupted_pods: disrupted.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn least_violations_are_the_largest_excess_over_a_budget() {
+        let victims = [
+            pod("a1", "a"),
+            pod("a2", "a"),
+            pod("a3", "a"),
+            pod("b1", "b"),
+        ];
+        assert_eq!(least_budget_violations(&victims, &[]), 0);
+        assert_eq!(least_budget_violations(&victims, &[budget("a", 3, &[])]), 0);
+        assert_eq!(least_budget_violations(&victims, &[budget("a", 1, &[])]), 2);
+        // Already disrupted pods do not count again; a negative allowance is none.
+        assert_eq!(
+            least_budget_violations(&victims, &[budget("a", 1, &["a1"])]),
+            1
+        );
+        assert_eq!(
+            least_budget_violations(&victims, &[budget("a", 2, &[]), budget("b", -1, &[])]),
+            1
+        );
+    }
 }

@@ -569,8 +569,8 @@ fn a_bind_that_may_have_happened_keeps_its_room_until_the_cluster_answers() {
 
 /// A plugin is held to its own extension point and its own cycle: the Hostile fixture
 /// tries to approve another plugin's waiting pod, to bind a waiting pod past Permit,
-/// to bind its pod to a node it was not reserved, to write storage from Filter and to
-/// evict a higher-priority pod. Each attempt is refused, fails its own pod's cycle
+/// to bind its pod to a node it was not reserved, to write storage from Filter, to
+/// evict a higher-priority pod, and to evict a budget-protected one saying it is not. Each attempt is refused, fails its own pod's cycle
 /// with the plugin, the host call and the extension point named, and is counted; the
 /// honest plugins decide where every pod lands.
 #[test]
@@ -606,6 +606,22 @@ fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
     let mut high = pod("high", 3000, &[]);
     high.priority = 1000;
     s.add_pod(high).unwrap();
+    // A pod no disruption is allowed for, on n1 too.
+    let mut kept = pod("kept", 100, &[("app", "kept")]);
+    kept.node_selector.insert("zone".into(), "a".into());
+    s.add_pod(kept).unwrap();
+    s.add_or_update_budget(berth_sdk::PodDisruptionBudget {
+        namespace: "default".into(),
+        name: "kept".into(),
+        selector: Some(berth_sdk::affinity::LabelSelector {
+            match_labels: [("app".to_owned(), "kept".to_owned())]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        }),
+        disruptions_allowed: 0,
+        ..Default::default()
+    });
     s.run_until_idle();
     // Half a gang: it waits at Permit until its second member comes.
     let gang = [
@@ -644,6 +660,11 @@ fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
     // Fits nowhere, and only higher-priority pods could make room.
     s.add_pod(hostile("h-evict", 3500, "evict-higher", "n1"))
         .unwrap();
+    // Fits nowhere either; its victims would be of lower priority, but a budget
+    // protects one of them and it says none does.
+    let mut protected = hostile("h-protected", 3500, "evict-protected", "n1");
+    protected.priority = 500;
+    s.add_pod(protected).unwrap();
     s.add_pod(pod("plain", 100, &[])).unwrap();
     // One attempt each while g1 waits: the scheduling cycles, then the binding
     // cycles' results, without moving the clock.
@@ -694,6 +715,12 @@ fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
             "was refused evictions at PostFilter: named victim default/",
         ),
     ];
+    let refusals = refusals.into_iter().chain([(
+        "h-protected",
+        "evict",
+        "PostFilter",
+        "was refused evictions at PostFilter: reported 0 PodDisruptionBudget violations on node n1, but its victims cause at least 1",
+    )]);
     let bindings = cluster.bindings();
     for (name, call, point, message) in refusals {
         let o = s.outcome(&format!("uid-{name}")).unwrap();
@@ -731,6 +758,7 @@ fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
         "{g1:?}"
     );
     assert_eq!(bindings["uid-high"].1, "n1");
+    assert_eq!(bindings["uid-kept"].1, "n1");
     assert!(cluster.evictions().is_empty(), "{:?}", cluster.evictions());
     assert!(bindings.contains_key("uid-plain"), "{bindings:?}");
 }

@@ -295,14 +295,27 @@ impl Framework {
                     // nominated node, and of lower priority than the preemptor.
                     let refusal = if victims.len() != r.victims.len() {
                         Some("named victims that are not on the nominated node".to_owned())
+                    } else if let Some(v) = victims.iter().find(|v| v.priority >= pod.priority) {
+                        Some(format!(
+                            "named victim {} of priority {}, not lower than the preemptor's {}",
+                            v.key(),
+                            v.priority,
+                            pod.priority
+                        ))
                     } else {
-                        victims.iter().find(|v| v.priority >= pod.priority).map(|v| {
-                            format!(
-                                "named victim {} of priority {}, not lower than the preemptor's {}",
-                                v.key(),
-                                v.priority,
-                                pod.priority
-                            )
+                        // Upstream may violate a budget when nothing else makes room,
+                        // so violations are not refused; under-reporting them is (the
+                        // candidates decide and `explain` shows them).
+                        let node = r.nominated_node_name.as_deref().unwrap_or_default();
+                        r.candidates.iter().find(|c| c.node == node).and_then(|c| {
+                            let least =
+                                berth_sdk::least_budget_violations(&victims, &budgets.list());
+                            (c.pdb_violations < least).then(|| {
+                                format!(
+                                    "reported {} PodDisruptionBudget violations on node {node}, but its victims cause at least {least}",
+                                    c.pdb_violations
+                                )
+                            })
                         })
                     };
                     if let Some(why) = refusal {
