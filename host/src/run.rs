@@ -169,6 +169,7 @@ pub async fn run(
     let clock: Arc<dyn Clock> = Arc::new(RealClock::default());
     let mut scheduler_options = options.scheduler.clone();
     scheduler_options.confirm_bindings = true;
+    scheduler_options.keep_bound_outcomes = false;
     let runtime = runtime.clone();
     let loop_clock = clock.clone();
     let config_for_build = config.clone();

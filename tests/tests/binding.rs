@@ -1008,3 +1008,29 @@ fn a_plugin_granted_another_plugin_s_waits_lets_them_go() {
         0
     );
 }
+
+/// A live scheduler (`keep_bound_outcomes: false`, as `berth run`) keeps no outcome
+/// for a pod once it is bound, so its memory follows what is pending rather than
+/// every pod it ever bound; a pending pod's outcome stays, saying why.
+#[test]
+fn a_live_scheduler_keeps_outcomes_of_pending_pods_only() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let options = SchedulerOptions {
+        keep_bound_outcomes: false,
+        ..SchedulerOptions::default()
+    };
+    let mut s = scheduler_with(cluster.clone(), &options, Arc::new(VirtualClock::default()));
+    s.add_or_update_node(node("n1", 100_000));
+    for i in 0..500 {
+        s.add_pod(pod(&format!("p{i}"), 100, &[])).unwrap();
+    }
+    s.add_pod(pod("big", 1_000_000, &[])).unwrap();
+    s.run_until_idle();
+    assert_eq!(cluster.bindings().len(), 500);
+    for i in 0..500 {
+        assert!(s.outcome(&format!("uid-p{i}")).is_none(), "p{i}");
+    }
+    let big = s.outcome("uid-big").unwrap();
+    assert_eq!(big.node, None);
+    assert!(big.message.contains("Insufficient cpu"), "{big:?}");
+}

@@ -335,8 +335,13 @@ impl Scheduler {
                     self.metrics
                         .observe_scheduled_pod(b.qp.attempts, first.elapsed());
                 }
-                let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
-                self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
+                if self.keep_bound_outcomes {
+                    let message =
+                        format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
+                    self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
+                } else {
+                    self.outcomes.remove(&uid);
+                }
                 self.recorder
                     .scheduled(b.framework.scheduler_name(), &b.assumed, &b.node);
                 if deleted {
@@ -408,8 +413,13 @@ impl Scheduler {
                                 Some(Object::Pod(pod)),
                             );
                         }
-                        let message = format!("bound to node {other} by someone else ({error})");
-                        self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
+                        if self.keep_bound_outcomes {
+                            let message =
+                                format!("bound to node {other} by someone else ({error})");
+                            self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
+                        } else {
+                            self.outcomes.remove(&uid);
+                        }
                     }
                     PodState::Gone => {
                         // Deleted (404): nothing left to schedule.

@@ -80,6 +80,10 @@ pub struct SchedulerOptions {
     /// With `confirm_bindings`, how long a bound pod may stay unconfirmed before the
     /// cache forgets it (with a warning); `None` keeps it until confirmed.
     pub assumed_pod_expiry: Option<Duration>,
+    /// Keep each bound pod's outcome for a report (`simulate`, `bench`). A live
+    /// scheduler keeps the outcomes of pending pods only, so that its memory follows
+    /// what is pending, not every pod it ever bound.
+    pub keep_bound_outcomes: bool,
 }
 
 impl Default for SchedulerOptions {
@@ -91,6 +95,7 @@ impl Default for SchedulerOptions {
             parallel_bindings: 1,
             confirm_bindings: false,
             assumed_pod_expiry: Some(DEFAULT_ASSUMED_POD_EXPIRY),
+            keep_bound_outcomes: true,
         }
     }
 }
@@ -188,6 +193,7 @@ pub struct Scheduler {
     nominated: NominatedPods,
     confirm_bindings: bool,
     assumed_pod_expiry: Option<Duration>,
+    keep_bound_outcomes: bool,
     /// Pods whose binding succeeded and that wait for the cluster's confirmation:
     /// when their binding ended.
     unconfirmed: HashMap<String, Duration>,
@@ -301,6 +307,7 @@ impl Scheduler {
             nominated: NominatedPods::new(),
             confirm_bindings: options.confirm_bindings,
             assumed_pod_expiry: options.assumed_pod_expiry,
+            keep_bound_outcomes: options.keep_bound_outcomes,
             unconfirmed: HashMap::new(),
             doubtful: HashMap::new(),
         })

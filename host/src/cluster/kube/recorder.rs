@@ -6,7 +6,10 @@
 //!
 //! The scheduling loop only queues a record; a task on the tokio runtime writes it,
 //! under the event client's rate limit, and a failed write is logged, never retried
-//! in a way that could hold up scheduling.
+//! in a way that could hold up scheduling. At most [`QUEUED_RECORDS`] records wait,
+//! as client-go's event broadcaster keeps 1000 and drops the rest: an API server
+//! that does not keep up costs events (counted and logged), never the scheduler's
+//! memory.
 
 use super::{KubeCluster, error_message};
 use crate::cluster::{FailureReason, Recorder};
@@ -15,29 +18,76 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+
+/// What a record says of its pod.
+struct PodRef {
+    namespace: String,
+    name: String,
+    uid: String,
+}
+
+impl PodRef {
+    fn of(pod: &Pod) -> Self {
+        PodRef {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+        }
+    }
+
+    fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
 
 enum Record {
     Event {
         reporting_controller: String,
-        pod: Pod,
+        pod: PodRef,
         normal: bool,
         reason: &'static str,
         action: &'static str,
         note: String,
     },
     Condition {
-        pod: Pod,
+        pod: PodRef,
         reason: FailureReason,
         message: String,
     },
 }
 
+/// Records that may wait for the writer.
+pub const QUEUED_RECORDS: usize = 1000;
+
+/// The loop's end of the records' queue: a record that finds it full is dropped and
+/// counted.
+#[derive(Debug, Clone)]
+struct Outbox {
+    tx: mpsc::Sender<Record>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Outbox {
+    fn send(&self, record: Record) {
+        if self.tx.try_send(record).is_err() {
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n == 1 || n.is_multiple_of(1000) {
+                tracing::warn!(
+                    dropped = n,
+                    "the API server is not keeping up with events and pod conditions: {n} dropped so far"
+                );
+            }
+        }
+    }
+}
+
 /// Writes events and conditions to the API server.
 #[derive(Debug, Clone)]
 pub struct KubeRecorder {
-    tx: mpsc::UnboundedSender<Record>,
+    outbox: Outbox,
     /// The condition last written per pod UID, so an unchanged one is not written
     /// again (as upstream skips an unchanged status).
     last_condition: Arc<Mutex<HashMap<String, (FailureReason, String)>>>,
@@ -55,7 +105,7 @@ const CONCURRENT_WRITES: usize = 16;
 impl KubeRecorder {
     /// Starts the writer task on `handle`'s runtime.
     pub fn start(cluster: KubeCluster, handle: &tokio::runtime::Handle) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Record>();
+        let (tx, mut rx) = mpsc::channel::<Record>(QUEUED_RECORDS);
         let instance = super::hostname();
         handle.spawn(async move {
             let slots = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_WRITES));
@@ -73,7 +123,10 @@ impl KubeRecorder {
             }
         });
         KubeRecorder {
-            tx,
+            outbox: Outbox {
+                tx,
+                dropped: Arc::default(),
+            },
             last_condition: Arc::default(),
         }
     }
@@ -177,9 +230,9 @@ impl Recorder for KubeRecorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&pod.uid);
-        let _ = self.tx.send(Record::Event {
+        self.outbox.send(Record::Event {
             reporting_controller: scheduler_name.to_owned(),
-            pod: pod.clone(),
+            pod: PodRef::of(pod),
             normal: true,
             reason: "Scheduled",
             action: "Binding",
@@ -188,9 +241,9 @@ impl Recorder for KubeRecorder {
     }
 
     fn preempted(&self, victim: &Pod, preemptor: &Pod, node: &str) {
-        let _ = self.tx.send(Record::Event {
+        self.outbox.send(Record::Event {
             reporting_controller: preemptor.scheduler_name.clone(),
-            pod: victim.clone(),
+            pod: PodRef::of(victim),
             normal: true,
             reason: "Preempted",
             action: "Preempting",
@@ -206,9 +259,9 @@ impl Recorder for KubeRecorder {
     }
 
     fn failed(&self, scheduler_name: &str, pod: &Pod, reason: FailureReason, message: &str) {
-        let _ = self.tx.send(Record::Event {
+        self.outbox.send(Record::Event {
             reporting_controller: scheduler_name.to_owned(),
-            pod: pod.clone(),
+            pod: PodRef::of(pod),
             normal: false,
             reason: "FailedScheduling",
             action: "Scheduling",
@@ -228,8 +281,8 @@ impl Recorder for KubeRecorder {
             }
         };
         if changed {
-            let _ = self.tx.send(Record::Condition {
-                pod: pod.clone(),
+            self.outbox.send(Record::Condition {
+                pod: PodRef::of(pod),
                 reason,
                 message: message.to_owned(),
             });
@@ -239,7 +292,36 @@ impl Recorder for KubeRecorder {
 
 #[cfg(test)]
 mod tests {
-    use super::truncate;
+    use super::*;
+
+    #[test]
+    fn records_past_the_queue_s_bound_are_dropped_and_counted() {
+        let (tx, mut rx) = mpsc::channel::<Record>(QUEUED_RECORDS);
+        let outbox = Outbox {
+            tx,
+            dropped: Arc::default(),
+        };
+        let pod = Pod {
+            namespace: "ns".into(),
+            name: "p".into(),
+            ..Pod::default()
+        };
+        for _ in 0..QUEUED_RECORDS + 5 {
+            outbox.send(Record::Condition {
+                pod: PodRef::of(&pod),
+                reason: FailureReason::Unschedulable,
+                message: "no".into(),
+            });
+        }
+        assert_eq!(outbox.dropped.load(Ordering::Relaxed), 5);
+        assert!(rx.try_recv().is_ok());
+        outbox.send(Record::Condition {
+            pod: PodRef::of(&pod),
+            reason: FailureReason::Unschedulable,
+            message: "room again".into(),
+        });
+        assert_eq!(outbox.dropped.load(Ordering::Relaxed), 5);
+    }
 
     #[test]
     fn notes_are_cut_on_a_character_boundary() {
