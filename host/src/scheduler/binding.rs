@@ -335,13 +335,8 @@ impl Scheduler {
                     self.metrics
                         .observe_scheduled_pod(b.qp.attempts, first.elapsed());
                 }
-                if self.keep_bound_outcomes {
-                    let message =
-                        format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
-                    self.set_outcome(&b.assumed, Some(b.node.clone()), message, b.qp.attempts);
-                } else {
-                    self.outcomes.remove(&uid);
-                }
+                let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
+                self.bound_outcome(&b.assumed, b.node.clone(), message, b.qp.attempts);
                 self.recorder
                     .scheduled(b.framework.scheduler_name(), &b.assumed, &b.node);
                 if deleted {
@@ -373,6 +368,16 @@ impl Scheduler {
                 let state = state.unwrap_or(PodState::Unknown);
                 self.settle_failed_binding(uid, b, state, e.to_string());
             }
+        }
+    }
+
+    /// The outcome of a pod now bound to `node`: kept for a report, or forgotten
+    /// (see [`super::SchedulerOptions::keep_bound_outcomes`]).
+    fn bound_outcome(&mut self, pod: &Pod, node: String, message: String, attempts: u32) {
+        if self.keep_bound_outcomes {
+            self.set_outcome(pod, Some(node), message, attempts);
+        } else {
+            self.outcomes.remove(&pod.uid);
         }
     }
 
@@ -413,13 +418,8 @@ impl Scheduler {
                                 Some(Object::Pod(pod)),
                             );
                         }
-                        if self.keep_bound_outcomes {
-                            let message =
-                                format!("bound to node {other} by someone else ({error})");
-                            self.set_outcome(&b.assumed, Some(other), message, b.qp.attempts);
-                        } else {
-                            self.outcomes.remove(&uid);
-                        }
+                        let message = format!("bound to node {other} by someone else ({error})");
+                        self.bound_outcome(&b.assumed, other, message, b.qp.attempts);
                     }
                     PodState::Gone => {
                         // Deleted (404): nothing left to schedule.
