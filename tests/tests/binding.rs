@@ -900,8 +900,10 @@ fn the_loop_goes_on_while_the_cluster_is_asked_about_a_failed_bind() {
     let binder = Arc::new(HangingLookup::default());
     let cluster = binder.cluster.clone();
     let clock = Arc::new(VirtualClock::default());
+    // Binding threads as berth run has them (more than one): the lookup holds one.
     let options = SchedulerOptions {
         max_attempts: 20,
+        parallel_bindings: 4,
         ..SchedulerOptions::default()
     };
     let mut s = Scheduler::new(
