@@ -46,15 +46,17 @@ fn scheduler_with(
     options: &SchedulerOptions,
     clock: Arc<VirtualClock>,
 ) -> Scheduler {
-    Scheduler::new(
-        &runtime(),
-        &config(""),
-        "test.yaml",
-        options,
-        cluster,
-        clock,
-    )
-    .unwrap()
+    scheduler_from(&config(""), cluster, options, clock)
+}
+
+/// A scheduler of `config` binding through `binder`.
+fn scheduler_from(
+    config: &Configuration,
+    binder: Arc<dyn Binder>,
+    options: &SchedulerOptions,
+    clock: Arc<VirtualClock>,
+) -> Scheduler {
+    Scheduler::new(&runtime(), config, "test.yaml", options, binder, clock).unwrap()
 }
 
 fn node(name: &str, cpu: i64) -> Node {
@@ -530,15 +532,12 @@ fn a_bind_that_may_have_happened_keeps_its_room_until_the_cluster_answers() {
         max_attempts: 20,
         ..SchedulerOptions::default()
     };
-    let mut s = Scheduler::new(
-        &runtime(),
+    let mut s = scheduler_from(
         &config(""),
-        "test.yaml",
-        &options,
         binder,
+        &options,
         Arc::new(VirtualClock::default()),
-    )
-    .unwrap();
+    );
     // Room for one pod on each node.
     s.add_or_update_node(node("n1", 1000));
     s.add_or_update_node(node("n2", 1000));
@@ -587,15 +586,7 @@ fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
         ..SchedulerOptions::default()
     };
     let clock = Arc::new(VirtualClock::default());
-    let mut s = Scheduler::new(
-        &runtime(),
-        &config,
-        "test.yaml",
-        &options,
-        cluster.clone(),
-        clock.clone(),
-    )
-    .unwrap();
+    let mut s = scheduler_from(&config, cluster.clone(), &options, clock.clone());
     let mut n1 = node("n1", 4000);
     n1.labels.insert("zone".into(), "a".into());
     let mut n2 = node("n2", 1000);
@@ -794,15 +785,7 @@ fn a_pod_whose_queue_sort_or_pre_enqueue_fails_backs_off_and_is_asked_again() {
         max_attempts: 4,
         ..SchedulerOptions::default()
     };
-    let mut s = Scheduler::new(
-        &runtime(),
-        &config,
-        "test.yaml",
-        &options,
-        cluster.clone(),
-        clock.clone(),
-    )
-    .unwrap();
+    let mut s = scheduler_from(&config, cluster.clone(), &options, clock.clone());
     let events = Arc::new(Events::default());
     s.set_recorder(events.clone());
     s.add_or_update_node(node("n1", 4000));
@@ -906,15 +889,7 @@ fn the_loop_goes_on_while_the_cluster_is_asked_about_a_failed_bind() {
         parallel_bindings: 4,
         ..SchedulerOptions::default()
     };
-    let mut s = Scheduler::new(
-        &runtime(),
-        &config(""),
-        "test.yaml",
-        &options,
-        binder.clone(),
-        clock.clone(),
-    )
-    .unwrap();
+    let mut s = scheduler_from(&config(""), binder.clone(), &options, clock.clone());
     s.add_or_update_node(node("n1", 4000));
     s.add_pod(pod("slow", 100, &[])).unwrap();
     while s.schedule_one() {}
@@ -958,16 +933,15 @@ fn the_loop_goes_on_while_the_cluster_is_asked_about_a_failed_bind() {
 #[test]
 fn a_plugin_granted_another_plugin_s_waits_lets_them_go() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("config.yaml");
-    std::fs::write(
-        &file,
-        format!(
+    let file = berth_tests::write(
+        dir.path(),
+        "config.yaml",
+        &format!(
             "profiles:\n- plugins:\n    permit:\n      enabled: [{{name: Gang}}, {{name: Hostile}}]\nberth:\n  modules:\n  - {{name: Hostile, path: {}}}\n  - {{name: Gang, path: {}}}\n  plugins:\n  - name: Hostile\n    sandbox:\n      grants:\n        waitsOf: [Gang]\n",
             berth_artifacts::fixtures::FIXTURE_HOSTILE,
             berth_artifacts::fixtures::FIXTURE_GANG
         ),
-    )
-    .unwrap();
+    );
     let valid = berth::config_cli::validate(&runtime(), &file).unwrap();
     assert!(
         valid.contains("  may         Hostile: allow-waiting-pod, reject-waiting-pod for the waits of Gang too (sandbox.grants.waitsOf)\n"),
@@ -975,15 +949,12 @@ fn a_plugin_granted_another_plugin_s_waits_lets_them_go() {
     );
     let config = Configuration::load(&file).unwrap();
     let cluster = Arc::new(MemoryCluster::new());
-    let mut s = Scheduler::new(
-        &runtime(),
+    let mut s = scheduler_from(
         &config,
-        "config.yaml",
-        &SchedulerOptions::default(),
         cluster.clone(),
+        &SchedulerOptions::default(),
         Arc::new(VirtualClock::default()),
-    )
-    .unwrap();
+    );
     s.add_or_update_node(node("n1", 4000));
     s.add_pod(pod(
         "g1",

@@ -92,6 +92,24 @@ pub struct QueuedPod {
     pub regate: bool,
 }
 
+impl QueuedPod {
+    /// A pod new to the queue at `now`, with its key: no attempt yet, not gated.
+    fn new(pod: Pod, key: Vec<i64>, now: Duration) -> Self {
+        QueuedPod {
+            pod,
+            key,
+            attempts: 0,
+            timestamp: now,
+            seq: 0,
+            unschedulable_plugins: BTreeSet::new(),
+            gated_by: None,
+            last_failure: None,
+            initial_attempt: None,
+            regate: false,
+        }
+    }
+}
+
 /// Which plugins care about an event, and what they say of a pod.
 pub trait HintOracle {
     /// Queue or QueueSkip for `pod`, which `plugin` rejected, after `event`. Plugins
@@ -260,18 +278,7 @@ impl SchedulingQueue {
                 qp.pod = pod;
                 qp
             }
-            None => QueuedPod {
-                pod,
-                key: Vec::new(),
-                attempts: 0,
-                timestamp: now,
-                seq: 0,
-                unschedulable_plugins: BTreeSet::new(),
-                gated_by: None,
-                last_failure: None,
-                initial_attempt: None,
-                regate: false,
-            },
+            None => QueuedPod::new(pod, Vec::new(), now),
         };
         self.regate_failed(qp, message, now);
     }
@@ -329,16 +336,9 @@ impl SchedulingQueue {
             None => (None, None),
         };
         let qp = QueuedPod {
-            pod,
-            key,
-            attempts: 0,
-            timestamp: now,
-            seq: 0,
-            unschedulable_plugins: BTreeSet::new(),
             gated_by,
             last_failure,
-            initial_attempt: None,
-            regate: false,
+            ..QueuedPod::new(pod, key, now)
         };
         if gated {
             self.count_incoming("PodAdd", QueueName::Gated);

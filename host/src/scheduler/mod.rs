@@ -596,10 +596,7 @@ impl Scheduler {
             match self.gate(&fw, &qp.pod) {
                 Ok((key, gate)) => {
                     if let Some(o) = self.outcomes.get_mut(&qp.pod.uid) {
-                        o.message = match &gate {
-                            Some((_, m)) => format!("waiting at PreEnqueue: {m}"),
-                            None => "pending".to_owned(),
-                        };
+                        o.message = enqueue_message(&gate);
                     }
                     self.queue.regated(qp, key, gate, "PreEnqueueRetry");
                 }
@@ -652,9 +649,7 @@ impl Scheduler {
                 return Ok(());
             }
         };
-        let message = gate.as_ref().map_or("pending".to_owned(), |(_, m)| {
-            format!("waiting at PreEnqueue: {m}")
-        });
+        let message = enqueue_message(&gate);
         self.set_outcome(&pod, None, message, 0);
         self.nominate(&pod);
         let now = self.clock.now();
@@ -1047,4 +1042,11 @@ impl Scheduler {
             && self.queue.in_flight().is_empty()
             && self.waiting.is_empty()
     }
+}
+
+/// What a pod's outcome says once it is queued: pending, or held back at PreEnqueue.
+fn enqueue_message(gate: &Gate) -> String {
+    gate.as_ref().map_or("pending".to_owned(), |(_, m)| {
+        format!("waiting at PreEnqueue: {m}")
+    })
 }

@@ -97,8 +97,8 @@ impl HostCall {
             HostCall::AssumeVolumeBound
             | HostCall::AssumeClaimProvisioned
             | HostCall::RestoreVolume
-            | HostCall::RestoreClaim => "the cycle's pod's claims",
-            HostCall::BindVolume => "the cycle's pod's claims",
+            | HostCall::RestoreClaim
+            | HostCall::BindVolume => "the cycle's pod's claims",
             HostCall::SelectNodeForClaim => "the cycle's pod's claims, on the reserved node",
         }
     }
@@ -189,13 +189,19 @@ impl CallScope {
     }
 
     /// `Ok` when `call` may act on the pod `uid` bound to `node`.
-    pub fn bind(&self, uid: &str, node: &str) -> Result<(), String> {
+    pub fn bind(&self, namespace: &str, name: &str, uid: &str, node: &str) -> Result<(), String> {
         self.at_point(HostCall::BindPod)?;
         let pod = self.pod()?;
         if pod.uid != uid {
             return Err(format!(
                 "bind-pod may bind only the cycle's pod {}/{} (uid {}), not uid {uid}",
                 pod.namespace, pod.name, pod.uid
+            ));
+        }
+        if (pod.namespace.as_str(), pod.name.as_str()) != (namespace, name) {
+            return Err(format!(
+                "uid {uid} is the cycle's pod {}/{}, not {namespace}/{name}",
+                pod.namespace, pod.name
             ));
         }
         self.on_node(HostCall::BindPod, node)
@@ -266,17 +272,17 @@ mod tests {
 
     #[test]
     fn bind_only_the_cycle_s_pod_to_its_node_at_bind() {
-        assert_eq!(scope("Bind").bind("u1", "n1"), Ok(()));
+        assert_eq!(scope("Bind").bind("ns", "p", "u1", "n1"), Ok(()));
         assert_eq!(
-            scope("PreBind").bind("u1", "n1"),
+            scope("PreBind").bind("ns", "p", "u1", "n1"),
             Err("bind-pod is allowed only at Bind".into())
         );
         assert_eq!(
-            scope("Bind").bind("u2", "n1"),
+            scope("Bind").bind("ns", "p", "u2", "n1"),
             Err("bind-pod may bind only the cycle's pod ns/p (uid u1), not uid u2".into())
         );
         assert_eq!(
-            scope("Bind").bind("u1", "n2"),
+            scope("Bind").bind("ns", "p", "u1", "n2"),
             Err("bind-pod may name only the reserved node n1, not n2".into())
         );
     }

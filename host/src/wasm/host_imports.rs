@@ -329,18 +329,8 @@ impl host::Host for HostCtx {
         node: String,
     ) -> Result<(), String> {
         let call = HostCall::BindPod;
-        self.checked(call, self.scope.bind(&uid, &node))?;
-        let Some(scoped) = &self.scope.pod else {
-            unreachable!("the check needs the cycle's pod")
-        };
-        if (namespace.as_str(), name.as_str()) != (scoped.namespace.as_str(), scoped.name.as_str())
-        {
-            let why = format!(
-                "uid {uid} is the cycle's pod {}/{}, not {namespace}/{name}",
-                scoped.namespace, scoped.name
-            );
-            return Err(self.refuse(call, why));
-        }
+        let check = self.scope.bind(&namespace, &name, &uid, &node);
+        self.checked(call, check)?;
         let pod = berth_sdk::Pod {
             namespace,
             name,
