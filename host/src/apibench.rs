@@ -229,8 +229,19 @@ where
 }
 
 /// Runs the benchmark against the cluster the options reach, which must hold no
-/// nodes yet (the counts would be wrong otherwise).
-pub async fn run_api_bench(
+/// nodes yet (the counts would be wrong otherwise). The future comes boxed, as
+/// [`crate::run::run`]'s, so that its body is compiled here and not in the binary.
+pub fn run_api_bench<'a>(
+    runtime: &'a Arc<Runtime>,
+    opts: &'a ApiBenchOptions,
+    progress: &'a mut (dyn FnMut(&str) + Send),
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<ApiBenchResult, ApiBenchError>> + Send + 'a>,
+> {
+    Box::pin(api_bench(runtime, opts, progress))
+}
+
+async fn api_bench(
     runtime: &Arc<Runtime>,
     opts: &ApiBenchOptions,
     progress: &mut (dyn FnMut(&str) + Send),
@@ -337,9 +348,13 @@ pub async fn run_api_bench(
                 run_opts.kubeconfig = opts.kubeconfig.clone();
             }
             let task = tokio::spawn(async move {
-                run(&runtime, &run_opts, async {
-                    let _ = stop_rx.await;
-                })
+                run(
+                    &runtime,
+                    &run_opts,
+                    Box::pin(async {
+                        let _ = stop_rx.await;
+                    }),
+                )
                 .await
             });
             ("berth".to_owned(), None, Some((stop_tx, task)))

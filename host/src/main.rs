@@ -479,7 +479,11 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
         .thread_name("berth-io")
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(berth::run::run(&runtime, &opts, shutdown_signal()))?;
+    rt.block_on(berth::run::run(
+        &runtime,
+        &opts,
+        Box::pin(shutdown_signal()),
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -65,8 +65,10 @@ struct Inner {
     plugin_call_duration: HistogramVec,
     preemption_attempts: IntCounterVec,
     preemption_victims: HistogramVec,
+    preemption_carried_out: IntCounterVec,
     plugin_failures_ignored: IntCounterVec,
     plugin_output_lines: IntCounterVec,
+    records_dropped: IntCounterVec,
     plugin_reloads: IntCounterVec,
     shadow_cycles: IntCounterVec,
     shadow_disagreements: IntCounterVec,
@@ -189,11 +191,23 @@ impl Metrics {
                 &[],
                 buckets(1.0, 2.0, 7),
             ),
+            preemption_carried_out: counter(
+                &r,
+                "scheduler_preemption_goroutines_execution_total",
+                "Preemptions carried out apart from the scheduling loop (nominations written, victims evicted), by result: error when an eviction failed. Upstream's name; Berth runs them on its preemption threads.",
+                &["result"],
+            ),
             plugin_failures_ignored: counter(
                 &r,
                 "berth_plugin_failures_ignored_total",
                 "Failures of a plugin whose failurePolicy is FailOpen that were ignored: its scores were dropped for that scheduling cycle and the pod was scheduled on the other plugins' scores.",
                 &["plugin"],
+            ),
+            records_dropped: counter(
+                &r,
+                "berth_event_records_dropped_total",
+                "Events and pod conditions dropped because 1000 were already waiting for the API server (as client-go's event broadcaster drops them).",
+                &[],
             ),
             plugin_output_lines: counter(
                 &r,
@@ -329,6 +343,23 @@ impl Metrics {
             .preemption_victims
             .with_label_values(&[] as &[&str])
             .observe(victims as f64);
+    }
+
+    /// A preemption carried out on the preemption threads ended.
+    pub fn count_preemption_carried_out(&self, all_evicted: bool) {
+        let result = if all_evicted { "success" } else { "error" };
+        self.inner
+            .preemption_carried_out
+            .with_label_values(&[result])
+            .inc();
+    }
+
+    /// An event or pod condition dropped: too many waited for the API server.
+    pub fn count_record_dropped(&self) {
+        self.inner
+            .records_dropped
+            .with_label_values(&[] as &[&str])
+            .inc();
     }
 
     /// A trapped call into a plugin's instance.

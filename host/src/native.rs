@@ -438,12 +438,14 @@ impl HostApi for NativeHost {
         self.storage.generation()
     }
     fn wait_storage_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
-        let (generation, waited) = self
-            .storage
-            .wait_for_change(after, std::time::Duration::from_millis(timeout_ms));
+        // A native plugin's call has no cycle pod the host knows of: its waits end
+        // on a change or the timeout only.
+        let end =
+            self.storage
+                .wait_for_change(after, std::time::Duration::from_millis(timeout_ms), None);
         (
-            generation,
-            u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+            end.generation,
+            u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
         )
     }
 }

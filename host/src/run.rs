@@ -3,7 +3,8 @@
 //! `/healthz`, `/readyz` and `/metrics`, and — with leader election on, the default —
 //! schedules only while it holds the Lease. Runs until told to stop (SIGINT or
 //! SIGTERM), then shuts down gracefully: no new pods, binding cycles under way finish
-//! (up to a timeout), the Lease is released so that the next leader starts at once.
+//! (up to a timeout), the Lease is released so that the next leader starts at once,
+//! and the events still queued are written (within what is left of the timeout).
 //! Losing the Lease stops scheduling at once and ends `run` with an error, as
 //! kube-scheduler exits; the process is restarted as a follower.
 
@@ -92,12 +93,32 @@ pub enum RunError {
     LeadershipLost(crate::cluster::kube::LeadershipLost),
 }
 
+/// What tells [`run`] to stop: a signal, a test's own trigger. Boxed, so that `run`
+/// is compiled once, in this crate, whatever its callers wait for.
+pub type Stop<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+
+/// What [`run`] answers: its future, boxed for the same reason as [`Stop`].
+pub type RunFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), RunError>> + Send + 'a>>;
+
 /// Runs until `stop` resolves. Errors before scheduling starts (a bad configuration,
 /// an unreachable server) are returned; afterwards problems are logged and retried.
-pub async fn run(
+///
+/// The future comes boxed: an async fn's body is compiled wherever it is polled, and
+/// `run`'s (the watchers, the API types' decoders, the server) cost the `berth` binary
+/// minutes of build when it was compiled there rather than here.
+pub fn run<'a>(
+    runtime: &'a Arc<Runtime>,
+    options: &'a RunOptions,
+    stop: Stop<'a>,
+) -> RunFuture<'a> {
+    Box::pin(run_until(runtime, options, stop))
+}
+
+async fn run_until(
     runtime: &Arc<Runtime>,
     options: &RunOptions,
-    stop: impl std::future::Future<Output = ()>,
+    stop: Stop<'_>,
 ) -> Result<(), RunError> {
     let cwd = std::env::current_dir().map_err(RunError::WorkingDir)?;
     // A configuration in a ConfigMap: read with the kubeconfig of the command line
@@ -185,8 +206,13 @@ pub async fn run(
         )
     })
     .await??;
+    let events = recorder.clone();
     scheduler.set_recorder(recorder);
     let metrics = scheduler.metrics().clone();
+    {
+        let metrics = metrics.clone();
+        events.count_drops_with(Box::new(move || metrics.count_record_dropped()));
+    }
     let plugins = scheduler.plugins_view();
     let shadows = scheduler.shadows_view();
     // A dead loop must not leave a live-looking leader: end the process, so that the
@@ -287,7 +313,7 @@ pub async fn run(
     };
     let watchers = start_watchers(&cluster, &handle, live.sender());
     tracing::info!(server = %cluster.server, "berth is running");
-    tokio::pin!(stop);
+    let mut stop = stop;
     let mut stopped = false;
     let mut lost = None;
     if let Some(e) = elector.as_mut() {
@@ -321,6 +347,7 @@ pub async fn run(
         return Err(RunError::LeadershipLost(why));
     }
     let timeout = options.shutdown_timeout;
+    let shutdown_began = std::time::Instant::now();
     tracing::info!(
         "shutting down: taking no new pods; binding cycles under way may finish within {timeout:?}"
     );
@@ -373,6 +400,17 @@ pub async fn run(
             "cannot release the lease: {}",
             crate::cluster::kube::error_message(&err)
         );
+    }
+    // The events of the last attempts, and the series counts not written yet, within
+    // what is left of the timeout (a second at least).
+    let left = timeout
+        .saturating_sub(shutdown_began.elapsed())
+        .max(std::time::Duration::from_secs(1));
+    match events.flush(left).await {
+        0 => {}
+        n => tracing::warn!(
+            "{n} event(s) and pod condition(s) could not be written before the shutdown timeout"
+        ),
     }
     if let Some(s) = server {
         s.abort();

@@ -458,3 +458,157 @@ fn a_failed_eviction_spares_the_other_victims_and_retries_the_preemptor_at_once(
         "the preemptor waits for a backoff after a failed eviction"
     );
 }
+
+/// A remote-like cluster (its watch reports deletions) whose evictions wait until the
+/// test lets them through, as evictions do behind a slow API server.
+struct SlowEvictions {
+    inner: Arc<berth::cluster::memory::MemoryCluster>,
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+    /// Eviction requests made, and those answered.
+    asked: std::sync::atomic::AtomicUsize,
+    answered: std::sync::atomic::AtomicUsize,
+}
+
+impl SlowEvictions {
+    fn let_through(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl berth::cluster::Binder for SlowEvictions {
+    fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), berth::cluster::BindError> {
+        self.inner.bind(pod, node)
+    }
+    fn nominate(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), String> {
+        self.inner.nominate(pod, node)
+    }
+    fn evict(
+        &self,
+        victim: &berth_sdk::Pod,
+        by: &berth_sdk::Pod,
+        message: &str,
+    ) -> Result<(), String> {
+        use std::sync::atomic::Ordering;
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.opened.wait(open).unwrap();
+        }
+        drop(open);
+        let r = self.inner.evict(victim, by, message);
+        self.answered.fetch_add(1, Ordering::SeqCst);
+        r
+    }
+    fn reports_deletions(&self) -> bool {
+        true
+    }
+}
+
+/// Waits (a few seconds at most) until `done` holds.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Upstream's "preempting" set: while a preemptor's evictions are on their way it
+/// waits at PreEnqueue, so a cluster event that would retry it meanwhile cannot make
+/// it choose victims again (the pods it is evicting are not terminating yet); when
+/// the evictions end it is activated and lands where they made room.
+#[test]
+fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
+    use berth::clock::{Clock, VirtualClock};
+    use berth::cluster::Binder;
+    use berth::cluster::manifest::{self, Object};
+    use berth::cluster::memory::MemoryCluster;
+    use berth::config::Configuration;
+    use berth::queue::QueueName;
+    use berth::scheduler::{Scheduler, SchedulerOptions};
+    use std::sync::atomic::Ordering;
+
+    let runtime = runtime();
+    let memory = Arc::new(MemoryCluster::new());
+    let cluster = Arc::new(SlowEvictions {
+        inner: memory.clone(),
+        open: Default::default(),
+        opened: Default::default(),
+        asked: Default::default(),
+        answered: Default::default(),
+    });
+    let clock = Arc::new(VirtualClock::default());
+    let mut scheduler = Scheduler::new(
+        &runtime,
+        &Configuration::default(),
+        "<default>",
+        &SchedulerOptions::default(),
+        cluster.clone() as Arc<dyn Binder>,
+        clock.clone(),
+    )
+    .unwrap();
+    let object = |v: Value| {
+        let docs = manifest::load_str("case", &v.to_string()).unwrap();
+        docs.into_iter().next().unwrap().object
+    };
+    let node_of = |v: Value| match object(node(&v)) {
+        Object::Node(n) => n,
+        _ => unreachable!(),
+    };
+    let pod_of = |v: Value| match object(pod(&v)) {
+        Object::Pod(p) => p,
+        _ => unreachable!(),
+    };
+    scheduler.add_or_update_node(node_of(json!({"name": "n1", "cpu": "2"})));
+    let low = pod_of(json!({"name": "low", "node": "n1", "cpu": "2", "priority": 1}));
+    let high = pod_of(json!({"name": "high", "cpu": "2", "priority": 100}));
+    scheduler.add_pod(low.clone()).unwrap();
+    scheduler.add_pod(high.clone()).unwrap();
+
+    // High's first attempt: nothing fits; it preempts low, whose eviction hangs.
+    assert!(scheduler.schedule_one());
+    wait_until("the eviction asked", || {
+        cluster.asked.load(Ordering::SeqCst) == 1
+    });
+    assert_eq!(scheduler.queue_of(&high.uid), Some(QueueName::Gated));
+
+    // Meanwhile a node joins (too small for high): an event that retries pods
+    // NodeResourcesFit rejected. Backoffs and the unschedulable pods' timeout pass too.
+    scheduler.add_or_update_node(node_of(json!({"name": "n2", "cpu": "1"})));
+    let later = clock.now() + std::time::Duration::from_secs(600);
+    clock.advance_to(later);
+    scheduler.poll(later);
+    scheduler.flush_backoff(later);
+    scheduler.flush_unschedulable_leftover(later);
+    assert!(
+        !scheduler.schedule_one(),
+        "the preemptor was tried again while its evictions were under way"
+    );
+    assert_eq!(scheduler.queue_of(&high.uid), Some(QueueName::Gated));
+    let held = scheduler.queue().get(&high.uid).unwrap();
+    assert_eq!(held.gated_by.as_deref(), Some("DefaultPreemption"));
+    assert_eq!(
+        held.last_failure.as_deref(),
+        Some("DefaultPreemption: waiting for the preemption for this pod to be finished")
+    );
+
+    // The eviction goes through and the watch reports low gone: high is let in and
+    // lands on n1, with no second eviction.
+    cluster.let_through();
+    wait_until("the eviction answered", || {
+        cluster.answered.load(Ordering::SeqCst) == 1
+    });
+    scheduler.delete_pod(&low.uid);
+    wait_until("the preemptor activated", || {
+        scheduler.poll(clock.now());
+        scheduler.queue_of(&high.uid) != Some(QueueName::Gated)
+    });
+    scheduler.run_until_idle();
+    let outcome = scheduler.outcome(&high.uid).unwrap();
+    assert_eq!(outcome.node.as_deref(), Some("n1"), "{}", outcome.message);
+    assert_eq!(cluster.asked.load(Ordering::SeqCst), 1, "low evicted twice");
+    let evicted: Vec<String> = memory.evictions().into_iter().map(|e| e.key).collect();
+    assert_eq!(evicted, ["default/low"]);
+}

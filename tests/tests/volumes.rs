@@ -292,3 +292,51 @@ fn plugins_that_need_volumes_or_host_ports_sit_out_the_cycles_of_pods_without_th
         "no host ports yet"
     );
 }
+
+/// A pod deleted while its PreBind waits for its volume ends the wait (upstream's
+/// `checkBindings` stops once the pod is gone): the binding thread is free at once,
+/// not after `bindTimeoutSeconds`, and what Reserve assumed is given back.
+#[test]
+fn a_pod_deleted_while_its_pre_bind_waits_for_a_volume_ends_the_wait() {
+    let cluster = Arc::new(MemoryCluster::new());
+    cluster.stall_provisioners(true);
+    let mut s = scheduler(cluster.clone());
+    let mut yaml = String::from(CLASSES);
+    yaml += &node("n1", "z1");
+    yaml += &claim("data", "fast", "5Gi");
+    yaml += &pod_with_claim("db-0", "data");
+    apply(&mut s, &yaml);
+    assert!(s.schedule_one());
+    // PreBind selected the node for the claim and waits for a provisioner that does
+    // not come.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !s
+        .storage()
+        .cluster_claim("default", "data")
+        .is_some_and(|c| c.annotations.contains_key(ANNOTATION_SELECTED_NODE))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "PreBind never selected a node"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(s.bindings_in_flight(), 1);
+
+    s.delete_pod("uid-db-0");
+    // The default bindTimeoutSeconds is 600: a wait that did not end would hold the
+    // binding thread far past this.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while s.bindings_in_flight() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the binding cycle of a deleted pod still waits for its volume"
+        );
+        s.poll(std::time::Duration::ZERO);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(cluster.bindings().is_empty(), "{:?}", cluster.bindings());
+    assert_eq!(s.outcome("uid-db-0"), None);
+    assert!(s.is_quiet());
+    assert_eq!(s.storage().assumed(), (0, 0));
+}

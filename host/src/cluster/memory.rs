@@ -33,6 +33,8 @@ pub struct MemoryCluster {
     storage: Mutex<Option<Storage>>,
     storage_changes: Mutex<Vec<(Option<Object>, Object)>>,
     volume_bindings: Mutex<Vec<VolumeBinding>>,
+    /// The provisioners are stalled: a claim given a selected node waits.
+    provisioners_stalled: std::sync::atomic::AtomicBool,
 }
 
 /// A claim the embedded cluster bound to a volume.
@@ -84,6 +86,14 @@ impl MemoryCluster {
             .refuse_volumes
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    /// Stalls the provisioners (or lets them go on): while stalled, a claim given a
+    /// selected node waits for its volume, as behind a provisioner that is slow or
+    /// down. Claims selected meanwhile stay waiting.
+    pub fn stall_provisioners(&self, stalled: bool) {
+        self.provisioners_stalled
+            .store(stalled, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn storage(&self) -> Result<Storage, String> {
@@ -263,10 +273,14 @@ impl Binder for MemoryCluster {
             .storage_class_name
             .as_deref()
             .and_then(|c| storage.class(c));
-        let Some(class) =
-            class.filter(|c| !c.provisioner.is_empty() && c.provisioner != NO_PROVISIONER)
+        let stalled = self
+            .provisioners_stalled
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let Some(class) = class
+            .filter(|c| !stalled && !c.provisioner.is_empty() && c.provisioner != NO_PROVISIONER)
         else {
-            // Nobody provisions for this class: the claim waits, as in a cluster.
+            // Nobody provisions for this class (or the provisioners are stalled): the
+            // claim waits, as in a cluster.
             self.write_claim(&storage, pvc);
             return Ok(());
         };

@@ -32,8 +32,27 @@ struct Objects {
 struct Shared {
     objects: RwLock<Objects>,
     /// Grows at every change (assumptions included); waiters are told.
-    generation: Mutex<u64>,
+    generation: Mutex<Waits>,
     changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Waits {
+    generation: u64,
+    /// Pods deleted while their binding cycle may wait here: their waits end at
+    /// once (upstream's `checkBindings` stops when the pod is gone).
+    ended: BTreeSet<String>,
+}
+
+/// How a wait for a storage change ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitEnd {
+    /// The generation then.
+    pub generation: u64,
+    /// How long it waited.
+    pub waited: Duration,
+    /// The pod it waited for was deleted: nothing it waits for matters any more.
+    pub pod_gone: bool,
 }
 
 /// The cluster's storage objects. Clones share them.
@@ -58,29 +77,49 @@ impl Storage {
         }
     }
 
-    /// A number that grows at every change.
-    pub fn generation(&self) -> u64 {
-        *self.0.generation.lock().unwrap_or_else(|e| e.into_inner())
+    fn waits(&self) -> std::sync::MutexGuard<'_, Waits> {
+        self.0.generation.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until the generation passes `after`, or `timeout` passes; answers the
-    /// generation then and how long it waited.
-    pub fn wait_for_change(&self, after: u64, timeout: Duration) -> (u64, Duration) {
+    /// A number that grows at every change.
+    pub fn generation(&self) -> u64 {
+        self.waits().generation
+    }
+
+    /// The pod `uid` was deleted during its binding cycle: its waits end now, and any
+    /// it starts end at once, until [`Storage::forget_pod`].
+    pub fn end_waits_of(&self, uid: &str) {
+        self.waits().ended.insert(uid.to_owned());
+        self.0.changed.notify_all();
+    }
+
+    /// The binding cycle of `uid` is over: forget that its waits ended.
+    pub fn forget_pod(&self, uid: &str) {
+        self.waits().ended.remove(uid);
+    }
+
+    /// Waits until the generation passes `after`, `timeout` passes, or the pod
+    /// `for_pod` (the binding cycle's) is deleted.
+    pub fn wait_for_change(&self, after: u64, timeout: Duration, for_pod: Option<&str>) -> WaitEnd {
         let started = Instant::now();
-        let mut generation = self.0.generation.lock().unwrap_or_else(|e| e.into_inner());
-        while *generation <= after {
+        let mut waits = self.waits();
+        loop {
+            let pod_gone = for_pod.is_some_and(|uid| waits.ended.contains(uid));
             let left = timeout.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                break;
+            if waits.generation > after || pod_gone || left.is_zero() {
+                return WaitEnd {
+                    generation: waits.generation,
+                    waited: started.elapsed(),
+                    pod_gone,
+                };
             }
-            generation = self
+            waits = self
                 .0
                 .changed
-                .wait_timeout(generation, left)
+                .wait_timeout(waits, left)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        (*generation, started.elapsed())
     }
 
     /// A claim by namespace and name (as assumed, if it is).
@@ -362,11 +401,11 @@ impl std::ops::DerefMut for Changing<'_> {
 
 impl Drop for Changing<'_> {
     fn drop(&mut self) {
-        *self
-            .shared
+        self.shared
             .generation
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) += 1;
+            .unwrap_or_else(|e| e.into_inner())
+            .generation += 1;
         self.shared.changed.notify_all();
     }
 }

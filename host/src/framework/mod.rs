@@ -244,7 +244,8 @@ impl From<CallError> for PluginError {
         match e {
             CallError::Trap { plugin, .. }
             | CallError::BadAnswer { plugin, .. }
-            | CallError::Refused { plugin, .. } => PluginError { plugin, message },
+            | CallError::Refused { plugin, .. }
+            | CallError::PodGone { plugin, .. } => PluginError { plugin, message },
         }
     }
 }

@@ -82,6 +82,18 @@ pub enum CallError {
         /// The host call and why it was refused.
         message: String,
     },
+    /// The cycle's pod was deleted while the call waited in the host (a PreBind
+    /// waiting for its volumes): the call fails whatever the guest answered, as
+    /// upstream's binding stops once the pod is gone. The instance is kept.
+    #[error("plugin {plugin}'s call ended{}: {message}", at(context))]
+    PodGone {
+        /// The plugin's name.
+        plugin: String,
+        /// Where: the extension point, the pod and the nodes of the call.
+        context: String,
+        /// What ended it.
+        message: String,
+    },
 }
 
 fn at(context: &str) -> String {
@@ -98,7 +110,8 @@ impl CallError {
         match &mut self {
             CallError::Trap { context, .. }
             | CallError::BadAnswer { context, .. }
-            | CallError::Refused { context, .. } => *context = where_,
+            | CallError::Refused { context, .. }
+            | CallError::PodGone { context, .. } => *context = where_,
         }
         self
     }
@@ -116,6 +129,9 @@ impl CallError {
             CallError::Refused {
                 context, message, ..
             } => format!("was refused a host call{}: {message}", at(context)),
+            CallError::PodGone {
+                context, message, ..
+            } => format!("ended{}: {message}", at(context)),
         }
     }
 }

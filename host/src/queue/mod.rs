@@ -653,6 +653,47 @@ impl SchedulingQueue {
         }
     }
 
+    /// Gates a pending pod where it waits, as if `plugin`'s PreEnqueue had just
+    /// refused it with `message` (a preemptor whose evictions are under way): no event,
+    /// backoff or activation lets it in until [`SchedulingQueue::release_hold`]. False
+    /// when the pod is not waiting here (in flight, or unknown).
+    pub fn hold(&mut self, uid: &str, plugin: &str, message: &str) -> bool {
+        let qp = self
+            .unschedulable
+            .remove(uid)
+            .or_else(|| self.backoff.remove(uid))
+            .or_else(|| self.active.remove(uid))
+            .or_else(|| {
+                let i = self.regating.iter().position(|q| q.pod.uid == uid)?;
+                Some(self.regating.swap_remove(i))
+            });
+        let Some(mut qp) = qp else {
+            return false;
+        };
+        qp.gated_by = Some(plugin.to_owned());
+        qp.last_failure = Some(message.to_owned());
+        self.count_incoming("PreemptionStarted", QueueName::Gated);
+        self.unschedulable.insert(uid.to_owned(), qp);
+        true
+    }
+
+    /// Lets a gated pod's PreEnqueue gates be asked again (its hold ended): it joins
+    /// the pods whose key and gate the scheduler asks before they enter activeQ
+    /// ([`SchedulingQueue::take_regating`]). False when the pod is not gated here.
+    pub fn release_hold(&mut self, uid: &str) -> bool {
+        if self
+            .unschedulable
+            .get(uid)
+            .is_none_or(|q| q.gated_by.is_none())
+        {
+            return false;
+        }
+        let mut qp = self.unschedulable.remove(uid).expect("checked");
+        qp.regate = true;
+        self.regating.push(qp);
+        true
+    }
+
     /// Retries pods that have been unschedulable longer than the limit (run every 30
     /// seconds, as upstream).
     pub fn flush_unschedulable_leftover(&mut self, now: Duration) -> usize {

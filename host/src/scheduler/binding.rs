@@ -7,6 +7,7 @@
 //! again by a lookup job on the same threads. A slow or silent API server holds up
 //! binding threads, never the loop.
 
+use super::pool::{PoolSender, spawn_pool, wake};
 use super::{Scheduler, SchedulerError, Waker};
 use crate::cluster::{Binder, FailureReason, PodState};
 use crate::framework::{CyclePod, CycleState, Framework, PluginError};
@@ -14,7 +15,7 @@ use crate::queue::QueuedPod;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Object, Pod};
 use std::collections::BTreeSet;
 use std::sync::mpsc::{Receiver, channel};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// A pod between Reserve and the end of its binding cycle.
@@ -59,109 +60,6 @@ pub(super) enum BindResult {
     Looked { uid: String, state: PodState },
 }
 
-/// Binding jobs on their way from the scheduling loop to the binding threads.
-///
-/// A queue under a lock and a condition variable, so that handing a job over costs
-/// the scheduling thread one wake-up of an idle binder, and none when every binder
-/// is busy. A std channel did the same hand-off with two: the binder, woken, took
-/// the channel's inner lock while the sender still held it and had to be woken again.
-struct BindQueue<J = Job> {
-    inner: Mutex<BindQueueInner<J>>,
-    ready: std::sync::Condvar,
-}
-
-struct BindQueueInner<J> {
-    jobs: std::collections::VecDeque<J>,
-    /// Binders waiting for a job.
-    idle: usize,
-    /// Binder threads still running (one that panicked is not).
-    alive: usize,
-    /// The scheduler is gone: binders finish what is queued and stop.
-    closed: bool,
-}
-
-impl<J> Default for BindQueue<J> {
-    fn default() -> Self {
-        BindQueue {
-            inner: Mutex::new(BindQueueInner {
-                jobs: Default::default(),
-                idle: 0,
-                alive: 0,
-                closed: false,
-            }),
-            ready: Default::default(),
-        }
-    }
-}
-
-impl<J> BindQueue<J> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BindQueueInner<J>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The next job, waiting for one; `None` once closed and empty.
-    fn take(&self) -> Option<J> {
-        let mut inner = self.lock();
-        loop {
-            if let Some(job) = inner.jobs.pop_front() {
-                return Some(job);
-            }
-            if inner.closed {
-                return None;
-            }
-            inner.idle += 1;
-            inner = self.ready.wait(inner).unwrap_or_else(|e| e.into_inner());
-            inner.idle -= 1;
-        }
-    }
-}
-
-/// The scheduling loop's end of the [`BindQueue`]; dropping it lets the binders stop.
-pub(super) struct BindSender<J = Job>(Arc<BindQueue<J>>);
-
-impl<J> BindSender<J> {
-    /// Queues a job; gives it back when no binder is left to run it.
-    fn send(&self, job: J) -> Result<(), J> {
-        let wake = {
-            let mut inner = self.0.lock();
-            if inner.alive == 0 {
-                return Err(job);
-            }
-            inner.jobs.push_back(job);
-            inner.idle > 0
-        };
-        // After the lock is released, so the binder does not wake into it.
-        if wake {
-            self.0.ready.notify_one();
-        }
-        Ok(())
-    }
-}
-
-/// Counts a binder thread out of [`BindQueueInner::alive`] however it ends.
-struct BinderAlive<J = Job>(Arc<BindQueue<J>>);
-
-impl<J> BinderAlive<J> {
-    /// Counts a binder in, until the guard drops.
-    fn new(queue: &Arc<BindQueue<J>>) -> Self {
-        queue.lock().alive += 1;
-        BinderAlive(queue.clone())
-    }
-}
-
-impl<J> Drop for BinderAlive<J> {
-    fn drop(&mut self) {
-        self.0.lock().alive -= 1;
-    }
-}
-
-impl<J> Drop for BindSender<J> {
-    fn drop(&mut self) {
-        self.0.lock().closed = true;
-        self.0.ready.notify_all();
-    }
-}
-
 /// Runs binding cycles and lookups on `n` threads of their own, so a slow PreBind,
 /// Bind or API server never holds up the scheduling loop, and `n` of them wait for
 /// the API server at once.
@@ -169,47 +67,38 @@ pub(super) fn spawn_binders(
     n: usize,
     binder: Arc<dyn Binder>,
     waker: Arc<RwLock<Option<Waker>>>,
-) -> Result<(BindSender, Receiver<BindResult>), SchedulerError> {
-    let jobs: Arc<BindQueue> = Arc::new(BindQueue::default());
+) -> Result<(PoolSender<Job>, Receiver<BindResult>), SchedulerError> {
     let (res_tx, res_rx) = channel::<BindResult>();
-    for i in 0..n.max(1) {
-        let jobs = jobs.clone();
+    let jobs = spawn_pool(n, "berth-binding", move || {
         let res_tx = res_tx.clone();
         let waker = waker.clone();
         let binder = binder.clone();
-        let alive = BinderAlive::new(&jobs);
-        std::thread::Builder::new()
-            .name(format!("berth-binding-{i}"))
-            .spawn(move || {
-                let _alive = alive;
-                while let Some(job) = jobs.take() {
-                    let done = match job {
-                        Job::Bind(job) => {
-                            let result = job.framework.bind(&job.state, &job.pod, &job.node);
-                            // Was it bound all the same, by someone else, or deleted?
-                            let state = result.is_err().then(|| binder.lookup(job.pod.pod()));
-                            BindResult::Bound {
-                                uid: job.uid,
-                                result,
-                                state,
-                            }
-                        }
-                        Job::Lookup { uid, pod } => BindResult::Looked {
-                            uid,
-                            state: binder.lookup(&pod),
-                        },
-                    };
-                    if res_tx.send(done).is_err() {
-                        break;
-                    }
-                    if let Some(w) = &*waker.read().unwrap_or_else(|e| e.into_inner()) {
-                        w();
+        move |job: Job| {
+            let done = match job {
+                Job::Bind(job) => {
+                    let result = job.framework.bind(&job.state, &job.pod, &job.node);
+                    // Was it bound all the same, by someone else, or deleted?
+                    let state = result.is_err().then(|| binder.lookup(job.pod.pod()));
+                    BindResult::Bound {
+                        uid: job.uid,
+                        result,
+                        state,
                     }
                 }
-            })
-            .map_err(SchedulerError::BindingThread)?;
-    }
-    Ok((BindSender(jobs), res_rx))
+                Job::Lookup { uid, pod } => BindResult::Looked {
+                    uid,
+                    state: binder.lookup(&pod),
+                },
+            };
+            if res_tx.send(done).is_err() {
+                return false;
+            }
+            wake(&waker);
+            true
+        }
+    })
+    .map_err(SchedulerError::BindingThread)?;
+    Ok((jobs, res_rx))
 }
 
 /// How often the cluster is asked again about a pod whose bind may have happened.
@@ -284,9 +173,7 @@ impl Scheduler {
     }
 
     pub(super) fn drain_bind_results(&mut self, block: bool) {
-        while let Ok(uid) = self.activate_rx.try_recv() {
-            self.queue.activate(&uid);
-        }
+        self.take_preemptions_ended();
         if block
             && self.bindings_in_flight > 0
             && let Ok(done) = self.bind_rx.recv()
@@ -327,6 +214,7 @@ impl Scheduler {
         let Some(b) = self.binding.remove(&uid) else {
             return;
         };
+        self.storage.forget_pod(&uid);
         match result {
             Ok(()) => {
                 let deleted = self.queue.deleted_in_flight(&uid);
@@ -467,40 +355,5 @@ impl Scheduler {
     /// Binding cycles (and lookups of pods in doubt) under way.
     pub fn bindings_in_flight(&self) -> usize {
         self.bindings_in_flight
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{BindQueue, BindSender, BinderAlive};
-    use std::sync::Arc;
-
-    #[test]
-    fn bind_queue_hands_jobs_over_in_order_and_stops_when_closed_or_unattended() {
-        let queue: Arc<BindQueue<u32>> = Arc::new(BindQueue::default());
-        let sender = BindSender(queue.clone());
-        // No binder yet: the job comes back, as when every binding thread is gone.
-        assert_eq!(sender.send(1), Err(1));
-
-        let alive = BinderAlive::new(&queue);
-        let binder = {
-            let queue = queue.clone();
-            std::thread::spawn(move || {
-                let _alive = alive;
-                let mut got = Vec::new();
-                while let Some(job) = queue.take() {
-                    got.push(job);
-                }
-                got
-            })
-        };
-        for job in 2..=200 {
-            assert_eq!(sender.send(job), Ok(()));
-        }
-        // Closing lets the binder finish what is queued, then stop.
-        drop(sender);
-        assert_eq!(binder.join().unwrap(), (2..=200).collect::<Vec<_>>());
-        assert_eq!(queue.lock().alive, 0);
-        assert!(queue.take().is_none());
     }
 }

@@ -12,10 +12,12 @@
 //! [`swap`] how a reload's new version is taken in between two cycles.
 
 mod binding;
+mod pool;
 mod preemption;
 mod storage;
 mod swap;
 
+pub use preemption::PREEMPTION_THREADS;
 pub use swap::SwapReport;
 
 use crate::cache::{Cache, CacheError, Snapshot};
@@ -39,9 +41,11 @@ use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
 use berth_sdk::affinity::LabelSelector;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
-use binding::{BindResult, BindSender, Binding, spawn_binders};
+use binding::{BindResult, Binding, Job, spawn_binders};
+use pool::PoolSender;
+use preemption::Preemptions;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -124,9 +128,9 @@ pub enum SchedulerError {
     /// whole report is kept.
     #[error("{}", .0.reason)]
     Refused(ReloadError),
-    /// A binding thread could not be started.
+    /// A binding or preemption thread could not be started.
     // The OS error is part of the message, not a `source`: shown once in a chain.
-    #[error("cannot start a binding thread: {0}")]
+    #[error("cannot start a binding or preemption thread: {0}")]
     BindingThread(std::io::Error),
 }
 
@@ -179,11 +183,10 @@ pub struct Scheduler {
     binder: Arc<dyn Binder>,
     recorder: Arc<dyn Recorder>,
     waker: Arc<RwLock<Option<Waker>>>,
-    bind_tx: BindSender,
+    bind_tx: PoolSender<Job>,
     bind_rx: Receiver<BindResult>,
-    /// Preemptors whose evictions failed, to retry at once (from the eviction threads).
-    activate_tx: Sender<String>,
-    activate_rx: Receiver<String>,
+    /// The preemption threads, and the preemptors waiting for them.
+    preemption: Preemptions,
     binding: HashMap<String, Binding>,
     /// Jobs on the binding threads: binding cycles and lookups.
     bindings_in_flight: usize,
@@ -272,9 +275,16 @@ impl Scheduler {
         let waker = Arc::new(RwLock::new(None));
         let (bind_tx, bind_rx) =
             spawn_binders(options.parallel_bindings, binder.clone(), waker.clone())?;
+        // The embedded cluster evicts on the loop's thread; one idle thread stands by.
+        let preemption_threads = if binder.reports_deletions() {
+            PREEMPTION_THREADS
+        } else {
+            1
+        };
+        let preemption = Preemptions::start(preemption_threads, binder.clone(), waker.clone())
+            .map_err(SchedulerError::BindingThread)?;
         let mut queue = SchedulingQueue::new(config.queue_config(options.queue));
         queue.set_metrics(metrics.clone());
-        let (activate_tx, activate_rx) = channel();
         let plugins_view = Arc::new(RwLock::new(generation.describe()));
         let shadows_view = Arc::new(RwLock::new(generation.shadow_stats()));
         Ok(Scheduler {
@@ -297,8 +307,7 @@ impl Scheduler {
             waker,
             bind_tx,
             bind_rx,
-            activate_tx,
-            activate_rx,
+            preemption,
             binding: HashMap::new(),
             bindings_in_flight: 0,
             metrics,
@@ -557,7 +566,13 @@ impl Scheduler {
         let key = fw.sort_key(&wpod)?;
         let gate = fw
             .pre_enqueue(&wpod)?
-            .map(|(plugin, status)| (plugin.clone(), format!("{plugin}: {}", status.message())));
+            .map(|(plugin, status)| (plugin.clone(), format!("{plugin}: {}", status.message())))
+            .or_else(|| {
+                // The PostFilter plugin's own PreEnqueue, as upstream's
+                // DefaultPreemption has: its preemption is under way.
+                self.preempting(&pod.uid)
+                    .map(|plugin| (plugin.to_owned(), preemption::preempting_message(plugin)))
+            });
         Ok((key, gate))
     }
 
@@ -745,8 +760,10 @@ impl Scheduler {
                 self.outcomes.remove(uid);
                 return;
             }
-            // Being bound: the binding cycle's result decides; note the deletion.
+            // Being bound: the binding cycle's result decides; note the deletion, and
+            // end what its PreBind waits for in the cluster (its volumes).
             self.queue.delete(uid);
+            self.storage.end_waits_of(uid);
             return;
         }
         if self.queue.delete(uid) && !self.queue.is_in_flight(uid) {
@@ -856,6 +873,7 @@ impl Scheduler {
                 let mut qp = qp;
                 let mut preemption = None;
                 if let Some(v) = verdict {
+                    let plugin = v.plugin;
                     self.metrics.count_preemption_attempt();
                     match v.nominated_node_name.as_deref() {
                         Some("") if !qp.pod.nominated_node_name.is_empty() => {
@@ -864,7 +882,7 @@ impl Scheduler {
                         }
                         Some(node) if !node.is_empty() && v.status.is_success() => {
                             qp.pod.nominated_node_name = node.to_owned();
-                            preemption = Some((node.to_owned(), v.victims));
+                            preemption = Some((node.to_owned(), v.victims, plugin));
                         }
                         _ => {}
                     }
@@ -883,8 +901,8 @@ impl Scheduler {
                 };
                 let preemptor = qp.pod.clone();
                 self.fail(qp, plugins, FailureReason::Unschedulable, fit.to_string());
-                if let Some((node, victims)) = preemption {
-                    self.preempt(&preemptor, &node, victims);
+                if let Some((node, victims, plugin)) = preemption {
+                    self.preempt(&preemptor, &node, victims, &plugin);
                 }
             }
             ScheduleOutcome::Error(e) => {
@@ -1039,6 +1057,7 @@ impl Scheduler {
     pub fn is_quiet(&self) -> bool {
         self.binding.is_empty()
             && self.doubtful.is_empty()
+            && self.preemption.is_idle()
             && self.queue.in_flight().is_empty()
             && self.waiting.is_empty()
     }

@@ -37,6 +37,9 @@ pub struct HostCtx {
     pub(super) scope: CallScope,
     /// The first host call the call under way was refused: the call fails with it.
     pub(super) refused: Option<String>,
+    /// The cycle's pod was deleted while the call waited in the host: the call
+    /// fails, whatever the guest answers.
+    pub(super) pod_gone: bool,
     /// The plugins whose waits this one may act on besides its own.
     pub(super) waits_of: Vec<String>,
 }
@@ -289,14 +292,22 @@ impl host::Host for HostCtx {
             // Outside a binding cycle a wait would hold up scheduling: answer at once.
             return (self.services.storage.generation(), 0);
         }
-        let (generation, waited) = self
-            .services
-            .storage
-            .wait_for_change(after, std::time::Duration::from_millis(timeout_ms));
-        self.waited += waited;
+        let pod = self.scope.pod.as_ref().map(|p| p.uid.as_str());
+        let end = self.services.storage.wait_for_change(
+            after,
+            std::time::Duration::from_millis(timeout_ms),
+            pod,
+        );
+        self.waited += end.waited;
+        if end.pod_gone {
+            // The pod was deleted: the call fails however the guest goes on, and
+            // its wait is over at once (all of it spent), so that its loop ends.
+            self.pod_gone = true;
+            return (end.generation, timeout_ms);
+        }
         (
-            generation,
-            u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+            end.generation,
+            u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
         )
     }
 

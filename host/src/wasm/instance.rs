@@ -135,6 +135,7 @@ impl Instance {
         data.waited = std::time::Duration::ZERO;
         data.scope.point = self.point;
         data.refused = None;
+        data.pod_gone = false;
         self.store.data().output.begin_call();
         let started = self.metrics.is_some().then(std::time::Instant::now);
         let result = f(&self.bindings, &mut self.store);
@@ -152,11 +153,17 @@ impl Instance {
             histogram.observe(t.elapsed().as_secs_f64());
         }
         let refused = self.store.data_mut().refused.take();
+        let pod_gone = std::mem::take(&mut self.store.data_mut().pod_gone);
         match result {
             Ok(_) if refused.is_some() => Err(CallError::Refused {
                 plugin: self.module.name.clone(),
                 context: String::new(),
                 message: refused.expect("checked"),
+            }),
+            Ok(_) if pod_gone => Err(CallError::PodGone {
+                plugin: self.module.name.clone(),
+                context: String::new(),
+                message: "the pod was deleted while the call waited for the cluster".into(),
             }),
             Ok(r) => Ok(r),
             Err(e) => {

@@ -371,6 +371,7 @@ impl Module {
             plugin: plugin.to_owned(),
             scope: super::capability::CallScope::default(),
             refused: None,
+            pod_gone: false,
             waits_of: self.sandbox.grants.waits_of.clone(),
         };
         let mut store = Store::new(&self.runtime.engine, ctx);

@@ -26,6 +26,10 @@ pub enum Fault {
     Refuse,
     /// Answer the first request of each new connection with this HTTP status.
     Status(u16),
+    /// Hold each request whose first bytes start with this (a method and a path
+    /// prefix, say `DELETE /api/v1/namespaces/ns/pods/`) this long before passing it
+    /// on: a slow API server for one kind of call.
+    Hold(&'static str, Duration),
 }
 
 /// The proxy; it stops when dropped.
@@ -182,21 +186,24 @@ async fn serve(
     let tcp = TcpStream::connect(("127.0.0.1", upstream_port)).await?;
     let name = ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
     let upstream = connector.connect(name, tcp).await?;
-    let delay = match fault {
-        Fault::Delay(d) => d,
-        _ => Duration::ZERO,
+    let (delay, hold) = match fault {
+        Fault::Delay(d) => (d, None),
+        Fault::Hold(prefix, d) => (Duration::ZERO, Some((prefix.as_bytes(), d))),
+        _ => (Duration::ZERO, None),
     };
     let (dr, dw) = tokio::io::split(downstream);
     let (ur, uw) = tokio::io::split(upstream);
-    let _ = tokio::join!(pump(dr, uw, delay), pump(ur, dw, delay));
+    let _ = tokio::join!(pump(dr, uw, delay, hold), pump(ur, dw, delay, None));
     Ok(())
 }
 
-/// Copies one direction, holding each chunk `delay`.
+/// Copies one direction, holding each chunk `delay`, and each chunk that starts with
+/// `hold`'s prefix (a request of that kind) `hold`'s time.
 async fn pump(
     mut from: impl tokio::io::AsyncRead + Unpin,
     mut to: impl tokio::io::AsyncWrite + Unpin,
     delay: Duration,
+    hold: Option<(&'static [u8], Duration)>,
 ) -> std::io::Result<()> {
     let mut buf = vec![0u8; 16384];
     loop {
@@ -206,6 +213,11 @@ async fn pump(
         }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
+        }
+        if let Some((prefix, d)) = hold
+            && buf[..n].starts_with(prefix)
+        {
+            tokio::time::sleep(d).await;
         }
         to.write_all(&buf[..n]).await?;
     }

@@ -114,7 +114,7 @@ impl Binder for KubeBinder {
             serde_json::Value::from(node)
         };
         let patch = serde_json::json!({"status": {"nominatedNodeName": value}});
-        let limiter = self.cluster.bind_limiter.clone();
+        let limiter = self.cluster.preemption_limiter.clone();
         let r = self.block_on(async {
             limiter.acquire().await;
             tokio::time::timeout(
@@ -157,7 +157,7 @@ impl Binder for KubeBinder {
             }),
             ..DeleteParams::default()
         };
-        let limiter = self.cluster.bind_limiter.clone();
+        let limiter = self.cluster.preemption_limiter.clone();
         let r = self.block_on(async {
             limiter.acquire().await;
             let patched = tokio::time::timeout(

@@ -6,7 +6,8 @@
 //! Requests are rate limited as client-go limits them (`clientConnection.qps` and
 //! `burst`), with two buckets as kube-scheduler has two clients: binds (and the reads
 //! after a failed bind) have their own, so a storm of event writes never delays a
-//! bind.
+//! bind. Berth adds a third for preemption's writes (nominations and evictions), so
+//! that a wave of preemptions never delays a bind either.
 
 mod binder;
 pub mod lease;
@@ -85,7 +86,7 @@ pub enum KubeError {
     },
 }
 
-/// A connection to the API server, with its two rate limiters.
+/// A connection to the API server, with its rate limiters.
 #[derive(Clone)]
 pub struct KubeCluster {
     /// The client (cheap to clone).
@@ -96,6 +97,8 @@ pub struct KubeCluster {
     pub bind_limiter: Arc<RateLimiter>,
     /// The bucket of events and status writes.
     pub event_limiter: Arc<RateLimiter>,
+    /// The bucket of preemption's writes: nominations and evictions.
+    pub preemption_limiter: Arc<RateLimiter>,
 }
 
 impl std::fmt::Debug for KubeCluster {
@@ -157,6 +160,7 @@ impl KubeCluster {
             server,
             bind_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
             event_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
+            preemption_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
         })
     }
 }
