@@ -4,17 +4,13 @@
 //! loses nothing when the API server dies, a pod is bound by someone else, or a pod is
 //! deleted while its binding cycle runs.
 
-#[path = "common/apiserver.rs"]
-mod apiserver;
-mod common;
-#[path = "common/proxy.rs"]
-mod proxy;
+use crate::common;
 
-use apiserver::*;
+use crate::apiserver::*;
+use crate::proxy::{Fault, FaultProxy};
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use proxy::{Fault, FaultProxy};
 use std::collections::{BTreeMap, HashSet};
 
 const NS: &str = "default";
@@ -147,6 +143,35 @@ async fn binds_pods_writes_events_and_conditions() {
     assert_eq!(failed[0].action.as_deref(), Some("Scheduling"));
     assert_eq!(failed[0].note.as_deref(), Some(message));
 
+    // A big node joins, cordoned: huge is tried again and fails again. The second
+    // FailedScheduling folds into the first as client-go's event series do: one event,
+    // whose series counts two, with the first note.
+    let mut cordoned = node("node-cordoned", "16", "32Gi", 110);
+    cordoned.spec = Some(k8s::NodeSpec {
+        unschedulable: Some(true),
+        ..Default::default()
+    });
+    create_nodes(&client, &[cordoned]).await;
+    let series = eventually(30, "huge's FailedScheduling series", || async {
+        let evs = events(&client).await;
+        let failed: Vec<Event> = events_of(&evs, "huge", "FailedScheduling")
+            .into_iter()
+            .cloned()
+            .collect();
+        match failed.as_slice() {
+            [one] if one.series.as_ref().is_some_and(|s| s.count >= 2) => Ok(one.clone()),
+            all => Err(format!(
+                "{} FailedScheduling event(s), series {:?}",
+                all.len(),
+                all.iter()
+                    .map(|e| e.series.as_ref().map(|s| s.count))
+                    .collect::<Vec<_>>()
+            )),
+        }
+    })
+    .await;
+    assert_eq!(series.note.as_deref(), Some(message));
+
     // A big node joins: the pod lands there (a node event moves it out of the
     // unschedulable pods), and the API server marks it scheduled.
     create_nodes(&client, &[node("node-big", "16", "32Gi", 110)]).await;
@@ -173,7 +198,7 @@ async fn api_server_killed_mid_run_loses_and_doubles_nothing() {
     create_ten_pod_nodes(&client, 20).await;
     // Without leader election: with it, an API server down longer than the renew
     // deadline ends the leader's run (as kube-scheduler exits), which is tested in
-    // tests/operations.rs; here the watches and the cache are under test.
+    // live/operations.rs; here the watches and the cache are under test.
     let berth = Berth::run_in(
         server.dir.path(),
         &server.kubeconfig(),

@@ -4,11 +4,7 @@
 //! SubjectAccessReview, through what deploy/ grants it; the health paths answer
 //! anyone; a client that never finishes its headers is cut off.
 
-#[path = "common/apiserver.rs"]
-mod apiserver;
-mod common;
-
-use apiserver::*;
+use crate::apiserver::*;
 use k8s_openapi::api::rbac::v1 as rbac;
 use kube::api::{Api, PostParams};
 use std::path::Path;

@@ -4,11 +4,7 @@
 //! on with the module that serves; `/plugins` and `/metrics` say so. The same through
 //! a ConfigMap that `berth run --config-map` reads and watches through the API.
 
-#[path = "common/apiserver.rs"]
-mod apiserver;
-mod common;
-
-use apiserver::*;
+use crate::apiserver::*;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;

@@ -4,18 +4,12 @@
 //! without losing a pod, `/readyz` waits for the state to be listed and `/metrics`
 //! counts what happened.
 
-#[path = "common/apiserver.rs"]
-mod apiserver;
-mod common;
-#[path = "common/proxy.rs"]
-mod proxy;
-
-use apiserver::*;
+use crate::apiserver::*;
+use crate::proxy::{Fault, FaultProxy};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
-use proxy::{Fault, FaultProxy};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -2,14 +2,13 @@
 //! a high-priority pod, evicts the victims DefaultPreemption picks (a DisruptionTarget
 //! condition, then a delete, then a `Preempted` event, as upstream), keeps a
 //! PodDisruptionBudget's pods when another node does as well, and holds the room for
-//! the preemptor while the victims terminate. There is no kubelet: the test plays its
-//! part and removes terminating pods, but only once it has checked what they carry.
+//! the preemptor while the victims terminate. Its deletes go through a proxy that holds
+//! them: a cluster event that retries the preemptor meanwhile must not make it choose
+//! (and evict) its victims again. There is no kubelet: the test plays its part and
+//! removes terminating pods, but only once it has checked what they carry.
 
-#[path = "common/apiserver.rs"]
-mod apiserver;
-mod common;
-
-use apiserver::*;
+use crate::apiserver::*;
+use crate::proxy::{Fault, FaultProxy};
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -124,7 +123,13 @@ async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor(
     ];
     create_pods(&client, NS, &low).await;
 
-    let berth = Berth::run_in(server.dir.path(), &server.kubeconfig(), &[]);
+    // Berth's requests go through a proxy that, later, holds the victims' deletes.
+    let proxy = FaultProxy::start(server.dir.path(), server.port()).await;
+    let berth = Berth::run_in(
+        server.dir.path(),
+        &proxy.write_kubeconfig(server.dir.path()),
+        &[],
+    );
     let names = low.iter().map(name_of).collect::<BTreeSet<_>>();
     eventually(60, "the low-priority pods bound", || async {
         let pods = list_pods(&client, NS).await?;
@@ -140,13 +145,44 @@ async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor(
 
     // Nothing fits the preemptor: evicting two pods on either node would. node-a's
     // would violate the budget, so node-b is the one (pickOneNodeForPreemption's
-    // first criterion).
+    // first criterion). Each delete of a victim is held three seconds.
+    proxy.set(Fault::Hold(
+        "DELETE /api/v1/namespaces/default/pods/",
+        std::time::Duration::from_secs(3),
+    ));
+    proxy.drop_connections();
     create_pods(
         &client,
         NS,
         &[prio_pod("critical", "2", "high", 1000, "critical", None)],
     )
     .await;
+    // While the deletes are held, a big node that nobody may use joins: an event
+    // that retries the preemptor (NodeResourcesFit: it would fit there).
+    eventually(30, "the victims marked for disruption", || async {
+        let pods = list_pods(&client, NS).await?;
+        let marked = pods
+            .iter()
+            .filter(|p| condition(p, "DisruptionTarget").is_some())
+            .count();
+        if marked > 0 {
+            Ok(())
+        } else {
+            Err("no DisruptionTarget yet".to_owned())
+        }
+    })
+    .await;
+    let mut tainted = node("node-tainted", "16", "32Gi", 110);
+    tainted.spec = Some(k8s::NodeSpec {
+        taints: Some(vec![k8s::Taint {
+            key: "dedicated".into(),
+            value: Some("other".into()),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    create_nodes(&client, &[tainted]).await;
     let pods = eventually(
         60,
         "critical nominated and its victims terminating",
@@ -239,13 +275,22 @@ async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor(
         .items;
     let critical_uid = pods["critical"].metadata.uid.clone().unwrap();
     for victim in ["batch-1", "batch-2"] {
-        let e = evs
+        let preempted: Vec<&Event> = evs
             .iter()
-            .find(|e| {
+            .filter(|e| {
                 e.reason.as_deref() == Some("Preempted")
                     && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(victim)
             })
-            .unwrap_or_else(|| panic!("no Preempted event on {victim}"));
+            .collect();
+        // Once: the retry while its deletes were held did not preempt again.
+        assert_eq!(
+            preempted.len(),
+            1,
+            "{victim} preempted again: {preempted:?}"
+        );
+        let count = preempted[0].series.as_ref().map_or(1, |s| s.count);
+        assert_eq!(count, 1, "{victim} preempted {count} times");
+        let e = preempted[0];
         assert_eq!(e.type_.as_deref(), Some("Normal"));
         assert!(
             e.note.as_deref().unwrap_or("").contains(&critical_uid),
@@ -254,4 +299,5 @@ async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor(
         );
     }
     drop(berth);
+    drop(proxy);
 }

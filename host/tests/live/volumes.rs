@@ -9,11 +9,7 @@
 //! (`volume.kubernetes.io/selected-node`), its pod bound once the test, playing the
 //! provisioner, has made a volume there and the controller has bound it.
 
-#[path = "common/apiserver.rs"]
-mod apiserver;
-mod common;
-
-use apiserver::*;
+use crate::apiserver::*;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::storage::v1::StorageClass;
