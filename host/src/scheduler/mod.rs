@@ -192,7 +192,10 @@ pub struct Scheduler {
     bindings_in_flight: usize,
     metrics: Metrics,
     max_attempts: u32,
-    selectors: Vec<PodSelector>,
+    /// The selectors of Services and controllers, by namespace, then by kind and
+    /// name: a pod's cycle reads its own namespace's, and a relist costs one insert
+    /// each.
+    selectors: HashMap<String, std::collections::BTreeMap<(String, String), LabelSelector>>,
     nominated: NominatedPods,
     confirm_bindings: bool,
     assumed_pod_expiry: Option<Duration>,
@@ -312,7 +315,7 @@ impl Scheduler {
             bindings_in_flight: 0,
             metrics,
             max_attempts: options.max_attempts.max(1),
-            selectors: Vec::new(),
+            selectors: HashMap::new(),
             nominated: NominatedPods::new(),
             confirm_bindings: options.confirm_bindings,
             assumed_pod_expiry: options.assumed_pod_expiry,
@@ -481,14 +484,20 @@ impl Scheduler {
     /// A Service or controller appeared or changed: its selector feeds the default
     /// selector of the pods it selects.
     pub fn add_or_update_selector(&mut self, selector: PodSelector) {
-        self.remove_selector(&selector.kind, &selector.namespace, &selector.name);
-        self.selectors.push(selector);
+        self.selectors
+            .entry(selector.namespace)
+            .or_default()
+            .insert((selector.kind, selector.name), selector.selector);
     }
 
     /// A Service or controller is gone.
     pub fn remove_selector(&mut self, kind: &str, namespace: &str, name: &str) {
-        self.selectors
-            .retain(|s| !(s.kind == kind && s.namespace == namespace && s.name == name));
+        if let Some(of_namespace) = self.selectors.get_mut(namespace) {
+            of_namespace.remove(&(kind.to_owned(), name.to_owned()));
+            if of_namespace.is_empty() {
+                self.selectors.remove(namespace);
+            }
+        }
     }
 
     /// Upstream's `DefaultSelector`: the merged selectors of the Services and
@@ -497,17 +506,14 @@ impl Scheduler {
     /// controller made.
     fn default_selector(&self, pod: &Pod) -> Option<LabelSelector> {
         let mut merged: Option<LabelSelector> = None;
-        for s in &self.selectors {
-            if s.namespace != pod.namespace
-                || s.selector.is_empty()
-                || !s.selector.matches(&pod.labels)
-            {
+        for selector in self.selectors.get(&pod.namespace)?.values() {
+            if selector.is_empty() || !selector.matches(&pod.labels) {
                 continue;
             }
             let m = merged.get_or_insert_with(LabelSelector::default);
-            m.match_labels.extend(s.selector.match_labels.clone());
+            m.match_labels.extend(selector.match_labels.clone());
             m.match_expressions
-                .extend(s.selector.match_expressions.iter().cloned());
+                .extend(selector.match_expressions.iter().cloned());
         }
         merged
     }
