@@ -299,41 +299,59 @@ fn preemption_follows_kube_scheduler_case_by_case() {
     );
 }
 
+/// A scheduler with the default profile that binds and evicts through `cluster`, on
+/// the virtual `clock`: the tests below drive its cycles one by one.
+fn embedded_scheduler(
+    cluster: Arc<dyn berth::cluster::Binder>,
+    clock: Arc<berth::clock::VirtualClock>,
+) -> berth::scheduler::Scheduler {
+    berth::scheduler::Scheduler::new(
+        &runtime(),
+        &berth::config::Configuration::default(),
+        "<default>",
+        &berth::scheduler::SchedulerOptions::default(),
+        cluster,
+        clock,
+    )
+    .unwrap()
+}
+
+/// The one object of a manifest document, as the embedded cluster reads it.
+fn object_of(v: Value) -> berth::cluster::manifest::Object {
+    let docs = berth::cluster::manifest::load_str("case", &v.to_string()).unwrap();
+    docs.into_iter().next().unwrap().object
+}
+
+/// A node of the compact form (see [`node`]), as the scheduler takes it.
+fn node_object(v: Value) -> berth_sdk::Node {
+    match object_of(node(&v)) {
+        berth::cluster::manifest::Object::Node(n) => n,
+        other => panic!("not a node: {other:?}"),
+    }
+}
+
+/// A pod of the compact form (see [`pod`]), as the scheduler takes it.
+fn pod_object(v: Value) -> berth_sdk::Pod {
+    match object_of(pod(&v)) {
+        berth::cluster::manifest::Object::Pod(p) => p,
+        other => panic!("not a pod: {other:?}"),
+    }
+}
+
 /// While the victims' room waits for the preemptor (nominated, in backoff), a pod of
 /// lower priority that arrives meanwhile must not take it: the nomination counts on
 /// the node. Then the preemptor lands there.
 #[test]
 fn the_room_made_by_preemption_is_kept_for_the_preemptor() {
-    use berth::clock::VirtualClock;
-    use berth::cluster::manifest::{self, Object};
     use berth::cluster::memory::MemoryCluster;
-    use berth::config::Configuration;
-    use berth::scheduler::{Scheduler, SchedulerOptions};
+    use berth::scheduler::Scheduler;
 
-    let runtime = runtime();
     let cluster = Arc::new(MemoryCluster::new());
-    let mut scheduler = Scheduler::new(
-        &runtime,
-        &Configuration::default(),
-        "<default>",
-        &SchedulerOptions::default(),
-        cluster.clone(),
-        Arc::new(VirtualClock::default()),
-    )
-    .unwrap();
-    let object = |v: Value| {
-        let docs = manifest::load_str("case", &v.to_string()).unwrap();
-        docs.into_iter().next().unwrap().object
-    };
-    let Object::Node(n) = object(node(&json!({"name": "n1", "cpu": "2"}))) else {
-        unreachable!()
-    };
-    scheduler.add_or_update_node(n);
+    let mut scheduler = embedded_scheduler(cluster.clone(), Arc::default());
+    scheduler.add_or_update_node(node_object(json!({"name": "n1", "cpu": "2"})));
     let mut uids = std::collections::HashMap::new();
     let mut add = |scheduler: &mut Scheduler, v: Value| {
-        let Object::Pod(p) = object(pod(&v)) else {
-            unreachable!()
-        };
+        let p = pod_object(v);
         uids.insert(p.name.clone(), p.uid.clone());
         scheduler.add_pod(p).unwrap();
     };
@@ -406,47 +424,24 @@ impl berth::cluster::Binder for RefusesToEvict {
 /// out its backoff for room that will not come.
 #[test]
 fn a_failed_eviction_spares_the_other_victims_and_retries_the_preemptor_at_once() {
-    use berth::clock::VirtualClock;
-    use berth::cluster::Binder;
-    use berth::cluster::manifest::{self, Object};
     use berth::cluster::memory::MemoryCluster;
-    use berth::config::Configuration;
     use berth::queue::QueueName;
-    use berth::scheduler::{Scheduler, SchedulerOptions};
 
-    let runtime = runtime();
     let memory = Arc::new(MemoryCluster::new());
     // The victims are evicted most important first: `mid` is asked first and refused.
     let cluster = Arc::new(RefusesToEvict {
         inner: memory.clone(),
         refused: "mid".into(),
     });
-    let mut scheduler = Scheduler::new(
-        &runtime,
-        &Configuration::default(),
-        "<default>",
-        &SchedulerOptions::default(),
-        cluster.clone() as Arc<dyn Binder>,
-        Arc::new(VirtualClock::default()),
-    )
-    .unwrap();
-    let object = |v: Value| {
-        let docs = manifest::load_str("case", &v.to_string()).unwrap();
-        docs.into_iter().next().unwrap().object
-    };
-    let Object::Node(n) = object(node(&json!({"name": "n1", "cpu": "2"}))) else {
-        unreachable!()
-    };
-    scheduler.add_or_update_node(n);
+    let mut scheduler = embedded_scheduler(cluster, Arc::default());
+    scheduler.add_or_update_node(node_object(json!({"name": "n1", "cpu": "2"})));
     let mut uids = std::collections::HashMap::new();
     for v in [
         json!({"name": "least", "node": "n1", "cpu": "1", "priority": 1}),
         json!({"name": "mid", "node": "n1", "cpu": "1", "priority": 2}),
         json!({"name": "high", "cpu": "2", "priority": 100}),
     ] {
-        let Object::Pod(p) = object(pod(&v)) else {
-            unreachable!()
-        };
+        let p = pod_object(v);
         uids.insert(p.name.clone(), p.uid.clone());
         scheduler.add_pod(p).unwrap();
     }
@@ -522,15 +517,10 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 #[test]
 fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
     use berth::clock::{Clock, VirtualClock};
-    use berth::cluster::Binder;
-    use berth::cluster::manifest::{self, Object};
     use berth::cluster::memory::MemoryCluster;
-    use berth::config::Configuration;
     use berth::queue::QueueName;
-    use berth::scheduler::{Scheduler, SchedulerOptions};
     use std::sync::atomic::Ordering;
 
-    let runtime = runtime();
     let memory = Arc::new(MemoryCluster::new());
     let cluster = Arc::new(SlowEvictions {
         inner: memory.clone(),
@@ -540,30 +530,10 @@ fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
         answered: Default::default(),
     });
     let clock = Arc::new(VirtualClock::default());
-    let mut scheduler = Scheduler::new(
-        &runtime,
-        &Configuration::default(),
-        "<default>",
-        &SchedulerOptions::default(),
-        cluster.clone() as Arc<dyn Binder>,
-        clock.clone(),
-    )
-    .unwrap();
-    let object = |v: Value| {
-        let docs = manifest::load_str("case", &v.to_string()).unwrap();
-        docs.into_iter().next().unwrap().object
-    };
-    let node_of = |v: Value| match object(node(&v)) {
-        Object::Node(n) => n,
-        _ => unreachable!(),
-    };
-    let pod_of = |v: Value| match object(pod(&v)) {
-        Object::Pod(p) => p,
-        _ => unreachable!(),
-    };
-    scheduler.add_or_update_node(node_of(json!({"name": "n1", "cpu": "2"})));
-    let low = pod_of(json!({"name": "low", "node": "n1", "cpu": "2", "priority": 1}));
-    let high = pod_of(json!({"name": "high", "cpu": "2", "priority": 100}));
+    let mut scheduler = embedded_scheduler(cluster.clone(), clock.clone());
+    scheduler.add_or_update_node(node_object(json!({"name": "n1", "cpu": "2"})));
+    let low = pod_object(json!({"name": "low", "node": "n1", "cpu": "2", "priority": 1}));
+    let high = pod_object(json!({"name": "high", "cpu": "2", "priority": 100}));
     scheduler.add_pod(low.clone()).unwrap();
     scheduler.add_pod(high.clone()).unwrap();
 
@@ -576,7 +546,7 @@ fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
 
     // Meanwhile a node joins (too small for high): an event that retries pods
     // NodeResourcesFit rejected. Backoffs and the unschedulable pods' timeout pass too.
-    scheduler.add_or_update_node(node_of(json!({"name": "n2", "cpu": "1"})));
+    scheduler.add_or_update_node(node_object(json!({"name": "n2", "cpu": "1"})));
     let later = clock.now() + std::time::Duration::from_secs(600);
     clock.advance_to(later);
     scheduler.poll(later);
