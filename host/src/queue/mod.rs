@@ -267,13 +267,7 @@ impl SchedulingQueue {
     /// missed its deadline): it backs off as after an error, one attempt counted, and
     /// its key and gate are asked again when it would enter activeQ.
     pub fn add_failed(&mut self, pod: Pod, message: String, now: Duration) {
-        let uid = pod.uid.clone();
-        let known = self
-            .unschedulable
-            .remove(&uid)
-            .or_else(|| self.active.remove(&uid))
-            .or_else(|| self.backoff.remove(&uid));
-        let qp = match known {
+        let qp = match self.take_waiting(&pod.uid) {
             Some(mut qp) => {
                 qp.pod = pod;
                 qp
@@ -596,12 +590,21 @@ impl SchedulingQueue {
             f.deleted = true;
             return true;
         }
-        let regating = self.regating.len();
-        self.regating.retain(|q| q.pod.uid != uid);
-        self.active.remove(uid).is_some()
-            || self.backoff.remove(uid).is_some()
-            || self.unschedulable.remove(uid).is_some()
-            || self.regating.len() != regating
+        self.take_waiting(uid).is_some()
+    }
+
+    /// Takes a pod out of wherever it waits (activeQ, backoffQ, unschedulable or
+    /// gated, or on its way to activeQ); not one in flight. A stale heap entry is
+    /// left behind, as every removal does: `pop` and `flush_backoff` skip it.
+    fn take_waiting(&mut self, uid: &str) -> Option<QueuedPod> {
+        self.unschedulable
+            .remove(uid)
+            .or_else(|| self.backoff.remove(uid))
+            .or_else(|| self.active.remove(uid))
+            .or_else(|| {
+                let i = self.regating.iter().position(|q| q.pod.uid == uid)?;
+                Some(self.regating.swap_remove(i))
+            })
     }
 
     /// Whether a pod in flight was deleted during its cycle.
@@ -658,16 +661,7 @@ impl SchedulingQueue {
     /// backoff or activation lets it in until [`SchedulingQueue::release_hold`]. False
     /// when the pod is not waiting here (in flight, or unknown).
     pub fn hold(&mut self, uid: &str, plugin: &str, message: &str) -> bool {
-        let qp = self
-            .unschedulable
-            .remove(uid)
-            .or_else(|| self.backoff.remove(uid))
-            .or_else(|| self.active.remove(uid))
-            .or_else(|| {
-                let i = self.regating.iter().position(|q| q.pod.uid == uid)?;
-                Some(self.regating.swap_remove(i))
-            });
-        let Some(mut qp) = qp else {
+        let Some(mut qp) = self.take_waiting(uid) else {
             return false;
         };
         qp.gated_by = Some(plugin.to_owned());

@@ -469,3 +469,20 @@ fn a_pod_whose_key_or_gate_failed_is_held_back_until_they_are_asked_again() {
     assert!(q.delete("b"));
     assert!(q.take_regating().is_empty());
 }
+
+#[test]
+fn a_pod_on_its_way_to_active_q_whose_key_fails_again_is_queued_once() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add_failed(pod("a"), "plugin P trapped".into(), secs(0));
+    q.flush_backoff(secs(1));
+    // On its way to activeQ (its key and gate not asked yet), an update whose key
+    // fails: the one pod backs off again, it is not left behind as well.
+    q.add_failed(pod("a"), "plugin P trapped again".into(), secs(1));
+    assert!(q.take_regating().is_empty());
+    assert_eq!(q.queue_of("a"), Some(QueueName::Backoff));
+    let a = q.get("a").unwrap();
+    assert_eq!(a.attempts, 2);
+    assert_eq!(a.last_failure.as_deref(), Some("plugin P trapped again"));
+    q.flush_backoff(secs(60));
+    assert_eq!(q.take_regating().len(), 1);
+}
