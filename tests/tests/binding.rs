@@ -1007,3 +1007,210 @@ fn a_live_scheduler_keeps_outcomes_of_pending_pods_only() {
     assert_eq!(big.node, None);
     assert!(big.message.contains("Insufficient cpu"), "{big:?}");
 }
+
+/// Every extension point the Flaky fixture implements, as a `berth.test/trap-at`
+/// label value.
+const TRAP_POINTS: [&str; 14] = [
+    "preenqueue",
+    "queuesort",
+    "prefilter",
+    "filter",
+    "postfilter",
+    "prescore",
+    "score",
+    "normalizescore",
+    "reserve",
+    "unreserve",
+    "permit",
+    "prebind",
+    "bind",
+    "postbind",
+];
+
+/// Points where one pod misses the call deadline (an endless loop) instead of
+/// panicking: each such call costs the deadline, so a few.
+const LOOP_POINTS: [&str; 6] = [
+    "queuesort",
+    "filter",
+    "normalizescore",
+    "permit",
+    "prebind",
+    "postbind",
+];
+
+/// 1500 pods on 50 nodes with 8 binding cycles at once, a third of them trapping (a
+/// panic, or a missed deadline) at one extension point each, every point included:
+/// each pod ends bound exactly once or pending with a reason naming the plugin and a
+/// FailedScheduling event, nothing in flight and no reservation leaked. Then the
+/// cause goes away (the pods' labels are removed) and every pod that fits is bound,
+/// once: no pod was dropped, and every broken instance was replaced.
+#[test]
+fn traps_and_missed_deadlines_at_every_extension_point_drop_no_pod() {
+    let text = format!(
+        "berth:\n  modules:\n  - name: Flaky\n    path: {}\n  plugins:\n  - name: Flaky\n    sandbox: {{callDeadline: 400ms}}\nprofiles:\n- plugins:\n    queueSort:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Flaky}}]\n    preEnqueue:\n      enabled: [{{name: Flaky}}]\n    preFilter:\n      enabled: [{{name: Flaky}}]\n    filter:\n      enabled: [{{name: Flaky}}]\n    postFilter:\n      enabled: [{{name: Flaky}}]\n    preScore:\n      enabled: [{{name: Flaky}}]\n    score:\n      enabled: [{{name: Flaky, weight: 1}}]\n    reserve:\n      enabled: [{{name: Flaky}}]\n    permit:\n      enabled: [{{name: Flaky}}]\n    preBind:\n      enabled: [{{name: Flaky}}]\n    bind:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Flaky}}, {{name: DefaultBinder}}]\n    postBind:\n      enabled: [{{name: Flaky}}]\n",
+        berth_artifacts::fixtures::FIXTURE_FLAKY
+    );
+    let config = Configuration::parse("test.yaml", &text).unwrap();
+    let cluster = Arc::new(MemoryCluster::new());
+    let clock = Arc::new(VirtualClock::default());
+    let options = SchedulerOptions {
+        max_attempts: 3,
+        parallel_bindings: 8,
+        ..SchedulerOptions::default()
+    };
+    let mut s = scheduler_from(&config, cluster.clone(), &options, clock.clone());
+    let events = Arc::new(Events::default());
+    s.set_recorder(events.clone());
+    for i in 0..50 {
+        s.add_or_update_node(node(&format!("n{i:02}"), 40_000));
+    }
+    let total = 1500;
+    // Where each pod traps ("" for none).
+    let mut trap: BTreeMap<String, &str> = BTreeMap::new();
+    let mut looping = std::collections::BTreeSet::new();
+    let mut x: u64 = 0x9E3779B97F4A7C15;
+    for i in 0..total {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let name = format!("p{i:04}");
+        // Every point gets pods early on; then a third of the pods trap.
+        let at = if i < TRAP_POINTS.len() {
+            TRAP_POINTS[i]
+        } else if x % 3 == 0 {
+            TRAP_POINTS[((x >> 8) % TRAP_POINTS.len() as u64) as usize]
+        } else {
+            ""
+        };
+        let mut labels = vec![("berth.test/trap-at", at)];
+        if LOOP_POINTS.contains(&at) && looping.insert(at) {
+            labels.push(("berth.test/trap-how", "loop"));
+        }
+        // Unreserve runs only after a later failure: Permit rejects these once per
+        // instance. PostFilter runs only for a pod that fits nowhere.
+        if at == "unreserve" {
+            labels.push(("berth.test/fail-at", "permit"));
+        }
+        let cpu = if at == "postfilter" { 100_000 } else { 500 };
+        s.add_pod(pod(&name, cpu, &labels)).unwrap();
+        trap.insert(name, at);
+        if i % 100 == 0 {
+            s.run_until_idle();
+        }
+    }
+    s.run_until_idle();
+    assert!(s.is_quiet(), "something is still in flight");
+    assert_eq!(looping.len(), LOOP_POINTS.len());
+
+    // Each pod: bound once, or pending with a reason and an event.
+    let check = |s: &Scheduler, expect_pending: &dyn Fn(&str) -> Option<bool>| {
+        let bindings = cluster.bindings();
+        let said = events.0.lock().unwrap().clone();
+        let mut bound = 0;
+        for (name, at) in &trap {
+            let uid = format!("uid-{name}");
+            let o = s
+                .outcome(&uid)
+                .unwrap_or_else(|| panic!("{name} (trap at {at:?}) was lost"));
+            match &o.node {
+                Some(n) => {
+                    bound += 1;
+                    assert_eq!(bindings.get(&uid).map(|(_, b)| b), Some(n), "{name}");
+                    assert_ne!(
+                        expect_pending(at),
+                        Some(true),
+                        "{name} (trap at {at:?}) was bound: {o:?}"
+                    );
+                }
+                None => {
+                    assert!(!bindings.contains_key(&uid), "{name} bound but pending");
+                    assert_ne!(
+                        expect_pending(at),
+                        Some(false),
+                        "{name} (trap at {at:?}) is pending: {o:?}"
+                    );
+                    assert!(
+                        s.queue().get(&uid).is_some(),
+                        "{name} pending but not queued: {o:?}"
+                    );
+                    assert!(
+                        said.iter()
+                            .any(|e| e.starts_with(&format!("default/{name}: "))),
+                        "{name} (trap at {at:?}) is pending with no event: {o:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(bindings.len(), bound, "a pod was bound twice or by mistake");
+        let requested: i64 = (0..50)
+            .map(|i| {
+                s.cache()
+                    .node(&format!("n{i:02}"))
+                    .unwrap()
+                    .requested
+                    .milli_cpu
+            })
+            .sum();
+        assert_eq!(requested, 500 * bound as i64, "a reservation leaked");
+        bound
+    };
+    // Traps before the bind keep the pod pending, with the plugin and point named;
+    // after it (PostBind) they cost nothing; Unreserve's depends on which instance
+    // counted the Permit rejection.
+    let bound = check(&s, &|at: &str| match at {
+        "" | "postbind" => Some(false),
+        "unreserve" => None,
+        _ => Some(true),
+    });
+    for (name, at) in &trap {
+        if !at.is_empty() && *at != "postbind" && *at != "unreserve" {
+            let o = s.outcome(&format!("uid-{name}")).unwrap();
+            assert!(o.message.contains("Flaky"), "{name} (trap at {at}): {o:?}");
+        }
+    }
+    let trapped = trap.values().filter(|at| !at.is_empty()).count();
+    assert!(trapped > 400, "{trapped}");
+    assert!(bound >= total - trapped, "{bound}");
+    let metrics = s.metrics_text();
+    let traps: u64 = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("berth_plugin_traps_total{plugin=\"Flaky\"}")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert!(traps >= trapped as u64, "{traps} traps counted\n{metrics}");
+
+    // The cause goes away (the pending pods lose their labels): every pod that fits
+    // is bound, once.
+    for name in trap.keys() {
+        if s.outcome(&format!("uid-{name}")).unwrap().node.is_some() {
+            continue;
+        }
+        let cpu = if trap[name] == "postfilter" {
+            100_000
+        } else {
+            500
+        };
+        s.update_pod(pod(name, cpu, &[])).unwrap();
+    }
+    clock.advance_to(clock.now() + Duration::from_secs(600));
+    s.flush_unschedulable_leftover(clock.now());
+    s.flush_backoff(clock.now());
+    s.run_until_idle();
+    assert!(s.is_quiet(), "something is still in flight");
+    let bound = check(&s, &|at: &str| Some(at == "postfilter"));
+    let too_big = trap.values().filter(|at| **at == "postfilter").count();
+    assert_eq!(bound, total - too_big);
+    for (name, at) in &trap {
+        if *at == "postfilter" {
+            let o = s.outcome(&format!("uid-{name}")).unwrap();
+            assert!(
+                o.message.starts_with("0/50 nodes are available"),
+                "{name}: {o:?}"
+            );
+        }
+    }
+}
