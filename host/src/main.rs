@@ -199,6 +199,18 @@ struct BenchArgs {
     /// With --api: Berth's configuration (clientConnection.qps and burst, profiles).
     #[arg(long, requires = "api")]
     config: Option<PathBuf>,
+    /// Instead of the workloads: this many pod lifecycles (created, bound, seen bound,
+    /// deleted) on the embedded cluster at full speed, with the process's resident
+    /// memory sampled (100 nodes unless --nodes says otherwise).
+    #[arg(long, value_name = "LIFECYCLES", conflicts_with_all = ["api", "compare", "quick", "workload", "init_pods", "measure_pods"])]
+    churn: Option<usize>,
+    /// With --churn: sample memory after every this many lifecycles.
+    #[arg(long, requires = "churn", default_value_t = 100_000)]
+    sample_every: usize,
+    /// With --churn: lifecycles before the sample that memory growth is measured
+    /// from (default: the first sample).
+    #[arg(long, requires = "churn")]
+    warmup: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -360,9 +372,42 @@ fn bench_api(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn bench_churn(args: BenchArgs, lifecycles: usize) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(lifecycles > 0, "--churn must be at least 1");
+    anyhow::ensure!(args.sample_every > 0, "--sample-every must be at least 1");
+    let runtime = runtime(&args.cache_dir, args.no_cache)?;
+    let mut scheduler = SchedulerOptions::default();
+    if let Some(p) = args.parallelism {
+        anyhow::ensure!(p > 0, "--parallelism must be at least 1");
+        scheduler.framework.parallelism = p;
+    }
+    let defaults = berth::bench::ChurnOptions::default();
+    let nodes = args.nodes.unwrap_or(defaults.nodes);
+    anyhow::ensure!(nodes > 0, "--nodes must be at least 1");
+    let opts = berth::bench::ChurnOptions {
+        lifecycles,
+        nodes,
+        sample_every: args.sample_every,
+        warmup: args.warmup.unwrap_or(args.sample_every),
+        native: args.native,
+        scheduler,
+        ..defaults
+    };
+    let mut progress = |line: &str| eprintln!("bench: {line}");
+    let r = berth::bench::run_churn(&runtime, &opts, &mut progress)?;
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string(&r)?),
+        Output::Text => print!("{}", berth::bench::churn_to_text(&r)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if args.api {
         return bench_api(args);
+    }
+    if let Some(lifecycles) = args.churn {
+        return bench_churn(args, lifecycles);
     }
     let runtime = runtime(&args.cache_dir, args.no_cache)?;
     let mut scheduler = SchedulerOptions::default();

@@ -101,3 +101,62 @@ fn native_twins_place_the_example_as_the_components_do() {
     assert_eq!(pods(&wasm), pods(&native));
     assert!(pods(&native).as_array().unwrap().len() >= 2);
 }
+
+/// A churn keeps memory for what is live only: at every sample the scheduler holds
+/// no more pods than the nodes carry (three batches of 1000) and nothing for pods
+/// already deleted; at the end it holds nothing; every pod was bound exactly once.
+/// The memory figure is checked with room to spare: a leak of half a KiB per pod
+/// would show as 12 MiB over the last 25,000 pods.
+#[test]
+fn a_churn_keeps_memory_for_live_pods_only() {
+    let out = berth(&[
+        "bench",
+        "--churn",
+        "30000",
+        "--sample-every",
+        "5000",
+        "--output",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bench: churn: 5000 lifecycles"),
+        "{}",
+        stderr(&out)
+    );
+    let r: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("one JSON object");
+    assert_eq!(r["lifecycles"], 30000, "{r}");
+    assert_eq!(r["nodes"], 100, "{r}");
+    assert_eq!(r["binds"], 30000, "{r}");
+    assert_eq!(r["double_binds"], 0, "{r}");
+    assert_eq!(r["never_bound"], 0, "{r}");
+    let samples = r["samples"].as_array().unwrap();
+    let at: Vec<u64> = samples
+        .iter()
+        .map(|x| x["lifecycles"].as_u64().unwrap())
+        .collect();
+    assert_eq!(at, [5000, 10000, 15000, 20000, 25000, 30000], "{r}");
+    let kept = |b: &serde_json::Value, field: &str| b[field].as_u64().unwrap_or(u64::MAX);
+    for x in samples {
+        let b = &x["bookkeeping"];
+        assert!(kept(b, "cached_pods") <= 3000, "{x}");
+        for field in [
+            "queued",
+            "in_flight",
+            "queue_events",
+            "outcomes",
+            "binding",
+            "unconfirmed",
+            "doubtful",
+            "nominated",
+        ] {
+            assert_eq!(kept(b, field), 0, "{field} in {x}");
+        }
+        assert!(x["rss_mib"].as_f64().unwrap() > 0.0, "{x}");
+    }
+    let end = r["end"].as_object().unwrap();
+    assert!(end.values().all(|v| v == 0), "left at the end: {r}");
+    assert_eq!(r["baseline_lifecycles"], 5000, "{r}");
+    let growth = r["rss_growth_mib"].as_f64().unwrap();
+    assert!(growth < 12.0, "RSS grew {growth} MiB over 25,000 pods: {r}");
+}

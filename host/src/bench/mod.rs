@@ -19,6 +19,9 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod churn;
+pub use churn::{ChurnOptions, ChurnResult, ChurnSample, churn_to_text, rss_mib, run_churn};
+
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -393,12 +396,18 @@ pub fn cores() -> usize {
 
 /// Peak resident memory of the process so far (VmHWM), in MiB; 0 when unknown.
 pub fn peak_rss_mib() -> f64 {
+    proc_status_mib("VmHWM:")
+}
+
+/// A memory figure of this process's `/proc/self/status` (the field with its colon),
+/// in MiB; 0 when unknown.
+fn proc_status_mib(field: &str) -> f64 {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return 0.0;
     };
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kib| kib / 1024.0)
 }
@@ -679,6 +688,36 @@ pub fn run(
     Ok(out)
 }
 
+/// Aligns rows under a header, two spaces apart: the columns in `left` to the left,
+/// the others (numbers) to the right.
+fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]], left: &[usize]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if left.contains(&i) {
+                s.push_str(&format!("{c:<w$}", w = widths[i]));
+            } else {
+                s.push_str(&format!("{c:>w$}", w = widths[i]));
+            }
+        }
+        s.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
 /// The results as an aligned table.
 pub fn to_text(results: &[BenchResult]) -> String {
     let header = [
@@ -711,31 +750,7 @@ pub fn to_text(results: &[BenchResult]) -> String {
             ]
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let line = |cells: Vec<&str>| -> String {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            // Text columns left, numbers right.
-            if i == 0 || i == 4 {
-                s.push_str(&format!("{c:<w$}", w = widths[i]));
-            } else {
-                s.push_str(&format!("{c:>w$}", w = widths[i]));
-            }
-        }
-        s.trim_end().to_owned() + "\n"
-    };
-    let mut out = line(header.to_vec());
-    for row in &rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
-    }
+    let mut out = table(&header, &rows, &[0, 4]);
     out.push_str(&format!("{} cores\n", cores()));
     out
 }

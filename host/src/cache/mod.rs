@@ -77,6 +77,11 @@ impl Cache {
         self.slots.iter().flatten().filter(|s| s.has_node).count()
     }
 
+    /// How many pods the cache counts on nodes (bound, and assumed).
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
     /// The node info of a node by name.
     pub fn node(&self, name: &str) -> Option<&NodeInfo> {
         let slot = *self.by_name.get(name)?;

@@ -735,6 +735,22 @@ impl SchedulingQueue {
         ])
     }
 
+    /// Pods waiting in any queue (gated ones and those on their way to activeQ
+    /// included), not those in flight.
+    pub fn waiting_len(&self) -> usize {
+        self.active.len() + self.backoff.len() + self.unschedulable.len() + self.regating.len()
+    }
+
+    /// Pods in a scheduling or binding cycle.
+    pub fn in_flight_len(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Cluster events kept for the pods in flight (each with its objects).
+    pub fn events_kept(&self) -> usize {
+        self.events.len()
+    }
+
     /// Where a pod waits, if it does.
     pub fn queue_of(&self, uid: &str) -> Option<QueueName> {
         if self.active.contains_key(uid) {

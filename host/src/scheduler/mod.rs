@@ -161,6 +161,55 @@ pub enum ExplainError {
     Plugin(#[from] PluginError),
 }
 
+/// What the scheduler keeps for pods, counted. In a long run each count follows what
+/// is live (pending, in a cycle, or bound on a node), never every pod ever seen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Bookkeeping {
+    /// Pods waiting in a queue (gated included).
+    pub queued: usize,
+    /// Pods in a scheduling or binding cycle.
+    pub in_flight: usize,
+    /// Cluster events the queue keeps for the pods in flight.
+    pub queue_events: usize,
+    /// Pods the cache counts on nodes (bound and assumed).
+    pub cached_pods: usize,
+    /// Pods' outcomes (pending pods', and bound ones' when a report keeps them).
+    pub outcomes: usize,
+    /// Binding cycles under way, Permit waits included.
+    pub binding: usize,
+    /// Bound pods waiting for the cluster to show them bound.
+    pub unconfirmed: usize,
+    /// Pods whose bind may or may not have happened, waiting for the cluster to say.
+    pub doubtful: usize,
+    /// Pods nominated to a node by preemption.
+    pub nominated: usize,
+}
+
+impl std::fmt::Display for Bookkeeping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let counts = [
+            ("queued", self.queued),
+            ("in flight", self.in_flight),
+            ("queue events", self.queue_events),
+            ("cached pods", self.cached_pods),
+            ("outcomes", self.outcomes),
+            ("binding", self.binding),
+            ("unconfirmed", self.unconfirmed),
+            ("doubtful", self.doubtful),
+            ("nominated", self.nominated),
+        ];
+        let mut any = false;
+        for (name, n) in counts.into_iter().filter(|(_, n)| *n > 0) {
+            write!(f, "{}{name} {n}", if any { ", " } else { "" })?;
+            any = true;
+        }
+        if !any {
+            f.write_str("nothing")?;
+        }
+        Ok(())
+    }
+}
+
 /// The scheduler: its profiles, the cache, the queue, the binding cycle.
 pub struct Scheduler {
     frameworks: Vec<Arc<Framework>>,
@@ -427,6 +476,21 @@ impl Scheduler {
                 );
                 let _ = self.cache.forget_pod(&uid);
             }
+        }
+    }
+
+    /// What the scheduler keeps for pods now, counted.
+    pub fn bookkeeping(&self) -> Bookkeeping {
+        Bookkeeping {
+            queued: self.queue.waiting_len(),
+            in_flight: self.queue.in_flight_len(),
+            queue_events: self.queue.events_kept(),
+            cached_pods: self.cache.pod_count(),
+            outcomes: self.outcomes.len(),
+            binding: self.binding.len(),
+            unconfirmed: self.unconfirmed.len(),
+            doubtful: self.doubtful.len(),
+            nominated: self.nominated.values().map(Vec::len).sum(),
         }
     }
 

@@ -2,7 +2,8 @@
 //! API server's own certificate (the test CA signed it for 127.0.0.1), forwards to the
 //! API server over TLS, and on command delays traffic, drops every connection,
 //! refuses new ones, or answers new connections' first request with an HTTP error
-//! (429, 500) as an overloaded or failing API server would.
+//! (429, 500) as an overloaded or failing API server would, or browns out: requests
+//! other than watches hang, then fail.
 #![allow(dead_code, reason = "each test binary uses a part of the helpers")]
 
 use std::path::Path;
@@ -30,6 +31,13 @@ pub enum Fault {
     /// prefix, say `DELETE /api/v1/namespaces/ns/pods/`) this long before passing it
     /// on: a slow API server for one kind of call.
     Hold(&'static str, Duration),
+    /// A brown-out: every request but a watch, on open connections too, hangs until
+    /// the fault changes, then goes on (an API server whose storage stalls while its
+    /// watch cache keeps streaming).
+    HangRequests,
+    /// A brown-out: every request but a watch, on open connections too, is answered
+    /// with this HTTP status and its connection closed.
+    FailRequests(u16),
 }
 
 /// The proxy; it stops when dropped.
@@ -89,8 +97,9 @@ impl FaultProxy {
                     continue;
                 }
                 let (acceptor, connector) = (acceptor.clone(), connector.clone());
+                let now = f.clone();
                 let task = tokio::spawn(async move {
-                    let _ = serve(socket, acceptor, connector, upstream_port, fault).await;
+                    let _ = serve(socket, acceptor, connector, upstream_port, fault, now).await;
                 });
                 let mut c = conns.lock().unwrap();
                 c.retain(|h| !h.is_finished());
@@ -149,6 +158,7 @@ async fn serve(
     connector: tokio_rustls::TlsConnector,
     upstream_port: u16,
     fault: Fault,
+    now: Arc<Mutex<Fault>>,
 ) -> std::io::Result<()> {
     let mut downstream = acceptor.accept(socket).await?;
     if let Fault::Status(code) = fault {
@@ -162,26 +172,7 @@ async fn serve(
             }
             head.extend_from_slice(&buf[..n]);
         }
-        let reason = if code == 429 {
-            "TooManyRequests"
-        } else {
-            "InternalError"
-        };
-        let body = format!(
-            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"injected by the test proxy","reason":"{reason}","code":{code}}}"#
-        );
-        let text = if code == 429 {
-            "Too Many Requests"
-        } else {
-            "Internal Server Error"
-        };
-        let response = format!(
-            "HTTP/1.1 {code} {text}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        downstream.write_all(response.as_bytes()).await?;
-        downstream.shutdown().await?;
-        return Ok(());
+        return answer_error(&mut downstream, code).await;
     }
     let tcp = TcpStream::connect(("127.0.0.1", upstream_port)).await?;
     let name = ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
@@ -193,32 +184,113 @@ async fn serve(
     };
     let (dr, dw) = tokio::io::split(downstream);
     let (ur, uw) = tokio::io::split(upstream);
-    let _ = tokio::join!(pump(dr, uw, delay, hold), pump(ur, dw, delay, None));
+    let dw = Arc::new(tokio::sync::Mutex::new(dw));
+    let requests = Requests {
+        delay,
+        hold,
+        now,
+        downstream: dw.clone(),
+    };
+    let _ = tokio::join!(requests.pump(dr, uw), pump_responses(ur, dw, delay));
     Ok(())
 }
 
-/// Copies one direction, holding each chunk `delay`, and each chunk that starts with
-/// `hold`'s prefix (a request of that kind) `hold`'s time.
-async fn pump(
-    mut from: impl tokio::io::AsyncRead + Unpin,
-    mut to: impl tokio::io::AsyncWrite + Unpin,
+/// Answers a request with an API server's error `code` (a `Status` body), and closes.
+async fn answer_error(
+    downstream: &mut (impl tokio::io::AsyncWrite + Unpin),
+    code: u16,
+) -> std::io::Result<()> {
+    let reason = if code == 429 {
+        "TooManyRequests"
+    } else {
+        "InternalError"
+    };
+    let body = format!(
+        r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"injected by the test proxy","reason":"{reason}","code":{code}}}"#
+    );
+    let text = if code == 429 {
+        "Too Many Requests"
+    } else {
+        "Internal Server Error"
+    };
+    let response = format!(
+        "HTTP/1.1 {code} {text}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    downstream.write_all(response.as_bytes()).await?;
+    downstream.shutdown().await
+}
+
+/// The client-to-server direction of a connection.
+struct Requests<W> {
     delay: Duration,
     hold: Option<(&'static [u8], Duration)>,
+    /// The proxy's fault now, for a brown-out, which reaches open connections.
+    now: Arc<Mutex<Fault>>,
+    downstream: Arc<tokio::sync::Mutex<W>>,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> Requests<W> {
+    /// Copies requests upstream, holding each chunk `delay` and each request that
+    /// starts with `hold`'s prefix `hold`'s time; a request (not a watch) that starts
+    /// during a brown-out hangs while it lasts, or is answered with its error.
+    async fn pump(
+        self,
+        mut from: impl tokio::io::AsyncRead + Unpin,
+        mut to: impl tokio::io::AsyncWrite + Unpin,
+    ) -> std::io::Result<()> {
+        const METHODS: [&[u8]; 5] = [b"GET ", b"POST ", b"PUT ", b"PATCH ", b"DELETE "];
+        let mut buf = vec![0u8; 16384];
+        loop {
+            let n = from.read(&mut buf).await?;
+            if n == 0 {
+                return to.shutdown().await;
+            }
+            let chunk = &buf[..n];
+            let request_line = chunk.split(|b| *b == b'\n').next().unwrap_or_default();
+            let is_request = METHODS.iter().any(|m| chunk.starts_with(m));
+            let is_watch = request_line.windows(6).any(|w| w == b"watch=");
+            if is_request && !is_watch {
+                loop {
+                    let fault = *self.now.lock().unwrap();
+                    match fault {
+                        Fault::HangRequests => tokio::time::sleep(Duration::from_millis(50)).await,
+                        Fault::FailRequests(code) => {
+                            let mut w = self.downstream.lock().await;
+                            return answer_error(&mut *w, code).await;
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
+            if let Some((prefix, d)) = self.hold
+                && chunk.starts_with(prefix)
+            {
+                tokio::time::sleep(d).await;
+            }
+            to.write_all(chunk).await?;
+        }
+    }
+}
+
+/// Copies the server's answers to the client, holding each chunk `delay`.
+async fn pump_responses<W: tokio::io::AsyncWrite + Unpin>(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    to: Arc<tokio::sync::Mutex<W>>,
+    delay: Duration,
 ) -> std::io::Result<()> {
     let mut buf = vec![0u8; 16384];
     loop {
         let n = from.read(&mut buf).await?;
         if n == 0 {
-            return to.shutdown().await;
+            return to.lock().await.shutdown().await;
         }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        if let Some((prefix, d)) = hold
-            && buf[..n].starts_with(prefix)
-        {
-            tokio::time::sleep(d).await;
-        }
-        to.write_all(&buf[..n]).await?;
+        to.lock().await.write_all(&buf[..n]).await?;
     }
 }

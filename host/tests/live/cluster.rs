@@ -396,6 +396,94 @@ fn run_names_a_bad_kubeconfig_and_an_unreachable_server() {
     assert!(err.contains("NoSuchPlugin"), "{err}");
 }
 
+/// The value of one series in Berth's `/metrics` (plain HTTP on `port`).
+async fn metric(port: u16, series: &str) -> Result<f64, String> {
+    let (status, body) = http_get(port, "/metrics").await?;
+    if status != 200 {
+        return Err(format!("/metrics answered {status}: {body}"));
+    }
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .ok_or_else(|| format!("no {series} in /metrics"))
+}
+
+/// A 60 s brown-out of every request but the watches (30 s of requests that hang,
+/// then 30 s of 500s): the loop goes on scheduling the pods it learns of meanwhile
+/// (each assumed on a node, its bind waiting), and afterwards every pod is bound
+/// exactly once, ten to a node on nodes of room for ten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_brown_out_stops_the_binds_not_the_loop_and_loses_nothing() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let client = server.client().await;
+    create_ten_pod_nodes(&client, 12).await;
+    let proxy = FaultProxy::start(server.dir.path(), server.port()).await;
+    let kubeconfig = proxy.write_kubeconfig(server.dir.path());
+    let port = free_port();
+    // Without leader election: a brown-out outlasts the renew deadline, and a replica
+    // that lost its Lease rightly stops.
+    let berth = Berth::run_in(
+        server.dir.path(),
+        &kubeconfig,
+        &[
+            "--leader-elect=false",
+            &format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1",
+            "--serve-http",
+        ],
+    );
+    let scheduled =
+        "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"}";
+    let batch = |from: usize| -> Vec<k8s::Pod> {
+        (from..from + 40)
+            .map(|i| pod(&format!("b{i:03}"), "10m", "default-scheduler"))
+            .collect()
+    };
+    let names = |n: usize| -> HashSet<String> { (0..n).map(|i| format!("b{i:03}")).collect() };
+    create_pods(&client, NS, &batch(0)).await;
+    all_bound(&client, &names(40), 60).await;
+
+    // Requests hang; the watches go on: the loop schedules the pods it is told of,
+    // and none of them is bound.
+    proxy.set(Fault::HangRequests);
+    let start = std::time::Instant::now();
+    create_pods(&client, NS, &batch(40)).await;
+    eventually(25, "the loop schedules during the brown-out", || async {
+        let n = metric(port, scheduled).await?;
+        if n >= 80.0 {
+            Ok(())
+        } else {
+            Err(format!("{n} pods scheduled"))
+        }
+    })
+    .await;
+    let pods = list_pods(&client, NS).await.unwrap();
+    let bound_meanwhile: Vec<String> = pods
+        .iter()
+        .filter(|p| name_of(p).as_str() >= "b040" && node_of(p).is_some())
+        .map(name_of)
+        .collect();
+    assert!(
+        bound_meanwhile.is_empty(),
+        "bound through a hung API server: {bound_meanwhile:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(30).saturating_sub(start.elapsed())).await;
+
+    // Then every request is answered 500.
+    proxy.set(Fault::FailRequests(500));
+    create_pods(&client, NS, &batch(80)).await;
+    tokio::time::sleep(std::time::Duration::from_secs(60).saturating_sub(start.elapsed())).await;
+    proxy.set(Fault::None);
+
+    let bound = all_bound(&client, &names(120), 240).await;
+    assert_ten_per_node(&bound, 12);
+    let log = berth.log_text();
+    assert!(
+        log.contains("injected by the test proxy"),
+        "the 500s should have been seen:\n{log}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delays_dropped_connections_and_error_answers_lose_nothing() {
     let _serial = serial().await;
