@@ -1075,9 +1075,9 @@ fn traps_and_missed_deadlines_at_every_extension_point_drop_no_pod() {
         x ^= x << 17;
         let name = format!("p{i:04}");
         // Every point gets pods early on; then a third of the pods trap.
-        let at = if i < TRAP_POINTS.len() {
-            TRAP_POINTS[i]
-        } else if x % 3 == 0 {
+        let at = if let Some(at) = TRAP_POINTS.get(i) {
+            at
+        } else if x.is_multiple_of(3) {
             TRAP_POINTS[((x >> 8) % TRAP_POINTS.len() as u64) as usize]
         } else {
             ""

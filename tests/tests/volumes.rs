@@ -340,3 +340,104 @@ fn a_pod_deleted_while_its_pre_bind_waits_for_a_volume_ends_the_wait() {
     assert!(s.is_quiet());
     assert_eq!(s.storage().assumed(), (0, 0));
 }
+
+/// 64 pods whose PreBind waits for volumes that are not provisioned yet do not hold
+/// up the binds of 500 others: with 32 binding threads, each waiting binding cycle
+/// lets another thread take its place. Once the provisioner is back, the 64 are
+/// bound too, and nothing is left waiting.
+#[test]
+fn binding_cycles_waiting_for_volumes_do_not_hold_up_other_binds() {
+    use berth::cluster::Binder;
+    use std::time::{Duration, Instant};
+    let cluster = Arc::new(MemoryCluster::new());
+    cluster.stall_provisioners(true);
+    let options = SchedulerOptions {
+        max_attempts: 20,
+        parallel_bindings: 32,
+        ..SchedulerOptions::default()
+    };
+    let mut s = Scheduler::new(
+        &runtime(),
+        &Configuration::default(),
+        "<default>",
+        &options,
+        cluster.clone(),
+        Arc::new(VirtualClock::default()),
+    )
+    .unwrap();
+    let mut yaml = String::from(CLASSES);
+    for i in 0..4 {
+        yaml += &format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}, labels: {{kubernetes.io/hostname: n{i}, topology.kubernetes.io/zone: z1}}}}\nstatus: {{allocatable: {{cpu: '64', memory: 256Gi, pods: '200'}}}}\n---\n"
+        );
+    }
+    // The pods with volumes come first, so that they take the binding threads.
+    for i in 0..64 {
+        yaml += &claim(&format!("data-{i}"), "fast", "1Gi");
+        yaml += &pod_with_claim(&format!("db-{i}"), &format!("data-{i}"));
+    }
+    for i in 0..500 {
+        yaml += &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: default, uid: uid-web-{i}}}\nspec:\n  containers: [{{name: c, image: app, resources: {{requests: {{cpu: 100m}}}}}}]\n---\n"
+        );
+    }
+    apply(&mut s, &yaml);
+    let bound = |prefix: &str| {
+        cluster
+            .bindings()
+            .values()
+            .filter(|(key, _)| key.starts_with(prefix))
+            .count()
+    };
+    let until = |s: &mut Scheduler, what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            while s.schedule_one() {
+                s.poll(Duration::ZERO);
+            }
+            s.poll(Duration::ZERO);
+            if done() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    // bindTimeoutSeconds is 600: binds held up by the waits would not come in time.
+    until(&mut s, "the binds of the other pods were held up", &|| {
+        bound("default/web-") == 500
+    });
+    assert_eq!(bound("default/db-"), 0);
+    assert_eq!(s.bindings_in_flight(), 64);
+
+    // The provisioner is back: each claim gets its volume on the node selected for
+    // it, and the waiting binding cycles go on.
+    cluster.stall_provisioners(false);
+    for i in 0..64 {
+        let name = format!("data-{i}");
+        let claim = s.storage().cluster_claim("default", &name).unwrap();
+        let node = claim.annotations[ANNOTATION_SELECTED_NODE].clone();
+        cluster
+            .select_node_for_claim("default", &name, &node)
+            .unwrap();
+    }
+    until(&mut s, "the pods with volumes were not bound", &|| {
+        bound("default/db-") == 64
+    });
+    for i in 0..64 {
+        let o = s.outcome(&format!("uid-db-{i}")).unwrap();
+        let c = s.storage().claim("default", &format!("data-{i}")).unwrap();
+        assert_eq!(c.phase, ClaimPhase::Bound, "{c:?}");
+        assert_eq!(
+            c.annotations.get(ANNOTATION_SELECTED_NODE),
+            o.node.as_ref(),
+            "{o:?}"
+        );
+    }
+    while s.bindings_in_flight() > 0 {
+        s.poll(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(s.is_quiet());
+    assert_eq!(s.storage().assumed(), (0, 0));
+}

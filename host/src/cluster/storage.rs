@@ -28,13 +28,29 @@ struct Objects {
     assumed_claims: HashMap<(String, String), PersistentVolumeClaim>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Shared {
     objects: RwLock<Objects>,
     /// Grows at every change (assumptions included); waiters are told.
     generation: Mutex<Waits>,
     changed: Condvar,
+    /// Told when a wait is about to block its thread (see [`Storage::on_blocking`]).
+    blocking: RwLock<Option<BlockingHook>>,
 }
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("objects", &self.objects)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Called on the thread of a wait that is about to block; what it answers is
+/// dropped when the wait ends. A pool of worker threads uses it to let another
+/// thread run its jobs meanwhile.
+pub type BlockingHook = Arc<dyn Fn() -> Box<dyn std::any::Any> + Send + Sync>;
 
 #[derive(Debug, Default)]
 struct Waits {
@@ -98,11 +114,18 @@ impl Storage {
         self.waits().ended.remove(uid);
     }
 
+    /// Tells `hook` of every wait that blocks its thread, from now on.
+    pub fn on_blocking(&self, hook: BlockingHook) {
+        *self.0.blocking.write().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+
     /// Waits until the generation passes `after`, `timeout` passes, or the pod
     /// `for_pod` (the binding cycle's) is deleted.
     pub fn wait_for_change(&self, after: u64, timeout: Duration, for_pod: Option<&str>) -> WaitEnd {
         let started = Instant::now();
         let mut waits = self.waits();
+        // Held (and dropped when the wait ends) once the wait blocks.
+        let mut blocked: Option<Box<dyn std::any::Any>> = None;
         loop {
             let pod_gone = for_pod.is_some_and(|uid| waits.ended.contains(uid));
             let left = timeout.saturating_sub(started.elapsed());
@@ -112,6 +135,20 @@ impl Storage {
                     waited: started.elapsed(),
                     pod_gone,
                 };
+            }
+            if blocked.is_none() {
+                let hook = self
+                    .0
+                    .blocking
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                // Not under the lock: the hook may start a thread.
+                drop(waits);
+                blocked =
+                    Some(hook.map_or_else(|| Box::new(()) as Box<dyn std::any::Any>, |h| h()));
+                waits = self.waits();
+                continue;
             }
             waits = self
                 .0

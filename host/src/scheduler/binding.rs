@@ -69,7 +69,7 @@ pub(super) fn spawn_binders(
     waker: Arc<RwLock<Option<Waker>>>,
 ) -> Result<(PoolSender<Job>, Receiver<BindResult>), SchedulerError> {
     let (res_tx, res_rx) = channel::<BindResult>();
-    let jobs = spawn_pool(n, "berth-binding", move || {
+    let jobs = spawn_pool(n, super::MAX_WAITING_BINDINGS, "berth-binding", move || {
         let res_tx = res_tx.clone();
         let waker = waker.clone();
         let binder = binder.clone();

@@ -111,6 +111,13 @@ impl Default for SchedulerOptions {
 /// plugin remembers between binding cycles in its own memory is per instance.
 pub const DEFAULT_PARALLEL_BINDINGS: usize = 32;
 
+/// Binding cycles that may wait on the cluster at once (a PreBind waiting for its
+/// volumes, up to VolumeBinding's `bindTimeoutSeconds`) beyond the binding threads:
+/// while one waits, another thread runs the other binding cycles in its place, so
+/// that slow volumes do not hold up every bind. Each waiting cycle costs a parked
+/// thread and its plugin instances.
+pub const MAX_WAITING_BINDINGS: usize = 256;
+
 /// How long a bound pod may wait for the cluster's confirmation by default.
 pub const DEFAULT_ASSUMED_POD_EXPIRY: Duration = Duration::from_secs(15 * 60);
 
@@ -324,6 +331,8 @@ impl Scheduler {
             });
         }
         binder.attach_storage(&services.storage);
+        // A binding cycle waiting for its volumes lets another binding thread run.
+        services.storage.on_blocking(Arc::new(pool::park_current));
         let waker = Arc::new(RwLock::new(None));
         let (bind_tx, bind_rx) =
             spawn_binders(options.parallel_bindings, binder.clone(), waker.clone())?;

@@ -107,7 +107,7 @@ impl Preemptions {
         waker: Arc<RwLock<Option<Waker>>>,
     ) -> std::io::Result<Self> {
         let (tx, ended) = channel();
-        let jobs = spawn_pool(n, "berth-preemption", move || {
+        let jobs = spawn_pool(n, 0, "berth-preemption", move || {
             let (tx, binder, waker): (Sender<PreemptionEnded>, _, _) =
                 (tx.clone(), binder.clone(), waker.clone());
             move |job: PreemptionJob| {
