@@ -24,7 +24,16 @@ pub struct QueueConfig {
     pub max_backoff: Duration,
     /// How long a pod stays unschedulable before it is retried anyway (5 min).
     pub max_in_unschedulable: Duration,
+    /// The most cluster events kept for the pods in a scheduling cycle or a Permit
+    /// wait ([`DEFAULT_MAX_KEPT_EVENTS`]). Past it the oldest are dropped, and a pod
+    /// whose cycle saw a dropped event backs off when it fails instead of waiting
+    /// for a later event: it may have missed the one that helps it.
+    pub max_kept_events: usize,
 }
+
+/// The most cluster events the queue keeps for pods in flight, by default: with
+/// both objects of each, tens of MiB at most.
+pub const DEFAULT_MAX_KEPT_EVENTS: usize = 10_000;
 
 impl Default for QueueConfig {
     fn default() -> Self {
@@ -32,6 +41,7 @@ impl Default for QueueConfig {
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
             max_in_unschedulable: Duration::from_secs(300),
+            max_kept_events: DEFAULT_MAX_KEPT_EVENTS,
         }
     }
 }
@@ -136,7 +146,8 @@ struct RecordedEvent {
 
 #[derive(Clone, Debug)]
 struct InFlight {
-    /// Events with an id above this arrived during the pod's cycle.
+    /// Events with an id above this arrived during the pod's cycle; `u64::MAX` once
+    /// its binding cycle runs (see [`SchedulingQueue::binding_started`]).
     since: u64,
     /// The pod was deleted during its cycle.
     deleted: bool,
@@ -165,6 +176,9 @@ pub struct SchedulingQueue {
     in_flight_since: std::collections::BTreeMap<u64, usize>,
     /// Events in id order, from the oldest pod in flight's start on.
     events: std::collections::VecDeque<RecordedEvent>,
+    /// Events with an id below this were dropped for room while a pod in flight
+    /// might have needed them.
+    events_dropped_before: u64,
     next_event_id: u64,
     incoming: IncomingCounts,
     metrics: Option<crate::metrics::Metrics>,
@@ -383,6 +397,9 @@ impl SchedulingQueue {
     }
 
     fn forget_since(&mut self, since: u64) {
+        if since == u64::MAX {
+            return;
+        }
         if let std::collections::btree_map::Entry::Occupied(mut e) =
             self.in_flight_since.entry(since)
         {
@@ -390,6 +407,22 @@ impl SchedulingQueue {
             if *e.get() == 0 {
                 e.remove();
             }
+        }
+    }
+
+    /// The pod's binding cycle runs (past Permit): however it ends, no cluster event
+    /// decides where it goes (an error backs off), so the queue keeps none for it.
+    pub fn binding_started(&mut self, uid: &str) {
+        let Some(since) = self
+            .in_flight
+            .get_mut(uid)
+            .map(|f| std::mem::replace(&mut f.since, u64::MAX))
+        else {
+            return;
+        };
+        if since != u64::MAX {
+            self.forget_since(since);
+            self.prune_events();
         }
     }
 
@@ -442,11 +475,14 @@ impl SchedulingQueue {
             QueueName::Backoff
         } else {
             let since = flight.map_or(u64::MAX, |f| f.since);
-            let helped = self
-                .events
-                .iter()
-                .filter(|e| e.id >= since)
-                .any(|e| self.queueing_hint(&qp, e, oracle) == QueueingHint::Queue);
+            // An event of its cycle dropped for room may have been the one that helps.
+            let missed = since < self.events_dropped_before;
+            let helped = missed
+                || self
+                    .events
+                    .iter()
+                    .filter(|e| e.id >= since)
+                    .any(|e| self.queueing_hint(&qp, e, oracle) == QueueingHint::Queue);
             if helped {
                 self.push_backoff(qp, "ScheduleAttemptFailure");
                 QueueName::Backoff
@@ -508,7 +544,12 @@ impl SchedulingQueue {
                 self.requeue(qp, now, &label);
             }
         }
-        if !self.in_flight.is_empty() {
+        if !self.in_flight_since.is_empty() {
+            if self.events.len() >= self.config.max_kept_events.max(1)
+                && let Some(dropped) = self.events.pop_front()
+            {
+                self.events_dropped_before = dropped.id + 1;
+            }
             self.events.push_back(recorded);
         }
         moved

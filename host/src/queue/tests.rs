@@ -486,3 +486,62 @@ fn a_pod_on_its_way_to_active_q_whose_key_fails_again_is_queued_once() {
     q.flush_backoff(secs(60));
     assert_eq!(q.take_regating().len(), 1);
 }
+
+#[test]
+fn events_are_kept_for_pods_in_a_scheduling_cycle_not_in_a_binding_cycle() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("binding"), vec![0], None, secs(0));
+    q.add(pod("deciding"), vec![1], None, secs(0));
+    let binding = q.pop().unwrap();
+    assert_eq!(binding.pod.uid, "binding");
+    q.on_event(node_add(), None, None, secs(0), &Oracle::default());
+    assert_eq!(q.events_kept(), 1);
+    // Past Permit: its binding cycle's end depends on no event.
+    q.binding_started("binding");
+    assert_eq!(q.events_kept(), 0);
+    q.on_event(node_add(), None, None, secs(0), &Oracle::default());
+    assert_eq!(q.events_kept(), 0);
+    // A pod in its scheduling cycle needs the events from its start on.
+    let deciding = q.pop().unwrap();
+    q.on_event(node_add(), None, None, secs(1), &Oracle::default());
+    assert_eq!(q.events_kept(), 1);
+    // Its rejection sees the event: a Node add may help Fit.
+    let oracle = fit_oracle(QueueingHint::Queue);
+    let went = q.requeue_failed(deciding, plugins(&["Fit"]), "no".into(), secs(1), &oracle);
+    assert_eq!(went, Some(QueueName::Backoff));
+    assert_eq!(q.events_kept(), 0);
+    // The binding cycle still ends as before: still in flight, it fails with an error.
+    assert!(q.is_in_flight("binding"));
+    let went = q.requeue_failed(binding, BTreeSet::new(), "bind".into(), secs(2), &oracle);
+    assert_eq!(went, Some(QueueName::Backoff));
+}
+
+#[test]
+fn a_pod_whose_cycle_saw_events_dropped_for_room_backs_off_rather_than_wait() {
+    let mut q = SchedulingQueue::new(QueueConfig {
+        max_kept_events: 3,
+        ..QueueConfig::default()
+    });
+    let oracle = fit_oracle(QueueingHint::Queue);
+    // A Node event helps Fit; a Pod delete elsewhere does not (no hint registered).
+    let pod_delete = || ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE);
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    q.on_event(node_add(), None, None, secs(0), &oracle);
+    for _ in 0..5 {
+        q.on_event(pod_delete(), None, None, secs(0), &oracle);
+    }
+    assert_eq!(q.events_kept(), 3);
+    // The node event was dropped: without it the pod would wait in unschedulable.
+    let went = q.requeue_failed(a, plugins(&["Fit"]), "no".into(), secs(0), &oracle);
+    assert_eq!(went, Some(QueueName::Backoff));
+    // A pod whose own cycle lost nothing still waits for a helpful event.
+    q.add(pod("b"), vec![0], None, secs(0));
+    q.flush_backoff(secs(60));
+    let popped: Vec<QueuedPod> = std::iter::from_fn(|| q.pop()).collect();
+    assert_eq!(popped.len(), 2);
+    let b = popped.into_iter().find(|p| p.pod.uid == "b").unwrap();
+    q.on_event(pod_delete(), None, None, secs(60), &oracle);
+    let went = q.requeue_failed(b, plugins(&["Fit"]), "no".into(), secs(60), &oracle);
+    assert_eq!(went, Some(QueueName::Unschedulable));
+}

@@ -151,6 +151,9 @@ impl Scheduler {
         let Some(b) = self.binding.get(uid) else {
             return;
         };
+        // Past Permit no cluster event decides where the pod goes: the queue keeps
+        // none for it while its binding cycle runs (a PreBind may wait minutes).
+        self.queue.binding_started(uid);
         let job = BindJob {
             uid: uid.to_owned(),
             framework: b.framework.clone(),
