@@ -76,6 +76,16 @@ pub enum ApiBenchError {
         /// How it ended.
         status: std::process::ExitStatus,
     },
+    /// A churn's pods were not all bound in time.
+    #[error("{waiting} pods of a batch were still not bound by {scheduler} after {after:?}")]
+    Stalled {
+        /// The scheduler's name.
+        scheduler: String,
+        /// Pods of the batch not bound.
+        waiting: usize,
+        /// How long the bench waited for a bind.
+        after: Duration,
+    },
     /// Berth, run in this process, failed.
     #[error(transparent)]
     Run(#[from] RunError),
@@ -416,6 +426,286 @@ async fn api_bench(
         scheduled: bound.len(),
         seconds,
         pods_per_second,
+        cores: cores(),
+    })
+}
+
+/// What an API churn runs (`berth bench --api --churn N`).
+#[derive(Clone, Debug)]
+pub struct ApiChurnOptions {
+    /// How to reach the API server (kube's inference without it).
+    pub kubeconfig: Option<PathBuf>,
+    /// Nodes to create.
+    pub nodes: usize,
+    /// Pods created, bound and deleted in all.
+    pub lifecycles: usize,
+    /// Pods created at a time.
+    pub batch: usize,
+    /// Bound batches kept before the oldest is deleted.
+    pub live_batches: usize,
+    /// The scheduler's resident memory is sampled after every this many lifecycles.
+    pub sample_every: usize,
+    /// The scheduler, as a command (split on whitespace); without it, `berth run`
+    /// from this executable with `--kubeconfig`, `--config` and leader election off.
+    pub scheduler_command: Option<String>,
+    /// With the default command: Berth's configuration (clientConnection.qps and
+    /// burst: the defaults, 50 and 100, would be what is measured).
+    pub config: Option<PathBuf>,
+    /// Give up after this long without a new bind.
+    pub stall_timeout: Duration,
+}
+
+/// The scheduler's memory after some lifecycles.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ApiChurnSample {
+    /// Pods deleted so far.
+    pub lifecycles: usize,
+    /// Seconds since the churn began.
+    pub seconds: f64,
+    /// The scheduler process's resident memory (VmRSS), in MiB.
+    pub rss_mib: f64,
+}
+
+/// What an API churn measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ApiChurnResult {
+    /// `berth` or the command's program name.
+    pub scheduler: String,
+    /// Nodes.
+    pub nodes: usize,
+    /// Pods created, bound and deleted.
+    pub lifecycles: usize,
+    /// Wall time of the churn, seconds.
+    pub seconds: f64,
+    /// Lifecycles per second (creation and deletion included).
+    pub pods_per_second: f64,
+    /// A sample after every `sample_every` lifecycles, and one at the end.
+    pub samples: Vec<ApiChurnSample>,
+    /// Resident memory at the last sample minus at the first, in MiB.
+    pub rss_growth_mib: f64,
+    /// The machine's cores.
+    pub cores: usize,
+}
+
+/// A process's resident memory (VmRSS), in MiB; 0 when unknown.
+fn process_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// Pod lifecycles through a real API server: nodes are created, the scheduler starts
+/// as its own process, then pods are created a batch at a time, each batch waited
+/// for until bound, and deleted (at once, grace period 0: no kubelet runs) once
+/// `live_batches` newer batches are bound; the scheduler's resident memory is read
+/// from `/proc` after every `sample_every` lifecycles. The cluster must have no
+/// nodes. The future comes boxed, as [`run_api_bench`]'s.
+pub fn run_api_churn<'a>(
+    opts: &'a ApiChurnOptions,
+    progress: &'a mut (dyn FnMut(&str) + Send),
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<ApiChurnResult, ApiBenchError>> + Send + 'a>,
+> {
+    Box::pin(api_churn(opts, progress))
+}
+
+async fn api_churn(
+    opts: &ApiChurnOptions,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<ApiChurnResult, ApiBenchError> {
+    let cluster = KubeCluster::connect(&KubeOptions {
+        kubeconfig: opts.kubeconfig.clone(),
+        qps: 0.0,
+        burst: 1,
+    })
+    .await?;
+    let client = cluster.client.clone();
+    let nodes: Api<k8s::Node> = Api::all(client.clone());
+    if !nodes
+        .list(&ListParams::default().limit(1))
+        .await?
+        .items
+        .is_empty()
+    {
+        return Err(ApiBenchError::NotEmpty {
+            server: cluster.server.to_string(),
+        });
+    }
+    let namespaces: Api<k8s::Namespace> = Api::all(client.clone());
+    let ns: k8s::Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}}))?;
+    namespaces.create(&PostParams::default(), &ns).await?;
+    create_all(
+        &nodes,
+        (0..opts.nodes).map(node).collect(),
+        "nodes",
+        progress,
+    )
+    .await?;
+
+    let pods: Api<k8s::Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let watch = tokio::spawn({
+        let pods = pods.clone();
+        async move {
+            let config = watcher::Config::default().labels("berth.dev/bench=measure");
+            let mut stream = watcher::watcher(pods, config).boxed();
+            while let Ok(Some(ev)) = stream.try_next().await {
+                let (watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = ev else {
+                    continue;
+                };
+                let bound = p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty());
+                if bound && let Some(name) = p.metadata.name {
+                    let _ = tx.send(name);
+                }
+            }
+        }
+    });
+
+    let (program, args): (String, Vec<String>) = match &opts.scheduler_command {
+        Some(cmd) => {
+            let mut words = cmd.split_whitespace().map(str::to_owned);
+            let program = words.next().ok_or(ApiBenchError::EmptyCommand)?;
+            (program, words.collect())
+        }
+        None => {
+            let exe = std::env::current_exe().map_err(|error| ApiBenchError::Start {
+                program: "berth".into(),
+                error,
+            })?;
+            let mut args = vec![
+                "run".to_owned(),
+                "--leader-elect=false".to_owned(),
+                "--secure-port=0".to_owned(),
+            ];
+            if let Some(k) = &opts.kubeconfig {
+                args.extend(["--kubeconfig".to_owned(), k.display().to_string()]);
+            }
+            if let Some(c) = &opts.config {
+                args.extend(["--config".to_owned(), c.display().to_string()]);
+            }
+            (exe.display().to_string(), args)
+        }
+    };
+    let child = std::process::Command::new(&program)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| ApiBenchError::Start {
+            program: program.clone(),
+            error,
+        })?;
+    let pid = child.id();
+    let mut child = KillOnDrop(child);
+    let scheduler = std::path::Path::new(&program)
+        .file_name()
+        .map_or(program.clone(), |n| n.to_string_lossy().into_owned());
+    progress(&format!("{scheduler} started (pid {pid})"));
+
+    let batch = opts.batch.max(1);
+    let sample_every = opts.sample_every.max(1);
+    let mut batches: std::collections::VecDeque<Vec<String>> = Default::default();
+    let (mut created, mut deleted) = (0, 0);
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    while deleted < opts.lifecycles {
+        if created < opts.lifecycles {
+            let n = batch.min(opts.lifecycles - created);
+            let names: Vec<String> = (created..created + n)
+                .map(|i| format!("churn-{i}"))
+                .collect();
+            create_all(
+                &pods,
+                names.iter().map(|name| pod(name, None, true)).collect(),
+                "pods",
+                &mut |_| {},
+            )
+            .await?;
+            created += n;
+            let mut waiting: std::collections::HashSet<&str> =
+                names.iter().map(String::as_str).collect();
+            while !waiting.is_empty() {
+                match tokio::time::timeout(opts.stall_timeout, rx.recv()).await {
+                    Ok(Some(name)) => {
+                        waiting.remove(name.as_str());
+                    }
+                    Ok(None) | Err(_) => {
+                        return Err(ApiBenchError::Stalled {
+                            scheduler,
+                            waiting: waiting.len(),
+                            after: opts.stall_timeout,
+                        });
+                    }
+                }
+                if let Ok(Some(status)) = child.0.try_wait() {
+                    return Err(ApiBenchError::Exited { scheduler, status });
+                }
+            }
+            batches.push_back(names);
+        }
+        if batches.len() > opts.live_batches || created >= opts.lifecycles {
+            let Some(oldest) = batches.pop_front() else {
+                break;
+            };
+            let delete = kube::api::DeleteParams {
+                grace_period_seconds: Some(0),
+                ..kube::api::DeleteParams::default()
+            };
+            let count = oldest.len();
+            let mut stream = futures::stream::iter(oldest.into_iter().map(|name| {
+                let (pods, delete) = (pods.clone(), delete.clone());
+                async move { pods.delete(&name, &delete).await.map(|_| ()) }
+            }))
+            .buffer_unordered(64);
+            while let Some(r) = stream.next().await {
+                r?;
+            }
+            let before = deleted;
+            deleted += count;
+            if deleted / sample_every > before / sample_every || deleted >= opts.lifecycles {
+                let sample = ApiChurnSample {
+                    lifecycles: deleted,
+                    seconds: start.elapsed().as_secs_f64(),
+                    rss_mib: process_rss_mib(pid),
+                };
+                progress(&format!(
+                    "{} lifecycles, {:.1} s, {scheduler} RSS {:.1} MiB",
+                    sample.lifecycles, sample.seconds, sample.rss_mib
+                ));
+                samples.push(sample);
+            }
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    watch.abort();
+    drop(child);
+    let rss_growth_mib = match (samples.first(), samples.last()) {
+        (Some(f), Some(l)) => l.rss_mib - f.rss_mib,
+        _ => 0.0,
+    };
+    Ok(ApiChurnResult {
+        scheduler,
+        nodes: opts.nodes,
+        lifecycles: deleted,
+        seconds,
+        pods_per_second: if seconds > 0.0 {
+            deleted as f64 / seconds
+        } else {
+            0.0
+        },
+        samples,
+        rss_growth_mib,
         cores: cores(),
     })
 }

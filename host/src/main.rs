@@ -201,8 +201,10 @@ struct BenchArgs {
     config: Option<PathBuf>,
     /// Instead of the workloads: this many pod lifecycles (created, bound, seen bound,
     /// deleted) on the embedded cluster at full speed, with the process's resident
-    /// memory sampled (100 nodes unless --nodes says otherwise).
-    #[arg(long, value_name = "LIFECYCLES", conflicts_with_all = ["api", "compare", "quick", "workload", "init_pods", "measure_pods"])]
+    /// memory sampled (100 nodes unless --nodes says otherwise). With --api: through
+    /// the API server, with `berth run` (or --scheduler-command) as its own process,
+    /// whose memory is sampled.
+    #[arg(long, value_name = "LIFECYCLES", conflicts_with_all = ["compare", "quick", "workload", "init_pods", "measure_pods"])]
     churn: Option<usize>,
     /// With --churn: sample memory after every this many lifecycles.
     #[arg(long, requires = "churn", default_value_t = 100_000)]
@@ -314,7 +316,56 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
     ))
 }
 
+fn bench_api_churn(args: BenchArgs, lifecycles: usize) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(lifecycles > 0, "--churn must be at least 1");
+    anyhow::ensure!(args.sample_every > 0, "--sample-every must be at least 1");
+    let opts = berth::apibench::ApiChurnOptions {
+        kubeconfig: args.kubeconfig,
+        nodes: args.nodes.unwrap_or(100),
+        lifecycles,
+        batch: 500,
+        live_batches: 2,
+        sample_every: args.sample_every,
+        scheduler_command: args.scheduler_command,
+        config: args.config,
+        stall_timeout: std::time::Duration::from_secs(60),
+    };
+    anyhow::ensure!(opts.nodes > 0, "--nodes must be at least 1");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("berth-io")
+        .build()
+        .context("starting the async runtime")?;
+    let mut progress = |line: &str| eprintln!("bench: {line}");
+    let r = rt.block_on(berth::apibench::run_api_churn(&opts, &mut progress))?;
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string(&r)?),
+        Output::Text => {
+            for x in &r.samples {
+                println!(
+                    "{:>9} lifecycles  {:>8.1} s  RSS {:>7.1} MiB",
+                    x.lifecycles, x.seconds, x.rss_mib
+                );
+            }
+            println!(
+                "{} lifecycles through the API server on {} nodes, {}: {:.1} s, {:.0} pods/s; RSS {:+.1} MiB from the first sample to the last ({} cores)",
+                r.lifecycles,
+                r.nodes,
+                r.scheduler,
+                r.seconds,
+                r.pods_per_second,
+                r.rss_growth_mib,
+                r.cores
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn bench_api(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(lifecycles) = args.churn {
+        return bench_api_churn(args, lifecycles);
+    }
     anyhow::ensure!(
         args.workload.iter().all(|w| w == "SchedulingBasic"),
         "--api runs SchedulingBasic only"

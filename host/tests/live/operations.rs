@@ -421,3 +421,65 @@ async fn a_leader_that_cannot_renew_stops_and_exits_with_an_error() {
     assert!(log.contains("stopping scheduling at once"), "{log}");
     server.restart();
 }
+
+/// `berth bench --api --churn` as an operator runs it, at a reduced count (the full
+/// 120,000 is in BENCHMARKS.md): `berth run`, its own process, binds every pod of
+/// 2000 created 500 at a time, each deleted once two newer batches are bound; the
+/// bench samples the scheduler's memory, and at the end no pod is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_churn_through_the_api_server_binds_every_pod_and_samples_memory() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let client = server.client().await;
+    let config = server.dir.path().join("churn.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: berth.dev/v1alpha1\nkind: BerthConfiguration\nclientConnection: {{kubeconfig: {}, qps: 5000, burst: 5000}}\n",
+            server.kubeconfig().display()
+        ),
+    )
+    .unwrap();
+    let args: Vec<String> = [
+        "bench",
+        "--api",
+        "--churn",
+        "2000",
+        "--sample-every",
+        "1000",
+        "--output",
+        "json",
+        "--kubeconfig",
+        server.kubeconfig().to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let out = tokio::task::spawn_blocking(move || {
+        crate::common::berth(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
+    let err = crate::common::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(crate::common::stdout(&out).trim()).expect("one JSON object");
+    assert_eq!(r["scheduler"], "berth", "{r}");
+    assert_eq!(r["nodes"], 100, "{r}");
+    assert_eq!(r["lifecycles"], 2000, "{r}");
+    let samples = r["samples"].as_array().unwrap();
+    let at: Vec<u64> = samples
+        .iter()
+        .map(|x| x["lifecycles"].as_u64().unwrap())
+        .collect();
+    assert_eq!(at, [1000, 2000], "{r}");
+    assert!(
+        samples
+            .iter()
+            .all(|x| x["rss_mib"].as_f64().unwrap() > 10.0),
+        "the scheduler's memory was not read: {r}"
+    );
+    let left = list_pods(&client, "berth-bench").await.unwrap();
+    assert!(left.is_empty(), "{} pods left", left.len());
+}
