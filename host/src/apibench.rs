@@ -238,6 +238,68 @@ where
     Ok(())
 }
 
+/// Watches the benchmark's measured pods: each name, with when it was seen, every
+/// time the watch shows it bound.
+fn watch_bound(
+    pods: &Api<k8s::Pod>,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::mpsc::UnboundedReceiver<(String, Instant)>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let pods = pods.clone();
+    let watch = tokio::spawn(async move {
+        let config = watcher::Config::default().labels("berth.dev/bench=measure");
+        let mut stream = watcher::watcher(pods, config).boxed();
+        while let Ok(Some(ev)) = stream.try_next().await {
+            let (watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = ev else {
+                continue;
+            };
+            let bound = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty());
+            if bound && let Some(name) = p.metadata.name {
+                let _ = tx.send((name, Instant::now()));
+            }
+        }
+    });
+    (watch, rx)
+}
+
+/// Connects, checks that the cluster has no nodes (the counts would be wrong
+/// otherwise), and makes the benchmark's namespace and `nodes` nodes; answers the
+/// namespace's pods.
+async fn prepare_cluster(
+    kubeconfig: Option<PathBuf>,
+    nodes: usize,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<Api<k8s::Pod>, ApiBenchError> {
+    let cluster = KubeCluster::connect(&KubeOptions {
+        kubeconfig,
+        qps: 0.0,
+        burst: 1,
+    })
+    .await?;
+    let client = cluster.client.clone();
+    let node_api: Api<k8s::Node> = Api::all(client.clone());
+    let existing = node_api.list(&ListParams::default().limit(1)).await?;
+    if !existing.items.is_empty() {
+        return Err(ApiBenchError::NotEmpty {
+            server: cluster.server.to_string(),
+        });
+    }
+    let namespaces: Api<k8s::Namespace> = Api::all(client.clone());
+    let ns: k8s::Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}}))?;
+    namespaces.create(&PostParams::default(), &ns).await?;
+    // Service accounts are not needed by pods on this API server (the admission
+    // plugin may be on): wait for the default one if it appears, but do not insist.
+    create_all(&node_api, (0..nodes).map(node).collect(), "nodes", progress).await?;
+    Ok(Api::namespaced(client, NAMESPACE))
+}
+
 /// Runs the benchmark against the cluster the options reach, which must hold no
 /// nodes yet (the counts would be wrong otherwise). The future comes boxed, as
 /// [`crate::run::run`]'s, so that its body is compiled here and not in the binary.
@@ -256,34 +318,7 @@ async fn api_bench(
     opts: &ApiBenchOptions,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<ApiBenchResult, ApiBenchError> {
-    let cluster = KubeCluster::connect(&KubeOptions {
-        kubeconfig: opts.kubeconfig.clone(),
-        qps: 0.0,
-        burst: 1,
-    })
-    .await?;
-    let client = cluster.client.clone();
-    let nodes: Api<k8s::Node> = Api::all(client.clone());
-    let existing = nodes.list(&ListParams::default().limit(1)).await?;
-    if !existing.items.is_empty() {
-        return Err(ApiBenchError::NotEmpty {
-            server: cluster.server.to_string(),
-        });
-    }
-    let namespaces: Api<k8s::Namespace> = Api::all(client.clone());
-    let ns: k8s::Namespace =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}}))?;
-    namespaces.create(&PostParams::default(), &ns).await?;
-    // Service accounts are not needed by pods on this API server (the admission
-    // plugin may be on): wait for the default one if it appears, but do not insist.
-    create_all(
-        &nodes,
-        (0..opts.nodes).map(node).collect(),
-        "nodes",
-        progress,
-    )
-    .await?;
-    let pods: Api<k8s::Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let pods = prepare_cluster(opts.kubeconfig.clone(), opts.nodes, progress).await?;
     create_all(
         &pods,
         (0..opts.init_pods)
@@ -307,30 +342,7 @@ async fn api_bench(
     .await?;
 
     // Watch the measured pods before the scheduler starts.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
-    let watch = tokio::spawn({
-        let pods = pods.clone();
-        async move {
-            let config = watcher::Config::default().labels("berth.dev/bench=measure");
-            let mut stream = watcher::watcher(pods, config).boxed();
-            while let Ok(Some(ev)) = stream.try_next().await {
-                let objects = match ev {
-                    watcher::Event::Apply(p) | watcher::Event::InitApply(p) => vec![p],
-                    _ => continue,
-                };
-                for p in objects {
-                    let bound = p
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.node_name.as_deref())
-                        .is_some_and(|n| !n.is_empty());
-                    if bound && let Some(name) = p.metadata.name {
-                        let _ = tx.send((name, Instant::now()));
-                    }
-                }
-            }
-        }
-    });
+    let (watch, mut rx) = watch_bound(&pods);
 
     let (scheduler, mut child, stop) = match &opts.scheduler_command {
         Some(cmd) => {
@@ -519,58 +531,8 @@ async fn api_churn(
     opts: &ApiChurnOptions,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<ApiChurnResult, ApiBenchError> {
-    let cluster = KubeCluster::connect(&KubeOptions {
-        kubeconfig: opts.kubeconfig.clone(),
-        qps: 0.0,
-        burst: 1,
-    })
-    .await?;
-    let client = cluster.client.clone();
-    let nodes: Api<k8s::Node> = Api::all(client.clone());
-    if !nodes
-        .list(&ListParams::default().limit(1))
-        .await?
-        .items
-        .is_empty()
-    {
-        return Err(ApiBenchError::NotEmpty {
-            server: cluster.server.to_string(),
-        });
-    }
-    let namespaces: Api<k8s::Namespace> = Api::all(client.clone());
-    let ns: k8s::Namespace =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}}))?;
-    namespaces.create(&PostParams::default(), &ns).await?;
-    create_all(
-        &nodes,
-        (0..opts.nodes).map(node).collect(),
-        "nodes",
-        progress,
-    )
-    .await?;
-
-    let pods: Api<k8s::Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let watch = tokio::spawn({
-        let pods = pods.clone();
-        async move {
-            let config = watcher::Config::default().labels("berth.dev/bench=measure");
-            let mut stream = watcher::watcher(pods, config).boxed();
-            while let Ok(Some(ev)) = stream.try_next().await {
-                let (watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = ev else {
-                    continue;
-                };
-                let bound = p
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_deref())
-                    .is_some_and(|n| !n.is_empty());
-                if bound && let Some(name) = p.metadata.name {
-                    let _ = tx.send(name);
-                }
-            }
-        }
-    });
+    let pods = prepare_cluster(opts.kubeconfig.clone(), opts.nodes, progress).await?;
+    let (watch, mut rx) = watch_bound(&pods);
 
     let (program, args): (String, Vec<String>) = match &opts.scheduler_command {
         Some(cmd) => {
@@ -637,7 +599,7 @@ async fn api_churn(
                 names.iter().map(String::as_str).collect();
             while !waiting.is_empty() {
                 match tokio::time::timeout(opts.stall_timeout, rx.recv()).await {
-                    Ok(Some(name)) => {
+                    Ok(Some((name, _))) => {
                         waiting.remove(name.as_str());
                     }
                     Ok(None) | Err(_) => {

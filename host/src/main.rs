@@ -316,6 +316,15 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
     ))
 }
 
+/// The async runtime the API client and the endpoints run on.
+fn io_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("berth-io")
+        .build()
+        .context("starting the async runtime")
+}
+
 fn bench_api_churn(args: BenchArgs, lifecycles: usize) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(lifecycles > 0, "--churn must be at least 1");
     anyhow::ensure!(args.sample_every > 0, "--sample-every must be at least 1");
@@ -331,11 +340,7 @@ fn bench_api_churn(args: BenchArgs, lifecycles: usize) -> anyhow::Result<ExitCod
         stall_timeout: std::time::Duration::from_secs(60),
     };
     anyhow::ensure!(opts.nodes > 0, "--nodes must be at least 1");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("berth-io")
-        .build()
-        .context("starting the async runtime")?;
+    let rt = io_runtime()?;
     let mut progress = |line: &str| eprintln!("bench: {line}");
     let r = rt.block_on(berth::apibench::run_api_churn(&opts, &mut progress))?;
     match args.output {
@@ -394,11 +399,7 @@ fn bench_api(args: BenchArgs) -> anyhow::Result<ExitCode> {
         stall_timeout: std::time::Duration::from_secs(60),
     };
     anyhow::ensure!(opts.measure_pods > 1, "--measure-pods must be at least 2");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("berth-io")
-        .build()
-        .context("starting the async runtime")?;
+    let rt = io_runtime()?;
     let mut progress = |line: &str| eprintln!("bench: {line}");
     let r = rt.block_on(berth::apibench::run_api_bench(
         &runtime,
@@ -570,11 +571,7 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
         shutdown_timeout: std::time::Duration::from_secs(args.shutdown_timeout_seconds),
         panic_after: berth::live::PanicAfter(args.debug_panic_after_cycles),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("berth-io")
-        .build()
-        .context("starting the async runtime")?;
+    let rt = io_runtime()?;
     rt.block_on(berth::run::run(
         &runtime,
         &opts,

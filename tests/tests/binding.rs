@@ -754,6 +754,26 @@ fn a_plugin_acts_only_for_its_own_pod_at_its_own_extension_point() {
     assert!(bindings.contains_key("uid-plain"), "{bindings:?}");
 }
 
+/// A scheduler of the configuration `text` on its embedded cluster and a virtual
+/// clock, its FailedScheduling events recorded.
+fn recorded_scheduler(
+    text: &str,
+    options: &SchedulerOptions,
+) -> (
+    Scheduler,
+    Arc<MemoryCluster>,
+    Arc<VirtualClock>,
+    Arc<Events>,
+) {
+    let config = Configuration::parse("test.yaml", text).unwrap();
+    let cluster = Arc::new(MemoryCluster::new());
+    let clock = Arc::new(VirtualClock::default());
+    let mut s = scheduler_from(&config, cluster.clone(), options, clock.clone());
+    let events = Arc::new(Events::default());
+    s.set_recorder(events.clone());
+    (s, cluster, clock, events)
+}
+
 /// Every FailedScheduling event, as `namespace/name: reason: message`.
 #[derive(Default)]
 struct Events(std::sync::Mutex<Vec<String>>);
@@ -778,16 +798,11 @@ fn a_pod_whose_queue_sort_or_pre_enqueue_fails_backs_off_and_is_asked_again() {
         "modules:\n- name: Flaky\n  path: {}\nprofiles:\n- plugins:\n    queueSort:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Flaky}}]\n    preEnqueue:\n      enabled: [{{name: Flaky}}]\n",
         berth_artifacts::fixtures::FIXTURE_FLAKY
     );
-    let config = Configuration::parse("test.yaml", &text).unwrap();
-    let cluster = Arc::new(MemoryCluster::new());
-    let clock = Arc::new(VirtualClock::default());
     let options = SchedulerOptions {
         max_attempts: 4,
         ..SchedulerOptions::default()
     };
-    let mut s = scheduler_from(&config, cluster.clone(), &options, clock.clone());
-    let events = Arc::new(Events::default());
-    s.set_recorder(events.clone());
+    let (mut s, cluster, clock, events) = recorded_scheduler(&text, &options);
     s.add_or_update_node(node("n1", 4000));
     for (name, at) in [("sort", "queuesort"), ("gate", "preenqueue"), ("ok", "")] {
         s.add_pod(pod(name, 100, &[("berth.test/fail-at", at)]))
@@ -1050,17 +1065,12 @@ fn traps_and_missed_deadlines_at_every_extension_point_drop_no_pod() {
         "berth:\n  modules:\n  - name: Flaky\n    path: {}\n  plugins:\n  - name: Flaky\n    sandbox: {{callDeadline: 400ms}}\nprofiles:\n- plugins:\n    queueSort:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Flaky}}]\n    preEnqueue:\n      enabled: [{{name: Flaky}}]\n    preFilter:\n      enabled: [{{name: Flaky}}]\n    filter:\n      enabled: [{{name: Flaky}}]\n    postFilter:\n      enabled: [{{name: Flaky}}]\n    preScore:\n      enabled: [{{name: Flaky}}]\n    score:\n      enabled: [{{name: Flaky, weight: 1}}]\n    reserve:\n      enabled: [{{name: Flaky}}]\n    permit:\n      enabled: [{{name: Flaky}}]\n    preBind:\n      enabled: [{{name: Flaky}}]\n    bind:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Flaky}}, {{name: DefaultBinder}}]\n    postBind:\n      enabled: [{{name: Flaky}}]\n",
         berth_artifacts::fixtures::FIXTURE_FLAKY
     );
-    let config = Configuration::parse("test.yaml", &text).unwrap();
-    let cluster = Arc::new(MemoryCluster::new());
-    let clock = Arc::new(VirtualClock::default());
     let options = SchedulerOptions {
         max_attempts: 3,
         parallel_bindings: 8,
         ..SchedulerOptions::default()
     };
-    let mut s = scheduler_from(&config, cluster.clone(), &options, clock.clone());
-    let events = Arc::new(Events::default());
-    s.set_recorder(events.clone());
+    let (mut s, cluster, clock, events) = recorded_scheduler(&text, &options);
     for i in 0..50 {
         s.add_or_update_node(node(&format!("n{i:02}"), 40_000));
     }

@@ -414,3 +414,113 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
     assert!(!log.to_lowercase().contains("forbidden"), "{log}");
     eprintln!("live_volumes: {:?}", started.elapsed());
 }
+
+/// 64 pods whose claims wait for a provisioner that never comes (their PreBind
+/// waits, up to `bindTimeoutSeconds`, for the claims to be bound) do not hold up the
+/// binds of 500 others: each waiting binding cycle lets another binding thread take
+/// its place. Deleting the 64 then ends their waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_cycles_waiting_for_a_provisioner_do_not_hold_up_other_binds() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let admin = server.client().await;
+    let nodes: Vec<k8s::Node> = (0..4)
+        .map(|i| node(&format!("big-{i}"), "64", "256Gi", 200))
+        .collect();
+    create_nodes(&admin, &nodes).await;
+    Api::<StorageClass>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &storage_class("unprovisioned", "example.com/nobody-provisions"),
+        )
+        .await
+        .expect("create a storage class");
+    let config = server.dir.path().join("fast-client.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: berth.dev/v1alpha1\nkind: BerthConfiguration\nclientConnection: {qps: 500, burst: 500}\n",
+    )
+    .unwrap();
+    let berth = Berth::run_in(
+        server.dir.path(),
+        &server.kubeconfig(),
+        &["--leader-elect=false", "--config", config.to_str().unwrap()],
+    );
+
+    let pvcs: Api<k8s::PersistentVolumeClaim> = Api::namespaced(admin.clone(), NS);
+    let waiting: Vec<String> = (0..64).map(|i| format!("db-{i}")).collect();
+    for name in &waiting {
+        pvcs.create(
+            &PostParams::default(),
+            &claim_of_class(&format!("data-{name}"), "1Gi", "unprovisioned"),
+        )
+        .await
+        .expect("create a claim");
+    }
+    let pods: Vec<k8s::Pod> = waiting.iter().map(|n| pod_with_claim(n)).collect();
+    create_pods(&admin, NS, &pods).await;
+    // Each PreBind selects a node for its claim, then waits for the claim's volume.
+    eventually(60, "a node selected for every claim", || async {
+        let claims = pvcs
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let selected = claims
+            .items
+            .iter()
+            .filter(|c| annotation(&c.metadata, "volume.kubernetes.io/selected-node").is_some())
+            .count();
+        if selected == 64 {
+            Ok(())
+        } else {
+            Err(format!("{selected} of 64 claims have a selected node"))
+        }
+    })
+    .await;
+
+    let others: Vec<k8s::Pod> = (0..500)
+        .map(|i| pod(&format!("web-{i:03}"), "10m", "default-scheduler"))
+        .collect();
+    create_pods(&admin, NS, &others).await;
+    eventually(120, "the other pods bound", || async {
+        let all = list_pods(&admin, NS).await?;
+        let bound = all
+            .iter()
+            .filter(|p| name_of(p).starts_with("web-") && node_of(p).is_some())
+            .count();
+        if bound == 500 {
+            Ok(())
+        } else {
+            Err(format!("{bound} of 500 bound\n{}", berth.log_text()))
+        }
+    })
+    .await;
+    let all = list_pods(&admin, NS).await.unwrap();
+    let bound_waiting: Vec<String> = all
+        .iter()
+        .filter(|p| name_of(p).starts_with("db-") && node_of(p).is_some())
+        .map(name_of)
+        .collect();
+    assert!(
+        bound_waiting.is_empty(),
+        "bound without their volumes: {bound_waiting:?}"
+    );
+
+    // Deleted, the 64 end their waits: Berth says each binding cycle ended.
+    let api: Api<k8s::Pod> = Api::namespaced(admin.clone(), NS);
+    for name in &waiting {
+        api.delete(name, &kube::api::DeleteParams::default())
+            .await
+            .expect("delete a waiting pod");
+    }
+    eventually(60, "the waits ended", || async {
+        let log = berth.log_text();
+        let ended = log.matches("deleted while being bound").count();
+        if ended == 64 {
+            Ok(())
+        } else {
+            Err(format!("{ended} of 64 waits ended"))
+        }
+    })
+    .await;
+}
