@@ -390,13 +390,24 @@ fn the_room_made_by_preemption_is_kept_for_the_preemptor() {
     assert_eq!(cluster.evictions().len(), 1, "medium preempts nobody");
 }
 
-/// A cluster whose evictions fail for one pod: the embedded cluster otherwise.
-struct RefusesToEvict {
+/// The embedded cluster with its evictions answered by `evict` (which may pass them
+/// on to it), and deletions reported by a watch or not: the tests' own clusters.
+struct CustomEvictions {
     inner: Arc<berth::cluster::memory::MemoryCluster>,
-    refused: String,
+    evict: Box<EvictFn>,
+    reports_deletions: bool,
 }
 
-impl berth::cluster::Binder for RefusesToEvict {
+type EvictFn = dyn Fn(
+        &berth::cluster::memory::MemoryCluster,
+        &berth_sdk::Pod,
+        &berth_sdk::Pod,
+        &str,
+    ) -> Result<(), String>
+    + Send
+    + Sync;
+
+impl berth::cluster::Binder for CustomEvictions {
     fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), berth::cluster::BindError> {
         self.inner.bind(pod, node)
     }
@@ -409,13 +420,10 @@ impl berth::cluster::Binder for RefusesToEvict {
         by: &berth_sdk::Pod,
         message: &str,
     ) -> Result<(), String> {
-        if victim.name == self.refused {
-            return Err("admission webhook denied the request".into());
-        }
-        self.inner.evict(victim, by, message)
+        (self.evict)(&self.inner, victim, by, message)
     }
     fn reports_deletions(&self) -> bool {
-        self.inner.reports_deletions()
+        self.reports_deletions
     }
 }
 
@@ -429,9 +437,17 @@ fn a_failed_eviction_spares_the_other_victims_and_retries_the_preemptor_at_once(
 
     let memory = Arc::new(MemoryCluster::new());
     // The victims are evicted most important first: `mid` is asked first and refused.
-    let cluster = Arc::new(RefusesToEvict {
+    let cluster = Arc::new(CustomEvictions {
         inner: memory.clone(),
-        refused: "mid".into(),
+        evict: Box::new(
+            |inner: &MemoryCluster, victim: &berth_sdk::Pod, by: &berth_sdk::Pod, message: &str| {
+                if victim.name == "mid" {
+                    return Err("admission webhook denied the request".to_owned());
+                }
+                berth::cluster::Binder::evict(inner, victim, by, message)
+            },
+        ),
+        reports_deletions: false,
     });
     let mut scheduler = embedded_scheduler(cluster, Arc::default());
     scheduler.add_or_update_node(node_object(json!({"name": "n1", "cpu": "2"})));
@@ -454,10 +470,10 @@ fn a_failed_eviction_spares_the_other_victims_and_retries_the_preemptor_at_once(
     );
 }
 
-/// A remote-like cluster (its watch reports deletions) whose evictions wait until the
-/// test lets them through, as evictions do behind a slow API server.
+/// Evictions that wait until the test lets them through, as evictions do behind a
+/// slow API server.
+#[derive(Default)]
 struct SlowEvictions {
-    inner: Arc<berth::cluster::memory::MemoryCluster>,
     open: std::sync::Mutex<bool>,
     opened: std::sync::Condvar,
     /// Eviction requests made, and those answered.
@@ -470,17 +486,11 @@ impl SlowEvictions {
         *self.open.lock().unwrap() = true;
         self.opened.notify_all();
     }
-}
 
-impl berth::cluster::Binder for SlowEvictions {
-    fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), berth::cluster::BindError> {
-        self.inner.bind(pod, node)
-    }
-    fn nominate(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), String> {
-        self.inner.nominate(pod, node)
-    }
+    /// Waits until let through, then evicts from `inner`.
     fn evict(
         &self,
+        inner: &berth::cluster::memory::MemoryCluster,
         victim: &berth_sdk::Pod,
         by: &berth_sdk::Pod,
         message: &str,
@@ -492,12 +502,9 @@ impl berth::cluster::Binder for SlowEvictions {
             open = self.opened.wait(open).unwrap();
         }
         drop(open);
-        let r = self.inner.evict(victim, by, message);
+        let r = berth::cluster::Binder::evict(inner, victim, by, message);
         self.answered.fetch_add(1, Ordering::SeqCst);
         r
-    }
-    fn reports_deletions(&self) -> bool {
-        true
     }
 }
 
@@ -522,15 +529,21 @@ fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
     use std::sync::atomic::Ordering;
 
     let memory = Arc::new(MemoryCluster::new());
-    let cluster = Arc::new(SlowEvictions {
+    // A remote-like cluster: its watch reports deletions.
+    let slow = Arc::new(SlowEvictions::default());
+    let gate = slow.clone();
+    let cluster = Arc::new(CustomEvictions {
         inner: memory.clone(),
-        open: Default::default(),
-        opened: Default::default(),
-        asked: Default::default(),
-        answered: Default::default(),
+        evict: Box::new(
+            move |inner: &MemoryCluster,
+                  victim: &berth_sdk::Pod,
+                  by: &berth_sdk::Pod,
+                  message: &str| { gate.evict(inner, victim, by, message) },
+        ),
+        reports_deletions: true,
     });
     let clock = Arc::new(VirtualClock::default());
-    let mut scheduler = embedded_scheduler(cluster.clone(), clock.clone());
+    let mut scheduler = embedded_scheduler(cluster, clock.clone());
     scheduler.add_or_update_node(node_object(json!({"name": "n1", "cpu": "2"})));
     let low = pod_object(json!({"name": "low", "node": "n1", "cpu": "2", "priority": 1}));
     let high = pod_object(json!({"name": "high", "cpu": "2", "priority": 100}));
@@ -540,7 +553,7 @@ fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
     // High's first attempt: nothing fits; it preempts low, whose eviction hangs.
     assert!(scheduler.schedule_one());
     wait_until("the eviction asked", || {
-        cluster.asked.load(Ordering::SeqCst) == 1
+        slow.asked.load(Ordering::SeqCst) == 1
     });
     assert_eq!(scheduler.queue_of(&high.uid), Some(QueueName::Gated));
 
@@ -566,9 +579,9 @@ fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
 
     // The eviction goes through and the watch reports low gone: high is let in and
     // lands on n1, with no second eviction.
-    cluster.let_through();
+    slow.let_through();
     wait_until("the eviction answered", || {
-        cluster.answered.load(Ordering::SeqCst) == 1
+        slow.answered.load(Ordering::SeqCst) == 1
     });
     scheduler.delete_pod(&low.uid);
     wait_until("the preemptor activated", || {
@@ -578,7 +591,7 @@ fn a_preemptor_waits_for_its_evictions_and_does_not_choose_victims_again() {
     scheduler.run_until_idle();
     let outcome = scheduler.outcome(&high.uid).unwrap();
     assert_eq!(outcome.node.as_deref(), Some("n1"), "{}", outcome.message);
-    assert_eq!(cluster.asked.load(Ordering::SeqCst), 1, "low evicted twice");
+    assert_eq!(slow.asked.load(Ordering::SeqCst), 1, "low evicted twice");
     let evicted: Vec<String> = memory.evictions().into_iter().map(|e| e.key).collect();
     assert_eq!(evicted, ["default/low"]);
 }
