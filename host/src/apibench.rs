@@ -200,6 +200,27 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Starts the scheduler under test as its own process (its output dropped): its
+/// name (the program's file name) and the process, killed when dropped.
+fn spawn_scheduler(
+    program: &str,
+    args: Vec<String>,
+) -> Result<(String, KillOnDrop), ApiBenchError> {
+    let child = std::process::Command::new(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| ApiBenchError::Start {
+            program: program.to_owned(),
+            error,
+        })?;
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map_or(program.to_owned(), |n| n.to_string_lossy().into_owned());
+    Ok((name, KillOnDrop(child)))
+}
+
 /// Creates objects with `concurrency` requests in flight.
 async fn create_all<K>(
     api: &Api<K>,
@@ -346,21 +367,10 @@ async fn api_bench(
 
     let (scheduler, mut child, stop) = match &opts.scheduler_command {
         Some(cmd) => {
-            let mut words = cmd.split_whitespace();
+            let mut words = cmd.split_whitespace().map(str::to_owned);
             let program = words.next().ok_or(ApiBenchError::EmptyCommand)?;
-            let child = std::process::Command::new(program)
-                .args(words)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .map_err(|error| ApiBenchError::Start {
-                    program: program.to_owned(),
-                    error,
-                })?;
-            let name = std::path::Path::new(program)
-                .file_name()
-                .map_or(program.to_owned(), |n| n.to_string_lossy().into_owned());
-            (name, Some(KillOnDrop(child)), None)
+            let (name, child) = spawn_scheduler(&program, words.collect())?;
+            (name, Some(child), None)
         }
         None => {
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -499,19 +509,6 @@ pub struct ApiChurnResult {
     pub cores: usize,
 }
 
-/// A process's resident memory (VmRSS), in MiB; 0 when unknown.
-fn process_rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
 /// Pod lifecycles through a real API server: nodes are created, the scheduler starts
 /// as its own process, then pods are created a batch at a time, each batch waited
 /// for until bound, and deleted (at once, grace period 0: no kubelet runs) once
@@ -559,20 +556,8 @@ async fn api_churn(
             (exe.display().to_string(), args)
         }
     };
-    let child = std::process::Command::new(&program)
-        .args(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|error| ApiBenchError::Start {
-            program: program.clone(),
-            error,
-        })?;
-    let pid = child.id();
-    let mut child = KillOnDrop(child);
-    let scheduler = std::path::Path::new(&program)
-        .file_name()
-        .map_or(program.clone(), |n| n.to_string_lossy().into_owned());
+    let (scheduler, mut child) = spawn_scheduler(&program, args)?;
+    let pid = child.0.id();
     progress(&format!("{scheduler} started (pid {pid})"));
 
     let batch = opts.batch.max(1);
@@ -639,7 +624,7 @@ async fn api_churn(
                 let sample = ApiChurnSample {
                     lifecycles: deleted,
                     seconds: start.elapsed().as_secs_f64(),
-                    rss_mib: process_rss_mib(pid),
+                    rss_mib: crate::bench::proc_status_mib(Some(pid), "VmRSS:"),
                 };
                 progress(&format!(
                     "{} lifecycles, {:.1} s, {scheduler} RSS {:.1} MiB",

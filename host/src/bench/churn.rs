@@ -162,7 +162,7 @@ impl Binder for ChurnCluster {
 
 /// Resident memory of the process now (VmRSS), in MiB; 0 when unknown.
 pub fn rss_mib() -> f64 {
-    super::proc_status_mib("VmRSS:")
+    super::proc_status_mib(None, "VmRSS:")
 }
 
 /// Runs a churn; `progress` receives a line per sample.

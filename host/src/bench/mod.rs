@@ -396,13 +396,17 @@ pub fn cores() -> usize {
 
 /// Peak resident memory of the process so far (VmHWM), in MiB; 0 when unknown.
 pub fn peak_rss_mib() -> f64 {
-    proc_status_mib("VmHWM:")
+    proc_status_mib(None, "VmHWM:")
 }
 
-/// A memory figure of this process's `/proc/self/status` (the field with its colon),
-/// in MiB; 0 when unknown.
-fn proc_status_mib(field: &str) -> f64 {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+/// A memory figure (the field with its colon) of a process's `/proc/<pid>/status`,
+/// this process's without a pid, in MiB; 0 when unknown.
+pub(crate) fn proc_status_mib(pid: Option<u32>, field: &str) -> f64 {
+    let path = pid.map_or_else(
+        || "/proc/self/status".to_owned(),
+        |p| format!("/proc/{p}/status"),
+    );
+    let Ok(status) = std::fs::read_to_string(path) else {
         return 0.0;
     };
     status

@@ -373,6 +373,30 @@ pub fn free_port() -> u16 {
     port
 }
 
+/// The pod's `PodScheduled` condition, if it has one.
+pub fn pod_scheduled(p: &k8s::Pod) -> Option<k8s::PodCondition> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .cloned()
+}
+
+/// An HTTP/1.1 answer read to its end: its status and its body.
+pub fn parse_http_answer(out: &str) -> Result<(u16, String), String> {
+    let status = out
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not an HTTP answer: {out:?}"))?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
 /// GET `path` over plain HTTP on a loopback port: the status and the body (an error
 /// while nothing listens yet).
 pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
@@ -389,15 +413,7 @@ pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
     s.read_to_string(&mut out)
         .await
         .map_err(|e| e.to_string())?;
-    let status = out
-        .get(9..12)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not an HTTP answer: {out:?}"))?;
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Ok((status, body))
+    parse_http_answer(&out)
 }
 
 /// The objects of deploy/'s RBAC files (its ServiceAccount, roles and bindings),

@@ -33,16 +33,6 @@ fn events_of<'a>(events: &'a [Event], pod: &str, reason: &str) -> Vec<&'a Event>
         .collect()
 }
 
-fn pod_scheduled(p: &k8s::Pod) -> Option<k8s::PodCondition> {
-    p.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "PodScheduled")
-        .cloned()
-}
-
 /// Waits until every pod named in `names` is bound; returns pod -> node.
 async fn all_bound(
     client: &kube::Client,

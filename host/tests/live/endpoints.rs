@@ -62,16 +62,7 @@ async fn get(
     // rustls reports a peer that closes without close_notify as an error; what was
     // read still counts.
     let _ = s.read_to_end(&mut out).await;
-    let out = String::from_utf8_lossy(&out).into_owned();
-    let status = out
-        .get(9..12)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not an HTTP answer: {out:?}"))?;
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Ok((status, body))
+    parse_http_answer(&String::from_utf8_lossy(&out))
 }
 
 async fn bind_user_to(client: &kube::Client, user: &str, role: &str) {

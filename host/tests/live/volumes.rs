@@ -135,16 +135,6 @@ fn volume_name(c: &k8s::PersistentVolumeClaim) -> Option<&str> {
         .filter(|v| !v.is_empty())
 }
 
-fn pod_scheduled(p: &k8s::Pod) -> Option<k8s::PodCondition> {
-    p.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "PodScheduled")
-        .cloned()
-}
-
 /// What the logs say, for a failure's message.
 fn logs(server: &ApiServer, berth: &Berth) -> String {
     let cm = std::fs::read_to_string(server.dir.path().join("controller-manager.log"))
