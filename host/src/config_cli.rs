@@ -120,7 +120,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             let names: Vec<String> = list
                 .iter()
                 .map(|(n, w)| {
-                    if point == berth_sdk::ExtensionPoint::Score {
+                    if point.weighted() {
                         format!("{n}({w})")
                     } else {
                         n.clone()

@@ -259,6 +259,19 @@ macro_rules! native_calls {
             }))
         }
     };
+    (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+              ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
+        fn $method(
+            &mut self,
+            state: &HostState,
+            group: &berth_sdk::PodGroup,
+            $($arg: &$aty),*
+        ) -> Result<$ret, CallError> {
+            Ok(with_state(state, |st| {
+                points::$method(&self.plugin, &self.vtable, st, group $(, $arg)*)
+            }))
+        }
+    };
 }
 
 berth_sdk::for_each_extension_point!(native_calls (

@@ -394,12 +394,15 @@ fn list(items: &[String]) -> String {
     }
 }
 
-/// The interfaces of the plugin world, as `berth:scheduler/NAME@VERSION`, from the
-/// WIT source: (package version, imports, exports).
+/// The interfaces of the plugin world every module has, as
+/// `berth:scheduler/NAME@VERSION`, from the WIT source: (package version, imports,
+/// exports). Items added on the track (gated `@since` or `@unstable`: new extension
+/// points, unstable types) are optional and not listed.
 fn plugin_world() -> (String, Vec<String>, Vec<String>) {
     let mut version = String::new();
     let (mut imports, mut exports) = (Vec::new(), Vec::new());
     let mut in_world = false;
+    let mut gated = false;
     for line in WIT_SOURCE.lines() {
         let line = line.trim();
         if let Some(rest) = line.strip_prefix("package berth:scheduler@") {
@@ -408,6 +411,10 @@ fn plugin_world() -> (String, Vec<String>, Vec<String>) {
             in_world = true;
         } else if in_world && line.starts_with('}') {
             in_world = false;
+        } else if in_world && line.starts_with('@') {
+            gated = true;
+        } else if in_world && std::mem::take(&mut gated) {
+            // An optional item of the world.
         } else if in_world {
             let named = |rest: &str| {
                 format!(
@@ -722,6 +729,12 @@ mod tests {
                 "{e}: {exports:?}"
             );
         }
+        // The 0.7.0 exports, all required; the optional ones (PlacementScore's) are not.
+        assert_eq!(exports.len(), 17, "{exports:?}");
+        assert!(
+            !exports.iter().any(|e| e.contains("placement-score")),
+            "{exports:?}"
+        );
     }
 
     #[test]
@@ -732,10 +745,16 @@ mod tests {
             exports: vec!["berth:scheduler/plugin@0.1.0".into()],
             ..Anatomy::default()
         };
+        // Past the first patch of its track, the host also says what it loads.
+        let loads = if v.ends_with(".0") {
+            String::new()
+        } else {
+            format!(" (it loads @0.7.0 to @{v})")
+        };
         assert_eq!(
             diagnose(&old, &policy, &want).unwrap(),
             format!(
-                "built against berth:scheduler@0.1.0, this host speaks @{v}: rebuild it with a berth-sdk for WIT {v}"
+                "built against berth:scheduler@0.1.0, this host speaks @{v}{loads}: rebuild it with a berth-sdk for WIT {v}"
             )
         );
         let mut most = Anatomy {

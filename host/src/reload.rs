@@ -129,7 +129,7 @@ impl Generation {
                             .iter()
                             .filter_map(|pt| {
                                 let (_, w) = p.plugins_at(*pt).iter().find(|(n, _)| n == name)?;
-                                Some(if *pt == ExtensionPoint::Score {
+                                Some(if pt.weighted() {
                                     json!({"point": pt.as_str(), "weight": w})
                                 } else {
                                     json!({"point": pt.as_str()})

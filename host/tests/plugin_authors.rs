@@ -317,13 +317,25 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     let good = Path::new(berth_artifacts::plugin_paths::NODE_UNSCHEDULABLE);
     let (loads, text) = check(good);
     assert!(loads, "{text}");
+    // The host's version, and (past its track's first patch) what else it loads.
+    let v = berth::wasm::abi::WIT_VERSION;
+    let speaks = if v.ends_with(".0") {
+        format!("this host speaks @{v}")
+    } else {
+        format!("this host speaks @{v} and loads @0.7.0 to @{v}")
+    };
+    let loads_range = if v.ends_with(".0") {
+        format!("@{v}")
+    } else {
+        format!("@0.7.0 to @{v}")
+    };
     for want in [
         "kind              component\n",
         "plugin            NodeUnschedulable\n",
         "version           0.1.0\n",
-        "WIT               berth:scheduler@0.7.0 (current; this host speaks @0.7.0)\n",
+        &format!("WIT               berth:scheduler@{v} (current; {speaks})\n"),
         "extension points  filter\n",
-        "imports           berth:scheduler/types@0.7.0\n",
+        &format!("imports           berth:scheduler/types@{v}\n"),
         "filter on berth-check-node: Success\n",
         "ok: the scheduler would load this module\n",
     ] {
@@ -346,19 +358,28 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
 
     // Built against another WIT version.
     let old = tmp.path().join("old.wasm");
-    std::fs::write(&old, with_berth_names_renamed(&bytes, "@0.7.0", "@0.1.0")).unwrap();
+    std::fs::write(
+        &old,
+        with_berth_names_renamed(&bytes, &format!("@{v}"), "@0.1.0"),
+    )
+    .unwrap();
     let (loads, text) = check(&old);
     assert!(!loads, "{text}");
     assert!(
-        text.contains(
-            "WIT               berth:scheduler@0.1.0 (refused: an earlier track than 0.7, which this host does not adapt; this host speaks @0.7.0)\n"
-        ),
+        text.contains(&format!(
+            "WIT               berth:scheduler@0.1.0 (refused: an earlier track than 0.7, which this host does not adapt; {speaks})\n"
+        )),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "refused: {}: built against berth:scheduler@0.1.0, this host speaks @0.7.0: rebuild it with a berth-sdk for WIT 0.7.0 (",
-            old.display()
+            "refused: {}: built against berth:scheduler@0.1.0, this host speaks @{v}{}: rebuild it with a berth-sdk for WIT {v} (",
+            old.display(),
+            if v.ends_with(".0") {
+                String::new()
+            } else {
+                format!(" (it loads {loads_range})")
+            }
         )),
         "{text}"
     );
@@ -366,18 +387,22 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     // A newer patch of the host's track: wasmtime would link it by its
     // semver-compatible names, and the host refuses it before linking.
     let newer = tmp.path().join("newer.wasm");
-    std::fs::write(&newer, with_berth_names_renamed(&bytes, "@0.7.0", "@0.7.9")).unwrap();
+    std::fs::write(
+        &newer,
+        with_berth_names_renamed(&bytes, &format!("@{v}"), "@0.7.9"),
+    )
+    .unwrap();
     let (loads, text) = check(&newer);
     assert!(!loads, "{text}");
     assert!(
-        text.contains(
-            "WIT               berth:scheduler@0.7.9 (refused: a newer patch of the 0.7 track, which may use what this host lacks; this host speaks @0.7.0)\n"
-        ),
+        text.contains(&format!(
+            "WIT               berth:scheduler@0.7.9 (refused: a newer patch of the 0.7 track, which may use what this host lacks; {speaks})\n"
+        )),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "refused: {}: built against berth:scheduler@0.7.9, a newer patch than this host's @0.7.0 (it loads @0.7.0): run it on a Berth that speaks @0.7.9 or later, or rebuild it with a berth-sdk for WIT 0.7.0 (",
+            "refused: {}: built against berth:scheduler@0.7.9, a newer patch than this host's @{v} (it loads {loads_range}): run it on a Berth that speaks @0.7.9 or later, or rebuild it with a berth-sdk for WIT {v} (",
             newer.display()
         )),
         "{text}"
@@ -394,7 +419,7 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     assert!(!loads, "{text}");
     assert!(
         text.contains(&format!(
-            "refused: {}: missing export berth:scheduler/post-bind@0.7.0 (the plugin world needs all 17; the SDK exports them all) (",
+            "refused: {}: missing export berth:scheduler/post-bind@{v} (the plugin world needs all 17; the SDK exports them all) (",
             partial.display()
         )),
         "{text}"
@@ -665,7 +690,7 @@ fn a_plugin_in_python_builds_loads_and_schedules() {
         .unwrap();
     let report: serde_json::Value = serde_json::from_str(&ok("berth plugin check", out)).unwrap();
     assert_eq!(report["name"], "FewestPods");
-    assert_eq!(report["wit_version"], "0.7.0");
+    assert_eq!(report["wit_version"], berth::wasm::abi::WIT_VERSION);
     assert_eq!(report["refused"], serde_json::Value::Null);
     assert_eq!(
         report["extension_points"],

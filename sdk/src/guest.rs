@@ -15,15 +15,19 @@ pub mod wit {
         world: "berth:scheduler/scheduler-plugin",
         pub_export_macro: true,
         generate_all,
+        features: ["workload-scheduling"],
+        // The `workload` interface's kinds, each before an exported function uses it.
+        generate_unused_types: true,
     });
 }
 
 use wit::berth::scheduler::host;
 use wit::berth::scheduler::types as w;
+use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.7.0";
+pub const WIT_VERSION: &str = "0.7.1";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -429,7 +433,7 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
         let mut points: Vec<w::ExtensionPoint> = T::vtable()
             .extension_points()
             .into_iter()
-            .map(point_to_wit)
+            .filter_map(point_to_wit)
             .collect();
         // Unreserve comes with Reserve; nothing else to add.
         points.dedup();
@@ -745,8 +749,8 @@ fn missing_node(slot: u32) -> sdk::Status {
     sdk::Status::error(format!("node slot {slot} is not in the plugin's replica"))
 }
 
-/// The exports of the table's generated interfaces (see [`crate::points`]), and the
-/// extension points' WIT names.
+/// The exports of the table's generated and optional interfaces (see
+/// [`crate::points`]), and the extension points' WIT names.
 macro_rules! guest_exports {
     ( ()
       $( $gen:ident interface $iface:ident {
@@ -755,20 +759,39 @@ macro_rules! guest_exports {
             calls: [ $( $kind:ident $body:tt ),* $(,)? ],
       } )*
     ) => {
-        $( guest_exports!(@interface $gen $iface [ $( $kind $body )* ]); )*
+        $( guest_exports!(@interface $gen $iface [ $( $kind $body )* ] [ $( $P )* $( $A )* ]); )*
 
-        fn point_to_wit(p: sdk::ExtensionPoint) -> w::ExtensionPoint {
-            match p {
-                $(
-                    $( sdk::ExtensionPoint::$P => w::ExtensionPoint::$P, )*
-                    $( sdk::ExtensionPoint::$A => w::ExtensionPoint::$A, )*
-                )*
-            }
+        /// The point in WIT 0.7.0's `extension-point` enum, which `plugin.info`
+        /// lists; `None` for the points of optional interfaces, which their own
+        /// `implemented` lists.
+        fn point_to_wit(p: sdk::ExtensionPoint) -> Option<w::ExtensionPoint> {
+            $( guest_exports!(@enum $gen p [ $( $P )* $( $A )* ]); )*
+            None
         }
     };
-    (@interface hand $iface:ident [ $($calls:tt)* ]) => {};
-    (@interface generated $iface:ident [ $( $kind:ident $body:tt )* ]) => {
+    (@enum optional $p:ident [ $( $P:ident )* ]) => {};
+    (@enum $gen:ident $p:ident [ $( $P:ident )* ]) => {
+        $( if $p == sdk::ExtensionPoint::$P {
+            return Some(w::ExtensionPoint::$P);
+        } )*
+    };
+    (@interface hand $iface:ident [ $($calls:tt)* ] [ $( $P:ident )* ]) => {};
+    (@interface generated $iface:ident [ $( $kind:ident $body:tt )* ] [ $( $P:ident )* ]) => {
         impl<T: Registered> ex::$iface::Guest for Export<T> {
+            $( guest_exports!(@$kind $body); )*
+        }
+    };
+    (@interface optional $iface:ident [ $( $kind:ident $body:tt )* ] [ $( $P:ident )* ]) => {
+        impl<T: Registered> ex::$iface::Guest for Export<T> {
+            fn implemented() -> Vec<String> {
+                let mine = [ $( sdk::ExtensionPoint::$P ),* ];
+                T::vtable()
+                    .extension_points()
+                    .into_iter()
+                    .filter(|p| mine.contains(p))
+                    .map(|p| p.as_str().to_owned())
+                    .collect()
+            }
             $( guest_exports!(@$kind $body); )*
         }
     };
@@ -789,6 +812,23 @@ macro_rules! guest_exports {
             // the nodes.
             with_instance::<T, _>(|inst| {
                 points::$method(&inst.plugin, &T::vtable(), &state, inst.pod.as_ref(), &*inst $(, &$arg)*)
+            })
+            .into_wit()
+        }
+    };
+    (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+              ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
+        fn $wit(
+            state: &host::CycleState,
+            group: wl::PodGroup
+            $(, $arg: <$aty as FromWitArg>::Wit)*
+        ) -> <$ret as IntoWit>::Wit {
+            let store = HostState(state);
+            let state = CycleState::new(&store);
+            let group = <crate::PodGroup as FromWitArg>::from_wit_arg(group);
+            $( let $arg = <$aty as FromWitArg>::from_wit_arg($arg); )*
+            with_instance::<T, _>(|inst| {
+                points::$method(&inst.plugin, &inst.vtable, &state, &group $(, &$arg)*)
             })
             .into_wit()
         }
@@ -828,6 +868,62 @@ impl IntoWit for Result<Vec<i64>, sdk::Status> {
     type Wit = Result<Vec<i64>, w::Status>;
     fn into_wit(self) -> Self::Wit {
         self.map_err(status_to_wit)
+    }
+}
+
+impl IntoWit for Result<i64, sdk::Status> {
+    type Wit = Result<i64, w::Status>;
+    fn into_wit(self) -> Self::Wit {
+        self.map_err(status_to_wit)
+    }
+}
+
+/// An argument of a `group` call as the guest receives it, and as the SDK's
+/// functions take it (by reference to the owned value).
+pub trait FromWitArg: ToOwned {
+    /// The WIT value.
+    type Wit;
+    /// Converts.
+    fn from_wit_arg(w: Self::Wit) -> Self::Owned;
+}
+
+impl FromWitArg for [i64] {
+    type Wit = Vec<i64>;
+    fn from_wit_arg(w: Vec<i64>) -> Vec<i64> {
+        w
+    }
+}
+
+impl FromWitArg for crate::PodGroupAssignments {
+    type Wit = wl::PodGroupAssignments;
+    fn from_wit_arg(a: wl::PodGroupAssignments) -> crate::PodGroupAssignments {
+        crate::PodGroupAssignments {
+            placement: crate::Placement {
+                name: a.placement.name,
+                nodes: a.placement.nodes,
+            },
+            assignments: a
+                .assignments
+                .into_iter()
+                .map(|p| crate::ProposedAssignment {
+                    pod_uid: p.pod_uid,
+                    node: p.node,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl FromWitArg for crate::PodGroup {
+    type Wit = wl::PodGroup;
+    fn from_wit_arg(g: wl::PodGroup) -> crate::PodGroup {
+        crate::PodGroup {
+            namespace: g.namespace,
+            name: g.name,
+            min_count: g.min_count,
+            scheduled_count: g.scheduled_count,
+            unscheduled_pods: g.unscheduled_pods.into_iter().map(pod_from_wit).collect(),
+        }
     }
 }
 

@@ -70,6 +70,7 @@ pub mod testing;
 pub mod types;
 pub mod validation;
 pub mod volumes;
+pub mod workload;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
@@ -100,6 +101,7 @@ pub use volumes::{
     PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
+pub use workload::{Placement, PodGroup, PodGroupAssignments, ProposedAssignment};
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
 pub const MAX_NODE_SCORE: i64 = 100;

@@ -12,9 +12,9 @@
 //! when the plugin lacks the point, how nodes are found by slot) is written once, in
 //! the functions of this module, which both the component and the native twin run.
 //!
-//! Adding an extension point is then: its WIT interface (and its export in the
-//! world), its row below, its trait and function here and in
-//! [`VTable`](crate::VTable), and its runner in the host's framework.
+//! Adding an extension point is then: its WIT interface (an optional export of the
+//! world, with `implemented`), its row below, its trait, its functions here and its
+//! entries in [`VTable`](crate::VTable), and its runner in the host's framework.
 
 use crate::events::{ClusterEvent, Object, QueueingHint};
 use crate::plugin::{CycleState, PreFilterResult, VTable};
@@ -27,22 +27,30 @@ use crate::types::{NodeInfo, Pod, Status};
 /// here (in parentheses), and each `ROW` is
 ///
 /// ```text
-/// generated|hand interface WIT_INTERFACE {
+/// generated|hand|optional interface WIT_INTERFACE {
 ///     points: [Variant field "profileName" "doc", ...],   // configured in profiles
 ///     also: [Variant field "profileName" "doc", ...],     // not configured on their own
-///     calls: [pod {..} | cycle {..}, ...],
+///     calls: [pod {..} | cycle {..} | group {..}, ...],
 /// }
 /// ```
 ///
+/// `generated` and `hand` interfaces are exports of WIT 0.7.0 that every module has;
+/// their points are the `extension-point` enum's, which `plugin.info` lists. An
+/// `optional` interface came later: a module may lack it, and its own `implemented`
+/// function says which of its points the plugin has (so the enum never grows).
+///
 /// A `pod` call takes the pod as its WIT argument (no cycle state):
-/// `{ method "Label" wit_fn call_wit_fn interface_getter -> Answer }`. A `cycle`
-/// call acts on the cycle's pod with the cycle state's handle:
-/// `{ method "Label" wit_fn call_wit_fn interface_getter (arg: Type, ...) -> Answer
+/// `{ method "Label" wit_fn call_wit_fn interface -> Answer }`. A `cycle` call acts
+/// on the cycle's pod with the cycle state's handle:
+/// `{ method "Label" wit_fn call_wit_fn interface (arg: Type, ...) -> Answer
 /// [len arg "what"] }`, where each argument is passed by reference (`&Type`; the
 /// guest receives it owned), and `len` says the answer must have one entry per
-/// element of `arg`. A `hand` interface's calls are written by hand wherever they are
-/// used (their shapes are their own: PostFilter lends the what-if API, the queueing
-/// hint carries cluster objects).
+/// element of `arg`. A `group` call has the same shape and acts on a pod group (its
+/// first WIT argument after the state), with the group cycle's state; its arguments
+/// cross as WIT records (`ToWitArg` in the host, `FromWitArg` in the guest). A `hand`
+/// interface's calls are written by hand wherever they are used (their shapes are
+/// their own: PostFilter lends the what-if API, the queueing hint carries cluster
+/// objects).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_extension_point {
@@ -53,7 +61,7 @@ macro_rules! for_each_extension_point {
                 points: [PreEnqueue pre_enqueue "preEnqueue" "Gate a pod before it enters the active queue."],
                 also: [],
                 calls: [
-                    pod { pre_enqueue "PreEnqueue" pre_enqueue call_pre_enqueue berth_scheduler_pre_enqueue
+                    pod { pre_enqueue "PreEnqueue" pre_enqueue call_pre_enqueue pre_enqueue
                         -> $crate::Status },
                 ],
             }
@@ -61,7 +69,7 @@ macro_rules! for_each_extension_point {
                 points: [QueueSort queue_sort "queueSort" "Order the active queue."],
                 also: [],
                 calls: [
-                    pod { sort_key "QueueSort" sort_key call_sort_key berth_scheduler_queue_sort
+                    pod { sort_key "QueueSort" sort_key call_sort_key queue_sort
                         -> ::std::vec::Vec<i64> },
                 ],
             }
@@ -74,7 +82,7 @@ macro_rules! for_each_extension_point {
                 points: [PreFilter pre_filter "preFilter" "Once per cycle, before filtering."],
                 also: [],
                 calls: [
-                    cycle { pre_filter "PreFilter" pre_filter call_pre_filter berth_scheduler_pre_filter
+                    cycle { pre_filter "PreFilter" pre_filter call_pre_filter pre_filter
                         () -> $crate::PreFilterResult },
                 ],
             }
@@ -87,7 +95,7 @@ macro_rules! for_each_extension_point {
                 points: [Filter filter "filter" "Per node: can the pod run here?"],
                 also: [],
                 calls: [
-                    cycle { filter "Filter" filter call_filter berth_scheduler_filter
+                    cycle { filter "Filter" filter call_filter filter
                         (slots: [u32]) -> ::std::vec::Vec<(u32, $crate::Status)> },
                 ],
             }
@@ -100,7 +108,7 @@ macro_rules! for_each_extension_point {
                 points: [PreScore pre_score "preScore" "Once per cycle, before scoring."],
                 also: [],
                 calls: [
-                    cycle { pre_score "PreScore" pre_score call_pre_score berth_scheduler_pre_score
+                    cycle { pre_score "PreScore" pre_score call_pre_score pre_score
                         (slots: [u32]) -> $crate::Status },
                 ],
             }
@@ -108,10 +116,10 @@ macro_rules! for_each_extension_point {
                 points: [Score score "score" "Per feasible node: how good is it?"],
                 also: [NormalizeScore normalize_score "normalizeScore" "Rescale a plugin's scores into [0, 100]."],
                 calls: [
-                    cycle { score "Score" score call_score berth_scheduler_score
+                    cycle { score "Score" score call_score score
                         (slots: [u32]) -> ::std::result::Result<::std::vec::Vec<i64>, $crate::Status>
                         [len slots "scores"] },
-                    cycle { normalize_score "NormalizeScore" normalize_score call_normalize_score berth_scheduler_score
+                    cycle { normalize_score "NormalizeScore" normalize_score call_normalize_score score
                         (scores: [i64]) -> ::std::result::Result<::std::vec::Vec<i64>, $crate::Status>
                         [len scores "normalized scores"] },
                 ],
@@ -120,9 +128,9 @@ macro_rules! for_each_extension_point {
                 points: [Reserve reserve "reserve" "Claim resources for the chosen node (and release them on failure)."],
                 also: [],
                 calls: [
-                    cycle { reserve "Reserve" reserve call_reserve berth_scheduler_reserve
+                    cycle { reserve "Reserve" reserve call_reserve reserve
                         (node: str) -> $crate::Status },
-                    cycle { unreserve "Unreserve" unreserve call_unreserve berth_scheduler_reserve
+                    cycle { unreserve "Unreserve" unreserve call_unreserve reserve
                         (node: str) -> () },
                 ],
             }
@@ -130,7 +138,7 @@ macro_rules! for_each_extension_point {
                 points: [Permit permit "permit" "Approve, reject or delay binding."],
                 also: [],
                 calls: [
-                    cycle { permit "Permit" permit call_permit berth_scheduler_permit
+                    cycle { permit "Permit" permit call_permit permit
                         (node: str) -> ($crate::Status, ::std::time::Duration) },
                 ],
             }
@@ -138,7 +146,7 @@ macro_rules! for_each_extension_point {
                 points: [PreBind pre_bind "preBind" "Before binding."],
                 also: [],
                 calls: [
-                    cycle { pre_bind "PreBind" pre_bind call_pre_bind berth_scheduler_pre_bind
+                    cycle { pre_bind "PreBind" pre_bind call_pre_bind pre_bind
                         (node: str) -> $crate::Status },
                 ],
             }
@@ -146,7 +154,7 @@ macro_rules! for_each_extension_point {
                 points: [Bind bind "bind" "Bind the pod."],
                 also: [],
                 calls: [
-                    cycle { bind "Bind" bind call_bind berth_scheduler_bind
+                    cycle { bind "Bind" bind call_bind bind
                         (node: str) -> $crate::Status },
                 ],
             }
@@ -154,7 +162,7 @@ macro_rules! for_each_extension_point {
                 points: [PostBind post_bind "postBind" "After a successful bind."],
                 also: [],
                 calls: [
-                    cycle { post_bind "PostBind" post_bind call_post_bind berth_scheduler_post_bind
+                    cycle { post_bind "PostBind" post_bind call_post_bind post_bind
                         (node: str) -> () },
                 ],
             }
@@ -196,6 +204,17 @@ macro_rules! extension_point_enum {
                 match self {
                     $( $( ExtensionPoint::$P => $pname, )* $( ExtensionPoint::$A => $aname, )* )*
                 }
+            }
+
+            /// The point a profile names `name`, if any.
+            pub fn from_name(name: &str) -> Option<ExtensionPoint> {
+                ExtensionPoint::ALL.into_iter().find(|p| p.as_str() == name)
+            }
+
+            /// Whether a profile gives the point's plugins weights (Score): the
+            /// framework multiplies their normalized scores.
+            pub fn weighted(self) -> bool {
+                matches!(self, ExtensionPoint::Score)
             }
         }
     };
@@ -625,6 +644,10 @@ mod tests {
                 "postBind"
             ]
         );
+        for p in E::ALL {
+            assert_eq!(E::from_name(p.as_str()), Some(p));
+        }
+        assert_eq!(E::from_name("signPod"), None);
         assert!(
             E::PreFilter < E::Filter && E::Bind < E::PostBind,
             "Ord follows the table"

@@ -21,7 +21,7 @@ from wit_world.imports import types
 from wit_world.imports.host import CycleState, LogLevel, log
 
 NAME = "FewestPods"
-WIT_VERSION = "0.7.0"
+WIT_VERSION = "0.7.1"
 MAX_NODE_SCORE = 100
 
 # The replica: node infos by slot, kept current by the host's sync-nodes calls.

@@ -419,7 +419,7 @@ pub struct PluginSet {
 pub struct PluginRef {
     /// The plugin name.
     pub name: String,
-    /// Score weight (score only; default 1).
+    /// Weight (score and placementScore only; default 1).
     #[serde(default)]
     pub weight: Option<i64>,
 }
@@ -430,7 +430,8 @@ pub struct PluginRef {
 pub struct Profile {
     /// The scheduler name it serves.
     pub scheduler_name: String,
-    /// Plugins per extension point, in order, with their weights (1 except Score).
+    /// Plugins per extension point, in order, with their weights (1 except at the
+    /// weighted points, Score and PlacementScore).
     pub points: BTreeMap<ExtensionPoint, Vec<(String, i64)>>,
     /// Args per plugin name.
     pub args: BTreeMap<String, serde_json::Value>,
@@ -661,10 +662,18 @@ impl ProfileSpec {
                     ),
                     Some(_) => {}
                 }
-                if point != ExtensionPoint::Score && p.weight.is_some() {
+                if !point.weighted() && p.weight.is_some() {
                     err(
                         field(&format!("{at}.enabled[{k}].weight")),
-                        "weights apply to score plugins only".into(),
+                        format!(
+                            "weights apply to {} plugins only",
+                            ExtensionPoint::ALL
+                                .iter()
+                                .filter(|p| p.weighted())
+                                .map(|p| p.as_str())
+                                .collect::<Vec<_>>()
+                                .join(" and ")
+                        ),
                     );
                 }
             }
@@ -693,7 +702,7 @@ impl ProfileSpec {
             let weighted: Vec<(String, i64)> = list
                 .iter()
                 .map(|name| {
-                    let weight = if point == ExtensionPoint::Score {
+                    let weight = if point.weighted() {
                         set.enabled
                             .iter()
                             .chain(self.multi_point.enabled.iter())

@@ -108,6 +108,16 @@ macro_rules! plugin_calls {
             $($arg: &$aty),*
         ) -> Result<$ret, CallError>;
     };
+    (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+              ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
+        #[doc = concat!($label, ", for a pod group, with its group cycle's state.")]
+        fn $method(
+            &mut self,
+            state: &CycleState,
+            group: &berth_sdk::PodGroup,
+            $($arg: &$aty),*
+        ) -> Result<$ret, CallError>;
+    };
 }
 
 berth_sdk::for_each_extension_point!(plugin_calls (

@@ -14,7 +14,7 @@
 use std::fmt;
 
 /// The WIT package version this host speaks (the `package` line of `wit/`).
-pub const WIT_VERSION: &str = "0.7.0";
+pub const WIT_VERSION: &str = "0.7.1";
 
 /// Earlier tracks whose modules this host still loads through an adapter: that
 /// track's WIT kept beside the current one, bound with `bindgen!` too, and its calls
@@ -325,7 +325,16 @@ mod tests {
         let p = Policy::current();
         assert_eq!(p.host().to_string(), WIT_VERSION);
         assert_eq!(p.classify(WIT_VERSION), Support::Current);
-        assert_eq!(p.supported_range(), format!("@{WIT_VERSION}"));
+        // From its track's first patch to its own.
+        let first = format!("{}.0", p.host().track());
+        assert_eq!(
+            p.supported_range(),
+            if first == WIT_VERSION {
+                format!("@{WIT_VERSION}")
+            } else {
+                format!("@{first} to @{WIT_VERSION}")
+            }
+        );
         // The WIT source says the same version.
         let wit = include_str!("../../../wit/scheduler.wit");
         assert!(

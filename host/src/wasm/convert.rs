@@ -1,6 +1,7 @@
 //! Conversions between the SDK's types and the host-side WIT records.
 
 use super::bindings::berth::scheduler::types as w;
+use super::bindings::berth::scheduler::workload as wl;
 use super::bindings::exports::berth::scheduler as ex;
 use super::bindings::exports::berth::scheduler::replica::NodePodsChange;
 use berth_sdk::types as sdk;
@@ -559,15 +560,19 @@ macro_rules! point_from_wit {
             calls: [ $( $kind:ident $body:tt ),* $(,)? ],
       } )*
     ) => {
-        /// An extension point as the SDK names it.
+        /// An extension point of WIT 0.7.0's `extension-point` enum (`plugin.info`'s
+        /// list) as the SDK names it. The points of optional interfaces are not in
+        /// the enum: their `implemented` names them.
         pub(crate) fn point_from_wit(p: w::ExtensionPoint) -> sdk::ExtensionPoint {
-            match p {
-                $(
-                    $( w::ExtensionPoint::$P => sdk::ExtensionPoint::$P, )*
-                    $( w::ExtensionPoint::$A => sdk::ExtensionPoint::$A, )*
-                )*
-            }
+            $( point_from_wit!(@row $gen p [ $( $P )* $( $A )* ]); )*
+            unreachable!("every case of the frozen enum is a row of the table")
         }
+    };
+    (@row optional $p:ident [ $( $P:ident )* ]) => {};
+    (@row $gen:ident $p:ident [ $( $P:ident )* ]) => {
+        $( if $p == w::ExtensionPoint::$P {
+            return sdk::ExtensionPoint::$P;
+        } )*
     };
 }
 
@@ -598,6 +603,61 @@ impl FromWit<Vec<i64>> for Vec<i64> {
 impl FromWit<Result<Vec<i64>, w::Status>> for Result<Vec<i64>, sdk::Status> {
     fn from_wit(r: Result<Vec<i64>, w::Status>) -> Self {
         r.map_err(status_from_wit)
+    }
+}
+
+impl FromWit<Result<i64, w::Status>> for Result<i64, sdk::Status> {
+    fn from_wit(r: Result<i64, w::Status>) -> Self {
+        r.map_err(status_from_wit)
+    }
+}
+
+/// An argument of a `group` call as the WIT value passed (by reference) to the
+/// component.
+pub(crate) trait ToWitArg {
+    /// The WIT value.
+    type Wit;
+    /// Converts.
+    fn to_wit_arg(&self) -> Self::Wit;
+}
+
+impl ToWitArg for berth_sdk::PodGroup {
+    type Wit = wl::PodGroup;
+    fn to_wit_arg(&self) -> wl::PodGroup {
+        wl::PodGroup {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            min_count: self.min_count,
+            scheduled_count: self.scheduled_count,
+            unscheduled_pods: self.unscheduled_pods.iter().map(pod_to_wit).collect(),
+        }
+    }
+}
+
+impl ToWitArg for [i64] {
+    type Wit = Vec<i64>;
+    fn to_wit_arg(&self) -> Vec<i64> {
+        self.to_vec()
+    }
+}
+
+impl ToWitArg for berth_sdk::PodGroupAssignments {
+    type Wit = wl::PodGroupAssignments;
+    fn to_wit_arg(&self) -> wl::PodGroupAssignments {
+        wl::PodGroupAssignments {
+            placement: wl::Placement {
+                name: self.placement.name.clone(),
+                nodes: self.placement.nodes.clone(),
+            },
+            assignments: self
+                .assignments
+                .iter()
+                .map(|a| wl::ProposedAssignment {
+                    pod_uid: a.pod_uid.clone(),
+                    node: a.node.clone(),
+                })
+                .collect(),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The engine: one wasmtime engine per process, its linker and epoch ticker, and its
 //! use of the on-disk cache of precompiled components (`cache.rs`).
 
-use super::bindings::SchedulerPlugin;
+use super::bindings::{LinkOptions, SchedulerPlugin};
 use super::cache::{CacheError, ComponentCache, Lookup};
 use super::host_imports::HostCtx;
 use super::limits::{EPOCH_TICK, Limits, MemoryBudget};
@@ -95,7 +95,10 @@ impl Runtime {
         let engine = Engine::new(&config).map_err(RuntimeError::Engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(RuntimeError::Link)?;
-        SchedulerPlugin::add_to_linker::<HostCtx, HasSelf<HostCtx>>(&mut linker, |c| c)
+        // The unstable interfaces this host serves (the WIT's `@unstable` features).
+        let mut features = LinkOptions::default();
+        features.workload_scheduling(true);
+        SchedulerPlugin::add_to_linker::<HostCtx, HasSelf<HostCtx>>(&mut linker, &features, |c| c)
             .map_err(RuntimeError::Link)?;
         super::sandbox::add_to_linker(&mut linker, |c: &mut HostCtx| {
             ClockView::new(&c.clock, &mut c.table)

@@ -106,6 +106,8 @@ impl WasiView for HostCtx {
 
 impl w::Host for HostCtx {}
 
+impl super::bindings::berth::scheduler::workload::Host for HostCtx {}
+
 impl host::Host for HostCtx {
     fn log(&mut self, level: host::LogLevel, message: String) {
         let level = match level {

@@ -2,11 +2,11 @@
 //! each under the sandbox's deadline, timed in the metrics, and placed (extension
 //! point, pod, nodes) in its error.
 
-use super::bindings::SchedulerPlugin;
 use super::bindings::berth::scheduler::types as w;
 use super::bindings::exports::berth::scheduler as ex;
 use super::capability;
 use super::convert;
+use super::exports::PluginExports;
 use super::host_imports::{HostCtx, HostServices};
 use super::module::{LoadError, Module};
 use crate::cache::Snapshot;
@@ -42,7 +42,7 @@ impl Module {
             call_histograms: Vec::new(),
             only_for_pods_with: Vec::new(),
         };
-        let configured = inst.call(|b, s| b.berth_scheduler_plugin().call_configure(s, args_json));
+        let configured = inst.call(|b, s| b.plugin().call_configure(s, args_json));
         let configured = inst.located(configured, On::Nothing);
         match configured {
             Ok(Ok(configuration)) => {
@@ -70,20 +70,24 @@ impl Module {
 /// A call of a cycle's extension point: the guest's exports, the store, and the
 /// handle of the cycle's state.
 trait CycleCall<R>:
-    FnOnce(&SchedulerPlugin, &mut Store<HostCtx>, Resource<CycleState>) -> wasmtime::Result<R>
+    FnOnce(&PluginExports, &mut Store<HostCtx>, Resource<CycleState>) -> wasmtime::Result<R>
 {
 }
 
 impl<R, F> CycleCall<R> for F where
-    F: FnOnce(&SchedulerPlugin, &mut Store<HostCtx>, Resource<CycleState>) -> wasmtime::Result<R>
+    F: FnOnce(&PluginExports, &mut Store<HostCtx>, Resource<CycleState>) -> wasmtime::Result<R>
 {
 }
+
+/// Marks the call's subject as a pod group's `namespace/name` (in `call_pod_key`),
+/// a prefix no pod's key has.
+const GROUP_KEY: &str = "\u{0}group:";
 
 /// One live instance of a plugin module, owned by one thread at a time.
 pub struct Instance {
     module: Arc<Module>,
     store: Store<HostCtx>,
-    bindings: SchedulerPlugin,
+    bindings: PluginExports,
     /// The snapshot generation the guest's node replica matches.
     replica_generation: Option<u64>,
     /// Slots whose replica holds a per-cycle overlay (nominated pods added) rather
@@ -127,7 +131,7 @@ impl Instance {
 
     fn call<R>(
         &mut self,
-        f: impl FnOnce(&SchedulerPlugin, &mut Store<HostCtx>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&PluginExports, &mut Store<HostCtx>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let limits = self.module.sandbox.limits;
         self.store.set_epoch_deadline(limits.deadline_ticks());
@@ -214,7 +218,10 @@ impl Instance {
     fn context(&self, nodes: On<'_>) -> String {
         let mut out = format!("at {}", self.point);
         let pod = self.call_pod_key.as_deref().unwrap_or(&self.cycle_pod_key);
-        if !pod.is_empty() {
+        if let Some(group) = pod.strip_prefix(GROUP_KEY) {
+            out.push_str(" for pod group ");
+            out.push_str(group);
+        } else if !pod.is_empty() {
             out.push_str(" for pod ");
             out.push_str(pod);
         }
@@ -264,7 +271,7 @@ impl Instance {
         self.call_pod_key = None;
         if self.cycle_pod != Some(pod.id()) {
             self.begin_with(pod, "BeginCycle", |b, s, wit| {
-                b.berth_scheduler_cycle().call_begin_cycle(s, wit)
+                b.cycle().call_begin_cycle(s, wit)
             })?;
         }
         self.with_state(state, f)
@@ -277,7 +284,7 @@ impl Instance {
         &mut self,
         pod: &CyclePod,
         point: &'static str,
-        send: impl FnOnce(&SchedulerPlugin, &mut Store<HostCtx>, &WitPod) -> wasmtime::Result<R>,
+        send: impl FnOnce(&PluginExports, &mut Store<HostCtx>, &WitPod) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         self.cycle_pod = None;
         self.cycle_pod_key = pod.key();
@@ -452,8 +459,8 @@ impl Instance {
             send(slot, info, held.map(|h| &**h));
             sent.push((slot, Some(Arc::new(held_copy(info, wants_pods)))));
         }
-        let replica = |b: &SchedulerPlugin, s: &mut Store<HostCtx>, pod: Option<&WitPod>| {
-            b.berth_scheduler_replica()
+        let replica = |b: &PluginExports, s: &mut Store<HostCtx>, pod: Option<&WitPod>| {
+            b.replica()
                 .call_sync_nodes(s, &whole, &changed, &removed, pod)
         };
         let r = match begin {
@@ -506,7 +513,7 @@ macro_rules! wasm_calls {
             self.point = $label;
             self.call_pod_key = Some(pod.key());
             let wit = pod.encoded(convert::pod_to_wit);
-            let r = self.call(|b, s| b.$getter().$call(s, wit));
+            let r = self.call(|b, s| b.$getter()?.$call(s, wit));
             self.located(r, On::Nothing).map(convert::FromWit::from_wit)
         }
     };
@@ -521,9 +528,27 @@ macro_rules! wasm_calls {
         ) -> Result<$ret, CallError> {
             let on = On::of(&[$(On::from($arg)),*]);
             let r: $ret = self
-                .at_point($label, on, state, pod, |b, s, st| b.$getter().$call(s, st $(, $arg)*))
+                .at_point($label, on, state, pod, |b, s, st| b.$getter()?.$call(s, st $(, $arg)*))
                 .map(convert::FromWit::from_wit)?;
             $( let r = self.same_length(r, $larg.len(), $what, on)?; )?
+            Ok(r)
+        }
+    };
+    (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+              ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
+        fn $method(
+            &mut self,
+            state: &CycleState,
+            group: &berth_sdk::PodGroup,
+            $($arg: &$aty),*
+        ) -> Result<$ret, CallError> {
+            self.point = $label;
+            self.call_pod_key = Some(format!("{GROUP_KEY}{}/{}", group.namespace, group.name));
+            let group = convert::ToWitArg::to_wit_arg(group);
+            $( let $arg = convert::ToWitArg::to_wit_arg($arg); )*
+            let r = self.with_state(state, |b, s, st| b.$getter()?.$call(s, st, &group $(, &$arg)*));
+            let r: $ret = self.located(r, On::Nothing).map(convert::FromWit::from_wit)?;
+            $( let r = self.same_length(r, $larg.len(), $what, On::Nothing)?; )?
             Ok(r)
         }
     };
@@ -574,7 +599,7 @@ berth_sdk::for_each_extension_point!(wasm_calls (
             state,
             pod,
             |b, s, st| {
-                let ext = b.berth_scheduler_pre_filter_extensions();
+                let ext = b.pre_filter_extensions()?;
                 if add {
                     ext.call_add_pod(s, st, &other, slot)
                 } else {
@@ -601,7 +626,7 @@ berth_sdk::for_each_extension_point!(wasm_calls (
             .collect();
         self.store.data_mut().dry_run = Some(dry);
         let r = self.at_point("PostFilter", On::Nothing, state, pod, |b, s, st| {
-            b.berth_scheduler_post_filter()
+            b.post_filter()?
                 .call_post_filter(s, st, &statuses)
         });
         let dry = self
@@ -641,7 +666,7 @@ berth_sdk::for_each_extension_point!(wasm_calls (
         let old = old.map(convert::object_to_wit);
         let new = new.map(convert::object_to_wit);
         let r = self.call(|b, s| {
-            b.berth_scheduler_enqueue_extensions().call_hint(
+            b.enqueue_extensions()?.call_hint(
                 s,
                 event,
                 &pod,

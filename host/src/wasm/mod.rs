@@ -8,6 +8,7 @@ mod cache;
 pub mod capability;
 mod convert;
 mod engine;
+mod exports;
 mod host_imports;
 mod instance;
 pub mod limits;

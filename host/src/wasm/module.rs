@@ -2,9 +2,9 @@
 //! engine's cache), checked against the plugin world, what it says of itself
 //! (`plugin.info`, its version section), and the stores its instances run in.
 
-use super::bindings::{SchedulerPlugin, SchedulerPluginPre};
 use super::convert;
 use super::engine::hex;
+use super::exports::{PluginExports, PluginExportsPre};
 use super::output::{GuestOutput, Stream};
 use super::sandbox::{Sandbox, SandboxError};
 use berth_sdk::EventRegistration;
@@ -130,7 +130,7 @@ impl Runtime {
             message: format!("{e:#}"),
         };
         let pre = self.linker.instantiate_pre(&component).map_err(world_err)?;
-        let pre = SchedulerPluginPre::new(pre).map_err(world_err)?;
+        let pre = PluginExportsPre::new(pre).map_err(world_err)?;
         let mut module = Module {
             runtime: self.clone(),
             pre,
@@ -152,7 +152,7 @@ impl Runtime {
             .map_err(|e| module.store_error(e))?;
         store.set_epoch_deadline(module.sandbox.limits.deadline_ticks());
         let info = bindings
-            .berth_scheduler_plugin()
+            .plugin()
             .call_info(&mut store)
             .map_err(|e| LoadError::Metadata {
                 source_name: source_name.to_owned(),
@@ -187,6 +187,32 @@ impl Runtime {
             .into_iter()
             .map(convert::point_from_wit)
             .collect();
+        // The points of the optional interfaces the module exports, as each says.
+        let optional = bindings
+            .implemented(&mut store)
+            .map_err(|e| LoadError::Metadata {
+                source_name: source_name.to_owned(),
+                message: format!("an optional interface's `implemented` trapped: {e:#}"),
+            })?;
+        for (interface, names, known) in optional {
+            for name in names {
+                let point = known
+                    .contains(&name.as_str())
+                    .then(|| ExtensionPoint::from_name(&name))
+                    .flatten()
+                    .ok_or_else(|| LoadError::Metadata {
+                        source_name: source_name.to_owned(),
+                        message: format!(
+                            "berth:scheduler/{}.implemented answered {name:?}, which is not one of its points ({})",
+                            interface.replace('_', "-"),
+                            known.join(", ")
+                        ),
+                    })?;
+                if !module.extension_points.contains(&point) {
+                    module.extension_points.push(point);
+                }
+            }
+        }
         Ok(Arc::new(module))
     }
 
@@ -220,7 +246,7 @@ impl Runtime {
 /// A compiled, linked plugin module and what it says of itself.
 pub struct Module {
     runtime: Arc<Runtime>,
-    pre: SchedulerPluginPre<HostCtx>,
+    pre: PluginExportsPre,
     pub(super) name: String,
     extension_points: Vec<ExtensionPoint>,
     pub(super) wants_pods: bool,
@@ -347,7 +373,7 @@ impl Module {
     pub(super) fn new_store(
         &self,
         services: HostServices,
-    ) -> Result<(Store<HostCtx>, SchedulerPlugin), StoreError> {
+    ) -> Result<(Store<HostCtx>, PluginExports), StoreError> {
         let limits = self.sandbox.limits;
         let plugin = if self.name.is_empty() {
             self.source.as_str()

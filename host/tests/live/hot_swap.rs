@@ -116,7 +116,7 @@ async fn an_edited_config_swaps_the_module_and_a_bad_one_is_refused() {
         dir.join("last.wasm").display().to_string(),
         "{body}"
     );
-    assert_eq!(pref["witVersion"], "0.7.0");
+    assert_eq!(pref["witVersion"], berth::wasm::abi::WIT_VERSION);
     assert_eq!(pref["sha256"].as_str().unwrap().len(), 64);
 
     // A module path that does not exist: refused, the last module keeps serving.
