@@ -7,7 +7,8 @@
 //! PreScore, Score (per feasible node) and NormalizeScore, then Reserve and Permit
 //! for the chosen node, and in the binding cycle PreBind, Bind and PostBind.
 //! EnqueueExtensions tells the queue which cluster events may help a pod the plugin
-//! rejected. Every example below is a complete plugin and runs as a doctest.
+//! rejected; PlacementScore ranks the placements of a pod group. Every example below
+//! is a complete plugin and runs as a doctest.
 //!
 //! Each status code means what it means upstream: Unschedulable lets preemption
 //! try; UnschedulableAndUnresolvable says evicting pods cannot help; Error retries
@@ -339,5 +340,49 @@
 //!     }
 //! }
 //! berth_sdk::export_plugin!(NotRetired: queueing_hint, filter);
+//! # fn main() {}
+//! ```
+//!
+//! ## PlacementScore and NormalizePlacementScore: rank a pod group's placements
+//!
+//! Workload-aware scheduling (WIT feature `workload-scheduling`, unstable) places a
+//! pod group as a whole: its cycle tries the group's members within each candidate
+//! placement (a rack, a zone) and asks the PlacementScore plugins to rank the
+//! placements that can take enough of them. A plugin sees the group, the placement
+//! and the node proposed for each member; with NormalizePlacementScore it rescales
+//! its scores of all placements into [0, 100], which the profile's weight
+//! (`plugins.placementScore.enabled[].weight`) then multiplies.
+//!
+//! ```
+//! use berth_sdk::{CycleState, MAX_NODE_SCORE, NormalizePlacementScore, PlacementScore,
+//!                 Plugin, PodGroup, PodGroupAssignments, Status};
+//!
+//! /// Prefers the placement that spreads the group over the fewest nodes.
+//! struct FewestNodes;
+//! impl Plugin for FewestNodes {
+//!     const NAME: &'static str = "FewestNodes";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(FewestNodes) }
+//! }
+//! impl PlacementScore for FewestNodes {
+//!     fn score_placement(&self, _: &CycleState, _: &PodGroup, a: &PodGroupAssignments)
+//!         -> Result<i64, Status> {
+//!         let mut nodes: Vec<&str> = a.assignments.iter().map(|p| p.node.as_str()).collect();
+//!         nodes.sort_unstable();
+//!         nodes.dedup();
+//!         Ok(nodes.len() as i64)
+//!     }
+//! }
+//! impl NormalizePlacementScore for FewestNodes {
+//!     fn normalize_placement_score(&self, _: &CycleState, _: &PodGroup, scores: &mut [i64])
+//!         -> Status {
+//!         // Fewer nodes is better: the fewest scores 100, twice as many 50.
+//!         let fewest = scores.iter().copied().min().unwrap_or(1).max(1);
+//!         for s in scores.iter_mut() {
+//!             *s = MAX_NODE_SCORE * fewest / (*s).max(1);
+//!         }
+//!         Status::success()
+//!     }
+//! }
+//! berth_sdk::export_plugin!(FewestNodes: placement_score, normalize_placement_score);
 //! # fn main() {}
 //! ```

@@ -101,7 +101,10 @@ pub use volumes::{
     PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
-pub use workload::{Placement, PodGroup, PodGroupAssignments, ProposedAssignment};
+pub use workload::{
+    NormalizePlacementScore, Placement, PlacementScore, PodGroup, PodGroupAssignments,
+    ProposedAssignment,
+};
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
 pub const MAX_NODE_SCORE: i64 = 100;

@@ -4,6 +4,7 @@
 use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
 use crate::preemption::{DryRun, PostFilter, PostFilterResult, PreFilterExtensions};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
+use crate::workload::{NormalizePlacementScore, PlacementScore, PodGroup, PodGroupAssignments};
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::Any;
 use std::rc::Rc;
@@ -472,6 +473,12 @@ vtable! {
     bind: fn(&T, &CycleState, &Pod, &str) -> Status = T::bind, if Bind, Bind;
     /// PostBind.
     post_bind: fn(&T, &CycleState, &Pod, &str) = T::post_bind, if PostBind, PostBind;
+    /// PlacementScore.
+    placement_score: fn(&T, &CycleState, &PodGroup, &PodGroupAssignments) -> Result<i64, Status> =
+        T::score_placement, if PlacementScore, PlacementScore;
+    /// NormalizePlacementScore.
+    normalize_placement_score: fn(&T, &CycleState, &PodGroup, &mut [i64]) -> Status =
+        T::normalize_placement_score, if NormalizePlacementScore, NormalizePlacementScore;
 }
 
 /// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
@@ -484,7 +491,7 @@ pub trait Registered: Plugin {
 /// implements: `plugin_vtable!(Fit: pre_filter, filter, score);`. Names:
 /// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `pre_filter_extensions`,
 /// `filter`, `post_filter`, `pre_score`, `score`, `normalize_score`, `reserve`, `permit`,
-/// `pre_bind`, `bind`, `post_bind`.
+/// `pre_bind`, `bind`, `post_bind`, `placement_score`, `normalize_placement_score`.
 #[macro_export]
 macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {

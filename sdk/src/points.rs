@@ -20,6 +20,7 @@ use crate::events::{ClusterEvent, Object, QueueingHint};
 use crate::plugin::{CycleState, PreFilterResult, VTable};
 use crate::preemption::{DryRun, PostFilterResult};
 use crate::types::{NodeInfo, Pod, Status};
+use crate::workload::{PodGroup, PodGroupAssignments};
 
 /// Calls the macro named by its first argument with the table of extension points.
 ///
@@ -166,6 +167,17 @@ macro_rules! for_each_extension_point {
                         (node: str) -> () },
                 ],
             }
+            optional interface placement_score {
+                points: [PlacementScore placement_score "placementScore" "Per feasible placement of a pod group: how good is it?"],
+                also: [NormalizePlacementScore normalize_placement_score "normalizePlacementScore" "Rescale a plugin's placement scores into [0, 100]."],
+                calls: [
+                    group { score_placement "PlacementScore" score_placement call_score_placement placement_score
+                        (assignments: $crate::PodGroupAssignments) -> ::std::result::Result<i64, $crate::Status> },
+                    group { normalize_placement_score "NormalizePlacementScore" normalize_placement_score call_normalize_placement_score placement_score
+                        (scores: [i64]) -> ::std::result::Result<::std::vec::Vec<i64>, $crate::Status>
+                        [len scores "normalized placement scores"] },
+                ],
+            }
         }
     };
 }
@@ -211,10 +223,10 @@ macro_rules! extension_point_enum {
                 ExtensionPoint::ALL.into_iter().find(|p| p.as_str() == name)
             }
 
-            /// Whether a profile gives the point's plugins weights (Score): the
-            /// framework multiplies their normalized scores.
+            /// Whether a profile gives the point's plugins weights (Score,
+            /// PlacementScore): the framework multiplies their normalized scores.
             pub fn weighted(self) -> bool {
-                matches!(self, ExtensionPoint::Score)
+                matches!(self, ExtensionPoint::Score | ExtensionPoint::PlacementScore)
             }
         }
     };
@@ -592,6 +604,42 @@ pub fn post_bind<T>(
     at_node(vt.post_bind, plugin, state, pod, node, || (), || ())
 }
 
+/// PlacementScore: one placement's score.
+#[inline]
+pub fn score_placement<T>(
+    plugin: &T,
+    vt: &VTable<T>,
+    state: &CycleState,
+    group: &PodGroup,
+    assignments: &PodGroupAssignments,
+) -> Result<i64, Status> {
+    match vt.placement_score {
+        Some(f) => f(plugin, state, group, assignments),
+        None => Err(not_implemented("placementScore")),
+    }
+}
+
+/// NormalizePlacementScore: the placements' scores rescaled.
+#[inline]
+pub fn normalize_placement_score<T>(
+    plugin: &T,
+    vt: &VTable<T>,
+    state: &CycleState,
+    group: &PodGroup,
+    scores: &[i64],
+) -> Result<Vec<i64>, Status> {
+    let Some(f) = vt.normalize_placement_score else {
+        return Err(not_implemented("normalizePlacementScore"));
+    };
+    let mut scores = scores.to_vec();
+    let status = f(plugin, state, group, &mut scores);
+    if status.is_success() {
+        Ok(scores)
+    } else {
+        Err(status)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -615,6 +663,8 @@ mod tests {
                 E::PreBind,
                 E::Bind,
                 E::PostBind,
+                E::PlacementScore,
+                E::NormalizePlacementScore,
             ]
         );
         assert_eq!(
@@ -622,7 +672,7 @@ mod tests {
             E::ALL
                 .iter()
                 .copied()
-                .filter(|p| *p != E::NormalizeScore)
+                .filter(|p| *p != E::NormalizeScore && *p != E::NormalizePlacementScore)
                 .collect::<Vec<_>>()
         );
         let names: Vec<&str> = E::ALL.iter().map(|p| p.as_str()).collect();
@@ -641,7 +691,9 @@ mod tests {
                 "permit",
                 "preBind",
                 "bind",
-                "postBind"
+                "postBind",
+                "placementScore",
+                "normalizePlacementScore"
             ]
         );
         for p in E::ALL {

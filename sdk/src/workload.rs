@@ -1,10 +1,11 @@
-//! Workload-aware scheduling: a pod group in its scheduling cycle and the placements
-//! that cycle considers (the WIT's `workload` interface, unstable feature
-//! `workload-scheduling`).
+//! Workload-aware scheduling: a pod group in its scheduling cycle, the placements
+//! that cycle considers, and the plugins that act on the group as a whole (the WIT's
+//! `workload` interface, unstable feature `workload-scheduling`).
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::Pod;
+use crate::plugin::{CycleState, Plugin};
+use crate::types::{Pod, Status};
 
 /// A pod group in its scheduling cycle, as kube-scheduler's `PodGroupInfo`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,4 +48,32 @@ pub struct PodGroupAssignments {
     pub placement: Placement,
     /// One entry per member placed in it.
     pub assignments: Vec<ProposedAssignment>,
+}
+
+/// PlacementScore: ranks the placements a pod group's cycle found feasible for
+/// enough of its members (kube-scheduler's `PlacementScorePlugin`). Higher is better;
+/// with [`NormalizePlacementScore`] the scores are rescaled into [0, 100] before the
+/// profile's weight multiplies them, and without it they must lie there already.
+pub trait PlacementScore: Plugin {
+    /// The score of one placement for `group`, with the node proposed for each member
+    /// placed in it. `state` is the pod group cycle's state.
+    fn score_placement(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        assignments: &PodGroupAssignments,
+    ) -> Result<i64, Status>;
+}
+
+/// NormalizePlacementScore (upstream's `PlacementScoreExtensions`): rescales this
+/// plugin's scores of every scored placement.
+pub trait NormalizePlacementScore: Plugin {
+    /// Rescales `scores` (one per placement, in the order scored) in place into
+    /// [0, 100].
+    fn normalize_placement_score(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        scores: &mut [i64],
+    ) -> Status;
 }

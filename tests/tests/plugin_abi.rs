@@ -5,13 +5,20 @@
 //! must keep this test passing unchanged; only a minor bump (with the 0.7 world kept
 //! and adapted) may touch it, and then only its expectations of the classification.
 
+use berth::config::Profile;
+use berth::framework::{CycleState, Framework, FrameworkOptions};
 use berth::plugin_cli;
 use berth::simulate::{SimulateOptions, simulate};
 use berth::wasm::abi::{Policy, Support, WIT_VERSION};
-use berth_artifacts::fixtures::FIXTURE_WIT_0_7_0;
-use berth_sdk::ExtensionPoint;
+use berth::wasm::module::HostServices;
+use berth_artifacts::fixtures::{FIXTURE_GANG, FIXTURE_WIT_0_7_0};
+use berth_sdk::{
+    ExtensionPoint, Placement, Plugin, PodGroup, PodGroupAssignments, ProposedAssignment,
+    Registered,
+};
 use berth_tests::{runtime, write};
 use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// The sha256 of `wit/scheduler.wit` at 0.7.0 (commit cfdc859), which the fixture's
@@ -166,4 +173,172 @@ fn a_0_7_0_module_filters_and_scores_in_a_profile() {
         pinned.message
     );
     assert_eq!(report.summary.scheduled, 2);
+}
+
+/// The first extension point added on the 0.7 track, PlacementScore (with
+/// NormalizePlacementScore), is an optional export: a module that has it says which
+/// of its points it implements through the interface's own `implemented`, and
+/// `plugin check` lists them; a 0.7.0 module lacks the export and implements none.
+#[test]
+fn an_extension_point_added_on_the_track_is_an_optional_export() {
+    let gang = runtime().load_file(Path::new(FIXTURE_GANG)).unwrap();
+    assert_eq!(gang.wit_version(), WIT_VERSION);
+    assert_eq!(
+        gang.extension_points(),
+        [
+            ExtensionPoint::Permit,
+            ExtensionPoint::PlacementScore,
+            ExtensionPoint::NormalizePlacementScore
+        ]
+    );
+    let old = runtime().load_file(Path::new(FIXTURE_WIT_0_7_0)).unwrap();
+    assert!(
+        !old.extension_points()
+            .contains(&ExtensionPoint::PlacementScore)
+    );
+
+    let report = plugin_cli::check(&runtime(), Path::new(FIXTURE_GANG), "{}");
+    assert_eq!(report.refused, None, "{}", report.to_text());
+    let text = report.to_text();
+    assert!(
+        text.contains("extension points  permit, placementScore, normalizePlacementScore\n"),
+        "{text}"
+    );
+}
+
+fn member(uid: &str, node: &str) -> ProposedAssignment {
+    ProposedAssignment {
+        pod_uid: uid.to_owned(),
+        node: node.to_owned(),
+    }
+}
+
+fn placement(name: &str, nodes: &[&str], members: &[(&str, &str)]) -> PodGroupAssignments {
+    PodGroupAssignments {
+        placement: Placement {
+            name: name.to_owned(),
+            nodes: nodes.iter().map(|n| (*n).to_owned()).collect(),
+        },
+        assignments: members.iter().map(|(u, n)| member(u, n)).collect(),
+    }
+}
+
+/// PlacementScore's runner, through the sandbox: the Gang fixture scores each
+/// placement as upstream's PodGroupPodsCount (members scheduled plus placed),
+/// normalizes by the best, and the profile's weight multiplies; the SDK's own
+/// dispatch of the fixture's type (what a native twin runs) answers the same. A
+/// group placed nowhere fails the run, naming the plugin and the group.
+#[test]
+fn placement_score_ranks_a_pod_group_s_placements_through_the_sandbox() {
+    let module = runtime().load_file(Path::new(FIXTURE_GANG)).unwrap();
+    let profile = Profile {
+        scheduler_name: "default-scheduler".to_owned(),
+        points: BTreeMap::from([(ExtensionPoint::PlacementScore, vec![("Gang".to_owned(), 2)])]),
+        args: BTreeMap::new(),
+        percentage_of_nodes_to_score: None,
+        fail_open: Default::default(),
+        shadows: BTreeMap::new(),
+    };
+    let modules = HashMap::from([("Gang".to_owned(), module)]);
+    let fw = Framework::new(
+        &profile,
+        &modules,
+        &FrameworkOptions::default(),
+        &HostServices::default(),
+    )
+    .unwrap();
+    let pods: Vec<berth_sdk::Pod> = ["a", "b", "c"]
+        .iter()
+        .map(|n| berth_sdk::Pod {
+            name: (*n).to_owned(),
+            namespace: "default".to_owned(),
+            uid: format!("uid-{n}"),
+            ..Default::default()
+        })
+        .collect();
+    let group = PodGroup {
+        namespace: "default".to_owned(),
+        name: "trainer".to_owned(),
+        min_count: Some(4),
+        scheduled_count: 1,
+        unscheduled_pods: pods,
+    };
+    let placements = [
+        placement(
+            "rack-a",
+            &["a1", "a2"],
+            &[("uid-a", "a1"), ("uid-b", "a1"), ("uid-c", "a2")],
+        ),
+        placement("rack-b", &["b1"], &[("uid-a", "b1")]),
+        placement("zone-1", &["a1", "b1"], &[("uid-a", "a1"), ("uid-b", "b1")]),
+    ];
+    let scores = fw
+        .score_placements(&CycleState::new(), &group, &placements)
+        .unwrap();
+    // Raw 4, 2, 3; normalized by 4: 100, 50, 75; weight 2.
+    assert_eq!(scores.totals, [200, 100, 150]);
+    assert_eq!(scores.best(), Some(0));
+    assert_eq!(
+        scores.by_plugin,
+        [("Gang".to_owned(), 2, vec![100, 50, 75])]
+    );
+
+    let gang = fixture_gang::Gang::new(serde_json::json!({})).unwrap();
+    let vt = fixture_gang::Gang::vtable();
+    let store = berth_sdk::MemoryState::default();
+    let state = berth_sdk::CycleState::new(&store);
+    let raw: Vec<i64> = placements
+        .iter()
+        .map(|p| berth_sdk::points::score_placement(&gang, &vt, &state, &group, p).unwrap())
+        .collect();
+    let native =
+        berth_sdk::points::normalize_placement_score(&gang, &vt, &state, &group, &raw).unwrap();
+    assert_eq!(native, scores.by_plugin[0].2);
+
+    let nowhere = PodGroup {
+        scheduled_count: 0,
+        ..group.clone()
+    };
+    let empty = [
+        placement("rack-a", &["a1"], &[]),
+        placement("rack-b", &["b1"], &[]),
+    ];
+    let e = fw
+        .score_placements(&CycleState::new(), &nowhere, &empty)
+        .unwrap_err();
+    assert_eq!(e.plugin, "Gang");
+    assert!(
+        e.message
+            .contains("NormalizePlacementScore of pod group default/trainer: Error")
+            && e.message.contains("no pods from pod group are assigned"),
+        "{e}"
+    );
+}
+
+/// A profile enables PlacementScore plugins with weights, as Score's; a weight at a
+/// point that has none is refused, naming the points that do.
+#[test]
+fn a_profile_weighs_placement_score_plugins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(FIXTURE_GANG, dir.path().join("gang.wasm")).unwrap();
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "modules:\n- name: Gang\n  path: gang.wasm\nprofiles:\n- plugins:\n    permit:\n      enabled: [{name: Gang}]\n    placementScore:\n      enabled: [{name: Gang, weight: 3}]\n",
+    );
+    let out = berth::config_cli::validate(&runtime(), &config).unwrap();
+    assert!(out.contains("  placementScore Gang(3)\n"), "{out}");
+    assert!(out.contains("  permit      Gang\n"), "{out}");
+
+    let config = write(
+        dir.path(),
+        "weighted-permit.yaml",
+        "modules:\n- name: Gang\n  path: gang.wasm\nprofiles:\n- plugins:\n    permit:\n      enabled: [{name: Gang, weight: 2}]\n",
+    );
+    let errors = berth::config_cli::validate(&runtime(), &config).unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.contains("permit.enabled[0].weight")
+            && e.contains("weights apply to score and placementScore plugins only")),
+        "{errors:?}"
+    );
 }

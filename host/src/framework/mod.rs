@@ -5,6 +5,7 @@
 mod explain;
 mod failures;
 mod fit_error;
+mod placement;
 pub mod preemption;
 pub mod registry;
 mod schedule;
@@ -13,6 +14,7 @@ mod shadow;
 pub use crate::plugin::{CyclePod, CycleState, PluginCalls, cycle_state, waiting};
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
+pub use placement::PlacementScores;
 pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};

@@ -1,0 +1,119 @@
+//! The runners of the extension points that act on a pod group as a whole
+//! (kube-scheduler's workload-aware scheduling): PlacementScore ranks the placements
+//! a pod group's cycle found feasible.
+
+use berth_sdk::{ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, PodGroup, PodGroupAssignments};
+
+use super::{Framework, PluginError, lock};
+use crate::plugin::CycleState;
+
+/// What PlacementScore made of a pod group's placements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacementScores {
+    /// Per placement (in the order given): the sum of every plugin's weighted score.
+    pub totals: Vec<i64>,
+    /// Per plugin, in profile order: its name, weight, and final (normalized) score
+    /// of each placement.
+    pub by_plugin: Vec<(String, i64, Vec<i64>)>,
+}
+
+impl PlacementScores {
+    /// The index of the best placement: the highest total, the first of equals (the
+    /// order of the placements the cycle generated); `None` with no placement.
+    pub fn best(&self) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (k, &t) in self.totals.iter().enumerate() {
+            if best.is_none_or(|b| t > self.totals[b]) {
+                best = Some(k);
+            }
+        }
+        best
+    }
+}
+
+impl Framework {
+    /// Runs the profile's PlacementScore plugins over `placements` (each with the
+    /// node proposed for every member placed in it), with the pod group cycle's
+    /// `state`: each plugin scores every placement, normalizes its scores when it
+    /// implements NormalizePlacementScore, and must then answer within [0, 100]; its
+    /// weight multiplies them, and the totals add up. A plugin's Error (or any other
+    /// status than Success), a trap, a score out of range or an answer of the wrong
+    /// length fails the run, naming the plugin and the group.
+    pub fn score_placements(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        placements: &[PodGroupAssignments],
+    ) -> Result<PlacementScores, PluginError> {
+        let mut timer = self.time_point("PlacementScore");
+        let mut out = PlacementScores {
+            totals: vec![0; placements.len()],
+            by_plugin: Vec::new(),
+        };
+        let group_key = format!("{}/{}", group.namespace, group.name);
+        let mut main = lock(&self.main);
+        for &(i, weight) in self.at(ExtensionPoint::PlacementScore) {
+            let name = &self.plugins[i].name;
+            let refused = |what: &str, status: &berth_sdk::Status| PluginError {
+                plugin: name.clone(),
+                message: format!(
+                    "{what} of pod group {group_key}: {}: {}",
+                    status.code.as_str(),
+                    status.message()
+                ),
+            };
+            let mut scores = Vec::with_capacity(placements.len());
+            for placement in placements {
+                let t = self.plugin_clock(state);
+                let answer = main
+                    .get(i, &self.plugins)?
+                    .score_placement(state, group, placement)?;
+                self.observe_plugin(
+                    i,
+                    "PlacementScore",
+                    answer
+                        .as_ref()
+                        .map_or_else(|s| s.code.as_str(), |_| "Success"),
+                    t,
+                );
+                let what = format!("PlacementScore of placement {:?}", placement.placement.name);
+                scores.push(answer.map_err(|s| refused(&what, &s))?);
+            }
+            let normalizes = self.plugins[i]
+                .module
+                .extension_points()
+                .contains(&ExtensionPoint::NormalizePlacementScore);
+            if normalizes {
+                let t = self.plugin_clock(state);
+                let answer = main
+                    .get(i, &self.plugins)?
+                    .normalize_placement_score(state, group, &scores)?;
+                self.observe_plugin(
+                    i,
+                    "NormalizePlacementScore",
+                    answer
+                        .as_ref()
+                        .map_or_else(|s| s.code.as_str(), |_| "Success"),
+                    t,
+                );
+                scores = answer.map_err(|s| refused("NormalizePlacementScore", &s))?;
+            }
+            for (k, s) in scores.iter().enumerate() {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
+                    timer.status = "Error";
+                    return Err(PluginError {
+                        plugin: name.clone(),
+                        message: format!(
+                            "scored placement {:?} of pod group {group_key} {s}, outside [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]",
+                            placements[k].placement.name
+                        ),
+                    });
+                }
+                out.totals[k] += s * weight;
+            }
+            out.by_plugin.push((name.clone(), weight, scores));
+        }
+        timer.status = "Success";
+        Ok(out)
+    }
+}
