@@ -425,7 +425,9 @@ impl HostApi for NativeHost {
         self.storage.csi_driver(name)
     }
     fn assume_volume_bound(&self, volume: &str, claim: &berth_sdk::ClaimRef) -> Result<(), String> {
-        self.storage.assume_volume_bound(volume, claim)
+        self.storage
+            .assume_volume_bound(volume, claim)
+            .map_err(|e| e.to_string())
     }
     fn assume_claim_provisioned(
         &self,
@@ -433,7 +435,9 @@ impl HostApi for NativeHost {
         name: &str,
         node: &str,
     ) -> Result<(), String> {
-        self.storage.assume_claim_provisioned(namespace, name, node)
+        self.storage
+            .assume_claim_provisioned(namespace, name, node)
+            .map_err(|e| e.to_string())
     }
     fn restore_volume(&self, name: &str) {
         self.storage.restore_volume(name);
@@ -442,10 +446,14 @@ impl HostApi for NativeHost {
         self.storage.restore_claim(namespace, name);
     }
     fn bind_volume(&self, volume: &str, claim: &berth_sdk::ClaimRef) -> Result<(), String> {
-        self.binder.bind_volume(volume, claim)
+        self.binder
+            .bind_volume(volume, claim)
+            .map_err(|e| e.to_string())
     }
     fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
-        self.binder.select_node_for_claim(namespace, name, node)
+        self.binder
+            .select_node_for_claim(namespace, name, node)
+            .map_err(|e| e.to_string())
     }
     fn storage_generation(&self) -> u64 {
         self.storage.generation()

@@ -502,9 +502,9 @@ struct LostAnswers {
 }
 
 impl Binder for LostAnswers {
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), berth::cluster::BindError> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), berth::cluster::WriteError> {
         self.cluster.bind(pod, node)?;
-        Err(berth::cluster::BindError::Unanswered(
+        Err(berth::cluster::WriteError::Unanswered(
             "connection reset by peer".into(),
         ))
     }
@@ -871,10 +871,10 @@ struct HangingLookup {
 }
 
 impl Binder for HangingLookup {
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), berth::cluster::BindError> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), berth::cluster::WriteError> {
         use std::sync::atomic::Ordering;
         if pod.uid == "uid-slow" && !self.failed_once.swap(true, Ordering::SeqCst) {
-            return Err(berth::cluster::BindError::Unanswered(
+            return Err(berth::cluster::WriteError::Unanswered(
                 "the API server did not answer".into(),
             ));
         }

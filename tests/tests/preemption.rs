@@ -403,15 +403,15 @@ type EvictFn = dyn Fn(
         &berth_sdk::Pod,
         &berth_sdk::Pod,
         &str,
-    ) -> Result<(), String>
+    ) -> Result<(), berth::cluster::WriteError>
     + Send
     + Sync;
 
 impl berth::cluster::Binder for CustomEvictions {
-    fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), berth::cluster::BindError> {
+    fn bind(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), berth::cluster::WriteError> {
         self.inner.bind(pod, node)
     }
-    fn nominate(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), String> {
+    fn nominate(&self, pod: &berth_sdk::Pod, node: &str) -> Result<(), berth::cluster::WriteError> {
         self.inner.nominate(pod, node)
     }
     fn evict(
@@ -419,7 +419,7 @@ impl berth::cluster::Binder for CustomEvictions {
         victim: &berth_sdk::Pod,
         by: &berth_sdk::Pod,
         message: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), berth::cluster::WriteError> {
         (self.evict)(&self.inner, victim, by, message)
     }
     fn reports_deletions(&self) -> bool {
@@ -442,7 +442,9 @@ fn a_failed_eviction_spares_the_other_victims_and_retries_the_preemptor_at_once(
         evict: Box::new(
             |inner: &MemoryCluster, victim: &berth_sdk::Pod, by: &berth_sdk::Pod, message: &str| {
                 if victim.name == "mid" {
-                    return Err("admission webhook denied the request".to_owned());
+                    return Err(berth::cluster::WriteError::Refused(
+                        "admission webhook denied the request".to_owned(),
+                    ));
                 }
                 berth::cluster::Binder::evict(inner, victim, by, message)
             },
@@ -494,7 +496,7 @@ impl SlowEvictions {
         victim: &berth_sdk::Pod,
         by: &berth_sdk::Pod,
         message: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), berth::cluster::WriteError> {
         use std::sync::atomic::Ordering;
         self.asked.fetch_add(1, Ordering::SeqCst);
         let mut open = self.open.lock().unwrap();

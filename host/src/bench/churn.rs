@@ -12,7 +12,7 @@
 
 use super::{BenchError, Mode, POD_DEFAULT, Zones, cores, make_node, make_pod, template};
 use crate::clock::RealClock;
-use crate::cluster::{BindError, Binder};
+use crate::cluster::{Binder, WriteError};
 use crate::config::Configuration;
 use crate::scheduler::{Bookkeeping, DEFAULT_PARALLEL_BINDINGS, Scheduler, SchedulerOptions};
 use crate::wasm::Runtime;
@@ -138,7 +138,7 @@ impl ChurnCluster {
 }
 
 impl Binder for ChurnCluster {
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), BindError> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), WriteError> {
         if !self
             .bound
             .lock()
@@ -146,7 +146,7 @@ impl Binder for ChurnCluster {
             .insert(pod.uid.clone())
         {
             self.double_binds.fetch_add(1, Ordering::Relaxed);
-            return Err(BindError::Conflict(format!(
+            return Err(WriteError::Conflict(format!(
                 "pod {} is already assigned to a node",
                 pod.key()
             )));

@@ -2,7 +2,7 @@
 //! `berth bench` and tests. Like the API server, it refuses to bind a pod twice.
 
 use super::storage::{Storage, claim_ref_matches};
-use super::{BindError, Binder, PodState};
+use super::{Binder, PodState, WriteError};
 use berth_sdk::{
     ANNOTATION_BIND_COMPLETED, ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE,
     ClaimPhase, ClaimRef, NO_PROVISIONER, Object, PersistentVolume, Pod, VolumePhase,
@@ -96,12 +96,14 @@ impl MemoryCluster {
             .store(stalled, std::sync::atomic::Ordering::SeqCst);
     }
 
-    fn storage(&self) -> Result<Storage, String> {
+    fn storage(&self) -> Result<Storage, WriteError> {
         self.storage
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .ok_or_else(|| "the embedded cluster has no storage attached".to_owned())
+            .ok_or_else(|| {
+                WriteError::Refused("the embedded cluster has no storage attached".to_owned())
+            })
     }
 
     /// Writes a volume as the cluster's own, remembering the change for the queue.
@@ -186,7 +188,7 @@ impl MemoryCluster {
 }
 
 impl Binder for MemoryCluster {
-    fn evict(&self, victim: &Pod, preemptor: &Pod, message: &str) -> Result<(), String> {
+    fn evict(&self, victim: &Pod, preemptor: &Pod, message: &str) -> Result<(), WriteError> {
         let mut evictions = self.evictions.lock().unwrap_or_else(|e| e.into_inner());
         if !evictions.iter().any(|e| e.uid == victim.uid) {
             evictions.push(Eviction {
@@ -205,16 +207,16 @@ impl Binder for MemoryCluster {
         false
     }
 
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), BindError> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), WriteError> {
         if let Some(refuse) = &*self.refuse.lock().unwrap_or_else(|e| e.into_inner())
             && let Some(message) = refuse(pod, node)
         {
-            return Err(BindError::Refused(message));
+            return Err(WriteError::Refused(message));
         }
         let mut bindings = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, bound)) = bindings.get(&pod.uid) {
             // As the API server answers 409 Conflict.
-            return Err(BindError::Conflict(format!(
+            return Err(WriteError::Conflict(format!(
                 "pod {} is already assigned to node {bound:?}",
                 pod.key()
             )));
@@ -223,7 +225,7 @@ impl Binder for MemoryCluster {
         Ok(())
     }
 
-    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), WriteError> {
         let what = format!(
             "binding persistentvolume {volume} to claim {}/{}",
             claim.namespace, claim.name
@@ -234,22 +236,22 @@ impl Binder for MemoryCluster {
             .unwrap_or_else(|e| e.into_inner())
             && let Some(message) = refuse(volume, claim)
         {
-            return Err(format!("{what}: {message}"));
+            return Err(WriteError::Refused(format!("{what}: {message}")));
         }
         let storage = self.storage()?;
         let Some(mut pv) = storage.cluster_volume(volume) else {
-            return Err(format!("{what}: the volume is gone"));
+            return Err(WriteError::NotFound(format!("{what}: the volume is gone")));
         };
         let Some(pvc) = storage.cluster_claim(&claim.namespace, &claim.name) else {
-            return Err(format!("{what}: the claim is gone"));
+            return Err(WriteError::NotFound(format!("{what}: the claim is gone")));
         };
         if let Some(taken) = &pv.claim_ref
             && !claim_ref_matches(taken, claim)
         {
-            return Err(format!(
+            return Err(WriteError::Conflict(format!(
                 "{what}: the volume is already bound to claim {}/{}",
                 taken.namespace, taken.name
-            ));
+            )));
         }
         pv.claim_ref = Some(ClaimRef {
             uid: pvc.uid.clone(),
@@ -261,11 +263,16 @@ impl Binder for MemoryCluster {
         Ok(())
     }
 
-    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+    fn select_node_for_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), WriteError> {
         let what = format!("selecting node {node} for claim {namespace}/{name}");
         let storage = self.storage()?;
         let Some(mut pvc) = storage.cluster_claim(namespace, name) else {
-            return Err(format!("{what}: the claim is gone"));
+            return Err(WriteError::NotFound(format!("{what}: the claim is gone")));
         };
         pvc.annotations
             .insert(ANNOTATION_SELECTED_NODE.into(), node.to_owned());
@@ -355,7 +362,7 @@ mod tests {
         let e = c.bind(&pod, "b").unwrap_err();
         assert_eq!(
             e,
-            BindError::Conflict("pod default/p is already assigned to node \"a\"".into())
+            WriteError::Conflict("pod default/p is already assigned to node \"a\"".into())
         );
         assert_eq!(
             e.to_string(),
@@ -373,7 +380,7 @@ mod tests {
         let pod = Pod::default();
         assert_eq!(
             c.bind(&pod, "bad").unwrap_err(),
-            BindError::Refused("node is bad".into())
+            WriteError::Refused("node is bad".into())
         );
         assert!(c.bind(&pod, "good").is_ok());
     }

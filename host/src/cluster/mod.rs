@@ -21,11 +21,12 @@ use std::sync::{Arc, RwLock};
 /// scheduler makes them off its loop.
 pub trait Binder: Send + Sync {
     /// Binds `pod` to `node`; an error says why the cluster did not, and whether it
-    /// may have happened all the same (see [`BindError`]).
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), BindError>;
+    /// may have happened all the same (see [`WriteError`]). The other writes answer
+    /// the same way.
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), WriteError>;
 
     /// Sets the pod's `status.nominatedNodeName` (an empty `node` clears it).
-    fn nominate(&self, pod: &Pod, node: &str) -> Result<(), String> {
+    fn nominate(&self, pod: &Pod, node: &str) -> Result<(), WriteError> {
         let _ = (pod, node);
         Ok(())
     }
@@ -33,9 +34,9 @@ pub trait Binder: Send + Sync {
     /// Evicts a preemption victim to make room for `preemptor`, as upstream: a
     /// `DisruptionTarget` condition with reason `PreemptionByScheduler` and `message`,
     /// then a delete. A victim already gone is not an error.
-    fn evict(&self, victim: &Pod, preemptor: &Pod, message: &str) -> Result<(), String> {
+    fn evict(&self, victim: &Pod, preemptor: &Pod, message: &str) -> Result<(), WriteError> {
         let _ = (victim, preemptor, message);
-        Err("this cluster cannot evict pods".into())
+        Err(WriteError::Refused("this cluster cannot evict pods".into()))
     }
 
     /// Whether the cluster reports the deletions `evict` makes back to the scheduler
@@ -55,16 +56,25 @@ pub trait Binder: Send + Sync {
     /// `claimRef` and the annotation `pv.kubernetes.io/bound-by-controller`, leaving
     /// the rest to the PersistentVolume controller. An error when the volume is gone
     /// or taken by another claim.
-    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), WriteError> {
         let _ = (volume, claim);
-        Err("this cluster cannot bind volumes".into())
+        Err(WriteError::Refused(
+            "this cluster cannot bind volumes".into(),
+        ))
     }
 
     /// Annotates a claim with the node its volume is to be provisioned for
     /// (`volume.kubernetes.io/selected-node`).
-    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+    fn select_node_for_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), WriteError> {
         let _ = (namespace, name, node);
-        Err("this cluster cannot provision volumes".into())
+        Err(WriteError::Refused(
+            "this cluster cannot provision volumes".into(),
+        ))
     }
 
     /// Gives the cluster the scheduler's view of the storage objects, for a cluster
@@ -81,22 +91,25 @@ pub trait Binder: Send + Sync {
     }
 }
 
-/// Why a cluster did not bind a pod. Each variant's message is the cluster's own
-/// words, shown as they are (plugins receive it as the `bind-pod` host call's error);
-/// the variant says what kind of failure it was.
+/// Why a cluster did not make one of the scheduler's writes (a binding, a
+/// nomination, an eviction, a volume's binding, a claim's selected node). Each
+/// variant's message is the cluster's own words, shown as they are (plugins receive
+/// it as the host call's error); the variant says what kind of failure it was.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum BindError {
-    /// Someone else bound the pod first (the API server's 409 Conflict).
+pub enum WriteError {
+    /// Someone else got there first (the API server's 409 Conflict): the pod is
+    /// bound already, the volume bound to another claim.
     #[error("{0}")]
     Conflict(String),
-    /// The pod is gone, or replaced by another of the same name (404 Not Found).
+    /// The object is gone, or replaced by another of the same name (404 Not Found).
     #[error("{0}")]
     NotFound(String),
-    /// No answer came: a timeout or a transport failure. The bind may have happened.
+    /// No answer came: a timeout or a transport failure. The write may have happened.
     #[error("{0}")]
     Unanswered(String),
-    /// The cluster refused for another reason (another API error, or this replica no
-    /// longer holds the lease); the bind did not happen.
+    /// The cluster refused for another reason (another API error, a write this
+    /// cluster cannot make, or this replica no longer holds the lease); the write did
+    /// not happen.
     #[error("{0}")]
     Refused(String),
 }

@@ -75,6 +75,17 @@ pub struct WaitEnd {
 #[derive(Clone, Debug, Default)]
 pub struct Storage(Arc<Shared>);
 
+/// Why the scheduler's view of the storage objects could not assume a change.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AssumeError {
+    /// The volume or claim is not in the view.
+    #[error("{0}")]
+    NotFound(String),
+    /// The volume is bound to another claim.
+    #[error("{0}")]
+    Taken(String),
+}
+
 impl Storage {
     /// No objects.
     pub fn new() -> Self {
@@ -232,22 +243,24 @@ impl Storage {
     /// [`Storage::restore_volume`]: its `claimRef` set and annotated as bound by the
     /// controller (upstream's `GetBindVolumeToClaim`). An error when the volume is
     /// unknown or taken by another claim.
-    pub fn assume_volume_bound(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+    pub fn assume_volume_bound(&self, volume: &str, claim: &ClaimRef) -> Result<(), AssumeError> {
         let mut objects = self.write();
         let Some(current) = objects
             .assumed_volumes
             .get(volume)
             .or_else(|| objects.volumes.get(volume))
         else {
-            return Err(format!("persistentvolume {volume:?} not found"));
+            return Err(AssumeError::NotFound(format!(
+                "persistentvolume {volume:?} not found"
+            )));
         };
         if let Some(taken) = &current.claim_ref
             && !claim_ref_matches(taken, claim)
         {
-            return Err(format!(
+            return Err(AssumeError::Taken(format!(
                 "persistentvolume {volume:?} is already bound to claim {}/{}",
                 taken.namespace, taken.name
-            ));
+            )));
         }
         let mut assumed = current.clone();
         assumed.claim_ref = Some(claim.clone());
@@ -264,7 +277,7 @@ impl Storage {
         namespace: &str,
         name: &str,
         node: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), AssumeError> {
         let key = (namespace.to_owned(), name.to_owned());
         let mut objects = self.write();
         let Some(current) = objects
@@ -272,9 +285,9 @@ impl Storage {
             .get(&key)
             .or_else(|| objects.claims.get(&key))
         else {
-            return Err(format!(
+            return Err(AssumeError::NotFound(format!(
                 "persistentvolumeclaim {namespace}/{name} not found"
-            ));
+            )));
         };
         let mut assumed = current.clone();
         assumed

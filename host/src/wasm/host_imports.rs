@@ -215,6 +215,7 @@ impl host::Host for HostCtx {
         self.services
             .storage
             .assume_volume_bound(&volume, &convert::claim_ref_from_wit(claim))
+            .map_err(|e| e.to_string())
     }
 
     fn assume_claim_provisioned(
@@ -229,6 +230,7 @@ impl host::Host for HostCtx {
         self.services
             .storage
             .assume_claim_provisioned(&namespace, &name, &node)
+            .map_err(|e| e.to_string())
     }
 
     fn restore_volume(&mut self, name: String) {
@@ -263,7 +265,9 @@ impl host::Host for HostCtx {
         let call = HostCall::BindVolume;
         self.checked(call, self.scope.claim(call, &claim.namespace, &claim.name))?;
         match &self.services.binder {
-            Some(b) => b.bind_volume(&volume, &convert::claim_ref_from_wit(claim)),
+            Some(b) => b
+                .bind_volume(&volume, &convert::claim_ref_from_wit(claim))
+                .map_err(|e| e.to_string()),
             None => Err("bind-volume is only available to binding-cycle instances".into()),
         }
     }
@@ -278,7 +282,9 @@ impl host::Host for HostCtx {
         let check = self.scope.claim_on_node(call, &namespace, &name, &node);
         self.checked(call, check)?;
         match &self.services.binder {
-            Some(b) => b.select_node_for_claim(&namespace, &name, &node),
+            Some(b) => b
+                .select_node_for_claim(&namespace, &name, &node)
+                .map_err(|e| e.to_string()),
             None => {
                 Err("select-node-for-claim is only available to binding-cycle instances".into())
             }

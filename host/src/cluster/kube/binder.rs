@@ -6,7 +6,7 @@
 //! scheduling loop never waits for the API server.
 
 use super::{KubeCluster, error_message};
-use crate::cluster::{BindError, Binder, PodState};
+use crate::cluster::{Binder, PodState, WriteError};
 use berth_sdk::{ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE, ClaimRef, Pod};
 use k8s_openapi::api::core::v1 as k8s;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -18,6 +18,32 @@ use tokio::runtime::Handle;
 /// How long one bind request may take before the binding cycle fails (and the pod is
 /// retried after a check of where it is).
 const BIND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A failed request of the write `what` as a [`WriteError`]: 409 Conflict, 404 Not
+/// Found, another answer of the API server refused, no answer (a transport failure)
+/// unanswered.
+fn api_error(what: &str, e: &kube::Error) -> WriteError {
+    let message = format!("{what}: {}", error_message(e));
+    match e {
+        kube::Error::Api(s) if s.code == 409 => WriteError::Conflict(message),
+        kube::Error::Api(s) if s.code == 404 => WriteError::NotFound(message),
+        kube::Error::Api(_) => WriteError::Refused(message),
+        // The request or its answer was lost on the way.
+        _ => WriteError::Unanswered(message),
+    }
+}
+
+/// The write `what` timed out: it may have happened.
+fn no_answer(what: &str) -> WriteError {
+    WriteError::Unanswered(format!("{what}: no answer within {BIND_TIMEOUT:?}"))
+}
+
+/// A write this replica no longer makes: it lost the Lease.
+fn fenced(doing: &str) -> WriteError {
+    WriteError::Refused(format!(
+        "not {doing}: this replica no longer holds the lease"
+    ))
+}
 
 /// Binds pods on a real cluster.
 #[derive(Debug, Clone)]
@@ -54,11 +80,9 @@ impl KubeBinder {
 }
 
 impl Binder for KubeBinder {
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), BindError> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), WriteError> {
         if self.fenced.load(Ordering::SeqCst) {
-            return Err(BindError::Refused(
-                "not binding: this replica no longer holds the lease".into(),
-            ));
+            return Err(fenced("binding"));
         }
         let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
         let binding = serde_json::json!({
@@ -83,28 +107,17 @@ impl Binder for KubeBinder {
             )
             .await
         });
+        let what = format!("binding {} to {node}", pod.key());
         match r {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => {
-                let message = format!("binding {} to {node}: {}", pod.key(), error_message(&e));
-                Err(match &e {
-                    kube::Error::Api(s) if s.code == 409 => BindError::Conflict(message),
-                    kube::Error::Api(s) if s.code == 404 => BindError::NotFound(message),
-                    kube::Error::Api(_) => BindError::Refused(message),
-                    // The request or its answer was lost on the way.
-                    _ => BindError::Unanswered(message),
-                })
-            }
-            Err(_) => Err(BindError::Unanswered(format!(
-                "binding {} to {node}: no answer within {BIND_TIMEOUT:?}",
-                pod.key()
-            ))),
+            Ok(Err(e)) => Err(api_error(&what, &e)),
+            Err(_) => Err(no_answer(&what)),
         }
     }
 
-    fn nominate(&self, pod: &Pod, node: &str) -> Result<(), String> {
+    fn nominate(&self, pod: &Pod, node: &str) -> Result<(), WriteError> {
         if self.fenced.load(Ordering::SeqCst) {
-            return Err("not nominating: this replica no longer holds the lease".into());
+            return Err(fenced("nominating"));
         }
         let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
         // A merge patch with null removes the field.
@@ -126,18 +139,20 @@ impl Binder for KubeBinder {
         match r {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
-            Ok(Err(e)) => Err(format!("nominating {}: {}", pod.key(), error_message(&e))),
-            Err(_) => Err(format!(
-                "nominating {}: no answer within {BIND_TIMEOUT:?}",
-                pod.key()
-            )),
+            Ok(Err(e)) => Err(api_error(&format!("nominating {}", pod.key()), &e)),
+            Err(_) => Err(no_answer(&format!("nominating {}", pod.key()))),
         }
     }
 
-    fn evict(&self, victim: &Pod, _preemptor: &Pod, message: &str) -> Result<(), String> {
+    fn evict(&self, victim: &Pod, _preemptor: &Pod, message: &str) -> Result<(), WriteError> {
         if self.fenced.load(Ordering::SeqCst) {
-            return Err("not evicting: this replica no longer holds the lease".into());
+            return Err(fenced("evicting"));
         }
+        let condition = format!(
+            "evicting {}: adding the DisruptionTarget condition",
+            victim.key()
+        );
+        let deleting = format!("evicting {}: deleting", victim.key());
         let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &victim.namespace);
         // Conditions merge by type in a strategic merge patch.
         let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
@@ -172,29 +187,19 @@ impl Binder for KubeBinder {
             match patched {
                 Ok(Ok(_)) => {}
                 Ok(Err(kube::Error::Api(s))) if s.code == 404 => return Ok(None),
-                Ok(Err(e)) => {
-                    return Err(format!(
-                        "adding the DisruptionTarget condition: {}",
-                        error_message(&e)
-                    ));
-                }
-                Err(_) => {
-                    return Err(format!(
-                        "adding the DisruptionTarget condition: no answer within {BIND_TIMEOUT:?}"
-                    ));
-                }
+                Ok(Err(e)) => return Err(api_error(&condition, &e)),
+                Err(_) => return Err(no_answer(&condition)),
             }
             limiter.acquire().await;
             match tokio::time::timeout(BIND_TIMEOUT, api.delete(&victim.name, &delete)).await {
                 Ok(Ok(_)) => Ok(Some(())),
                 // Gone, or replaced by a pod of the same name (the UID precondition).
                 Ok(Err(kube::Error::Api(s))) if s.code == 404 || s.code == 409 => Ok(None),
-                Ok(Err(e)) => Err(format!("deleting: {}", error_message(&e))),
-                Err(_) => Err(format!("deleting: no answer within {BIND_TIMEOUT:?}")),
+                Ok(Err(e)) => Err(api_error(&deleting, &e)),
+                Err(_) => Err(no_answer(&deleting)),
             }
         });
         r.map(|_| ())
-            .map_err(|e| format!("evicting {}: {e}", victim.key()))
     }
 
     fn lookup(&self, pod: &Pod) -> PodState {
@@ -225,9 +230,9 @@ impl Binder for KubeBinder {
         }
     }
 
-    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), String> {
+    fn bind_volume(&self, volume: &str, claim: &ClaimRef) -> Result<(), WriteError> {
         if self.fenced.load(Ordering::SeqCst) {
-            return Err("not binding: this replica no longer holds the lease".into());
+            return Err(fenced("binding"));
         }
         let api: Api<k8s::PersistentVolume> = Api::all(self.cluster.client.clone());
         let limiter = self.cluster.bind_limiter.clone();
@@ -239,7 +244,9 @@ impl Binder for KubeBinder {
             limiter.acquire().await;
             tokio::time::timeout(BIND_TIMEOUT, async {
                 let Some(mut pv) = api.get_opt(volume).await? else {
-                    return Ok(Err("the volume is gone".to_owned()));
+                    return Ok(Err(WriteError::NotFound(format!(
+                        "{what}: the volume is gone"
+                    ))));
                 };
                 let spec = pv.spec.get_or_insert_with(Default::default);
                 if let Some(taken) = &spec.claim_ref {
@@ -250,11 +257,11 @@ impl Binder for KubeBinder {
                             .as_deref()
                             .is_none_or(|u| u.is_empty() || u == claim.uid);
                     if !ours {
-                        return Ok(Err(format!(
-                            "the volume is already bound to claim {}/{}",
+                        return Ok(Err(WriteError::Conflict(format!(
+                            "{what}: the volume is already bound to claim {}/{}",
                             taken.namespace.as_deref().unwrap_or_default(),
                             taken.name.as_deref().unwrap_or_default()
-                        )));
+                        ))));
                     }
                 }
                 spec.claim_ref = Some(k8s::ObjectReference {
@@ -279,15 +286,20 @@ impl Binder for KubeBinder {
         });
         match r {
             Ok(Ok(Ok(()))) => Ok(()),
-            Ok(Ok(Err(why))) => Err(format!("{what}: {why}")),
-            Ok(Err(e)) => Err(format!("{what}: {}", error_message(&e))),
-            Err(_) => Err(format!("{what}: no answer within {BIND_TIMEOUT:?}")),
+            Ok(Ok(Err(why))) => Err(why),
+            Ok(Err(e)) => Err(api_error(&what, &e)),
+            Err(_) => Err(no_answer(&what)),
         }
     }
 
-    fn select_node_for_claim(&self, namespace: &str, name: &str, node: &str) -> Result<(), String> {
+    fn select_node_for_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), WriteError> {
         if self.fenced.load(Ordering::SeqCst) {
-            return Err("not binding: this replica no longer holds the lease".into());
+            return Err(fenced("binding"));
         }
         let api: Api<k8s::PersistentVolumeClaim> =
             Api::namespaced(self.cluster.client.clone(), namespace);
@@ -306,8 +318,8 @@ impl Binder for KubeBinder {
         let what = format!("selecting node {node} for claim {namespace}/{name}");
         match r {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!("{what}: {}", error_message(&e))),
-            Err(_) => Err(format!("{what}: no answer within {BIND_TIMEOUT:?}")),
+            Ok(Err(e)) => Err(api_error(&what, &e)),
+            Err(_) => Err(no_answer(&what)),
         }
     }
 }
