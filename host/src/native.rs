@@ -13,8 +13,8 @@ use crate::plugin::{CallError, CyclePod, PluginCalls, Simulation, WhatIf};
 use berth_sdk::node_list::NodeList;
 use berth_sdk::points::{self, Replica};
 use berth_sdk::{
-    AffinityCounts, ClusterEvent, CycleState, EventRegistration, HostApi, Labels, LogLevel,
-    NodeInfo, Object, Pod, PostFilterResult, QueueingHint, Registered, StateStore, Status, VTable,
+    AffinityCounts, ClusterEvent, CycleState, HostApi, Labels, LogLevel, NodeInfo, Object, Pod,
+    PostFilterResult, QueueingHint, Registered, StateStore, Status, VTable,
 };
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -29,10 +29,6 @@ fn missing_node(slot: u32) -> Status {
 pub struct Twin {
     /// The plugin's name.
     pub name: &'static str,
-    /// Whether it reads the pods of each node.
-    pub wants_pods: bool,
-    /// Its events (`None`: every event).
-    pub events: fn() -> Option<Vec<EventRegistration>>,
     new: fn(serde_json::Value) -> Result<Box<dyn PluginCalls>, String>,
 }
 
@@ -68,8 +64,6 @@ impl Twin {
 fn twin<T: Registered + Send>() -> Twin {
     Twin {
         name: T::NAME,
-        wants_pods: T::WANTS_PODS,
-        events: T::events,
         new: |args| {
             Ok(Box::new(NativeInstance {
                 plugin: T::new(args)?,
