@@ -33,7 +33,7 @@ impl Module {
             overlaid: Vec::new(),
             cycle_pod: None,
             cycle_pod_key: String::new(),
-            call_pod_key: None,
+            call_subject: None,
             node_names: Vec::new(),
             sent: Vec::new(),
             broken: false,
@@ -79,10 +79,6 @@ impl<R, F> CycleCall<R> for F where
 {
 }
 
-/// Marks the call's subject as a pod group's `namespace/name` (in `call_pod_key`),
-/// a prefix no pod's key has.
-const GROUP_KEY: &str = "\u{0}group:";
-
 /// One live instance of a plugin module, owned by one thread at a time.
 pub struct Instance {
     module: Arc<Module>,
@@ -97,9 +93,10 @@ pub struct Instance {
     cycle_pod: Option<u64>,
     /// `namespace/name` of that pod, for error messages.
     cycle_pod_key: String,
-    /// The pod of the call under way when it is not the cycle's (QueueSort,
-    /// PreEnqueue, queueing hints).
-    call_pod_key: Option<String>,
+    /// What the call under way acts on when it is not the cycle's pod, as error
+    /// messages name it: `pod NS/NAME` (QueueSort, PreEnqueue, queueing hints) or
+    /// `pod group NS/NAME` (the pod group's points).
+    call_subject: Option<String>,
     /// Node names by slot, as the replica holds them, for error messages.
     node_names: Vec<Option<String>>,
     /// The version of each node the replica holds, by slot: the snapshot's, or a
@@ -217,13 +214,12 @@ impl Instance {
     /// Where a failed call was: the extension point, the pod and the nodes.
     fn context(&self, nodes: On<'_>) -> String {
         let mut out = format!("at {}", self.point);
-        let pod = self.call_pod_key.as_deref().unwrap_or(&self.cycle_pod_key);
-        if let Some(group) = pod.strip_prefix(GROUP_KEY) {
-            out.push_str(" for pod group ");
-            out.push_str(group);
-        } else if !pod.is_empty() {
+        if let Some(subject) = &self.call_subject {
+            out.push_str(" for ");
+            out.push_str(subject);
+        } else if !self.cycle_pod_key.is_empty() {
             out.push_str(" for pod ");
-            out.push_str(pod);
+            out.push_str(&self.cycle_pod_key);
         }
         match nodes {
             On::Nothing => {}
@@ -268,7 +264,7 @@ impl Instance {
         pod: &CyclePod,
         f: impl CycleCall<R>,
     ) -> Result<R, CallError> {
-        self.call_pod_key = None;
+        self.call_subject = None;
         if self.cycle_pod != Some(pod.id()) {
             self.begin_with(pod, "BeginCycle", |b, s, wit| {
                 b.cycle().call_begin_cycle(s, wit)
@@ -288,7 +284,7 @@ impl Instance {
     ) -> Result<R, CallError> {
         self.cycle_pod = None;
         self.cycle_pod_key = pod.key();
-        self.call_pod_key = None;
+        self.call_subject = None;
         let wit = pod.encoded(convert::pod_to_wit);
         let point = std::mem::replace(&mut self.point, point);
         let r = self.call(|b, s| send(b, s, wit));
@@ -511,7 +507,7 @@ macro_rules! wasm_calls {
     (@pod { $method:ident $label:literal $wit:ident $call:ident $getter:ident -> $ret:ty }) => {
         fn $method(&mut self, pod: &CyclePod) -> Result<$ret, CallError> {
             self.point = $label;
-            self.call_pod_key = Some(pod.key());
+            self.call_subject = Some(format!("pod {}", pod.key()));
             let wit = pod.encoded(convert::pod_to_wit);
             let r = self.call(|b, s| b.$getter()?.$call(s, wit));
             self.located(r, On::Nothing).map(convert::FromWit::from_wit)
@@ -543,7 +539,7 @@ macro_rules! wasm_calls {
             $($arg: &$aty),*
         ) -> Result<$ret, CallError> {
             self.point = $label;
-            self.call_pod_key = Some(format!("{GROUP_KEY}{}/{}", group.namespace, group.name));
+            self.call_subject = Some(format!("pod group {}/{}", group.namespace, group.name));
             let group = convert::ToWitArg::to_wit_arg(group);
             $( let $arg = convert::ToWitArg::to_wit_arg($arg); )*
             let r = self.with_state(state, |b, s, st| b.$getter()?.$call(s, st, &group $(, &$arg)*));
@@ -660,7 +656,7 @@ berth_sdk::for_each_extension_point!(wasm_calls (
         new: Option<&berth_sdk::Object>,
     ) -> Result<Result<berth_sdk::QueueingHint, String>, CallError> {
         self.point = "QueueingHint";
-        self.call_pod_key = Some(pod.key());
+        self.call_subject = Some(format!("pod {}", pod.key()));
         let pod = convert::pod_to_wit(pod);
         let event = convert::event_to_wit(event);
         let old = old.map(convert::object_to_wit);
