@@ -445,6 +445,22 @@ pub fn score<T>(
         .collect()
 }
 
+/// A normalization (`normalize` rescales in place) run on a copy of `scores`: the
+/// copy rescaled, or the plugin's status when it is not Success.
+#[inline]
+fn rescaled(
+    scores: &[i64],
+    normalize: impl FnOnce(&mut [i64]) -> Status,
+) -> Result<Vec<i64>, Status> {
+    let mut scores = scores.to_vec();
+    let status = normalize(&mut scores);
+    if status.is_success() {
+        Ok(scores)
+    } else {
+        Err(status)
+    }
+}
+
 /// NormalizeScore: the scores rescaled.
 #[inline]
 pub fn normalize_score<T>(
@@ -461,13 +477,7 @@ pub fn normalize_score<T>(
     let Some(pod) = pod else {
         return Err(no_cycle());
     };
-    let mut scores = scores.to_vec();
-    let status = f(plugin, state, pod, &mut scores);
-    if status.is_success() {
-        Ok(scores)
-    } else {
-        Err(status)
-    }
+    rescaled(scores, |s| f(plugin, state, pod, s))
 }
 
 /// A [`VTable`] entry of a point called at the chosen node.
@@ -631,13 +641,7 @@ pub fn normalize_placement_score<T>(
     let Some(f) = vt.normalize_placement_score else {
         return Err(not_implemented("normalizePlacementScore"));
     };
-    let mut scores = scores.to_vec();
-    let status = f(plugin, state, group, &mut scores);
-    if status.is_success() {
-        Ok(scores)
-    } else {
-        Err(status)
-    }
+    rescaled(scores, |s| f(plugin, state, group, s))
 }
 
 #[cfg(test)]
