@@ -16,7 +16,7 @@ use crate::config::{
 use crate::framework::FrameworkOptions;
 use crate::framework::registry::{RegistryError, builtin_plugins, load_modules};
 use crate::framework::waiting::WaitingPods;
-use crate::reload::Builder;
+use crate::reload::{Builder, args_field};
 use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
 use std::collections::HashMap;
@@ -76,6 +76,29 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
     };
     let expanded = expand_profiles_with(&specs, &file, &implements);
     found.extend(errors);
+    // Each loaded plugin given its args in each profile, as the scheduler makes its
+    // instances, so that args a plugin refuses are reported beside every other
+    // problem rather than only once the rest is right.
+    let mut refused: Vec<String> = Vec::new();
+    for spec in &specs {
+        for name in spec.plugin_names() {
+            let Some(m) = modules.get(&name) else {
+                continue;
+            };
+            let args = spec
+                .args
+                .get(&name)
+                .cloned()
+                .unwrap_or(serde_json::Value::Null)
+                .to_string();
+            if let Err(e) = m.instantiate(&args, HostServices::default()) {
+                refused.push(format!(
+                    "{file}: {}: {e}",
+                    args_field(&config, spec.index, &name)
+                ));
+            }
+        }
+    }
     let profiles = match expanded {
         Ok(p) => p,
         Err(e) => {
@@ -83,6 +106,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             Vec::new()
         }
     };
+    found.extend(refused);
     if !found.is_empty() {
         return Err(found);
     }
@@ -103,7 +127,10 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
         options: FrameworkOptions::default(),
     };
     if let Err(e) = builder.build(&config, &file, None, None) {
-        return Err(vec![format!("{file}: {}", e.reason)]);
+        return Err(vec![match e.field {
+            Some(_) => e.to_string(),
+            None => format!("{file}: {}", e.reason),
+        }]);
     }
     let mut out = format!("{file}: valid\n");
     for p in &profiles {

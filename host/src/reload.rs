@@ -224,7 +224,7 @@ impl std::fmt::Debug for Builder {
 }
 
 /// The field of the configuration that names a plugin's module.
-fn module_field(config: &Configuration, plugin: &str) -> String {
+pub(crate) fn module_field(config: &Configuration, plugin: &str) -> String {
     if let Some(k) = config.modules.iter().position(|m| m.name == plugin) {
         return format!("modules[{k}]");
     }
@@ -240,7 +240,7 @@ fn module_field(config: &Configuration, plugin: &str) -> String {
 }
 
 /// The field of a profile that gives a plugin its args, else the field of its module.
-fn args_field(config: &Configuration, profile: usize, plugin: &str) -> String {
+pub(crate) fn args_field(config: &Configuration, profile: usize, plugin: &str) -> String {
     config
         .profiles
         .get(profile)

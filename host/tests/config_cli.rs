@@ -100,11 +100,14 @@ profiles:
             format!(
                 "{f}: profiles[0].plugins.permit.enabled[0]: plugin \"NodeName\" does not implement permit (it implements filter)"
             ),
-            format!("{f}: 4 problem(s) found"),
+            format!(
+                "{f}: profiles[0].pluginConfig[0].args: plugin NodeResourcesFit (built-in node-resources-fit) refused its args: scoringStrategy.type: Unsupported value: \"Nonsense\": supported values: \"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\""
+            ),
+            format!("{f}: 5 problem(s) found"),
         ]
     );
 
-    // Once the structure is right, a plugin that refuses its args is named.
+    // Alone, the args problem is reported the same way, its prefix said once.
     std::fs::write(
         &file,
         "apiVersion: kubescheduler.config.k8s.io/v1
@@ -119,6 +122,13 @@ profiles:
     let out = berth(&["config", "validate", &f]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("NodeResourcesFit"), "{err}");
-    assert!(err.contains("scoringStrategy"), "{err}");
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            format!(
+                "{f}: profiles[0].pluginConfig[0].args: plugin NodeResourcesFit (built-in node-resources-fit) refused its args: scoringStrategy.type: Unsupported value: \"Nonsense\": supported values: \"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\""
+            ),
+            format!("{f}: 1 problem(s) found"),
+        ]
+    );
 }

@@ -209,7 +209,12 @@ impl InstanceSet {
                     .map(PluginInstance::Wasm)
                     .map_err(|e| PluginError {
                         plugin: p.name.clone(),
-                        message: e.to_string(),
+                        // The plugin's own words: whoever reports the error names
+                        // the plugin and says that it refused its args.
+                        message: match e {
+                            LoadError::Configure { message, .. } => message,
+                            e => e.to_string(),
+                        },
                     })?,
             };
             self.instances[i] = Some(inst);
