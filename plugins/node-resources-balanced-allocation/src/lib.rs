@@ -1,7 +1,10 @@
 //! NodeResourcesBalancedAllocation: as upstream's `noderesources` BalancedAllocation
-//! plugin, favours nodes where, with the pod placed, the requested share of each
-//! scored resource would be close to the others: the score is `(1 - std) * 100` over
-//! the fractions `requested / allocatable`.
+//! plugin, favours nodes whose balance the pod improves. The balance of a node is
+//! `(1 - std) * 100` over the fractions `requested / allocatable` of the scored
+//! resources; since kube-scheduler 1.36 (kubernetes/kubernetes#135573) the score is
+//! the change the pod makes to it, `50 + (50 + with - without) / 2`: about 75 when the
+//! pod leaves the balance as it was, towards 100 when it evens the node out, towards
+//! 50 when it tips it over.
 //!
 //! As upstream since best-effort pods were exempted, the pod's and the node's actual
 //! requests count (not the non-zero defaults other scorers use), and a pod that
@@ -111,6 +114,14 @@ fn balanced_score_of(resources: impl Iterator<Item = (i64, i64)> + Clone) -> i64
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
+/// Upstream's `balancedResourceScorer` since 1.36: how much placing the pod changes
+/// the node's balance, from the balance with the pod and without it (each a
+/// [`balanced_score`] in `[50, 100]`), brought back into `[50, 100]`. Integer
+/// arithmetic, truncating, as upstream's.
+pub fn balance_change_score(with_pod: i64, without_pod: i64) -> i64 {
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2
+}
+
 impl PreScore for BalancedAllocation {
     fn pre_score(
         &self,
@@ -142,6 +153,7 @@ impl Score for BalancedAllocation {
                 std::rc::Rc::new(r)
             }
         };
+        // Per scored resource: (requested with the pod, held without it, allocatable).
         let resources = self
             .scored
             .iter()
@@ -150,9 +162,15 @@ impl Score for BalancedAllocation {
                 let (alloc, req) = allocatable_and_requested_of(node, resource, pod_request, true);
                 // A resource the node does not have counts as neither requested nor
                 // held.
-                (if alloc == 0 { 0 } else { req }, alloc)
+                if alloc == 0 {
+                    (0, 0, 0)
+                } else {
+                    (req, req - pod_request, alloc)
+                }
             });
-        Ok(balanced_score_of(resources))
+        let with_pod = balanced_score_of(resources.clone().map(|(req, _, alloc)| (req, alloc)));
+        let without_pod = balanced_score_of(resources.map(|(_, held, alloc)| (held, alloc)));
+        Ok(balance_change_score(with_pod, without_pod))
     }
 }
 
@@ -278,7 +296,8 @@ mod tests {
         ];
         assert_eq!(
             scores(&default_plugin(), &cpu_and_memory(), &nodes),
-            Some(vec![87, 100])
+            // Balance 100 -> 87 and 100 -> 100.
+            Some(vec![68, 75])
         );
     }
 
@@ -290,7 +309,8 @@ mod tests {
         ];
         assert_eq!(
             scores(&default_plugin(), &cpu_and_memory(), &nodes),
-            Some(vec![82, 95])
+            // Balance 85 -> 82 and 97 -> 95.
+            Some(vec![73, 74])
         );
     }
 
@@ -302,7 +322,8 @@ mod tests {
         ];
         assert_eq!(
             scores(&default_plugin(), &cpu_and_memory(), &nodes),
-            Some(vec![82, 80])
+            // Balance 85 -> 82 and 90 -> 80.
+            Some(vec![73, 70])
         );
     }
 
@@ -314,8 +335,20 @@ mod tests {
         ];
         assert_eq!(
             scores(&default_plugin(), &cpu_only(), &nodes),
-            Some(vec![50, 75])
+            // Balance 75 -> 50 and 100 -> 75.
+            Some(vec![62, 62])
         );
+    }
+
+    #[test]
+    fn a_pod_that_evens_a_node_out_scores_highest() {
+        let nodes = [
+            node("node1", 3000, 5000, &[], &[&pod(&[&[("cpu", 3000)]])]),
+            node("node2", 3000, 5000, &[], &[]),
+        ];
+        let p = pod(&[&[("memory", 5000)]]);
+        // Balance 50 -> 100 and 100 -> 50.
+        assert_eq!(scores(&default_plugin(), &p, &nodes), Some(vec![100, 50]));
     }
 
     #[test]
@@ -326,7 +359,8 @@ mod tests {
             node("node2", 3500, 40000, &gpu8, &[&cpu_and_memory()]),
         ];
         let p = pod(&[&[("memory", 0), (GPU, 1)]]);
-        assert_eq!(scores(&with_gpu(), &p, &nodes), Some(vec![70, 65]));
+        // Balance 69 -> 70 and 62 -> 65.
+        assert_eq!(scores(&with_gpu(), &p, &nodes), Some(vec![75, 76]));
     }
 
     #[test]
@@ -337,7 +371,8 @@ mod tests {
         ];
         assert_eq!(
             scores(&with_gpu(), &cpu_and_memory(), &nodes),
-            Some(vec![63, 63])
+            // Balance 100 -> 63 on both.
+            Some(vec![56, 56])
         );
     }
 
@@ -354,7 +389,7 @@ mod tests {
             .iter()
             .map(|n| default_plugin().score(&state, &p, n).unwrap())
             .collect();
-        assert_eq!(got, [82, 95]);
+        assert_eq!(got, [73, 74]);
         // A best-effort pod scores 0 there.
         assert_eq!(
             default_plugin().score(&state, &Pod::default(), &nodes[0]),
@@ -370,7 +405,7 @@ mod tests {
         let busy = node("node2", 4000, 10000, &[], &[&pod(&[&[]])]);
         assert_eq!(
             scores(&default_plugin(), &cpu_and_memory(), &[empty, busy]),
-            Some(vec![87, 87])
+            Some(vec![68, 68])
         );
     }
 
@@ -378,6 +413,15 @@ mod tests {
     fn overcommitted_fractions_are_capped_at_1() {
         assert_eq!(balanced_score(&[8000, 5000], &[4000, 10000]), 75);
         assert_eq!(balanced_score(&[8000, 20000], &[4000, 10000]), 100);
+    }
+
+    #[test]
+    fn the_change_in_balance_is_brought_back_into_50_to_100() {
+        assert_eq!(balance_change_score(100, 100), 75);
+        assert_eq!(balance_change_score(100, 50), 100);
+        assert_eq!(balance_change_score(50, 100), 50);
+        // Truncated as upstream's integer arithmetic: 50 + 37 / 2.
+        assert_eq!(balance_change_score(87, 100), 68);
     }
 
     #[test]
@@ -396,9 +440,10 @@ mod tests {
             ..Container::default()
         }];
         p.overhead = list(&[("memory", 4000)]);
-        // cpu 3000/4000 = 0.75, memory 5000/10000 = 0.5: std 0.125.
+        // cpu 3000/4000 = 0.75, memory 5000/10000 = 0.5: std 0.125, balance 87
+        // where the empty node's is 100.
         let nodes = [node("node1", 4000, 10000, &[], &[])];
-        assert_eq!(scores(&default_plugin(), &p, &nodes), Some(vec![87]));
+        assert_eq!(scores(&default_plugin(), &p, &nodes), Some(vec![68]));
     }
 
     #[test]
@@ -432,7 +477,7 @@ mod tests {
         let mut n = node("node1", 4000, 10000, &[], &[]);
         n.node.allocatable.ephemeral_storage = 1000;
         let p = pod(&[&[("cpu", 2000), ("ephemeral-storage", 100)]]);
-        // cpu 0.5, storage 0.1: std 0.2.
-        assert_eq!(scores(&plugin, &p, &[n]), Some(vec![80]));
+        // cpu 0.5, storage 0.1: std 0.2, balance 80 where the empty node's is 100.
+        assert_eq!(scores(&plugin, &p, &[n]), Some(vec![65]));
     }
 }
