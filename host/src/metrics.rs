@@ -56,6 +56,10 @@ struct Inner {
     schedule_attempts: IntCounterVec,
     attempt_duration: HistogramVec,
     pending_pods: IntGaugeVec,
+    unschedulable_pods: IntGaugeVec,
+    /// The `(plugin, profile)` series of `unschedulable_pods` set so far: one that no
+    /// pod counts for any more goes to 0, as upstream's gauge does.
+    unschedulable_series: std::sync::Mutex<std::collections::BTreeSet<(String, String)>>,
     incoming_pods: IntCounterVec,
     extension_point_duration: HistogramVec,
     plugin_execution_duration: HistogramVec,
@@ -117,6 +121,16 @@ impl Metrics {
         .expect("valid metric");
         r.register(Box::new(pending_pods.clone()))
             .expect("unique name");
+        let unschedulable_pods = IntGaugeVec::new(
+            Opts::new(
+                "scheduler_unschedulable_pods",
+                "Pending pods per plugin that rejected their last attempt or gates them (a pod counts once for each such plugin), and profile; a pod leaves the count when its next attempt starts or it is deleted.",
+            ),
+            &["plugin", "profile"],
+        )
+        .expect("valid metric");
+        r.register(Box::new(unschedulable_pods.clone()))
+            .expect("unique name");
         let inner = Inner {
             schedule_attempts: counter(
                 &r,
@@ -132,6 +146,8 @@ impl Metrics {
                 buckets(0.001, 2.0, 15),
             ),
             pending_pods,
+            unschedulable_pods,
+            unschedulable_series: Default::default(),
             incoming_pods: counter(
                 &r,
                 "scheduler_queue_incoming_pods_total",
@@ -277,6 +293,31 @@ impl Metrics {
                 .pending_pods
                 .with_label_values(&[queue])
                 .set(n as i64);
+        }
+    }
+
+    /// Sets how many pending pods each plugin keeps out, by `(plugin, profile)`; a
+    /// series set before and absent now goes to 0.
+    pub fn set_unschedulable(&self, counts: &std::collections::BTreeMap<(String, String), usize>) {
+        let mut series = self
+            .inner
+            .unschedulable_series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (plugin, profile) in series.iter() {
+            if !counts.contains_key(&(plugin.clone(), profile.clone())) {
+                self.inner
+                    .unschedulable_pods
+                    .with_label_values(&[plugin.as_str(), profile.as_str()])
+                    .set(0);
+            }
+        }
+        for ((plugin, profile), n) in counts {
+            self.inner
+                .unschedulable_pods
+                .with_label_values(&[plugin.as_str(), profile.as_str()])
+                .set(*n as i64);
+            series.insert((plugin.clone(), profile.clone()));
         }
     }
 

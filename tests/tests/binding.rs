@@ -247,6 +247,11 @@ fn unschedulable_pods_come_back_when_a_node_joins_and_metrics_count_it() {
     s.add_pod(pod("big", 4000, &[])).unwrap();
     s.run_until_idle();
     assert_eq!(s.queue_of("uid-big"), Some(QueueName::Unschedulable));
+    let text = s.metrics_text();
+    assert!(
+        text.contains("scheduler_unschedulable_pods{plugin=\"NodeResourcesFit\",profile=\"default-scheduler\"} 1"),
+        "{text}"
+    );
     // The node joins while the pod's first backoff (1 s) still runs: it moves to
     // backoffQ, then to activeQ when the virtual clock reaches the backoff's end.
     s.add_or_update_node(node("large", 8000));
@@ -281,6 +286,11 @@ fn unschedulable_pods_come_back_when_a_node_joins_and_metrics_count_it() {
     );
     assert!(
         text.contains("scheduler_pending_pods{queue=\"unschedulable\"} 0"),
+        "{text}"
+    );
+    // Bound: no plugin keeps it out any more.
+    assert!(
+        text.contains("scheduler_unschedulable_pods{plugin=\"NodeResourcesFit\",profile=\"default-scheduler\"} 0"),
         "{text}"
     );
 }

@@ -329,7 +329,9 @@ impl SchedulingQueue {
                 self.unschedulable.insert(qp.pod.uid.clone(), qp);
             }
             None => {
-                qp.gated_by = None;
+                if let Some(gate) = qp.gated_by.take() {
+                    qp.unschedulable_plugins.insert(gate);
+                }
                 self.push_active(qp, event);
             }
         }
@@ -600,7 +602,11 @@ impl SchedulingQueue {
                     self.unschedulable.insert(uid, qp);
                 }
                 None => {
-                    qp.gated_by = None;
+                    // The gate still counts as what kept the pod out until its next
+                    // attempt starts (see `unschedulable_by_plugin`).
+                    if let Some(gate) = qp.gated_by.take() {
+                        qp.unschedulable_plugins.insert(gate);
+                    }
                     qp.last_failure = None;
                     self.push_active(qp, "PodSchedulingGatesEliminated");
                 }
@@ -774,6 +780,31 @@ impl SchedulingQueue {
             (QueueName::Unschedulable, self.unschedulable.len() - gated),
             (QueueName::Gated, gated),
         ])
+    }
+
+    /// How many waiting pods each plugin keeps out, by `(plugin, profile)`: a pod
+    /// counts for each plugin that rejected its last attempt and for the PreEnqueue
+    /// plugin that gated it, from then until its next attempt starts, even once the
+    /// gate lets it in (upstream's `scheduler_unschedulable_pods`, with its 1.37
+    /// fixes: counted once per plugin, and not at all once deleted); a pod in flight
+    /// counts for none.
+    pub fn unschedulable_by_plugin(&self) -> std::collections::BTreeMap<(String, String), usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for q in self.waiting().chain(self.regating.iter()) {
+            if q.unschedulable_plugins.is_empty() && q.gated_by.is_none() {
+                continue;
+            }
+            let gate = q
+                .gated_by
+                .as_ref()
+                .filter(|g| !q.unschedulable_plugins.contains(*g));
+            for plugin in q.unschedulable_plugins.iter().chain(gate) {
+                *counts
+                    .entry((plugin.clone(), q.pod.scheduler_name.clone()))
+                    .or_default() += 1;
+            }
+        }
+        counts
     }
 
     /// Pods waiting in any queue (gated ones and those on their way to activeQ

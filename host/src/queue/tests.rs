@@ -545,3 +545,102 @@ fn a_pod_whose_cycle_saw_events_dropped_for_room_backs_off_rather_than_wait() {
     let went = q.requeue_failed(b, plugins(&["Fit"]), "no".into(), secs(60), &oracle);
     assert_eq!(went, Some(QueueName::Unschedulable));
 }
+
+#[test]
+fn each_plugin_counts_the_pending_pods_it_keeps_out_until_their_next_attempt() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    let oracle = fit_oracle(QueueingHint::QueueSkip);
+    let count = |q: &SchedulingQueue| -> Vec<(String, String, usize)> {
+        q.unschedulable_by_plugin()
+            .into_iter()
+            .map(|((plugin, profile), n)| (plugin, profile, n))
+            .collect()
+    };
+    let named = |uid: &str, profile: &str| Pod {
+        scheduler_name: profile.into(),
+        ..pod(uid)
+    };
+    q.add(named("a", "default-scheduler"), vec![0], None, secs(0));
+    q.add(named("b", "default-scheduler"), vec![0], None, secs(0));
+    q.add(named("c", "other"), vec![0], None, secs(0));
+    q.add(
+        named("gated", "default-scheduler"),
+        vec![0],
+        Some(("SchedulingGates".into(), "waiting for gates".into())),
+        secs(0),
+    );
+    // Only the gate counts before any attempt.
+    assert_eq!(
+        count(&q),
+        [("SchedulingGates".into(), "default-scheduler".into(), 1)]
+    );
+    for _ in 0..3 {
+        let qp = q.pop().unwrap();
+        let by = if qp.pod.uid == "a" {
+            plugins(&["Fit", "TaintToleration"])
+        } else {
+            plugins(&["Fit"])
+        };
+        q.requeue_failed(qp, by, "0/1 nodes".into(), secs(1), &oracle);
+    }
+    assert_eq!(
+        count(&q),
+        [
+            ("Fit".into(), "default-scheduler".into(), 2),
+            ("Fit".into(), "other".into(), 1),
+            ("SchedulingGates".into(), "default-scheduler".into(), 1),
+            ("TaintToleration".into(), "default-scheduler".into(), 1),
+        ]
+    );
+    // A deleted pod leaves the count; an ungated one counts for its gate until its
+    // first attempt starts, as upstream's.
+    q.delete("c");
+    q.update(
+        named("gated", "default-scheduler"),
+        vec![0],
+        None,
+        secs(2),
+        &oracle,
+    );
+    assert_eq!(
+        count(&q),
+        [
+            ("Fit".into(), "default-scheduler".into(), 2),
+            ("SchedulingGates".into(), "default-scheduler".into(), 1),
+            ("TaintToleration".into(), "default-scheduler".into(), 1),
+        ]
+    );
+    assert_eq!(q.pop().unwrap().pod.uid, "gated");
+    assert_eq!(
+        count(&q),
+        [
+            ("Fit".into(), "default-scheduler".into(), 2),
+            ("TaintToleration".into(), "default-scheduler".into(), 1),
+        ]
+    );
+    // An attempt under way counts for none of its plugins.
+    q.flush_unschedulable_leftover(secs(1000));
+    q.flush_backoff(secs(1000));
+    let popped = q.pop().unwrap();
+    let other: Vec<(String, String, usize)> = if popped.pod.uid == "a" {
+        vec![("Fit".into(), "default-scheduler".into(), 1)]
+    } else {
+        vec![
+            ("Fit".into(), "default-scheduler".into(), 1),
+            ("TaintToleration".into(), "default-scheduler".into(), 1),
+        ]
+    };
+    assert_eq!(count(&q), other);
+    // It fails again, by another plugin.
+    q.requeue_failed(
+        popped,
+        plugins(&["NodePorts"]),
+        "ports".into(),
+        secs(1001),
+        &oracle,
+    );
+    let mut expected = other;
+    expected.push(("NodePorts".into(), "default-scheduler".into(), 1));
+    expected.sort();
+    assert_eq!(count(&q), expected);
+}

@@ -535,6 +535,8 @@ impl Scheduler {
         let pending = self.queue.pending();
         self.metrics
             .set_pending(pending.iter().map(|(q, n)| (q.as_str(), *n)));
+        self.metrics
+            .set_unschedulable(&self.queue.unschedulable_by_plugin());
     }
 
     fn framework_for(&self, scheduler_name: &str) -> Option<&Arc<Framework>> {

@@ -223,6 +223,18 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
     assert_eq!(attempts("scheduled"), 30.0);
     assert!(attempts("unschedulable") >= 1.0);
     assert_eq!(attempts("error"), 0.0);
+    // The pod that waits is kept out by NodeResourcesFit (upstream's gauge).
+    assert_eq!(
+        value(
+            &m,
+            "scheduler_unschedulable_pods",
+            &[
+                ("plugin", "NodeResourcesFit"),
+                ("profile", "default-scheduler")
+            ],
+        ),
+        1.0
+    );
     assert_eq!(
         value(
             &m,
