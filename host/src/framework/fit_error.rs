@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 /// rejected, or the PreFilter rejection.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Diagnosis {
-    /// Rejected nodes: node name, the plugin that rejected it, its status.
-    pub node_statuses: Vec<(String, String, Status)>,
+    /// Rejected nodes: the node's slot in the cycle's snapshot and its status (the
+    /// plugins that gave them are in `unschedulable_plugins`). Slots, not names: a
+    /// pod that fits none of 5000 nodes costs no copy of their names.
+    pub node_statuses: Vec<(u32, Status)>,
     /// Set when PreFilter rejected the pod: the plugin's message.
     pub pre_filter_msg: Option<String>,
     /// The code of that PreFilter rejection (every node has it).
@@ -39,7 +41,7 @@ impl std::fmt::Display for FitError {
             return self.write_post_filter(f);
         }
         let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
-        for (_, _, status) in &self.diagnosis.node_statuses {
+        for (_, status) in &self.diagnosis.node_statuses {
             for reason in &status.reasons {
                 *histogram.entry(reason.as_str()).or_default() += 1;
             }
@@ -66,19 +68,19 @@ impl FitError {
     /// rejection, the PreFilter rejection for every node, or (for a node the cycle
     /// did not judge) UnschedulableAndUnresolvable, as upstream's absent nodes.
     pub fn statuses_by_slot(&self, snapshot: &crate::cache::Snapshot) -> Vec<(u32, Status)> {
-        let by_name: std::collections::HashMap<&str, &Status> = self
-            .diagnosis
-            .node_statuses
-            .iter()
-            .map(|(n, _, s)| (n.as_str(), s))
-            .collect();
+        let mut rejected: Vec<&(u32, Status)> = self.diagnosis.node_statuses.iter().collect();
+        rejected.sort_unstable_by_key(|(slot, _)| *slot);
         snapshot
             .slots()
             .iter()
-            .filter_map(|&slot| {
-                let name = snapshot.node(slot)?.name();
-                let status = match (by_name.get(name), self.diagnosis.pre_filter_code) {
-                    (Some(s), _) => (*s).clone(),
+            .filter(|&&slot| snapshot.node(slot).is_some())
+            .map(|&slot| {
+                let judged = rejected
+                    .binary_search_by_key(&slot, |(s, _)| *s)
+                    .ok()
+                    .map(|i| &rejected[i].1);
+                let status = match (judged, self.diagnosis.pre_filter_code) {
+                    (Some(s), _) => s.clone(),
                     (None, Some(code)) => Status::new(
                         code,
                         self.diagnosis.pre_filter_msg.iter().cloned().collect(),
@@ -87,7 +89,7 @@ impl FitError {
                         Status::new(berth_sdk::Code::UnschedulableAndUnresolvable, Vec::new())
                     }
                 };
-                Some((slot, status))
+                (slot, status)
             })
             .collect()
     }
@@ -105,19 +107,13 @@ mod tests {
             num_all_nodes: 3,
             diagnosis: Diagnosis {
                 node_statuses: vec![
+                    (0, Status::unschedulable("Insufficient cpu")),
                     (
-                        "a".into(),
-                        "NodeResourcesFit".into(),
-                        Status::unschedulable("Insufficient cpu"),
-                    ),
-                    (
-                        "b".into(),
-                        "TaintToleration".into(),
+                        1,
                         Status::unresolvable("node(s) had untolerated taint {dedicated: gpu}"),
                     ),
                     (
-                        "c".into(),
-                        "TaintToleration".into(),
+                        2,
                         Status::unresolvable("node(s) had untolerated taint {dedicated: gpu}"),
                     ),
                 ],

@@ -440,15 +440,9 @@ impl Framework {
             let mut next_candidate = candidates.iter().peekable();
             for &s in snapshot.slots() {
                 if next_candidate.next_if_eq(&&s).is_none() {
-                    let name = snapshot
-                        .node(s)
-                        .map(|n| n.name().to_owned())
-                        .unwrap_or_default();
-                    diagnosis.node_statuses.push((
-                        name,
-                        narrowing_plugins.join(","),
-                        Status::unresolvable(reason.clone()),
-                    ));
+                    diagnosis
+                        .node_statuses
+                        .push((s, Status::unresolvable(reason.clone())));
                 }
             }
             diagnosis
@@ -574,10 +568,6 @@ impl Framework {
             kept.sort_unstable();
             for (slot, plugin, status) in failed {
                 if kept.binary_search(&slot).is_ok() {
-                    let name = snapshot
-                        .node(slot)
-                        .map(|n| n.name().to_owned())
-                        .unwrap_or_default();
                     if !diagnosis
                         .unschedulable_plugins
                         .contains(&self.plugins[plugin].name)
@@ -586,9 +576,7 @@ impl Framework {
                             .unschedulable_plugins
                             .push(self.plugins[plugin].name.clone());
                     }
-                    diagnosis
-                        .node_statuses
-                        .push((name, self.plugins[plugin].name.clone(), status));
+                    diagnosis.node_statuses.push((slot, status));
                 }
             }
             processed += cut;
