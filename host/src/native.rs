@@ -190,9 +190,16 @@ impl View {
             let mut copy = (*info).clone();
             // A what-if version: nothing computed from it may be kept.
             copy.stamp = 0;
-            self.set(*slot, Some(Arc::new(copy)));
-            self.overlaid.push(*slot);
+            self.share_overlay(*slot, Arc::new(copy));
         }
+    }
+
+    /// Replaces a node, for this cycle only, with a what-if version other instances
+    /// may hold too (its stamp 0); the next sync puts the snapshot's back.
+    fn share_overlay(&mut self, slot: u32, overlay: Arc<NodeInfo>) {
+        debug_assert_eq!(overlay.stamp, 0, "a what-if node carries no stamp");
+        self.set(slot, Some(overlay));
+        self.overlaid.push(slot);
     }
 }
 
@@ -281,6 +288,17 @@ berth_sdk::for_each_extension_point!(native_calls (
     ) -> Result<(), CallError> {
         self.view.sync(snapshot);
         self.view.sync_overlay(overlays);
+        Ok(())
+    }
+
+    fn sync_overlaid_shared(
+        &mut self,
+        snapshot: &Snapshot,
+        slot: u32,
+        overlay: &Arc<NodeInfo>,
+    ) -> Result<(), CallError> {
+        self.view.sync(snapshot);
+        self.view.share_overlay(slot, overlay.clone());
         Ok(())
     }
 

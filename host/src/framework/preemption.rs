@@ -9,10 +9,12 @@
 //! the instance's replica, so the plugins' own code judges the copy; the next sync of
 //! the instance puts the snapshot's node back.
 
-use super::{CyclePod, CycleState, Framework, InstanceSet, PluginError, PluginSlot, lock};
+use super::{
+    CyclePod, CycleState, Framework, InstanceSet, PluginError, PluginInstance, PluginSlot, lock,
+};
 use crate::cache::Snapshot;
 use crate::cluster::Budgets;
-use crate::plugin::{Simulation, WhatIf};
+use crate::plugin::{PluginCalls, Simulation, WhatIf};
 use berth_sdk::{Candidate, Code, ExtensionPoint, NodeInfo, Pod, PodDisruptionBudget, Status};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -149,12 +151,29 @@ impl DryRun {
     }
 
     fn run_filters(&mut self, state: &CycleState, slot: u32, info: &NodeInfo) -> Status {
+        // Native twins hold node infos by reference: one copy of the what-if node,
+        // made when the first of them needs it, serves them all.
+        let mut shared: Option<Arc<NodeInfo>> = None;
         for &i in &self.filters {
             let inst = match self.set.get(i, &self.plugins) {
                 Ok(inst) => inst,
                 Err(e) => return error_status(e),
             };
-            if let Err(e) = inst.sync_overlaid(&self.snapshot, &[(slot, info)]) {
+            let synced = match inst {
+                PluginInstance::Native(twin) => {
+                    let copy = shared.get_or_insert_with(|| {
+                        Arc::new(NodeInfo {
+                            stamp: 0,
+                            ..info.clone()
+                        })
+                    });
+                    twin.sync_overlaid_shared(&self.snapshot, slot, copy)
+                }
+                PluginInstance::Wasm(inst) => {
+                    PluginCalls::sync_overlaid(inst, &self.snapshot, &[(slot, info)])
+                }
+            };
+            if let Err(e) = synced {
                 return error_status(e);
             }
             match inst.filter(state, &self.pod, &[slot]) {

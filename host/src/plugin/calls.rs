@@ -134,6 +134,19 @@ berth_sdk::for_each_extension_point!(plugin_calls (
         overlays: &[(u32, &NodeInfo)],
     ) -> Result<(), CallError>;
 
+    /// [`PluginCalls::sync_overlaid`] with one what-if node that several instances
+    /// judge in turn (a preemption's dry run): an instance that keeps node infos by
+    /// reference (a native twin) shares `overlay` rather than copying it. Its stamp
+    /// must be 0: nothing computed from a what-if may be kept.
+    fn sync_overlaid_shared(
+        &mut self,
+        snapshot: &Snapshot,
+        slot: u32,
+        overlay: &std::sync::Arc<NodeInfo>,
+    ) -> Result<(), CallError> {
+        self.sync_overlaid(snapshot, &[(slot, overlay)])
+    }
+
     /// [`PluginCalls::sync_overlaid`] (with no overlays, [`PluginCalls::sync`]) as
     /// the first call of `pod`'s cycle on this instance: a wasm instance sends the
     /// pod in the same crossing as the nodes.
