@@ -11,7 +11,7 @@ use crate::cluster::Namespaces;
 use crate::cluster::storage::Storage;
 use crate::config::{
     CONFIGURABLE_POINTS, ConfigError, Configuration, LeaderElectionConfig, UPSTREAM_API_VERSION,
-    UPSTREAM_KIND, default_multi_point, duration, expand_profiles, expand_profiles_with,
+    UPSTREAM_KIND, args_json, default_multi_point, duration, expand_profiles, expand_profiles_with,
 };
 use crate::framework::FrameworkOptions;
 use crate::framework::registry::{RegistryError, builtin_plugins, load_modules};
@@ -85,13 +85,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             let Some(m) = modules.get(&name) else {
                 continue;
             };
-            let args = spec
-                .args
-                .get(&name)
-                .cloned()
-                .unwrap_or(serde_json::Value::Null)
-                .to_string();
-            if let Err(e) = m.instantiate(&args, HostServices::default()) {
+            if let Err(e) = m.instantiate(&args_json(&spec.args, &name), HostServices::default()) {
                 refused.push(format!(
                     "{file}: {}: {e}",
                     args_field(&config, spec.index, &name)

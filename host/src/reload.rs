@@ -518,12 +518,7 @@ impl Builder {
                     if unchanged || !tried.insert(format!("{name}|{key}")) {
                         continue;
                     }
-                    let args = p
-                        .args
-                        .get(&name)
-                        .cloned()
-                        .unwrap_or(serde_json::Value::Null)
-                        .to_string();
+                    let args = crate::config::args_json(&p.args, &name);
                     // `configure` first, so that args it refuses are blamed on the args.
                     m.instantiate(&args, HostServices::default())
                         .map_err(|e| ReloadError {

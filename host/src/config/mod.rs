@@ -424,6 +424,14 @@ pub struct PluginRef {
     pub weight: Option<i64>,
 }
 
+/// The args `args` (a profile's, by plugin name) give `plugin`, as the JSON its
+/// `configure` receives: `null` when the profile gives it none.
+pub fn args_json(args: &BTreeMap<String, serde_json::Value>, plugin: &str) -> String {
+    args.get(plugin)
+        .unwrap_or(&serde_json::Value::Null)
+        .to_string()
+}
+
 /// A profile after merging with the defaults and expanding `multiPoint`: what the
 /// framework runs.
 #[derive(Clone, Debug, PartialEq)]
