@@ -89,7 +89,9 @@ pub struct QueuedPod {
     pub timestamp: Duration,
     /// Enqueue order; breaks ties between equal keys (earlier first).
     pub seq: u64,
-    /// The plugins that rejected the last attempt (empty after an error).
+    /// The plugins that rejected the last attempt (empty after an error), and the
+    /// PreEnqueue plugin that gated the pod since, once its gate is lifted: until the
+    /// next attempt, what kept the pod out.
     pub unschedulable_plugins: BTreeSet<String>,
     /// The PreEnqueue plugin that keeps the pod out, if any.
     pub gated_by: Option<String>,
