@@ -249,6 +249,35 @@ pub(crate) fn args_field(config: &Configuration, profile: usize, plugin: &str) -
         .unwrap_or_else(|| module_field(config, plugin))
 }
 
+/// The `pluginConfig` entries that give args to a built-in plugin their profile does
+/// not enable, as `(profile index, plugin, args JSON)`. kube-scheduler validates the
+/// args of its in-tree plugins whether the profile enables them or not, so Berth hands
+/// them to the plugin's `configure` too (a `modules` entry of that name is not the
+/// built-in plugin, and is left alone).
+pub(crate) fn args_of_disabled_builtins(
+    config: &Configuration,
+    specs: &[crate::config::ProfileSpec],
+) -> Vec<(usize, String, String)> {
+    let builtins = registry::builtin_plugins();
+    let sources = config.modules();
+    let mut out = Vec::new();
+    for spec in specs {
+        let Some(profile) = config.profiles.get(spec.index) else {
+            continue;
+        };
+        let enabled = spec.plugin_names();
+        for entry in &profile.plugin_config {
+            if builtins.contains_key(&entry.name)
+                && !sources.iter().any(|s| s.name == entry.name)
+                && !enabled.contains(&entry.name)
+            {
+                out.push((spec.index, entry.name.clone(), entry.args.to_string()));
+            }
+        }
+    }
+    out
+}
+
 /// The plugin a framework error is about.
 fn plugin_of(e: &FrameworkError) -> Option<String> {
     match e {
@@ -458,6 +487,26 @@ impl Builder {
                 m = old.clone();
             }
             modules.insert(name.clone(), m);
+        }
+        for (i, name, args) in args_of_disabled_builtins(config, &specs) {
+            let refused = |reason: String| ReloadError {
+                file: file.to_owned(),
+                field: Some(args_field(config, i, &name)),
+                plugin: Some(name.clone()),
+                module: None,
+                reason,
+            };
+            let loaded = registry::load_modules_with(
+                &self.runtime,
+                &sources,
+                std::slice::from_ref(&name),
+                &|n| config.sandbox_for(n, defaults),
+            )
+            .map_err(|e| refused(e.to_string()))?;
+            for m in loaded.values() {
+                m.instantiate(&args, HostServices::default())
+                    .map_err(|e| refused(e.to_string()))?;
+            }
         }
         let profiles = crate::config::expand_profiles(&specs, file, &modules)
             .map_err(|e| ReloadError::config(file, e))?;

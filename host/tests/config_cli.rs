@@ -131,4 +131,32 @@ profiles:
             format!("{f}: 1 problem(s) found"),
         ]
     );
+
+    // As kube-scheduler, the args of a built-in plugin the profile does not enable are
+    // checked too.
+    std::fs::write(
+        &file,
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins:
+    multiPoint:
+      disabled: [{name: NodeResourcesFit}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: Nonsense}}
+",
+    )
+    .unwrap();
+    let out = berth(&["config", "validate", &f]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stderr(&out).lines().collect::<Vec<_>>(),
+        [
+            format!(
+                "{f}: profiles[0].pluginConfig[0].args: plugin NodeResourcesFit (built-in node-resources-fit) refused its args: scoringStrategy.type: Unsupported value: \"Nonsense\": supported values: \"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\""
+            ),
+            format!("{f}: 1 problem(s) found"),
+        ]
+    );
 }

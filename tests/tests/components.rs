@@ -267,6 +267,20 @@ fn bad_plugin_args_are_refused_at_start_with_the_plugin_name() {
     assert!(msg.contains("plugin NodeResourcesFit"), "{msg}");
     assert_eq!(msg.matches("refused its args").count(), 1, "{msg}");
     assert!(msg.contains("scoringStrategy"), "{msg}");
+
+    // A built-in plugin the profile disables has its args checked all the same, as
+    // kube-scheduler does.
+    let config = write(
+        dir.path(),
+        "disabled.yaml",
+        "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: NodeResourcesFit}]\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Nonsense\n",
+    );
+    let cluster = write(dir.path(), "cluster.yaml", NODES);
+    let e = run(&runtime(), vec![cluster], Some(config)).unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(msg.contains("plugin NodeResourcesFit"), "{msg}");
+    assert_eq!(msg.matches("refused its args").count(), 1, "{msg}");
+    assert!(msg.contains("scoringStrategy"), "{msg}");
 }
 
 #[test]
