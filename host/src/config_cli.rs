@@ -16,7 +16,7 @@ use crate::config::{
 use crate::framework::FrameworkOptions;
 use crate::framework::registry::{RegistryError, builtin_plugins, load_modules};
 use crate::framework::waiting::WaitingPods;
-use crate::reload::{Builder, args_field, args_of_disabled_builtins};
+use crate::reload::{Builder, args_field, refused_args_of_disabled_builtins};
 use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
 use std::collections::HashMap;
@@ -46,7 +46,6 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
     found.extend(problems.into_iter().map(|e| e.to_string()));
     let sources = config.modules();
     let mut errors: Vec<String> = Vec::new();
-    let mut refused_disabled: Vec<String> = Vec::new();
     let mut modules = HashMap::new();
     for spec in &specs {
         for name in spec.plugin_names() {
@@ -75,40 +74,8 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             ),
         }
     };
-    // Built-in plugins the profile does not enable get their `pluginConfig` args too,
-    // as kube-scheduler validates them.
-    for (i, name, args) in args_of_disabled_builtins(&config, &specs) {
-        let checked = load_modules(runtime, &sources, std::slice::from_ref(&name))
-            .map_err(|e| e.to_string())
-            .and_then(|loaded| {
-                loaded
-                    .values()
-                    .try_for_each(|m| m.instantiate(&args, HostServices::default()).map(drop))
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(e) = checked {
-            refused_disabled.push(format!("{file}: {}: {e}", args_field(&config, i, &name)));
-        }
-    }
     let expanded = expand_profiles_with(&specs, &file, &implements);
     found.extend(errors);
-    // Each loaded plugin given its args in each profile, as the scheduler makes its
-    // instances, so that args a plugin refuses are reported beside every other
-    // problem rather than only once the rest is right.
-    let mut refused: Vec<String> = std::mem::take(&mut refused_disabled);
-    for spec in &specs {
-        for name in spec.plugin_names() {
-            let Some(m) = modules.get(&name) else {
-                continue;
-            };
-            if let Err(e) = m.instantiate(&args_json(&spec.args, &name), HostServices::default()) {
-                refused.push(format!(
-                    "{file}: {}: {e}",
-                    args_field(&config, spec.index, &name)
-                ));
-            }
-        }
-    }
     let profiles = match expanded {
         Ok(p) => p,
         Err(e) => {
@@ -116,7 +83,29 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             Vec::new()
         }
     };
-    found.extend(refused);
+    // Built-in plugins a profile does not enable get their `pluginConfig` args too,
+    // as kube-scheduler validates them.
+    found.extend(
+        refused_args_of_disabled_builtins(runtime, &config, &specs, &file)
+            .iter()
+            .map(ToString::to_string),
+    );
+    // Each loaded plugin given its args in each profile, as the scheduler makes its
+    // instances, so that args a plugin refuses are reported beside every other
+    // problem rather than only once the rest is right.
+    for spec in &specs {
+        for name in spec.plugin_names() {
+            let Some(m) = modules.get(&name) else {
+                continue;
+            };
+            if let Err(e) = m.instantiate(&args_json(&spec.args, &name), HostServices::default()) {
+                found.push(format!(
+                    "{file}: {}: {e}",
+                    args_field(&config, spec.index, &name)
+                ));
+            }
+        }
+    }
     if !found.is_empty() {
         return Err(found);
     }

@@ -224,7 +224,7 @@ impl std::fmt::Debug for Builder {
 }
 
 /// The field of the configuration that names a plugin's module.
-pub(crate) fn module_field(config: &Configuration, plugin: &str) -> String {
+fn module_field(config: &Configuration, plugin: &str) -> String {
     if let Some(k) = config.modules.iter().position(|m| m.name == plugin) {
         return format!("modules[{k}]");
     }
@@ -249,33 +249,58 @@ pub(crate) fn args_field(config: &Configuration, profile: usize, plugin: &str) -
         .unwrap_or_else(|| module_field(config, plugin))
 }
 
-/// The `pluginConfig` entries that give args to a built-in plugin their profile does
-/// not enable, as `(profile index, plugin, args JSON)`. kube-scheduler validates the
-/// args of its in-tree plugins whether the profile enables them or not, so Berth hands
-/// them to the plugin's `configure` too (a `modules` entry of that name is not the
-/// built-in plugin, and is left alone).
-pub(crate) fn args_of_disabled_builtins(
+/// The `pluginConfig` args of built-in plugins their profile does not enable, each
+/// handed to the plugin's `configure`: kube-scheduler validates the args of its
+/// in-tree plugins whether the profile enables them or not. A `modules` entry of that
+/// name is another plugin, and is left alone. One refusal per entry refused, naming
+/// its field.
+pub(crate) fn refused_args_of_disabled_builtins(
+    runtime: &Arc<Runtime>,
     config: &Configuration,
     specs: &[crate::config::ProfileSpec],
-) -> Vec<(usize, String, String)> {
+    file: &str,
+) -> Vec<ReloadError> {
     let builtins = registry::builtin_plugins();
     let sources = config.modules();
-    let mut out = Vec::new();
+    let defaults = runtime.limits();
+    let mut refusals = Vec::new();
     for spec in specs {
         let Some(profile) = config.profiles.get(spec.index) else {
             continue;
         };
         let enabled = spec.plugin_names();
         for entry in &profile.plugin_config {
-            if builtins.contains_key(&entry.name)
-                && !sources.iter().any(|s| s.name == entry.name)
-                && !enabled.contains(&entry.name)
+            let name = &entry.name;
+            if !builtins.contains_key(name)
+                || sources.iter().any(|s| &s.name == name)
+                || enabled.contains(name)
             {
-                out.push((spec.index, entry.name.clone(), entry.args.to_string()));
+                continue;
+            }
+            let args = entry.args.to_string();
+            let checked =
+                registry::load_modules_with(runtime, &sources, std::slice::from_ref(name), &|n| {
+                    config.sandbox_for(n, defaults)
+                })
+                .map_err(|e| e.to_string())
+                .and_then(|loaded| {
+                    loaded
+                        .values()
+                        .try_for_each(|m| m.instantiate(&args, HostServices::default()).map(drop))
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(reason) = checked {
+                refusals.push(ReloadError {
+                    file: file.to_owned(),
+                    field: Some(args_field(config, spec.index, name)),
+                    plugin: Some(name.clone()),
+                    module: None,
+                    reason,
+                });
             }
         }
     }
-    out
+    refusals
 }
 
 /// The plugin a framework error is about.
@@ -488,25 +513,12 @@ impl Builder {
             }
             modules.insert(name.clone(), m);
         }
-        for (i, name, args) in args_of_disabled_builtins(config, &specs) {
-            let refused = |reason: String| ReloadError {
-                file: file.to_owned(),
-                field: Some(args_field(config, i, &name)),
-                plugin: Some(name.clone()),
-                module: None,
-                reason,
-            };
-            let loaded = registry::load_modules_with(
-                &self.runtime,
-                &sources,
-                std::slice::from_ref(&name),
-                &|n| config.sandbox_for(n, defaults),
-            )
-            .map_err(|e| refused(e.to_string()))?;
-            for m in loaded.values() {
-                m.instantiate(&args, HostServices::default())
-                    .map_err(|e| refused(e.to_string()))?;
-            }
+        if let Some(refused) =
+            refused_args_of_disabled_builtins(&self.runtime, config, &specs, file)
+                .into_iter()
+                .next()
+        {
+            return Err(refused);
         }
         let profiles = crate::config::expand_profiles(&specs, file, &modules)
             .map_err(|e| ReloadError::config(file, e))?;

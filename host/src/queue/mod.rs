@@ -105,6 +105,15 @@ pub struct QueuedPod {
 }
 
 impl QueuedPod {
+    /// Lets the pod past its PreEnqueue gate: the gating plugin still counts among
+    /// what kept it out until its next attempt starts (see
+    /// [`SchedulingQueue::unschedulable_by_plugin`]).
+    fn lift_gate(&mut self) {
+        if let Some(gate) = self.gated_by.take() {
+            self.unschedulable_plugins.insert(gate);
+        }
+    }
+
     /// A pod new to the queue at `now`, with its key: no attempt yet, not gated.
     fn new(pod: Pod, key: Vec<i64>, now: Duration) -> Self {
         QueuedPod {
@@ -331,9 +340,7 @@ impl SchedulingQueue {
                 self.unschedulable.insert(qp.pod.uid.clone(), qp);
             }
             None => {
-                if let Some(gate) = qp.gated_by.take() {
-                    qp.unschedulable_plugins.insert(gate);
-                }
+                qp.lift_gate();
                 self.push_active(qp, event);
             }
         }
@@ -604,11 +611,7 @@ impl SchedulingQueue {
                     self.unschedulable.insert(uid, qp);
                 }
                 None => {
-                    // The gate still counts as what kept the pod out until its next
-                    // attempt starts (see `unschedulable_by_plugin`).
-                    if let Some(gate) = qp.gated_by.take() {
-                        qp.unschedulable_plugins.insert(gate);
-                    }
+                    qp.lift_gate();
                     qp.last_failure = None;
                     self.push_active(qp, "PodSchedulingGatesEliminated");
                 }
