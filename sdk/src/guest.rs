@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.7.1";
+pub const WIT_VERSION: &str = "0.8.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -1024,6 +1024,8 @@ fn container_from_wit(c: w::Container) -> sdk::Container {
         requests: c.requests.into_iter().collect(),
         ports: c.ports.into_iter().map(port_from_wit).collect(),
         restartable: c.restartable,
+        allocated: c.allocated.map(|l| l.into_iter().collect()),
+        actuated: c.actuated.map(|l| l.into_iter().collect()),
     }
 }
 
@@ -1081,6 +1083,31 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
             .into_iter()
             .map(volumes::pod_volume_from_wit)
             .collect(),
+        resources: p.resources.map(|r| sdk::ResourceRequirements {
+            requests: r.requests.into_iter().collect(),
+            limits: r.limits.into_iter().collect(),
+        }),
+        resize_infeasible: p.resize_infeasible,
+        resource_claims: p
+            .resource_claims
+            .into_iter()
+            .map(|c| sdk::PodResourceClaim {
+                name: c.name,
+                source: match c.source {
+                    w::ClaimSource::ClaimName(n) => sdk::ClaimSource::ClaimName(n),
+                    w::ClaimSource::TemplateName(n) => sdk::ClaimSource::TemplateName(n),
+                },
+            })
+            .collect(),
+        resource_claim_statuses: p
+            .resource_claim_statuses
+            .into_iter()
+            .map(|c| sdk::PodResourceClaimStatus {
+                name: c.name,
+                resource_claim_name: c.resource_claim_name,
+            })
+            .collect(),
+        scheduling_group: p.scheduling_group,
     }
 }
 
@@ -1217,6 +1244,7 @@ fn node_from_wit(node: w::Node) -> sdk::Node {
                 num_nodes: i.num_nodes,
             })
             .collect(),
+        declared_features: node.declared_features,
     }
 }
 

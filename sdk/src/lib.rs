@@ -91,9 +91,10 @@ pub use preemption::{
 };
 pub use serde_json;
 pub use types::{
-    CPU, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState, Labels, MEMORY,
-    Node, NodeInfo, PODS, Pod, PodFeature, PreemptionPolicy, ResourceList, Resources, Status,
-    Taint, TaintEffect, Toleration, TolerationOperator,
+    CPU, ClaimSource, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState,
+    Labels, MEMORY, Node, NodeInfo, PODS, Pod, PodFeature, PodResourceClaim,
+    PodResourceClaimStatus, PreemptionPolicy, ResourceList, ResourceRequirements, Resources,
+    Status, Taint, TaintEffect, Toleration, TolerationOperator, is_pod_level_resource,
 };
 pub use volumes::{
     ANNOTATION_BIND_COMPLETED, ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE,

@@ -119,6 +119,25 @@ impl Resources {
             && self.allowed_pod_number == 0
             && self.scalar.values().all(|v| *v == 0)
     }
+
+    /// Sets one resource by name to `q`.
+    pub fn set(&mut self, name: &str, q: i64) {
+        match name {
+            CPU => self.milli_cpu = q,
+            MEMORY => self.memory = q,
+            EPHEMERAL_STORAGE => self.ephemeral_storage = q,
+            PODS => self.allowed_pod_number = q,
+            _ => {
+                self.scalar.insert(name.to_owned(), q);
+            }
+        }
+    }
+}
+
+/// Whether pod-level resources (`spec.resources`) may set this resource: CPU, memory
+/// and hugepages, as upstream's `IsSupportedPodLevelResource`.
+pub fn is_pod_level_resource(name: &str) -> bool {
+    name == CPU || name == MEMORY || name.starts_with("hugepages-")
 }
 
 /// The effect of a taint.
@@ -238,6 +257,50 @@ pub struct Container {
     pub ports: Vec<HostPort>,
     /// An init container with `restartPolicy: Always` (a sidecar).
     pub restartable: bool,
+    /// From the container's status: `allocatedResources`, what the kubelet admitted
+    /// (an in-place resize changes it); `None` when the status has none.
+    #[serde(default)]
+    pub allocated: Option<ResourceList>,
+    /// From the container's status: `resources.requests`, what the container runs
+    /// with now; `None` when the status has none.
+    #[serde(default)]
+    pub actuated: Option<ResourceList>,
+}
+
+/// Requests and limits: pod-level resources (`spec.resources`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceRequirements {
+    /// Requests.
+    pub requests: ResourceList,
+    /// Limits.
+    pub limits: ResourceList,
+}
+
+/// Where a pod's ResourceClaim comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClaimSource {
+    /// `resourceClaimName`: an existing claim of the pod's namespace.
+    ClaimName(String),
+    /// `resourceClaimTemplateName`: a claim made for the pod from this template.
+    TemplateName(String),
+}
+
+/// An entry of `spec.resourceClaims`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodResourceClaim {
+    /// The name the pod's containers use for the claim.
+    pub name: String,
+    /// Where the claim comes from.
+    pub source: ClaimSource,
+}
+
+/// An entry of `status.resourceClaimStatuses`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodResourceClaimStatus {
+    /// The entry of `spec.resourceClaims` it is about.
+    pub name: String,
+    /// The claim made for the pod from the template; `None` when it needs none.
+    pub resource_claim_name: Option<String>,
 }
 
 /// `spec.preemptionPolicy`.
@@ -301,6 +364,22 @@ pub struct Pod {
     pub default_selector: Option<LabelSelector>,
     /// `spec.volumes`, as far as scheduling reads them.
     pub volumes: Vec<crate::volumes::Volume>,
+    /// `spec.resources`: pod-level requests and limits; `None` when unset.
+    #[serde(default)]
+    pub resources: Option<ResourceRequirements>,
+    /// The pod has a `PodResizePending` condition with reason `Infeasible`: the
+    /// kubelet will not resize it as its spec asks.
+    #[serde(default)]
+    pub resize_infeasible: bool,
+    /// `spec.resourceClaims`.
+    #[serde(default)]
+    pub resource_claims: Vec<PodResourceClaim>,
+    /// `status.resourceClaimStatuses`.
+    #[serde(default)]
+    pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
+    /// `spec.schedulingGroup.podGroupName`: the pod group the pod belongs to.
+    #[serde(default)]
+    pub scheduling_group: Option<String>,
 }
 
 impl Pod {
@@ -309,15 +388,70 @@ impl Pod {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// The pod's effective requests, as upstream's `PodRequests`: the sum of its
+    /// The pod's effective requests, as upstream's `PodRequests` with the status
+    /// resources of in-place resize and pod-level resources counted: the sum of its
     /// containers, raised to what any init container needs at its turn (sidecars keep
-    /// running), plus the overhead. `default_missing` gives a quantity to containers
-    /// that request none of a resource (used by scoring's non-zero requests).
+    /// running); while a resize is under way, the largest of what the spec asks, what
+    /// the kubelet allocated and what the containers run with (only the last two when
+    /// the resize is infeasible); the pod-level requests of CPU, memory and hugepages
+    /// in place of the containers' sum; plus the overhead. `default_missing` gives a
+    /// quantity to containers that request none of a resource (used by scoring's
+    /// non-zero requests).
     pub fn requests_with(&self, default_missing: &[(&str, i64)]) -> Resources {
-        let container_requests = |c: &Container| {
-            let mut r = Resources::from_list(&c.requests);
+        let infeasible = self.resize_infeasible;
+        let spec = self.aggregate_containers(default_missing, |c| Some(&c.requests));
+        let status_says = self
+            .containers
+            .iter()
+            .chain(&self.init_containers)
+            .any(|c| c.allocated.is_some() || c.actuated.is_some());
+        // Without status resources, allocated and actuated are the spec's.
+        let mut reqs = if !status_says && !infeasible {
+            spec
+        } else {
+            let allocated = self.aggregate_containers(default_missing, |c| {
+                c.allocated
+                    .as_ref()
+                    .or((!infeasible).then_some(&c.requests))
+            });
+            let actuated = self.aggregate_containers(default_missing, |c| {
+                c.actuated
+                    .as_ref()
+                    .or(c.allocated.as_ref())
+                    .or((!infeasible).then_some(&c.requests))
+            });
+            let mut r = actuated;
+            r.max_with(&allocated);
+            if !infeasible {
+                r.max_with(&spec);
+            }
+            r
+        };
+        if let Some(pod_level) = &self.resources {
+            for (name, &q) in &pod_level.requests {
+                if is_pod_level_resource(name) {
+                    reqs.set(name, q);
+                }
+            }
+        }
+        reqs.add_list(&self.overhead);
+        reqs
+    }
+
+    /// What the containers request, each container's list chosen by `list` (`None`:
+    /// it counts for nothing), with `default_missing` for a resource a container's
+    /// list lacks: the containers' sum, raised to what any init container needs at
+    /// its turn (sidecars keep running), as upstream's container aggregation.
+    fn aggregate_containers<'a>(
+        &'a self,
+        default_missing: &[(&str, i64)],
+        list: impl Fn(&'a Container) -> Option<&'a ResourceList>,
+    ) -> Resources {
+        let container_requests = |c: &'a Container| {
+            let l = list(c);
+            let mut r = l.map(Resources::from_list).unwrap_or_default();
             for (name, q) in default_missing {
-                if !c.requests.contains_key(*name) {
+                if !l.is_some_and(|l| l.contains_key(*name)) {
                     r.add_list(&ResourceList::from([((*name).to_owned(), *q)]));
                 }
             }
@@ -343,7 +477,6 @@ impl Pod {
             init_max.max_with(&at_turn);
         }
         reqs.max_with(&init_max);
-        reqs.add_list(&self.overhead);
         reqs
     }
 
@@ -402,6 +535,9 @@ pub struct Node {
     pub allocatable: Resources,
     /// `status.images`.
     pub images: Vec<ImageState>,
+    /// `status.declaredFeatures`: the features the node's kubelet says it has.
+    #[serde(default)]
+    pub declared_features: Vec<String>,
 }
 
 /// A node with the sum of what its pods (bound and assumed) request.
@@ -902,5 +1038,80 @@ mod tests {
         assert!(info.non_zero_requested.is_zero());
         assert!(info.used_ports.is_empty());
         assert_eq!(info.pod_count, 0);
+    }
+
+    fn list(items: &[(&str, i64)]) -> ResourceList {
+        items.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+    }
+
+    #[test]
+    fn pod_level_requests_stand_for_the_containers_cpu_memory_and_hugepages() {
+        let mut p = Pod {
+            containers: vec![
+                Container {
+                    requests: list(&[(CPU, 100), (MEMORY, 1000), ("example.com/gpu", 1)]),
+                    ..Container::default()
+                },
+                container(Some(200), None),
+            ],
+            overhead: list(&[(CPU, 10)]),
+            ..Pod::default()
+        };
+        assert_eq!(p.requests().milli_cpu, 310);
+        p.resources = Some(ResourceRequirements {
+            requests: list(&[(CPU, 1000), ("hugepages-2Mi", 4)]),
+            limits: ResourceList::new(),
+        });
+        let r = p.requests();
+        // CPU is the pod's, memory and the GPU the containers', the overhead on top.
+        assert_eq!(r.milli_cpu, 1010);
+        assert_eq!(r.memory, 1000);
+        assert_eq!(r.get("example.com/gpu"), 1);
+        assert_eq!(r.get("hugepages-2Mi"), 4);
+        // Scoring's defaults fill the containers' missing memory; the pod-level CPU
+        // still stands.
+        let n = p.non_zero_requests();
+        assert_eq!(n.milli_cpu, 1010);
+        assert_eq!(n.memory, 1000 + DEFAULT_MEMORY_REQUEST);
+        // Limits alone change nothing.
+        p.resources = Some(ResourceRequirements {
+            requests: ResourceList::new(),
+            limits: list(&[(CPU, 5000)]),
+        });
+        assert_eq!(p.requests().milli_cpu, 310);
+    }
+
+    #[test]
+    fn a_resize_counts_the_largest_of_spec_allocated_and_actuated() {
+        let resized = |spec: i64, allocated: Option<i64>, actuated: Option<i64>| Pod {
+            containers: vec![Container {
+                requests: list(&[(CPU, spec)]),
+                allocated: allocated.map(|a| list(&[(CPU, a)])),
+                actuated: actuated.map(|a| list(&[(CPU, a)])),
+                ..Container::default()
+            }],
+            ..Pod::default()
+        };
+        // Growing: the spec asks more than runs.
+        assert_eq!(
+            resized(1000, Some(500), Some(500)).requests().milli_cpu,
+            1000
+        );
+        // Shrinking: the kubelet still holds the larger size.
+        assert_eq!(resized(200, Some(500), Some(500)).requests().milli_cpu, 500);
+        // Admitted, not actuated yet.
+        assert_eq!(resized(200, Some(200), Some(700)).requests().milli_cpu, 700);
+        // Allocated without actuated: the allocated size is what runs.
+        assert_eq!(resized(100, Some(300), None).requests().milli_cpu, 300);
+        // Infeasible: the spec no longer counts, only what runs and was admitted.
+        let mut p = resized(2000, Some(500), Some(400));
+        p.resize_infeasible = true;
+        assert_eq!(p.requests().milli_cpu, 500);
+        // Infeasible, and a container without status resources: it counts nothing,
+        // as upstream's helpers have it.
+        p.containers.push(container(Some(300), None));
+        assert_eq!(p.requests().milli_cpu, 500);
+        // A feasible pod with no status resources at all is its spec.
+        assert_eq!(resized(800, None, None).requests().milli_cpu, 800);
     }
 }

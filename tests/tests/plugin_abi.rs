@@ -26,12 +26,17 @@ use std::path::Path;
 const FROZEN_WIT_SHA256: &str = "5d34dc266435e86a28d52bdf7c7c3df4992a7777e38484e83564682e6a9e74f8";
 
 /// What the host should make of a 0.7.0 module: current while it speaks 0.7.0, an
-/// older patch of its track after an additive bump.
+/// older patch of its track after an additive bump, and of the adapted 0.7 track
+/// once the host moved to 0.8.
 fn expected_support() -> Support {
     if WIT_VERSION == "0.7.0" {
         Support::Current
-    } else {
+    } else if WIT_VERSION.starts_with("0.7.") {
         Support::OlderPatch
+    } else {
+        Support::Adapted {
+            track: "0.7".to_owned(),
+        }
     }
 }
 
@@ -90,10 +95,17 @@ fn plugin_check_says_which_world_a_0_7_0_module_targets() {
             ),
             "{text}"
         );
-    } else {
+    } else if WIT_VERSION.starts_with("0.7.") {
         assert!(
             text.contains(&format!(
                 "WIT               berth:scheduler@0.7.0 (supported: an older patch of the 0.7 track; this host speaks @{WIT_VERSION} and loads @0.7.0 to @{WIT_VERSION})\n"
+            )),
+            "{text}"
+        );
+    } else {
+        assert!(
+            text.contains(&format!(
+                "WIT               berth:scheduler@0.7.0 (supported: the earlier 0.7 track, through an adapter; this host speaks @{WIT_VERSION} and loads @{WIT_VERSION}, and the 0.7 track through an adapter)\n"
             )),
             "{text}"
         );

@@ -18,7 +18,8 @@ use std::fmt;
 use std::path::Path;
 
 use berth_sdk::{
-    Container, HostPort, ImageState, Node, Pod, ResourceList, Resources, Taint, TaintEffect,
+    ClaimSource, Container, HostPort, ImageState, Node, Pod, PodResourceClaim,
+    PodResourceClaimStatus, ResourceList, ResourceRequirements, Resources, Taint, TaintEffect,
     Toleration, TolerationOperator,
 };
 use k8s_openapi::api::core::v1 as k8s;
@@ -1042,18 +1043,54 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
     let spec = pod.spec.as_ref().unwrap_or(&default_spec);
     let host_network = spec.host_network.unwrap_or(false);
 
-    let containers = spec
+    let status = pod.status.as_ref();
+    let statuses = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .chain(
+            status
+                .and_then(|s| s.init_container_statuses.as_ref())
+                .into_iter()
+                .flatten(),
+        )
+        .collect::<Vec<_>>();
+    let containers: Vec<Container> = spec
         .containers
         .iter()
         .enumerate()
-        .map(|(i, c)| container(c, &format!("spec.containers[{i}]"), false, host_network))
+        .map(|(i, c)| {
+            container(
+                c,
+                &format!("spec.containers[{i}]"),
+                false,
+                host_network,
+                &statuses,
+            )
+        })
         .collect::<Result<_, _>>()?;
-    let init_containers = spec
+    let init_containers: Vec<Container> = spec
         .init_containers
         .iter()
         .flatten()
         .enumerate()
-        .map(|(i, c)| container(c, &format!("spec.initContainers[{i}]"), true, host_network))
+        .map(|(i, c)| {
+            container(
+                c,
+                &format!("spec.initContainers[{i}]"),
+                true,
+                host_network,
+                &statuses,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    let resources_ = pod_level_resources(spec.resources.as_ref(), &containers, &init_containers)?;
+    let resource_claims = spec
+        .resource_claims
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| pod_resource_claim(c, &format!("spec.resourceClaims[{i}]")))
         .collect::<Result<_, _>>()?;
     let tolerations = spec
         .tolerations
@@ -1134,6 +1171,108 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
         // Filled in by the scheduler from the Services and controllers it knows.
         default_selector: None,
         volumes: storage::pod_volumes(spec.volumes.as_ref()),
+        resources: resources_,
+        resize_infeasible: status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "PodResizePending"))
+            .is_some_and(|c| c.reason.as_deref() == Some("Infeasible")),
+        resource_claims,
+        resource_claim_statuses: status
+            .and_then(|s| s.resource_claim_statuses.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| PodResourceClaimStatus {
+                name: c.name.clone(),
+                resource_claim_name: c.resource_claim_name.clone(),
+            })
+            .collect(),
+        scheduling_group: spec
+            .scheduling_group
+            .as_ref()
+            .and_then(|g| non_empty(&g.pod_group_name)),
+    })
+}
+
+/// Converts `spec.resources` (pod-level resources), with the API server's defaults
+/// for a pod that sets pod-level limits (upstream's `defaultPodRequests`): a request
+/// missing for CPU or memory is what the containers request together when any of
+/// them requests it, and the limit otherwise; a missing request of another
+/// resource pod-level resources support is its limit. Pod-level resources support
+/// only CPU, memory and hugepages, as the API server's validation.
+fn pod_level_resources(
+    r: Option<&k8s::ResourceRequirements>,
+    containers: &[Container],
+    init_containers: &[Container],
+) -> Result<Option<ResourceRequirements>, FieldError> {
+    let Some(r) = r else {
+        return Ok(None);
+    };
+    let mut requests = resources(r.requests.as_ref(), "spec.resources.requests")?;
+    let limits = resources(r.limits.as_ref(), "spec.resources.limits")?;
+    for (field, list) in [("requests", &requests), ("limits", &limits)] {
+        if let Some(name) = list.keys().find(|n| !berth_sdk::is_pod_level_resource(n)) {
+            return Err(FieldError::new(
+                format!("spec.resources.{field}.{name}"),
+                "unsupported pod-level resource: supported are cpu, memory and hugepages-*",
+            ));
+        }
+    }
+    if !limits.is_empty() {
+        let together = Pod {
+            containers: containers.to_vec(),
+            init_containers: init_containers.to_vec(),
+            ..Pod::default()
+        }
+        .requests();
+        for name in [berth_sdk::CPU, berth_sdk::MEMORY] {
+            let requested = containers
+                .iter()
+                .chain(init_containers)
+                .any(|c| c.requests.contains_key(name));
+            if requested && !requests.contains_key(name) {
+                requests.insert(name.to_owned(), together.get(name));
+            }
+        }
+        for (name, &limit) in &limits {
+            requests.entry(name.clone()).or_insert(limit);
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(ResourceRequirements { requests, limits }))
+}
+
+/// Converts an entry of `spec.resourceClaims` found at `path`.
+fn pod_resource_claim(
+    c: &k8s::PodResourceClaim,
+    path: &str,
+) -> Result<PodResourceClaim, FieldError> {
+    if c.name.is_empty() {
+        return Err(FieldError::new(format!("{path}.name"), "required value"));
+    }
+    let source = match (
+        non_empty(&c.resource_claim_name),
+        non_empty(&c.resource_claim_template_name),
+    ) {
+        (Some(claim), None) => ClaimSource::ClaimName(claim),
+        (None, Some(template)) => ClaimSource::TemplateName(template),
+        (Some(_), Some(_)) => {
+            return Err(FieldError::new(
+                path,
+                "resourceClaimName and resourceClaimTemplateName are mutually exclusive",
+            ));
+        }
+        (None, None) => {
+            return Err(FieldError::new(
+                path,
+                "one of resourceClaimName or resourceClaimTemplateName is required",
+            ));
+        }
+    };
+    Ok(PodResourceClaim {
+        name: c.name.clone(),
+        source,
     })
 }
 
@@ -1143,6 +1282,7 @@ fn container(
     path: &str,
     init: bool,
     host_network: bool,
+    statuses: &[&k8s::ContainerStatus],
 ) -> Result<Container, FieldError> {
     let res = c.resources.as_ref();
     let mut requests = resources(
@@ -1178,12 +1318,38 @@ fn container(
     if c.name.is_empty() {
         return Err(FieldError::new(format!("{path}.name"), "required value"));
     }
+    // Its status, where in-place resize shows what the kubelet allocated and what
+    // the container runs with.
+    let status = statuses.iter().find(|s| s.name == c.name);
+    let statuses_field = if init {
+        "initContainerStatuses"
+    } else {
+        "containerStatuses"
+    };
+    let status_path = format!("status.{statuses_field}[name={}]", c.name);
     Ok(Container {
         name: c.name.clone(),
         image: c.image.clone().unwrap_or_default(),
         requests,
         ports,
         restartable: init && c.restart_policy.as_deref() == Some("Always"),
+        allocated: match status {
+            Some(st) => st
+                .allocated_resources
+                .as_ref()
+                .map(|m| resources(Some(m), &format!("{status_path}.allocatedResources")))
+                .transpose()?,
+            None => None,
+        },
+        actuated: match status {
+            Some(st) => st
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref())
+                .map(|m| resources(Some(m), &format!("{status_path}.resources.requests")))
+                .transpose()?,
+            None => None,
+        },
     })
 }
 
@@ -1270,6 +1436,9 @@ fn convert_node(node: &k8s::Node) -> Result<Node, FieldError> {
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
         allocatable: Resources::from_list(&allocatable),
         images,
+        declared_features: status
+            .and_then(|s| s.declared_features.clone())
+            .unwrap_or_default(),
     })
 }
 
@@ -2369,5 +2538,166 @@ spec: {}
             )
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pod_level_resources_get_the_api_server_s_defaults() {
+        let p = &pods(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: whole}
+spec:
+  resources:
+    requests: {memory: 1Gi}
+    limits: {cpu: "2", memory: 2Gi}
+  containers:
+  - name: a
+    resources: {requests: {cpu: 250m}}
+  - name: b
+    resources: {requests: {cpu: 250m}}
+"#,
+        )[0];
+        let r = p.resources.as_ref().unwrap();
+        // CPU: the containers request it, so the pod's request is theirs together;
+        // memory was given.
+        assert_eq!(r.requests.get("cpu"), Some(&500));
+        assert_eq!(r.requests.get("memory"), Some(&(1 << 30)));
+        assert_eq!(r.limits.get("cpu"), Some(&2000));
+        assert_eq!(p.requests().milli_cpu, 500);
+        assert_eq!(p.requests().memory, 1 << 30);
+
+        // No container requests CPU: the pod's request is its limit.
+        let p = &pods(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: limited}
+spec:
+  resources: {limits: {cpu: "3"}}
+  containers: [{name: a}]
+"#,
+        )[0];
+        assert_eq!(p.requests().milli_cpu, 3000);
+        // No pod-level resources: none.
+        let p = &pods(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec:\n  containers: [{name: a}]\n",
+        )[0];
+        assert_eq!(p.resources, None);
+    }
+
+    #[test]
+    fn pod_level_resources_support_cpu_memory_and_hugepages_only() {
+        let e = error(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu}
+spec:
+  resources: {requests: {example.com/gpu: "1"}}
+  containers: [{name: a}]
+"#,
+        );
+        assert!(
+            e.contains("spec.resources.requests.example.com/gpu")
+                && e.contains("unsupported pod-level resource"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_resize_in_the_status_reaches_the_containers() {
+        let p = &pods(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: resizing}
+spec:
+  nodeName: n1
+  containers:
+  - name: app
+    resources: {requests: {cpu: "2"}}
+  - name: side
+    resources: {requests: {cpu: 100m}}
+status:
+  conditions:
+  - {type: PodResizePending, status: "True", reason: Infeasible}
+  containerStatuses:
+  - name: app
+    image: app
+    imageID: ""
+    ready: true
+    restartCount: 0
+    allocatedResources: {cpu: "1"}
+    resources: {requests: {cpu: 500m}}
+"#,
+        )[0];
+        assert!(p.resize_infeasible);
+        let app = &p.containers[0];
+        assert_eq!(
+            app.allocated,
+            Some(ResourceList::from([("cpu".into(), 1000)]))
+        );
+        assert_eq!(
+            app.actuated,
+            Some(ResourceList::from([("cpu".into(), 500)]))
+        );
+        assert_eq!(p.containers[1].allocated, None);
+        // Infeasible: what was admitted counts, not the spec; `side` has no status.
+        assert_eq!(p.requests().milli_cpu, 1000);
+    }
+
+    #[test]
+    fn resource_claims_the_pod_group_and_declared_features_are_read() {
+        let p = &pods(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer-0}
+spec:
+  schedulingGroup: {podGroupName: trainers}
+  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: one-gpu}
+  - {name: shared, resourceClaimName: shared-nic}
+  containers: [{name: a}]
+status:
+  resourceClaimStatuses:
+  - {name: gpu, resourceClaimName: trainer-0-gpu-x7k2}
+"#,
+        )[0];
+        assert_eq!(p.scheduling_group.as_deref(), Some("trainers"));
+        assert_eq!(
+            p.resource_claims,
+            [
+                PodResourceClaim {
+                    name: "gpu".into(),
+                    source: ClaimSource::TemplateName("one-gpu".into()),
+                },
+                PodResourceClaim {
+                    name: "shared".into(),
+                    source: ClaimSource::ClaimName("shared-nic".into()),
+                },
+            ]
+        );
+        assert_eq!(
+            p.resource_claim_statuses[0].resource_claim_name.as_deref(),
+            Some("trainer-0-gpu-x7k2")
+        );
+        let e = error(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resourceClaims: [{name: gpu}]\n  containers: [{name: a}]\n",
+        );
+        assert!(
+            e.contains("spec.resourceClaims[0]")
+                && e.contains("one of resourceClaimName or resourceClaimTemplateName is required"),
+            "{e}"
+        );
+
+        let docs = load(
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  declaredFeatures: [GuaranteedQoSPodCPUResize]\n",
+        );
+        let Object::Node(n) = &docs[0].object else {
+            panic!("not a node")
+        };
+        assert_eq!(n.declared_features, ["GuaranteedQoSPodCPUResize"]);
     }
 }

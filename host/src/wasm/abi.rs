@@ -14,13 +14,13 @@
 use std::fmt;
 
 /// The WIT package version this host speaks (the `package` line of `wit/`).
-pub const WIT_VERSION: &str = "0.7.1";
+pub const WIT_VERSION: &str = "0.8.0";
 
 /// Earlier tracks whose modules this host still loads through an adapter: that
 /// track's WIT kept beside the current one, bound with `bindgen!` too, and its calls
 /// adapted to the current world. Empty: 0.7 is the first track with this policy,
 /// and no minor bump has happened under it yet.
-pub const ADAPTED_TRACKS: &[&str] = &[];
+pub const ADAPTED_TRACKS: &[&str] = &["0.7"];
 
 /// A `MAJOR.MINOR.PATCH` version, without pre-release or build parts (wasmtime
 /// treats a pre-release as compatible with nothing else).

@@ -48,6 +48,8 @@ fn container_to_wit(c: &sdk::Container) -> w::Container {
         requests: list_to_wit(&c.requests),
         ports: c.ports.iter().map(port_to_wit).collect(),
         restartable: c.restartable,
+        allocated: c.allocated.as_ref().map(list_to_wit),
+        actuated: c.actuated.as_ref().map(list_to_wit),
     }
 }
 
@@ -97,6 +99,31 @@ pub(crate) fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
             .collect(),
         default_selector: p.default_selector.as_ref().map(selector_to_wit),
         volumes: p.volumes.iter().map(pod_volume_to_wit).collect(),
+        resources: p.resources.as_ref().map(|r| w::ResourceRequirements {
+            requests: list_to_wit(&r.requests),
+            limits: list_to_wit(&r.limits),
+        }),
+        resize_infeasible: p.resize_infeasible,
+        resource_claims: p
+            .resource_claims
+            .iter()
+            .map(|c| w::PodResourceClaim {
+                name: c.name.clone(),
+                source: match &c.source {
+                    sdk::ClaimSource::ClaimName(n) => w::ClaimSource::ClaimName(n.clone()),
+                    sdk::ClaimSource::TemplateName(n) => w::ClaimSource::TemplateName(n.clone()),
+                },
+            })
+            .collect(),
+        resource_claim_statuses: p
+            .resource_claim_statuses
+            .iter()
+            .map(|c| w::PodResourceClaimStatus {
+                name: c.name.clone(),
+                resource_claim_name: c.resource_claim_name.clone(),
+            })
+            .collect(),
+        scheduling_group: p.scheduling_group.clone(),
     }
 }
 
@@ -414,6 +441,7 @@ fn node_to_wit(node: &sdk::Node) -> w::Node {
                 num_nodes: i.num_nodes,
             })
             .collect(),
+        declared_features: node.declared_features.clone(),
     }
 }
 
@@ -699,24 +727,8 @@ pub(crate) fn pod_feature_from_wit(f: w::PodFeature) -> sdk::PodFeature {
     }
 }
 
-/// The WIT flags in declaration order: bit `i` of the SDK's `ActionType` is flag `i`.
-const ACTION_FLAGS: [w::ActionType; 12] = [
-    w::ActionType::ADD,
-    w::ActionType::DELETE,
-    w::ActionType::UPDATE_NODE_ALLOCATABLE,
-    w::ActionType::UPDATE_NODE_LABEL,
-    w::ActionType::UPDATE_NODE_TAINT,
-    w::ActionType::UPDATE_NODE_CONDITION,
-    w::ActionType::UPDATE_NODE_ANNOTATION,
-    w::ActionType::UPDATE_POD_LABEL,
-    w::ActionType::UPDATE_POD_SCALE_DOWN,
-    w::ActionType::UPDATE_POD_TOLERATION,
-    w::ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
-    w::ActionType::UPDATE_OTHER,
-];
-
 fn actions_to_wit(a: berth_sdk::ActionType) -> w::ActionType {
-    ACTION_FLAGS
+    w::ActionType::ALL_IN_ORDER
         .iter()
         .enumerate()
         .filter(|(i, _)| a.0 & (1 << i) != 0)
@@ -724,7 +736,7 @@ fn actions_to_wit(a: berth_sdk::ActionType) -> w::ActionType {
 }
 
 fn actions_from_wit(f: w::ActionType) -> berth_sdk::ActionType {
-    let bits = ACTION_FLAGS
+    let bits = w::ActionType::ALL_IN_ORDER
         .iter()
         .enumerate()
         .filter(|(_, flag)| f.contains(**flag))

@@ -100,6 +100,8 @@ impl Runtime {
         features.workload_scheduling(true);
         SchedulerPlugin::add_to_linker::<HostCtx, HasSelf<HostCtx>>(&mut linker, &features, |c| c)
             .map_err(RuntimeError::Link)?;
+        // The imports of the tracks this host adapts, served by the current ones.
+        super::adapted::add_to_linker(&mut linker).map_err(RuntimeError::Link)?;
         super::sandbox::add_to_linker(&mut linker, |c: &mut HostCtx| {
             ClockView::new(&c.clock, &mut c.table)
         })

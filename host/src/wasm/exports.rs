@@ -1,12 +1,13 @@
 //! A plugin component's exports, found by name once per module and loaded once per
-//! instance: the interfaces of WIT 0.7.0, which every module has, and the optional
-//! ones added since (an extension point's interface a module may lack), each from
-//! the table of extension points ([`berth_sdk::for_each_extension_point!`]).
+//! instance: the interfaces every module of its track has, and the optional ones
+//! added since (an extension point's interface a module may lack), each from the
+//! table of extension points ([`berth_sdk::for_each_extension_point!`]). A module of
+//! the current track is called as it is; one of an adapted track (0.7) through the
+//! adapter ([`super::adapted`]), which the same calls reach.
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
-use super::bindings::exports::berth::scheduler as ex;
 use super::host_imports::HostCtx;
 
 /// Whether the component exports the interface `berth:scheduler/<kebab>` (of any
@@ -18,6 +19,20 @@ fn exports_interface(pre: &InstancePre<HostCtx>, kebab: &str) -> bool {
         .component_type()
         .exports(component.engine())
         .any(|(name, _)| name.split('@').next() == Some(want.as_str()))
+}
+
+/// What a module's optional interfaces say it implements: (interface, the point
+/// names it answered, the names it may answer) for each.
+pub(crate) type Implemented = Vec<(&'static str, Vec<String>, &'static [&'static str])>;
+
+/// An interface's exports of one instance: of the current track, or of an adapted
+/// one (the calls on it, in [`super::adapted`], take and answer the current track's
+/// types either way).
+pub(crate) enum Either<'a, C, A> {
+    /// A module of the current track.
+    Current(&'a C),
+    /// A module of the 0.7 track.
+    V0_7(&'a A),
 }
 
 macro_rules! plugin_exports {
@@ -96,7 +111,7 @@ macro_rules! plugin_exports {
             pub(crate) fn implemented(
                 &self,
                 store: &mut Store<HostCtx>,
-            ) -> wasmtime::Result<Vec<(&'static str, Vec<String>, &'static [&'static str])>> {
+            ) -> wasmtime::Result<Implemented> {
                 #[allow(unused_mut, reason = "a table without optional rows pushes nothing")]
                 let mut out = Vec::new();
                 $( plugin_exports!(@implemented $gen $iface self store out [ $( $pname )* $( $aname )* ]); )*
@@ -151,4 +166,122 @@ macro_rules! plugin_exports {
     (@implemented $gen:ident $iface:ident $self:ident $store:ident $out:ident [ $( $name:literal )* ]) => {};
 }
 
-berth_sdk::for_each_extension_point!(plugin_exports);
+/// The exports of a module of the current track.
+mod current {
+    use super::super::bindings::exports::berth::scheduler as ex;
+    use super::*;
+    berth_sdk::for_each_extension_point!(plugin_exports);
+}
+
+/// The exports of a module of the 0.7 track.
+mod v0_7 {
+    use super::super::adapted::bindings::exports::berth::scheduler as ex;
+    use super::*;
+    berth_sdk::for_each_extension_point!(plugin_exports);
+}
+
+/// Where a module's exports are, of its track.
+pub(crate) enum PluginExportsPre {
+    Current(current::PluginExportsPre),
+    V0_7(v0_7::PluginExportsPre),
+}
+
+/// The exports of one instance, of its module's track.
+pub(crate) enum PluginExports {
+    Current(current::PluginExports),
+    V0_7(v0_7::PluginExports),
+}
+
+impl PluginExportsPre {
+    /// Finds every export a module of `track` has (an error names the one missing)
+    /// and each optional one the component has: `None` is the current track, else
+    /// an adapted one.
+    pub(crate) fn new(pre: InstancePre<HostCtx>, track: Option<&str>) -> wasmtime::Result<Self> {
+        match track {
+            None => Ok(PluginExportsPre::Current(current::PluginExportsPre::new(
+                pre,
+            )?)),
+            Some("0.7") => Ok(PluginExportsPre::V0_7(v0_7::PluginExportsPre::new(pre)?)),
+            Some(other) => Err(wasmtime::format_err!(
+                "this host has no adapter for the {other} track"
+            )),
+        }
+    }
+
+    /// Instantiates the component in `store`.
+    pub(crate) fn instantiate(
+        &self,
+        store: &mut Store<HostCtx>,
+    ) -> wasmtime::Result<PluginExports> {
+        Ok(match self {
+            PluginExportsPre::Current(p) => PluginExports::Current(p.instantiate(store)?),
+            PluginExportsPre::V0_7(p) => PluginExports::V0_7(p.instantiate(store)?),
+        })
+    }
+}
+
+macro_rules! either_getters {
+    ( ()
+      $( $gen:ident interface $iface:ident {
+            points: [ $( $P:ident $pf:ident $pname:literal $pdoc:literal ),* ],
+            also: [ $( $A:ident $af:ident $aname:literal $adoc:literal ),* ],
+            calls: [ $( $kind:ident $body:tt ),* $(,)? ],
+      } )*
+    ) => {
+        impl PluginExports {
+            $(
+                #[doc = concat!("`", stringify!($iface), "`, of the module's track.")]
+                pub(crate) fn $iface(
+                    &self,
+                ) -> wasmtime::Result<Either<'_, current_ex::$iface::Guest, v0_7_ex::$iface::Guest>> {
+                    Ok(match self {
+                        PluginExports::Current(e) => Either::Current(e.$iface()?),
+                        PluginExports::V0_7(e) => Either::V0_7(e.$iface()?),
+                    })
+                }
+            )*
+        }
+    };
+}
+
+use super::adapted::bindings::exports::berth::scheduler as v0_7_ex;
+use super::bindings::exports::berth::scheduler as current_ex;
+
+berth_sdk::for_each_extension_point!(either_getters);
+
+impl PluginExports {
+    /// `plugin`.
+    pub(crate) fn plugin(&self) -> Either<'_, current_ex::plugin::Guest, v0_7_ex::plugin::Guest> {
+        match self {
+            PluginExports::Current(e) => Either::Current(e.plugin()),
+            PluginExports::V0_7(e) => Either::V0_7(e.plugin()),
+        }
+    }
+
+    /// `replica`.
+    pub(crate) fn replica(
+        &self,
+    ) -> Either<'_, current_ex::replica::Guest, v0_7_ex::replica::Guest> {
+        match self {
+            PluginExports::Current(e) => Either::Current(e.replica()),
+            PluginExports::V0_7(e) => Either::V0_7(e.replica()),
+        }
+    }
+
+    /// `cycle`.
+    pub(crate) fn cycle(&self) -> Either<'_, current_ex::cycle::Guest, v0_7_ex::cycle::Guest> {
+        match self {
+            PluginExports::Current(e) => Either::Current(e.cycle()),
+            PluginExports::V0_7(e) => Either::V0_7(e.cycle()),
+        }
+    }
+
+    /// What the optional interfaces the module exports say it implements,
+    /// as (interface, the point names it answered, the names it may answer).
+    pub(crate) fn implemented(&self, store: &mut Store<HostCtx>) -> wasmtime::Result<Implemented> {
+        match self {
+            PluginExports::Current(e) => e.implemented(store),
+            PluginExports::V0_7(e) => e.implemented(store),
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //! output goes to `tracing`, rate-limited.
 
 pub mod abi;
+mod adapted;
 mod cache;
 pub mod capability;
 mod convert;
@@ -34,6 +35,8 @@ pub mod bindings {
             "berth:scheduler/host.cycle-state": crate::plugin::CycleState,
             "berth:scheduler/host.node-simulation": crate::plugin::Simulation,
         },
+        // The adapter for older tracks converts through serde ([`adapted`]).
+        additional_derives: [serde::Serialize, serde::Deserialize],
     });
 }
 

@@ -117,12 +117,13 @@ impl Runtime {
         let component = self.compile_cached(source_name, &sha256, bytes)?;
         // Before linking: wasmtime would link a newer patch of the host's track by
         // its semver-compatible names, and the policy refuses it.
-        let wit_version = self
+        let (wit_version, adapted_track) = self
             .wit_version_of(&component)
             .map_err(|message| LoadError::World {
                 source_name: source_name.to_owned(),
                 message,
-            })?;
+            })?
+            .unzip();
         let world_err = |e: wasmtime::Error| LoadError::World {
             source_name: source_name.to_owned(),
             // Of a version the host loads: wasmtime's message names what is missing
@@ -130,7 +131,8 @@ impl Runtime {
             message: format!("{e:#}"),
         };
         let pre = self.linker.instantiate_pre(&component).map_err(world_err)?;
-        let pre = PluginExportsPre::new(pre).map_err(world_err)?;
+        let pre =
+            PluginExportsPre::new(pre, adapted_track.flatten().as_deref()).map_err(world_err)?;
         let mut module = Module {
             runtime: self.clone(),
             pre,
@@ -217,10 +219,14 @@ impl Runtime {
     }
 
     /// The version of `berth:scheduler` a component's imports and exports carry, when
-    /// the policy ([`super::abi`]) loads it: `None` when they name none (the link then
-    /// says what is missing). An error names a refused version, the host's and what
-    /// the host loads.
-    fn wit_version_of(&self, component: &Component) -> Result<Option<String>, String> {
+    /// the policy ([`super::abi`]) loads it, and the track whose adapter it loads
+    /// through (`None`: the host's own track): `None` when they name no version (the
+    /// link then says what is missing). An error names a refused version, the host's
+    /// and what the host loads.
+    fn wit_version_of(
+        &self,
+        component: &Component,
+    ) -> Result<Option<(String, Option<String>)>, String> {
         let ty = component.component_type();
         let names = ty
             .imports(&self.engine)
@@ -233,12 +239,8 @@ impl Runtime {
         match policy.judge(versions) {
             None => Ok(None),
             Some((v, Support::Refused(why))) => Err(policy.refusal(&v, why)),
-            // The list of adapted tracks is empty in this build: a track put on it
-            // needs its world bound beside the current one, and an adapter here.
-            Some((v, Support::Adapted { track })) => Err(format!(
-                "built against berth:scheduler@{v}, of the {track} track, which this host lists as adapted but has no adapter for; it speaks @{WIT_VERSION}"
-            )),
-            Some((v, Support::Current | Support::OlderPatch)) => Ok(Some(v)),
+            Some((v, Support::Adapted { track })) => Ok(Some((v, Some(track)))),
+            Some((v, Support::Current | Support::OlderPatch)) => Ok(Some((v, None))),
         }
     }
 }
