@@ -745,11 +745,10 @@ mod tests {
             exports: vec!["berth:scheduler/plugin@0.1.0".into()],
             ..Anatomy::default()
         };
-        // Past the first patch of its track, the host also says what it loads.
-        let loads = if v.ends_with(".0") {
-            String::new()
-        } else {
-            format!(" (it loads @0.7.0 to @{v})")
+        // When it loads more than its own version, the host also says what.
+        let loads = match policy.supported_range() {
+            range if range == format!("@{v}") => String::new(),
+            range => format!(" (it loads {range})"),
         };
         assert_eq!(
             diagnose(&old, &policy, &want).unwrap(),

@@ -317,18 +317,17 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     let good = Path::new(berth_artifacts::plugin_paths::NODE_UNSCHEDULABLE);
     let (loads, text) = check(good);
     assert!(loads, "{text}");
-    // The host's version, and (past its track's first patch) what else it loads.
+    // The host's version, and (when it loads more: earlier patches of its track,
+    // adapted tracks) what else it loads.
     let v = berth::wasm::abi::WIT_VERSION;
-    let speaks = if v.ends_with(".0") {
+    let policy = berth::wasm::abi::Policy::current();
+    let loads_range = policy.supported_range();
+    let speaks = if loads_range == format!("@{v}") {
         format!("this host speaks @{v}")
     } else {
-        format!("this host speaks @{v} and loads @0.7.0 to @{v}")
+        format!("this host speaks @{v} and loads {loads_range}")
     };
-    let loads_range = if v.ends_with(".0") {
-        format!("@{v}")
-    } else {
-        format!("@0.7.0 to @{v}")
-    };
+    let track = policy.host().track();
     for want in [
         "kind              component\n",
         "plugin            NodeUnschedulable\n",
@@ -367,7 +366,7 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     assert!(!loads, "{text}");
     assert!(
         text.contains(&format!(
-            "WIT               berth:scheduler@0.1.0 (refused: an earlier track than 0.7, which this host does not adapt; {speaks})\n"
+            "WIT               berth:scheduler@0.1.0 (refused: an earlier track than {track}, which this host does not adapt; {speaks})\n"
         )),
         "{text}"
     );
@@ -375,7 +374,7 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
         text.contains(&format!(
             "refused: {}: built against berth:scheduler@0.1.0, this host speaks @{v}{}: rebuild it with a berth-sdk for WIT {v} (",
             old.display(),
-            if v.ends_with(".0") {
+            if loads_range == format!("@{v}") {
                 String::new()
             } else {
                 format!(" (it loads {loads_range})")
@@ -387,22 +386,24 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
     // A newer patch of the host's track: wasmtime would link it by its
     // semver-compatible names, and the host refuses it before linking.
     let newer = tmp.path().join("newer.wasm");
+    let later = format!("{track}.9");
+    assert_eq!(later.len(), v.len(), "renaming keeps the module's layout");
     std::fs::write(
         &newer,
-        with_berth_names_renamed(&bytes, &format!("@{v}"), "@0.7.9"),
+        with_berth_names_renamed(&bytes, &format!("@{v}"), &format!("@{later}")),
     )
     .unwrap();
     let (loads, text) = check(&newer);
     assert!(!loads, "{text}");
     assert!(
         text.contains(&format!(
-            "WIT               berth:scheduler@0.7.9 (refused: a newer patch of the 0.7 track, which may use what this host lacks; {speaks})\n"
+            "WIT               berth:scheduler@{later} (refused: a newer patch of the {track} track, which may use what this host lacks; {speaks})\n"
         )),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "refused: {}: built against berth:scheduler@0.7.9, a newer patch than this host's @{v} (it loads {loads_range}): run it on a Berth that speaks @0.7.9 or later, or rebuild it with a berth-sdk for WIT {v} (",
+            "refused: {}: built against berth:scheduler@{later}, a newer patch than this host's @{v} (it loads {loads_range}): run it on a Berth that speaks @{later} or later, or rebuild it with a berth-sdk for WIT {v} (",
             newer.display()
         )),
         "{text}"

@@ -418,3 +418,53 @@ fn overlays_replace_a_node_in_the_replica_until_the_next_sync() {
     inst.sync(&snapshot).unwrap();
     assert!(!fits(&mut inst), "the sync puts the snapshot's node back");
 }
+
+#[test]
+fn pod_level_resources_and_resource_claims_are_not_placed_as_if_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = NODES.to_owned();
+    // Its containers ask for little, the pod as a whole for more than a node has.
+    text += r#"---
+apiVersion: v1
+kind: Pod
+metadata: {name: whole-pod-too-big}
+spec:
+  resources: {requests: {cpu: "5"}}
+  containers:
+  - {name: c, image: busybox, resources: {requests: {cpu: 100m}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: whole-pod-fits}
+spec:
+  resources: {requests: {cpu: "3"}}
+  containers:
+  - {name: c, image: busybox, resources: {requests: {cpu: 100m}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: wants-a-gpu}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+  containers:
+  - {name: c, image: busybox, resources: {claims: [{name: gpu}]}}
+"#;
+    let cluster = write(dir.path(), "cluster.yaml", &text);
+    let report = run(&runtime(), vec![cluster], None).unwrap();
+    let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();
+
+    let big = by_name("whole-pod-too-big");
+    assert_eq!(big.node, None);
+    assert!(big.message.contains("Insufficient cpu"), "{}", big.message);
+    assert!(by_name("whole-pod-fits").node.is_some());
+
+    let gpu = by_name("wants-a-gpu");
+    assert_eq!(gpu.node, None, "placed as if it claimed no device");
+    assert!(
+        gpu.message.contains(
+            "pod has ResourceClaims (\"gpu\") and the profile has no DynamicResources plugin to allocate their devices"
+        ),
+        "{}",
+        gpu.message
+    );
+}

@@ -261,11 +261,10 @@ fn modules_that_are_not_plugins_are_refused_naming_the_module() {
         format!(
             "{}: does not fit the berth:scheduler@{WIT_VERSION} plugin world: built against berth:scheduler@0.1.0, this host speaks @{WIT_VERSION}{}",
             berth_artifacts::fixtures::FIXTURE_WRONG_VERSION,
-            // After a patch, the host also names the range of its track it loads.
-            if WIT_VERSION.ends_with(".0") {
-                String::new()
-            } else {
-                format!(" (it loads @0.7.0 to @{WIT_VERSION})")
+            // When it loads more than its own version, the host names what.
+            match berth::wasm::abi::Policy::current().supported_range() {
+                range if range == format!("@{WIT_VERSION}") => String::new(),
+                range => format!(" (it loads {range})"),
             }
         )
     );

@@ -9,18 +9,19 @@
 //! `@since` or `@unstable`), so a module built against an older patch links against
 //! the host's newer world by name and type. A module of a newer patch may need what
 //! this host lacks, and is refused. A module of an earlier track loads only when the
-//! host keeps that track's world and an adapter for it ([`ADAPTED_TRACKS`]).
+//! host keeps that track's world and an adapter for it ([`ADAPTED_TRACKS`]), and
+//! only up to the version of the world kept.
 
 use std::fmt;
 
 /// The WIT package version this host speaks (the `package` line of `wit/`).
 pub const WIT_VERSION: &str = "0.8.0";
 
-/// Earlier tracks whose modules this host still loads through an adapter: that
-/// track's WIT kept beside the current one, bound with `bindgen!` too, and its calls
-/// adapted to the current world. Empty: 0.7 is the first track with this policy,
-/// and no minor bump has happened under it yet.
-pub const ADAPTED_TRACKS: &[&str] = &["0.7"];
+/// Earlier tracks whose modules this host still loads through an adapter, each by
+/// its last version: that version's WIT kept beside the current one
+/// (`wit/adapted/`), bound with `bindgen!` too, and its calls adapted to the current
+/// world (`berth::wasm::adapted`). 0.7.1 was the 0.7 track's last package.
+pub const ADAPTED_TRACKS: &[&str] = &["0.7.1"];
 
 /// A `MAJOR.MINOR.PATCH` version, without pre-release or build parts (wasmtime
 /// treats a pre-release as compatible with nothing else).
@@ -97,13 +98,16 @@ pub enum Refusal {
     OlderTrack,
     /// A later track than the host's.
     NewerTrack,
+    /// A patch of an adapted track later than the version of it the host keeps.
+    NewerThanAdapted,
 }
 
 /// The versions a host loads: its own, and the tracks it adapts.
 #[derive(Debug, Clone)]
 pub struct Policy {
     host: WitVersion,
-    adapted: Vec<String>,
+    /// The last version of each adapted track.
+    adapted: Vec<WitVersion>,
 }
 
 impl Policy {
@@ -115,12 +119,21 @@ impl Policy {
         )
     }
 
-    /// A host of version `host` that adapts the `adapted` tracks.
+    /// A host of version `host` that adapts the tracks of the `adapted` versions,
+    /// each up to that version.
     pub fn new(host: WitVersion, adapted: &[&str]) -> Policy {
         Policy {
             host,
-            adapted: adapted.iter().map(|t| (*t).to_owned()).collect(),
+            adapted: adapted
+                .iter()
+                .map(|a| WitVersion::parse(a).expect("an adapted track's last MAJOR.MINOR.PATCH"))
+                .collect(),
         }
+    }
+
+    /// The version of `track` the host keeps an adapter for, if any.
+    fn adapted_last(&self, track: &str) -> Option<WitVersion> {
+        self.adapted.iter().copied().find(|a| a.track() == track)
     }
 
     /// The host's version.
@@ -141,8 +154,12 @@ impl Policy {
                 std::cmp::Ordering::Greater => Support::Refused(Refusal::NewerPatch),
             };
         }
-        if self.adapted.contains(&track) {
-            return Support::Adapted { track };
+        if let Some(last) = self.adapted_last(&track) {
+            return if v <= last {
+                Support::Adapted { track }
+            } else {
+                Support::Refused(Refusal::NewerThanAdapted)
+            };
         }
         Support::Refused(if v > self.host {
             Refusal::NewerTrack
@@ -173,10 +190,20 @@ impl Policy {
         } else {
             format!("@{first} to @{h}")
         };
-        match self.adapted.as_slice() {
-            [] => {}
-            [one] => s += &format!(", and the {one} track through an adapter"),
-            many => s += &format!(", and the {} tracks through adapters", many.join(", ")),
+        let adapted: Vec<String> = self
+            .adapted
+            .iter()
+            .map(|last| {
+                let first = WitVersion { patch: 0, ..*last };
+                if first == *last {
+                    format!("@{last}")
+                } else {
+                    format!("@{first} to @{last}")
+                }
+            })
+            .collect();
+        if !adapted.is_empty() {
+            s += &format!(", and {} through an adapter", adapted.join(" and "));
         }
         s
     }
@@ -192,6 +219,9 @@ impl Policy {
             ),
             Refusal::NewerPatch => format!(
                 "built against berth:scheduler@{theirs}, a newer patch than this host's @{host} (it loads {range})"
+            ),
+            Refusal::NewerThanAdapted => format!(
+                "built against berth:scheduler@{theirs}, a later patch than the one of its track this host adapts (it loads {range})"
             ),
             Refusal::OlderTrack | Refusal::NewerTrack => {
                 // When the host loads its own version only, "speaks" already is the
@@ -211,7 +241,7 @@ impl Policy {
     pub fn advice(&self, theirs: &str, why: Refusal) -> String {
         let host = self.host;
         match why {
-            Refusal::NotAVersion | Refusal::OlderTrack => {
+            Refusal::NotAVersion | Refusal::OlderTrack | Refusal::NewerThanAdapted => {
                 format!("rebuild it with a berth-sdk for WIT {host}")
             }
             Refusal::NewerPatch | Refusal::NewerTrack => format!(
@@ -231,6 +261,9 @@ impl Policy {
             Support::Refused(Refusal::NotAVersion) => "not a MAJOR.MINOR.PATCH version".to_owned(),
             Support::Refused(Refusal::NewerPatch) => {
                 format!("a newer patch of the {track} track, which may use what this host lacks")
+            }
+            Support::Refused(Refusal::NewerThanAdapted) => {
+                "a later patch of an earlier track than the one this host adapts".to_owned()
             }
             Support::Refused(Refusal::OlderTrack) => {
                 format!("an earlier track than {track}, which this host does not adapt")
@@ -321,19 +354,41 @@ mod tests {
     }
 
     #[test]
-    fn this_host_speaks_its_own_version_and_adapts_nothing_yet() {
+    fn this_host_speaks_its_own_version_and_adapts_the_0_7_track() {
         let p = Policy::current();
         assert_eq!(p.host().to_string(), WIT_VERSION);
         assert_eq!(p.classify(WIT_VERSION), Support::Current);
-        // From its track's first patch to its own.
+        // From its track's first patch to its own, and the adapted track.
         let first = format!("{}.0", p.host().track());
+        let own = if first == WIT_VERSION {
+            format!("@{WIT_VERSION}")
+        } else {
+            format!("@{first} to @{WIT_VERSION}")
+        };
         assert_eq!(
             p.supported_range(),
-            if first == WIT_VERSION {
-                format!("@{WIT_VERSION}")
-            } else {
-                format!("@{first} to @{WIT_VERSION}")
-            }
+            format!("{own}, and @0.7.0 to @0.7.1 through an adapter")
+        );
+        assert_eq!(
+            p.classify("0.7.2"),
+            Support::Refused(Refusal::NewerThanAdapted)
+        );
+        for old in ["0.7.0", "0.7.1"] {
+            assert_eq!(
+                p.classify(old),
+                Support::Adapted {
+                    track: "0.7".into()
+                }
+            );
+        }
+        assert_eq!(p.classify("0.6.3"), Support::Refused(Refusal::OlderTrack));
+        // The adapted track's package is kept beside the current one.
+        let adapted = include_str!("../../../wit/adapted/0.7/scheduler.wit");
+        assert!(
+            adapted
+                .lines()
+                .any(|l| l.trim() == "package berth:scheduler@0.7.1;"),
+            "wit/adapted/0.7/scheduler.wit is not the 0.7 track's last package"
         );
         // The WIT source says the same version.
         let wit = include_str!("../../../wit/scheduler.wit");
@@ -395,7 +450,7 @@ mod tests {
 
     #[test]
     fn an_adapted_track_loads_and_is_named_in_the_range() {
-        let p = Policy::new(v("0.8.1"), &["0.7"]);
+        let p = Policy::new(v("0.8.1"), &["0.7.4"]);
         assert_eq!(
             p.classify("0.7.4"),
             Support::Adapted {
@@ -404,12 +459,20 @@ mod tests {
         );
         assert_eq!(p.classify("0.6.0"), Support::Refused(Refusal::OlderTrack));
         assert_eq!(
+            p.classify("0.7.5"),
+            Support::Refused(Refusal::NewerThanAdapted)
+        );
+        assert_eq!(
             p.supported_range(),
-            "@0.8.0 to @0.8.1, and the 0.7 track through an adapter"
+            "@0.8.0 to @0.8.1, and @0.7.0 to @0.7.4 through an adapter"
         );
         assert_eq!(
             p.refusal("0.6.0", Refusal::OlderTrack),
-            "built against berth:scheduler@0.6.0, this host speaks @0.8.1 (it loads @0.8.0 to @0.8.1, and the 0.7 track through an adapter)"
+            "built against berth:scheduler@0.6.0, this host speaks @0.8.1 (it loads @0.8.0 to @0.8.1, and @0.7.0 to @0.7.4 through an adapter)"
+        );
+        assert_eq!(
+            p.refusal("0.7.5", Refusal::NewerThanAdapted),
+            "built against berth:scheduler@0.7.5, a later patch than the one of its track this host adapts (it loads @0.8.0 to @0.8.1, and @0.7.0 to @0.7.4 through an adapter)"
         );
         assert_eq!(
             p.explain(&p.classify("0.7.4")).unwrap(),
