@@ -458,6 +458,28 @@ spec:
     assert!(big.message.contains("Insufficient cpu"), "{}", big.message);
     assert!(by_name("whole-pod-fits").node.is_some());
 
+    // explain says the same, on every node.
+    let why = berth::simulate::explain(
+        &runtime(),
+        &SimulateOptions {
+            files: vec![dir.path().join("cluster.yaml")],
+            ..SimulateOptions::default()
+        },
+        "default/wants-a-gpu",
+    )
+    .unwrap();
+    assert_eq!(why.prefilter[0].plugin, "DynamicResources");
+    assert_eq!(why.prefilter[0].code, "UnschedulableAndUnresolvable");
+    assert_eq!(why.nodes.len(), 2);
+    for n in &why.nodes {
+        assert!(!n.feasible, "{n:?}");
+        assert!(
+            n.filters.iter().any(|f| f.plugin == "DynamicResources"
+                && f.reasons[0].starts_with("pod has ResourceClaims (\"gpu\")")),
+            "{n:?}"
+        );
+    }
+
     let gpu = by_name("wants-a-gpu");
     assert_eq!(gpu.node, None, "placed as if it claimed no device");
     assert!(

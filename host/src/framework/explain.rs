@@ -159,6 +159,19 @@ impl Framework {
             }
         }
 
+        // Claims no plugin allocates: rejected everywhere, in DynamicResources' name,
+        // as the scheduling cycle rejects them.
+        let unallocated = self.unallocated_claims(pod.pod());
+        if let Some((plugin, status)) = &unallocated {
+            prefilter.insert(0, PluginStatus::new(plugin, status));
+            for &s in &slots {
+                filters
+                    .entry(s)
+                    .or_default()
+                    .push(PluginStatus::new(plugin, status));
+            }
+        }
+
         // Filter: every plugin on every node.
         for &(i, _) in self.at(ExtensionPoint::Filter) {
             if skip.contains(&i) {
@@ -188,7 +201,7 @@ impl Framework {
                 }
             }
         }
-        let prefilter_rejected = !rejected_by.is_empty();
+        let prefilter_rejected = !rejected_by.is_empty() || unallocated.is_some();
         let feasible_of = |s: u32, filters: &HashMap<u32, Vec<PluginStatus>>| {
             !prefilter_rejected
                 && filters

@@ -334,11 +334,14 @@ impl Framework {
     }
 
     /// When the pod has ResourceClaims (`spec.resourceClaims`) and no plugin of the
-    /// profile is DynamicResources, the attempt's verdict: UnschedulableAndUnresolvable
-    /// in DynamicResources' name, naming the claims. Berth ships no DynamicResources
-    /// yet; placing the pod as if it claimed nothing would put it where its devices
-    /// may not be.
-    fn unallocated_claims(&self, pod: &berth_sdk::Pod) -> Option<Diagnosis> {
+    /// profile is DynamicResources, the attempt's verdict in DynamicResources' name:
+    /// UnschedulableAndUnresolvable, naming the claims. Berth ships no
+    /// DynamicResources yet; placing the pod as if it claimed nothing would put it
+    /// where its devices may not be.
+    pub(super) fn unallocated_claims(
+        &self,
+        pod: &berth_sdk::Pod,
+    ) -> Option<(&'static str, Status)> {
         const DYNAMIC_RESOURCES: &str = "DynamicResources";
         if pod.resource_claims.is_empty()
             || self.plugins.iter().any(|p| p.name == DYNAMIC_RESOURCES)
@@ -350,15 +353,13 @@ impl Framework {
             .iter()
             .map(|c| format!("{:?}", c.name))
             .collect();
-        Some(Diagnosis {
-            pre_filter_msg: Some(format!(
+        Some((
+            DYNAMIC_RESOURCES,
+            Status::unresolvable(format!(
                 "pod has ResourceClaims ({}) and the profile has no {DYNAMIC_RESOURCES} plugin to allocate their devices",
                 names.join(", ")
             )),
-            pre_filter_code: Some(Code::UnschedulableAndUnresolvable),
-            unschedulable_plugins: vec![DYNAMIC_RESOURCES.to_owned()],
-            ..Diagnosis::default()
-        })
+        ))
     }
 
     fn try_schedule(
@@ -384,11 +385,16 @@ impl Framework {
 
         // A pod whose devices no plugin of the profile allocates is not placed as if
         // it had no claims.
-        if let Some(diagnosis) = self.unallocated_claims(pod.pod()) {
+        if let Some((plugin, status)) = self.unallocated_claims(pod.pod()) {
             return Ok(ScheduleOutcome::Unschedulable(
                 FitError {
                     num_all_nodes: num_all,
-                    diagnosis,
+                    diagnosis: Diagnosis {
+                        pre_filter_msg: Some(status.message()),
+                        pre_filter_code: Some(status.code),
+                        unschedulable_plugins: vec![plugin.to_owned()],
+                        ..Diagnosis::default()
+                    },
                 },
                 None,
             ));
