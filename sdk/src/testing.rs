@@ -44,8 +44,8 @@
 
 use crate::plugin::{CycleState, MemoryState, Registered, VTable};
 use crate::types::{
-    CPU, Code, Container, EPHEMERAL_STORAGE, HostPort, MEMORY, Node, NodeInfo, PODS, Pod,
-    Resources, Status, Taint, TaintEffect, Toleration, TolerationOperator,
+    CPU, Code, Container, HostPort, MEMORY, Node, NodeInfo, Pod, Status, Taint, TaintEffect,
+    Toleration, TolerationOperator,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -126,7 +126,7 @@ impl NodeBuilder {
     /// Allocatable quantity of any other resource (extended resources, hugepages,
     /// `ephemeral-storage`).
     pub fn allocatable(mut self, resource: &str, quantity: i64) -> Self {
-        set_resource(&mut self.0.node.allocatable, resource, quantity);
+        self.0.node.allocatable.set(resource, quantity);
         self
     }
     /// Lists an image on the node (`status.images`); `num_nodes` is counted when a
@@ -156,18 +156,6 @@ impl NodeBuilder {
 impl From<NodeBuilder> for NodeInfo {
     fn from(b: NodeBuilder) -> NodeInfo {
         b.0
-    }
-}
-
-fn set_resource(r: &mut Resources, resource: &str, quantity: i64) {
-    match resource {
-        CPU => r.milli_cpu = quantity,
-        MEMORY => r.memory = quantity,
-        EPHEMERAL_STORAGE => r.ephemeral_storage = quantity,
-        PODS => r.allowed_pod_number = quantity,
-        other => {
-            r.scalar.insert(other.to_owned(), quantity);
-        }
     }
 }
 
