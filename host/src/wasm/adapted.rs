@@ -38,16 +38,24 @@ use bindings::exports::berth::scheduler as ex07;
 
 /// A value of one track's bindings as the other's: the same serde form, fields the
 /// target lacks dropped. An error is a bug of the adapter (a kind that changed
-/// between the tracks without a conversion written here).
-fn adapt<T: Serialize, U: DeserializeOwned>(value: &T) -> U {
+/// between the tracks without a conversion written here); a call fails with it, as
+/// a call the guest trapped in (the pod is retried, the instance replaced).
+fn try_adapt<T: Serialize, U: DeserializeOwned>(value: &T) -> wasmtime::Result<U> {
     serde_json::to_value(value)
         .and_then(serde_json::from_value)
-        .unwrap_or_else(|e| {
-            panic!(
+        .map_err(|e| {
+            wasmtime::format_err!(
                 "the 0.7 adapter cannot convert a {}: {e}",
                 std::any::type_name::<T>()
             )
         })
+}
+
+/// [`try_adapt`] for the host functions a 0.7 module imports, which answer plain
+/// values: the kinds they carry are the same in both tracks (the tests convert each),
+/// so a failure is a bug of this file.
+fn adapt<T: Serialize, U: DeserializeOwned>(value: &T) -> U {
+    try_adapt(value).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// The serde form of an `action-type` flags value of either bindings (bindgen derives
@@ -283,7 +291,7 @@ macro_rules! calls {
                         Either::V0_7(g) => {
                             $( let $arg: $aty07 = calls!(@arg $mode $arg); )*
                             let r = g.$call(s, $( calls!(@pass $mode $arg) ),*)?;
-                            Ok(adapt(&r))
+                            try_adapt(&r)
                         }
                     }
                 }
@@ -291,9 +299,9 @@ macro_rules! calls {
         }
     };
     (@arg = $arg:ident) => { $arg };
-    (@arg ~ $arg:ident) => { adapt(&$arg) };
-    (@arg v $arg:ident) => { adapt(&$arg) };
-    (@arg ? $arg:ident) => { $arg.map(|a| adapt(a)) };
+    (@arg ~ $arg:ident) => { try_adapt(&$arg)? };
+    (@arg v $arg:ident) => { try_adapt(&$arg)? };
+    (@arg ? $arg:ident) => { $arg.map(try_adapt).transpose()? };
     (@pass = $arg:ident) => { $arg };
     (@pass ~ $arg:ident) => { &$arg };
     (@pass v $arg:ident) => { $arg };
@@ -510,5 +518,50 @@ mod tests {
         let several = w::ActionType::ADD | w::ActionType::UPDATE_POD_SCALE_DOWN;
         let back: w::ActionType = adapt(&adapt::<_, w07::ActionType>(&several));
         assert_eq!(back, several);
+    }
+
+    #[test]
+    fn every_kind_a_host_function_answers_reaches_a_0_7_module() {
+        use super::super::convert;
+        use berth_sdk::{PodDisruptionBudget, Status, volumes as v};
+        let _: w07::PodDisruptionBudget =
+            try_adapt(&convert::budget_to_wit(&PodDisruptionBudget::default())).unwrap();
+        let _: w07::PersistentVolumeClaim =
+            try_adapt(&convert::claim_to_wit(&v::PersistentVolumeClaim::default())).unwrap();
+        let _: w07::PersistentVolume =
+            try_adapt(&convert::volume_to_wit(&v::PersistentVolume::default())).unwrap();
+        let _: w07::StorageClass =
+            try_adapt(&convert::class_to_wit(&v::StorageClass::default())).unwrap();
+        let _: w07::CsiNode = try_adapt(&convert::csi_node_to_wit(&v::CsiNode::default())).unwrap();
+        let _: w07::CsiDriver =
+            try_adapt(&convert::csi_driver_to_wit(&v::CsiDriver::default())).unwrap();
+        let status: w07::Status =
+            try_adapt(&convert::status_to_wit(&Status::unschedulable("full"))).unwrap();
+        assert_eq!(status.reasons, ["full"]);
+        let waiting: Vec<host07::WaitingPod> = try_adapt(&vec![host::WaitingPod {
+            uid: "u".into(),
+            namespace: "ns".into(),
+            name: "p".into(),
+            node: "n".into(),
+            pending_plugins: vec!["Gang".into()],
+        }])
+        .unwrap();
+        assert_eq!(waiting[0].pending_plugins, ["Gang"]);
+        for level in [
+            host07::LogLevel::Trace,
+            host07::LogLevel::Debug,
+            host07::LogLevel::Info,
+            host07::LogLevel::Warn,
+            host07::LogLevel::Error,
+        ] {
+            let _: host::LogLevel = try_adapt(&level).unwrap();
+        }
+        let claim: w::ClaimRef = try_adapt(&w07::ClaimRef {
+            namespace: "ns".into(),
+            name: "c".into(),
+            uid: "u".into(),
+        })
+        .unwrap();
+        assert_eq!(claim.name, "c");
     }
 }
