@@ -62,6 +62,33 @@ fn the_frozen_wit_is_the_0_7_0_one_unedited() {
     );
 }
 
+/// The sha256 of `wit/scheduler.wit` at 0.7.1 (the 0.7 track's last package, as
+/// at commit b9f69a3), which `wit/adapted/0.7/scheduler.wit` keeps below its
+/// three-line FROZEN header: the adapter binds exactly what 0.7 modules were built
+/// against.
+const ADAPTED_0_7_WIT_SHA256: &str =
+    "7036b01abfbe357f6ff45c9b109787a78b3c682e2348ef6a51ed4b7e7a08635a";
+
+#[test]
+fn the_adapted_0_7_wit_is_the_0_7_1_one_unedited() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/adapted/0.7/scheduler.wit");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.split_inclusive('\n');
+    let header: String = lines.by_ref().take(3).collect();
+    assert!(header.starts_with("// FROZEN"), "{header}");
+    let body: String = lines.collect();
+    let sha: String = Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        sha,
+        ADAPTED_0_7_WIT_SHA256,
+        "{} was edited: it is the WIT 0.7 modules were built against, and stays as it was",
+        path.display()
+    );
+}
+
 #[test]
 fn a_0_7_0_module_loads_through_the_current_host() {
     let module = runtime().load_file(Path::new(FIXTURE_WIT_0_7_0)).unwrap();
