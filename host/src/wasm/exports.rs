@@ -220,14 +220,10 @@ impl PluginExportsPre {
     }
 }
 
+/// Each interface of the table's getter on [`PluginExports`]: only the interface's
+/// name is read of a row.
 macro_rules! either_getters {
-    ( ()
-      $( $gen:ident interface $iface:ident {
-            points: [ $( $P:ident $pf:ident $pname:literal $pdoc:literal ),* ],
-            also: [ $( $A:ident $af:ident $aname:literal $adoc:literal ),* ],
-            calls: [ $( $kind:ident $body:tt ),* $(,)? ],
-      } )*
-    ) => {
+    ( () $( $gen:ident interface $iface:ident $row:tt )* ) => {
         impl PluginExports {
             $(
                 #[doc = concat!("`", stringify!($iface), "`, of the module's track.")]
