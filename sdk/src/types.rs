@@ -56,12 +56,18 @@ impl Resources {
     }
 
     fn add_one(&mut self, name: &str, q: i64) {
+        *self.quantity_mut(name) += q;
+    }
+
+    /// The quantity of one resource by name, to change (a scalar resource is added
+    /// at 0 when absent).
+    fn quantity_mut(&mut self, name: &str) -> &mut i64 {
         match name {
-            CPU => self.milli_cpu += q,
-            MEMORY => self.memory += q,
-            EPHEMERAL_STORAGE => self.ephemeral_storage += q,
-            PODS => self.allowed_pod_number += q,
-            _ => *self.scalar.entry(name.to_owned()).or_default() += q,
+            CPU => &mut self.milli_cpu,
+            MEMORY => &mut self.memory,
+            EPHEMERAL_STORAGE => &mut self.ephemeral_storage,
+            PODS => &mut self.allowed_pod_number,
+            _ => self.scalar.entry(name.to_owned()).or_default(),
         }
     }
 
@@ -122,15 +128,7 @@ impl Resources {
 
     /// Sets one resource by name to `q`.
     pub fn set(&mut self, name: &str, q: i64) {
-        match name {
-            CPU => self.milli_cpu = q,
-            MEMORY => self.memory = q,
-            EPHEMERAL_STORAGE => self.ephemeral_storage = q,
-            PODS => self.allowed_pod_number = q,
-            _ => {
-                self.scalar.insert(name.to_owned(), q);
-            }
-        }
+        *self.quantity_mut(name) = q;
     }
 }
 
@@ -436,6 +434,13 @@ impl Pod {
         }
         reqs.add_list(&self.overhead);
         reqs
+    }
+
+    /// What the containers ask for together by their spec (upstream's
+    /// `AggregateContainerRequests` without status resources): neither pod-level
+    /// resources nor the overhead.
+    pub fn container_requests(&self) -> Resources {
+        self.aggregate_containers(&[], |c| Some(&c.requests))
     }
 
     /// What the containers request, each container's list chosen by `list` (`None`:

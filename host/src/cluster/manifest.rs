@@ -1055,7 +1055,7 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
                 .flatten(),
         )
         .collect::<Vec<_>>();
-    let containers: Vec<Container> = spec
+    let containers = spec
         .containers
         .iter()
         .enumerate()
@@ -1069,7 +1069,7 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             )
         })
         .collect::<Result<_, _>>()?;
-    let init_containers: Vec<Container> = spec
+    let init_containers = spec
         .init_containers
         .iter()
         .flatten()
@@ -1084,7 +1084,6 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             )
         })
         .collect::<Result<_, _>>()?;
-    let resources_ = pod_level_resources(spec.resources.as_ref(), &containers, &init_containers)?;
     let resource_claims = spec
         .resource_claims
         .iter()
@@ -1108,7 +1107,7 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             .map_or(0, |(_, value)| *value)
     });
 
-    Ok(Pod {
+    let mut converted = Pod {
         uid,
         namespace,
         name,
@@ -1171,7 +1170,7 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
         // Filled in by the scheduler from the Services and controllers it knows.
         default_selector: None,
         volumes: storage::pod_volumes(spec.volumes.as_ref()),
-        resources: resources_,
+        resources: None,
         resize_infeasible: status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|c| c.iter().find(|c| c.type_ == "PodResizePending"))
@@ -1190,7 +1189,9 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             .scheduling_group
             .as_ref()
             .and_then(|g| non_empty(&g.pod_group_name)),
-    })
+    };
+    converted.resources = pod_level_resources(spec.resources.as_ref(), &converted)?;
+    Ok(converted)
 }
 
 /// Converts `spec.resources` (pod-level resources), with the API server's defaults
@@ -1201,8 +1202,7 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
 /// only CPU, memory and hugepages, as the API server's validation.
 fn pod_level_resources(
     r: Option<&k8s::ResourceRequirements>,
-    containers: &[Container],
-    init_containers: &[Container],
+    pod: &Pod,
 ) -> Result<Option<ResourceRequirements>, FieldError> {
     let Some(r) = r else {
         return Ok(None);
@@ -1218,16 +1218,12 @@ fn pod_level_resources(
         }
     }
     if !limits.is_empty() {
-        let together = Pod {
-            containers: containers.to_vec(),
-            init_containers: init_containers.to_vec(),
-            ..Pod::default()
-        }
-        .requests();
+        let together = pod.container_requests();
         for name in [berth_sdk::CPU, berth_sdk::MEMORY] {
-            let requested = containers
+            let requested = pod
+                .containers
                 .iter()
-                .chain(init_containers)
+                .chain(&pod.init_containers)
                 .any(|c| c.requests.contains_key(name));
             if requested && !requests.contains_key(name) {
                 requests.insert(name.to_owned(), together.get(name));
@@ -1333,23 +1329,15 @@ fn container(
         requests,
         ports,
         restartable: init && c.restart_policy.as_deref() == Some("Always"),
-        allocated: match status {
-            Some(st) => st
-                .allocated_resources
-                .as_ref()
-                .map(|m| resources(Some(m), &format!("{status_path}.allocatedResources")))
-                .transpose()?,
-            None => None,
-        },
-        actuated: match status {
-            Some(st) => st
-                .resources
-                .as_ref()
-                .and_then(|r| r.requests.as_ref())
-                .map(|m| resources(Some(m), &format!("{status_path}.resources.requests")))
-                .transpose()?,
-            None => None,
-        },
+        allocated: status
+            .and_then(|st| st.allocated_resources.as_ref())
+            .map(|m| resources(Some(m), &format!("{status_path}.allocatedResources")))
+            .transpose()?,
+        actuated: status
+            .and_then(|st| st.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .map(|m| resources(Some(m), &format!("{status_path}.resources.requests")))
+            .transpose()?,
     })
 }
 

@@ -64,23 +64,13 @@ macro_rules! flags_serde {
     ($($t:ty),*) => { $(
         impl Serialize for $t {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let bits = <$t>::ALL_IN_ORDER
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| self.contains(**f))
-                    .fold(0u32, |acc, (i, _)| acc | (1 << i));
-                bits.serialize(s)
+                self.bits_in_order().serialize(s)
             }
         }
 
         impl<'de> serde::Deserialize<'de> for $t {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let bits = u32::deserialize(d)?;
-                Ok(<$t>::ALL_IN_ORDER
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| bits & (1 << i) != 0)
-                    .fold(<$t>::empty(), |acc, (_, f)| acc | *f))
+                Ok(<$t>::from_bits_in_order(u32::deserialize(d)?))
             }
         }
 
@@ -101,6 +91,24 @@ macro_rules! flags_serde {
                 <$t>::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
                 <$t>::UPDATE_OTHER,
             ];
+
+            /// The flags as bits: bit `i` set for flag `i` of [`Self::ALL_IN_ORDER`].
+            pub(crate) fn bits_in_order(&self) -> u32 {
+                <$t>::ALL_IN_ORDER
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| self.contains(**f))
+                    .fold(0u32, |acc, (i, _)| acc | (1 << i))
+            }
+
+            /// The flags of [`Self::bits_in_order`]'s bits.
+            pub(crate) fn from_bits_in_order(bits: u32) -> $t {
+                <$t>::ALL_IN_ORDER
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| bits & (1 << i) != 0)
+                    .fold(<$t>::empty(), |acc, (_, f)| acc | *f)
+            }
         }
     )* };
 }

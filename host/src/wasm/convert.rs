@@ -727,19 +727,11 @@ pub(crate) fn pod_feature_from_wit(f: w::PodFeature) -> sdk::PodFeature {
     }
 }
 
+/// Bit `i` of the SDK's `ActionType` is flag `i` of the WIT's, in declaration order.
 fn actions_to_wit(a: berth_sdk::ActionType) -> w::ActionType {
-    w::ActionType::ALL_IN_ORDER
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| a.0 & (1 << i) != 0)
-        .fold(w::ActionType::empty(), |acc, (_, f)| acc | *f)
+    w::ActionType::from_bits_in_order(a.0)
 }
 
 fn actions_from_wit(f: w::ActionType) -> berth_sdk::ActionType {
-    let bits = w::ActionType::ALL_IN_ORDER
-        .iter()
-        .enumerate()
-        .filter(|(_, flag)| f.contains(**flag))
-        .fold(0u32, |acc, (i, _)| acc | (1 << i));
-    berth_sdk::ActionType(bits)
+    berth_sdk::ActionType(f.bits_in_order())
 }
