@@ -43,8 +43,71 @@ pub enum Input {
     Reload(ReloadSource),
     /// A reload's build ended (sent by its thread).
     Built(Box<Result<Built, ReloadError>>),
+    /// Explain a waiting pod (`namespace/name`) on the scheduler's own cache, between
+    /// two cycles (`/debug/explain`).
+    Explain(
+        String,
+        tokio::sync::oneshot::Sender<Result<LiveExplanation, String>>,
+    ),
     /// Stop scheduling and return the scheduler.
     Stop,
+}
+
+/// A waiting pod explained by the running scheduler: what it sees of the pod now, on
+/// its own cache, with what its last attempt concluded.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveExplanation {
+    /// The pod, `namespace/name`.
+    pub pod: String,
+    /// Its scheduling attempts so far.
+    pub attempts: u32,
+    /// Why its last attempt left it pending (the FailedScheduling message), if it
+    /// had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_attempt: Option<String>,
+    /// Every plugin's answer on every node, on the cache as it is now.
+    pub explanation: crate::framework::Explanation,
+}
+
+impl LiveExplanation {
+    /// As `berth explain` prints, under a line on the pod's attempts.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "{}: {} attempt(s){}\n",
+            self.pod,
+            self.attempts,
+            self.last_attempt
+                .as_deref()
+                .map(|m| format!("; the last: {m}"))
+                .unwrap_or_default()
+        );
+        out.push_str(&self.explanation.to_text());
+        out
+    }
+}
+
+/// Answers [`Input::Explain`].
+fn explain_waiting(scheduler: &mut Scheduler, key: &str) -> Result<LiveExplanation, String> {
+    let Some((pod, attempts)) = scheduler.waiting_pod(key) else {
+        return Err(format!(
+            "no pod {key} is waiting to be scheduled by this scheduler (bound, being bound, of another scheduler, or unknown)"
+        ));
+    };
+    let pod = pod.clone();
+    let last_attempt = scheduler
+        .outcome(&pod.uid)
+        .filter(|o| o.node.is_none() && !o.message.is_empty())
+        .map(|o| o.message.clone());
+    let explanation = scheduler
+        .explain(&pod, &crate::framework::ExplainOptions::default())
+        .map_err(|e| format!("{e:#}"))?;
+    Ok(LiveExplanation {
+        pod: key.to_owned(),
+        attempts,
+        last_attempt,
+        explanation,
+    })
 }
 
 impl From<Change> for Input {
@@ -294,6 +357,9 @@ fn run(
             }
             Input::Reload(source) => reloads.request(scheduler, source, &tx),
             Input::Built(built) => reloads.built(scheduler, *built, &tx),
+            Input::Explain(key, reply) => {
+                let _ = reply.send(explain_waiting(scheduler, &key));
+            }
             Input::Wake => {}
             Input::Stop => return false,
         }

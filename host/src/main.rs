@@ -232,9 +232,19 @@ enum Output {
 
 #[derive(clap::Args, Debug)]
 struct SimulateArgs {
-    /// Node and Pod manifests (YAML or JSON, multi-document, `v1 List`).
-    #[arg(required = true)]
+    /// Node and Pod manifests (YAML or JSON, multi-document, `v1 List`); with
+    /// --from-cluster, applied on top of the cluster's objects.
+    #[arg(required_unless_present_any = ["from_cluster", "kubeconfig"])]
     files: Vec<PathBuf>,
+    /// Start from a snapshot of a cluster: its nodes, pods and every object the
+    /// plugins read, listed once through the API (read-only; nothing is written to
+    /// the cluster). Its pending pods are scheduled (or explained) with the files'.
+    #[arg(long)]
+    from_cluster: bool,
+    /// The kubeconfig of --from-cluster (implies it; default: $KUBECONFIG,
+    /// ~/.kube/config, then the in-cluster service account).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
     /// A BerthConfiguration file (profiles, plugin args, modules).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -306,14 +316,38 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
     }
     anyhow::ensure!(args.max_attempts > 0, "--max-attempts must be at least 1");
     scheduler.max_attempts = args.max_attempts;
+    let cluster = if args.from_cluster || args.kubeconfig.is_some() {
+        Some(read_cluster(args.kubeconfig.clone())?)
+    } else {
+        None
+    };
     Ok((
         runtime,
         SimulateOptions {
             files: args.files.clone(),
             config: args.config.clone(),
+            cluster,
             scheduler,
         },
     ))
+}
+
+/// `--from-cluster`: the cluster's objects, read once; a line on stderr says how many.
+fn read_cluster(
+    kubeconfig: Option<PathBuf>,
+) -> anyhow::Result<berth::cluster::kube::ClusterSnapshot> {
+    use berth::cluster::kube::{KubeCluster, KubeOptions, snapshot};
+    let rt = io_runtime()?;
+    let snapshot = rt.block_on(async {
+        let cluster = KubeCluster::connect(&KubeOptions {
+            kubeconfig,
+            ..KubeOptions::default()
+        })
+        .await?;
+        anyhow::Ok(snapshot(&cluster).await?)
+    })?;
+    eprintln!("berth: {}", snapshot.summary());
+    Ok(snapshot)
 }
 
 /// The async runtime the API client and the endpoints run on.

@@ -287,6 +287,7 @@ async fn run_until(
         plugins: Some(plugins),
         shadows: Some(shadows),
         heartbeat: Some(live.heartbeat()),
+        explain: Some(live.sender()),
     });
     let server = match &options.serve {
         Some(serve) => {
@@ -294,7 +295,7 @@ async fn run_until(
             let scheme = if server.is_tls() { "https" } else { "http" };
             let addr = server.local_addr().map_err(RunError::ServeAddr)?;
             tracing::info!(
-                "serving /healthz, /livez, /readyz, /metrics and /plugins on {scheme}://{addr}{}",
+                "serving /healthz, /livez, /readyz, /metrics, /plugins and /debug/explain on {scheme}://{addr}{}",
                 if server.is_delegated() {
                     ", authenticated and authorized through the API server"
                 } else {

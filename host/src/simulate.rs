@@ -8,8 +8,11 @@
 //! backoffs and Permit waits cost no wall time.
 
 use crate::clock::VirtualClock;
+use crate::cluster::Change;
+use crate::cluster::kube::ClusterSnapshot;
 use crate::cluster::manifest::{
-    self, Document, Location, ManifestError, Object, PriorityAdmission, PriorityClass,
+    self, Document, Location, ManifestError, Object, PriorityAdmission, PriorityClass, Workload,
+    WorkloadPod,
 };
 use crate::cluster::memory::MemoryCluster;
 use crate::config::{ConfigError, Configuration};
@@ -30,6 +33,9 @@ pub struct SimulateOptions {
     pub files: Vec<PathBuf>,
     /// A `BerthConfiguration` file; the default profile when absent.
     pub config: Option<PathBuf>,
+    /// A cluster read before the files are applied (`--from-cluster`): its nodes and
+    /// pods and everything else the scheduler reads are the timeline's start.
+    pub cluster: Option<ClusterSnapshot>,
     /// How the scheduler runs.
     pub scheduler: SchedulerOptions,
 }
@@ -57,11 +63,16 @@ pub enum SimulateError {
     /// The pod to explain names a PriorityClass the files do not hold.
     #[error(transparent)]
     PriorityClass(#[from] UnknownPriorityClass),
-    /// The pod to explain is not a pending pod of the files.
+    /// The pod to explain is not a pending pod of the files (or of the cluster).
     #[error(
-        "no pending pod {0} in the files (give it as NAMESPACE/NAME; pods with spec.nodeName are already placed)"
+        "no pending pod {pod} in {place} (give it as NAMESPACE/NAME; pods with spec.nodeName are already placed)"
     )]
-    NoPendingPod(String),
+    NoPendingPod {
+        /// The pod, as given.
+        pod: String,
+        /// Where it was looked for: "the files", "the cluster at URL", or both.
+        place: String,
+    },
     /// The pod could not be explained.
     #[error(transparent)]
     Explain(#[from] ExplainError),
@@ -341,6 +352,10 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Loaded, Simula
 struct Timeline {
     /// Pods by `namespace/name`: their UID.
     pods: HashMap<String, String>,
+    /// Pods' labels by `namespace/name`, for a ReplicaSet's adoption count.
+    labels: HashMap<String, berth_sdk::Labels>,
+    /// The workload controllers, by kind, namespace and name.
+    workloads: HashMap<(String, String, String), Controlled>,
     nodes: std::collections::HashSet<String>,
     /// Pending pods of Berth's profiles, by UID, in order of first appearance.
     reported: Vec<String>,
@@ -348,7 +363,220 @@ struct Timeline {
     classes: HashMap<String, PriorityClass>,
 }
 
+/// What a workload controller of the timeline has done and has yet to do.
+#[derive(Default)]
+struct Controlled {
+    /// The pods it created (`namespace/name`), oldest first.
+    created: Vec<String>,
+    /// An ordered StatefulSet's pods not created yet: the next once the ones before
+    /// it are bound.
+    waiting: std::collections::VecDeque<WorkloadPod>,
+    /// Its selector object, removed with it.
+    selector: Option<(String, String, String)>,
+    /// Its latest document, named in the errors of the pods it creates later.
+    source: Option<Location>,
+}
+
 impl Timeline {
+    /// A workload controller's document: its selector and claims, then the pods it
+    /// is missing (a ReplicaSet counts the pods its selector matches, a StatefulSet
+    /// its ordinals); the pods a later document no longer wants are deleted, and an
+    /// ordered StatefulSet creates its next pod only once the ones before are bound
+    /// ([`Timeline::advance`]).
+    fn apply_workload(
+        &mut self,
+        scheduler: &mut Scheduler,
+        w: Workload,
+        loc: &Location,
+    ) -> Result<(), DocumentProblem> {
+        let id = (w.kind.clone(), w.namespace.clone(), w.name.clone());
+        let mut state = self.workloads.remove(&id).unwrap_or_default();
+        state.source = Some(loc.clone());
+        if let Some(sel) = &w.selector {
+            state.selector = Some((sel.kind.clone(), sel.namespace.clone(), sel.name.clone()));
+            scheduler.add_or_update_selector(sel.clone());
+        }
+        for c in w.claims {
+            if scheduler.storage().claim(&c.namespace, &c.name).is_none() {
+                self.add_claim(scheduler, c);
+            }
+        }
+        let wanted: std::collections::HashSet<String> =
+            w.pods.iter().map(|p| p.pod.key()).collect();
+        // Pods it made that the document no longer wants (scaled down, or a new
+        // template): deleted, as its controller would.
+        let (keep, drop): (Vec<String>, Vec<String>) =
+            state.created.into_iter().partition(|k| wanted.contains(k));
+        state.created = keep;
+        for key in drop {
+            self.delete_pod(scheduler, &key);
+        }
+        let mut missing: Vec<WorkloadPod> = w
+            .pods
+            .into_iter()
+            .filter(|p| !self.pods.contains_key(&p.pod.key()))
+            .collect();
+        if let Some(sel) = &w.adopts {
+            let prefix = format!("{}/", w.namespace);
+            let matching = self
+                .labels
+                .iter()
+                .filter(|(k, l)| k.starts_with(&prefix) && sel.matches(l))
+                .count();
+            missing.truncate(wanted.len().saturating_sub(matching));
+        }
+        state.waiting.clear();
+        if w.ordered {
+            state.waiting.extend(missing);
+            self.workloads.insert(id.clone(), state);
+            self.advance_one(scheduler, &id)?;
+        } else {
+            for p in missing {
+                state.created.push(p.pod.key());
+                self.create_pod(scheduler, p)?;
+            }
+            self.workloads.insert(id, state);
+        }
+        Ok(())
+    }
+
+    /// Creates the next pod of every ordered StatefulSet whose created pods are all
+    /// bound; whether any was created.
+    fn advance(&mut self, scheduler: &mut Scheduler) -> Result<bool, SimulateError> {
+        let ids: Vec<_> = self
+            .workloads
+            .iter()
+            .filter(|(_, s)| !s.waiting.is_empty())
+            .map(|(id, s)| (id.clone(), s.source.clone()))
+            .collect();
+        let mut any = false;
+        for (id, source) in ids {
+            any |= self
+                .advance_one(scheduler, &id)
+                .map_err(|problem| SimulateError::Document {
+                    location: source.unwrap_or_else(|| Location {
+                        file: format!("{} {}/{}", id.0, id.1, id.2),
+                        document: 0,
+                        line: 0,
+                    }),
+                    problem,
+                })?;
+        }
+        Ok(any)
+    }
+
+    fn advance_one(
+        &mut self,
+        scheduler: &mut Scheduler,
+        id: &(String, String, String),
+    ) -> Result<bool, DocumentProblem> {
+        let Some(state) = self.workloads.get_mut(id) else {
+            return Ok(false);
+        };
+        let ready = state.created.iter().all(|key| {
+            self.pods.get(key).is_some_and(|uid| {
+                scheduler
+                    .cache()
+                    .pod(uid)
+                    .is_some_and(|p| !p.node_name.is_empty())
+            })
+        });
+        if !ready {
+            return Ok(false);
+        }
+        let Some(next) = state.waiting.pop_front() else {
+            return Ok(false);
+        };
+        state.created.push(next.pod.key());
+        self.create_pod(scheduler, next)?;
+        Ok(true)
+    }
+
+    /// A pod a controller creates: admitted as a document's pod is.
+    fn create_pod(
+        &mut self,
+        scheduler: &mut Scheduler,
+        p: WorkloadPod,
+    ) -> Result<(), DocumentProblem> {
+        let mut pod = p.pod;
+        if let Some(a) = &p.admission {
+            self.admit(&mut pod, a)?;
+        }
+        self.apply_pod(scheduler, pod)
+    }
+
+    /// Deletes a pod by `namespace/name`, if it exists.
+    fn delete_pod(&mut self, scheduler: &mut Scheduler, key: &str) -> bool {
+        self.labels.remove(key);
+        let Some(uid) = self.pods.remove(key) else {
+            return false;
+        };
+        self.reported.retain(|u| u != &uid);
+        scheduler.delete_pod(&uid);
+        true
+    }
+
+    /// A claim, with the DefaultStorageClass admission plugin's default: a new claim
+    /// that names no class gets the default one.
+    fn add_claim(&mut self, scheduler: &mut Scheduler, mut c: berth_sdk::PersistentVolumeClaim) {
+        if c.storage_class_name.is_none()
+            && scheduler.storage().claim(&c.namespace, &c.name).is_none()
+            && let Some(class) = scheduler.storage().default_class()
+        {
+            c.storage_class_name = Some(class.name);
+        }
+        scheduler.add_or_update_claim(c)
+    }
+
+    /// Deletes a workload controller and, as the garbage collector would, its pods.
+    fn delete_workload(
+        &mut self,
+        scheduler: &mut Scheduler,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) {
+        let id = (kind.to_owned(), namespace.to_owned(), name.to_owned());
+        let Some(state) = self.workloads.remove(&id) else {
+            scheduler.remove_selector(kind, namespace, name);
+            return;
+        };
+        for key in &state.created {
+            self.delete_pod(scheduler, key);
+        }
+        if let Some((k, ns, n)) = state.selector {
+            scheduler.remove_selector(&k, &ns, &n);
+        }
+    }
+
+    /// Starts the timeline from a cluster's objects: they exist before the first
+    /// document, and its pending pods are reported as the files' are. A pod the
+    /// scheduler refuses is left out with a warning, as `berth run` leaves it.
+    fn start_from(&mut self, scheduler: &mut Scheduler, snapshot: &ClusterSnapshot) {
+        for c in &snapshot.priority_classes {
+            self.classes.insert(c.name.clone(), c.clone());
+        }
+        for change in snapshot.changes.iter().cloned() {
+            match &change {
+                Change::Node(n) => {
+                    self.nodes.insert(n.name.clone());
+                }
+                Change::Pod(p) => {
+                    self.labels.insert(p.key(), p.labels.clone());
+                    let pending_here =
+                        p.node_name.is_empty() && scheduler.serves(&p.scheduler_name);
+                    if self.pods.insert(p.key(), p.uid.clone()).is_none() && pending_here {
+                        self.reported.push(p.uid.clone());
+                    }
+                }
+                _ => {}
+            }
+            if let Err(e) = scheduler.apply(change) {
+                tracing::warn!("{}: cluster object not applied: {e:#}", snapshot.server);
+            }
+        }
+    }
+
     fn apply(&mut self, scheduler: &mut Scheduler, doc: Document) -> Result<(), SimulateError> {
         let location = doc.source.clone();
         self.apply_document(scheduler, doc)
@@ -389,17 +617,8 @@ impl Timeline {
                 });
             }
             Object::Budget(b) => scheduler.add_or_update_budget(b),
-            Object::Claim(mut c) => {
-                // The DefaultStorageClass admission plugin: a new claim that names no
-                // class gets the default one.
-                if c.storage_class_name.is_none()
-                    && scheduler.storage().claim(&c.namespace, &c.name).is_none()
-                    && let Some(class) = scheduler.storage().default_class()
-                {
-                    c.storage_class_name = Some(class.name);
-                }
-                scheduler.add_or_update_claim(c)
-            }
+            Object::Claim(c) => self.add_claim(scheduler, c),
+            Object::Workload(w) => self.apply_workload(scheduler, w, &loc)?,
             Object::Volume(v) => scheduler.add_or_update_volume(v),
             Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
             Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
@@ -431,11 +650,12 @@ impl Timeline {
                 }
                 "Pod" => {
                     let key = format!("{namespace}/{name}");
-                    let Some(uid) = self.pods.remove(&key) else {
+                    if !self.delete_pod(scheduler, &key) {
                         return Err(DocumentProblem::NoSuchPod(key));
-                    };
-                    self.reported.retain(|u| u != &uid);
-                    scheduler.delete_pod(&uid);
+                    }
+                }
+                "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" | "ReplicationController" => {
+                    self.delete_workload(scheduler, &kind, &namespace, &name)
                 }
                 "Namespace" => {}
                 "PersistentVolumeClaim" => scheduler.remove_claim(&namespace, &name),
@@ -474,6 +694,7 @@ impl Timeline {
 
     fn apply_pod(&mut self, scheduler: &mut Scheduler, pod: Pod) -> Result<(), DocumentProblem> {
         let key = pod.key();
+        self.labels.insert(key.clone(), pod.labels.clone());
         let pending_here = pod.node_name.is_empty() && scheduler.serves(&pod.scheduler_name);
         match self.pods.get(&key) {
             Some(uid) if uid == &pod.uid => {
@@ -501,9 +722,17 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Report
     } = load(runtime, opts)?;
     let mut timeline = Timeline::default();
     let start = Instant::now();
+    if let Some(snapshot) = &opts.cluster {
+        timeline.start_from(&mut scheduler, snapshot);
+        scheduler.run_until_idle();
+    }
     for doc in docs {
         timeline.apply(&mut scheduler, doc)?;
         scheduler.run_until_idle();
+        // Ordered StatefulSets create their next pod once the one before is bound.
+        while timeline.advance(&mut scheduler)? {
+            scheduler.run_until_idle();
+        }
     }
     let seconds = start.elapsed().as_secs_f64();
 
@@ -575,6 +804,13 @@ pub fn explain(
     } = load(runtime, opts)?;
     let mut timeline = Timeline::default();
     let mut target: Option<Pod> = None;
+    if let Some(snapshot) = &opts.cluster {
+        target = snapshot.changes.iter().find_map(|c| match c {
+            Change::Pod(p) if p.node_name.is_empty() && p.key() == pod => Some(p.clone()),
+            _ => None,
+        });
+        timeline.start_from(&mut scheduler, snapshot);
+    }
     for doc in docs {
         if let Object::Pod(p) = &doc.object
             && p.node_name.is_empty()
@@ -589,7 +825,15 @@ pub fn explain(
         timeline.apply(&mut scheduler, doc)?;
     }
     let Some(target) = target else {
-        return Err(SimulateError::NoPendingPod(pod.to_owned()));
+        let place = match (&opts.cluster, opts.files.is_empty()) {
+            (Some(c), true) => format!("the cluster at {}", c.server),
+            (Some(c), false) => format!("the cluster at {} or the files", c.server),
+            (None, _) => "the files".to_owned(),
+        };
+        return Err(SimulateError::NoPendingPod {
+            pod: pod.to_owned(),
+            place,
+        });
     };
     Ok(scheduler.explain(&target, &crate::framework::ExplainOptions::default())?)
 }

@@ -84,7 +84,9 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         kinds,
         [
             // Berth's own; berth-metrics-reader and berth-endpoints-reader for readers
-            // of the endpoints.
+            // of the endpoints; berth-reader (40-reader-rbac.yaml) for `explain
+            // --kubeconfig` and `simulate --from-cluster`.
+            "ClusterRole",
             "ClusterRole",
             "ClusterRole",
             "ClusterRole",

@@ -282,16 +282,16 @@ spec: {containers: [{name: c, image: nginx}]}
 #[test]
 fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_warning() {
     let dir = tempfile::tempdir().unwrap();
-    let deployment = dir.path().join("deployment.yaml");
+    let cron_job = dir.path().join("cron-job.yaml");
     std::fs::write(
-        &deployment,
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+        &cron_job,
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: d}\n",
     )
     .unwrap();
     let out = berth(&[
         "simulate",
         "examples/volumes/cluster.yaml",
-        deployment.to_str().unwrap(),
+        cron_job.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -345,8 +345,244 @@ fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_w
     );
     assert!(
         stderr(&out).contains(
-            "ignoring objects of kinds scheduling does not read: apps/v1 Deployment (1); only v1 Node"
+            "ignoring objects of kinds scheduling does not read: batch/v1 CronJob (1); only v1 Node"
         ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The pods of a `--output json` report, as `(name, node or "<pending>")`.
+fn placements(out: &std::process::Output) -> Vec<(String, String)> {
+    assert!(out.status.success(), "{}", stderr(out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(out)).unwrap();
+    v["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                p["node"].as_str().unwrap_or("<pending>").to_owned(),
+            )
+        })
+        .collect()
+}
+
+const TWO_NODES: &str = "
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}
+";
+
+/// A workload of `kind` with `spec` lines added under its spec, and a pod template
+/// labelled `app: NAME` asking for `cpu`.
+fn workload(api: &str, kind: &str, name: &str, spec: &str, cpu: &str) -> String {
+    format!(
+        "---\napiVersion: {api}\nkind: {kind}\nmetadata: {{name: {name}}}\nspec:\n{spec}  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n      - {{name: c, image: app, resources: {{requests: {{cpu: '{cpu}'}}}}}}\n"
+    )
+}
+
+#[test]
+fn workload_controllers_create_the_pods_their_controllers_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let selector = |name: &str| format!("  selector: {{matchLabels: {{app: {name}}}}}\n");
+    let manifest = format!(
+        "{TWO_NODES}{}{}{}{}{}",
+        workload(
+            "apps/v1",
+            "Deployment",
+            "web",
+            &format!("  replicas: 3\n{}", selector("web")),
+            "500m"
+        ),
+        // Ordered (the default): db-1 waits until db-0 runs, and db-0 fits nowhere.
+        workload(
+            "apps/v1",
+            "StatefulSet",
+            "db",
+            &format!("  replicas: 3\n{}", selector("db")),
+            "9"
+        ),
+        workload(
+            "apps/v1",
+            "StatefulSet",
+            "cache",
+            &format!(
+                "  replicas: 2\n  podManagementPolicy: Parallel\n{}",
+                selector("cache")
+            ),
+            "9"
+        ),
+        workload(
+            "batch/v1",
+            "Job",
+            "train",
+            "  parallelism: 2\n  completions: 5\n  completionMode: Indexed\n",
+            "1"
+        ),
+        workload(
+            "apps/v1",
+            "StatefulSet",
+            "kv",
+            &format!("  replicas: 2\n{}", selector("kv")),
+            "100m"
+        ),
+    );
+    let file = dir.path().join("workloads.yaml");
+    std::fs::write(&file, &manifest).unwrap();
+    let placed = placements(&berth(&[
+        "simulate",
+        file.to_str().unwrap(),
+        "--output",
+        "json",
+    ]));
+    let names: Vec<&str> = placed.iter().map(|(n, _)| n.as_str()).collect();
+    // The Deployment's three pods: NAME-HASH-XXXXX, one ReplicaSet's.
+    let web: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| n.starts_with("web-"))
+        .collect();
+    assert_eq!(web.len(), 3, "{placed:?}");
+    let hash = web[0].split('-').nth(1).unwrap();
+    for w in &web {
+        let parts: Vec<&str> = w.split('-').collect();
+        assert_eq!(parts.len(), 3, "{w}");
+        assert_eq!(parts[1], hash, "{web:?}");
+        assert_eq!(parts[2].len(), 5, "{w}");
+    }
+    // db-0 is pending, so db-1 and db-2 were never created; the Parallel set's two
+    // pods are both there; the Indexed Job runs its two lowest indexes; kv's ordered
+    // pods both ran (kv-1 once kv-0 was bound).
+    assert!(
+        names.contains(&"db-0") && !names.contains(&"db-1"),
+        "{placed:?}"
+    );
+    assert!(
+        names.contains(&"cache-0") && names.contains(&"cache-1"),
+        "{placed:?}"
+    );
+    let train: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| n.starts_with("train-"))
+        .collect();
+    assert_eq!(train.len(), 2, "{placed:?}");
+    assert!(
+        train[0].starts_with("train-0-") && train[1].starts_with("train-1-"),
+        "{train:?}"
+    );
+    for (n, node) in &placed {
+        let pending = n.starts_with("db-") || n.starts_with("cache-");
+        assert_eq!(node == "<pending>", pending, "{placed:?}");
+    }
+    assert!(
+        names.contains(&"kv-0") && names.contains(&"kv-1"),
+        "{placed:?}"
+    );
+    // The same files, the same names: a run is repeatable.
+    let again = placements(&berth(&[
+        "simulate",
+        file.to_str().unwrap(),
+        "--output",
+        "json",
+    ]));
+    assert_eq!(again, placed);
+
+    // A later document scales the Deployment down to one pod; a ReplicaSet counts the
+    // pods its selector already matches.
+    let lone = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone, labels: {app: rs}}\nspec: {containers: [{name: c, image: app}]}\n";
+    let scaled = format!(
+        "{TWO_NODES}{}{}{lone}{}",
+        workload(
+            "apps/v1",
+            "Deployment",
+            "web",
+            &format!("  replicas: 3\n{}", selector("web")),
+            "500m"
+        ),
+        workload(
+            "apps/v1",
+            "Deployment",
+            "web",
+            &format!("  replicas: 1\n{}", selector("web")),
+            "500m"
+        ),
+        workload(
+            "apps/v1",
+            "ReplicaSet",
+            "rs",
+            &format!("  replicas: 2\n{}", selector("rs")),
+            "100m"
+        ),
+    );
+    std::fs::write(&file, &scaled).unwrap();
+    let placed = placements(&berth(&[
+        "simulate",
+        file.to_str().unwrap(),
+        "--output",
+        "json",
+    ]));
+    let names: Vec<&str> = placed.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names.iter().filter(|n| n.starts_with("web-")).count(),
+        1,
+        "{placed:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| n.starts_with("rs-")).count(),
+        1,
+        "{placed:?}"
+    );
+    assert!(names.contains(&"lone"), "{placed:?}");
+
+    // Deleting the Deployment deletes its pod, as the garbage collector would.
+    let deleted = format!(
+        "{scaled}---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, annotations: {{berth.dev/simulate: delete}}}}\n"
+    );
+    std::fs::write(&file, &deleted).unwrap();
+    let placed = placements(&berth(&[
+        "simulate",
+        file.to_str().unwrap(),
+        "--output",
+        "json",
+    ]));
+    assert!(
+        placed.iter().all(|(n, _)| !n.starts_with("web-")),
+        "{placed:?}"
+    );
+}
+
+#[test]
+fn a_workload_whose_selector_misses_its_template_is_refused_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "{TWO_NODES}{}",
+            workload(
+                "apps/v1",
+                "Deployment",
+                "web",
+                "  selector: {matchLabels: {app: other}}\n",
+                "1"
+            )
+        ),
+    )
+    .unwrap();
+    let out = berth(&["simulate", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out)
+            .contains("spec.template.metadata.labels: `selector` does not match template `labels`"),
         "{}",
         stderr(&out)
     );

@@ -30,6 +30,9 @@ use serde_yaml::Value;
 use super::quantity;
 
 mod storage;
+mod workload;
+
+pub use workload::{Workload, WorkloadPod};
 
 /// The namespace of a pod that names none.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -74,10 +77,13 @@ pub enum Object {
     Budget(berth_sdk::PodDisruptionBudget),
     /// A `v1` Namespace: its name and labels.
     Namespace(String, berth_sdk::Labels),
-    /// A `v1` Service, `v1` ReplicationController, `apps/v1` ReplicaSet or
-    /// `apps/v1` StatefulSet: only its pod selector matters to scheduling (it makes
-    /// the default selector of PodTopologySpread's default constraints).
+    /// A `v1` Service: only its pod selector matters to scheduling (it makes the
+    /// default selector of PodTopologySpread's default constraints).
     Selector(PodSelector),
+    /// An `apps/v1` Deployment, ReplicaSet or StatefulSet, a `v1`
+    /// ReplicationController or a `batch/v1` Job: the pods (and claims) its controller
+    /// would create, and its selector.
+    Workload(Workload),
     /// A `v1` PersistentVolumeClaim.
     Claim(berth_sdk::PersistentVolumeClaim),
     /// A `v1` PersistentVolume.
@@ -290,6 +296,14 @@ impl FieldError {
     /// What was wrong with it.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The same error, its path under `prefix` (`spec.template` + `spec.containers`).
+    pub(crate) fn under(self, prefix: &str) -> Self {
+        FieldError {
+            path: join(prefix, &self.path),
+            message: self.message,
+        }
     }
 
     pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
@@ -608,8 +622,41 @@ fn collect(
     }
     let mut admission = None;
     let object = match (api_version.as_str(), kind.as_str()) {
-        ("v1", "Service" | "ReplicationController") | ("apps/v1", "ReplicaSet" | "StatefulSet") => {
+        ("v1", "Service") => {
             Object::Selector(pod_selector(&kind, Value::Mapping(map), path, location)?)
+        }
+        ("v1", "ReplicationController") => {
+            let rc: k8s::ReplicationController = deserialize(Value::Mapping(map), path, location)?;
+            Object::Workload(
+                workload::replication_controller(&rc)
+                    .map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("apps/v1", "ReplicaSet") => {
+            let rs: k8s_openapi::api::apps::v1::ReplicaSet =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::Workload(
+                workload::replica_set_of(&rs).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("apps/v1", "StatefulSet") => {
+            let sts: k8s_openapi::api::apps::v1::StatefulSet =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::Workload(
+                workload::stateful_set(&sts).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("apps/v1", "Deployment") => {
+            let d: k8s_openapi::api::apps::v1::Deployment =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::Workload(
+                workload::deployment(&d).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        ("batch/v1", "Job") => {
+            let j: k8s_openapi::api::batch::v1::Job =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::Workload(workload::job(&j).map_err(|e| e.into_manifest_error(location, path))?)
         }
         ("v1", "Namespace") => {
             let ns: k8s::Namespace = deserialize(Value::Mapping(map), path, location)?;
@@ -627,33 +674,9 @@ fn collect(
         ("scheduling.k8s.io/v1", "PriorityClass") => {
             use k8s_openapi::api::scheduling::v1 as sched;
             let pc: sched::PriorityClass = deserialize(Value::Mapping(map), path, location)?;
-            let name = pc.metadata.name.clone().unwrap_or_default();
-            if name.is_empty() {
-                return Err(invalid("metadata.name", "required value".into()));
-            }
-            let preemption_policy = match pc.preemption_policy.as_deref() {
-                None | Some("PreemptLowerPriority") => {
-                    berth_sdk::PreemptionPolicy::PreemptLowerPriority
-                }
-                Some("Never") => berth_sdk::PreemptionPolicy::Never,
-                Some(other) => {
-                    return Err(invalid(
-                        "preemptionPolicy",
-                        format!(
-                            "unsupported value {other:?}: supported values: \"Never\", \"PreemptLowerPriority\""
-                        ),
-                    ));
-                }
-            };
-            let Some(value) = pc.value else {
-                return Err(invalid("value", "required value".into()));
-            };
-            Object::PriorityClass(PriorityClass {
-                name,
-                value,
-                global_default: pc.global_default.unwrap_or(false),
-                preemption_policy,
-            })
+            Object::PriorityClass(
+                priority_class_from_k8s(&pc).map_err(|e| e.into_manifest_error(location, path))?,
+            )
         }
         (UPSTREAM_API_VERSION, UPSTREAM_KIND) => {
             let text = serde_yaml::to_string(&Value::Mapping(map))
@@ -743,7 +766,7 @@ fn collect(
 }
 
 /// The kinds a manifest may hold that scheduling reads.
-pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 ReplicaSet, StatefulSet, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
+pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
 
 /// A warning naming the kinds of the ignored objects among `docs` (how many of
 /// each), or `None` when there are none.
@@ -782,9 +805,17 @@ fn deletable(api_version: &str, kind: &str) -> bool {
     match api_version {
         "v1" => matches!(
             kind,
-            "Pod" | "Node" | "Namespace" | "PersistentVolumeClaim" | "PersistentVolume"
+            "Pod"
+                | "Node"
+                | "Namespace"
+                | "PersistentVolumeClaim"
+                | "PersistentVolume"
+                | "Service"
+                | "ReplicationController"
         ),
         "storage.k8s.io/v1" => matches!(kind, "StorageClass" | "CSINode" | "CSIDriver"),
+        "apps/v1" => matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet"),
+        "batch/v1" => kind == "Job",
         _ => false,
     }
 }
@@ -960,6 +991,37 @@ fn deserialize<T: serde::de::DeserializeOwned>(
             path: join(path, field),
             message: e.inner().to_string(),
         }
+    })
+}
+
+/// A typed `scheduling.k8s.io/v1` PriorityClass, as a manifest's or the API server's.
+pub fn priority_class_from_k8s(
+    pc: &k8s_openapi::api::scheduling::v1::PriorityClass,
+) -> Result<PriorityClass, FieldError> {
+    let name = pc.metadata.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        return Err(FieldError::new("metadata.name", "required value"));
+    }
+    let preemption_policy = match pc.preemption_policy.as_deref() {
+        None | Some("PreemptLowerPriority") => berth_sdk::PreemptionPolicy::PreemptLowerPriority,
+        Some("Never") => berth_sdk::PreemptionPolicy::Never,
+        Some(other) => {
+            return Err(FieldError::new(
+                "preemptionPolicy",
+                format!(
+                    "unsupported value {other:?}: supported values: \"Never\", \"PreemptLowerPriority\""
+                ),
+            ));
+        }
+    };
+    let Some(value) = pc.value else {
+        return Err(FieldError::new("value", "required value"));
+    };
+    Ok(PriorityClass {
+        name,
+        value,
+        global_default: pc.global_default.unwrap_or(false),
+        preemption_policy,
     })
 }
 
@@ -1472,6 +1534,7 @@ mod tests {
                 Object::Pod(p) => format!("pod/{}", p.name),
                 Object::Namespace(n, _) => format!("namespace/{n}"),
                 Object::Selector(s) => format!("{}/{}", s.kind.to_lowercase(), s.name),
+                Object::Workload(w) => format!("{}/{}", w.kind.to_lowercase(), w.name),
                 Object::PriorityClass(c) => format!("priorityclass/{}", c.name),
                 Object::Budget(b) => format!("poddisruptionbudget/{}", b.name),
                 Object::Configuration(_) => "kubeschedulerconfiguration".to_owned(),
@@ -2021,16 +2084,16 @@ metadata:
     #[test]
     fn kinds_scheduling_does_not_read_are_ignored_and_named() {
         let text = format!(
-            "{MINIMAL_POD}---\n# a deployment\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {{apiVersion: v1, kind: Secret}}\n  - {{apiVersion: apps/v1, kind: Deployment}}\n---\napiVersion: v2\nkind: Pod\nmetadata: {{name: p}}\n"
+            "{MINIMAL_POD}---\n# a cron job\napiVersion: batch/v1\nkind: CronJob\nmetadata: {{name: d}}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - {{apiVersion: v1, kind: Secret}}\n  - {{apiVersion: batch/v1, kind: CronJob}}\n---\napiVersion: v2\nkind: Pod\nmetadata: {{name: p}}\n"
         );
         let docs = load(&text);
         assert_eq!(
             names(&docs),
             [
                 "pod/p",
-                "ignored apps/v1 Deployment",
+                "ignored batch/v1 CronJob",
                 "ignored v1 Secret",
-                "ignored apps/v1 Deployment",
+                "ignored batch/v1 CronJob",
                 "ignored v2 Pod"
             ]
         );
@@ -2038,7 +2101,7 @@ metadata:
         assert_eq!(
             ignored_kinds_warning(&docs).unwrap(),
             format!(
-                "ignoring objects of kinds scheduling does not read: apps/v1 Deployment (2), v1 Secret (1), v2 Pod (1); only {ACCEPTED_KINDS} are read"
+                "ignoring objects of kinds scheduling does not read: batch/v1 CronJob (2), v1 Secret (1), v2 Pod (1); only {ACCEPTED_KINDS} are read"
             )
         );
         assert_eq!(ignored_kinds_warning(&docs[..1]), None);

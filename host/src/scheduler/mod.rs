@@ -864,6 +864,15 @@ impl Scheduler {
         self.outcomes.get(uid)
     }
 
+    /// A pod waiting in the queue (activeQ, backoffQ, unschedulable or gated), by
+    /// `namespace/name`: its latest version and its attempts so far.
+    pub fn waiting_pod(&self, key: &str) -> Option<(&Pod, u32)> {
+        self.queue
+            .waiting()
+            .find(|qp| qp.pod.key() == key)
+            .map(|qp| (&qp.pod, qp.attempts))
+    }
+
     /// Explains how the pod's profile sees it on every node (see
     /// [`Framework::explain`]).
     pub fn explain(

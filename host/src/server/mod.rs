@@ -142,6 +142,9 @@ pub struct Health {
     pub shadows: Option<crate::reload::ShadowsView>,
     /// The scheduling loop's heartbeat (none: no loop to watch).
     pub heartbeat: Option<crate::live::Heartbeat>,
+    /// The scheduling loop's input, for `/debug/explain/NAMESPACE/NAME` (none: not
+    /// served).
+    pub explain: Option<std::sync::mpsc::Sender<crate::live::Input>>,
 }
 
 /// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`).
@@ -347,7 +350,77 @@ impl Served {
                 return refused(refusal);
             }
         }
+        if let Some(key) = req.uri().path().strip_prefix(EXPLAIN_PATH)
+            && let Some(loop_input) = &self.health.explain
+        {
+            return explain(&req, key, loop_input).await;
+        }
         respond(&req, &self.health)
+    }
+}
+
+/// The prefix of the running scheduler's explanations: `/debug/explain/NAMESPACE/NAME`.
+pub const EXPLAIN_PATH: &str = "/debug/explain/";
+
+/// How long an explanation may wait for the scheduling loop (it answers between two
+/// cycles).
+const EXPLAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `/debug/explain/NAMESPACE/NAME[?output=text]`: the loop explains the waiting pod
+/// on its own cache; JSON unless `output=text`.
+async fn explain(
+    req: &Request<Incoming>,
+    key: &str,
+    loop_input: &std::sync::mpsc::Sender<crate::live::Input>,
+) -> Response<Full<Bytes>> {
+    let plain = "text/plain; charset=utf-8";
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, plain, "only GET\n".into());
+    }
+    let as_text = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "output=text"));
+    let parts: Vec<&str> = key.split('/').collect();
+    if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            plain,
+            format!("{EXPLAIN_PATH}NAMESPACE/NAME: {key:?} is not NAMESPACE/NAME\n"),
+        );
+    }
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    if loop_input
+        .send(crate::live::Input::Explain(key.to_owned(), reply))
+        .is_err()
+    {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            plain,
+            "the scheduling loop has stopped\n".into(),
+        );
+    }
+    match tokio::time::timeout(EXPLAIN_TIMEOUT, answer).await {
+        Ok(Ok(Ok(e))) if as_text => text(StatusCode::OK, plain, e.to_text()),
+        Ok(Ok(Ok(e))) => text(
+            StatusCode::OK,
+            "application/json",
+            serde_json::to_string_pretty(&e).unwrap_or_default() + "\n",
+        ),
+        Ok(Ok(Err(why))) => text(StatusCode::NOT_FOUND, plain, why + "\n"),
+        Ok(Err(_)) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            plain,
+            "the scheduling loop has stopped\n".into(),
+        ),
+        Err(_) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            plain,
+            format!(
+                "the scheduling loop did not answer within {} s\n",
+                EXPLAIN_TIMEOUT.as_secs()
+            ),
+        ),
     }
 }
 
@@ -522,6 +595,7 @@ mod tests {
             plugins: None,
             shadows: None,
             heartbeat: None,
+            explain: None,
         })
     }
 
@@ -648,6 +722,7 @@ mod tests {
                 }),
             )]))),
             heartbeat: None,
+            explain: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::None), health.clone())
             .await
@@ -712,6 +787,7 @@ mod tests {
             plugins: None,
             shadows: None,
             heartbeat: None,
+            explain: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::Files { cert, key }), health)
             .await
@@ -753,6 +829,7 @@ mod tests {
             plugins: None,
             shadows: None,
             heartbeat: None,
+            explain: None,
         });
         let first = Server::bind(&open("127.0.0.1:0", Tls::SelfSigned), health.clone())
             .await

@@ -5,6 +5,7 @@
 //! anyone; a client that never finishes its headers is cut off.
 
 use crate::apiserver::*;
+use crate::common::{self, workspace};
 use k8s_openapi::api::rbac::v1 as rbac;
 use kube::api::{Api, PostParams};
 use std::path::Path;
@@ -203,6 +204,82 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
         .await
         .unwrap();
     assert_eq!(status, 200, "{body}");
+
+    // /debug/explain: the running scheduler explains a waiting pod on its own cache,
+    // to whoever may get that path (deploy/'s reader role names it), with the same
+    // verdicts `berth explain --kubeconfig` gives on the same cluster.
+    create_nodes(&admin, &[node("n1", "2", "4Gi", 10)]).await;
+    create_pods(&admin, "default", &[pod("huge", "3", "default-scheduler")]).await;
+    let path = "/debug/explain/default/huge";
+    let (status, body) = get(&tls, port, path, Some("berth-nobody-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 403, "{body}");
+    let reader = std::fs::read_to_string(workspace().join("deploy/40-reader-rbac.yaml")).unwrap();
+    Api::<rbac::ClusterRole>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_yaml::from_str(&reader).unwrap(),
+        )
+        .await
+        .unwrap();
+    bind_user_to(&admin, "berth-e2e-nobody", "berth-reader").await;
+    let explained: serde_json::Value = eventually(60, "an explanation of huge", || async {
+        let (status, body) = get(&tls, port, path, Some("berth-nobody-token")).await?;
+        let v: serde_json::Value =
+            serde_json::from_str(&body).map_err(|e| format!("{status} {body}: {e}"))?;
+        // Once the loop has tried it.
+        if status == 200 && v["attempts"].as_u64() > Some(0) {
+            Ok(v)
+        } else {
+            Err(format!("{status} {body}"))
+        }
+    })
+    .await;
+    assert_eq!(explained["pod"], "default/huge");
+    assert!(
+        explained["lastAttempt"]
+            .as_str()
+            .is_some_and(|m| m.contains("Insufficient cpu")),
+        "{explained}"
+    );
+    let cli = common::berth(&[
+        "explain",
+        "--native",
+        "--kubeconfig",
+        server.kubeconfig().to_str().unwrap(),
+        "--pod",
+        "default/huge",
+        "--output",
+        "json",
+    ]);
+    assert!(cli.status.success(), "{}", common::stderr(&cli));
+    let cli: serde_json::Value = serde_json::from_str(&common::stdout(&cli)).unwrap();
+    assert_eq!(explained["explanation"], cli);
+    let (status, body) = get(
+        &tls,
+        port,
+        "/debug/explain/default/huge?output=text",
+        Some("berth-nobody-token"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.starts_with("default/huge: "), "{body}");
+    let (status, body) = get(
+        &tls,
+        port,
+        "/debug/explain/default/nope",
+        Some("berth-admin-token"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no pod default/nope is waiting"), "{body}");
+    let (status, body) = get(&tls, port, "/debug/explain/huge", Some("berth-admin-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 400, "{body}");
 
     // Five scrapes in a row reuse the answer of the API server (for 10 s).
     let log = berth.log_text();

@@ -15,6 +15,7 @@ mod proxy;
 
 mod cluster;
 mod endpoints;
+mod from_cluster;
 mod hot_swap;
 mod operations;
 mod preemption;

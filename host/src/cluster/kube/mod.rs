@@ -13,11 +13,13 @@ mod binder;
 pub mod lease;
 pub mod ratelimit;
 mod recorder;
+mod snapshot;
 mod watch;
 
 pub use binder::KubeBinder;
 pub use lease::{LeaderElector, LeaderStatus, LeadershipLost, LeaseConfig};
 pub use recorder::KubeRecorder;
+pub use snapshot::{ClusterSnapshot, SNAPSHOT_TIMEOUT, SnapshotError, snapshot};
 pub use watch::start_watchers;
 
 use ratelimit::RateLimiter;

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::storage::v1 as storage;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use std::collections::HashSet;
@@ -37,9 +37,31 @@ pub fn start_watchers<T: From<Change> + Send + 'static>(
     handle: &Handle,
     tx: Sender<T>,
 ) -> Vec<JoinHandle<()>> {
+    start(cluster, handle, tx, Mode::Watch)
+}
+
+/// How the tasks of [`start`] read their kinds.
+#[derive(Clone)]
+pub(super) enum Mode {
+    /// Watch until aborted: the scheduler's sources.
+    Watch,
+    /// List once and end, a failed list reported on the channel as a sentence: a
+    /// snapshot of the cluster, as the scheduler would see it at start.
+    ListOnce(Sender<String>),
+}
+
+/// One task per kind the scheduler reads, each reading it as `mode` says; the last
+/// to have listed sends [`Change::Synced`].
+pub(super) fn start<T: From<Change> + Send + 'static>(
+    cluster: &KubeCluster,
+    handle: &Handle,
+    tx: Sender<T>,
+    mode: Mode,
+) -> Vec<JoinHandle<()>> {
     let mut s = Spawner {
         client: cluster.client.clone(),
         handle,
+        mode,
         tx,
         // One for the spawning itself, so that no watcher that lists quickly can say
         // "synced" before the others are even started.
@@ -80,6 +102,7 @@ pub fn start_watchers<T: From<Change> + Send + 'static>(
 struct Spawner<'a, T> {
     client: kube::Client,
     handle: &'a Handle,
+    mode: Mode,
     tx: Sender<T>,
     pending: Arc<AtomicUsize>,
     tasks: Vec<JoinHandle<()>>,
@@ -101,7 +124,8 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             + 'static,
     {
         self.pending.fetch_add(1, Ordering::AcqRel);
-        self.tasks.push(self.handle.spawn(watch::<K, T>(
+        self.tasks.push(self.handle.spawn(read::<K, T>(
+            self.mode.clone(),
             Api::all(self.client.clone()),
             config,
             kind,
@@ -121,6 +145,7 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         let client = self.client.clone();
         let tx = self.tx.clone();
         let pending = self.pending.clone();
+        let mode = self.mode.clone();
         self.tasks.push(self.handle.spawn(async move {
             let Some(resource) = served_budgets(&client).await else {
                 tracing::warn!(
@@ -152,7 +177,8 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
                     name: name.to_owned(),
                 }
             };
-            watch(
+            read(
+                mode,
                 api,
                 watcher::Config::default(),
                 "poddisruptionbudgets",
@@ -303,6 +329,83 @@ fn object_name<K: kube::Resource>(o: &K) -> String {
     match &m.namespace {
         Some(ns) => format!("{ns}/{}", m.name.as_deref().unwrap_or("")),
         None => m.name.clone().unwrap_or_default(),
+    }
+}
+
+/// Reads one kind as `mode` says.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the arguments of `watch` and of `list_once`, passed through"
+)]
+async fn read<K, T: From<Change>>(
+    mode: Mode,
+    api: Api<K>,
+    config: watcher::Config,
+    kind: &'static str,
+    convert: impl Fn(&K) -> Result<Option<(String, Change)>, FieldError>,
+    deleted: impl Fn(String) -> Change,
+    tx: Sender<T>,
+    pending: Arc<AtomicUsize>,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + Debug + Send + 'static,
+{
+    match mode {
+        Mode::Watch => watch(api, config, kind, convert, deleted, tx, pending).await,
+        Mode::ListOnce(failures) => {
+            list_once(api, config, kind, convert, tx, pending, failures).await
+        }
+    }
+}
+
+/// Lists one kind once, page by page, as the watcher's first list would (same
+/// selectors, same conversion: an object the scheduler would ignore is ignored here
+/// too, with the same warning). A list that fails is reported on `failures` and ends
+/// the task; either way the task counts as listed.
+async fn list_once<K, T: From<Change>>(
+    api: Api<K>,
+    config: watcher::Config,
+    kind: &'static str,
+    convert: impl Fn(&K) -> Result<Option<(String, Change)>, FieldError>,
+    tx: Sender<T>,
+    pending: Arc<AtomicUsize>,
+    failures: Sender<String>,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + Debug + Send + 'static,
+{
+    let mut params = ListParams::default().limit(500);
+    if let Some(f) = &config.field_selector {
+        params = params.fields(f);
+    }
+    if let Some(l) = &config.label_selector {
+        params = params.labels(l);
+    }
+    loop {
+        match api.list(&params).await {
+            Ok(list) => {
+                for o in &list.items {
+                    match convert(o) {
+                        Ok(Some((_, change))) => {
+                            if tx.send(change.into()).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!("{kind}: ignoring {}: {e}", object_name(o)),
+                    }
+                }
+                match list.metadata.continue_ {
+                    Some(token) if !token.is_empty() => params.continue_token = Some(token),
+                    _ => break,
+                }
+            }
+            Err(e) => {
+                let _ = failures.send(format!("cannot list {kind}: {}", super::error_message(&e)));
+                break;
+            }
+        }
+    }
+    if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let _ = tx.send(Change::Synced.into());
     }
 }
 
