@@ -400,6 +400,7 @@ fn run(
             }
             if now >= next_publish {
                 scheduler.publish_metrics();
+                scheduler.publish_not_ready();
                 next_publish = now + PUBLISH_INTERVAL;
             }
             heartbeat.beat();

@@ -160,6 +160,11 @@ pub trait Recorder: Send + Sync {
     fn preempted(&self, victim: &Pod, preemptor: &Pod, node: &str) {
         let _ = (victim, preemptor, node);
     }
+    /// A PreEnqueue plugin holds the pod back with this message (KEP-5501), or,
+    /// `None`, lets it past again.
+    fn not_ready(&self, pod: &Pod, message: Option<&str>) {
+        let _ = (pod, message);
+    }
     /// The pod is gone: forget whatever was kept about it.
     fn forget(&self, uid: &str) {
         let _ = uid;

@@ -127,6 +127,9 @@ pub type Waker = Arc<dyn Fn() + Send + Sync>;
 /// The PreEnqueue plugin that keeps a pod out, and its message.
 type Gate = Option<(String, String)>;
 
+/// The PreEnqueue plugin whose hold the API server itself reports (`SchedulingGated`).
+const SCHEDULING_GATES: &str = "SchedulingGates";
+
 /// Why a scheduler could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -238,6 +241,9 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     binder: Arc<dyn Binder>,
     recorder: Arc<dyn Recorder>,
+    /// The pods a PreEnqueue plugin holds back, as last told to the recorder (KEP-5501):
+    /// by UID, the pod and its plugin's message.
+    not_ready: HashMap<String, (Pod, String)>,
     waker: Arc<RwLock<Option<Waker>>>,
     bind_tx: PoolSender<Job>,
     bind_rx: Receiver<BindResult>,
@@ -365,6 +371,7 @@ impl Scheduler {
             clock,
             binder,
             recorder: Arc::new(NoRecorder),
+            not_ready: HashMap::new(),
             waker,
             bind_tx,
             bind_rx,
@@ -528,6 +535,45 @@ impl Scheduler {
     /// the loop schedules).
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Tells the recorder which pods a PreEnqueue plugin holds back, and with what
+    /// message, as KEP-5501 has the pod's status say: a pod newly held (or held with
+    /// a new message) is reported, a pod let past that still waits is reported let
+    /// past, a pod gone is forgotten. SchedulingGates is left out: the API server
+    /// itself says `SchedulingGated` for a pod with gates. Computed from the queue's
+    /// contents, as the gauges are, so that no transition is missed; the live loop
+    /// calls it with [`Scheduler::publish_metrics`].
+    pub fn publish_not_ready(&mut self) {
+        let mut held: HashMap<String, (Pod, String)> = HashMap::new();
+        for qp in self.queue.waiting() {
+            let Some(plugin) = qp.gated_by.as_deref() else {
+                continue;
+            };
+            if plugin == SCHEDULING_GATES {
+                continue;
+            }
+            // The gate's message is `PLUGIN: MESSAGE`; the status carries MESSAGE.
+            let message = qp.last_failure.as_deref().unwrap_or_default();
+            let message = message
+                .strip_prefix(plugin)
+                .and_then(|m| m.strip_prefix(": "))
+                .unwrap_or(message);
+            held.insert(qp.pod.uid.clone(), (qp.pod.clone(), message.to_owned()));
+        }
+        for (uid, (pod, message)) in &held {
+            if self.not_ready.get(uid).map(|(_, m)| m) != Some(message) {
+                self.recorder.not_ready(pod, Some(message));
+            }
+        }
+        for (uid, (pod, _)) in &self.not_ready {
+            if !held.contains_key(uid)
+                && (self.queue.get(uid).is_some() || self.queue.is_in_flight(uid))
+            {
+                self.recorder.not_ready(pod, None);
+            }
+        }
+        self.not_ready = held;
     }
 
     /// Brings the gauges that mirror the queue up to date.

@@ -17,6 +17,7 @@ mod cluster;
 mod endpoints;
 mod from_cluster;
 mod hot_swap;
+mod not_ready;
 mod operations;
 mod preemption;
 mod volumes;

@@ -36,6 +36,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 
 /// What a record says of its pod.
+#[derive(Clone)]
 struct PodRef {
     namespace: String,
     name: String,
@@ -69,6 +70,12 @@ enum Record {
         pod: PodRef,
         reason: FailureReason,
         message: String,
+    },
+    /// KEP-5501: the `PodScheduled` condition says `NotReadyForScheduling` with the
+    /// message, or (`None`) that condition of ours is removed.
+    NotReady {
+        pod: PodRef,
+        message: Option<String>,
     },
     /// Write every series count not written yet (at shutdown).
     FlushSeries,
@@ -150,6 +157,43 @@ pub struct KubeRecorder {
     /// again (as upstream skips an unchanged status).
     last_condition: Arc<Mutex<HashMap<String, (FailureReason, String)>>>,
     series: Arc<Mutex<SeriesCache>>,
+    /// The PreEnqueue holds waiting their delay, and those written.
+    not_ready: Arc<Mutex<NotReadyState>>,
+    /// Where the delays run.
+    handle: tokio::runtime::Handle,
+}
+
+/// How long a PreEnqueue hold (or its end) waits before it is written, as KEP-5501
+/// has it: a pod held for a moment costs no write, and the newest verdict of the
+/// delay is the one written.
+pub const NOT_READY_DELAY: Duration = Duration::from_secs(5);
+
+/// KEP-5501's bookkeeping, by pod UID.
+#[derive(Default)]
+struct NotReadyState {
+    /// The newest verdict of each pod whose delay runs: held with a message, or let
+    /// past (`None`).
+    waiting: HashMap<String, (PodRef, String, Option<String>)>,
+    /// The message last written into each pod's status.
+    written: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for NotReadyState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotReadyState")
+            .field("waiting", &self.waiting.len())
+            .field("written", &self.written.len())
+            .finish()
+    }
+}
+
+impl NotReadyState {
+    /// Someone else wrote the pod's condition (an attempt failed, it was bound), or
+    /// the pod is gone: nothing of ours is left to write or to remove.
+    fn forget(&mut self, uid: &str) {
+        self.waiting.remove(uid);
+        self.written.remove(uid);
+    }
 }
 
 impl std::fmt::Debug for Record {
@@ -255,6 +299,8 @@ impl KubeRecorder {
             },
             last_condition: Arc::default(),
             series,
+            not_ready: Arc::default(),
+            handle: handle.clone(),
         }
     }
 
@@ -409,6 +455,70 @@ async fn write_series(cluster: &KubeCluster, w: SeriesWrite) {
     }
 }
 
+/// A strategic merge patch that sets the `PodScheduled` condition to False.
+fn condition_patch(reason: &str, message: &str) -> serde_json::Value {
+    serde_json::json!({
+        "status": {
+            "conditions": [{
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": null,
+                "lastTransitionTime": k8s_openapi::jiff::Timestamp::now()
+                    .round(k8s_openapi::jiff::Unit::Second)
+                    .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
+                    .to_string(),
+            }],
+        },
+    })
+}
+
+async fn patch_status(cluster: &KubeCluster, pod: &PodRef, patch: &serde_json::Value) {
+    let api: Api<k8s::Pod> = Api::namespaced(cluster.client.clone(), &pod.namespace);
+    if let Err(e) = api
+        .patch_status(&pod.name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+    {
+        tracing::debug!(pod = %pod.key(), "patching the PodScheduled condition: {}", error_message(&e));
+    }
+}
+
+/// The reason of a PreEnqueue hold's condition.
+pub const NOT_READY_REASON: &str = "NotReadyForScheduling";
+
+/// Removes the pod's `PodScheduled` condition if it is still the hold's: read, then
+/// removed under the read's resourceVersion, so a condition written meanwhile (an
+/// attempt's) is never removed.
+async fn remove_not_ready(cluster: &KubeCluster, pod: &PodRef) {
+    let api: Api<k8s::Pod> = Api::namespaced(cluster.client.clone(), &pod.namespace);
+    let current = match api.get_status(&pod.name).await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::debug!(pod = %pod.key(), "reading the pod to clear its hold: {}", error_message(&e));
+            return;
+        }
+    };
+    let ours = current.metadata.uid.as_deref() == Some(pod.uid.as_str())
+        && current
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.type_ == "PodScheduled" && c.reason.as_deref() == Some(NOT_READY_REASON)
+                })
+            });
+    if !ours {
+        return;
+    }
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": current.metadata.resource_version},
+        "status": {"conditions": [{"type": "PodScheduled", "$patch": "delete"}]},
+    });
+    patch_status(cluster, pod, &patch).await;
+}
+
 async fn write(cluster: &KubeCluster, record: Record) {
     match record {
         // Events go through `event_write`; a flush is the writer's own.
@@ -417,34 +527,12 @@ async fn write(cluster: &KubeCluster, record: Record) {
             pod,
             reason,
             message,
-        } => {
-            let patch = serde_json::json!({
-                "status": {
-                    "conditions": [{
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": reason.as_str(),
-                        "message": message,
-                        "lastProbeTime": null,
-                        "lastTransitionTime": k8s_openapi::jiff::Timestamp::now()
-                            .round(k8s_openapi::jiff::Unit::Second)
-                            .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
-                            .to_string(),
-                    }],
-                },
-            });
-            let api: Api<k8s::Pod> = Api::namespaced(cluster.client.clone(), &pod.namespace);
-            if let Err(e) = api
-                .patch_status(
-                    &pod.name,
-                    &PatchParams::default(),
-                    &Patch::Strategic(&patch),
-                )
-                .await
-            {
-                tracing::debug!(pod = %pod.key(), "patching the PodScheduled condition: {}", error_message(&e));
-            }
-        }
+        } => patch_status(cluster, &pod, &condition_patch(reason.as_str(), &message)).await,
+        Record::NotReady {
+            pod,
+            message: Some(message),
+        } => patch_status(cluster, &pod, &condition_patch(NOT_READY_REASON, &message)).await,
+        Record::NotReady { pod, message: None } => remove_not_ready(cluster, &pod).await,
     }
 }
 
@@ -609,8 +697,80 @@ impl SeriesCache {
     }
 }
 
+impl KubeRecorder {
+    fn forget_not_ready(&self, uid: &str) {
+        self.not_ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forget(uid);
+    }
+}
+
 impl Recorder for KubeRecorder {
+    fn not_ready(&self, pod: &Pod, message: Option<&str>) {
+        let first = {
+            let mut state = self.not_ready.lock().unwrap_or_else(|e| e.into_inner());
+            state
+                .waiting
+                .insert(
+                    pod.uid.clone(),
+                    (
+                        PodRef::of(pod),
+                        pod.scheduler_name.clone(),
+                        message.map(str::to_owned),
+                    ),
+                )
+                .is_none()
+        };
+        if !first {
+            // Its delay runs already: the newest verdict is the one it writes.
+            return;
+        }
+        let (state, outbox, conditions) = (
+            self.not_ready.clone(),
+            self.outbox.clone(),
+            self.last_condition.clone(),
+        );
+        let uid = pod.uid.clone();
+        self.handle.spawn(async move {
+            tokio::time::sleep(NOT_READY_DELAY).await;
+            let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+            let Some((pod, scheduler_name, verdict)) = state.waiting.remove(&uid) else {
+                return;
+            };
+            match verdict {
+                Some(message) if state.written.get(&uid) != Some(&message) => {
+                    state.written.insert(uid.clone(), message.clone());
+                    // The condition is no longer an attempt's.
+                    conditions
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&uid);
+                    outbox.send(Record::Event {
+                        reporting_controller: scheduler_name,
+                        pod: pod.clone(),
+                        normal: true,
+                        reason: NOT_READY_REASON,
+                        action: "Scheduling",
+                        note: message.clone(),
+                    });
+                    outbox.send(Record::NotReady {
+                        pod,
+                        message: Some(message),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    if state.written.remove(&uid).is_some() {
+                        outbox.send(Record::NotReady { pod, message: None });
+                    }
+                }
+            }
+        });
+    }
+
     fn scheduled(&self, scheduler_name: &str, pod: &Pod, node: &str) {
+        self.forget_not_ready(&pod.uid);
         self.last_condition
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -637,6 +797,7 @@ impl Recorder for KubeRecorder {
     }
 
     fn forget(&self, uid: &str) {
+        self.forget_not_ready(uid);
         self.last_condition
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -648,6 +809,7 @@ impl Recorder for KubeRecorder {
     }
 
     fn failed(&self, scheduler_name: &str, pod: &Pod, reason: FailureReason, message: &str) {
+        self.forget_not_ready(&pod.uid);
         self.outbox.send(Record::Event {
             reporting_controller: scheduler_name.to_owned(),
             pod: PodRef::of(pod),
