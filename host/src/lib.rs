@@ -30,6 +30,7 @@ pub mod framework;
 pub mod live;
 pub mod metrics;
 pub(crate) mod native;
+pub mod oci;
 pub(crate) mod plugin;
 pub mod plugin_cli;
 pub mod queue;

@@ -58,7 +58,8 @@ const LAYERS: &[&[&str]] = &[
     &["wasm"],
     // The plugin boundary: the extension-point table, PluginCalls, CyclePod, CycleState.
     &["plugin"],
-    &["cache", "queue", "metrics", "clock"],
+    // State the loop keeps, and modules pulled from registries: leaves.
+    &["cache", "queue", "metrics", "clock", "oci"],
     &["cluster::kube", "cluster::memory"],
     &["cluster"],
     &[

@@ -134,6 +134,12 @@ impl Runtime {
         }))
     }
 
+    /// The directory of the component cache, when the runtime has one (made private
+    /// and checked when the runtime started).
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.cache.as_ref().map(|c| c.dir())
+    }
+
     /// The linear memory of every instance of this runtime together, and its bound
     /// (`berth.totalMemoryLimit`, set by the scheduler from its configuration).
     pub fn memory(&self) -> &MemoryBudget {
