@@ -498,7 +498,7 @@ impl Builder {
                 module: sources
                     .iter()
                     .find(|s| &s.name == name)
-                    .map(|s| s.path.display().to_string()),
+                    .map(|s| s.location()),
                 reason: e.to_string(),
             })?;
             let mut m = loaded.into_values().next().expect("one module per name");
@@ -762,7 +762,7 @@ impl ReloadJob {
     /// and every module it names (what `berth run` watches).
     pub fn watched_files(config: &Configuration, file: Option<&std::path::Path>) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = file.map(|f| f.to_path_buf()).into_iter().collect();
-        out.extend(config.modules().into_iter().map(|m| m.path));
+        out.extend(config.modules().into_iter().filter_map(|m| m.path));
         out.extend(
             config
                 .berth

@@ -24,11 +24,7 @@ fn config(extra: &str) -> Configuration {
     let c = Configuration::parse("test.yaml", &text).unwrap();
     assert_eq!(
         c.modules[0],
-        ModuleSource {
-            name: "Flaky".into(),
-            path: berth_artifacts::fixtures::FIXTURE_FLAKY.into(),
-            sha256: None
-        }
+        ModuleSource::file("Flaky", berth_artifacts::fixtures::FIXTURE_FLAKY)
     );
     c
 }

@@ -204,11 +204,7 @@ fn a_file_that_is_not_a_component_is_refused_with_its_name() {
 fn modules_are_checked_against_their_name_and_hash() {
     let rt = runtime();
     let path = PathBuf::from(berth_artifacts::fixtures::FIXTURE_MISBEHAVE);
-    let wrong_name = ModuleSource {
-        name: "NodeResourcesFit".into(),
-        path: path.clone(),
-        sha256: None,
-    };
+    let wrong_name = ModuleSource::file("NodeResourcesFit", path.clone());
     let e = load_modules(&rt, &[wrong_name], &["NodeResourcesFit".into()]).unwrap_err();
     assert!(matches!(e, RegistryError::Name { .. }), "{e}");
     assert!(
@@ -217,9 +213,8 @@ fn modules_are_checked_against_their_name_and_hash() {
     );
 
     let wrong_hash = ModuleSource {
-        name: "Misbehave".into(),
-        path,
         sha256: Some("00".repeat(32)),
+        ..ModuleSource::file("Misbehave", path)
     };
     let e = load_modules(&rt, &[wrong_hash], &["Misbehave".into()]).unwrap_err();
     assert!(matches!(e, RegistryError::Sha256 { .. }), "{e}");

@@ -322,11 +322,10 @@ fn a_queue_sort_swap_rekeys_the_queue_and_renaming_a_profile_is_refused() {
         .as_mut()
         .unwrap()
         .modules
-        .push(berth::config::ModuleSource {
-            name: "PrioritySort".into(),
-            path: berth_artifacts::plugin_paths::PRIORITY_SORT.into(),
-            sha256: None,
-        });
+        .push(berth::config::ModuleSource::file(
+            "PrioritySort",
+            berth_artifacts::plugin_paths::PRIORITY_SORT,
+        ));
     let report = s
         .reload(ReloadSource::Config {
             config: Box::new(c.clone()),

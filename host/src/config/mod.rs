@@ -320,20 +320,122 @@ pub struct BerthExtension {
     /// quantity such as `640Mi`); none: only each instance's own `memoryLimit`.
     #[serde(default)]
     pub total_memory_limit: Option<plugins::ByteSize>,
+    /// How the registries of `oci:` modules are reached and polled.
+    #[serde(default)]
+    pub oci: Option<OciSettings>,
 }
 
-/// A plugin module on disk.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+/// Where a plugin module comes from: a file (`path`) or an OCI registry (`oci`);
+/// exactly one of the two.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModuleSource {
     /// The plugin name profiles use; must match the module's own metadata.
     pub name: String,
     /// The component file (relative paths are relative to the configuration file).
-    pub path: PathBuf,
-    /// The expected sha256 of the file, hex; a mismatch refuses the module.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The component in a registry, `oci://REGISTRY/REPOSITORY:TAG[@sha256:DIGEST]`
+    /// (a wasm OCI artifact: one `application/wasm` layer). With a digest, that
+    /// manifest is pulled; with a tag alone, `berth run` polls it (`berth.oci`).
+    #[serde(default)]
+    pub oci: Option<String>,
+    /// The expected sha256 of the component's bytes, hex; a mismatch refuses the
+    /// module.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// How its registry is reached: `berth.oci`'s credentials and plain-HTTP
+    /// registries, filled in by [`Configuration::modules`].
+    #[serde(skip)]
+    pub access: crate::oci::Access,
 }
+
+impl ModuleSource {
+    /// A module file.
+    pub fn file(name: &str, path: impl Into<PathBuf>) -> Self {
+        ModuleSource {
+            name: name.to_owned(),
+            path: Some(path.into()),
+            ..ModuleSource::default()
+        }
+    }
+
+    /// Where it comes from, as messages and `/plugins` name it: the file, or the
+    /// `oci://` reference.
+    pub fn location(&self) -> String {
+        match (&self.oci, &self.path) {
+            (Some(r), _) => r.clone(),
+            (None, Some(p)) => p.display().to_string(),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// The registry reference, when the module comes from one and the reference
+    /// parses ([`Configuration::check`] refuses one that does not).
+    pub fn oci_ref(&self) -> Option<crate::oci::OciRef> {
+        crate::oci::OciRef::parse(self.oci.as_deref()?).ok()
+    }
+
+    /// Checks that it names exactly one of `path` and `oci`, and a well-formed
+    /// reference; `field` is its field path (`berth.modules[0]`).
+    fn check(&self, file: &str, field: &str) -> Vec<ConfigError> {
+        let invalid = |f: String, message: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            field: f,
+            message,
+        };
+        let mut errors = Vec::new();
+        match (&self.path, &self.oci) {
+            (Some(_), Some(_)) => errors.push(invalid(
+                field.to_owned(),
+                "gives both path and oci; a module comes from one of them".into(),
+            )),
+            (None, None) => errors.push(invalid(
+                field.to_owned(),
+                format!(
+                    "gives neither path (a component file) nor oci ({}): say where module {} comes from",
+                    crate::oci::SHAPE,
+                    self.name
+                ),
+            )),
+            (None, Some(r)) => {
+                if let Err(why) = crate::oci::OciRef::parse(r) {
+                    errors.push(invalid(format!("{field}.oci"), why));
+                }
+            }
+            (Some(_), None) => {}
+        }
+        errors
+    }
+}
+
+/// `berth.oci`: how modules named by `oci:` references are reached and followed.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OciSettings {
+    /// A docker config file (`{"auths": {"REGISTRY": {"auth": ...}}}`, as a
+    /// `kubernetes.io/dockerconfigjson` Secret's `.dockerconfigjson` key holds)
+    /// with the registries' credentials; relative to the configuration file. None:
+    /// registries are asked anonymously.
+    #[serde(default)]
+    pub docker_config: Option<PathBuf>,
+    /// How often `berth run` asks the registries where the tags of `oci:` modules
+    /// without a digest point, and swaps in a module whose tag moved (default 1m;
+    /// `0` never asks).
+    #[serde(default, deserialize_with = "duration::deserialize_opt")]
+    pub poll_interval: Option<std::time::Duration>,
+    /// Registries (`HOST:PORT`, as references name them) reached over plain HTTP,
+    /// such as one on loopback; every other is reached over HTTPS.
+    #[serde(default)]
+    pub plain_http: Vec<String>,
+}
+
+/// How often `berth run` polls the tags of `oci:` modules when `berth.oci.pollInterval`
+/// is not given.
+pub const DEFAULT_OCI_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The shortest `berth.oci.pollInterval` other than 0.
+pub const MIN_OCI_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A profile.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -859,9 +961,21 @@ impl Configuration {
         let config = self;
         let extension = config.berth.iter_mut().flat_map(|b| b.modules.iter_mut());
         for m in config.modules.iter_mut().chain(extension) {
-            if m.path.is_relative() {
-                m.path = base.join(&m.path);
+            if let Some(p) = &mut m.path
+                && p.is_relative()
+            {
+                *p = base.join(&*p);
             }
+        }
+        if let Some(f) = config
+            .berth
+            .as_mut()
+            .and_then(|b| b.oci.as_mut())
+            .and_then(|o| o.docker_config.as_mut())
+            && f.is_relative()
+            && !f.as_os_str().is_empty()
+        {
+            *f = base.join(&*f);
         }
         for p in config.berth.iter_mut().flat_map(|b| b.plugins.iter_mut()) {
             p.resolve_paths(base);
@@ -1003,6 +1117,46 @@ impl Configuration {
                     format!("{b} bytes is less than one plugin instance needs (1Mi)"),
                 )),
                 Ok(_) => {}
+            }
+        }
+        for (k, m) in config.modules.iter().enumerate() {
+            errors.extend(m.check(file, &format!("modules[{k}]")));
+        }
+        for (k, m) in config
+            .berth
+            .iter()
+            .flat_map(|b| b.modules.iter())
+            .enumerate()
+        {
+            errors.extend(m.check(file, &format!("berth.modules[{k}]")));
+        }
+        if let Some(oci) = config.berth.as_ref().and_then(|b| b.oci.as_ref()) {
+            if let Some(i) = oci.poll_interval
+                && !i.is_zero()
+                && i < MIN_OCI_POLL_INTERVAL
+            {
+                errors.push(invalid(
+                    "berth.oci.pollInterval",
+                    format!("{i:?} is shorter than 1s (0 never polls)"),
+                ));
+            }
+            for (k, r) in oci.plain_http.iter().enumerate() {
+                if r.is_empty() || r.contains('/') {
+                    errors.push(invalid(
+                        &format!("berth.oci.plainHttp[{k}]"),
+                        format!("{r:?} is not a registry (HOST or HOST:PORT, no scheme or path)"),
+                    ));
+                }
+            }
+            if oci
+                .docker_config
+                .as_ref()
+                .is_some_and(|f| f.as_os_str().is_empty())
+            {
+                errors.push(invalid(
+                    "berth.oci.dockerConfig",
+                    "empty: name a docker config file, or leave the field out".into(),
+                ));
             }
         }
         let settings = config.berth.iter().flat_map(|b| b.plugins.iter());
@@ -1169,7 +1323,35 @@ impl Configuration {
         if let Some(b) = &self.berth {
             all.extend(b.modules.iter().cloned());
         }
+        let access = self.oci_access();
+        for m in &mut all {
+            m.access = access.clone();
+        }
         all
+    }
+
+    /// How the registries of `oci:` modules are reached (`berth.oci`).
+    pub fn oci_access(&self) -> crate::oci::Access {
+        let oci = self.berth.as_ref().and_then(|b| b.oci.as_ref());
+        crate::oci::Access {
+            docker_config: oci.and_then(|o| o.docker_config.clone()),
+            plain_http: oci.map(|o| o.plain_http.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// How often `berth run` polls the tags of `oci:` modules; none: never
+    /// (`berth.oci.pollInterval: 0`).
+    pub fn oci_poll_interval(&self) -> Option<std::time::Duration> {
+        let given = self
+            .berth
+            .as_ref()
+            .and_then(|b| b.oci.as_ref())
+            .and_then(|o| o.poll_interval);
+        match given {
+            Some(d) if d.is_zero() => None,
+            Some(d) => Some(d),
+            None => Some(DEFAULT_OCI_POLL_INTERVAL),
+        }
     }
 
     /// The settings of a plugin under `berth.plugins`, if any.
@@ -1749,6 +1931,72 @@ profiles:
         assert!(
             e.to_string().contains("exactly one queueSort plugin"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_module_comes_from_a_path_or_a_registry_and_registries_are_reached_as_berth_oci_says() {
+        let text = r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+berth:
+  modules:
+  - {name: A, path: a.wasm}
+  - {name: B, oci: "oci://127.0.0.1:5000/plugins/b:1.0"}
+  oci:
+    dockerConfig: secrets/docker.json
+    pollInterval: 30s
+    plainHttp: ["127.0.0.1:5000"]
+"#;
+        let mut c = Configuration::parse("c.yaml", text).unwrap();
+        c.resolve_paths(Path::new("/etc/berth"));
+        let m = c.modules();
+        assert_eq!(m[0].path.as_deref(), Some(Path::new("/etc/berth/a.wasm")));
+        assert_eq!(m[0].location(), "/etc/berth/a.wasm");
+        assert_eq!(m[1].path, None);
+        assert_eq!(m[1].location(), "oci://127.0.0.1:5000/plugins/b:1.0");
+        assert_eq!(m[1].oci_ref().unwrap().tag(), Some("1.0"));
+        let access = crate::oci::Access {
+            docker_config: Some(PathBuf::from("/etc/berth/secrets/docker.json")),
+            plain_http: vec!["127.0.0.1:5000".into()],
+        };
+        assert!(m.iter().all(|m| m.access == access));
+        assert_eq!(
+            c.oci_poll_interval(),
+            Some(std::time::Duration::from_secs(30))
+        );
+        let none = Configuration::parse("c.yaml", "berth: {oci: {pollInterval: 0}}").unwrap();
+        assert_eq!(none.oci_poll_interval(), None);
+        let default = Configuration::parse("c.yaml", "{}").unwrap();
+        assert_eq!(default.oci_poll_interval(), Some(DEFAULT_OCI_POLL_INTERVAL));
+        assert_eq!(default.oci_access(), crate::oci::Access::default());
+
+        let text = r#"
+berth:
+  modules:
+  - {name: Both, path: a.wasm, oci: "oci://r.io/a:1"}
+  - {name: Neither}
+  - {name: Typo, oci: "r.io/a:1"}
+  - {name: NoTag, oci: "oci://r.io/a"}
+  oci:
+    pollInterval: 100ms
+    plainHttp: ["http://r.io"]
+    dockerConfig: ""
+"#;
+        let e = Configuration::parse("c.yaml", text)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e.lines().collect::<Vec<_>>(),
+            [
+                "c.yaml: berth.modules[0]: gives both path and oci; a module comes from one of them",
+                "c.yaml: berth.modules[1]: gives neither path (a component file) nor oci (oci://REGISTRY/REPOSITORY:TAG[@sha256:DIGEST]): say where module Neither comes from",
+                "c.yaml: berth.modules[2].oci: \"r.io/a:1\" does not start with oci:// (expected oci://REGISTRY/REPOSITORY:TAG[@sha256:DIGEST])",
+                "c.yaml: berth.modules[3].oci: \"oci://r.io/a\" names neither a tag (:TAG) nor a digest (@sha256:DIGEST)",
+                "c.yaml: berth.oci.pollInterval: 100ms is shorter than 1s (0 never polls)",
+                "c.yaml: berth.oci.plainHttp[0]: \"http://r.io\" is not a registry (HOST or HOST:PORT, no scheme or path)",
+                "c.yaml: berth.oci.dockerConfig: empty: name a docker config file, or leave the field out",
+            ]
         );
     }
 }

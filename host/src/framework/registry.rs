@@ -29,6 +29,17 @@ pub enum RegistryError {
         /// The expected hash.
         expected: String,
     },
+    /// The module could not be pulled from its registry.
+    #[error("{error}")]
+    Oci {
+        /// The plugin.
+        name: String,
+        /// Why (boxed: the error types that carry this one stay small).
+        error: Box<crate::oci::OciError>,
+    },
+    /// The module's source names neither a file nor a registry.
+    #[error("plugin {0}: its module names neither a path nor an oci reference")]
+    NoLocation(String),
     /// The module calls itself by another name.
     #[error(
         "{source_name}: module says it is plugin {actual}, the configuration names it {expected}"
@@ -113,7 +124,7 @@ pub fn load_modules_with(
     let mut out = HashMap::new();
     for name in names {
         let module = if let Some(src) = sources.iter().find(|s| &s.name == name) {
-            load_file(runtime, &src.path, src.sha256.as_deref(), sandbox(name))?
+            load_source(runtime, src, sandbox(name))?
         } else if let Some(artifact) = builtins.get(name) {
             runtime.load_with(
                 &format!("{BUILTIN_PREFIX}{}", artifact.crate_name),
@@ -129,6 +140,44 @@ pub fn load_modules_with(
     Ok(out)
 }
 
+/// Loads a module from where its source says: a file, or a registry (pulled, or
+/// from the runtime's store of pulled modules; see [`crate::oci`]).
+fn load_source(
+    runtime: &Arc<Runtime>,
+    src: &ModuleSource,
+    sandbox: Sandbox,
+) -> Result<Arc<Module>, RegistryError> {
+    match (&src.oci, &src.path) {
+        (Some(text), _) => {
+            let r = crate::oci::OciRef::parse(text).map_err(|why| RegistryError::Oci {
+                name: src.name.clone(),
+                error: Box::new(crate::oci::OciError::Registry {
+                    reference: text.clone(),
+                    detail: why,
+                }),
+            })?;
+            let store = oci_store(runtime);
+            let pulled = crate::oci::pull(&r, &src.access, store.as_ref()).map_err(|error| {
+                RegistryError::Oci {
+                    name: src.name.clone(),
+                    error: Box::new(error),
+                }
+            })?;
+            check_and_load(runtime, text, pulled.bytes, src.sha256.as_deref(), sandbox)
+        }
+        (None, Some(path)) => load_file(runtime, path, src.sha256.as_deref(), sandbox),
+        (None, None) => Err(RegistryError::NoLocation(src.name.clone())),
+    }
+}
+
+/// Where a runtime keeps the modules it pulled: `oci/` in its component cache
+/// directory; none when it caches nothing (`--no-cache`).
+pub fn oci_store(runtime: &Runtime) -> Option<crate::oci::Store> {
+    runtime
+        .cache_dir()
+        .map(|d| crate::oci::Store::new(d.join("oci")))
+}
+
 /// Loads a component file, refused when its sha256 is not the `expected` one.
 fn load_file(
     runtime: &Arc<Runtime>,
@@ -141,6 +190,19 @@ fn load_file(
         path: shown.clone(),
         error,
     })?;
+    check_and_load(runtime, &shown, bytes, expected, sandbox)
+}
+
+/// Loads a module's bytes (named `shown`), refused when their sha256 is not the
+/// `expected` one.
+fn check_and_load(
+    runtime: &Arc<Runtime>,
+    shown: &str,
+    bytes: Vec<u8>,
+    expected: Option<&str>,
+    sandbox: Sandbox,
+) -> Result<Arc<Module>, RegistryError> {
+    let shown = shown.to_owned();
     if let Some(expected) = expected {
         let actual: String = Sha256::digest(&bytes)
             .iter()
