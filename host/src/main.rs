@@ -31,7 +31,7 @@ enum Command {
     /// Check a configuration file, or print the default one.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Write, check and test plugins: new, check, test.
+    /// Write, check, test and push plugins: new, check, test, push.
     #[command(subcommand)]
     Plugin(berth::plugin_cli::PluginCommand),
 }

@@ -1,6 +1,7 @@
 //! `berth plugin`: what a plugin author runs. `new` writes a plugin crate, `check`
 //! loads a module as the scheduler would and says what it is (or exactly why it
-//! would be refused), `test` plays the SDK's test cases through a component.
+//! would be refused), `test` plays the SDK's test cases through a component, `push`
+//! checks a module as `check` does and pushes it to an OCI registry.
 
 use crate::framework::PluginCalls;
 use crate::testing::{ComponentHarness, HarnessError, ms, trial};
@@ -55,6 +56,20 @@ pub enum PluginCliError {
     /// The report could not be written as JSON.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// `push`: the reference is not `oci://REGISTRY/REPOSITORY:TAG`.
+    #[error("{0}")]
+    Reference(String),
+    /// `push`: the module is one the scheduler would refuse (the report says why).
+    #[error("{module}: not pushed: the scheduler would refuse it: {why}")]
+    Refused {
+        /// The module file.
+        module: String,
+        /// Why.
+        why: String,
+    },
+    /// `push`: the registry refused or could not be reached.
+    #[error(transparent)]
+    Oci(#[from] crate::oci::OciError),
 }
 
 /// The one WIT source, read at build time: the plugin world's imports and exports
@@ -73,6 +88,29 @@ pub enum PluginCommand {
     /// Play test cases (JSON, as `berth_sdk::testing::Case` serializes them)
     /// through a component.
     Test(TestArgs),
+    /// Check a module as `check` does, then push it to an OCI registry as a wasm
+    /// artifact (one `application/wasm` layer); prints the manifest digest
+    /// (`sha256:...`), what `oci://...:TAG@sha256:...` pins.
+    Push(PushArgs),
+}
+
+/// Arguments of `berth plugin push`.
+#[derive(clap::Args, Debug)]
+pub struct PushArgs {
+    /// The component file.
+    pub module: PathBuf,
+    /// Where to push it: `oci://REGISTRY/REPOSITORY:TAG`.
+    pub reference: String,
+    /// A docker config file with the registry's credentials (`auths`); default
+    /// `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`, when it exists.
+    #[arg(long)]
+    pub docker_config: Option<PathBuf>,
+    /// Reach the registry over plain HTTP (a registry on loopback, say).
+    #[arg(long)]
+    pub plain_http: bool,
+    /// The plugin's args for the check's trial call, as JSON (default `{}`).
+    #[arg(long, default_value = "{}")]
+    pub args: String,
 }
 
 /// Arguments of `berth plugin new`.
@@ -175,6 +213,11 @@ pub fn run(cmd: PluginCommand) -> Result<std::process::ExitCode, PluginCliError>
                 ExitCode::FAILURE
             })
         }
+        PluginCommand::Push(args) => {
+            let pushed = push(&args)?;
+            println!("{}", pushed.digest);
+            Ok(ExitCode::SUCCESS)
+        }
         PluginCommand::Test(args) => {
             let text = std::fs::read_to_string(&args.cases).map_err(|error| {
                 PluginCliError::ReadCases {
@@ -209,6 +252,80 @@ pub fn run(cmd: PluginCommand) -> Result<std::process::ExitCode, PluginCliError>
             })
         }
     }
+}
+
+/// The docker config `berth plugin push` reads when `--docker-config` is not given:
+/// `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`, when it exists.
+fn default_docker_config() -> Option<PathBuf> {
+    let file = match std::env::var_os("DOCKER_CONFIG") {
+        Some(d) => PathBuf::from(d).join("config.json"),
+        None => PathBuf::from(std::env::var_os("HOME")?)
+            .join(".docker")
+            .join("config.json"),
+    };
+    file.is_file().then_some(file)
+}
+
+/// `berth plugin push`: checks the module as `berth plugin check` does (a module the
+/// scheduler would refuse is not pushed), then pushes it; says what it pushed on
+/// stderr.
+pub fn push(args: &PushArgs) -> Result<crate::oci::Pushed, PluginCliError> {
+    let target = crate::oci::OciRef::parse(&args.reference).map_err(PluginCliError::Reference)?;
+    if target.digest().is_some() {
+        return Err(PluginCliError::Reference(format!(
+            "{target}: a push names a tag, not a digest (the digest is what the push makes)"
+        )));
+    }
+    let runtime = Runtime::new(RuntimeOptions::default())?;
+    let report = check(&runtime, &args.module, &args.args);
+    if let Some(why) = report.refused {
+        return Err(PluginCliError::Refused {
+            module: args.module.display().to_string(),
+            why,
+        });
+    }
+    let bytes = std::fs::read(&args.module).map_err(|error| crate::oci::OciError::Read {
+        path: args.module.display().to_string(),
+        error,
+    })?;
+    let mut annotations = std::collections::BTreeMap::new();
+    if let Some(name) = &report.name {
+        annotations.insert("org.opencontainers.image.title".to_owned(), name.clone());
+    }
+    if let Some(version) = &report.version {
+        annotations.insert(
+            "org.opencontainers.image.version".to_owned(),
+            version.clone(),
+        );
+    }
+    let access = crate::oci::Access {
+        docker_config: args.docker_config.clone().or_else(default_docker_config),
+        plain_http: if args.plain_http {
+            vec![target.registry().to_owned()]
+        } else {
+            Vec::new()
+        },
+    };
+    let info = crate::oci::PushInfo {
+        imports: report.imports.clone(),
+        exports: report.exports.clone(),
+        annotations,
+    };
+    let pushed = crate::oci::push(&bytes, &target, &access, &info)?;
+    eprintln!(
+        "pushed plugin {} {}({} bytes, component {}) to {target}
+pin it as {}",
+        report.name.as_deref().unwrap_or("?"),
+        report
+            .version
+            .as_deref()
+            .map(|v| format!("{v} "))
+            .unwrap_or_default(),
+        pushed.size,
+        pushed.layer_digest,
+        target.pinned(&pushed.digest),
+    );
+    Ok(pushed)
 }
 
 /// The SDK next to the sources this binary was built from, if it is still there.
