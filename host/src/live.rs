@@ -283,7 +283,11 @@ struct Reloads {
 impl Reloads {
     fn request(&mut self, scheduler: &mut Scheduler, source: ReloadSource, tx: &Sender<Input>) {
         if self.building {
-            self.next = Some(source);
+            // A registry poll's reload loads the modules anew, as any other does: it
+            // never displaces one waiting (an edited configuration).
+            if !(matches!(source, ReloadSource::Current) && self.next.is_some()) {
+                self.next = Some(source);
+            }
             return;
         }
         let job = scheduler.prepare_reload(source);

@@ -698,6 +698,10 @@ pub enum ReloadSource {
         /// The directory relative paths start from.
         base: PathBuf,
     },
+    /// The configuration the running version was built from, again: its modules are
+    /// loaded anew, so that an `oci:` module whose tag moved is pulled, checked and
+    /// swapped in (what `berth run`'s registry poll asks for).
+    Current,
     /// This configuration; `file` names it in messages.
     Config {
         /// The configuration.
@@ -747,6 +751,13 @@ impl ReloadJob {
                     .map_err(|e| ReloadError::config(&file, e))?;
                 (config, file)
             }
+            ReloadSource::Current => {
+                let (config, file) = (self.base.config.clone(), self.base.file.clone());
+                config
+                    .check(&file)
+                    .map_err(|e| ReloadError::config(&file, e))?;
+                (config, file)
+            }
             ReloadSource::Config { config, file } => {
                 config
                     .check(&file)
@@ -777,6 +788,58 @@ impl ReloadJob {
 /// What `/plugins` serves: the current version's [`Generation::describe`], replaced
 /// at each swap.
 pub type PluginsView = Arc<std::sync::RwLock<serde_json::Value>>;
+
+/// The `oci:` modules of a version that follow a tag (no digest pinned), with what
+/// each runs now: what `berth run` polls the registries about.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FollowedTags {
+    /// How often to ask (`berth.oci.pollInterval`); none: never.
+    pub interval: Option<std::time::Duration>,
+    /// How the registries are reached.
+    pub access: crate::oci::Access,
+    /// The modules, in the configuration's order.
+    pub modules: Vec<FollowedTag>,
+}
+
+/// One module that follows a tag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FollowedTag {
+    /// The plugin it serves.
+    pub plugin: String,
+    /// Its reference (a tag, no digest).
+    pub reference: crate::oci::OciRef,
+    /// The sha256 of the component running now (hex): a tag whose layer has
+    /// another digest moved.
+    pub sha256: String,
+}
+
+/// The running version's [`FollowedTags`], replaced at each swap.
+pub type FollowedView = Arc<std::sync::RwLock<FollowedTags>>;
+
+impl Generation {
+    /// The modules of this version that follow a tag, and how to poll them.
+    pub fn followed_tags(&self) -> FollowedTags {
+        let modules = self
+            .config
+            .modules()
+            .iter()
+            .filter_map(|src| {
+                let reference = src.oci_ref()?;
+                let running = self.modules.get(&src.name)?;
+                reference.moves().then(|| FollowedTag {
+                    plugin: src.name.clone(),
+                    reference,
+                    sha256: running.sha256().to_owned(),
+                })
+            })
+            .collect();
+        FollowedTags {
+            interval: self.config.oci_poll_interval(),
+            access: self.config.oci_access(),
+            modules,
+        }
+    }
+}
 
 /// What `/shadows` serves: the shadow runs of the current version (replaced at each
 /// swap), read as they are at each request.

@@ -215,6 +215,7 @@ async fn run_until(
     }
     let plugins = scheduler.plugins_view();
     let shadows = scheduler.shadows_view();
+    let followed = scheduler.followed_view();
     // A dead loop must not leave a live-looking leader: end the process, so that the
     // Lease is no longer renewed and a follower takes over.
     let live = LiveLoop::start(
@@ -247,6 +248,9 @@ async fn run_until(
             ),
         }
     }
+    // `oci:` modules that follow a tag: their registries are asked where the tags
+    // point, and a moved tag is reloaded.
+    let registry_poll = crate::watch::poll_registries(followed, live.sender(), &handle);
     let config_map_watch = match (&options.config_map, config_text) {
         (Some(cm), Some(first)) => {
             tracing::info!(
@@ -334,6 +338,7 @@ async fn run_until(
         stop.await;
     }
     health.shutting_down.store(true, Ordering::Relaxed);
+    registry_poll.abort();
     for w in watchers.iter().chain(&config_map_watch) {
         w.abort();
     }

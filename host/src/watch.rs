@@ -63,6 +63,92 @@ fn concerns(event: &notify::Event, files: &[PathBuf]) -> bool {
     })
 }
 
+/// How long the registry poll waits before it looks again at a version that polls
+/// nothing (`berth.oci.pollInterval: 0`): a reload may turn it on.
+const IDLE_POLL: Duration = Duration::from_secs(60);
+
+/// Asks the registries, every `berth.oci.pollInterval` of the running version,
+/// where the tags of its `oci:` modules point (the manifest only); when a tag's
+/// component is not the one running, asks the live loop to build the running
+/// configuration again ([`ReloadSource::Current`]): the new module is pulled and
+/// goes through a reload's checks, and is swapped in or refused. A module refused
+/// once is not asked for again until its tag moves on; a registry that cannot be
+/// reached is logged when it starts failing and when it answers again. Runs as a
+/// task on `handle` until aborted or the loop is gone.
+pub fn poll_registries(
+    view: crate::reload::FollowedView,
+    tx: Sender<Input>,
+    handle: &tokio::runtime::Handle,
+) -> tokio::task::JoinHandle<()> {
+    handle.spawn(async move {
+        // Per plugin: the layer digest a reload was asked for, and whether the
+        // last poll failed.
+        let mut asked: std::collections::HashMap<String, String> = Default::default();
+        let mut failing: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let interval = view
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .interval
+                .unwrap_or(IDLE_POLL);
+            tokio::time::sleep(interval).await;
+            let followed = view.read().unwrap_or_else(|e| e.into_inner()).clone();
+            if followed.interval.is_none() || followed.modules.is_empty() {
+                continue;
+            }
+            let answers = match tokio::task::spawn_blocking(move || {
+                followed
+                    .modules
+                    .iter()
+                    .map(|m| {
+                        (
+                            m.clone(),
+                            crate::oci::resolve(&m.reference, &followed.access),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            {
+                Ok(a) => a,
+                Err(_) => continue,
+            };
+            let mut moved = Vec::new();
+            for (m, answer) in answers {
+                match answer {
+                    Ok(now) => {
+                        if failing.remove(&m.plugin) {
+                            tracing::info!(plugin = %m.plugin, module = %m.reference, "the registry answers again");
+                        }
+                        let running = format!("sha256:{}", m.sha256);
+                        if now.layer_digest == running {
+                            asked.remove(&m.plugin);
+                        } else if asked.get(&m.plugin) != Some(&now.layer_digest) {
+                            tracing::info!(
+                                plugin = %m.plugin,
+                                module = %m.reference,
+                                "the tag moved to {} (component {}; running {running}); reloading",
+                                now.manifest_digest,
+                                now.layer_digest,
+                            );
+                            asked.insert(m.plugin.clone(), now.layer_digest);
+                            moved.push(m.plugin);
+                        }
+                    }
+                    Err(e) => {
+                        if failing.insert(m.plugin.clone()) {
+                            tracing::warn!(plugin = %m.plugin, "cannot poll the module's tag, the running module keeps serving: {e}");
+                        }
+                    }
+                }
+            }
+            if !moved.is_empty() && tx.send(Input::Reload(ReloadSource::Current)).is_err() {
+                return;
+            }
+        }
+    })
+}
+
 /// Why the configuration file and its modules cannot be watched.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {

@@ -36,7 +36,7 @@ use crate::queue::{
     HintOracle, QueueConfig, QueueName, QueuedPod, SchedulingQueue, node_update_actions,
     pod_update_actions,
 };
-use crate::reload::{Builder, Generation, PluginsView, ReloadError, ShadowsView};
+use crate::reload::{Builder, FollowedView, Generation, PluginsView, ReloadError, ShadowsView};
 use crate::wasm::Runtime;
 use crate::wasm::module::HostServices;
 use berth_sdk::affinity::LabelSelector;
@@ -229,6 +229,8 @@ pub struct Scheduler {
     builder: Builder,
     /// What `/plugins` shows, kept up to date at each swap.
     plugins_view: PluginsView,
+    /// The `oci:` modules that follow a tag, kept up to date at each swap.
+    followed_view: FollowedView,
     shadows_view: ShadowsView,
     cache: Cache,
     queue: SchedulingQueue,
@@ -354,11 +356,13 @@ impl Scheduler {
         queue.set_metrics(metrics.clone());
         let plugins_view = Arc::new(RwLock::new(generation.describe()));
         let shadows_view = Arc::new(RwLock::new(generation.shadow_stats()));
+        let followed_view = Arc::new(RwLock::new(generation.followed_tags()));
         Ok(Scheduler {
             frameworks,
             generation,
             builder,
             plugins_view,
+            followed_view,
             shadows_view,
             cache: Cache::new(),
             queue,

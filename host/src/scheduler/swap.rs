@@ -4,7 +4,7 @@
 use super::{Oracle, Scheduler};
 use crate::framework::CyclePod;
 use crate::reload::{
-    Built, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
+    Built, FollowedView, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
 };
 use berth_sdk::Pod;
 use std::collections::{BTreeSet, HashMap};
@@ -34,6 +34,12 @@ impl Scheduler {
     /// What `/plugins` shows (a handle the HTTP server keeps; each swap updates it).
     pub fn plugins_view(&self) -> PluginsView {
         self.plugins_view.clone()
+    }
+
+    /// The `oci:` modules that follow a tag (a handle `berth run`'s registry poll
+    /// keeps; each swap updates it).
+    pub fn followed_view(&self) -> FollowedView {
+        self.followed_view.clone()
     }
 
     /// What `/shadows` shows (a handle the HTTP server keeps; each swap updates it).
@@ -196,6 +202,10 @@ impl Scheduler {
             }
         }
         *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
+        *self
+            .followed_view
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = self.generation.followed_tags();
         *self.shadows_view.write().unwrap_or_else(|e| e.into_inner()) =
             self.generation.shadow_stats();
         for p in &changed {
