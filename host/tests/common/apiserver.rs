@@ -342,36 +342,7 @@ pub fn assert_ten_per_node(bound: &std::collections::BTreeMap<String, String>, n
     assert!(per_node.values().all(|&c| c == 10), "{per_node:?}");
 }
 
-/// A loopback port nobody listens on now, for a `berth run` to serve on. It is
-/// below the kernel's ephemeral range: a port the kernel handed out (`bind` to 0)
-/// would be free again once the probe closes, and the next outgoing connection (to
-/// the API server, say) could take it before berth binds it. Where in the range to
-/// start looking depends on the process and the time, so tests running at once
-/// start at different places.
-pub fn free_port() -> u16 {
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let (low, high) = (10_000u16, ephemeral_low.max(10_001));
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let span = u32::from(high - low);
-    let start = (std::process::id().wrapping_mul(7919) ^ nanos) % span;
-    // Not one this process handed out already and has not bound yet.
-    static HANDED: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
-    let port = (0..span)
-        .map(|i| low + ((start + i) % span) as u16)
-        .find(|port| {
-            !handed.contains(port) && std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok()
-        })
-        .expect("a free loopback port below the ephemeral range");
-    handed.push(port);
-    port
-}
+pub use crate::common::free_port;
 
 /// The pod's `PodScheduled` condition, if it has one.
 pub fn pod_scheduled(p: &k8s::Pod) -> Option<k8s::PodCondition> {

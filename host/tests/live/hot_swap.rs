@@ -2,7 +2,8 @@
 //! running Berth is edited (a plugin's module path changed) and the next pods follow
 //! the new module; a module path that does not exist is refused while scheduling goes
 //! on with the module that serves; `/plugins` and `/metrics` say so. The same through
-//! a ConfigMap that `berth run --config-map` reads and watches through the API.
+//! a ConfigMap that `berth run --config-map` reads and watches through the API. A
+//! plugin rolled out from an OCI registry by moving its tag.
 
 use crate::apiserver::*;
 use std::collections::{BTreeMap, HashSet};
@@ -240,4 +241,91 @@ async fn an_edited_config_map_swaps_the_module_and_a_bad_one_is_refused() {
     );
     let bound = schedule(&client, "refused", 4).await;
     assert_eq!(nodes_of(&bound), ["zulu"], "{bound:?}");
+}
+
+/// An operator rolls a new plugin version from a registry: `berth run` loads
+/// NodePreference from a tag in a registry with htpasswd authentication (credentials
+/// from a docker config file); the next build is pushed to the tag, and the registry
+/// poll pulls it, checks it and swaps it in; the next pods follow it, and `/plugins`
+/// shows the new component under the same reference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_rolls_out_when_its_tag_moves_in_a_registry() {
+    use crate::registry::{PASSWORD, Registry, USER};
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let client = server.client().await;
+    create_nodes(
+        &client,
+        &[
+            node("alpha", "8", "16Gi", 110),
+            node("zulu", "8", "16Gi", 110),
+        ],
+    )
+    .await;
+    let dir = server.dir.path();
+    let reg = Registry::start(&dir.join("registry"));
+    let creds = reg.docker_config("docker.json", USER, PASSWORD);
+    let repo = "plugins/node-preference:stable";
+    reg.push(
+        berth_artifacts::fixtures::FIXTURE_PREFER_FIRST_NODE,
+        repo,
+        &creds,
+    );
+    let reference = format!("oci://{}/{repo}", reg.host);
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    score:\n      enabled: [{{name: NodePreference, weight: 50}}]\nberth:\n  modules:\n  - {{name: NodePreference, oci: \"{reference}\"}}\n  oci:\n    dockerConfig: {}\n    plainHttp: ['{}']\n    pollInterval: 1s\n",
+            creds.display(),
+            reg.host
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut berth = Berth::run_in(
+        dir,
+        &server.kubeconfig(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            &format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1",
+            "--serve-http",
+        ],
+    );
+    let bound = schedule(&client, "v1", 4).await;
+    assert_eq!(nodes_of(&bound), ["alpha"], "{bound:?}");
+
+    // The next build, pushed to the tag.
+    reg.push(
+        berth_artifacts::fixtures::FIXTURE_PREFER_LAST_NODE,
+        repo,
+        &creds,
+    );
+    berth.wait_log("the tag moved to", Duration::from_secs(60));
+    berth.wait_log("configuration reloaded", Duration::from_secs(60));
+    let bound = schedule(&client, "v2", 4).await;
+    assert_eq!(nodes_of(&bound), ["zulu"], "{bound:?}");
+    let (status, body) = http_get(port, "/plugins").await.unwrap();
+    assert_eq!(status, 200);
+    let view: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(view["generation"], 2, "{body}");
+    let pref = view["profiles"][0]["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "NodePreference")
+        .cloned()
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(pref["module"], reference.as_str(), "{body}");
+    let last = std::fs::read(berth_artifacts::fixtures::FIXTURE_PREFER_LAST_NODE).unwrap();
+    let hex: String = {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(&last)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert_eq!(pref["sha256"], hex.as_str(), "{body}");
 }

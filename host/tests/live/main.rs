@@ -12,6 +12,8 @@ mod apiserver;
 mod common;
 #[path = "../common/proxy.rs"]
 mod proxy;
+#[path = "../common/registry.rs"]
+mod registry;
 
 mod cluster;
 mod endpoints;
