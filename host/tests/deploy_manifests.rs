@@ -158,6 +158,34 @@ fn every_manifest_parses_into_its_kubernetes_type() {
             .clone()
             .unwrap()
     };
+    // Registry credentials for `oci:` modules: an optional Secret, mounted read-only
+    // where the ConfigMap's example names the docker config file.
+    let volume = pod
+        .volumes
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|v| v.name == "registry-credentials")
+        .expect("a registry-credentials volume");
+    let secret = volume.secret.as_ref().expect("a Secret volume");
+    assert_eq!(secret.optional, Some(true));
+    let item = &secret.items.as_ref().unwrap()[0];
+    assert_eq!(
+        (item.key.as_str(), item.path.as_str()),
+        (".dockerconfigjson", "config.json")
+    );
+    let mount = c
+        .volume_mounts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|m| m.name == "registry-credentials")
+        .expect("the registry credentials mounted");
+    assert_eq!(mount.read_only, Some(true));
+    assert!(
+        text.contains(&format!("dockerConfig: {}/config.json", mount.mount_path)),
+        "the ConfigMap's example names the mounted file"
+    );
     assert_eq!(path(&c.liveness_probe), "/livez");
     assert_eq!(path(&c.readiness_probe), "/readyz");
     assert!(c.resources.as_ref().unwrap().limits.is_some());
