@@ -31,6 +31,7 @@ pub mod live;
 pub mod metrics;
 pub(crate) mod native;
 pub mod oci;
+pub mod page;
 pub(crate) mod plugin;
 pub mod plugin_cli;
 pub mod queue;

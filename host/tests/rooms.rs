@@ -45,6 +45,8 @@ const LAYERS: &[&[&str]] = &[
     ],
     // The live loop: a thread that drives a Scheduler.
     &["live"],
+    // The page: a model of a Scheduler (nodes, pending pods explained), rendered.
+    &["page"],
     // The scheduler: loop, binding, preemption's cluster side, storage, swap.
     &["scheduler"],
     // Building a version of the profiles (a reload, or the first one).

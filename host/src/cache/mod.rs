@@ -91,6 +91,15 @@ impl Cache {
             .map(|s| &*s.info)
     }
 
+    /// Every node (with a node object) and its pods, in slot order.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|s| s.has_node)
+            .map(|s| &*s.info)
+    }
+
     /// Marks a slot changed: a new generation, and for the node info a new stamp
     /// (`NodeInfo::stamp`, which native plugins see; process-wide, so that no two
     /// caches give the same stamp to different nodes).
@@ -522,8 +531,11 @@ mod tests {
         let mut c = Cache::new();
         c.add_pod(&pod("p", "later", 300)).unwrap();
         assert!(c.node("later").is_none());
+        assert_eq!(c.nodes().count(), 0, "a node only pods name is not listed");
         c.add_or_update_node(node("later"));
         assert_eq!(c.node("later").unwrap().requested.milli_cpu, 300);
+        let listed: Vec<(&str, usize)> = c.nodes().map(|n| (n.name(), n.pods.len())).collect();
+        assert_eq!(listed, [("later", 1)]);
         c.remove_node("later");
         assert!(c.node("later").is_none());
         c.remove_pod("p").unwrap();
