@@ -292,6 +292,7 @@ async fn run_until(
         shadows: Some(shadows),
         heartbeat: Some(live.heartbeat()),
         explain: Some(live.sender()),
+        page: None,
     });
     let server = match &options.serve {
         Some(serve) => {

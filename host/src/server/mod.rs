@@ -3,7 +3,9 @@
 //! renews its Lease), `/readyz` (the cluster state has been listed once, and the
 //! process is not shutting down), `/metrics` (the Prometheus text format) and
 //! `/plugins` (JSON: per profile, the plugins loaded now, their modules and versions)
-//! and `/shadows` (JSON: each shadow run's comparisons and latest disagreements).
+//! and `/shadows` (JSON: each shadow run's comparisons and latest disagreements), and,
+//! when it has one, the page (`/`, HTML) and its model (`/page.json`; see
+//! [`crate::page`]).
 //!
 //! HTTPS by default, with the certificate and key given, or else a self-signed one made
 //! at start (kubelet probes and Prometheus with `insecure_skip_verify` accept it, as
@@ -145,6 +147,8 @@ pub struct Health {
     /// The scheduling loop's input, for `/debug/explain/NAMESPACE/NAME` (none: not
     /// served).
     pub explain: Option<std::sync::mpsc::Sender<crate::live::Input>>,
+    /// The page, for `/` (HTML) and `/page.json` (none: not served).
+    pub page: Option<crate::page::PageView>,
 }
 
 /// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`).
@@ -512,6 +516,19 @@ fn respond(req: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>> {
             };
             text(StatusCode::OK, "application/json", body)
         }
+        "/" | "/page.json" if health.page.is_some() => {
+            let view = health.page.as_ref().expect("checked");
+            let page = view.read().unwrap_or_else(|e| e.into_inner());
+            if req.uri().path() == "/" {
+                text(
+                    StatusCode::OK,
+                    "text/html; charset=utf-8",
+                    page.html.clone(),
+                )
+            } else {
+                text(StatusCode::OK, "application/json", page.json.clone())
+            }
+        }
         "/shadows" if health.shadows.is_some() => {
             let view = health.shadows.as_ref().expect("checked");
             let body = serde_json::to_string_pretty(&crate::reload::render_shadows(view))
@@ -596,6 +613,7 @@ mod tests {
             shadows: None,
             heartbeat: None,
             explain: None,
+            page: None,
         })
     }
 
@@ -654,6 +672,43 @@ mod tests {
         assert!(!second.is_finished());
         drop(first);
         assert_eq!(second.await.unwrap().0, 200);
+        task.abort();
+    }
+
+    /// `/` serves the page's HTML and `/page.json` its model, as the view holds them
+    /// now; without a page both are not found.
+    #[tokio::test]
+    async fn the_page_is_served_from_its_view_when_there_is_one() {
+        let server = Server::bind(&open("127.0.0.1:0", Tls::None), health())
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+        assert_eq!(get(addr, "/").await.0, 404);
+        assert_eq!(get(addr, "/page.json").await.0, 404);
+        task.abort();
+
+        let view = crate::page::PageView::default();
+        let health = Arc::new(Health {
+            page: Some(view.clone()),
+            ..Arc::into_inner(health()).unwrap()
+        });
+        let server = Server::bind(&open("127.0.0.1:0", Tls::None), health)
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+        *view.write().unwrap() = crate::page::Rendered {
+            html: "<!DOCTYPE html><p>one</p>".into(),
+            json: "{\"one\":1}".into(),
+        };
+        assert_eq!(
+            get(addr, "/").await,
+            (200, "<!DOCTYPE html><p>one</p>".into())
+        );
+        assert_eq!(get(addr, "/page.json").await, (200, "{\"one\":1}".into()));
+        view.write().unwrap().html = "<p>two</p>".into();
+        assert_eq!(get(addr, "/").await, (200, "<p>two</p>".into()));
         task.abort();
     }
 
@@ -723,6 +778,7 @@ mod tests {
             )]))),
             heartbeat: None,
             explain: None,
+            page: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::None), health.clone())
             .await
@@ -788,6 +844,7 @@ mod tests {
             shadows: None,
             heartbeat: None,
             explain: None,
+            page: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::Files { cert, key }), health)
             .await
@@ -830,6 +887,7 @@ mod tests {
             shadows: None,
             heartbeat: None,
             explain: None,
+            page: None,
         });
         let first = Server::bind(&open("127.0.0.1:0", Tls::SelfSigned), health.clone())
             .await
