@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Schedule the pending pods of manifest files on an embedded cluster.
-    Simulate(SimulateArgs),
+    Simulate(SimulateCommand),
     /// Schedule the pods of a Kubernetes cluster, until SIGINT or SIGTERM.
     Run(RunArgs),
     /// Show every plugin's answer for one pending pod on every node.
@@ -222,6 +222,19 @@ struct ExplainArgs {
     pod: String,
     #[command(flatten)]
     common: SimulateArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct SimulateCommand {
+    #[command(flatten)]
+    common: SimulateArgs,
+    /// After the run, serve a page of it until interrupted: the nodes with their pods
+    /// and free room, each pending pod's explanation (node × plugin), the timeline.
+    /// `http://ADDR/` is the page, `/page.json` its data, `/metrics` the run's
+    /// metrics. Plain HTTP and unauthenticated: anyone who can reach ADDR can read it,
+    /// so keep it on loopback (`127.0.0.1:8080`; port 0 picks a free port).
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<std::net::SocketAddr>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -614,6 +627,53 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn print_report(report: &berth::simulate::Report, output: Output) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    match output {
+        Output::Text => print!("{}", report.to_text()),
+        Output::Json => println!("{}", serde_json::to_string(report)?),
+    }
+    // Before serving, which ends only with a signal.
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// `berth simulate --serve`: the run's page, its JSON and its metrics over plain HTTP,
+/// open to anyone, until SIGINT or SIGTERM.
+fn serve_page(addr: std::net::SocketAddr, run: berth::simulate::PageRun) -> anyhow::Result<()> {
+    use berth::server::{Health, ServeOptions, Server, Tls, auth::AccessOptions};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let health = Arc::new(Health {
+        metrics: run.metrics,
+        synced: Arc::new(AtomicBool::new(true)),
+        shutting_down: AtomicBool::new(false),
+        leader: None,
+        plugins: None,
+        shadows: None,
+        heartbeat: None,
+        page: Some(Arc::new(std::sync::RwLock::new(run.page.render()))),
+    });
+    let rt = io_runtime()?;
+    rt.block_on(async {
+        let server = Server::bind(
+            &ServeOptions::new(addr, Tls::None, AccessOptions::Open),
+            health,
+        )
+        .await?;
+        let bound = server.local_addr().context("reading the bound address")?;
+        eprintln!(
+            "serving the page on http://{bound}/ (its data: http://{bound}/page.json); \
+             plain HTTP, unauthenticated; Ctrl-C to stop"
+        );
+        tokio::select! {
+            () = server.serve() => {}
+            () = shutdown_signal() => {}
+        }
+        anyhow::Ok(())
+    })
+}
+
 /// SIGINT or SIGTERM.
 async fn shutdown_signal() {
     #[cfg(unix)]
@@ -672,13 +732,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Simulate(args) => {
-            let (runtime, opts) = options(&args)?;
-            let report = simulate(&runtime, &opts)?;
-            match args.output {
-                Output::Text => print!("{}", report.to_text()),
-                Output::Json => println!("{}", serde_json::to_string(&report)?),
-            }
+        Command::Simulate(SimulateCommand { common, serve }) => {
+            let (runtime, opts) = options(&common)?;
+            let Some(addr) = serve else {
+                print_report(&simulate(&runtime, &opts)?, common.output)?;
+                return Ok(ExitCode::SUCCESS);
+            };
+            let files: Vec<String> = common
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            let page_options = berth::page::PageOptions {
+                title: format!("berth simulate {}", files.join(" ")),
+                ..berth::page::PageOptions::default()
+            };
+            let run = berth::simulate::simulate_page(&runtime, &opts, &page_options)?;
+            print_report(&run.report, common.output)?;
+            serve_page(addr, run)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -17,6 +17,8 @@ use crate::cluster::manifest::{
 use crate::cluster::memory::MemoryCluster;
 use crate::config::{ConfigError, Configuration};
 use crate::framework::{Explanation, ShadowStats};
+use crate::metrics::Metrics;
+use crate::page::{Eviction, Page, PageOptions, Pending, Placement, Step};
 use crate::scheduler::{ExplainError, PodError, Scheduler, SchedulerError, SchedulerOptions};
 use crate::wasm::Runtime;
 use berth_sdk::Pod;
@@ -713,25 +715,193 @@ impl Timeline {
     }
 }
 
+/// What each document of the timeline brought about, found by comparing the pods'
+/// outcomes and the cluster's evictions before and after the scheduler ran.
+#[derive(Default)]
+struct Steps {
+    steps: Vec<Step>,
+    /// By UID: the node and the attempts of each reported pod after the last step.
+    last: HashMap<String, (Option<String>, u32)>,
+    /// Evictions already reported.
+    evictions: usize,
+}
+
+impl Steps {
+    /// Records the step of `doc` (described before it is applied), once the scheduler
+    /// has run after it.
+    fn record(
+        &mut self,
+        (document, action, kind, object): (String, String, String, String),
+        timeline: &Timeline,
+        scheduler: &Scheduler,
+        cluster: &MemoryCluster,
+    ) {
+        let mut bound = Vec::new();
+        let mut pending = Vec::new();
+        for uid in &timeline.reported {
+            let Some(o) = scheduler.outcome(uid) else {
+                continue;
+            };
+            let (node_before, attempts_before) = self.last.get(uid).cloned().unwrap_or((None, 0));
+            let key = format!("{}/{}", o.namespace, o.name);
+            match &o.node {
+                Some(node) if node_before.as_ref() != Some(node) => bound.push(Placement {
+                    pod: key,
+                    node: node.clone(),
+                }),
+                None if o.attempts > attempts_before => pending.push(Pending {
+                    pod: key,
+                    message: o.message.clone(),
+                }),
+                _ => {}
+            }
+            self.last.insert(uid.clone(), (o.node.clone(), o.attempts));
+        }
+        let evictions = cluster.evictions();
+        let evicted = evictions[self.evictions.min(evictions.len())..]
+            .iter()
+            .map(|e| Eviction {
+                pod: e.key.clone(),
+                node: e.node.clone(),
+                preemptor: e.preemptor.clone(),
+            })
+            .collect();
+        self.evictions = evictions.len();
+        self.steps.push(Step {
+            document,
+            action,
+            kind,
+            object,
+            bound,
+            evicted,
+            pending,
+        });
+    }
+}
+
+/// A document as a step of the timeline names it: where it is, and what it does to
+/// which object (`add`/`update` for nodes and pods, as the timeline knows them).
+fn describe(doc: &Document, timeline: &Timeline) -> (String, String, String, String) {
+    let scoped = |ns: &str, name: &str| {
+        if ns.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{ns}/{name}")
+        }
+    };
+    let added = |known: bool| if known { "update" } else { "add" };
+    let (action, kind, object) = match &doc.object {
+        Object::Node(n) => (
+            added(timeline.nodes.contains(&n.name)),
+            "Node".to_owned(),
+            n.name.clone(),
+        ),
+        Object::Pod(p) => (
+            added(timeline.pods.contains_key(&p.key())),
+            "Pod".to_owned(),
+            p.key(),
+        ),
+        Object::PriorityClass(c) => ("apply", "PriorityClass".to_owned(), c.name.clone()),
+        Object::Budget(b) => (
+            "apply",
+            "PodDisruptionBudget".to_owned(),
+            scoped(&b.namespace, &b.name),
+        ),
+        Object::Namespace(name, _) => ("apply", "Namespace".to_owned(), name.clone()),
+        Object::Selector(s) => ("apply", s.kind.clone(), scoped(&s.namespace, &s.name)),
+        Object::Workload(w) => ("apply", w.kind.clone(), scoped(&w.namespace, &w.name)),
+        Object::Claim(c) => (
+            "apply",
+            "PersistentVolumeClaim".to_owned(),
+            scoped(&c.namespace, &c.name),
+        ),
+        Object::Volume(v) => ("apply", "PersistentVolume".to_owned(), v.name.clone()),
+        Object::StorageClass(c) => ("apply", "StorageClass".to_owned(), c.name.clone()),
+        Object::CsiNode(n) => ("apply", "CSINode".to_owned(), n.name.clone()),
+        Object::CsiDriver(d) => ("apply", "CSIDriver".to_owned(), d.name.clone()),
+        Object::Configuration(_) => (
+            "apply",
+            "KubeSchedulerConfiguration".to_owned(),
+            String::new(),
+        ),
+        Object::Ignored { kind, .. } => ("ignore", kind.clone(), String::new()),
+        Object::Delete {
+            kind,
+            namespace,
+            name,
+        } => ("delete", kind.clone(), scoped(namespace, name)),
+    };
+    (doc.source.to_string(), action.to_owned(), kind, object)
+}
+
+/// A simulation run: its report, the scheduler as the run left it, and (when asked
+/// for) what each document brought about.
+struct Ran {
+    report: Report,
+    scheduler: Scheduler,
+    steps: Vec<Step>,
+}
+
 /// Loads the files and runs them as a timeline; reports every pending pod.
 pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Report, SimulateError> {
+    Ok(run(runtime, opts, false)?.report)
+}
+
+/// What `berth simulate --serve` serves.
+#[derive(Debug)]
+pub struct PageRun {
+    /// The report, as `simulate` makes it.
+    pub report: Report,
+    /// The page of the run: the cluster and pending pods as the timeline left them,
+    /// pending pods explained, and what each document brought about.
+    pub page: Page,
+    /// The scheduler's metrics at the end of the run.
+    pub metrics: Metrics,
+}
+
+/// `berth simulate --serve`: the report, the page of the run and its metrics.
+pub fn simulate_page(
+    runtime: &Arc<Runtime>,
+    opts: &SimulateOptions,
+    page: &PageOptions,
+) -> Result<PageRun, SimulateError> {
+    let Ran {
+        report,
+        mut scheduler,
+        steps,
+    } = run(runtime, opts, true)?;
+    let mut page = Page::of(&mut scheduler, page);
+    page.timeline = steps;
+    Ok(PageRun {
+        report,
+        page,
+        metrics: scheduler.metrics().clone(),
+    })
+}
+
+fn run(runtime: &Arc<Runtime>, opts: &SimulateOptions, record: bool) -> Result<Ran, SimulateError> {
     let Loaded {
         mut scheduler,
         cluster,
         docs,
     } = load(runtime, opts)?;
     let mut timeline = Timeline::default();
+    let mut steps = Steps::default();
     let start = Instant::now();
     if let Some(snapshot) = &opts.cluster {
         timeline.start_from(&mut scheduler, snapshot);
         scheduler.run_until_idle();
     }
     for doc in docs {
+        let described = record.then(|| describe(&doc, &timeline));
         timeline.apply(&mut scheduler, doc)?;
         scheduler.run_until_idle();
         // Ordered StatefulSets create their next pod once the one before is bound.
         while timeline.advance(&mut scheduler)? {
             scheduler.run_until_idle();
+        }
+        if let Some(d) = described {
+            steps.record(d, &timeline, &scheduler, &cluster);
         }
     }
     let seconds = start.elapsed().as_secs_f64();
@@ -776,7 +946,7 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Report
             }
         })
         .collect();
-    Ok(Report {
+    let report = Report {
         evicted,
         claims,
         shadows: scheduler.shadow_reports(),
@@ -786,6 +956,11 @@ pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Report
             seconds,
         },
         pods,
+    };
+    Ok(Ran {
+        report,
+        scheduler,
+        steps: steps.steps,
     })
 }
 
