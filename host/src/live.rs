@@ -49,6 +49,9 @@ pub enum Input {
         String,
         tokio::sync::oneshot::Sender<Result<LiveExplanation, String>>,
     ),
+    /// Render the page (`/`, `/page.json`) from the scheduler's own state, between two
+    /// cycles; a page younger than [`PAGE_MAX_AGE`] is served again instead.
+    Page(tokio::sync::oneshot::Sender<crate::page::Rendered>),
     /// Stop scheduling and return the scheduler.
     Stop,
 }
@@ -84,6 +87,32 @@ impl LiveExplanation {
         );
         out.push_str(&self.explanation.to_text());
         out
+    }
+}
+
+/// How long a rendered page is served again before the loop renders a new one: each
+/// rendering explains up to [`crate::page::DEFAULT_EXPLAINED`] pending pods on every
+/// node, so a page reloaded in a loop must not cost a cycle each time.
+pub const PAGE_MAX_AGE: Duration = Duration::from_secs(5);
+
+/// The page last rendered by the loop, and when.
+#[derive(Default)]
+struct PageCache(Option<(Instant, crate::page::Rendered)>);
+
+impl PageCache {
+    fn get(&mut self, scheduler: &mut Scheduler) -> crate::page::Rendered {
+        if let Some((at, page)) = &self.0
+            && at.elapsed() < PAGE_MAX_AGE
+        {
+            return page.clone();
+        }
+        let options = crate::page::PageOptions {
+            title: "Berth: the running scheduler".to_owned(),
+            ..crate::page::PageOptions::default()
+        };
+        let page = crate::page::Page::of(scheduler, &options).render();
+        self.0 = Some((Instant::now(), page.clone()));
+        page
     }
 }
 
@@ -339,6 +368,7 @@ fn run(
     let mut next_leftover_flush = clock.now() + UNSCHEDULABLE_FLUSH_INTERVAL;
     let mut next_publish = clock.now();
     let mut reloads = Reloads::default();
+    let mut page = PageCache::default();
     let mut input = |scheduler: &mut Scheduler, i: Input, ready: &mut Ready| -> bool {
         match i {
             Input::Change(Change::Synced) => {
@@ -363,6 +393,9 @@ fn run(
             Input::Built(built) => reloads.built(scheduler, *built, &tx),
             Input::Explain(key, reply) => {
                 let _ = reply.send(explain_waiting(scheduler, &key));
+            }
+            Input::Page(reply) => {
+                let _ = reply.send(page.get(scheduler));
             }
             Input::Wake => {}
             Input::Stop => return false,

@@ -652,6 +652,7 @@ fn serve_page(addr: std::net::SocketAddr, run: berth::simulate::PageRun) -> anyh
         plugins: None,
         shadows: None,
         heartbeat: None,
+        loop_input: None,
         page: Some(Arc::new(std::sync::RwLock::new(run.page.render()))),
     });
     let rt = io_runtime()?;

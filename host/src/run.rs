@@ -291,7 +291,7 @@ async fn run_until(
         plugins: Some(plugins),
         shadows: Some(shadows),
         heartbeat: Some(live.heartbeat()),
-        explain: Some(live.sender()),
+        loop_input: Some(live.sender()),
         page: None,
     });
     let server = match &options.serve {

@@ -144,9 +144,9 @@ pub struct Health {
     pub shadows: Option<crate::reload::ShadowsView>,
     /// The scheduling loop's heartbeat (none: no loop to watch).
     pub heartbeat: Option<crate::live::Heartbeat>,
-    /// The scheduling loop's input, for `/debug/explain/NAMESPACE/NAME` (none: not
-    /// served).
-    pub explain: Option<std::sync::mpsc::Sender<crate::live::Input>>,
+    /// The scheduling loop's input, for `/debug/explain/NAMESPACE/NAME` and, without
+    /// a `page`, the page the loop renders (none: neither served).
+    pub loop_input: Option<std::sync::mpsc::Sender<crate::live::Input>>,
     /// The page, for `/` (HTML) and `/page.json` (none: not served).
     pub page: Option<crate::page::PageView>,
 }
@@ -354,10 +354,13 @@ impl Served {
                 return refused(refusal);
             }
         }
-        if let Some(key) = req.uri().path().strip_prefix(EXPLAIN_PATH)
-            && let Some(loop_input) = &self.health.explain
-        {
-            return explain(&req, key, loop_input).await;
+        if let Some(loop_input) = &self.health.loop_input {
+            if let Some(key) = req.uri().path().strip_prefix(EXPLAIN_PATH) {
+                return explain(&req, key, loop_input).await;
+            }
+            if self.health.page.is_none() && matches!(req.uri().path(), "/" | "/page.json") {
+                return live_page(&req, loop_input).await;
+            }
         }
         respond(&req, &self.health)
     }
@@ -412,6 +415,45 @@ async fn explain(
             serde_json::to_string_pretty(&e).unwrap_or_default() + "\n",
         ),
         Ok(Ok(Err(why))) => text(StatusCode::NOT_FOUND, plain, why + "\n"),
+        Ok(Err(_)) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            plain,
+            "the scheduling loop has stopped\n".into(),
+        ),
+        Err(_) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            plain,
+            format!(
+                "the scheduling loop did not answer within {} s\n",
+                EXPLAIN_TIMEOUT.as_secs()
+            ),
+        ),
+    }
+}
+
+/// `/` and `/page.json` of a running scheduler: the loop renders the page from its
+/// own state between two cycles (at most every [`crate::live::PAGE_MAX_AGE`]).
+async fn live_page(
+    req: &Request<Incoming>,
+    loop_input: &std::sync::mpsc::Sender<crate::live::Input>,
+) -> Response<Full<Bytes>> {
+    let plain = "text/plain; charset=utf-8";
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, plain, "only GET\n".into());
+    }
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    if loop_input.send(crate::live::Input::Page(reply)).is_err() {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            plain,
+            "the scheduling loop has stopped\n".into(),
+        );
+    }
+    match tokio::time::timeout(EXPLAIN_TIMEOUT, answer).await {
+        Ok(Ok(page)) if req.uri().path() == "/" => {
+            text(StatusCode::OK, "text/html; charset=utf-8", page.html)
+        }
+        Ok(Ok(page)) => text(StatusCode::OK, "application/json", page.json),
         Ok(Err(_)) => text(
             StatusCode::SERVICE_UNAVAILABLE,
             plain,
@@ -612,7 +654,7 @@ mod tests {
             plugins: None,
             shadows: None,
             heartbeat: None,
-            explain: None,
+            loop_input: None,
             page: None,
         })
     }
@@ -777,7 +819,7 @@ mod tests {
                 }),
             )]))),
             heartbeat: None,
-            explain: None,
+            loop_input: None,
             page: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::None), health.clone())
@@ -843,7 +885,7 @@ mod tests {
             plugins: None,
             shadows: None,
             heartbeat: None,
-            explain: None,
+            loop_input: None,
             page: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::Files { cert, key }), health)
@@ -886,7 +928,7 @@ mod tests {
             plugins: None,
             shadows: None,
             heartbeat: None,
-            explain: None,
+            loop_input: None,
             page: None,
         });
         let first = Server::bind(&open("127.0.0.1:0", Tls::SelfSigned), health.clone())

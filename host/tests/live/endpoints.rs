@@ -276,6 +276,27 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
     .unwrap();
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("no pod default/nope is waiting"), "{body}");
+    // The page of the running scheduler: its nodes and pending pods, rendered by the
+    // loop from its own state, for the same readers.
+    let (status, body) = get(&tls, port, "/page.json", Some("berth-nobody-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["nodes"][0]["name"], "n1", "{page}");
+    assert_eq!(page["pending"][0]["pod"], "default/huge", "{page}");
+    let (status, body) = get(&tls, port, "/", Some("berth-nobody-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("default/huge") && body.contains("n1"),
+        "{body}"
+    );
+    let (status, _) = get(&tls, port, "/page.json", Some("berth-monitor-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 403, "the metrics reader may not see the page");
     let (status, body) = get(&tls, port, "/debug/explain/huge", Some("berth-admin-token"))
         .await
         .unwrap();
