@@ -396,38 +396,51 @@ async fn explain(
             format!("{EXPLAIN_PATH}NAMESPACE/NAME: {key:?} is not NAMESPACE/NAME\n"),
         );
     }
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    if loop_input
-        .send(crate::live::Input::Explain(key.to_owned(), reply))
-        .is_err()
+    let answer = match ask_loop(loop_input, |reply| {
+        crate::live::Input::Explain(key.to_owned(), reply)
+    })
+    .await
     {
-        return text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            plain,
-            "the scheduling loop has stopped\n".into(),
-        );
-    }
-    match tokio::time::timeout(EXPLAIN_TIMEOUT, answer).await {
-        Ok(Ok(Ok(e))) if as_text => text(StatusCode::OK, plain, e.to_text()),
-        Ok(Ok(Ok(e))) => text(
+        Ok(a) => a,
+        Err(refusal) => return refusal,
+    };
+    match answer {
+        Ok(e) if as_text => text(StatusCode::OK, plain, e.to_text()),
+        Ok(e) => text(
             StatusCode::OK,
             "application/json",
             serde_json::to_string_pretty(&e).unwrap_or_default() + "\n",
         ),
-        Ok(Ok(Err(why))) => text(StatusCode::NOT_FOUND, plain, why + "\n"),
-        Ok(Err(_)) => text(
+        Err(why) => text(StatusCode::NOT_FOUND, plain, why + "\n"),
+    }
+}
+
+/// Asks the scheduling loop a question (the input `ask` makes of the reply's
+/// sender) and waits for its answer at most [`EXPLAIN_TIMEOUT`]; a loop that has
+/// stopped or does not answer is a 503.
+async fn ask_loop<T>(
+    loop_input: &std::sync::mpsc::Sender<crate::live::Input>,
+    ask: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> crate::live::Input,
+) -> Result<T, Response<Full<Bytes>>> {
+    let unavailable = |why: String| {
+        text(
             StatusCode::SERVICE_UNAVAILABLE,
-            plain,
-            "the scheduling loop has stopped\n".into(),
-        ),
-        Err(_) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            plain,
-            format!(
-                "the scheduling loop did not answer within {} s\n",
-                EXPLAIN_TIMEOUT.as_secs()
-            ),
-        ),
+            "text/plain; charset=utf-8",
+            why,
+        )
+    };
+    let stopped = || unavailable("the scheduling loop has stopped\n".into());
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    if loop_input.send(ask(reply)).is_err() {
+        return Err(stopped());
+    }
+    match tokio::time::timeout(EXPLAIN_TIMEOUT, answer).await {
+        Ok(Ok(a)) => Ok(a),
+        Ok(Err(_)) => Err(stopped()),
+        Err(_) => Err(unavailable(format!(
+            "the scheduling loop did not answer within {} s\n",
+            EXPLAIN_TIMEOUT.as_secs()
+        ))),
     }
 }
 
@@ -441,32 +454,12 @@ async fn live_page(
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, plain, "only GET\n".into());
     }
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    if loop_input.send(crate::live::Input::Page(reply)).is_err() {
-        return text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            plain,
-            "the scheduling loop has stopped\n".into(),
-        );
-    }
-    match tokio::time::timeout(EXPLAIN_TIMEOUT, answer).await {
-        Ok(Ok(page)) if req.uri().path() == "/" => {
+    match ask_loop(loop_input, crate::live::Input::Page).await {
+        Ok(page) if req.uri().path() == "/" => {
             text(StatusCode::OK, "text/html; charset=utf-8", page.html)
         }
-        Ok(Ok(page)) => text(StatusCode::OK, "application/json", page.json),
-        Ok(Err(_)) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            plain,
-            "the scheduling loop has stopped\n".into(),
-        ),
-        Err(_) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            plain,
-            format!(
-                "the scheduling loop did not answer within {} s\n",
-                EXPLAIN_TIMEOUT.as_secs()
-            ),
-        ),
+        Ok(page) => text(StatusCode::OK, "application/json", page.json),
+        Err(refusal) => refusal,
     }
 }
 

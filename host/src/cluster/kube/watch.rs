@@ -124,7 +124,7 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             + 'static,
     {
         self.pending.fetch_add(1, Ordering::AcqRel);
-        self.tasks.push(self.handle.spawn(read::<K, T>(
+        self.tasks.push(self.handle.spawn(watch::<K, T>(
             self.mode.clone(),
             Api::all(self.client.clone()),
             config,
@@ -177,7 +177,7 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
                     name: name.to_owned(),
                 }
             };
-            read(
+            watch(
                 mode,
                 api,
                 watcher::Config::default(),
@@ -332,31 +332,6 @@ fn object_name<K: kube::Resource>(o: &K) -> String {
     }
 }
 
-/// Reads one kind as `mode` says.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the arguments of `watch` and of `list_once`, passed through"
-)]
-async fn read<K, T: From<Change>>(
-    mode: Mode,
-    api: Api<K>,
-    config: watcher::Config,
-    kind: &'static str,
-    convert: impl Fn(&K) -> Result<Option<(String, Change)>, FieldError>,
-    deleted: impl Fn(String) -> Change,
-    tx: Sender<T>,
-    pending: Arc<AtomicUsize>,
-) where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + Debug + Send + 'static,
-{
-    match mode {
-        Mode::Watch => watch(api, config, kind, convert, deleted, tx, pending).await,
-        Mode::ListOnce(failures) => {
-            list_once(api, config, kind, convert, tx, pending, failures).await
-        }
-    }
-}
-
 /// Lists one kind once, page by page, as the watcher's first list would (same
 /// selectors, same conversion: an object the scheduler would ignore is ignored here
 /// too, with the same warning). A list that fails is reported on `failures` and ends
@@ -409,7 +384,14 @@ async fn list_once<K, T: From<Change>>(
     }
 }
 
+/// Reads one kind as `mode` says: watches it (below), or lists it once
+/// ([`list_once`]).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "what a kind is read with, each named"
+)]
 async fn watch<K, T: From<Change>>(
+    mode: Mode,
     api: Api<K>,
     config: watcher::Config,
     kind: &'static str,
@@ -423,6 +405,9 @@ async fn watch<K, T: From<Change>>(
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + Debug + Send + 'static,
 {
+    if let Mode::ListOnce(failures) = mode {
+        return list_once(api, config, kind, convert, tx, pending, failures).await;
+    }
     let mut known: HashSet<String> = HashSet::new();
     let mut relisting: Option<HashSet<String>> = None;
     let mut synced = false;
