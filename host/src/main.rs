@@ -643,17 +643,9 @@ fn print_report(report: &berth::simulate::Report, output: Output) -> anyhow::Res
 fn serve_page(addr: std::net::SocketAddr, run: berth::simulate::PageRun) -> anyhow::Result<()> {
     use berth::server::{Health, ServeOptions, Server, Tls, auth::AccessOptions};
     use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
     let health = Arc::new(Health {
-        metrics: run.metrics,
-        synced: Arc::new(AtomicBool::new(true)),
-        shutting_down: AtomicBool::new(false),
-        leader: None,
-        plugins: None,
-        shadows: None,
-        heartbeat: None,
-        loop_input: None,
         page: Some(Arc::new(std::sync::RwLock::new(run.page.render()))),
+        ..Health::standalone(run.metrics)
     });
     let rt = io_runtime()?;
     rt.block_on(async {

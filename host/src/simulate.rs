@@ -366,7 +366,6 @@ struct Timeline {
 }
 
 /// What a workload controller of the timeline has done and has yet to do.
-#[derive(Default)]
 struct Controlled {
     /// The pods it created (`namespace/name`), oldest first.
     created: Vec<String>,
@@ -376,7 +375,18 @@ struct Controlled {
     /// Its selector object, removed with it.
     selector: Option<(String, String, String)>,
     /// Its latest document, named in the errors of the pods it creates later.
-    source: Option<Location>,
+    source: Location,
+}
+
+impl Controlled {
+    fn new(source: Location) -> Self {
+        Controlled {
+            created: Vec::new(),
+            waiting: std::collections::VecDeque::new(),
+            selector: None,
+            source,
+        }
+    }
 }
 
 impl Timeline {
@@ -392,8 +402,11 @@ impl Timeline {
         loc: &Location,
     ) -> Result<(), DocumentProblem> {
         let id = (w.kind.clone(), w.namespace.clone(), w.name.clone());
-        let mut state = self.workloads.remove(&id).unwrap_or_default();
-        state.source = Some(loc.clone());
+        let mut state = self
+            .workloads
+            .remove(&id)
+            .unwrap_or_else(|| Controlled::new(loc.clone()));
+        state.source = loc.clone();
         if let Some(sel) = &w.selector {
             state.selector = Some((sel.kind.clone(), sel.namespace.clone(), sel.name.clone()));
             scheduler.add_or_update_selector(sel.clone());
@@ -456,11 +469,7 @@ impl Timeline {
             any |= self
                 .advance_one(scheduler, &id)
                 .map_err(|problem| SimulateError::Document {
-                    location: source.unwrap_or_else(|| Location {
-                        file: format!("{} {}/{}", id.0, id.1, id.2),
-                        document: 0,
-                        line: 0,
-                    }),
+                    location: source,
                     problem,
                 })?;
         }
@@ -559,22 +568,18 @@ impl Timeline {
             self.classes.insert(c.name.clone(), c.clone());
         }
         for change in snapshot.changes.iter().cloned() {
-            match &change {
-                Change::Node(n) => {
-                    self.nodes.insert(n.name.clone());
-                }
-                Change::Pod(p) => {
-                    self.labels.insert(p.key(), p.labels.clone());
-                    let pending_here =
-                        p.node_name.is_empty() && scheduler.serves(&p.scheduler_name);
-                    if self.pods.insert(p.key(), p.uid.clone()).is_none() && pending_here {
-                        self.reported.push(p.uid.clone());
+            let applied = match change {
+                // As a document's pod: tracked, and reported when pending here.
+                Change::Pod(p) => self.apply_pod(scheduler, p).map_err(|e| e.to_string()),
+                other => {
+                    if let Change::Node(n) = &other {
+                        self.nodes.insert(n.name.clone());
                     }
+                    scheduler.apply(other).map_err(|e| format!("{e:#}"))
                 }
-                _ => {}
-            }
-            if let Err(e) = scheduler.apply(change) {
-                tracing::warn!("{}: cluster object not applied: {e:#}", snapshot.server);
+            };
+            if let Err(e) = applied {
+                tracing::warn!("{}: cluster object not applied: {e}", snapshot.server);
             }
         }
     }

@@ -563,18 +563,21 @@ impl Scheduler {
                 .strip_prefix(plugin)
                 .and_then(|m| m.strip_prefix(": "))
                 .unwrap_or(message);
-            held.insert(qp.pod.uid.clone(), (qp.pod.clone(), message.to_owned()));
+            // A hold already told keeps its entry; only a new or changed one is told
+            // (and its pod copied).
+            let entry = match self.not_ready.remove(&qp.pod.uid) {
+                Some(told) if told.1 == message => told,
+                _ => {
+                    self.recorder.not_ready(&qp.pod, Some(message));
+                    (qp.pod.clone(), message.to_owned())
+                }
+            };
+            held.insert(qp.pod.uid.clone(), entry);
         }
-        for (uid, (pod, message)) in &held {
-            if self.not_ready.get(uid).map(|(_, m)| m) != Some(message) {
-                self.recorder.not_ready(pod, Some(message));
-            }
-        }
-        for (uid, (pod, _)) in &self.not_ready {
-            if !held.contains_key(uid)
-                && (self.queue.get(uid).is_some() || self.queue.is_in_flight(uid))
-            {
-                self.recorder.not_ready(pod, None);
+        // What is left was held and no longer is.
+        for (uid, (pod, _)) in self.not_ready.drain() {
+            if self.queue.get(&uid).is_some() || self.queue.is_in_flight(&uid) {
+                self.recorder.not_ready(&pod, None);
             }
         }
         self.not_ready = held;

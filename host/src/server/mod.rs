@@ -158,6 +158,23 @@ struct Check {
 }
 
 impl Health {
+    /// The endpoints of a process with no scheduling loop, API server or reloads
+    /// (`simulate --serve`, tests): synced, not shutting down, nothing else served
+    /// but `metrics`.
+    pub fn standalone(metrics: Metrics) -> Self {
+        Health {
+            metrics,
+            synced: Arc::new(AtomicBool::new(true)),
+            shutting_down: AtomicBool::new(false),
+            leader: None,
+            plugins: None,
+            shadows: None,
+            heartbeat: None,
+            loop_input: None,
+            page: None,
+        }
+    }
+
     fn live_checks(&self) -> Vec<Check> {
         let mut checks = vec![Check {
             name: "ping",
@@ -639,17 +656,7 @@ mod tests {
     }
 
     fn health() -> Arc<Health> {
-        Arc::new(Health {
-            metrics: Metrics::new(),
-            synced: Arc::new(AtomicBool::new(true)),
-            shutting_down: AtomicBool::new(false),
-            leader: None,
-            plugins: None,
-            shadows: None,
-            heartbeat: None,
-            loop_input: None,
-            page: None,
-        })
+        Arc::new(Health::standalone(Metrics::new()))
     }
 
     /// Reads until the server closes the connection (or fails it): what it sent.
