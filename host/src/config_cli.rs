@@ -122,6 +122,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             metrics: Some(crate::metrics::Metrics::new()),
             budgets: Budgets::new(),
             storage: Storage::new(),
+            pod_groups: Default::default(),
         },
         options: FrameworkOptions::default(),
     };

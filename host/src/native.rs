@@ -79,6 +79,7 @@ pub fn registry() -> HashMap<&'static str, Twin> {
     [
         twin::<default_binder::DefaultBinder>(),
         twin::<default_preemption::DefaultPreemption>(),
+        twin::<gang_scheduling::GangScheduling>(),
         twin::<image_locality::ImageLocality>(),
         twin::<inter_pod_affinity::InterPodAffinity>(),
         twin::<node_affinity::NodeAffinity>(),
@@ -387,6 +388,8 @@ pub struct NativeHost {
     pub waiting: WaitingPods,
     /// The storage objects.
     pub storage: Storage,
+    /// The PodGroups and their members.
+    pub pod_groups: crate::cluster::pod_groups::PodGroups,
 }
 
 impl HostApi for NativeHost {
@@ -407,6 +410,9 @@ impl HostApi for NativeHost {
     }
     fn waiting_pods(&self) -> Vec<berth_sdk::WaitingPod> {
         self.waiting.list()
+    }
+    fn get_pod_group(&self, namespace: &str, name: &str) -> Option<berth_sdk::PodGroupState> {
+        self.pod_groups.state(namespace, name)
     }
     fn allow_waiting_pod(&self, uid: &str, plugin: &str) {
         self.waiting.allow(uid, plugin);

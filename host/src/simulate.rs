@@ -630,6 +630,7 @@ impl Timeline {
             Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
             Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
             Object::CsiDriver(d) => scheduler.add_or_update_csi_driver(d),
+            Object::PodGroup(g) => scheduler.add_or_update_pod_group(g),
             // Named in a warning when loaded.
             Object::Ignored { .. } => {}
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
@@ -670,6 +671,7 @@ impl Timeline {
                 "StorageClass" => scheduler.remove_storage_class(&name),
                 "CSINode" => scheduler.remove_csi_node(&name),
                 "CSIDriver" => scheduler.remove_csi_driver(&name),
+                "PodGroup" => scheduler.remove_pod_group(&namespace, &name),
                 other => scheduler.remove_selector(other, &namespace, &name),
             },
         }
@@ -824,6 +826,11 @@ fn describe(doc: &Document, timeline: &Timeline) -> (String, String, String, Str
         Object::StorageClass(c) => ("apply", "StorageClass".to_owned(), c.name.clone()),
         Object::CsiNode(n) => ("apply", "CSINode".to_owned(), n.name.clone()),
         Object::CsiDriver(d) => ("apply", "CSIDriver".to_owned(), d.name.clone()),
+        Object::PodGroup(g) => (
+            "apply",
+            "PodGroup".to_owned(),
+            scoped(&g.namespace, &g.name),
+        ),
         Object::Configuration(_) => (
             "apply",
             "KubeSchedulerConfiguration".to_owned(),

@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.8.0";
+pub const WIT_VERSION: &str = "0.8.1";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -154,6 +154,15 @@ pub fn waiting_pods() -> Vec<crate::WaitingPod> {
             pending_plugins: p.pending_plugins,
         })
         .collect()
+}
+
+/// A PodGroup with its members counted, if the cluster has it.
+pub fn get_pod_group(namespace: &str, name: &str) -> Option<crate::PodGroupState> {
+    wl::get_pod_group(namespace, name).map(|g| crate::PodGroupState {
+        min_count: g.min_count,
+        all_pods: g.all_pods,
+        scheduled_pods: g.scheduled_pods,
+    })
 }
 
 /// Allows a waiting pod.
@@ -910,6 +919,16 @@ impl FromWitArg for crate::PodGroupAssignments {
                     node: p.node,
                 })
                 .collect(),
+        }
+    }
+}
+
+impl FromWitArg for crate::PlacementProgress {
+    type Wit = wl::PlacementProgress;
+    fn from_wit_arg(p: wl::PlacementProgress) -> crate::PlacementProgress {
+        crate::PlacementProgress {
+            scheduled: p.scheduled,
+            remaining: p.remaining,
         }
     }
 }

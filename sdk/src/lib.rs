@@ -103,8 +103,8 @@ pub use volumes::{
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 pub use workload::{
-    NormalizePlacementScore, Placement, PlacementScore, PodGroup, PodGroupAssignments,
-    ProposedAssignment,
+    NormalizePlacementScore, Placement, PlacementFeasible, PlacementProgress, PlacementScore,
+    PodGroup, PodGroupAssignments, PodGroupState, ProposedAssignment, get_pod_group,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
@@ -224,6 +224,11 @@ pub trait HostApi: Send + Sync {
     fn wait_storage_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
         let _ = after;
         (0, timeout_ms)
+    }
+    /// A PodGroup with its members counted (see [`get_pod_group`]).
+    fn get_pod_group(&self, namespace: &str, name: &str) -> Option<PodGroupState> {
+        let _ = (namespace, name);
+        None
     }
 }
 

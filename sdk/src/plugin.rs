@@ -4,7 +4,10 @@
 use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
 use crate::preemption::{DryRun, PostFilter, PostFilterResult, PreFilterExtensions};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
-use crate::workload::{NormalizePlacementScore, PlacementScore, PodGroup, PodGroupAssignments};
+use crate::workload::{
+    NormalizePlacementScore, PlacementFeasible, PlacementProgress, PlacementScore, PodGroup,
+    PodGroupAssignments,
+};
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::Any;
 use std::rc::Rc;
@@ -479,6 +482,9 @@ vtable! {
     /// NormalizePlacementScore.
     normalize_placement_score: fn(&T, &CycleState, &PodGroup, &mut [i64]) -> Status =
         T::normalize_placement_score, if NormalizePlacementScore, NormalizePlacementScore;
+    /// PlacementFeasible.
+    placement_feasible: fn(&T, &CycleState, &PodGroup, &PlacementProgress) -> Status =
+        T::placement_feasible, if PlacementFeasible, PlacementFeasible;
 }
 
 /// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
@@ -491,7 +497,8 @@ pub trait Registered: Plugin {
 /// implements: `plugin_vtable!(Fit: pre_filter, filter, score);`. Names:
 /// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `pre_filter_extensions`,
 /// `filter`, `post_filter`, `pre_score`, `score`, `normalize_score`, `reserve`, `permit`,
-/// `pre_bind`, `bind`, `post_bind`, `placement_score`, `normalize_placement_score`.
+/// `pre_bind`, `bind`, `post_bind`, `placement_score`, `normalize_placement_score`,
+/// `placement_feasible`.
 #[macro_export]
 macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {

@@ -20,7 +20,7 @@ use crate::events::{ClusterEvent, Object, QueueingHint};
 use crate::plugin::{CycleState, PreFilterResult, VTable};
 use crate::preemption::{DryRun, PostFilterResult};
 use crate::types::{NodeInfo, Pod, Status};
-use crate::workload::{PodGroup, PodGroupAssignments};
+use crate::workload::{PlacementProgress, PodGroup, PodGroupAssignments};
 
 /// Calls the macro named by its first argument with the table of extension points.
 ///
@@ -176,6 +176,14 @@ macro_rules! for_each_extension_point {
                     group { normalize_placement_score "NormalizePlacementScore" normalize_placement_score call_normalize_placement_score placement_score
                         (scores: [i64]) -> ::std::result::Result<::std::vec::Vec<i64>, $crate::Status>
                         [len scores "normalized placement scores"] },
+                ],
+            }
+            optional interface placement_feasible {
+                points: [PlacementFeasible placement_feasible "placementFeasible" "After each member of a pod group's cycle: can the group still be placed?"],
+                also: [],
+                calls: [
+                    group { placement_feasible "PlacementFeasible" placement_feasible call_placement_feasible placement_feasible
+                        (progress: $crate::PlacementProgress) -> $crate::Status },
                 ],
             }
         }
@@ -644,6 +652,22 @@ pub fn normalize_placement_score<T>(
     rescaled(scores, |s| f(plugin, state, group, s))
 }
 
+/// PlacementFeasible: the verdict on a pod group as placed so far. A plugin without
+/// the point has nothing against the group.
+#[inline]
+pub fn placement_feasible<T>(
+    plugin: &T,
+    vt: &VTable<T>,
+    state: &CycleState,
+    group: &PodGroup,
+    progress: &PlacementProgress,
+) -> Status {
+    match vt.placement_feasible {
+        Some(f) => f(plugin, state, group, progress),
+        None => Status::success(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -669,6 +693,7 @@ mod tests {
                 E::PostBind,
                 E::PlacementScore,
                 E::NormalizePlacementScore,
+                E::PlacementFeasible,
             ]
         );
         assert_eq!(
@@ -697,7 +722,8 @@ mod tests {
                 "bind",
                 "postBind",
                 "placementScore",
-                "normalizePlacementScore"
+                "normalizePlacementScore",
+                "placementFeasible"
             ]
         );
         for p in E::ALL {

@@ -77,3 +77,50 @@ pub trait NormalizePlacementScore: Plugin {
         scores: &mut [i64],
     ) -> Status;
 }
+
+/// How far a pod group's cycle has come (kube-scheduler's `PlacementProgress`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacementProgress {
+    /// Members bound or assumed: before this cycle, and placed by it so far.
+    pub scheduled: u32,
+    /// Members of this cycle not tried yet.
+    pub remaining: u32,
+}
+
+/// PlacementFeasible (kube-scheduler's `PlacementFeasiblePlugin`): asked before a pod
+/// group's cycle tries its first member and after each. [`Status::success`]: the group
+/// may bind as placed so far; [`Code::Wait`](crate::Code::Wait): not yet, go on with
+/// the next member (a cycle that ends waiting binds nothing); `Unschedulable` (or
+/// `UnschedulableAndUnresolvable`): stop, nothing binds; an error fails the cycle. The
+/// group's `unscheduled_pods` are empty here: `progress` counts them.
+pub trait PlacementFeasible: Plugin {
+    /// The verdict on `group` as placed so far.
+    fn placement_feasible(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        progress: &PlacementProgress,
+    ) -> Status;
+}
+
+/// A PodGroup as the scheduler knows it, with its members counted (what
+/// [`get_pod_group`] answers).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodGroupState {
+    /// The gang's `minCount`; `None` for the `basic` policy.
+    pub min_count: Option<u32>,
+    /// Members the scheduler knows: pending (held back included), in a cycle,
+    /// assumed or bound.
+    pub all_pods: u32,
+    /// Members assumed or bound.
+    pub scheduled_pods: u32,
+}
+
+/// The PodGroup `name` in `namespace` with its members counted; `None` while the
+/// cluster has no such PodGroup (or outside a Berth host).
+pub fn get_pod_group(namespace: &str, name: &str) -> Option<PodGroupState> {
+    #[cfg(target_arch = "wasm32")]
+    return crate::guest::get_pod_group(namespace, name);
+    #[cfg(not(target_arch = "wasm32"))]
+    crate::native_host().and_then(|h| h.get_pod_group(namespace, name))
+}

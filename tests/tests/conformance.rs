@@ -181,6 +181,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             metrics: None,
             budgets: Default::default(),
             storage,
+            pod_groups: Default::default(),
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

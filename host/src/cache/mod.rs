@@ -10,6 +10,7 @@ mod snapshot;
 
 pub use snapshot::Snapshot;
 
+use crate::cluster::pod_groups::{MemberState, PodGroups};
 use berth_sdk::{Node, NodeInfo, Pod};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -59,12 +60,27 @@ pub struct Cache {
     /// Which nodes list each image name (for `ImageState::num_nodes`).
     image_nodes: HashMap<String, HashSet<String>>,
     generation: u64,
+    /// Where the members of pod groups are told of being assumed, bound or
+    /// forgotten, if anywhere.
+    groups: Option<PodGroups>,
 }
 
 impl Cache {
     /// An empty cache.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Tells `groups` where each pod group member is, from now on: assumed, bound,
+    /// or (forgotten) pending again; a removed member leaves its group.
+    pub fn track_groups(&mut self, groups: PodGroups) {
+        self.groups = Some(groups);
+    }
+
+    fn member(&self, pod: &Pod, state: MemberState) {
+        if let (Some(groups), Some(group)) = (&self.groups, &pod.scheduling_group) {
+            groups.set_member(&pod.uid, &pod.namespace, group, state);
+        }
     }
 
     /// The current generation.
@@ -292,6 +308,7 @@ impl Cache {
             return Err(CacheError::PodExists(pod.key()));
         }
         self.count_pod(pod);
+        self.member(pod, MemberState::Assumed);
         self.pods.insert(
             pod.uid.clone(),
             PodEntry {
@@ -323,6 +340,10 @@ impl Cache {
                 let pod = e.pod.clone();
                 self.pods.remove(uid);
                 self.uncount_pod(&pod);
+                // Back to pending, unless it left its group meanwhile (deleted).
+                if let Some(groups) = &self.groups {
+                    groups.move_member(uid, MemberState::Pending);
+                }
                 Ok(())
             }
             Some(e) => Err(CacheError::NotAssumed(e.pod.key())),
@@ -355,6 +376,7 @@ impl Cache {
             None => {}
         }
         self.count_pod(pod);
+        self.member(pod, MemberState::Bound);
         self.pods.insert(
             pod.uid.clone(),
             PodEntry {
@@ -389,6 +411,9 @@ impl Cache {
             .remove(uid)
             .ok_or_else(|| CacheError::PodNotFound(uid.to_owned()))?;
         self.uncount_pod(&e.pod);
+        if let Some(groups) = &self.groups {
+            groups.remove_member(uid);
+        }
         Ok(e.pod)
     }
 

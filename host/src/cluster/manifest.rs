@@ -29,6 +29,7 @@ use serde_yaml::Value;
 
 use super::quantity;
 
+pub mod pod_group;
 mod storage;
 mod workload;
 
@@ -94,6 +95,8 @@ pub enum Object {
     CsiNode(berth_sdk::CsiNode),
     /// A `storage.k8s.io/v1` CSIDriver.
     CsiDriver(berth_sdk::CsiDriver),
+    /// A `scheduling.k8s.io/v1beta1` PodGroup (workload-aware scheduling).
+    PodGroup(crate::cluster::pod_groups::PodGroupObject),
     /// A `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration, as YAML text:
     /// `berth simulate` reloads it at that point of the timeline, as `berth run`
     /// reloads an edited configuration file (module paths are relative to the
@@ -725,6 +728,13 @@ fn collect(
                     .map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
+        (v, "PodGroup") if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => {
+            let pg: pod_group::PodGroupManifest = deserialize(Value::Mapping(map), path, location)?;
+            Object::PodGroup(
+                pod_group::pod_group_from(&pg)
+                    .map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
         ("v1", "Node") => {
             let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
             Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
@@ -766,7 +776,7 @@ fn collect(
 }
 
 /// The kinds a manifest may hold that scheduling reads.
-pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
+pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, scheduling.k8s.io/v1beta1 PodGroup, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
 
 /// A warning naming the kinds of the ignored objects among `docs` (how many of
 /// each), or `None` when there are none.
@@ -816,6 +826,7 @@ fn deletable(api_version: &str, kind: &str) -> bool {
         "storage.k8s.io/v1" => matches!(kind, "StorageClass" | "CSINode" | "CSIDriver"),
         "apps/v1" => matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet"),
         "batch/v1" => kind == "Job",
+        v if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => kind == "PodGroup",
         _ => false,
     }
 }
@@ -1543,6 +1554,7 @@ mod tests {
                 Object::StorageClass(c) => format!("storageclass/{}", c.name),
                 Object::CsiNode(n) => format!("csinode/{}", n.name),
                 Object::CsiDriver(d) => format!("csidriver/{}", d.name),
+                Object::PodGroup(g) => format!("podgroup/{}/{}", g.namespace, g.name),
                 Object::Ignored { api_version, kind } => format!("ignored {api_version} {kind}"),
                 Object::Delete {
                     kind,

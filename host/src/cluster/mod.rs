@@ -4,6 +4,7 @@ pub mod affinity;
 pub mod kube;
 pub mod manifest;
 pub mod memory;
+pub mod pod_groups;
 pub mod quantity;
 pub mod storage;
 
@@ -245,6 +246,15 @@ pub enum Change {
     CsiDriver(CsiDriver),
     /// A CSIDriver is gone (by name).
     CsiDriverDeleted(String),
+    /// A PodGroup appeared or changed.
+    PodGroup(pod_groups::PodGroupObject),
+    /// A PodGroup is gone.
+    PodGroupDeleted {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// Every source has listed its objects once: the scheduler's view is complete.
     Synced,
 }

@@ -621,6 +621,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
         ("DefaultBinder", None),
+        ("GangScheduling", None),
     ]
     .into_iter()
     .map(|(name, weight)| PluginRef {

@@ -14,7 +14,7 @@ mod shadow;
 pub use crate::plugin::{CyclePod, CycleState, PluginCalls, cycle_state, waiting};
 pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
 pub use fit_error::{Diagnosis, FitError};
-pub use placement::PlacementScores;
+pub use placement::{Feasibility, PlacementScores};
 pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};

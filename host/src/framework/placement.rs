@@ -1,8 +1,12 @@
 //! The runners of the extension points that act on a pod group as a whole
 //! (kube-scheduler's workload-aware scheduling): PlacementScore ranks the placements
-//! a pod group's cycle found feasible.
+//! a pod group's cycle found feasible; PlacementFeasible says, member after member,
+//! whether the group can still be placed.
 
-use berth_sdk::{ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, PodGroup, PodGroupAssignments};
+use berth_sdk::{
+    Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, PlacementProgress, PodGroup,
+    PodGroupAssignments,
+};
 
 use super::{Framework, PluginError, lock};
 use crate::plugin::CycleState;
@@ -116,4 +120,90 @@ impl Framework {
         timer.status = "Success";
         Ok(out)
     }
+
+    /// Whether the profile has PlacementFeasible plugins.
+    pub fn has_placement_feasible(&self) -> bool {
+        !self.at(ExtensionPoint::PlacementFeasible).is_empty()
+    }
+
+    /// Runs the profile's PlacementFeasible plugins on `group` as placed so far
+    /// (upstream's `RunPlacementFeasiblePlugins`): the first rejection stops the run
+    /// and is the verdict; a plugin that waits lets the others speak, and the run
+    /// then waits; else the group is feasible. A plugin's Error, trap or an answer of
+    /// another code fails the run, naming the plugin and the group.
+    pub fn placement_feasible(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        progress: PlacementProgress,
+    ) -> Result<Feasibility, PluginError> {
+        let mut timer = self.time_point("PlacementFeasible");
+        let mut verdict = Feasibility::Feasible;
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::PlacementFeasible) {
+            let t = self.plugin_clock(state);
+            let status = main
+                .get(i, &self.plugins)?
+                .placement_feasible(state, group, &progress)?;
+            self.observe_plugin(i, "PlacementFeasible", status.code.as_str(), t);
+            let plugin = self.plugins[i].name.clone();
+            match status.code {
+                Code::Success => {}
+                Code::Wait => {
+                    if verdict == Feasibility::Feasible {
+                        verdict = Feasibility::Wait {
+                            plugin,
+                            message: status.message(),
+                        };
+                    }
+                }
+                Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
+                    timer.status = "Unschedulable";
+                    return Ok(Feasibility::Unschedulable {
+                        plugin,
+                        message: status.message(),
+                    });
+                }
+                _ => {
+                    timer.status = status.code.as_str();
+                    return Err(PluginError {
+                        plugin,
+                        message: format!(
+                            "PlacementFeasible of pod group {}/{}: {}: {}",
+                            group.namespace,
+                            group.name,
+                            status.code.as_str(),
+                            status.message()
+                        ),
+                    });
+                }
+            }
+        }
+        timer.status = match verdict {
+            Feasibility::Feasible => "Success",
+            _ => "Wait",
+        };
+        Ok(verdict)
+    }
+}
+
+/// What PlacementFeasible says of a pod group as placed so far.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Feasibility {
+    /// It may bind as placed.
+    Feasible,
+    /// Not yet: go on with the next member (a cycle that ends here binds nothing).
+    Wait {
+        /// The plugin that waits.
+        plugin: String,
+        /// Its message.
+        message: String,
+    },
+    /// It cannot be placed: stop, nothing binds.
+    Unschedulable {
+        /// The plugin that rejected it.
+        plugin: String,
+        /// Its message.
+        message: String,
+    },
 }

@@ -282,11 +282,14 @@ impl Framework {
 
     /// Runs one scheduling attempt for `pod` (given as its WIT record) against the
     /// snapshot, counting `nominated` pods of at least its priority on their nodes.
+    /// When no node fits, the PostFilter plugins (preemption) run if `post_filter`
+    /// says so: a pod group's cycle tries its members without them, as upstream's.
     pub fn schedule_pod(
         &self,
         pod: &CyclePod,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
+        post_filter: bool,
     ) -> ScheduleOutcome {
         let state = CycleState::sampled().with_participants(self.participants(pod, snapshot));
         let mut skip_filter: HashSet<usize> = HashSet::new();
@@ -308,7 +311,7 @@ impl Framework {
         let ScheduleOutcome::Unschedulable(mut fit, _) = outcome else {
             return outcome;
         };
-        if fit.num_all_nodes == 0 || !self.has_post_filter() {
+        if fit.num_all_nodes == 0 || !post_filter || !self.has_post_filter() {
             return ScheduleOutcome::Unschedulable(fit, None);
         }
         let statuses = fit.statuses_by_slot(snapshot);

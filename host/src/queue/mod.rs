@@ -373,25 +373,70 @@ impl SchedulingQueue {
         while let Some(Reverse((_, seq, uid))) = self.active_heap.pop() {
             // Entries of pods removed or re-added since are stale; skip them.
             if self.active.get(&uid).is_some_and(|q| q.seq == seq) {
-                let mut qp = self.active.remove(&uid)?;
-                qp.attempts += 1;
-                qp.initial_attempt
-                    .get_or_insert_with(std::time::Instant::now);
-                let since = self.next_event_id;
-                *self.in_flight_since.entry(since).or_default() += 1;
-                let flight = InFlight {
-                    since,
-                    deleted: false,
-                    updated: None,
-                    activated: false,
-                };
-                if let Some(old) = self.in_flight.insert(uid, flight) {
-                    self.forget_since(old.since);
-                }
-                return Some(qp);
+                let qp = self.active.remove(&uid)?;
+                return Some(self.take_off(qp));
             }
         }
         None
+    }
+
+    /// Takes a pod group's member into its group's cycle, wherever it waits
+    /// (upstream's `PopSpecificPod`): activeQ, backoffQ (its backoff cut short) or
+    /// unschedulable. A gated pod, one whose key and gate must be asked again, and
+    /// one in flight stay where they are: `None`.
+    pub fn pop_specific(&mut self, uid: &str) -> Option<QueuedPod> {
+        let qp = if self
+            .unschedulable
+            .get(uid)
+            .is_some_and(|q| q.gated_by.is_none())
+        {
+            self.unschedulable.remove(uid)
+        } else {
+            // A heap entry left behind goes stale, as on every removal.
+            self.active.remove(uid).or_else(|| self.backoff.remove(uid))
+        }?;
+        Some(self.take_off(qp))
+    }
+
+    /// A pod leaves the queue for a scheduling cycle: one more attempt, in flight.
+    fn take_off(&mut self, mut qp: QueuedPod) -> QueuedPod {
+        qp.attempts += 1;
+        qp.initial_attempt
+            .get_or_insert_with(std::time::Instant::now);
+        let since = self.next_event_id;
+        *self.in_flight_since.entry(since).or_default() += 1;
+        let flight = InFlight {
+            since,
+            deleted: false,
+            updated: None,
+            activated: false,
+        };
+        if let Some(old) = self.in_flight.insert(qp.pod.uid.clone(), flight) {
+            self.forget_since(old.since);
+        }
+        qp
+    }
+
+    /// The pod group of these waiting pods appeared or changed (its PodGroup object,
+    /// which no plugin's queueing hint can be asked about: the WIT's events have no
+    /// PodGroup yet): each moves as after an event that may help it. A gated one has
+    /// its key and gate asked again; an unschedulable one goes to backoffQ or
+    /// activeQ. Pods in activeQ, backoffQ or in flight are left as they are. Returns
+    /// how many moved.
+    pub fn group_changed(&mut self, uids: &[String], now: Duration, event: &str) -> usize {
+        let mut moved = 0;
+        for uid in uids {
+            let Some(gated) = self.unschedulable.get(uid).map(|q| q.gated_by.is_some()) else {
+                continue;
+            };
+            if gated {
+                moved += usize::from(self.release_hold(uid));
+            } else if let Some(qp) = self.unschedulable.remove(uid) {
+                self.requeue(qp, now, event);
+                moved += 1;
+            }
+        }
+        moved
     }
 
     /// The pod's cycle is over (bound, or requeued): forget its in-flight record.
@@ -542,16 +587,30 @@ impl SchedulingQueue {
         };
         self.next_event_id += 1;
         let label = event_label(&event);
-        let candidates: Vec<String> = self
+        // A gated pod is asked of its gating plugin (upstream's `GatingPlugin`): when
+        // the event may let it in, its key and gate are asked again.
+        let candidates: Vec<(String, bool)> = self
             .unschedulable
             .iter()
-            .filter(|(_, q)| q.gated_by.is_none())
-            .filter(|(_, q)| self.queueing_hint(q, &recorded, oracle) == QueueingHint::Queue)
-            .map(|(uid, _)| uid.clone())
+            .filter(|(_, q)| match &q.gated_by {
+                None => self.queueing_hint(q, &recorded, oracle) == QueueingHint::Queue,
+                Some(gate) => {
+                    oracle.hint(
+                        gate,
+                        &recorded.event,
+                        &q.pod,
+                        recorded.old.as_ref(),
+                        recorded.new.as_ref(),
+                    ) == QueueingHint::Queue
+                }
+            })
+            .map(|(uid, q)| (uid.clone(), q.gated_by.is_some()))
             .collect();
         let moved = candidates.len();
-        for uid in candidates {
-            if let Some(qp) = self.unschedulable.remove(&uid) {
+        for (uid, gated) in candidates {
+            if gated {
+                self.release_hold(&uid);
+            } else if let Some(qp) = self.unschedulable.remove(&uid) {
                 self.requeue(qp, now, &label);
             }
         }

@@ -12,6 +12,7 @@
 //! [`swap`] how a reload's new version is taken in between two cycles.
 
 mod binding;
+mod group;
 mod pool;
 mod preemption;
 mod storage;
@@ -23,6 +24,7 @@ pub use swap::SwapReport;
 use crate::cache::{Cache, CacheError, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
+use crate::cluster::pod_groups::{MemberState, PodGroups};
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, Recorder};
 use crate::config::Configuration;
@@ -239,6 +241,9 @@ pub struct Scheduler {
     namespaces: Namespaces,
     budgets: Budgets,
     storage: Storage,
+    /// The PodGroups and where their members are (the cache tells it of assumed,
+    /// bound and forgotten members; pending ones are told here).
+    pod_groups: PodGroups,
     waiting: WaitingPods,
     clock: Arc<dyn Clock>,
     binder: Arc<dyn Binder>,
@@ -317,6 +322,7 @@ impl Scheduler {
             metrics: Some(metrics.clone()),
             budgets: Budgets::new(),
             storage: Storage::new(),
+            pod_groups: PodGroups::new(),
         };
         let builder = Builder {
             runtime: runtime.clone(),
@@ -336,6 +342,7 @@ impl Scheduler {
                 namespaces: services.namespaces.clone(),
                 waiting: services.waiting.clone(),
                 storage: services.storage.clone(),
+                pod_groups: services.pod_groups.clone(),
             });
         }
         binder.attach_storage(&services.storage);
@@ -364,13 +371,18 @@ impl Scheduler {
             plugins_view,
             followed_view,
             shadows_view,
-            cache: Cache::new(),
+            cache: {
+                let mut cache = Cache::new();
+                cache.track_groups(services.pod_groups.clone());
+                cache
+            },
             queue,
             snapshot: Snapshot::default(),
             outcomes: HashMap::new(),
             namespaces: services.namespaces,
             budgets: services.budgets,
             storage: services.storage,
+            pod_groups: services.pod_groups,
             waiting: services.waiting,
             clock,
             binder,
@@ -437,6 +449,8 @@ impl Scheduler {
             Change::CsiNodeDeleted(name) => self.remove_csi_node(&name),
             Change::CsiDriver(d) => self.add_or_update_csi_driver(d),
             Change::CsiDriverDeleted(name) => self.remove_csi_driver(&name),
+            Change::PodGroup(g) => self.add_or_update_pod_group(g),
+            Change::PodGroupDeleted { namespace, name } => self.remove_pod_group(&namespace, &name),
             Change::Synced => {}
         }
         Ok(())
@@ -791,6 +805,12 @@ impl Scheduler {
         let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
             return Ok(());
         };
+        // A member counts in its group before its own gate is asked (GangScheduling
+        // lets it in once enough members exist, itself included).
+        if let Some(group) = &pod.scheduling_group {
+            self.pod_groups
+                .set_member(&pod.uid, &pod.namespace, group, MemberState::Pending);
+        }
         let (key, gate) = match self.gate(&fw, &pod) {
             Ok(g) => g,
             Err(e) => {
@@ -802,7 +822,14 @@ impl Scheduler {
         self.set_outcome(&pod, None, message, 0);
         self.nominate(&pod);
         let now = self.clock.now();
-        self.queue.add(pod, key, gate, now);
+        self.queue.add(pod.clone(), key, gate, now);
+        // Upstream's UnscheduledPod/Add, which GangScheduling registers: a new member
+        // may complete a gang that waits.
+        self.event(
+            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
+            None,
+            Some(Object::Pod(pod)),
+        );
         Ok(())
     }
 
@@ -883,6 +910,7 @@ impl Scheduler {
         self.unnominate(uid);
         self.unconfirmed.remove(uid);
         self.recorder.forget(uid);
+        self.pod_groups.remove_member(uid);
         if self.binding.contains_key(uid) {
             if self.waiting.remove(uid) {
                 // Waiting at Permit: give back what it reserved.
@@ -993,12 +1021,16 @@ impl Scheduler {
             self.queue.done(&qp.pod.uid);
             return true;
         };
+        if let Some(group) = self.group_of(&qp.pod) {
+            self.schedule_group(fw, qp, group);
+            return true;
+        }
         let mut qp = qp;
         qp.pod.default_selector = self.default_selector(&qp.pod);
         let started = Instant::now();
         self.cache.update_snapshot(&mut self.snapshot);
         let wpod = CyclePod::new(qp.pod.clone());
-        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated) {
+        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, true) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
                 self.metrics.observe_attempt(
                     AttemptResult::Scheduled,

@@ -34,7 +34,16 @@ pub(crate) mod bindings {
 }
 
 use bindings::berth::scheduler::{host as host07, types as w07};
-use bindings::exports::berth::scheduler as ex07;
+use exports07 as ex07;
+
+/// The 0.7 track's exports, and the optional interfaces added on the current track
+/// after it (PlacementFeasible, 0.8.1). No 0.7 module has those, as its world lacks
+/// them: the host finds a module's optional exports by name, so for a 0.7 module
+/// they are always absent, and the current bindings stand in for their types.
+pub(crate) mod exports07 {
+    pub(crate) use super::bindings::exports::berth::scheduler::*;
+    pub(crate) use crate::wasm::bindings::exports::berth::scheduler::placement_feasible;
+}
 
 /// A value of one track's bindings as the other's: the same serde form, fields the
 /// target lacks dropped. An error is a bug of the adapter (a kind that changed
@@ -416,6 +425,17 @@ calls!(placement_score {
             => bindings::berth::scheduler::workload::PodGroup,
         = scores: &[i64] => &[i64]
     ) -> Result<Vec<i64>, w::Status>;
+});
+
+// Added on the 0.8 track: only modules of the current track have it.
+calls!(placement_feasible {
+    fn call_placement_feasible(
+        = st: St => St,
+        = group: &super::bindings::berth::scheduler::workload::PodGroup
+            => &super::bindings::berth::scheduler::workload::PodGroup,
+        = progress: super::bindings::berth::scheduler::workload::PlacementProgress
+            => super::bindings::berth::scheduler::workload::PlacementProgress
+    ) -> w::Status;
 });
 
 #[cfg(test)]

@@ -645,12 +645,30 @@ impl FromWit<Result<i64, w::Status>> for Result<i64, sdk::Status> {
 pub(crate) trait ToWitArg {
     /// The WIT value.
     type Wit;
+    /// How the bindings take it: by reference, or by value for a record of plain
+    /// numbers (which `bindgen!` passes as a `Copy` value).
+    type Passed<'a>
+    where
+        Self::Wit: 'a;
     /// Converts.
     fn to_wit_arg(&self) -> Self::Wit;
+    /// The converted value as the bindings take it.
+    fn passed(w: &Self::Wit) -> Self::Passed<'_>;
+}
+
+/// The usual case: the bindings take the WIT value by reference.
+macro_rules! passed_by_reference {
+    ($wit:ty) => {
+        type Passed<'a> = &'a $wit;
+        fn passed(w: &$wit) -> &$wit {
+            w
+        }
+    };
 }
 
 impl ToWitArg for berth_sdk::PodGroup {
     type Wit = wl::PodGroup;
+    passed_by_reference!(wl::PodGroup);
     fn to_wit_arg(&self) -> wl::PodGroup {
         wl::PodGroup {
             namespace: self.namespace.clone(),
@@ -662,8 +680,26 @@ impl ToWitArg for berth_sdk::PodGroup {
     }
 }
 
+impl ToWitArg for berth_sdk::PlacementProgress {
+    type Wit = wl::PlacementProgress;
+    type Passed<'a> = wl::PlacementProgress;
+    fn passed(w: &wl::PlacementProgress) -> wl::PlacementProgress {
+        *w
+    }
+    fn to_wit_arg(&self) -> wl::PlacementProgress {
+        wl::PlacementProgress {
+            scheduled: self.scheduled,
+            remaining: self.remaining,
+        }
+    }
+}
+
 impl ToWitArg for [i64] {
     type Wit = Vec<i64>;
+    type Passed<'a> = &'a [i64];
+    fn passed(w: &Vec<i64>) -> &[i64] {
+        w
+    }
     fn to_wit_arg(&self) -> Vec<i64> {
         self.to_vec()
     }
@@ -671,6 +707,7 @@ impl ToWitArg for [i64] {
 
 impl ToWitArg for berth_sdk::PodGroupAssignments {
     type Wit = wl::PodGroupAssignments;
+    passed_by_reference!(wl::PodGroupAssignments);
     fn to_wit_arg(&self) -> wl::PodGroupAssignments {
         wl::PodGroupAssignments {
             placement: wl::Placement {

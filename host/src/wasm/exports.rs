@@ -175,7 +175,7 @@ mod current {
 
 /// The exports of a module of the 0.7 track.
 mod v0_7 {
-    use super::super::adapted::bindings::exports::berth::scheduler as ex;
+    use super::super::adapted::exports07 as ex;
     use super::*;
     berth_sdk::for_each_extension_point!(plugin_exports);
 }
@@ -240,7 +240,7 @@ macro_rules! either_getters {
     };
 }
 
-use super::adapted::bindings::exports::berth::scheduler as v0_7_ex;
+use super::adapted::exports07 as v0_7_ex;
 use super::bindings::exports::berth::scheduler as current_ex;
 
 berth_sdk::for_each_extension_point!(either_getters);

@@ -93,6 +93,8 @@ pub struct HostServices {
     pub budgets: Budgets,
     /// What the storage listers (`get-persistent-volume-claim`, ...) read.
     pub storage: Storage,
+    /// What `workload.get-pod-group` reads.
+    pub pod_groups: crate::cluster::pod_groups::PodGroups,
 }
 
 impl WasiView for HostCtx {
@@ -106,7 +108,21 @@ impl WasiView for HostCtx {
 
 impl w::Host for HostCtx {}
 
-impl super::bindings::berth::scheduler::workload::Host for HostCtx {}
+impl super::bindings::berth::scheduler::workload::Host for HostCtx {
+    fn get_pod_group(
+        &mut self,
+        namespace: String,
+        name: String,
+    ) -> Option<super::bindings::berth::scheduler::workload::PodGroupState> {
+        self.services.pod_groups.state(&namespace, &name).map(|g| {
+            super::bindings::berth::scheduler::workload::PodGroupState {
+                min_count: g.min_count,
+                all_pods: g.all_pods,
+                scheduled_pods: g.scheduled_pods,
+            }
+        })
+    }
+}
 
 impl host::Host for HostCtx {
     fn log(&mut self, level: host::LogLevel, message: String) {

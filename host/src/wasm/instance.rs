@@ -542,7 +542,9 @@ macro_rules! wasm_calls {
             self.call_subject = Some(format!("pod group {}/{}", group.namespace, group.name));
             let group = convert::ToWitArg::to_wit_arg(group);
             $( let $arg = convert::ToWitArg::to_wit_arg($arg); )*
-            let r = self.with_state(state, |b, s, st| b.$getter()?.$call(s, st, &group $(, &$arg)*));
+            let r = self.with_state(state, |b, s, st| {
+                b.$getter()?.$call(s, st, &group $(, <$aty as convert::ToWitArg>::passed(&$arg))*)
+            });
             let r: $ret = self.located(r, On::Nothing).map(convert::FromWit::from_wit)?;
             $( let r = self.same_length(r, $larg.len(), $what, On::Nothing)?; )?
             Ok(r)

@@ -1,0 +1,243 @@
+//! The cluster's PodGroups (`scheduling.k8s.io` PodGroup, kube-scheduler's
+//! workload-aware scheduling) and what the scheduler knows of their members: which
+//! pods name each group in `spec.schedulingGroup`, and which of them are assumed or
+//! bound. kube-scheduler keeps the same in its `PodGroupManager`'s states; plugins
+//! read it through `workload.get-pod-group`, the pod group cycle through
+//! [`PodGroups::state`].
+
+use berth_sdk::PodGroupState;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// A PodGroup's scheduling policy (`spec.schedulingPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodGroupPolicy {
+    /// `basic: {}`: members are scheduled as they come; the group only batches them.
+    Basic,
+    /// `gang: {minCount}`: nothing binds until `min_count` members can.
+    Gang {
+        /// `minCount`.
+        min_count: u32,
+    },
+}
+
+/// A PodGroup object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodGroupObject {
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.schedulingPolicy`.
+    pub policy: PodGroupPolicy,
+}
+
+impl PodGroupObject {
+    /// The gang's `minCount`; `None` for the basic policy.
+    pub fn min_count(&self) -> Option<u32> {
+        match self.policy {
+            PodGroupPolicy::Basic => None,
+            PodGroupPolicy::Gang { min_count } => Some(min_count),
+        }
+    }
+}
+
+/// Where a member is, as the group counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberState {
+    /// Pending: queued (held back included) or in a scheduling cycle.
+    Pending,
+    /// Assumed on a node: in a binding cycle or waiting at Permit.
+    Assumed,
+    /// Bound.
+    Bound,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// The PodGroup objects, by (namespace, name).
+    objects: HashMap<(String, String), PodGroupObject>,
+    /// The members of each group (whether its object exists yet or not), by
+    /// (namespace, name), then by UID.
+    members: HashMap<(String, String), HashMap<String, MemberState>>,
+    /// Each member's group, by UID.
+    group_of: HashMap<String, (String, String)>,
+}
+
+/// The PodGroups and their members; clones share them.
+#[derive(Clone, Debug, Default)]
+pub struct PodGroups(Arc<RwLock<Inner>>);
+
+impl PodGroups {
+    /// None.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds or replaces a PodGroup; the one it replaced, if any.
+    pub fn set(&self, group: PodGroupObject) -> Option<PodGroupObject> {
+        let key = (group.namespace.clone(), group.name.clone());
+        self.write().objects.insert(key, group)
+    }
+
+    /// Removes a PodGroup (its members stay known, waiting for it to come back).
+    pub fn remove(&self, namespace: &str, name: &str) -> Option<PodGroupObject> {
+        self.write()
+            .objects
+            .remove(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// The PodGroup object, if the cluster has it.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<PodGroupObject> {
+        self.read()
+            .objects
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// Notes where a member is: `group` is the pod's `spec.schedulingGroup`.
+    pub fn set_member(&self, uid: &str, namespace: &str, group: &str, state: MemberState) {
+        let key = (namespace.to_owned(), group.to_owned());
+        let mut inner = self.write();
+        inner.group_of.insert(uid.to_owned(), key.clone());
+        inner
+            .members
+            .entry(key)
+            .or_default()
+            .insert(uid.to_owned(), state);
+    }
+
+    /// Moves a known member to `state`; nothing for a pod of no group.
+    pub fn move_member(&self, uid: &str, state: MemberState) {
+        let mut inner = self.write();
+        let Some(key) = inner.group_of.get(uid).cloned() else {
+            return;
+        };
+        if let Some(m) = inner.members.get_mut(&key) {
+            m.insert(uid.to_owned(), state);
+        }
+    }
+
+    /// A member is gone.
+    pub fn remove_member(&self, uid: &str) {
+        let mut inner = self.write();
+        let Some(key) = inner.group_of.remove(uid) else {
+            return;
+        };
+        if let Some(m) = inner.members.get_mut(&key) {
+            m.remove(uid);
+            if m.is_empty() {
+                inner.members.remove(&key);
+            }
+        }
+    }
+
+    /// The group of a member, as (namespace, name).
+    pub fn group_of(&self, uid: &str) -> Option<(String, String)> {
+        self.read().group_of.get(uid).cloned()
+    }
+
+    /// The UIDs of a group's members in `state`.
+    pub fn members_in(&self, namespace: &str, name: &str, state: MemberState) -> Vec<String> {
+        let inner = self.read();
+        let key = (namespace.to_owned(), name.to_owned());
+        let mut uids: Vec<String> = inner
+            .members
+            .get(&key)
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, s)| **s == state)
+                    .map(|(u, _)| u.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        uids.sort();
+        uids
+    }
+
+    /// The group with its members counted; `None` while the cluster has no such
+    /// PodGroup.
+    pub fn state(&self, namespace: &str, name: &str) -> Option<PodGroupState> {
+        let inner = self.read();
+        let key = (namespace.to_owned(), name.to_owned());
+        let object = inner.objects.get(&key)?;
+        let mut state = PodGroupState {
+            min_count: object.min_count(),
+            ..PodGroupState::default()
+        };
+        if let Some(members) = inner.members.get(&key) {
+            state.all_pods = u32::try_from(members.len()).unwrap_or(u32::MAX);
+            let scheduled = members
+                .values()
+                .filter(|s| **s != MemberState::Pending)
+                .count();
+            state.scheduled_pods = u32::try_from(scheduled).unwrap_or(u32::MAX);
+        }
+        Some(state)
+    }
+
+    /// How many PodGroup objects and tracked members there are (bookkeeping).
+    pub fn counts(&self) -> (usize, usize) {
+        let inner = self.read();
+        (inner.objects.len(), inner.group_of.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gang(name: &str, min_count: u32) -> PodGroupObject {
+        PodGroupObject {
+            namespace: "default".into(),
+            name: name.into(),
+            policy: PodGroupPolicy::Gang { min_count },
+        }
+    }
+
+    #[test]
+    fn a_group_counts_its_members_by_where_they_are() {
+        let g = PodGroups::new();
+        g.set_member("a", "default", "trainer", MemberState::Pending);
+        g.set_member("b", "default", "trainer", MemberState::Pending);
+        g.set_member("c", "default", "trainer", MemberState::Bound);
+        g.set_member("x", "other", "trainer", MemberState::Pending);
+        // No object yet: nothing to say.
+        assert_eq!(g.state("default", "trainer"), None);
+        g.set(gang("trainer", 3));
+        g.move_member("a", MemberState::Assumed);
+        let s = g.state("default", "trainer").unwrap();
+        assert_eq!(
+            s,
+            PodGroupState {
+                min_count: Some(3),
+                all_pods: 3,
+                scheduled_pods: 2,
+            }
+        );
+        g.remove_member("c");
+        g.move_member("a", MemberState::Pending);
+        let s = g.state("default", "trainer").unwrap();
+        assert_eq!((s.all_pods, s.scheduled_pods), (2, 0));
+        assert_eq!(
+            g.members_in("default", "trainer", MemberState::Pending),
+            ["a", "b"]
+        );
+        // A removed object keeps its members for when it comes back.
+        g.remove("default", "trainer");
+        assert_eq!(g.state("default", "trainer"), None);
+        assert_eq!(g.group_of("b"), Some(("default".into(), "trainer".into())));
+        g.remove_member("a");
+        g.remove_member("b");
+        g.remove_member("x");
+        assert_eq!(g.counts(), (0, 0));
+    }
+}
