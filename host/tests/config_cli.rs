@@ -29,7 +29,17 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
     assert!(
-        summary.contains("profile default-scheduler: 18 plugins\n"),
+        summary.contains("profile default-scheduler: 19 plugins\n"),
+        "{summary}"
+    );
+    // GangScheduling: members of a pod group wait at PreEnqueue for their group, and
+    // the pod group cycle asks it whether the group can be placed.
+    assert!(
+        summary.contains("  preEnqueue  SchedulingGates, GangScheduling\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  placementFeasible GangScheduling\n"),
         "{summary}"
     );
     assert!(

@@ -170,6 +170,23 @@ pub trait Recorder: Send + Sync {
     fn forget(&self, uid: &str) {
         let _ = uid;
     }
+    /// A pod group's cycle ended: upstream writes its outcome as the PodGroup's
+    /// `PodGroupScheduled` condition (never taking a True back to False).
+    fn pod_group_scheduled(&self, namespace: &str, name: &str, outcome: &PodGroupOutcome) {
+        let _ = (namespace, name, outcome);
+    }
+}
+
+/// How a pod group's cycle ended, as the PodGroup's `PodGroupScheduled` condition
+/// says it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodGroupOutcome {
+    /// The condition's status: the group was placed.
+    pub scheduled: bool,
+    /// `Scheduled`, `Unschedulable` or `SchedulerError`.
+    pub reason: &'static str,
+    /// Why (empty when scheduled).
+    pub message: String,
 }
 
 /// Records nothing.

@@ -15,8 +15,8 @@
 //! unschedulable.
 
 use super::{MemberState, Scheduler};
-use crate::cluster::FailureReason;
 use crate::cluster::pod_groups::PodGroupObject;
+use crate::cluster::{FailureReason, PodGroupOutcome};
 use crate::framework::{CyclePod, CycleState, Feasibility, Framework, ScheduleOutcome};
 use crate::metrics::AttemptResult;
 use crate::queue::QueuedPod;
@@ -167,6 +167,25 @@ impl Scheduler {
                 Verdict::Error(e) => e.clone(),
             }
         );
+        let outcome = match &verdict {
+            Verdict::Feasible => PodGroupOutcome {
+                scheduled: true,
+                reason: "Scheduled",
+                message: String::new(),
+            },
+            Verdict::Unschedulable { message, .. } => PodGroupOutcome {
+                scheduled: false,
+                reason: "Unschedulable",
+                message: message.clone(),
+            },
+            Verdict::Error(e) => PodGroupOutcome {
+                scheduled: false,
+                reason: "SchedulerError",
+                message: e.clone(),
+            },
+        };
+        self.recorder
+            .pod_group_scheduled(&group.namespace, &group.name, &outcome);
         let elapsed = started.elapsed();
         for (qp, t) in members.into_iter().zip(tried) {
             match (t, &verdict) {
