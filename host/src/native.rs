@@ -89,10 +89,12 @@ pub fn registry() -> HashMap<&'static str, Twin> {
         twin::<node_resources_fit::NodeResourcesFit>(),
         twin::<node_unschedulable::NodeUnschedulable>(),
         twin::<node_volume_limits::NodeVolumeLimits>(),
+        twin::<pod_group_pods_count::PodGroupPodsCount>(),
         twin::<pod_topology_spread::PodTopologySpread>(),
         twin::<priority_sort::PrioritySort>(),
         twin::<scheduling_gates::SchedulingGates>(),
         twin::<taint_toleration::TaintToleration>(),
+        twin::<topology_placement_generator::TopologyPlacementGenerator>(),
         twin::<volume_binding::VolumeBinding>(),
         twin::<volume_restrictions::VolumeRestrictions>(),
         twin::<volume_zone::VolumeZone>(),
@@ -270,7 +272,7 @@ macro_rules! native_calls {
             $($arg: &$aty),*
         ) -> Result<$ret, CallError> {
             Ok(with_state(state, |st| {
-                points::$method(&self.plugin, &self.vtable, st, group $(, $arg)*)
+                points::$method(&self.plugin, &self.vtable, st, group, &self.view $(, $arg)*)
             }))
         }
     };

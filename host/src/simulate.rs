@@ -135,6 +135,72 @@ pub struct PodReport {
     pub attempts: u32,
 }
 
+/// A pod group at the end of the run, as a whole.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupReport {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `gang` or `basic`; null while the cluster has no such PodGroup.
+    pub policy: Option<&'static str>,
+    /// The gang's `minCount`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_count: Option<u32>,
+    /// Its members.
+    pub members: usize,
+    /// Its members bound.
+    pub bound: usize,
+    /// `placed`, `partly placed` (basic), `waiting for members`, `waiting for its
+    /// PodGroup` or `unschedulable`.
+    pub state: &'static str,
+}
+
+impl GroupReport {
+    /// The group's report from its members' count.
+    pub fn of(g: &crate::cluster::pod_groups::GroupSummary) -> Self {
+        let members = g.pending + g.assumed + g.bound;
+        let min_count = g.object.as_ref().and_then(|o| o.min_count());
+        let state = match (&g.object, min_count) {
+            (None, _) => "waiting for its PodGroup",
+            (Some(_), Some(min)) if g.bound >= min as usize => "placed",
+            (Some(_), Some(min)) if members < min as usize => "waiting for members",
+            (Some(_), Some(_)) => "unschedulable",
+            (Some(_), None) if members > 0 && g.bound == members => "placed",
+            (Some(_), None) if g.bound > 0 => "partly placed",
+            (Some(_), None) => "unschedulable",
+        };
+        GroupReport {
+            namespace: g.namespace.clone(),
+            name: g.name.clone(),
+            policy: g.object.as_ref().map(|o| {
+                if o.min_count().is_some() {
+                    "gang"
+                } else {
+                    "basic"
+                }
+            }),
+            min_count,
+            members,
+            bound: g.bound,
+            state,
+        }
+    }
+
+    /// One line of the text report.
+    fn to_text(&self) -> String {
+        let policy = match (self.policy, self.min_count) {
+            (Some("gang"), Some(min)) => format!("gang, minCount {min}"),
+            (Some(p), _) => p.to_owned(),
+            (None, _) => "no PodGroup".to_owned(),
+        };
+        format!(
+            "pod group {}/{} ({policy}): {} of {} member(s) bound: {}\n",
+            self.namespace, self.name, self.bound, self.members, self.state
+        )
+    }
+}
+
 /// Totals.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
@@ -189,6 +255,9 @@ pub struct Report {
     /// What each shadow run of the configuration saw (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shadows: Vec<ShadowStats>,
+    /// The pod groups, each as a whole (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupReport>,
     /// Totals.
     pub summary: Summary,
 }
@@ -255,6 +324,9 @@ impl Report {
         }
         for s in &self.shadows {
             out.push_str(&shadow_text(s));
+        }
+        for g in &self.groups {
+            out.push_str(&g.to_text());
         }
         let evicted = if self.evicted.is_empty() {
             String::new()
@@ -958,10 +1030,17 @@ fn run(runtime: &Arc<Runtime>, opts: &SimulateOptions, record: bool) -> Result<R
             }
         })
         .collect();
+    let groups = scheduler
+        .pod_groups()
+        .summaries()
+        .iter()
+        .map(GroupReport::of)
+        .collect();
     let report = Report {
         evicted,
         claims,
         shadows: scheduler.shadow_reports(),
+        groups,
         summary: Summary {
             scheduled,
             unschedulable: pods.len() - scheduled,

@@ -143,6 +143,48 @@ fn simulate_runs_a_timeline_of_adds_updates_and_deletes() {
     assert_eq!(pods[1]["attempts"], 1);
 }
 
+#[test]
+fn simulate_places_the_example_s_gangs_whole_or_not_at_all() {
+    let out = berth(&["simulate", "examples/gangs.yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |pod: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("default/{pod} ")))
+            .unwrap_or_else(|| panic!("no line for {pod}:\n{text}"))
+            .to_owned()
+    };
+    // The training gang lands whole; the wide one binds nothing (two of three fit).
+    for i in 0..4 {
+        assert!(!line(&format!("train-{i}")).contains("<pending>"), "{text}");
+    }
+    for i in 0..3 {
+        assert!(line(&format!("wide-{i}")).contains("<pending>"), "{text}");
+    }
+    // The eval members waited for their PodGroup, then landed.
+    assert!(!line("eval-0").contains("<pending>"), "{text}");
+    assert!(!line("eval-1").contains("<pending>"), "{text}");
+    for group in [
+        "pod group default/eval (gang, minCount 2): 2 of 2 member(s) bound: placed",
+        "pod group default/train (gang, minCount 4): 4 of 4 member(s) bound: placed",
+        "pod group default/wide (gang, minCount 3): 0 of 3 member(s) bound: unschedulable",
+    ] {
+        assert!(text.contains(&format!("{group}\n")), "{group}:\n{text}");
+    }
+    assert!(
+        text.contains("\n6 scheduled, 3 unschedulable, 9 pods in "),
+        "{text}"
+    );
+    // explain of a wide member shows its group's cycle.
+    let out = berth(&["explain", "--pod", "default/wide-0", "examples/gangs.yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Pod group default/wide (gang, minCount 3): 0 member(s) scheduled before; its cycle would try 3:"),
+        "{text}"
+    );
+}
+
 /// `berth explain --pod default/web-1 -o json FILE`, parsed.
 fn explain_web_1(file: &str) -> serde_json::Value {
     let out = berth(&["explain", "--pod", "default/web-1", "-o", "json", file]);

@@ -837,7 +837,7 @@ macro_rules! guest_exports {
             let group = <crate::PodGroup as FromWitArg>::from_wit_arg(group);
             $( let $arg = <$aty as FromWitArg>::from_wit_arg($arg); )*
             with_instance::<T, _>(|inst| {
-                points::$method(&inst.plugin, &inst.vtable, &state, &group $(, &$arg)*)
+                points::$method(&inst.plugin, &inst.vtable, &state, &group, &*inst $(, &$arg)*)
             })
             .into_wit()
         }
@@ -923,6 +923,31 @@ impl FromWitArg for crate::PodGroupAssignments {
     }
 }
 
+impl FromWitArg for crate::Placement {
+    type Wit = wl::Placement;
+    fn from_wit_arg(p: wl::Placement) -> crate::Placement {
+        crate::Placement {
+            name: p.name,
+            nodes: p.nodes,
+        }
+    }
+}
+
+impl IntoWit for Result<Vec<crate::Placement>, sdk::Status> {
+    type Wit = Result<Vec<wl::Placement>, w::Status>;
+    fn into_wit(self) -> Self::Wit {
+        self.map(|ps| {
+            ps.into_iter()
+                .map(|p| wl::Placement {
+                    name: p.name,
+                    nodes: p.nodes,
+                })
+                .collect()
+        })
+        .map_err(status_to_wit)
+    }
+}
+
 impl FromWitArg for crate::PlacementProgress {
     type Wit = wl::PlacementProgress;
     fn from_wit_arg(p: wl::PlacementProgress) -> crate::PlacementProgress {
@@ -942,6 +967,8 @@ impl FromWitArg for crate::PodGroup {
             min_count: g.min_count,
             scheduled_count: g.scheduled_count,
             unscheduled_pods: g.unscheduled_pods.into_iter().map(pod_from_wit).collect(),
+            topology_keys: g.topology_keys,
+            scheduled_nodes: g.scheduled_nodes,
         }
     }
 }

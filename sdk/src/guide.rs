@@ -7,8 +7,10 @@
 //! PreScore, Score (per feasible node) and NormalizeScore, then Reserve and Permit
 //! for the chosen node, and in the binding cycle PreBind, Bind and PostBind.
 //! EnqueueExtensions tells the queue which cluster events may help a pod the plugin
-//! rejected; PlacementScore ranks the placements of a pod group. Every example below
-//! is a complete plugin and runs as a doctest.
+//! rejected; for a pod group, PlacementGenerate proposes sets of nodes to place it
+//! in, PlacementScore ranks them, and PlacementFeasible says whether its cycle can
+//! still place it. Every example below is a
+//! complete plugin and runs as a doctest.
 //!
 //! Each status code means what it means upstream: Unschedulable lets preemption
 //! try; UnschedulableAndUnresolvable says evicting pods cannot help; Error retries
@@ -384,5 +386,90 @@
 //!     }
 //! }
 //! berth_sdk::export_plugin!(FewestNodes: placement_score, normalize_placement_score);
+//! # fn main() {}
+//! ```
+//!
+//! ## PlacementGenerate: the sets of nodes to try a pod group in
+//!
+//! A profile with PlacementGenerate plugins tries each pod group within every
+//! placement they generate (each plugin refining the placements of the one before,
+//! starting from one of every node) and keeps the feasible one PlacementScore ranks
+//! best. The plugin gets the parent placement's nodes from its replica, with their
+//! labels and pods.
+//!
+//! ```
+//! use berth_sdk::{CycleState, NodeInfo, Placement, PlacementGenerate, Plugin, PodGroup,
+//!                 Status};
+//!
+//! /// One placement per rack (the `rack` label); nodes without one are left out.
+//! struct ByRack;
+//! impl Plugin for ByRack {
+//!     const NAME: &'static str = "ByRack";
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(ByRack) }
+//! }
+//! impl PlacementGenerate for ByRack {
+//!     fn generate_placements(&self, _: &CycleState, _: &PodGroup, _: &Placement,
+//!                            nodes: &[&NodeInfo]) -> Result<Vec<Placement>, Status> {
+//!         let mut racks: Vec<Placement> = Vec::new();
+//!         for n in nodes {
+//!             let Some(rack) = n.node.labels.get("rack") else { continue };
+//!             match racks.iter_mut().find(|p| &p.name == rack) {
+//!                 Some(p) => p.nodes.push(n.node.name.clone()),
+//!                 None => racks.push(Placement { name: rack.clone(),
+//!                                                nodes: vec![n.node.name.clone()] }),
+//!             }
+//!         }
+//!         Ok(racks)
+//!     }
+//! }
+//! berth_sdk::export_plugin!(ByRack: placement_generate);
+//! # fn main() {}
+//! ```
+//!
+//! ## PlacementFeasible: say when a pod group may bind
+//!
+//! A pod group's cycle tries its waiting members one after another, each on the
+//! room the ones before it left, and asks the PlacementFeasible plugins before the
+//! first member and after each. Success lets the group bind as placed so far (the
+//! cycle still tries the rest); Wait says not yet, go on (a cycle that ends waiting
+//! binds nothing); Unschedulable stops the cycle and nothing binds; Error fails it.
+//! [`PlacementProgress`](crate::PlacementProgress) counts the members scheduled
+//! (bound before the cycle, or placed in it) and those not tried yet; the group's
+//! `unscheduled_pods` are not sent here. GangScheduling is this point's built-in
+//! plugin (a gang binds once `minCount` members are placed); the one below asks for
+//! a number set in its args instead.
+//!
+//! ```
+//! use berth_sdk::{Code, CycleState, PlacementFeasible, PlacementProgress, Plugin,
+//!                 PodGroup, Status};
+//!
+//!
+//! /// A group may bind once `members` of it are placed, whatever its policy.
+//! struct AtLeast { members: u32 }
+//! impl Plugin for AtLeast {
+//!     const NAME: &'static str = "AtLeast";
+//!     fn new(args: serde_json::Value) -> Result<Self, String> {
+//!         match args.get("members").and_then(|m| m.as_u64()) {
+//!             Some(n @ 1..=100_000) => Ok(AtLeast { members: n as u32 }),
+//!             Some(n) => Err(format!("members: {n} is not in 1..=100000")),
+//!             None => Err("members: required".into()),
+//!         }
+//!     }
+//! }
+//! impl PlacementFeasible for AtLeast {
+//!     fn placement_feasible(&self, _: &CycleState, group: &PodGroup,
+//!                           p: &PlacementProgress) -> Status {
+//!         let needed = self.members;
+//!         if p.scheduled >= needed {
+//!             Status::success()
+//!         } else if p.scheduled + p.remaining < needed {
+//!             Status::unschedulable(format!(
+//!                 "{}/{}: {needed} members cannot be placed", group.namespace, group.name))
+//!         } else {
+//!             Status::new(Code::Wait, vec![format!("{} of {needed} placed", p.scheduled)])
+//!         }
+//!     }
+//! }
+//! berth_sdk::export_plugin!(AtLeast: placement_feasible);
 //! # fn main() {}
 //! ```

@@ -103,8 +103,9 @@ pub use volumes::{
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 pub use workload::{
-    NormalizePlacementScore, Placement, PlacementFeasible, PlacementProgress, PlacementScore,
-    PodGroup, PodGroupAssignments, PodGroupState, ProposedAssignment, get_pod_group,
+    NormalizePlacementScore, Placement, PlacementFeasible, PlacementGenerate, PlacementProgress,
+    PlacementScore, PodGroup, PodGroupAssignments, PodGroupState, ProposedAssignment,
+    get_pod_group,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.

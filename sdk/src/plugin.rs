@@ -5,8 +5,8 @@ use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
 use crate::preemption::{DryRun, PostFilter, PostFilterResult, PreFilterExtensions};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use crate::workload::{
-    NormalizePlacementScore, PlacementFeasible, PlacementProgress, PlacementScore, PodGroup,
-    PodGroupAssignments,
+    NormalizePlacementScore, Placement, PlacementFeasible, PlacementGenerate, PlacementProgress,
+    PlacementScore, PodGroup, PodGroupAssignments,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::Any;
@@ -485,6 +485,9 @@ vtable! {
     /// PlacementFeasible.
     placement_feasible: fn(&T, &CycleState, &PodGroup, &PlacementProgress) -> Status =
         T::placement_feasible, if PlacementFeasible, PlacementFeasible;
+    /// PlacementGenerate.
+    placement_generate: fn(&T, &CycleState, &PodGroup, &Placement, &[&NodeInfo]) -> Result<Vec<Placement>, Status> =
+        T::generate_placements, if PlacementGenerate, PlacementGenerate;
 }
 
 /// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
@@ -498,7 +501,7 @@ pub trait Registered: Plugin {
 /// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `pre_filter_extensions`,
 /// `filter`, `post_filter`, `pre_score`, `score`, `normalize_score`, `reserve`, `permit`,
 /// `pre_bind`, `bind`, `post_bind`, `placement_score`, `normalize_placement_score`,
-/// `placement_feasible`.
+/// `placement_feasible`, `placement_generate`.
 #[macro_export]
 macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {

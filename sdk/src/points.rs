@@ -20,7 +20,7 @@ use crate::events::{ClusterEvent, Object, QueueingHint};
 use crate::plugin::{CycleState, PreFilterResult, VTable};
 use crate::preemption::{DryRun, PostFilterResult};
 use crate::types::{NodeInfo, Pod, Status};
-use crate::workload::{PlacementProgress, PodGroup, PodGroupAssignments};
+use crate::workload::{Placement, PlacementProgress, PodGroup, PodGroupAssignments};
 
 /// Calls the macro named by its first argument with the table of extension points.
 ///
@@ -176,6 +176,14 @@ macro_rules! for_each_extension_point {
                     group { normalize_placement_score "NormalizePlacementScore" normalize_placement_score call_normalize_placement_score placement_score
                         (scores: [i64]) -> ::std::result::Result<::std::vec::Vec<i64>, $crate::Status>
                         [len scores "normalized placement scores"] },
+                ],
+            }
+            optional interface placement_generate {
+                points: [PlacementGenerate placement_generate "placementGenerate" "Once per pod group cycle: the placements (sets of nodes) to try the group in."],
+                also: [],
+                calls: [
+                    group { generate_placements "PlacementGenerate" generate_placements call_generate_placements placement_generate
+                        (parent: $crate::Placement) -> ::std::result::Result<::std::vec::Vec<$crate::Placement>, $crate::Status> },
                 ],
             }
             optional interface placement_feasible {
@@ -629,6 +637,7 @@ pub fn score_placement<T>(
     vt: &VTable<T>,
     state: &CycleState,
     group: &PodGroup,
+    _replica: &impl Replica,
     assignments: &PodGroupAssignments,
 ) -> Result<i64, Status> {
     match vt.placement_score {
@@ -644,6 +653,7 @@ pub fn normalize_placement_score<T>(
     vt: &VTable<T>,
     state: &CycleState,
     group: &PodGroup,
+    _replica: &impl Replica,
     scores: &[i64],
 ) -> Result<Vec<i64>, Status> {
     let Some(f) = vt.normalize_placement_score else {
@@ -660,12 +670,47 @@ pub fn placement_feasible<T>(
     vt: &VTable<T>,
     state: &CycleState,
     group: &PodGroup,
+    _replica: &impl Replica,
     progress: &PlacementProgress,
 ) -> Status {
     match vt.placement_feasible {
         Some(f) => f(plugin, state, group, progress),
         None => Status::success(),
     }
+}
+
+/// PlacementGenerate: the placements within `parent`, whose nodes the plugin gets
+/// from its replica (by name, in the parent's order). A parent node the replica
+/// lacks is an error: the host syncs the replica before the call.
+#[inline]
+pub fn generate_placements<T>(
+    plugin: &T,
+    vt: &VTable<T>,
+    state: &CycleState,
+    group: &PodGroup,
+    replica: &impl Replica,
+    parent: &Placement,
+) -> Result<Vec<Placement>, Status> {
+    let Some(f) = vt.placement_generate else {
+        return Err(not_implemented("placementGenerate"));
+    };
+    replica.with_all(|all| {
+        let by_name: std::collections::HashMap<&str, &NodeInfo> =
+            all.iter().map(|n| (n.node.name.as_str(), *n)).collect();
+        let mut nodes = Vec::with_capacity(parent.nodes.len());
+        for name in &parent.nodes {
+            match by_name.get(name.as_str()) {
+                Some(n) => nodes.push(*n),
+                None => {
+                    return Err(Status::error(format!(
+                        "node {name} of placement {:?} is not in the plugin's replica",
+                        parent.name
+                    )));
+                }
+            }
+        }
+        f(plugin, state, group, parent, &nodes)
+    })
 }
 
 #[cfg(test)]
@@ -693,6 +738,7 @@ mod tests {
                 E::PostBind,
                 E::PlacementScore,
                 E::NormalizePlacementScore,
+                E::PlacementGenerate,
                 E::PlacementFeasible,
             ]
         );
@@ -723,6 +769,7 @@ mod tests {
                 "postBind",
                 "placementScore",
                 "normalizePlacementScore",
+                "placementGenerate",
                 "placementFeasible"
             ]
         );

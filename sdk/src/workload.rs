@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::{CycleState, Plugin};
-use crate::types::{Pod, Status};
+use crate::types::{NodeInfo, Pod, Status};
 
 /// A pod group in its scheduling cycle, as kube-scheduler's `PodGroupInfo`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,8 +18,13 @@ pub struct PodGroup {
     pub min_count: Option<u32>,
     /// Members already bound or assumed, outside this cycle.
     pub scheduled_count: u32,
-    /// The members this cycle places.
+    /// The members this cycle places (empty at PlacementFeasible, whose progress
+    /// counts them).
     pub unscheduled_pods: Vec<Pod>,
+    /// The topology keys of the PodGroup's `spec.schedulingConstraints.topology`.
+    pub topology_keys: Vec<String>,
+    /// The nodes the members bound or assumed outside this cycle are on.
+    pub scheduled_nodes: Vec<String>,
 }
 
 /// A candidate placement: a named set of nodes the group may be placed within.
@@ -123,4 +128,21 @@ pub fn get_pod_group(namespace: &str, name: &str) -> Option<PodGroupState> {
     return crate::guest::get_pod_group(namespace, name);
     #[cfg(not(target_arch = "wasm32"))]
     crate::native_host().and_then(|h| h.get_pod_group(namespace, name))
+}
+
+/// PlacementGenerate (kube-scheduler's `PlacementGeneratePlugin`): the candidate
+/// placements of a pod group within `parent` (every node, or a placement a plugin
+/// before this one generated), each a named set of nodes. The pod group's cycle
+/// tries the group within each; PlacementScore ranks the feasible ones. An empty
+/// answer: the group cannot be placed within `parent`.
+pub trait PlacementGenerate: Plugin {
+    /// The placements within `parent`, whose nodes are `nodes` (the parent's, as the
+    /// plugin's replica has them, in the parent's order).
+    fn generate_placements(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        parent: &Placement,
+        nodes: &[&NodeInfo],
+    ) -> Result<Vec<Placement>, Status>;
 }

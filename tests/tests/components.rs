@@ -292,7 +292,15 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             .collect()
     };
     use ExtensionPoint as E;
-    assert_eq!(at(E::PreEnqueue), [("SchedulingGates", 1)]);
+    // GangScheduling comes last, as upstream appends it when its gate is on.
+    assert_eq!(
+        at(E::PreEnqueue),
+        [("SchedulingGates", 1), ("GangScheduling", 1)]
+    );
+    assert_eq!(at(E::PlacementFeasible), [("GangScheduling", 1)]);
+    // The placement plugins are there to enable, not on by default.
+    assert!(at(E::PlacementGenerate).is_empty());
+    assert!(at(E::PlacementScore).is_empty());
     assert_eq!(at(E::QueueSort), [("PrioritySort", 1)]);
     let ones = |names: &[&'static str]| -> Vec<(&'static str, i64)> {
         names.iter().map(|n| (*n, 1)).collect()

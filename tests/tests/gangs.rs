@@ -5,7 +5,7 @@
 //! agree.
 
 use berth::scheduler::SchedulerOptions;
-use berth::simulate::{Report, SimulateOptions, simulate};
+use berth::simulate::{GroupReport, Report, SimulateOptions, explain, simulate};
 use berth_tests::{runtime, write};
 use std::collections::BTreeMap;
 
@@ -24,7 +24,7 @@ fn gang(name: &str, min_count: u32) -> String {
 }
 
 /// A List of `count` members of `group` named `GROUP-i`, each asking `cpu` cores
-/// (one document: they arrive together).
+/// (each item is a step of the timeline: they arrive one after the other).
 fn members(group: &str, count: usize, cpu: &str) -> String {
     members_from(group, 0, count, cpu)
 }
@@ -49,8 +49,14 @@ fn plain(name: &str, cpu: &str) -> String {
 /// Runs the timeline with the plugins as components and natively; both must place
 /// every pod alike. The report of the components' run.
 fn run(name: &str, timeline: &str) -> Report {
+    run_with(name, timeline, None)
+}
+
+/// As [`run`], with a configuration.
+fn run_with(name: &str, timeline: &str, config: Option<&str>) -> Report {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), &format!("{name}.yaml"), timeline);
+    let config = config.map(|c| write(dir.path(), "config.yaml", c));
     let mut reports = Vec::new();
     for native in [false, true] {
         let mut scheduler = SchedulerOptions::default();
@@ -58,7 +64,7 @@ fn run(name: &str, timeline: &str) -> Report {
         scheduler.framework.seed = 3;
         let opts = SimulateOptions {
             files: vec![file.clone()],
-            config: None,
+            config: config.clone(),
             cluster: None,
             scheduler,
         };
@@ -150,6 +156,80 @@ fn a_gang_that_does_not_fit_binds_nothing_and_leaves_room_for_others() {
     );
     // Nothing of the gang was left assumed: an ordinary pod still finds a node.
     assert!(nodes(&r)["web"].is_some(), "{r:#?}");
+    // The report says it of the group as a whole.
+    assert_eq!(
+        r.groups,
+        [GroupReport {
+            namespace: "default".into(),
+            name: "big".into(),
+            policy: Some("gang"),
+            min_count: Some(4),
+            members: 4,
+            bound: 0,
+            state: "unschedulable",
+        }]
+    );
+    assert!(
+        r.to_text().contains(
+            "pod group default/big (gang, minCount 4): 0 of 4 member(s) bound: unschedulable\n"
+        ),
+        "{}",
+        r.to_text()
+    );
+}
+
+#[test]
+fn explain_shows_a_member_its_group_s_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "explain.yaml",
+        &(node("n1", 2) + &node("n2", 2) + &gang("big", 3) + &members("big", 3, "1500m")),
+    );
+    let opts = SimulateOptions {
+        files: vec![file],
+        config: None,
+        cluster: None,
+        scheduler: SchedulerOptions::default(),
+    };
+    let e = explain(&runtime(), &opts, "default/big-1").unwrap();
+    let g = e
+        .pod_group
+        .as_ref()
+        .expect("a member's explanation has its group");
+    assert_eq!(g.group, "default/big");
+    assert_eq!(g.policy, "gang, minCount 3");
+    assert!(!g.feasible);
+    // The pod asked about is tried first, then the others by name: two land, the
+    // third finds no room, and the gang cannot be placed.
+    let order: Vec<&str> = g.members.iter().map(|m| m.pod.as_str()).collect();
+    assert_eq!(order, ["default/big-1", "default/big-0", "default/big-2"]);
+    assert!(g.members[0].node.is_some() && g.members[1].node.is_some());
+    assert_eq!(g.members[2].node, None);
+    assert!(
+        g.members[2]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("Insufficient cpu"),
+        "{g:?}"
+    );
+    assert_eq!(
+        g.verdict,
+        "pod group default/big cannot be placed: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"
+    );
+    let text = e.to_text();
+    assert!(
+        text.contains("Pod group default/big (gang, minCount 3): 0 member(s) scheduled before; its cycle would try 3:\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  verdict: pod group default/big cannot be placed: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining\n"),
+        "{text}"
+    );
+    // The explanation left nothing behind: the member's own table sees both nodes
+    // free.
+    assert!(e.nodes.iter().all(|n| n.feasible), "{text}");
 }
 
 #[test]
@@ -172,15 +252,19 @@ fn a_gang_short_of_members_waits_until_the_last_one_comes() {
             .attempts,
         0
     );
+    assert_eq!(r.groups[0].state, "waiting for members");
     // The third member completes the gang: all three land.
     let r = run("completed", &(timeline + &members_from("train", 2, 1, "1")));
     assert_eq!(bound_of(&r, "train-"), 3, "{r:#?}");
+    assert_eq!((r.groups[0].bound, r.groups[0].state), (3, "placed"));
 }
 
 #[test]
 fn members_wait_for_a_pod_group_created_late() {
     let before = node("n1", 8) + &members("late", 2, "1");
     let r = run("no-group", &before);
+    assert_eq!(r.groups[0].state, "waiting for its PodGroup");
+    assert_eq!(r.groups[0].policy, None);
     assert_eq!(
         message(&r, "late-0"),
         "waiting at PreEnqueue: GangScheduling: waiting for pods's pod group \"late\" to appear in scheduling queue"
@@ -256,6 +340,10 @@ fn a_basic_group_places_what_fits() {
         + &members("batch", 3, "1");
     let r = run("basic", &timeline);
     assert_eq!(bound_of(&r, "batch-"), 2, "{r:#?}");
+    assert_eq!(
+        (r.groups[0].policy, r.groups[0].state),
+        (Some("basic"), "partly placed")
+    );
     let pending = r
         .pods
         .iter()
@@ -284,4 +372,109 @@ fn a_bad_pod_group_names_its_field() {
             && e.contains("must be greater than or equal to 1"),
         "{e}"
     );
+}
+
+/// A node with `cpu` cores in a zone.
+fn zone_node(name: &str, zone: &str, cpu: u32) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{topology.kubernetes.io/zone: {zone}}}}}\nstatus: {{allocatable: {{cpu: '{cpu}', memory: 16Gi, pods: '110'}}}}\n---\n"
+    )
+}
+
+/// A gang placed within one zone.
+fn zoned_gang(name: &str, min_count: u32) -> String {
+    format!(
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  schedulingPolicy: {{gang: {{minCount: {min_count}}}}}\n  schedulingConstraints:\n    topology: [{{key: topology.kubernetes.io/zone}}]\n---\n"
+    )
+}
+
+/// The topology placement plugins on, as upstream's tests turn them on.
+const PLACEMENTS: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    placementGenerate:
+      enabled: [{name: TopologyPlacementGenerator}]
+    placementScore:
+      enabled: [{name: PodGroupPodsCount, weight: 1}]
+";
+
+/// The zone of each bound member whose name starts with `prefix`.
+fn zones_of(r: &Report, prefix: &str) -> Vec<String> {
+    r.pods
+        .iter()
+        .filter(|p| p.name.starts_with(prefix))
+        .filter_map(|p| p.node.as_ref())
+        .map(|n| n.split('-').nth(1).unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_gang_with_a_topology_lands_within_one_zone() {
+    let room = zone_node("n-east-1", "east", 2)
+        + &zone_node("n-east-2", "east", 2)
+        + &zone_node("n-west-1", "west", 2)
+        + &zone_node("n-west-2", "west", 2);
+    let r = run_with(
+        "one-zone",
+        &(room.clone() + &zoned_gang("train", 3) + &members("train", 3, "1")),
+        Some(PLACEMENTS),
+    );
+    // Both zones can take it and take all three: the first of equals.
+    assert_eq!(zones_of(&r, "train-"), ["east", "east", "east"], "{r:#?}");
+    // Without the placement plugins the same gang spreads over the zones.
+    let r = run(
+        "spread",
+        &(room + &zoned_gang("train", 3) + &members("train", 3, "1")),
+    );
+    let mut zones = zones_of(&r, "train-");
+    zones.sort();
+    zones.dedup();
+    assert_eq!(zones, ["east", "west"], "{r:#?}");
+}
+
+#[test]
+fn pod_group_pods_count_prefers_the_placement_that_takes_the_most_members() {
+    // East takes two members (enough for minCount), west all three. The members
+    // wait for their PodGroup, so that one cycle tries all three.
+    let timeline = zone_node("n-east-1", "east", 2)
+        + &zone_node("n-west-1", "west", 2)
+        + &zone_node("n-west-2", "west", 2)
+        + &members("train", 3, "1")
+        + &zoned_gang("train", 2);
+    let r = run_with("most-members", &timeline, Some(PLACEMENTS));
+    assert_eq!(zones_of(&r, "train-"), ["west", "west", "west"], "{r:#?}");
+}
+
+#[test]
+fn a_gang_that_fits_no_single_zone_stays_pending() {
+    // Three members of 2 CPUs: the cluster has room for three, no zone for more than
+    // two.
+    let timeline = zone_node("n-east-1", "east", 4)
+        + &zone_node("n-west-1", "west", 2)
+        + &zoned_gang("train", 3)
+        + &members("train", 3, "2");
+    let r = run_with("no-zone", &timeline, Some(PLACEMENTS));
+    assert_eq!(bound_of(&r, "train-"), 0, "{r:#?}");
+    // The two members east could take say why the group cannot be placed; the one it
+    // could not, why not.
+    let group_message = "pod group default/train cannot be placed: none of its 2 placement(s) can take it; within \"east\": minCount (3) cannot be satisfied: 2 scheduled, 0 remaining";
+    let messages: Vec<&str> = r.pods.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(
+        messages.iter().filter(|m| **m == group_message).count(),
+        2,
+        "{messages:#?}"
+    );
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m.contains("Insufficient cpu"))
+            .count(),
+        1,
+        "{messages:#?}"
+    );
+    // Placed pod by pod over the whole cluster, it would have landed.
+    let r = run("no-zone-default", &timeline);
+    assert_eq!(bound_of(&r, "train-"), 3, "{r:#?}");
 }

@@ -302,6 +302,7 @@ fn placement_score_ranks_a_pod_group_s_placements_through_the_sandbox() {
         min_count: Some(4),
         scheduled_count: 1,
         unscheduled_pods: pods,
+        ..PodGroup::default()
     };
     let placements = [
         placement(
@@ -329,10 +330,13 @@ fn placement_score_ranks_a_pod_group_s_placements_through_the_sandbox() {
     let state = berth_sdk::CycleState::new(&store);
     let raw: Vec<i64> = placements
         .iter()
-        .map(|p| berth_sdk::points::score_placement(&gang, &vt, &state, &group, p).unwrap())
+        .map(|p| {
+            berth_sdk::points::score_placement(&gang, &vt, &state, &group, &NoNodes, p).unwrap()
+        })
         .collect();
     let native =
-        berth_sdk::points::normalize_placement_score(&gang, &vt, &state, &group, &raw).unwrap();
+        berth_sdk::points::normalize_placement_score(&gang, &vt, &state, &group, &NoNodes, &raw)
+            .unwrap();
     assert_eq!(native, scores.by_plugin[0].2);
 
     let nowhere = PodGroup {
@@ -381,4 +385,20 @@ fn a_profile_weighs_placement_score_plugins() {
             && e.contains("weights apply to score and placementScore plugins only")),
         "{errors:?}"
     );
+}
+
+/// A replica without nodes, for calling the SDK's placement points directly (they
+/// read no node).
+struct NoNodes;
+
+impl berth_sdk::points::Replica for NoNodes {
+    fn node(&self, _: u32) -> Option<&berth_sdk::NodeInfo> {
+        None
+    }
+    fn missing(&self, slot: u32) -> berth_sdk::Status {
+        berth_sdk::Status::error(format!("no node in slot {slot}"))
+    }
+    fn with_all<R>(&self, f: impl FnOnce(&[&berth_sdk::NodeInfo]) -> R) -> R {
+        f(&[])
+    }
 }

@@ -96,7 +96,7 @@ pub enum Object {
     /// A `storage.k8s.io/v1` CSIDriver.
     CsiDriver(berth_sdk::CsiDriver),
     /// A `scheduling.k8s.io/v1beta1` PodGroup (workload-aware scheduling).
-    PodGroup(crate::cluster::pod_groups::PodGroupObject),
+    PodGroup(pod_group::PodGroupObject),
     /// A `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration, as YAML text:
     /// `berth simulate` reloads it at that point of the timeline, as `berth run`
     /// reloads an edited configuration file (module paths are relative to the

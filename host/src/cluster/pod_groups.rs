@@ -5,42 +5,10 @@
 //! read it through `workload.get-pod-group`, the pod group cycle through
 //! [`PodGroups::state`].
 
+pub use super::manifest::pod_group::{PodGroupObject, PodGroupPolicy};
 use berth_sdk::PodGroupState;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-
-/// A PodGroup's scheduling policy (`spec.schedulingPolicy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PodGroupPolicy {
-    /// `basic: {}`: members are scheduled as they come; the group only batches them.
-    Basic,
-    /// `gang: {minCount}`: nothing binds until `min_count` members can.
-    Gang {
-        /// `minCount`.
-        min_count: u32,
-    },
-}
-
-/// A PodGroup object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PodGroupObject {
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// `metadata.name`.
-    pub name: String,
-    /// `spec.schedulingPolicy`.
-    pub policy: PodGroupPolicy,
-}
-
-impl PodGroupObject {
-    /// The gang's `minCount`; `None` for the basic policy.
-    pub fn min_count(&self) -> Option<u32> {
-        match self.policy {
-            PodGroupPolicy::Basic => None,
-            PodGroupPolicy::Gang { min_count } => Some(min_count),
-        }
-    }
-}
 
 /// Where a member is, as the group counts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +19,23 @@ pub enum MemberState {
     Assumed,
     /// Bound.
     Bound,
+}
+
+/// A group and its members, counted (see [`PodGroups::summaries`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSummary {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The PodGroup object, if the cluster has it.
+    pub object: Option<PodGroupObject>,
+    /// Members pending (held back included) or in a scheduling cycle.
+    pub pending: usize,
+    /// Members assumed.
+    pub assumed: usize,
+    /// Members bound.
+    pub bound: usize,
 }
 
 #[derive(Debug, Default)]
@@ -184,6 +169,36 @@ impl PodGroups {
         Some(state)
     }
 
+    /// Every group that has a PodGroup object or members, by (namespace, name), with
+    /// its members counted by where they are.
+    pub fn summaries(&self) -> Vec<GroupSummary> {
+        let inner = self.read();
+        let mut keys: Vec<&(String, String)> =
+            inner.objects.keys().chain(inner.members.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        keys.into_iter()
+            .map(|key| {
+                let mut summary = GroupSummary {
+                    namespace: key.0.clone(),
+                    name: key.1.clone(),
+                    object: inner.objects.get(key).cloned(),
+                    pending: 0,
+                    assumed: 0,
+                    bound: 0,
+                };
+                for state in inner.members.get(key).into_iter().flat_map(|m| m.values()) {
+                    match state {
+                        MemberState::Pending => summary.pending += 1,
+                        MemberState::Assumed => summary.assumed += 1,
+                        MemberState::Bound => summary.bound += 1,
+                    }
+                }
+                summary
+            })
+            .collect()
+    }
+
     /// How many PodGroup objects and tracked members there are (bookkeeping).
     pub fn counts(&self) -> (usize, usize) {
         let inner = self.read();
@@ -200,6 +215,7 @@ mod tests {
             namespace: "default".into(),
             name: name.into(),
             policy: PodGroupPolicy::Gang { min_count },
+            topology_keys: Vec::new(),
         }
     }
 

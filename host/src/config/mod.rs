@@ -1509,6 +1509,7 @@ mod tests {
                 E::PreBind,
             ],
             "DefaultBinder" => vec![E::Bind],
+            "GangScheduling" => vec![E::PreEnqueue, E::PlacementFeasible],
             "Custom" => vec![E::Filter, E::Score],
             "Gate" => vec![E::Permit],
             _ => return None,
@@ -1545,7 +1546,11 @@ mod tests {
             ("InterPodAffinity", 1),
         ];
         BTreeMap::from([
-            (E::PreEnqueue, list(&[("SchedulingGates", 1)])),
+            (
+                E::PreEnqueue,
+                list(&[("SchedulingGates", 1), ("GangScheduling", 1)]),
+            ),
+            (E::PlacementFeasible, list(&[("GangScheduling", 1)])),
             (E::QueueSort, list(&[("PrioritySort", 1)])),
             (E::PreFilter, list(&prefilter)),
             (

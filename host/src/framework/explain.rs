@@ -69,6 +69,43 @@ pub struct Explanation {
     /// When no node is feasible: what PostFilter (preemption) would do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub post_filter: Option<PostFilterExplanation>,
+    /// For a member of a pod group: what the group's cycle would make of its waiting
+    /// members now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_group: Option<PodGroupExplanation>,
+}
+
+/// What a pod group's cycle would make of its waiting members (the members are
+/// tried together, and bind only when the group can be placed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PodGroupExplanation {
+    /// `namespace/name`.
+    pub group: String,
+    /// `gang, minCount N` or `basic`.
+    pub policy: String,
+    /// Members bound or assumed before the cycle.
+    pub scheduled_before: u32,
+    /// The placement (of the profile's PlacementGenerate plugins) the members are
+    /// shown within: the chosen one, or, when none can take the group, the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
+    /// The members the cycle would try, in its order.
+    pub members: Vec<MemberExplanation>,
+    /// Whether the group would be placed.
+    pub feasible: bool,
+    /// The verdict: `feasible`, or why not.
+    pub verdict: String,
+}
+
+/// One member of a pod group's cycle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemberExplanation {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node it would be placed on, if any.
+    pub node: Option<String>,
+    /// Why it would not (no node fits; the cycle stopped before it).
+    pub reason: Option<String>,
 }
 
 /// What PostFilter answered for a pod that fits no node.
@@ -334,6 +371,7 @@ impl Framework {
             prefilter,
             nodes,
             post_filter,
+            pod_group: None,
         })
     }
 }
@@ -427,6 +465,35 @@ impl Explanation {
                     c.pdb_violations
                 ));
             }
+        }
+        if let Some(g) = &self.pod_group {
+            out.push_str(&format!(
+                "Pod group {} ({}): {} member(s) scheduled before; its cycle would try {}:\n",
+                g.group,
+                g.policy,
+                g.scheduled_before,
+                g.members.len()
+            ));
+            if let Some(p) = &g.placement {
+                out.push_str(&format!("  within placement {p:?}\n"));
+            }
+            let width = g.members.iter().map(|m| m.pod.len()).max().unwrap_or(0);
+            for m in &g.members {
+                let place = match (&m.node, &m.reason) {
+                    (Some(node), _) => node.clone(),
+                    (None, Some(reason)) => reason.clone(),
+                    (None, None) => String::new(),
+                };
+                out.push_str(&format!("  {:<width$}  {place}\n", m.pod));
+            }
+            out.push_str(&format!(
+                "  verdict: {}\n",
+                if g.feasible {
+                    "placed as above"
+                } else {
+                    g.verdict.as_str()
+                }
+            ));
         }
         out
     }

@@ -12,7 +12,10 @@ mod schedule;
 mod shadow;
 
 pub use crate::plugin::{CyclePod, CycleState, PluginCalls, cycle_state, waiting};
-pub use explain::{ExplainOptions, Explanation, NodeExplanation, PluginStatus, ScoreEntry};
+pub use explain::{
+    ExplainOptions, Explanation, MemberExplanation, NodeExplanation, PluginStatus,
+    PodGroupExplanation, ScoreEntry,
+};
 pub use fit_error::{Diagnosis, FitError};
 pub use placement::{Feasibility, PlacementScores};
 pub use preemption::PostFilterVerdict;

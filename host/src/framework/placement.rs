@@ -4,11 +4,12 @@
 //! whether the group can still be placed.
 
 use berth_sdk::{
-    Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, PlacementProgress, PodGroup,
+    Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE, Placement, PlacementProgress, PodGroup,
     PodGroupAssignments,
 };
 
 use super::{Framework, PluginError, lock};
+use crate::cache::Snapshot;
 use crate::plugin::CycleState;
 
 /// What PlacementScore made of a pod group's placements.
@@ -119,6 +120,86 @@ impl Framework {
         }
         timer.status = "Success";
         Ok(out)
+    }
+
+    /// Whether the profile has PlacementGenerate plugins: its pod groups are tried
+    /// within the placements they generate.
+    pub fn has_placement_generate(&self) -> bool {
+        !self.at(ExtensionPoint::PlacementGenerate).is_empty()
+    }
+
+    /// Runs the profile's PlacementGenerate plugins for `group` (upstream's
+    /// `RunPlacementGeneratePlugins`): starting from one placement of every node of
+    /// the snapshot, each plugin in turn replaces every placement with the ones it
+    /// generates within it. Each plugin's replica is brought up to `snapshot` first.
+    /// A plugin's status other than Success, a trap, or a placement naming a node
+    /// outside its parent fails the run, naming the plugin and the group.
+    pub fn generate_placements(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        snapshot: &Snapshot,
+    ) -> Result<Vec<Placement>, PluginError> {
+        let mut timer = self.time_point("PlacementGenerate");
+        let every_node = Placement {
+            name: String::new(),
+            nodes: snapshot
+                .slots()
+                .iter()
+                .filter_map(|&s| snapshot.node(s).map(|n| n.name().to_owned()))
+                .collect(),
+        };
+        let mut placements = vec![every_node];
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::PlacementGenerate) {
+            let name = &self.plugins[i].name;
+            let inst = main.get(i, &self.plugins)?;
+            inst.sync(snapshot)?;
+            let mut next = Vec::new();
+            for parent in &placements {
+                let t = self.plugin_clock(state);
+                let answer = inst.generate_placements(state, group, parent)?;
+                self.observe_plugin(
+                    i,
+                    "PlacementGenerate",
+                    answer
+                        .as_ref()
+                        .map_or_else(|s| s.code.as_str(), |_| "Success"),
+                    t,
+                );
+                let children = answer.map_err(|status| {
+                    timer.status = "Error";
+                    PluginError {
+                        plugin: name.clone(),
+                        message: format!(
+                            "PlacementGenerate of pod group {}/{}: {}: {}",
+                            group.namespace,
+                            group.name,
+                            status.code.as_str(),
+                            status.message()
+                        ),
+                    }
+                })?;
+                let within: std::collections::HashSet<&str> =
+                    parent.nodes.iter().map(String::as_str).collect();
+                for child in children {
+                    if let Some(stray) = child.nodes.iter().find(|n| !within.contains(n.as_str())) {
+                        timer.status = "Error";
+                        return Err(PluginError {
+                            plugin: name.clone(),
+                            message: format!(
+                                "placement {:?} of pod group {}/{} names node {stray}, outside its parent {:?}",
+                                child.name, group.namespace, group.name, parent.name
+                            ),
+                        });
+                    }
+                    next.push(child);
+                }
+            }
+            placements = next;
+        }
+        timer.status = "Success";
+        Ok(placements)
     }
 
     /// Whether the profile has PlacementFeasible plugins.

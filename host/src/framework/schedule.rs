@@ -284,12 +284,16 @@ impl Framework {
     /// snapshot, counting `nominated` pods of at least its priority on their nodes.
     /// When no node fits, the PostFilter plugins (preemption) run if `post_filter`
     /// says so: a pod group's cycle tries its members without them, as upstream's.
+    /// `within` restricts the nodes to a pod group's placement: the others are not
+    /// candidates, nor counted in the FitError (the PreFilter plugins still see the
+    /// whole snapshot).
     pub fn schedule_pod(
         &self,
         pod: &CyclePod,
         snapshot: &Snapshot,
         nominated: &NominatedPods,
         post_filter: bool,
+        within: Option<&HashSet<String>>,
     ) -> ScheduleOutcome {
         let state = CycleState::sampled().with_participants(self.participants(pod, snapshot));
         let mut skip_filter: HashSet<usize> = HashSet::new();
@@ -301,6 +305,7 @@ impl Framework {
             &state,
             &mut skip_filter,
             &mut record,
+            within,
         ) {
             Ok(o) => o,
             Err(e) => return ScheduleOutcome::Error(e),
@@ -365,6 +370,10 @@ impl Framework {
         ))
     }
 
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the attempt's inputs and the two records it leaves for PostFilter and the shadows"
+    )]
     fn try_schedule(
         &self,
         pod: &CyclePod,
@@ -373,8 +382,19 @@ impl Framework {
         state: &CycleState,
         skip_filter: &mut HashSet<usize>,
         record: &mut Option<CycleRecord>,
+        within: Option<&HashSet<String>>,
     ) -> Result<ScheduleOutcome, PluginError> {
-        let num_all = snapshot.num_nodes();
+        // The nodes of the attempt: every node, or a pod group's placement's.
+        let placement_slots: Option<Vec<u32>> = within.map(|w| {
+            snapshot
+                .slots()
+                .iter()
+                .copied()
+                .filter(|&s| snapshot.node(s).is_some_and(|n| w.contains(n.name())))
+                .collect()
+        });
+        let all_slots: &[u32] = placement_slots.as_deref().unwrap_or(snapshot.slots());
+        let num_all = all_slots.len();
         let state = state.clone();
         if num_all == 0 {
             return Ok(ScheduleOutcome::Unschedulable(
@@ -470,13 +490,12 @@ impl Framework {
         }
 
         let candidates: Vec<u32> = match &narrowed {
-            Some(names) => snapshot
-                .slots()
+            Some(names) => all_slots
                 .iter()
                 .copied()
                 .filter(|&s| snapshot.node(s).is_some_and(|n| names.contains(n.name())))
                 .collect(),
-            None => snapshot.slots().to_vec(),
+            None => all_slots.to_vec(),
         };
         let mut diagnosis = Diagnosis::default();
         if narrowed.is_some() {
@@ -487,7 +506,7 @@ impl Framework {
             );
             // `candidates` keeps the order of the slots it was taken from.
             let mut next_candidate = candidates.iter().peekable();
-            for &s in snapshot.slots() {
+            for &s in all_slots {
                 if next_candidate.next_if_eq(&&s).is_none() {
                     diagnosis
                         .node_statuses

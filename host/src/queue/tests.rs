@@ -644,3 +644,106 @@ fn each_plugin_counts_the_pending_pods_it_keeps_out_until_their_next_attempt() {
     expected.sort();
     assert_eq!(count(&q), expected);
 }
+
+#[test]
+fn a_gated_pod_is_asked_again_when_its_gating_plugin_s_hint_says_queue() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    let gate = |p: &str| Some((p.to_owned(), format!("{p}: waiting")));
+    q.add(pod("member"), vec![0], gate("Gang"), secs(0));
+    q.add(pod("other"), vec![0], gate("Gates"), secs(0));
+    let pod_add = ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD);
+    // Only the gating plugin's own hint counts: the other gate stays shut.
+    let oracle = Oracle(HashMap::from([
+        (
+            "Gang",
+            (vec![EventResource::UnscheduledPod], QueueingHint::Queue),
+        ),
+        ("Gates", (vec![EventResource::Node], QueueingHint::Queue)),
+    ]));
+    assert_eq!(q.on_event(pod_add, None, None, secs(1), &oracle), 1);
+    let regating: Vec<String> = q.take_regating().into_iter().map(|q| q.pod.uid).collect();
+    assert_eq!(regating, ["member"]);
+    assert_eq!(q.queue_of("other"), Some(QueueName::Gated));
+    // A hint that says QueueSkip leaves a gated pod where it is.
+    let skip = Oracle(HashMap::from([(
+        "Gates",
+        (vec![EventResource::UnscheduledPod], QueueingHint::QueueSkip),
+    )]));
+    assert_eq!(q.on_event(pod_add, None, None, secs(2), &skip), 0);
+    assert_eq!(q.queue_of("other"), Some(QueueName::Gated));
+}
+
+#[test]
+fn a_group_s_members_are_taken_from_any_queue_but_the_gated_and_in_flight() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    for uid in ["active", "backoff", "unschedulable", "gated", "flying"] {
+        q.add(pod(uid), vec![0], None, secs(0));
+    }
+    // Put each where its name says.
+    let mut popped: HashMap<String, QueuedPod> = std::iter::from_fn(|| q.pop())
+        .map(|qp| (qp.pod.uid.clone(), qp))
+        .collect();
+    let oracle = Oracle::default();
+    let b = popped.remove("backoff").unwrap();
+    q.requeue_failed(b, BTreeSet::new(), "error".into(), secs(0), &oracle);
+    let u = popped.remove("unschedulable").unwrap();
+    q.requeue_failed(u, plugins(&["Fit"]), "no room".into(), secs(0), &oracle);
+    let a = popped.remove("active").unwrap();
+    q.requeue_failed(a, plugins(&["Fit"]), "no room".into(), secs(0), &oracle);
+    assert!(q.activate("active"));
+    q.done("gated");
+    q.add(
+        popped.remove("gated").unwrap().pod,
+        vec![0],
+        Some(("Gang".into(), "Gang: waiting".into())),
+        secs(0),
+    );
+    assert_eq!(q.queue_of("backoff"), Some(QueueName::Backoff));
+    assert_eq!(q.queue_of("unschedulable"), Some(QueueName::Unschedulable));
+    assert_eq!(q.queue_of("active"), Some(QueueName::Active));
+
+    for uid in ["active", "backoff", "unschedulable"] {
+        let qp = q.pop_specific(uid).unwrap_or_else(|| panic!("{uid}"));
+        assert_eq!(qp.pod.uid, uid);
+        assert!(q.is_in_flight(uid), "{uid} is in its group's cycle");
+        assert_eq!(q.queue_of(uid), None);
+    }
+    assert!(q.pop_specific("gated").is_none());
+    assert!(q.pop_specific("flying").is_none(), "already in a cycle");
+    assert!(q.pop_specific("unknown").is_none());
+    // The stale heap entries of the members taken are skipped.
+    assert!(q.pop().is_none());
+}
+
+#[test]
+fn a_changed_group_moves_its_waiting_members() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(
+        pod("gated"),
+        vec![0],
+        Some(("Gang".into(), "Gang: waiting".into())),
+        secs(0),
+    );
+    q.add(pod("rejected"), vec![0], None, secs(0));
+    q.add(pod("queued"), vec![0], None, secs(0));
+    let oracle = Oracle::default();
+    let r = q.pop().unwrap();
+    assert_eq!(r.pod.uid, "rejected");
+    q.requeue_failed(
+        r,
+        plugins(&["Gang"]),
+        "cannot be placed".into(),
+        secs(0),
+        &oracle,
+    );
+    let members: Vec<String> = ["gated", "rejected", "queued", "stranger"]
+        .map(str::to_owned)
+        .to_vec();
+    // The gated one has its gate asked again; the rejected one is retried once its
+    // backoff ends; the one already in activeQ stays.
+    assert_eq!(q.group_changed(&members, secs(0), "PodGroupUpdate"), 2);
+    let regating: Vec<String> = q.take_regating().into_iter().map(|q| q.pod.uid).collect();
+    assert_eq!(regating, ["gated"]);
+    assert_eq!(q.queue_of("rejected"), Some(QueueName::Backoff));
+    assert_eq!(q.queue_of("queued"), Some(QueueName::Active));
+}

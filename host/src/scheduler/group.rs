@@ -17,11 +17,16 @@
 use super::{MemberState, Scheduler};
 use crate::cluster::pod_groups::PodGroupObject;
 use crate::cluster::{FailureReason, PodGroupOutcome};
-use crate::framework::{CyclePod, CycleState, Feasibility, Framework, ScheduleOutcome};
+use crate::framework::{
+    CyclePod, CycleState, Feasibility, Framework, MemberExplanation, PodGroupExplanation,
+    ScheduleOutcome,
+};
 use crate::metrics::AttemptResult;
 use crate::queue::QueuedPod;
-use berth_sdk::{PlacementProgress, Pod, PodGroup};
-use std::collections::BTreeSet;
+use berth_sdk::{
+    Placement, PlacementProgress, Pod, PodGroup, PodGroupAssignments, ProposedAssignment,
+};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,6 +43,22 @@ enum Member {
     },
 }
 
+/// A trial of a group's members: how many were scheduled before it, within which
+/// placement, what it made of each member (in the order tried), and the verdict.
+struct Trial {
+    before: u32,
+    /// The placement it was tried within (none: every node).
+    placement: Option<String>,
+    tried: Vec<Member>,
+    verdict: Verdict,
+}
+
+/// Upstream's order of a pod group cycle's members: highest priority first, then by
+/// first attempt (a sort that is stable keeps the queue's order of equals).
+fn cycle_order(a: (&Pod, Option<Instant>), b: (&Pod, Option<Instant>)) -> std::cmp::Ordering {
+    b.0.priority.cmp(&a.0.priority).then(a.1.cmp(&b.1))
+}
+
 /// How the cycle ended for the group as a whole.
 enum Verdict {
     /// Feasible with at least one member placed: the placed members bind.
@@ -49,6 +70,17 @@ enum Verdict {
     },
     /// A plugin or the cache failed: every member goes back after an error.
     Error(String),
+}
+
+impl Verdict {
+    /// What it says: the reason, or `feasible`.
+    fn message(&self) -> String {
+        match self {
+            Verdict::Feasible => "feasible".to_owned(),
+            Verdict::Unschedulable { message, .. } => message.clone(),
+            Verdict::Error(e) => e.clone(),
+        }
+    }
 }
 
 impl Scheduler {
@@ -71,101 +103,20 @@ impl Scheduler {
         let started = Instant::now();
         let mut members = self.take_members(&first, &group);
         members.insert(0, first);
-        // Highest priority first, then by first attempt (upstream's order); the sort
-        // is stable, so equals keep the queue's order.
-        members.sort_by(|a, b| {
-            b.pod
-                .priority
-                .cmp(&a.pod.priority)
-                .then(a.initial_attempt.cmp(&b.initial_attempt))
-        });
+        members
+            .sort_by(|a, b| cycle_order((&a.pod, a.initial_attempt), (&b.pod, b.initial_attempt)));
         for qp in &mut members {
             qp.pod.default_selector = self.default_selector(&qp.pod);
         }
-        let before = self
-            .pod_groups
-            .state(&group.namespace, &group.name)
-            .map_or(0, |s| s.scheduled_pods);
-        let info = PodGroup {
-            namespace: group.namespace.clone(),
-            name: group.name.clone(),
-            min_count: group.min_count(),
-            scheduled_count: before,
-            unscheduled_pods: Vec::new(),
-        };
-        let group_state = CycleState::sampled();
-        let mut progress = PlacementProgress {
-            scheduled: before,
-            remaining: u32::try_from(members.len()).unwrap_or(u32::MAX),
-        };
-        let mut tried: Vec<Member> = members.iter().map(|_| Member::Untried).collect();
-        let mut feasibility = fw.placement_feasible(&group_state, &info, progress);
-        let proceed = matches!(
-            feasibility,
-            Ok(Feasibility::Feasible | Feasibility::Wait { .. })
-        );
-        let mut error: Option<String> = None;
-        if proceed {
-            for (k, qp) in members.iter().enumerate() {
-                match self.try_member(&fw, qp) {
-                    Ok(t) => {
-                        if matches!(t, Member::Placed { .. }) {
-                            progress.scheduled += 1;
-                        }
-                        tried[k] = t;
-                    }
-                    Err(message) => {
-                        error = Some(message);
-                        break;
-                    }
-                }
-                progress.remaining -= 1;
-                feasibility = fw.placement_feasible(&group_state, &info, progress);
-                if !matches!(
-                    feasibility,
-                    Ok(Feasibility::Feasible | Feasibility::Wait { .. })
-                ) {
-                    break;
-                }
-            }
-        }
-        // Every assumption of the cycle is undone, the last first.
-        for (qp, t) in members.iter().zip(&tried).rev() {
-            if let Member::Placed { node, state } = t {
-                let mut assumed = qp.pod.clone();
-                assumed.node_name = node.clone();
-                fw.unreserve(state, &CyclePod::new(assumed), node);
-                let _ = self.cache.forget_pod(&qp.pod.uid);
-            }
-        }
-        let any_placed = tried.iter().any(|t| matches!(t, Member::Placed { .. }));
+        let pods: Vec<&Pod> = members.iter().map(|q| &q.pod).collect();
+        let Trial { tried, verdict, .. } = self.place(&fw, &group, &pods);
         let group_key = format!("{}/{}", group.namespace, group.name);
-        let verdict = match (error, feasibility) {
-            (Some(e), _) => Verdict::Error(e),
-            (None, Err(e)) => Verdict::Error(e.to_string()),
-            (None, Ok(Feasibility::Feasible)) if any_placed => Verdict::Feasible,
-            (None, Ok(Feasibility::Feasible)) => Verdict::Unschedulable {
-                plugin: None,
-                message: format!("pod group {group_key}: no pods were schedulable"),
-            },
-            (None, Ok(Feasibility::Wait { plugin, message }))
-            | (None, Ok(Feasibility::Unschedulable { plugin, message })) => {
-                Verdict::Unschedulable {
-                    plugin: Some(plugin),
-                    message: format!("pod group {group_key} cannot be placed: {message}"),
-                }
-            }
-        };
         tracing::debug!(
             group = %group_key,
             members = members.len(),
             placed = tried.iter().filter(|t| matches!(t, Member::Placed { .. })).count(),
             "pod group cycle: {}",
-            match &verdict {
-                Verdict::Feasible => "feasible".to_owned(),
-                Verdict::Unschedulable { message, .. } => message.clone(),
-                Verdict::Error(e) => e.clone(),
-            }
+            verdict.message()
         );
         let outcome = match &verdict {
             Verdict::Feasible => PodGroupOutcome {
@@ -243,6 +194,270 @@ impl Scheduler {
         }
     }
 
+    /// Tries `members` (in this order) as one pod group cycle: PlacementFeasible
+    /// before the first and after each, every member placed assumed and reserved for
+    /// the next ones to see, and every assumption undone at the end. The cache is as
+    /// before; what the members would get is in the answer.
+    fn trial(
+        &mut self,
+        fw: &Arc<Framework>,
+        info: &PodGroup,
+        members: &[&Pod],
+        within: Option<&HashSet<String>>,
+    ) -> Trial {
+        let before = info.scheduled_count;
+        let group_state = CycleState::sampled();
+        let mut progress = PlacementProgress {
+            scheduled: before,
+            remaining: u32::try_from(members.len()).unwrap_or(u32::MAX),
+        };
+        let mut tried: Vec<Member> = members.iter().map(|_| Member::Untried).collect();
+        let goes_on = |f: &Result<Feasibility, _>| {
+            matches!(f, Ok(Feasibility::Feasible | Feasibility::Wait { .. }))
+        };
+        let mut feasibility = fw.placement_feasible(&group_state, info, progress);
+        let mut error: Option<String> = None;
+        if goes_on(&feasibility) {
+            for (k, pod) in members.iter().enumerate() {
+                match self.try_member(fw, pod, within) {
+                    Ok(t) => {
+                        if matches!(t, Member::Placed { .. }) {
+                            progress.scheduled += 1;
+                        }
+                        tried[k] = t;
+                    }
+                    Err(message) => {
+                        error = Some(message);
+                        break;
+                    }
+                }
+                progress.remaining -= 1;
+                feasibility = fw.placement_feasible(&group_state, info, progress);
+                if !goes_on(&feasibility) {
+                    break;
+                }
+            }
+        }
+        // Every assumption of the cycle is undone, the last first.
+        for (pod, t) in members.iter().zip(&tried).rev() {
+            if let Member::Placed { node, state } = t {
+                let mut assumed = (*pod).clone();
+                assumed.node_name = node.clone();
+                fw.unreserve(state, &CyclePod::new(assumed), node);
+                let _ = self.cache.forget_pod(&pod.uid);
+            }
+        }
+        let any_placed = tried.iter().any(|t| matches!(t, Member::Placed { .. }));
+        let group_key = format!("{}/{}", info.namespace, info.name);
+        let verdict = match (error, feasibility) {
+            (Some(e), _) => Verdict::Error(e),
+            (None, Err(e)) => Verdict::Error(e.to_string()),
+            (None, Ok(Feasibility::Feasible)) if any_placed => Verdict::Feasible,
+            (None, Ok(Feasibility::Feasible)) => Verdict::Unschedulable {
+                plugin: None,
+                message: format!("pod group {group_key}: no pods were schedulable"),
+            },
+            (None, Ok(Feasibility::Wait { plugin, message }))
+            | (None, Ok(Feasibility::Unschedulable { plugin, message })) => {
+                Verdict::Unschedulable {
+                    plugin: Some(plugin),
+                    message: format!("pod group {group_key} cannot be placed: {message}"),
+                }
+            }
+        };
+        Trial {
+            before,
+            placement: None,
+            tried,
+            verdict,
+        }
+    }
+
+    /// The group as the plugins see it: its policy and constraints, and the members
+    /// bound or assumed before this cycle (how many, and on which nodes).
+    fn group_info(&self, group: &PodGroupObject) -> PodGroup {
+        let mut scheduled =
+            self.pod_groups
+                .members_in(&group.namespace, &group.name, MemberState::Assumed);
+        scheduled.extend(self.pod_groups.members_in(
+            &group.namespace,
+            &group.name,
+            MemberState::Bound,
+        ));
+        let mut scheduled_nodes: Vec<String> = scheduled
+            .iter()
+            .filter_map(|uid| self.cache.pod(uid).map(|p| p.node_name.clone()))
+            .collect();
+        scheduled_nodes.sort();
+        scheduled_nodes.dedup();
+        PodGroup {
+            namespace: group.namespace.clone(),
+            name: group.name.clone(),
+            min_count: group.min_count(),
+            scheduled_count: u32::try_from(scheduled.len()).unwrap_or(u32::MAX),
+            unscheduled_pods: Vec::new(),
+            topology_keys: group.topology_keys.clone(),
+            scheduled_nodes,
+        }
+    }
+
+    /// Places `members` as the group's cycle does: one trial over every node, or,
+    /// when the profile generates placements, one trial within each, the feasible
+    /// ones ranked by PlacementScore (the first of equals wins) and the best one's
+    /// kept (upstream's placement algorithm).
+    fn place(&mut self, fw: &Arc<Framework>, group: &PodGroupObject, members: &[&Pod]) -> Trial {
+        let info = self.group_info(group);
+        if !fw.has_placement_generate() {
+            return self.trial(fw, &info, members, None);
+        }
+        let group_key = format!("{}/{}", group.namespace, group.name);
+        let failed = |verdict: Verdict| Trial {
+            before: info.scheduled_count,
+            placement: None,
+            tried: members.iter().map(|_| Member::Untried).collect(),
+            verdict,
+        };
+        let group_state = CycleState::sampled();
+        self.cache.update_snapshot(&mut self.snapshot);
+        let placements = match fw.generate_placements(&group_state, &info, &self.snapshot) {
+            Ok(p) => p,
+            Err(e) => return failed(Verdict::Error(e.to_string())),
+        };
+        if placements.is_empty() {
+            return failed(Verdict::Unschedulable {
+                plugin: None,
+                message: format!("pod group {group_key}: no placement was generated"),
+            });
+        }
+        let total = placements.len();
+        let mut first: Option<Trial> = None;
+        let mut feasible: Vec<(Placement, Trial)> = Vec::new();
+        for placement in placements {
+            let within: HashSet<String> = placement.nodes.iter().cloned().collect();
+            let mut trial = self.trial(fw, &info, members, Some(&within));
+            trial.placement = Some(placement.name.clone());
+            if let Verdict::Error(_) = trial.verdict {
+                return trial;
+            }
+            if matches!(trial.verdict, Verdict::Feasible) {
+                feasible.push((placement, trial));
+            } else if first.is_none() {
+                first = Some(trial);
+            }
+        }
+        if feasible.is_empty() {
+            // As upstream, the first placement's failure stands for all of them.
+            let mut trial = first.expect("a placement was tried");
+            let within = trial.placement.clone().unwrap_or_default();
+            if let Verdict::Unschedulable { message, .. } = &mut trial.verdict {
+                let prefix = format!("pod group {group_key} cannot be placed: ");
+                let inner = message.strip_prefix(&prefix).unwrap_or(message);
+                *message = format!(
+                    "{prefix}none of its {total} placement(s) can take it; within {within:?}: {inner}"
+                );
+            }
+            return trial;
+        }
+        if feasible.len() == 1 {
+            return feasible.pop().expect("one").1;
+        }
+        let assignments: Vec<PodGroupAssignments> = feasible
+            .iter()
+            .map(|(placement, trial)| PodGroupAssignments {
+                placement: placement.clone(),
+                assignments: members
+                    .iter()
+                    .zip(&trial.tried)
+                    .filter_map(|(pod, t)| match t {
+                        Member::Placed { node, .. } => Some(ProposedAssignment {
+                            pod_uid: pod.uid.clone(),
+                            node: node.clone(),
+                        }),
+                        _ => None,
+                    })
+                    .collect(),
+            })
+            .collect();
+        match fw.score_placements(&group_state, &info, &assignments) {
+            Ok(scores) => {
+                let best = scores.best().unwrap_or(0);
+                feasible.swap_remove(best).1
+            }
+            Err(e) => failed(Verdict::Error(e.to_string())),
+        }
+    }
+
+    /// What the pod group cycle of `pod`'s group would make of its waiting members
+    /// now (`pod` among them), as `explain` shows it; `None` for a pod of no group
+    /// the cluster has. Nothing is popped, bound or kept.
+    pub(super) fn explain_group(
+        &mut self,
+        fw: &Arc<Framework>,
+        pod: &Pod,
+    ) -> Option<PodGroupExplanation> {
+        let group = self.group_of(pod)?;
+        // Members whose gates are to be asked again are, as the loop would before
+        // its next pop.
+        self.regate();
+        let mut members: Vec<(Pod, Option<Instant>)> = self
+            .pod_groups
+            .members_in(&group.namespace, &group.name, MemberState::Pending)
+            .into_iter()
+            .filter(|uid| *uid != pod.uid)
+            .filter_map(|uid| self.queue.get(&uid))
+            .filter(|qp| qp.gated_by.is_none() && qp.pod.scheduler_name == pod.scheduler_name)
+            .map(|qp| (qp.pod.clone(), qp.initial_attempt))
+            .collect();
+        // As the cycle would take them were `pod` popped now: it first, the others
+        // in name order; a member never tried before gets its first attempt then.
+        members.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        let own = self.queue.get(&pod.uid).and_then(|qp| qp.initial_attempt);
+        members.insert(0, (pod.clone(), own));
+        for (_, first) in &mut members {
+            first.get_or_insert_with(Instant::now);
+        }
+        members.sort_by(|a, b| cycle_order((&a.0, a.1), (&b.0, b.1)));
+        for (p, _) in &mut members {
+            p.default_selector = self.default_selector(p);
+        }
+        let pods: Vec<&Pod> = members.iter().map(|(p, _)| p).collect();
+        let Trial {
+            before,
+            placement,
+            tried,
+            verdict,
+        } = self.place(fw, &group, &pods);
+        Some(PodGroupExplanation {
+            group: format!("{}/{}", group.namespace, group.name),
+            policy: match group.min_count() {
+                Some(n) => format!("gang, minCount {n}"),
+                None => "basic".to_owned(),
+            },
+            scheduled_before: before,
+            placement,
+            members: pods
+                .iter()
+                .zip(tried)
+                .map(|(p, t)| MemberExplanation {
+                    pod: p.key(),
+                    node: match &t {
+                        Member::Placed { node, .. } => Some(node.clone()),
+                        _ => None,
+                    },
+                    reason: match t {
+                        Member::Placed { .. } => None,
+                        Member::Failed { message, .. } => Some(message),
+                        Member::Untried => {
+                            Some("not tried: the cycle stopped before it".to_owned())
+                        }
+                    },
+                })
+                .collect(),
+            feasible: matches!(verdict, Verdict::Feasible),
+            verdict: verdict.message(),
+        })
+    }
+
     /// Takes the group's other waiting members of the same profile out of the queue
     /// into the cycle, in name order.
     fn take_members(&mut self, first: &QueuedPod, group: &PodGroupObject) -> Vec<QueuedPod> {
@@ -267,12 +482,17 @@ impl Scheduler {
     /// Tries one member on the current snapshot: when a node fits, it is assumed and
     /// reserved there, so that the next members see it. An error (a plugin failed, the
     /// cache refused) ends the cycle.
-    fn try_member(&mut self, fw: &Arc<Framework>, qp: &QueuedPod) -> Result<Member, String> {
+    fn try_member(
+        &mut self,
+        fw: &Arc<Framework>,
+        pod: &Pod,
+        within: Option<&HashSet<String>>,
+    ) -> Result<Member, String> {
         self.cache.update_snapshot(&mut self.snapshot);
-        let wpod = CyclePod::new(qp.pod.clone());
-        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, false) {
+        let wpod = CyclePod::new(pod.clone());
+        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, false, within) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
-                let mut assumed = qp.pod.clone();
+                let mut assumed = pod.clone();
                 assumed.node_name = node.clone();
                 self.cache
                     .assume_pod(&assumed)
@@ -280,7 +500,7 @@ impl Scheduler {
                 let wassumed = CyclePod::new(assumed);
                 if let Err(e) = fw.reserve(&state, &wassumed, &node) {
                     fw.unreserve(&state, &wassumed, &node);
-                    let _ = self.cache.forget_pod(&qp.pod.uid);
+                    let _ = self.cache.forget_pod(&pod.uid);
                     return Ok(Member::Failed {
                         plugins: BTreeSet::from([e.plugin.clone()]),
                         message: e.to_string(),
@@ -305,7 +525,7 @@ impl Scheduler {
                     message: fit.to_string(),
                 })
             }
-            ScheduleOutcome::Error(e) => Err(format!("pod {}: {e}", qp.pod.key())),
+            ScheduleOutcome::Error(e) => Err(format!("pod {}: {e}", pod.key())),
         }
     }
 

@@ -543,6 +543,11 @@ impl Scheduler {
         &self.queue
     }
 
+    /// The PodGroups and where their members are.
+    pub fn pod_groups(&self) -> &PodGroups {
+        &self.pod_groups
+    }
+
     /// The metrics, in the Prometheus text format.
     pub fn metrics_text(&self) -> String {
         self.publish_metrics();
@@ -971,7 +976,9 @@ impl Scheduler {
         self.cache.update_snapshot(&mut self.snapshot);
         let mut pod = pod.clone();
         pod.default_selector = self.default_selector(&pod);
-        Ok(fw.explain(&CyclePod::new(pod), &self.snapshot, options)?)
+        let mut explanation = fw.explain(&CyclePod::new(pod.clone()), &self.snapshot, options)?;
+        explanation.pod_group = self.explain_group(&fw, &pod);
+        Ok(explanation)
     }
 
     /// Schedules until nothing more can happen: activeQ is empty, no binding is in
@@ -1030,7 +1037,7 @@ impl Scheduler {
         let started = Instant::now();
         self.cache.update_snapshot(&mut self.snapshot);
         let wpod = CyclePod::new(qp.pod.clone());
-        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, true) {
+        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, true, None) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
                 self.metrics.observe_attempt(
                     AttemptResult::Scheduled,

@@ -39,10 +39,13 @@ use exports07 as ex07;
 /// The 0.7 track's exports, and the optional interfaces added on the current track
 /// after it (PlacementFeasible, 0.8.1). No 0.7 module has those, as its world lacks
 /// them: the host finds a module's optional exports by name, so for a 0.7 module
-/// they are always absent, and the current bindings stand in for their types.
+/// they are always absent, and the current bindings stand in for their types
+/// (PlacementGenerate too, 0.8.1).
 pub(crate) mod exports07 {
     pub(crate) use super::bindings::exports::berth::scheduler::*;
-    pub(crate) use crate::wasm::bindings::exports::berth::scheduler::placement_feasible;
+    pub(crate) use crate::wasm::bindings::exports::berth::scheduler::{
+        placement_feasible, placement_generate,
+    };
 }
 
 /// A value of one track's bindings as the other's: the same serde form, fields the
@@ -436,6 +439,16 @@ calls!(placement_feasible {
         = progress: super::bindings::berth::scheduler::workload::PlacementProgress
             => super::bindings::berth::scheduler::workload::PlacementProgress
     ) -> w::Status;
+});
+
+calls!(placement_generate {
+    fn call_generate_placements(
+        = st: St => St,
+        = group: &super::bindings::berth::scheduler::workload::PodGroup
+            => &super::bindings::berth::scheduler::workload::PodGroup,
+        = parent: &super::bindings::berth::scheduler::workload::Placement
+            => &super::bindings::berth::scheduler::workload::Placement
+    ) -> Result<Vec<super::bindings::berth::scheduler::workload::Placement>, w::Status>;
 });
 
 #[cfg(test)]

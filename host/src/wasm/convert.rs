@@ -676,6 +676,8 @@ impl ToWitArg for berth_sdk::PodGroup {
             min_count: self.min_count,
             scheduled_count: self.scheduled_count,
             unscheduled_pods: self.unscheduled_pods.iter().map(pod_to_wit).collect(),
+            topology_keys: self.topology_keys.clone(),
+            scheduled_nodes: self.scheduled_nodes.clone(),
         }
     }
 }
@@ -691,6 +693,33 @@ impl ToWitArg for berth_sdk::PlacementProgress {
             scheduled: self.scheduled,
             remaining: self.remaining,
         }
+    }
+}
+
+impl ToWitArg for berth_sdk::Placement {
+    type Wit = wl::Placement;
+    passed_by_reference!(wl::Placement);
+    fn to_wit_arg(&self) -> wl::Placement {
+        wl::Placement {
+            name: self.name.clone(),
+            nodes: self.nodes.clone(),
+        }
+    }
+}
+
+impl FromWit<Result<Vec<wl::Placement>, w::Status>>
+    for Result<Vec<berth_sdk::Placement>, berth_sdk::Status>
+{
+    fn from_wit(r: Result<Vec<wl::Placement>, w::Status>) -> Self {
+        r.map(|ps| {
+            ps.into_iter()
+                .map(|p| berth_sdk::Placement {
+                    name: p.name,
+                    nodes: p.nodes,
+                })
+                .collect()
+        })
+        .map_err(status_from_wit)
     }
 }
 

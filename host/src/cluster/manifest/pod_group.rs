@@ -4,8 +4,43 @@
 //! server serves them; fields scheduling does not read are accepted and ignored.
 
 use super::{DEFAULT_NAMESPACE, FieldError};
-use crate::cluster::pod_groups::{PodGroupObject, PodGroupPolicy};
 use serde::Deserialize;
+
+/// A PodGroup's scheduling policy (`spec.schedulingPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodGroupPolicy {
+    /// `basic: {}`: members are scheduled as they come; the group only batches them.
+    Basic,
+    /// `gang: {minCount}`: nothing binds until `min_count` members can.
+    Gang {
+        /// `minCount`.
+        min_count: u32,
+    },
+}
+
+/// A PodGroup object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodGroupObject {
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.schedulingPolicy`.
+    pub policy: PodGroupPolicy,
+    /// The keys of `spec.schedulingConstraints.topology` (a group placed within one
+    /// domain of the first, by TopologyPlacementGenerator).
+    pub topology_keys: Vec<String>,
+}
+
+impl PodGroupObject {
+    /// The gang's `minCount`; `None` for the basic policy.
+    pub fn min_count(&self) -> Option<u32> {
+        match self.policy {
+            PodGroupPolicy::Basic => None,
+            PodGroupPolicy::Gang { min_count } => Some(min_count),
+        }
+    }
+}
 
 /// The API versions of PodGroup Berth reads (1.37 serves `v1beta1`; `v1alpha3`
 /// has the same fields).
@@ -31,6 +66,27 @@ pub struct PodGroupSpec {
     /// `schedulingPolicy`: exactly one of `basic` and `gang`.
     #[serde(default)]
     pub scheduling_policy: Option<SchedulingPolicy>,
+    /// `schedulingConstraints`.
+    #[serde(default)]
+    pub scheduling_constraints: Option<SchedulingConstraints>,
+}
+
+/// `spec.schedulingConstraints`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingConstraints {
+    /// `topology`: the domains the group is placed within (upstream serves one).
+    #[serde(default)]
+    pub topology: Vec<TopologyConstraint>,
+}
+
+/// One entry of `spec.schedulingConstraints.topology`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologyConstraint {
+    /// `key`: a node label.
+    #[serde(default)]
+    pub key: String,
 }
 
 /// `spec.schedulingPolicy`.
@@ -102,9 +158,25 @@ pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldErro
             ));
         }
     };
+    let mut topology_keys = Vec::new();
+    let topology = pg
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_constraints.as_ref())
+        .map_or(&[][..], |c| c.topology.as_slice());
+    for (i, t) in topology.iter().enumerate() {
+        if t.key.is_empty() {
+            return Err(FieldError::new(
+                format!("spec.schedulingConstraints.topology[{i}].key"),
+                "required value",
+            ));
+        }
+        topology_keys.push(t.key.clone());
+    }
     Ok(PodGroupObject {
         namespace,
         name,
         policy,
+        topology_keys,
     })
 }
