@@ -207,3 +207,66 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         common::stderr(&out)
     );
 }
+
+/// The ClusterRole named `name` in deploy/.
+fn cluster_role(name: &str) -> ClusterRole {
+    manifests()
+        .into_iter()
+        .filter(|(_, v)| v["kind"] == "ClusterRole" && v["metadata"]["name"] == name)
+        .map(|(file, v)| exact::<ClusterRole>(&file, &v))
+        .next()
+        .unwrap_or_else(|| panic!("no ClusterRole {name} in deploy/"))
+}
+
+/// Whether `role` lets `verb` reach `resource` (a subresource as `podgroups/status`)
+/// of the API group `group`.
+fn grants(role: &ClusterRole, group: &str, resource: &str, verb: &str) -> bool {
+    let has = |list: &Option<Vec<String>>, item: &str| {
+        list.as_ref()
+            .is_some_and(|l| l.iter().any(|x| x == item || x == "*"))
+    };
+    role.rules.iter().flatten().any(|r| {
+        has(&r.api_groups, group)
+            && has(&r.resources, resource)
+            && r.verbs.iter().any(|v| v == verb)
+    })
+}
+
+#[test]
+fn the_roles_reach_the_pod_groups_as_the_kube_backend_does() {
+    // `berth run` watches PodGroups, reads one again when its write was refused, and
+    // patches its status; nothing else of them.
+    let berth = cluster_role("berth");
+    for verb in ["get", "list", "watch"] {
+        assert!(
+            grants(&berth, "scheduling.k8s.io", "podgroups", verb),
+            "{verb} podgroups"
+        );
+    }
+    assert!(grants(
+        &berth,
+        "scheduling.k8s.io",
+        "podgroups/status",
+        "patch"
+    ));
+    for verb in ["create", "update", "patch", "delete"] {
+        assert!(
+            !grants(&berth, "scheduling.k8s.io", "podgroups", verb),
+            "{verb} podgroups"
+        );
+    }
+    // The reader's snapshot lists them, and writes nothing anywhere.
+    let reader = cluster_role("berth-reader");
+    assert!(grants(&reader, "scheduling.k8s.io", "podgroups", "list"));
+    for rule in reader.rules.iter().flatten() {
+        let allowed: &[&str] = if rule.non_resource_urls.is_some() {
+            &["get"]
+        } else {
+            &["list"]
+        };
+        assert!(
+            rule.verbs.iter().all(|v| allowed.contains(&v.as_str())),
+            "berth-reader: {rule:?}"
+        );
+    }
+}

@@ -171,14 +171,15 @@ pub trait Recorder: Send + Sync {
         let _ = uid;
     }
     /// A pod group's cycle ended: upstream writes its outcome as the PodGroup's
-    /// `PodGroupScheduled` condition (never taking a True back to False).
+    /// `PodGroupInitiallyScheduled` condition (`scheduling.k8s.io/v1beta1`'s name;
+    /// `PodGroupScheduled` in 1.36's `v1alpha2`), never taking a True back to False.
     fn pod_group_scheduled(&self, namespace: &str, name: &str, outcome: &PodGroupOutcome) {
         let _ = (namespace, name, outcome);
     }
 }
 
-/// How a pod group's cycle ended, as the PodGroup's `PodGroupScheduled` condition
-/// says it.
+/// How a pod group's cycle ended, as the PodGroup's `PodGroupInitiallyScheduled`
+/// condition says it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodGroupOutcome {
     /// The condition's status: the group was placed.

@@ -1,7 +1,8 @@
 //! The Kubernetes API backend: kube-rs watchers feed the scheduling loop with
 //! [`Change`](super::Change)s, bindings go through the `pods/binding` subresource, and
 //! what became of each pod is written back as `events.k8s.io/v1` events and the
-//! `PodScheduled` condition.
+//! `PodScheduled` condition, and what became of each pod group as its PodGroup's
+//! `PodGroupInitiallyScheduled` condition.
 //!
 //! Requests are rate limited as client-go limits them (`clientConnection.qps` and
 //! `burst`), with two buckets as kube-scheduler has two clients: binds (and the reads
@@ -10,7 +11,10 @@
 //! that a wave of preemptions never delays a bind either.
 
 mod binder;
+#[cfg(test)]
+mod fake;
 pub mod lease;
+mod pod_group_status;
 pub mod ratelimit;
 mod recorder;
 mod snapshot;
@@ -18,6 +22,7 @@ mod watch;
 
 pub use binder::KubeBinder;
 pub use lease::{LeaderElector, LeaderStatus, LeadershipLost, LeaseConfig};
+pub use pod_group_status::{POD_GROUP_CONDITION, PodGroupStatuses};
 pub use recorder::KubeRecorder;
 pub use snapshot::{ClusterSnapshot, SNAPSHOT_TIMEOUT, SnapshotError, snapshot};
 pub use watch::start_watchers;
@@ -101,6 +106,9 @@ pub struct KubeCluster {
     pub event_limiter: Arc<RateLimiter>,
     /// The bucket of preemption's writes: nominations and evictions.
     pub preemption_limiter: Arc<RateLimiter>,
+    /// The PodGroups as the watcher last saw them, which the recorder writes their
+    /// condition from.
+    pub pod_groups: Arc<PodGroupStatuses>,
 }
 
 impl std::fmt::Debug for KubeCluster {
@@ -163,6 +171,7 @@ impl KubeCluster {
             bind_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
             event_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
             preemption_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
+            pod_groups: Arc::default(),
         })
     }
 }

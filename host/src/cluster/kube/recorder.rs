@@ -2,7 +2,8 @@
 //! `Scheduled` (Normal, action `Binding`) when a pod is bound, `FailedScheduling`
 //! (Warning, action `Scheduling`) when an attempt fails, and on failure the pod's
 //! `PodScheduled` condition set to False with reason `Unschedulable` or
-//! `SchedulerError` and the attempt's message.
+//! `SchedulerError` and the attempt's message; after a pod group's cycle, its
+//! PodGroup's `PodGroupInitiallyScheduled` condition (`pod_group_status`).
 //!
 //! The scheduling loop only queues a record; a task on the tokio runtime writes it,
 //! under the event client's rate limit, and a failed write is logged, never retried
@@ -20,8 +21,9 @@
 //! remember is bounded: a deleted pod's are forgotten, and at most [`SERIES_PODS`]
 //! pods' are kept (the quietest dropped first).
 
+use super::pod_group_status::{self, PendingOutcomes};
 use super::{KubeCluster, error_message};
-use crate::cluster::{FailureReason, Recorder};
+use crate::cluster::{FailureReason, PodGroupOutcome, Recorder};
 use berth_sdk::Pod;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
@@ -77,6 +79,8 @@ enum Record {
         pod: PodRef,
         message: Option<String>,
     },
+    /// Write the newest outcomes of this pod group (kept in [`PendingOutcomes`]).
+    PodGroup { namespace: String, name: String },
     /// Write every series count not written yet (at shutdown).
     FlushSeries,
 }
@@ -131,7 +135,8 @@ impl Pending {
 }
 
 impl Outbox {
-    fn send(&self, record: Record) {
+    /// Queues `record`; false when it was dropped.
+    fn send(&self, record: Record) -> bool {
         self.pending.add();
         if self.tx.try_send(record).is_err() {
             self.pending.finish();
@@ -145,7 +150,9 @@ impl Outbox {
                     "the API server is not keeping up with events and pod conditions: {n} dropped so far"
                 );
             }
+            return false;
         }
+        true
     }
 }
 
@@ -159,6 +166,8 @@ pub struct KubeRecorder {
     series: Arc<Mutex<SeriesCache>>,
     /// The PreEnqueue holds waiting their delay, and those written.
     not_ready: Arc<Mutex<NotReadyState>>,
+    /// The pod groups' outcomes waiting to be written.
+    pod_groups: Arc<PendingOutcomes>,
     /// Where the delays run.
     handle: tokio::runtime::Handle,
 }
@@ -213,6 +222,7 @@ enum Write {
     Record(Record),
     Event(Event),
     Series(SeriesWrite),
+    PodGroup { namespace: String, name: String },
 }
 
 impl KubeRecorder {
@@ -222,7 +232,8 @@ impl KubeRecorder {
         let instance = super::hostname();
         let series = Arc::new(Mutex::new(SeriesCache::default()));
         let pending = Pending::default();
-        let (cache, done) = (series.clone(), pending.clone());
+        let pod_groups = Arc::new(PendingOutcomes::default());
+        let (cache, done, groups) = (series.clone(), pending.clone(), pod_groups.clone());
         handle.spawn(async move {
             let slots = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_WRITES));
             let mut tick = tokio::time::interval(SERIES_TICK);
@@ -254,6 +265,9 @@ impl KubeRecorder {
                                     done.finish();
                                     w
                                 }
+                                Record::PodGroup { namespace, name } => {
+                                    vec![Write::PodGroup { namespace, name }]
+                                }
                                 condition => vec![Write::Record(condition)],
                             }
                         }
@@ -276,13 +290,19 @@ impl KubeRecorder {
                     let Ok(permit) = slots.clone().acquire_owned().await else {
                         return;
                     };
-                    let (cluster, done) = (cluster.clone(), done.clone());
+                    let (cluster, done, groups) = (cluster.clone(), done.clone(), groups.clone());
                     tokio::spawn(async move {
                         cluster.event_limiter.acquire().await;
                         match w {
                             Write::Record(r) => write(&cluster, r).await,
                             Write::Event(e) => create_event(&cluster, e).await,
                             Write::Series(s) => write_series(&cluster, s).await,
+                            Write::PodGroup { namespace, name } => {
+                                pod_group_status::write_pending(
+                                    &cluster, &groups, &namespace, &name,
+                                )
+                                .await
+                            }
                         }
                         drop(permit);
                         done.finish();
@@ -300,6 +320,7 @@ impl KubeRecorder {
             last_condition: Arc::default(),
             series,
             not_ready: Arc::default(),
+            pod_groups,
             handle: handle.clone(),
         }
     }
@@ -521,8 +542,8 @@ async fn remove_not_ready(cluster: &KubeCluster, pod: &PodRef) {
 
 async fn write(cluster: &KubeCluster, record: Record) {
     match record {
-        // Events go through `event_write`; a flush is the writer's own.
-        Record::Event { .. } | Record::FlushSeries => {}
+        // Events go through `event_write`; a flush and pod groups are the writer's own.
+        Record::Event { .. } | Record::FlushSeries | Record::PodGroup { .. } => {}
         Record::Condition {
             pod,
             reason,
@@ -837,6 +858,17 @@ impl Recorder for KubeRecorder {
                 reason,
                 message: message.to_owned(),
             });
+        }
+    }
+
+    fn pod_group_scheduled(&self, namespace: &str, name: &str, outcome: &PodGroupOutcome) {
+        if self.pod_groups.offer(namespace, name, outcome.clone())
+            && !self.outbox.send(Record::PodGroup {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            })
+        {
+            self.pod_groups.dropped(namespace, name);
         }
     }
 }

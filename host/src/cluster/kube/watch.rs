@@ -8,7 +8,9 @@
 //! listed once, the loop is told [`Change::Synced`] and starts scheduling.
 
 use super::KubeCluster;
+use super::pod_group_status::PodGroupStatuses;
 use crate::cluster::Change;
+use crate::cluster::manifest::pod_group::pod_group_from_json;
 use crate::cluster::manifest::{
     FieldError, budget_from_k8s, claim_from_k8s, csi_driver_from_k8s, csi_node_from_k8s,
     node_from_k8s, pod_from_k8s, selector_from_k8s, storage_class_from_k8s, volume_from_k8s,
@@ -60,6 +62,7 @@ pub(super) fn start<T: From<Change> + Send + 'static>(
 ) -> Vec<JoinHandle<()>> {
     let mut s = Spawner {
         client: cluster.client.clone(),
+        pod_groups: cluster.pod_groups.clone(),
         handle,
         mode,
         tx,
@@ -88,6 +91,7 @@ pub(super) fn start<T: From<Change> + Send + 'static>(
         Change::NamespaceDeleted,
     );
     s.budgets();
+    s.pod_groups();
     s.storage();
     s.selectors::<k8s::Service>("services", "Service");
     s.selectors::<k8s::ReplicationController>("replicationcontrollers", "ReplicationController");
@@ -101,6 +105,8 @@ pub(super) fn start<T: From<Change> + Send + 'static>(
 
 struct Spawner<'a, T> {
     client: kube::Client,
+    /// Kept up to date by the PodGroup watcher, for the recorder.
+    pod_groups: Arc<PodGroupStatuses>,
     handle: &'a Handle,
     mode: Mode,
     tx: Sender<T>,
@@ -147,7 +153,14 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         let pending = self.pending.clone();
         let mode = self.mode.clone();
         self.tasks.push(self.handle.spawn(async move {
-            let Some(resource) = served_budgets(&client).await else {
+            let Some(resource) = served(
+                &client,
+                "policy",
+                &["v1", "v1beta1"],
+                "poddisruptionbudgets",
+            )
+            .await
+            else {
                 tracing::warn!(
                     "this API server serves no PodDisruptionBudgets (policy/v1 or \
                      policy/v1beta1): preemption will see none"
@@ -182,6 +195,75 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
                 api,
                 watcher::Config::default(),
                 "poddisruptionbudgets",
+                convert,
+                deleted,
+                tx,
+                pending,
+            )
+            .await;
+        }));
+    }
+
+    /// PodGroups (`scheduling.k8s.io`, workload-aware scheduling), from the version
+    /// the API server serves: `v1beta1` (Kubernetes 1.37) or `v1alpha3`. Each one
+    /// seen is also kept in the cluster's [`PodGroupStatuses`], which the recorder
+    /// writes their condition from. A server that serves neither (every release
+    /// before workload-aware scheduling, or one with its API off) is told of once:
+    /// pods naming a pod group then wait for it, and no PodGroup is looked for again
+    /// until Berth restarts.
+    fn pod_groups(&mut self) {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        let client = self.client.clone();
+        let tx = self.tx.clone();
+        let pending = self.pending.clone();
+        let mode = self.mode.clone();
+        let statuses = self.pod_groups.clone();
+        self.tasks.push(self.handle.spawn(async move {
+            let Some(resource) = served(
+                &client,
+                "scheduling.k8s.io",
+                &["v1beta1", "v1alpha3"],
+                "podgroups",
+            )
+            .await
+            else {
+                tracing::warn!(
+                    "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or \
+                     v1alpha3): pods naming a pod group wait at PreEnqueue until it appears, \
+                     and Berth looks for PodGroups again only when it restarts"
+                );
+                if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let _ = tx.send(Change::Synced.into());
+                }
+                return;
+            };
+            tracing::debug!(version = %resource.api_version, "podgroups: served");
+            statuses.serve(resource.clone());
+            let api: Api<DynamicObject> = Api::all_with(client, &resource);
+            let seen = statuses.clone();
+            let convert = move |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
+                let value =
+                    serde_json::to_value(o).map_err(|e| FieldError::new("", e.to_string()))?;
+                let g = pod_group_from_json(value)?;
+                seen.observe(o);
+                Ok(Some((
+                    format!("{}/{}", g.namespace, g.name),
+                    Change::PodGroup(g),
+                )))
+            };
+            let deleted = move |key: String| {
+                statuses.forget(&key);
+                let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+                Change::PodGroupDeleted {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                }
+            };
+            watch(
+                mode,
+                api,
+                watcher::Config::default(),
+                "podgroups",
                 convert,
                 deleted,
                 tx,
@@ -278,31 +360,33 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
     }
 }
 
-/// The PodDisruptionBudget resource the API server serves, newest version first. A
+/// The resource `plural` of `group` as the API server serves it, in the first of
+/// `versions` (newest first) whose discovery lists it; `None` when none does. A
 /// discovery call that fails (the server is down) is retried: the watchers wait for
 /// the server anyway.
-async fn served_budgets(client: &kube::Client) -> Option<ApiResource> {
+async fn served(
+    client: &kube::Client,
+    group: &str,
+    versions: &[&str],
+    plural: &str,
+) -> Option<ApiResource> {
     let mut delay = std::time::Duration::from_millis(200);
     'retry: loop {
-        for version in ["v1", "v1beta1"] {
+        for version in versions {
             match client
-                .list_api_group_resources(&format!("policy/{version}"))
+                .list_api_group_resources(&format!("{group}/{version}"))
                 .await
             {
                 Ok(list) => {
-                    if let Some(r) = list
-                        .resources
-                        .iter()
-                        .find(|r| r.name == "poddisruptionbudgets")
-                    {
-                        let gvk = GroupVersionKind::gvk("policy", version, &r.kind);
+                    if let Some(r) = list.resources.iter().find(|r| r.name == plural) {
+                        let gvk = GroupVersionKind::gvk(group, version, &r.kind);
                         return Some(ApiResource::from_gvk_with_plural(&gvk, &r.name));
                     }
                 }
                 // The group version is not served.
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => {
-                    tracing::warn!("discovery of policy/{version} failed, retrying: {e}");
+                    tracing::warn!("discovery of {group}/{version} failed, retrying: {e}");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(std::time::Duration::from_secs(10));
                     continue 'retry;
@@ -457,5 +541,386 @@ async fn watch<K, T: From<Change>>(
             }
             Err(e) => tracing::warn!("{kind} watch failed, retrying: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::{self, Answer};
+    use super::*;
+    use crate::cluster::pod_groups::{PodGroupObject, PodGroupPolicy};
+    use futures::channel::mpsc;
+    use serde_json::{Value, json};
+    use std::sync::Mutex;
+    use std::sync::mpsc::Receiver;
+
+    const GROUP_VERSION: &str = "/apis/scheduling.k8s.io/v1beta1";
+    const PODGROUPS: &str = "/apis/scheduling.k8s.io/v1beta1/podgroups";
+
+    /// A PodGroup as a 1.37 API server serves it (a list's items carry no apiVersion
+    /// and kind; a watch event's object does).
+    fn pod_group(name: &str, rv: u64, policy: Value, with_type: bool) -> Value {
+        let mut o = json!({
+            "metadata": {
+                "name": name,
+                "namespace": "ml",
+                "uid": format!("{name}-0f6f3c2e-3d0c-4a4e-9a57"),
+                "resourceVersion": rv.to_string(),
+                "generation": 1,
+                "creationTimestamp": "2026-11-20T08:14:03Z",
+                "managedFields": [{
+                    "manager": "kubectl-client-side-apply",
+                    "operation": "Update",
+                    "apiVersion": "scheduling.k8s.io/v1beta1",
+                    "time": "2026-11-20T08:14:03Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:schedulingPolicy": {}}},
+                }],
+            },
+            "spec": {"schedulingPolicy": policy, "disruptionMode": {"single": {}}},
+            "status": {
+                "conditions": [{
+                    "type": "PodGroupInitiallyScheduled",
+                    "status": "False",
+                    "observedGeneration": 1,
+                    "lastTransitionTime": "2026-11-20T08:14:05Z",
+                    "reason": "Unschedulable",
+                    "message": "waiting",
+                }],
+            },
+        });
+        if with_type {
+            o["apiVersion"] = "scheduling.k8s.io/v1beta1".into();
+            o["kind"] = "PodGroup".into();
+        }
+        o
+    }
+
+    fn gang(min_count: i64) -> Value {
+        json!({"gang": {"minCount": min_count}})
+    }
+
+    fn discovery(resources: &[(&str, &str)]) -> Answer {
+        let resources: Vec<Value> = resources
+            .iter()
+            .map(|(name, kind)| {
+                json!({
+                    "name": name,
+                    "singularName": "",
+                    "namespaced": true,
+                    "kind": kind,
+                    "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                })
+            })
+            .collect();
+        Answer::Json(
+            200,
+            json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": "scheduling.k8s.io/v1beta1",
+                "resources": resources,
+            }),
+        )
+    }
+
+    /// An API server that serves PodGroups in `v1beta1`: `list` answers the list, the
+    /// first watch streams what the test sends on the returned sender, later
+    /// watches stay open and quiet.
+    fn serving(
+        list: Value,
+    ) -> (
+        impl Fn(&fake::Request) -> Answer + Send + Sync + 'static,
+        mpsc::UnboundedSender<Value>,
+    ) {
+        let (events, rx) = mpsc::unbounded();
+        let first = Mutex::new(Some(rx));
+        let quiet = Mutex::new(Vec::new());
+        let answer = move |r: &fake::Request| match r.path.as_str() {
+            GROUP_VERSION => {
+                discovery(&[("podgroups", "PodGroup"), ("podgroups/status", "PodGroup")])
+            }
+            PODGROUPS if r.is_watch() => match first.lock().unwrap().take() {
+                Some(rx) => Answer::Events(rx),
+                None => {
+                    let (tx, rx) = mpsc::unbounded();
+                    quiet.lock().unwrap().push(tx);
+                    Answer::Events(rx)
+                }
+            },
+            PODGROUPS => Answer::Json(200, list.clone()),
+            _ => fake::not_found(),
+        };
+        (answer, events)
+    }
+
+    fn list(items: Vec<Value>) -> Value {
+        json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroupList",
+            "metadata": {"resourceVersion": "500"},
+            "items": items,
+        })
+    }
+
+    fn spawner(cluster: &KubeCluster, mode: Mode) -> (Spawner<'static, Change>, Receiver<Change>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handle: &'static Handle = Box::leak(Box::new(Handle::current()));
+        (
+            Spawner {
+                client: cluster.client.clone(),
+                pod_groups: cluster.pod_groups.clone(),
+                handle,
+                mode,
+                tx,
+                pending: Arc::new(AtomicUsize::new(0)),
+                tasks: Vec::new(),
+            },
+            rx,
+        )
+    }
+
+    async fn next(rx: &Receiver<Change>) -> Change {
+        for _ in 0..2000 {
+            if let Ok(c) = rx.try_recv() {
+                return c;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        panic!("no change came");
+    }
+
+    fn group(name: &str, policy: PodGroupPolicy) -> PodGroupObject {
+        PodGroupObject {
+            namespace: "ml".into(),
+            name: name.into(),
+            policy,
+        }
+    }
+
+    fn summary(c: &Change) -> String {
+        match c {
+            Change::PodGroup(g) => format!("{g:?}"),
+            Change::PodGroupDeleted { namespace, name } => format!("deleted {namespace}/{name}"),
+            Change::Synced => "synced".into(),
+            other => format!("unexpected {other:?}"),
+        }
+    }
+
+    /// The log lines written while `f` runs (on this thread: the test's runtime has
+    /// one).
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Log {
+        fn start(&self) -> tracing::subscriber::DefaultGuard {
+            let writer = self.clone();
+            tracing::subscriber::set_default(
+                tracing_subscriber::fmt()
+                    .with_writer(move || writer.clone())
+                    .with_ansi(false)
+                    .finish(),
+            )
+        }
+
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        }
+    }
+
+    #[tokio::test]
+    async fn pod_groups_are_listed_then_watched_and_a_bad_one_is_named() {
+        let log = Log::default();
+        let _log = log.start();
+        let (answer, events) = serving(list(vec![
+            pod_group("trainer", 401, gang(4), false),
+            pod_group("web", 402, json!({"basic": {}}), false),
+            pod_group("broken", 403, gang(0), false),
+        ]));
+        let (client, requests) = fake::client(answer);
+        let cluster = fake::cluster(client);
+        let (mut s, rx) = spawner(&cluster, Mode::Watch);
+        s.pod_groups();
+
+        // The list: each PodGroup, the bad one left out, then synced.
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.push(summary(&next(&rx).await));
+        }
+        assert_eq!(
+            changes,
+            [
+                format!(
+                    "{:?}",
+                    group("trainer", PodGroupPolicy::Gang { min_count: 4 })
+                ),
+                format!("{:?}", group("web", PodGroupPolicy::Basic)),
+                "synced".to_owned(),
+            ]
+        );
+        assert!(
+            log.text().contains(
+                "podgroups: ignoring ml/broken: spec.schedulingPolicy.gang.minCount: invalid value 0: must be greater than or equal to 1"
+            ),
+            "{}",
+            log.text()
+        );
+
+        // The watch: a change, a new one, a bookmark, a deletion.
+        let mut trainer = pod_group("trainer", 501, gang(5), true);
+        trainer["metadata"]["generation"] = 2.into();
+        events
+            .unbounded_send(json!({"type": "MODIFIED", "object": trainer}))
+            .unwrap();
+        events
+            .unbounded_send(
+                json!({"type": "ADDED", "object": pod_group("late", 502, gang(2), true)}),
+            )
+            .unwrap();
+        events
+            .unbounded_send(json!({
+                "type": "BOOKMARK",
+                "object": {
+                    "kind": "PodGroup",
+                    "apiVersion": "scheduling.k8s.io/v1beta1",
+                    "metadata": {"resourceVersion": "503", "creationTimestamp": null},
+                    "spec": {"schedulingPolicy": {}},
+                    "status": {},
+                },
+            }))
+            .unwrap();
+        events
+            .unbounded_send(json!({"type": "DELETED", "object": pod_group("web", 504, json!({"basic": {}}), true)}))
+            .unwrap();
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.push(summary(&next(&rx).await));
+        }
+        assert_eq!(
+            changes,
+            [
+                format!(
+                    "{:?}",
+                    group("trainer", PodGroupPolicy::Gang { min_count: 5 })
+                ),
+                format!("{:?}", group("late", PodGroupPolicy::Gang { min_count: 2 })),
+                "deleted ml/web".to_owned(),
+            ]
+        );
+
+        // What the recorder decides its writes on: each PodGroup as last seen.
+        let statuses = &cluster.pod_groups;
+        let trainer = statuses.get("ml/trainer").unwrap();
+        assert_eq!(
+            (trainer.resource_version.as_deref(), trainer.generation),
+            (Some("501"), Some(2))
+        );
+        assert_eq!(trainer.conditions[0]["reason"], "Unschedulable");
+        assert!(statuses.get("ml/web").is_none());
+        assert!(statuses.get("ml/broken").is_none());
+        assert_eq!(
+            statuses.resource.get().map(|r| r.api_version.as_str()),
+            Some("scheduling.k8s.io/v1beta1")
+        );
+        let requests = requests.lock().unwrap();
+        assert!(requests.iter().all(|r| r.method == "GET"), "{requests:?}");
+        for t in s.tasks {
+            t.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_without_pod_groups_is_told_of_once_and_counts_as_listed() {
+        let log = Log::default();
+        let _log = log.start();
+        // Kubernetes 1.20: scheduling.k8s.io/v1beta1 holds PriorityClasses only, and
+        // v1alpha3 is not served.
+        let (client, requests) = fake::client(|r| match r.path.as_str() {
+            GROUP_VERSION => discovery(&[("priorityclasses", "PriorityClass")]),
+            _ => fake::not_found(),
+        });
+        let cluster = fake::cluster(client);
+        for mode in [Mode::Watch, Mode::ListOnce(std::sync::mpsc::channel().0)] {
+            let (mut s, rx) = spawner(&cluster, mode);
+            s.pod_groups();
+            assert_eq!(summary(&next(&rx).await), "synced");
+            for t in s.tasks {
+                t.await.unwrap();
+            }
+        }
+        let warning = "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or v1alpha3): pods naming a pod group wait at PreEnqueue until it appears, and Berth looks for PodGroups again only when it restarts";
+        assert_eq!(log.text().matches(warning).count(), 2, "{}", log.text());
+        let paths: Vec<String> = requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.path.clone())
+            .collect();
+        assert_eq!(
+            paths,
+            [GROUP_VERSION, "/apis/scheduling.k8s.io/v1alpha3"].repeat(2),
+            "discovery only, nothing listed"
+        );
+        assert!(cluster.pod_groups.resource.get().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_lists_pod_groups_once_from_the_older_version_too() {
+        // Only v1alpha3 is served.
+        let items = list(vec![pod_group("trainer", 401, gang(3), false)]);
+        let (client, requests) = fake::client(move |r| match r.path.as_str() {
+            "/apis/scheduling.k8s.io/v1alpha3" => discovery(&[("podgroups", "PodGroup")]),
+            "/apis/scheduling.k8s.io/v1alpha3/podgroups" => Answer::Json(200, items.clone()),
+            _ => fake::not_found(),
+        });
+        let cluster = fake::cluster(client);
+        let (failures, failed) = std::sync::mpsc::channel();
+        let (mut s, rx) = spawner(&cluster, Mode::ListOnce(failures));
+        s.pod_groups();
+        assert_eq!(
+            summary(&next(&rx).await),
+            format!(
+                "{:?}",
+                group("trainer", PodGroupPolicy::Gang { min_count: 3 })
+            )
+        );
+        assert_eq!(summary(&next(&rx).await), "synced");
+        for t in s.tasks {
+            t.await.unwrap();
+        }
+        assert!(failed.try_recv().is_err());
+        let sent = requests.lock().unwrap().clone();
+        assert!(!sent.iter().any(fake::Request::is_watch), "{sent:?}");
+
+        // A list the server refuses is a sentence for the snapshot.
+        let (client, _) = fake::client(|r| match r.path.as_str() {
+            GROUP_VERSION => discovery(&[("podgroups", "PodGroup")]),
+            PODGROUPS => fake::status(
+                403,
+                "Forbidden",
+                "podgroups.scheduling.k8s.io is forbidden: User \"alice\" cannot list resource \"podgroups\" in API group \"scheduling.k8s.io\" at the cluster scope",
+            ),
+            _ => fake::not_found(),
+        });
+        let cluster = fake::cluster(client);
+        let (failures, failed) = std::sync::mpsc::channel();
+        let (mut s, rx) = spawner(&cluster, Mode::ListOnce(failures));
+        s.pod_groups();
+        assert_eq!(summary(&next(&rx).await), "synced");
+        let sentence = failed.try_recv().unwrap();
+        assert!(
+            sentence.starts_with("cannot list podgroups: podgroups.scheduling.k8s.io is forbidden"),
+            "{sentence}"
+        );
     }
 }

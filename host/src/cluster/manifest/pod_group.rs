@@ -110,6 +110,19 @@ pub struct GangPolicy {
     pub min_count: Option<i64>,
 }
 
+/// The PodGroup scheduling reads from an object as the API server serves it (a list
+/// item or a watch event's object, in any of [`POD_GROUP_API_VERSIONS`]): a field of
+/// the wrong type is named by its path, as [`pod_group_from`] names a bad value.
+pub fn pod_group_from_json(value: serde_json::Value) -> Result<PodGroupObject, FieldError> {
+    let pg: PodGroupManifest = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        // serde_path_to_error writes the empty path as ".".
+        let path = if path == "." { String::new() } else { path };
+        FieldError::new(path, e.inner().to_string())
+    })?;
+    pod_group_from(&pg)
+}
+
 /// The PodGroup scheduling reads; the error names the bad field, as the API
 /// server's validation would.
 pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldError> {
@@ -179,4 +192,113 @@ pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldErro
         policy,
         topology_keys,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A gang PodGroup exactly as a 1.37 API server returns it from a GET (a list's
+    /// items are the same without apiVersion and kind).
+    fn served_gang() -> serde_json::Value {
+        json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": "trainer",
+                "namespace": "ml",
+                "uid": "0f6f3c2e-3d0c-4a4e-9a57-6a1d1c7c2b10",
+                "resourceVersion": "48213",
+                "generation": 2,
+                "creationTimestamp": "2026-11-20T08:14:03Z",
+                "labels": {"app": "trainer"},
+                "managedFields": [
+                    {
+                        "manager": "kubectl-client-side-apply",
+                        "operation": "Update",
+                        "apiVersion": "scheduling.k8s.io/v1beta1",
+                        "time": "2026-11-20T08:14:03Z",
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {"f:spec": {"f:schedulingPolicy": {"f:gang": {"f:minCount": {}}}}}
+                    },
+                    {
+                        "manager": "kube-scheduler",
+                        "operation": "Update",
+                        "apiVersion": "scheduling.k8s.io/v1beta1",
+                        "time": "2026-11-20T08:14:05Z",
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {"f:status": {"f:conditions": {}}},
+                        "subresource": "status"
+                    }
+                ]
+            },
+            "spec": {
+                "schedulingPolicy": {"gang": {"minCount": 4}},
+                "disruptionMode": {"single": {}},
+                "priority": 0
+            },
+            "status": {
+                "conditions": [{
+                    "type": "PodGroupInitiallyScheduled",
+                    "status": "False",
+                    "observedGeneration": 1,
+                    "lastTransitionTime": "2026-11-20T08:14:05Z",
+                    "reason": "Unschedulable",
+                    "message": "pod group ml/trainer cannot be placed: 2 of 4 pods fit"
+                }]
+            }
+        })
+    }
+
+    #[test]
+    fn a_pod_group_as_the_api_server_serves_it_is_read() {
+        let g = pod_group_from_json(served_gang()).unwrap();
+        assert_eq!(
+            g,
+            PodGroupObject {
+                namespace: "ml".into(),
+                name: "trainer".into(),
+                policy: PodGroupPolicy::Gang { min_count: 4 },
+            }
+        );
+        let mut basic = served_gang();
+        basic["apiVersion"] = "scheduling.k8s.io/v1alpha3".into();
+        basic["spec"] =
+            json!({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"single": {}}});
+        basic["status"] = json!({});
+        assert_eq!(
+            pod_group_from_json(basic).unwrap().policy,
+            PodGroupPolicy::Basic
+        );
+    }
+
+    #[test]
+    fn a_bad_pod_group_names_its_field() {
+        let bad = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut v = served_gang();
+            edit(&mut v);
+            let e = pod_group_from_json(v).unwrap_err();
+            format!("{e}")
+        };
+        assert_eq!(
+            bad(&|v| v["spec"]["schedulingPolicy"]["gang"]["minCount"] = 0.into()),
+            "spec.schedulingPolicy.gang.minCount: invalid value 0: must be greater than or equal to 1"
+        );
+        let wrong_type = bad(&|v| v["spec"]["schedulingPolicy"]["gang"]["minCount"] = "4".into());
+        assert!(
+            wrong_type.starts_with("spec.schedulingPolicy.gang.minCount: invalid type: string"),
+            "{wrong_type}"
+        );
+        assert_eq!(
+            bad(&|v| v["spec"]["schedulingPolicy"] = json!({})),
+            "spec.schedulingPolicy: must specify one of: `basic`, `gang`"
+        );
+        assert_eq!(
+            bad(&|v| v["spec"]["schedulingPolicy"]["basic"] = json!({})),
+            "spec.schedulingPolicy: may specify only one of: `basic`, `gang`"
+        );
+        let name = bad(&|v| v["metadata"]["name"] = 7.into());
+        assert!(name.starts_with("metadata.name: invalid type"), "{name}");
+    }
 }
