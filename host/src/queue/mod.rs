@@ -385,17 +385,26 @@ impl SchedulingQueue {
     /// unschedulable. A gated pod, one whose key and gate must be asked again, and
     /// one in flight stay where they are: `None`.
     pub fn pop_specific(&mut self, uid: &str) -> Option<QueuedPod> {
-        let qp = if self
+        // A heap entry left behind goes stale, as on every removal.
+        let qp = match self.active.remove(uid) {
+            Some(qp) => qp,
+            None => self.take_retriable(uid)?,
+        };
+        Some(self.take_off(qp))
+    }
+
+    /// Takes a pod out of unschedulable (not a gated one) or backoffQ, for a move
+    /// ahead of its time; a backoffQ heap entry goes stale with it.
+    fn take_retriable(&mut self, uid: &str) -> Option<QueuedPod> {
+        if self
             .unschedulable
             .get(uid)
             .is_some_and(|q| q.gated_by.is_none())
         {
             self.unschedulable.remove(uid)
         } else {
-            // A heap entry left behind goes stale, as on every removal.
-            self.active.remove(uid).or_else(|| self.backoff.remove(uid))
-        }?;
-        Some(self.take_off(qp))
+            self.backoff.remove(uid)
+        }
     }
 
     /// A pod leaves the queue for a scheduling cycle: one more attempt, in flight.
@@ -748,17 +757,7 @@ impl SchedulingQueue {
             f.activated = true;
             return true;
         }
-        let qp = if self
-            .unschedulable
-            .get(uid)
-            .is_some_and(|q| q.gated_by.is_none())
-        {
-            self.unschedulable.remove(uid)
-        } else {
-            // Its backoffQ heap entry goes stale with it.
-            self.backoff.remove(uid)
-        };
-        match qp {
+        match self.take_retriable(uid) {
             Some(qp) => {
                 self.push_active(qp, "ForceActivate");
                 true

@@ -508,23 +508,10 @@ impl Scheduler {
                 }
                 Ok(Member::Placed { node, state })
             }
-            ScheduleOutcome::Unschedulable(fit, _) => {
-                let plugins: BTreeSet<String> = fit
-                    .diagnosis
-                    .unschedulable_plugins
-                    .iter()
-                    .cloned()
-                    .collect();
-                let plugins = if plugins.is_empty() {
-                    BTreeSet::from(["*".to_owned()])
-                } else {
-                    plugins
-                };
-                Ok(Member::Failed {
-                    plugins,
-                    message: fit.to_string(),
-                })
-            }
+            ScheduleOutcome::Unschedulable(fit, _) => Ok(Member::Failed {
+                plugins: super::rejecting_plugins(&fit),
+                message: fit.to_string(),
+            }),
             ScheduleOutcome::Error(e) => Err(format!("pod {}: {e}", pod.key())),
         }
     }

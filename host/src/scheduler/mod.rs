@@ -1069,18 +1069,7 @@ impl Scheduler {
                         _ => {}
                     }
                 }
-                let plugins: BTreeSet<String> = fit
-                    .diagnosis
-                    .unschedulable_plugins
-                    .iter()
-                    .cloned()
-                    .collect();
-                // A pod rejected by no plugin (no nodes at all) is retried on node events.
-                let plugins = if plugins.is_empty() {
-                    BTreeSet::from(["*".to_owned()])
-                } else {
-                    plugins
-                };
+                let plugins = rejecting_plugins(&fit);
                 let preemptor = qp.pod.clone();
                 self.fail(qp, plugins, FailureReason::Unschedulable, fit.to_string());
                 if let Some((node, victims, plugin)) = preemption {
@@ -1242,6 +1231,22 @@ impl Scheduler {
             && self.preemption.is_idle()
             && self.queue.in_flight().is_empty()
             && self.waiting.is_empty()
+    }
+}
+
+/// The plugins that rejected an attempt no node fitted, which events may make change
+/// their minds; a pod rejected by no plugin (no nodes at all) is retried on any event.
+fn rejecting_plugins(fit: &crate::framework::FitError) -> BTreeSet<String> {
+    let plugins: BTreeSet<String> = fit
+        .diagnosis
+        .unschedulable_plugins
+        .iter()
+        .cloned()
+        .collect();
+    if plugins.is_empty() {
+        BTreeSet::from(["*".to_owned()])
+    } else {
+        plugins
     }
 }
 
