@@ -695,6 +695,7 @@ mod tests {
             namespace: "ml".into(),
             name: name.into(),
             policy,
+            topology_keys: Vec::new(),
         }
     }
 

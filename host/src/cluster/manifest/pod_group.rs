@@ -260,6 +260,7 @@ mod tests {
                 namespace: "ml".into(),
                 name: "trainer".into(),
                 policy: PodGroupPolicy::Gang { min_count: 4 },
+                topology_keys: Vec::new(),
             }
         );
         let mut basic = served_gang();
