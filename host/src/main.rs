@@ -150,11 +150,13 @@ enum Compare {
 struct BenchArgs {
     /// Run only this workload (repeatable): SchedulingBasic, SchedulingNodeAffinity,
     /// TopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
-    /// PreemptionBasic, Unschedulable.
+    /// PreemptionBasic, Unschedulable, GangScheduling, BasicScheduling; NAME/SIZE runs
+    /// one size (GangScheduling/5000Nodes_1000Gangs_3000Pods).
     #[arg(long)]
     workload: Vec<String>,
-    /// Run only the size with this many nodes (500 or 5000; another count runs the
-    /// nearest size's pods on that many nodes).
+    /// Run only the sizes with this many nodes (500 or 5000, 100 or 5000 for the pod
+    /// group workloads; another count runs the nearest sizes' pods on that many
+    /// nodes).
     #[arg(long)]
     nodes: Option<usize>,
     /// Override the number of initial pods.

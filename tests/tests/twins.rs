@@ -14,7 +14,8 @@ fn wasm_and_native_place_every_workload_identically() {
     options.framework.parallelism = 2;
     let mut pods = 0;
     for w in &WORKLOADS {
-        // Upstream's 500-node size: 500 to 2000 pods per workload.
+        // The smallest size: 500 nodes and 500 to 2000 pods per workload; for the pod
+        // group workloads upstream's integration size, 100 nodes and 10 groups of 3.
         let size = w.sizes[0];
         let wasm = placements(&runtime, w, size, Mode::Wasm, &options).expect("wasm run");
         let native = placements(&runtime, w, size, Mode::Native, &options).expect("native run");
@@ -27,6 +28,14 @@ fn wasm_and_native_place_every_workload_identically() {
             "{}: nothing was placed",
             w.name
         );
+        if size.pods_per_group > 0 {
+            // Every group fits, so every member lands.
+            assert!(
+                wasm.iter().all(|(_, node)| node.is_some()),
+                "{}: a member was left pending",
+                w.name
+            );
+        }
         pods += wasm.len();
     }
     assert!(pods >= 5000, "{pods} pods");

@@ -1,16 +1,19 @@
 //! `berth bench`: workloads shaped like kube-scheduler's scheduler_perf
-//! (`test/integration/scheduler_perf/config/performance-config.yaml`) run on the
+//! (`test/integration/scheduler_perf/config/performance-config.yaml`, and the pod
+//! group test cases of `test/integration/scheduler_perf/podgroup/`) run on the
 //! embedded cluster with a real clock.
 //!
 //! Each run builds a fresh scheduler, adds the nodes, adds and schedules the initial
-//! pods, then adds every measured pod and times only their scheduling: the time of
-//! each attempt (pop, snapshot, PreFilter to Permit, hand-off to the binding cycle)
-//! and the wall time until every binding is done. Pods per second are the measured
-//! pods bound per second of that wall time.
+//! pods, creates the PodGroups of a pod group workload, then adds every measured pod
+//! and times only their scheduling: the time of each attempt (pop, snapshot,
+//! PreFilter to Permit, hand-off to the binding cycle; for a member of a PodGroup,
+//! the whole pod group cycle) and the wall time until every binding is done. Pods per
+//! second are the measured pods bound per second of that wall time.
 
 use crate::clock::RealClock;
 use crate::cluster::manifest::{self, ManifestError, Object};
 use crate::cluster::memory::MemoryCluster;
+use crate::cluster::pod_groups::{PodGroupObject, PodGroupPolicy};
 use crate::config::Configuration;
 use crate::scheduler::{PodError, Scheduler, SchedulerError, SchedulerOptions};
 use crate::wasm::Runtime;
@@ -34,6 +37,16 @@ pub enum BenchError {
         /// The name asked for.
         name: String,
     },
+    /// A workload has no size of the name asked for (`--workload NAME/SIZE`).
+    #[error("workload {workload} has no size {size:?}; its sizes are {sizes}")]
+    NoSize {
+        /// The workload.
+        workload: &'static str,
+        /// The size asked for.
+        size: String,
+        /// The workload's sizes, comma-separated.
+        sizes: String,
+    },
     /// A workload's pod template is not a valid manifest.
     #[error(transparent)]
     Template(#[from] ManifestError),
@@ -51,12 +64,28 @@ pub enum BenchError {
 /// One size of a workload: nodes, pods scheduled before measuring, measured pods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size {
+    /// The size's name: upstream's workload name for the pod group workloads
+    /// (`5000Nodes_1000Gangs_3000Pods`), the node count for the others (`5000Nodes`).
+    pub name: &'static str,
     /// Nodes.
     pub nodes: usize,
     /// Pods created (and scheduled) before measuring.
     pub init_pods: usize,
     /// Pods whose scheduling is measured.
     pub measure_pods: usize,
+    /// Members per PodGroup of the measured pods (upstream's `podsPerGroup`); 0 when
+    /// they belong to no group.
+    pub pods_per_group: usize,
+}
+
+impl Size {
+    /// The measured pods' PodGroups (upstream's `initPodGroups`): 0 when they belong
+    /// to none.
+    pub fn pod_groups(&self) -> usize {
+        self.measure_pods
+            .checked_div(self.pods_per_group)
+            .unwrap_or(0)
+    }
 }
 
 /// How the nodes of a workload are labelled.
@@ -70,25 +99,79 @@ enum Zones {
     Moons,
 }
 
+/// The PodGroups the measured pods of a workload belong to, as upstream's
+/// `createPodGroups` makes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Groups {
+    /// None: the pods are scheduled one by one.
+    None,
+    /// `GangScheduling`: `gang-<i>` with `gang: {minCount: podsPerGroup}`.
+    Gang,
+    /// `BasicScheduling`: `basic-group-<i>` with `basic: {}`.
+    Basic,
+}
+
+impl Groups {
+    /// The name of the measured pods' `i`th PodGroup.
+    fn group_name(self, i: usize) -> String {
+        match self {
+            Groups::None => String::new(),
+            Groups::Gang => format!("gang-{i}"),
+            Groups::Basic => format!("basic-group-{i}"),
+        }
+    }
+
+    /// The PodGroup object of the `i`th group, whose members are `pods_per_group`.
+    fn object(self, namespace: &str, i: usize, pods_per_group: usize) -> PodGroupObject {
+        PodGroupObject {
+            namespace: namespace.to_owned(),
+            name: self.group_name(i),
+            policy: match self {
+                Groups::Gang => PodGroupPolicy::Gang {
+                    min_count: u32::try_from(pods_per_group).unwrap_or(u32::MAX),
+                },
+                Groups::None | Groups::Basic => PodGroupPolicy::Basic,
+            },
+        }
+    }
+}
+
 /// A scheduler_perf-shaped workload.
 #[derive(Clone, Copy, Debug)]
 pub struct Workload {
-    /// The name, as upstream's.
+    /// The name, as upstream's test case.
     pub name: &'static str,
-    /// The sizes upstream runs it at (500 and 5000 nodes).
-    pub sizes: [Size; 2],
+    /// The sizes it runs at, the smallest first: 500 and 5000 nodes, or upstream's
+    /// pod group workloads.
+    pub sizes: &'static [Size],
     zones: Zones,
+    groups: Groups,
+    measure_pod_name: &'static str,
     init_template: &'static str,
     measure_template: &'static str,
     init_namespace: &'static str,
     measure_namespace: &'static str,
 }
 
-const fn size(nodes: usize, init_pods: usize, measure_pods: usize) -> Size {
+const fn size(name: &'static str, nodes: usize, init_pods: usize, measure_pods: usize) -> Size {
     Size {
+        name,
         nodes,
         init_pods,
         measure_pods,
+        pods_per_group: 0,
+    }
+}
+
+/// Upstream's pod group workload: `groups` PodGroups of `per_group` members on
+/// `nodes` nodes, no initial pods, every member measured.
+const fn grouped(name: &'static str, nodes: usize, groups: usize, per_group: usize) -> Size {
+    Size {
+        name,
+        nodes,
+        init_pods: 0,
+        measure_pods: groups * per_group,
+        pods_per_group: per_group,
     }
 }
 
@@ -239,71 +322,165 @@ spec:
       requests: {cpu: 3000m, memory: 500Mi}
 "#;
 
+// A PodGroup's member, as upstream's `podgroup/*/templates/*-pod.yaml`: 100m CPU and
+// 100Mi requested; its `podGroupName` is set per pod.
+const POD_GROUP_MEMBER: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: pod}
+spec:
+  schedulingGroup: {podGroupName: group}
+  containers:
+  - name: pause
+    image: registry.k8s.io/pause:3.10.1
+    resources:
+      requests: {cpu: 100m, memory: 100Mi}
+"#;
+
 /// The workloads, with upstream's node and pod counts.
-pub const WORKLOADS: [Workload; 7] = [
+pub const WORKLOADS: [Workload; 9] = [
     Workload {
         name: "SchedulingBasic",
-        sizes: [size(500, 500, 1000), size(5000, 1000, 1000)],
+        sizes: &[
+            size("500Nodes", 500, 500, 1000),
+            size("5000Nodes", 5000, 1000, 1000),
+        ],
         zones: Zones::None,
         init_template: POD_DEFAULT,
         measure_template: POD_DEFAULT,
         init_namespace: "default",
         measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
     },
     Workload {
         name: "SchedulingNodeAffinity",
-        sizes: [size(500, 500, 1000), size(5000, 5000, 1000)],
+        sizes: &[
+            size("500Nodes", 500, 500, 1000),
+            size("5000Nodes", 5000, 5000, 1000),
+        ],
         zones: Zones::One,
         init_template: POD_NODE_AFFINITY,
         measure_template: POD_NODE_AFFINITY,
         init_namespace: "default",
         measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
     },
     Workload {
         name: "TopologySpreading",
-        sizes: [size(500, 1000, 1000), size(5000, 5000, 2000)],
+        sizes: &[
+            size("500Nodes", 500, 1000, 1000),
+            size("5000Nodes", 5000, 5000, 2000),
+        ],
         zones: Zones::Moons,
         init_template: POD_DEFAULT,
         measure_template: POD_SPREAD,
         init_namespace: "default",
         measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
     },
     Workload {
         name: "SchedulingPodAntiAffinity",
-        sizes: [size(500, 100, 400), size(5000, 1000, 1000)],
+        sizes: &[
+            size("500Nodes", 500, 100, 400),
+            size("5000Nodes", 5000, 1000, 1000),
+        ],
         zones: Zones::None,
         init_template: POD_ANTI_AFFINITY,
         measure_template: POD_ANTI_AFFINITY,
         init_namespace: "sched-0",
         measure_namespace: "sched-1",
+        groups: Groups::None,
+        measure_pod_name: "measured",
     },
     Workload {
         name: "SchedulingPodAffinity",
-        sizes: [size(500, 500, 1000), size(5000, 5000, 1000)],
+        sizes: &[
+            size("500Nodes", 500, 500, 1000),
+            size("5000Nodes", 5000, 5000, 1000),
+        ],
         zones: Zones::One,
         init_template: POD_AFFINITY,
         measure_template: POD_AFFINITY,
         init_namespace: "sched-0",
         measure_namespace: "sched-1",
+        groups: Groups::None,
+        measure_pod_name: "measured",
     },
     Workload {
         // Nodes full of low-priority pods; each measured pod must evict three.
         name: "PreemptionBasic",
-        sizes: [size(500, 2000, 500), size(5000, 20000, 5000)],
+        sizes: &[
+            size("500Nodes", 500, 2000, 500),
+            size("5000Nodes", 5000, 20000, 5000),
+        ],
         zones: Zones::None,
         init_template: POD_LOW_PRIORITY,
         measure_template: POD_HIGH_PRIORITY,
         init_namespace: "default",
         measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
     },
     Workload {
         name: "Unschedulable",
-        sizes: [size(500, 200, 1000), size(5000, 200, 5000)],
+        sizes: &[
+            size("500Nodes", 500, 200, 1000),
+            size("5000Nodes", 5000, 200, 5000),
+        ],
         zones: Zones::None,
         init_template: POD_LARGE_CPU,
         measure_template: POD_DEFAULT,
         init_namespace: "default",
         measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
+    },
+    Workload {
+        // Upstream's `podgroup/gangscheduling`: gangs of 3 and of 1000 or 5000, each
+        // PodGroup's minCount its size; every member measured.
+        name: "GangScheduling",
+        sizes: &[
+            grouped("100Nodes_10Gangs", 100, 10, 3),
+            grouped("5000Nodes_1000Gangs_3000Pods", 5000, 1000, 3),
+            grouped("5000Nodes_2000Gangs_6000Pods", 5000, 2000, 3),
+            grouped("5000Nodes_3000Gangs_9000Pods", 5000, 3000, 3),
+            grouped("5000Nodes_3Gangs_3000Pods_1000PerGroup", 5000, 3, 1000),
+            grouped("5000Nodes_6Gangs_6000Pods_1000PerGroup", 5000, 6, 1000),
+            grouped("5000Nodes_9Gangs_9000Pods_1000PerGroup", 5000, 9, 1000),
+            grouped("5000Nodes_10Gangs_50000Pods_5000PerGroup", 5000, 10, 5000),
+        ],
+        zones: Zones::None,
+        init_template: POD_GROUP_MEMBER,
+        measure_template: POD_GROUP_MEMBER,
+        init_namespace: "gang-ns-0",
+        measure_namespace: "gang-ns-0",
+        groups: Groups::Gang,
+        measure_pod_name: "test-gang-scheduling",
+    },
+    Workload {
+        // Upstream's `podgroup/basicscheduling`: the same shapes, PodGroups with the
+        // basic policy.
+        name: "BasicScheduling",
+        sizes: &[
+            grouped("100Nodes_10Groups", 100, 10, 3),
+            grouped("5000Nodes_1000Groups_3000Pods", 5000, 1000, 3),
+            grouped("5000Nodes_2000Groups_6000Pods", 5000, 2000, 3),
+            grouped("5000Nodes_3000Groups_9000Pods", 5000, 3000, 3),
+            grouped("5000Nodes_3Groups_3000Pods_1000PerGroup", 5000, 3, 1000),
+            grouped("5000Nodes_6Groups_6000Pods_1000PerGroup", 5000, 6, 1000),
+            grouped("5000Nodes_9Groups_9000Pods_1000PerGroup", 5000, 9, 1000),
+            grouped("5000Nodes_10Groups_50000Pods_5000PerGroup", 5000, 10, 5000),
+        ],
+        zones: Zones::None,
+        init_template: POD_GROUP_MEMBER,
+        measure_template: POD_GROUP_MEMBER,
+        init_namespace: "basic-ns-0",
+        measure_namespace: "basic-ns-0",
+        groups: Groups::Basic,
+        measure_pod_name: "test-basic-scheduling",
     },
 ];
 
@@ -313,6 +490,34 @@ pub const QUICK_DIVISOR: usize = 5;
 /// Finds a workload by name (case-insensitive).
 pub fn workload(name: &str) -> Option<&'static Workload> {
     WORKLOADS.iter().find(|w| w.name.eq_ignore_ascii_case(name))
+}
+
+/// Finds a workload, `NAME`, or one of its sizes, `NAME/SIZE` as upstream names its
+/// benchmarks (`GangScheduling/5000Nodes_1000Gangs_3000Pods`), case-insensitive:
+/// the workload and the sizes meant.
+pub fn find(name: &str) -> Result<(&'static Workload, &'static [Size]), BenchError> {
+    let (w, size) = name.split_once('/').unwrap_or((name, ""));
+    let w = workload(w).ok_or_else(|| BenchError::NoWorkload {
+        name: name.to_owned(),
+    })?;
+    if size.is_empty() {
+        return Ok((w, w.sizes));
+    }
+    let k = w
+        .sizes
+        .iter()
+        .position(|s| s.name.eq_ignore_ascii_case(size))
+        .ok_or_else(|| BenchError::NoSize {
+            workload: w.name,
+            size: size.to_owned(),
+            sizes: w
+                .sizes
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    Ok((w, &w.sizes[k..=k]))
 }
 
 /// Whether plugins run as wasm components or natively compiled into the host.
@@ -380,6 +585,12 @@ pub struct BenchResult {
     pub peak_rss_mib: f64,
     /// Measured pods that were bound.
     pub scheduled: usize,
+    /// The measured pods' PodGroups, for a pod group workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_groups: Option<usize>,
+    /// Members per PodGroup, for a pod group workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods_per_group: Option<usize>,
     /// Wall time of the measured part, in seconds.
     pub seconds: f64,
     /// The machine's cores.
@@ -468,6 +679,18 @@ fn make_pod(template: &Pod, namespace: &str, prefix: &str, i: usize) -> Pod {
     p
 }
 
+/// The `i`th measured pod; a member of a pod group workload names the group of its
+/// index (pods 0 to `pods_per_group - 1` the first, and so on, as upstream's
+/// templates do).
+fn make_measured(w: &Workload, template: &Pod, size: Size, i: usize) -> Pod {
+    let mut p = make_pod(template, w.measure_namespace, w.measure_pod_name, i);
+    p.scheduling_group = match w.groups {
+        Groups::None => None,
+        g => Some(g.group_name(i / size.pods_per_group.max(1))),
+    };
+    p
+}
+
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -478,27 +701,37 @@ fn percentile(sorted: &[Duration], q: f64) -> f64 {
 
 /// The sizes a run picks for a workload.
 pub fn sizes_for(w: &Workload, opts: &BenchOptions) -> Vec<Size> {
+    sizes_among(w.sizes, opts)
+}
+
+/// The sizes a run picks among `sizes` (a workload's, or the one named): with
+/// `--quick` the first divided by [`QUICK_DIVISOR`]; with `--nodes N` those of the
+/// node count nearest to N, on N nodes; the pod counts as overridden. A pod group workload measures
+/// whole groups: its measured count is rounded up to a multiple of its group's size.
+fn sizes_among(sizes: &[Size], opts: &BenchOptions) -> Vec<Size> {
     let mut sizes: Vec<Size> = if opts.quick {
-        let s = w.sizes[0];
-        vec![size(
-            s.nodes / QUICK_DIVISOR,
-            s.init_pods / QUICK_DIVISOR,
-            s.measure_pods / QUICK_DIVISOR,
-        )]
+        let s = sizes[0];
+        vec![Size {
+            nodes: s.nodes / QUICK_DIVISOR,
+            init_pods: s.init_pods / QUICK_DIVISOR,
+            measure_pods: s.measure_pods / QUICK_DIVISOR,
+            ..s
+        }]
     } else {
         match opts.nodes {
             Some(n) => {
-                let nearest = *w
-                    .sizes
+                let nearest = sizes
                     .iter()
                     .min_by_key(|s| s.nodes.abs_diff(n))
-                    .expect("two sizes");
-                vec![Size {
-                    nodes: n,
-                    ..nearest
-                }]
+                    .expect("a workload has sizes")
+                    .nodes;
+                sizes
+                    .iter()
+                    .filter(|s| s.nodes == nearest)
+                    .map(|s| Size { nodes: n, ..*s })
+                    .collect()
             }
-            None => w.sizes.to_vec(),
+            None => sizes.to_vec(),
         }
     };
     for s in &mut sizes {
@@ -513,8 +746,20 @@ pub fn sizes_for(w: &Workload, opts: &BenchOptions) -> Vec<Size> {
         if let Some(p) = opts.measure_pods {
             s.measure_pods = p;
         }
+        if s.pods_per_group > 0 {
+            s.measure_pods = s.measure_pods.max(1).div_ceil(s.pods_per_group) * s.pods_per_group;
+        }
     }
     sizes
+}
+
+/// How progress lines name a run: a pod group workload with its size's name.
+fn label(w: &Workload, size: Size, mode: Mode) -> String {
+    let name = match w.groups {
+        Groups::None => w.name.to_owned(),
+        Groups::Gang | Groups::Basic => format!("{}/{}", w.name, size.name),
+    };
+    format!("{name} {} nodes {}", size.nodes, mode.as_str())
 }
 
 /// A scheduler with the workload's nodes, its initial pods placed, and its measured
@@ -540,7 +785,7 @@ fn prepare(
         cluster,
         Arc::new(RealClock::default()),
     )?;
-    let label = format!("{} {} nodes {}", w.name, size.nodes, mode.as_str());
+    let label = label(w, size, mode);
     for ns in ["default", w.init_namespace, w.measure_namespace] {
         s.add_or_update_namespace(ns, Labels::new());
     }
@@ -559,14 +804,27 @@ fn prepare(
     }
     s.run_until_idle();
 
-    progress(&format!("{label}: measuring {} pods", size.measure_pods));
+    // As upstream's `createPodGroups`: every PodGroup exists before its members.
+    for i in 0..size.pod_groups() {
+        s.add_or_update_pod_group(w.groups.object(w.measure_namespace, i, size.pods_per_group));
+    }
+    let adding = Instant::now();
     let measured: Vec<String> = (0..size.measure_pods)
-        .map(|i| make_pod(&measure_template, w.measure_namespace, "measured", i))
+        .map(|i| make_measured(w, &measure_template, size, i))
         .map(|p| {
             let uid = p.uid.clone();
             s.add_pod(p).map(|()| uid)
         })
         .collect::<Result<_, PodError>>()?;
+    progress(&format!(
+        "{label}: {} pods added in {:.2} s{}; measuring",
+        size.measure_pods,
+        adding.elapsed().as_secs_f64(),
+        match size.pod_groups() {
+            0 => String::new(),
+            n => format!(" ({n} PodGroups of {})", size.pods_per_group),
+        },
+    ));
     Ok((s, initial, measured))
 }
 
@@ -603,7 +861,7 @@ pub fn run_one(
 ) -> Result<BenchResult, BenchError> {
     reset_peak_rss();
     let (mut s, _, measured) = prepare(runtime, w, size, mode, options, progress)?;
-    let label = format!("{} {} nodes {}", w.name, size.nodes, mode.as_str());
+    let label = label(w, size, mode);
     let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
     let start = Instant::now();
     let mut last_report = start;
@@ -647,6 +905,8 @@ pub fn run_one(
         p99_ms: percentile(&latencies, 0.99),
         peak_rss_mib: peak,
         scheduled,
+        pod_groups: (size.pods_per_group > 0).then(|| size.pod_groups()),
+        pods_per_group: (size.pods_per_group > 0).then_some(size.pods_per_group),
         seconds,
         cores: cores(),
         wasm_over_native: None,
@@ -659,13 +919,12 @@ pub fn run(
     opts: &BenchOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<BenchResult>, BenchError> {
-    let mut chosen: Vec<&Workload> = Vec::new();
+    let mut chosen: Vec<(&Workload, &[Size])> = Vec::new();
     for name in &opts.workloads {
-        let w = workload(name).ok_or_else(|| BenchError::NoWorkload { name: name.clone() })?;
-        chosen.push(w);
+        chosen.push(find(name)?);
     }
     if chosen.is_empty() {
-        chosen = WORKLOADS.iter().collect();
+        chosen = WORKLOADS.iter().map(|w| (w, w.sizes)).collect();
     }
     let modes: Vec<Mode> = if opts.compare_native {
         vec![Mode::Wasm, Mode::Native]
@@ -675,8 +934,8 @@ pub fn run(
         vec![Mode::Wasm]
     };
     let mut out = Vec::new();
-    for w in chosen {
-        for size in sizes_for(w, opts) {
+    for (w, sizes) in chosen {
+        for size in sizes_among(sizes, opts) {
             let mut results = Vec::new();
             for &mode in &modes {
                 results.push(run_one(runtime, w, size, mode, &opts.scheduler, progress)?);
@@ -735,8 +994,9 @@ pub fn to_text(results: &[BenchResult]) -> String {
         "p99 ms",
         "peak RSS MiB",
         "wasm/native",
+        "groups",
     ];
-    let rows: Vec<[String; 10]> = results
+    let rows: Vec<[String; 11]> = results
         .iter()
         .map(|r| {
             [
@@ -751,6 +1011,10 @@ pub fn to_text(results: &[BenchResult]) -> String {
                 format!("{:.0}", r.peak_rss_mib),
                 r.wasm_over_native
                     .map_or_else(String::new, |x| format!("{x:.2}")),
+                match (r.pod_groups, r.pods_per_group) {
+                    (Some(g), Some(p)) => format!("{g}x{p}"),
+                    _ => String::new(),
+                },
             ]
         })
         .collect();
@@ -788,7 +1052,7 @@ mod tests {
                 ..BenchOptions::default()
             },
         );
-        assert_eq!(one, vec![size(5000, 1000, 1000)]);
+        assert_eq!(one, vec![size("5000Nodes", 5000, 1000, 1000)]);
         let quick = sizes_for(
             w,
             &BenchOptions {
@@ -796,7 +1060,94 @@ mod tests {
                 ..BenchOptions::default()
             },
         );
-        assert_eq!(quick, vec![size(100, 100, 200)]);
+        assert_eq!(quick, vec![size("500Nodes", 100, 100, 200)]);
+    }
+
+    #[test]
+    fn pod_group_workloads_have_upstreams_shapes_and_names() {
+        let (gang, sizes) = find("GangScheduling/5000Nodes_1000Gangs_3000Pods").unwrap();
+        assert_eq!(gang.name, "GangScheduling");
+        assert_eq!(sizes.len(), 1);
+        assert_eq!((sizes[0].nodes, sizes[0].init_pods), (5000, 0));
+        assert_eq!((sizes[0].pod_groups(), sizes[0].pods_per_group), (1000, 3));
+        let (_, big) = find("gangscheduling/5000nodes_10gangs_50000pods_5000pergroup").unwrap();
+        assert_eq!((big[0].measure_pods, big[0].pod_groups()), (50000, 10));
+        let (basic, _) = find("BasicScheduling").unwrap();
+        assert_eq!(basic.sizes.len(), gang.sizes.len());
+        for w in [gang, basic] {
+            // The smallest first (the twins test runs it); the rest on 5000 nodes.
+            assert_eq!(w.sizes[0].nodes, 100);
+            assert!(w.sizes[1..].iter().all(|s| s.nodes == 5000), "{}", w.name);
+            assert!(w.sizes.iter().all(
+                |s| s.pods_per_group > 0 && s.measure_pods == s.pod_groups() * s.pods_per_group
+            ));
+        }
+        // A gang's minCount is its size; a basic group has none.
+        assert_eq!(
+            Groups::Gang.object("gang-ns-0", 7, 3),
+            PodGroupObject {
+                namespace: "gang-ns-0".into(),
+                name: "gang-7".into(),
+                policy: PodGroupPolicy::Gang { min_count: 3 },
+            }
+        );
+        assert_eq!(
+            Groups::Basic.object("basic-ns-0", 0, 3).policy,
+            PodGroupPolicy::Basic
+        );
+        // Pods 0 to 2 are gang-0's, 3 to 5 gang-1's.
+        let member = template(POD_GROUP_MEMBER).unwrap();
+        let size = sizes[0];
+        let names: Vec<Option<String>> = (0..6)
+            .map(|i| make_measured(gang, &member, size, i).scheduling_group)
+            .collect();
+        assert_eq!(
+            names,
+            ["gang-0", "gang-0", "gang-0", "gang-1", "gang-1", "gang-1"].map(|g| Some(g.into()))
+        );
+        let p = make_measured(gang, &member, size, 4);
+        assert_eq!(
+            (p.namespace.as_str(), p.name.as_str()),
+            ("gang-ns-0", "test-gang-scheduling-4")
+        );
+        assert_eq!(p.requests().milli_cpu, 100);
+
+        let err = find("GangScheduling/5000Nodes").unwrap_err().to_string();
+        assert!(
+            err.contains("has no size \"5000Nodes\"") && err.contains("100Nodes_10Gangs"),
+            "{err}"
+        );
+        assert!(matches!(find("Gangs"), Err(BenchError::NoWorkload { .. })));
+    }
+
+    #[test]
+    fn pod_group_sizes_measure_whole_groups() {
+        let w = workload("GangScheduling").unwrap();
+        let quick = sizes_for(
+            w,
+            &BenchOptions {
+                quick: true,
+                ..BenchOptions::default()
+            },
+        );
+        // 100 nodes and 10 gangs of 3, divided by 5: 20 nodes, 2 gangs.
+        assert_eq!(
+            (quick[0].nodes, quick[0].measure_pods, quick[0].pod_groups()),
+            (20, 6, 2)
+        );
+        let at_5000 = sizes_for(
+            w,
+            &BenchOptions {
+                nodes: Some(5000),
+                measure_pods: Some(1001),
+                ..BenchOptions::default()
+            },
+        );
+        assert_eq!(at_5000.len(), 7);
+        // 1001 pods: rounded up to whole groups.
+        assert_eq!(at_5000[0].measure_pods, 1002);
+        assert_eq!(at_5000[3].measure_pods, 2000);
+        assert_eq!(at_5000[6].measure_pods, 5000);
     }
 
     #[test]
