@@ -132,6 +132,7 @@ impl Groups {
                 },
                 Groups::None | Groups::Basic => PodGroupPolicy::Basic,
             },
+            topology_keys: Vec::new(),
         }
     }
 }
@@ -1089,6 +1090,7 @@ mod tests {
                 namespace: "gang-ns-0".into(),
                 name: "gang-7".into(),
                 policy: PodGroupPolicy::Gang { min_count: 3 },
+                topology_keys: Vec::new(),
             }
         );
         assert_eq!(
