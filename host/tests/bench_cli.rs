@@ -83,6 +83,50 @@ fn text_output_is_a_table_and_unknown_workloads_are_refused() {
 }
 
 #[test]
+fn pod_group_workloads_report_their_groups_and_sizes_are_named() {
+    let out = berth(&[
+        "bench",
+        "--quick",
+        "--output",
+        "json",
+        "--workload",
+        "GangScheduling",
+        "--workload",
+        "basicscheduling/100Nodes_10Groups",
+        "--native",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&out));
+    for (r, workload) in lines.iter().zip(["GangScheduling", "BasicScheduling"]) {
+        assert_eq!(r["workload"], workload);
+        // 100 nodes and 10 groups of 3, divided by 5: 20 nodes, 2 groups, no initial pods.
+        assert_eq!(r["nodes"], 20, "{r}");
+        assert_eq!(r["init_pods"], 0, "{r}");
+        assert_eq!(r["pod_groups"], 2, "{r}");
+        assert_eq!(r["pods_per_group"], 3, "{r}");
+        assert_eq!(r["measured_pods"], 6, "{r}");
+        assert_eq!(r["scheduled"], 6, "{r}");
+    }
+    assert!(
+        stderr(&out).contains("GangScheduling/100Nodes_10Gangs 20 nodes native"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = berth(&["bench", "--quick", "--workload", "GangScheduling/5000Nodes"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("workload GangScheduling has no size \"5000Nodes\""),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn native_twins_place_the_example_as_the_components_do() {
     let wasm = berth(&["simulate", "--output", "json", "examples/cluster.yaml"]);
     let native = berth(&[
