@@ -877,17 +877,7 @@ mod tests {
         let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
         std::fs::write(&cert, made.cert.pem()).unwrap();
         std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
-        let health = Arc::new(Health {
-            metrics: Metrics::new(),
-            synced: Arc::new(AtomicBool::new(true)),
-            shutting_down: AtomicBool::new(false),
-            leader: None,
-            plugins: None,
-            shadows: None,
-            heartbeat: None,
-            loop_input: None,
-            page: None,
-        });
+        let health = Arc::new(Health::standalone(Metrics::new()));
         let server = Server::bind(&open("127.0.0.1:0", Tls::Files { cert, key }), health)
             .await
             .unwrap();
