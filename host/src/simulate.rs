@@ -10,6 +10,7 @@
 use crate::clock::VirtualClock;
 use crate::cluster::Change;
 use crate::cluster::kube::ClusterSnapshot;
+use crate::cluster::manifest::pod_group::PodGroupObject;
 use crate::cluster::manifest::{
     self, Document, Location, ManifestError, Object, PriorityAdmission, PriorityClass, Workload,
     WorkloadPod,
@@ -109,12 +110,14 @@ pub enum DocumentProblem {
     Pod(PodError),
 }
 
-/// A pod names a PriorityClass that does not exist (the priority admission plugin's
-/// refusal).
+/// A pod (or a PodGroup) names a PriorityClass that does not exist (the priority
+/// admission plugin's refusal).
 #[derive(Debug, thiserror::Error)]
-#[error("pod {pod}: spec.priorityClassName: no PriorityClass with name {class} was found")]
+#[error("{kind} {pod}: spec.priorityClassName: no PriorityClass with name {class} was found")]
 pub struct UnknownPriorityClass {
-    /// The pod, as `namespace/name`.
+    /// `pod` or `podgroup`.
+    pub kind: &'static str,
+    /// The object, as `namespace/name`.
     pub pod: String,
     /// The PriorityClass it names.
     pub class: String,
@@ -702,7 +705,10 @@ impl Timeline {
             Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
             Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
             Object::CsiDriver(d) => scheduler.add_or_update_csi_driver(d),
-            Object::PodGroup(g) => scheduler.add_or_update_pod_group(g),
+            Object::PodGroup(mut g) => {
+                self.admit_group(&mut g)?;
+                scheduler.add_or_update_pod_group(g)
+            }
             // Named in a warning when loaded.
             Object::Ignored { .. } => {}
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
@@ -753,6 +759,36 @@ impl Timeline {
     /// The priority admission plugin: the pod's class (or the global default class)
     /// gives its priority and, unless the pod states one, its preemption policy.
     fn admit(&self, pod: &mut Pod, a: &PriorityAdmission) -> Result<(), UnknownPriorityClass> {
+        let key = pod.key();
+        self.admitted("pod", key, a, &mut pod.priority, &mut pod.preemption_policy)
+    }
+
+    /// The same admission for a PodGroup (upstream's priority admission admits
+    /// PodGroups as it admits pods).
+    fn admit_group(&self, g: &mut PodGroupObject) -> Result<(), UnknownPriorityClass> {
+        let Some(a) = g.admission.take() else {
+            return Ok(());
+        };
+        let key = format!("{}/{}", g.namespace, g.name);
+        self.admitted(
+            "podgroup",
+            key,
+            &a,
+            &mut g.priority,
+            &mut g.preemption_policy,
+        )
+    }
+
+    /// Gives `priority` (and `policy`, unless stated) from the class `a` names, or
+    /// from the global default class when it names none.
+    fn admitted(
+        &self,
+        kind: &'static str,
+        key: String,
+        a: &PriorityAdmission,
+        priority: &mut i32,
+        policy: &mut berth_sdk::PreemptionPolicy,
+    ) -> Result<(), UnknownPriorityClass> {
         let class = if a.class.is_empty() {
             match self.classes.values().find(|c| c.global_default) {
                 Some(c) => c,
@@ -762,13 +798,14 @@ impl Timeline {
             self.classes
                 .get(&a.class)
                 .ok_or_else(|| UnknownPriorityClass {
-                    pod: pod.key(),
+                    kind,
+                    pod: key,
                     class: a.class.clone(),
                 })?
         };
-        pod.priority = class.value;
+        *priority = class.value;
         if !a.policy_given {
-            pod.preemption_policy = class.preemption_policy;
+            *policy = class.preemption_policy;
         }
         Ok(())
     }

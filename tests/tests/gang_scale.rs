@@ -105,6 +105,7 @@ fn a_gang_of_1000_with_one_member_that_fits_nowhere_binds_nothing() {
             name: "gang-0".into(),
             policy: PodGroupPolicy::Gang { min_count: 1000 },
             topology_keys: Vec::new(),
+            ..Default::default()
         });
         // 999 members fit anywhere; the last asks for more than any node has, and is
         // tried last (members go by name when their priorities are equal).

@@ -133,6 +133,7 @@ impl Groups {
                 Groups::None | Groups::Basic => PodGroupPolicy::Basic,
             },
             topology_keys: Vec::new(),
+            ..Default::default()
         }
     }
 }
@@ -1091,6 +1092,7 @@ mod tests {
                 name: "gang-7".into(),
                 policy: PodGroupPolicy::Gang { min_count: 3 },
                 topology_keys: Vec::new(),
+                ..Default::default()
             }
         );
         assert_eq!(

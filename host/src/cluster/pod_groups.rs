@@ -216,6 +216,7 @@ mod tests {
             name: name.into(),
             policy: PodGroupPolicy::Gang { min_count },
             topology_keys: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -696,6 +696,7 @@ mod tests {
             name: name.into(),
             policy,
             topology_keys: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -3,13 +3,15 @@
 //! kinds are newer than k8s-openapi's, so their shape is declared here, as the API
 //! server serves them; fields scheduling does not read are accepted and ignored.
 
-use super::{DEFAULT_NAMESPACE, FieldError};
+use super::{BUILT_IN_PRIORITY_CLASSES, DEFAULT_NAMESPACE, FieldError, PriorityAdmission};
+use berth_sdk::PreemptionPolicy;
 use serde::Deserialize;
 
 /// A PodGroup's scheduling policy (`spec.schedulingPolicy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PodGroupPolicy {
     /// `basic: {}`: members are scheduled as they come; the group only batches them.
+    #[default]
     Basic,
     /// `gang: {minCount}`: nothing binds until `min_count` members can.
     Gang {
@@ -19,7 +21,7 @@ pub enum PodGroupPolicy {
 }
 
 /// A PodGroup object.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodGroupObject {
     /// `metadata.namespace`.
     pub namespace: String,
@@ -30,6 +32,31 @@ pub struct PodGroupObject {
     /// The keys of `spec.schedulingConstraints.topology` (a group placed within one
     /// domain of the first, by TopologyPlacementGenerator).
     pub topology_keys: Vec<String>,
+    /// `spec.priority`: the group's priority as a preemptor and as a victim (its
+    /// members' own priorities do not count in workload-aware preemption); 0 when
+    /// unset, as upstream's `PodGroupPriority`.
+    pub priority: i32,
+    /// `spec.preemptionPolicy` (`PreemptLowerPriority` when unset).
+    pub preemption_policy: PreemptionPolicy,
+    /// `spec.disruptionMode` is `all: {}`: the members are preempted together or
+    /// not at all (`single`, the default, lets each go alone).
+    pub disruption_all: bool,
+    /// `spec.podGroupTemplateRef.workload`: the Workload and the template within it
+    /// the group was made from.
+    pub template_ref: Option<WorkloadTemplateRef>,
+    /// The priority admission still to be done when `spec.priority` is unset (a
+    /// manifest's PodGroup naming a class): `simulate` does it as the API server's
+    /// admission would; a cluster's PodGroups were admitted already.
+    pub admission: Option<PriorityAdmission>,
+}
+
+/// `spec.podGroupTemplateRef.workload` of a PodGroup.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkloadTemplateRef {
+    /// `workloadName`.
+    pub workload_name: String,
+    /// `podGroupTemplateName`.
+    pub pod_group_template_name: String,
 }
 
 impl PodGroupObject {
@@ -69,6 +96,54 @@ pub struct PodGroupSpec {
     /// `schedulingConstraints`.
     #[serde(default)]
     pub scheduling_constraints: Option<SchedulingConstraints>,
+    /// `priorityClassName`.
+    #[serde(default)]
+    pub priority_class_name: Option<String>,
+    /// `priority`.
+    #[serde(default)]
+    pub priority: Option<i32>,
+    /// `preemptionPolicy`: `PreemptLowerPriority` or `Never`.
+    #[serde(default)]
+    pub preemption_policy: Option<String>,
+    /// `disruptionMode`: exactly one of `single` and `all`.
+    #[serde(default)]
+    pub disruption_mode: Option<DisruptionMode>,
+    /// `podGroupTemplateRef`.
+    #[serde(default)]
+    pub pod_group_template_ref: Option<TemplateRef>,
+}
+
+/// `spec.disruptionMode`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionMode {
+    /// `single: {}`.
+    #[serde(default)]
+    pub single: Option<serde_json::Value>,
+    /// `all: {}`.
+    #[serde(default)]
+    pub all: Option<serde_json::Value>,
+}
+
+/// `spec.podGroupTemplateRef`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateRef {
+    /// `workload`.
+    #[serde(default)]
+    pub workload: Option<WorkloadRefManifest>,
+}
+
+/// `spec.podGroupTemplateRef.workload`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadRefManifest {
+    /// `workloadName`.
+    #[serde(default)]
+    pub workload_name: String,
+    /// `podGroupTemplateName`.
+    #[serde(default)]
+    pub pod_group_template_name: String,
 }
 
 /// `spec.schedulingConstraints`.
@@ -120,7 +195,11 @@ pub fn pod_group_from_json(value: serde_json::Value) -> Result<PodGroupObject, F
         let path = if path == "." { String::new() } else { path };
         FieldError::new(path, e.inner().to_string())
     })?;
-    pod_group_from(&pg)
+    // The API server's priority admission ran before it stored the object: an
+    // unset priority stays 0, as upstream reads it.
+    let mut g = pod_group_from(&pg)?;
+    g.admission = None;
+    Ok(g)
 }
 
 /// The PodGroup scheduling reads; the error names the bad field, as the API
@@ -186,11 +265,93 @@ pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldErro
         }
         topology_keys.push(t.key.clone());
     }
+    let spec = pg.spec.clone().unwrap_or_default();
+    let preemption_policy = match spec.preemption_policy.as_deref() {
+        None | Some("PreemptLowerPriority") => PreemptionPolicy::PreemptLowerPriority,
+        Some("Never") => PreemptionPolicy::Never,
+        Some(other) => {
+            return Err(FieldError::new(
+                "spec.preemptionPolicy",
+                format!(
+                    "unsupported value {other:?}: supported values: \"Never\", \"PreemptLowerPriority\""
+                ),
+            ));
+        }
+    };
+    let disruption_all = match &spec.disruption_mode {
+        None => false,
+        Some(DisruptionMode {
+            single: Some(_),
+            all: None,
+        }) => false,
+        Some(DisruptionMode {
+            single: None,
+            all: Some(_),
+        }) => true,
+        Some(DisruptionMode {
+            single: None,
+            all: None,
+        }) => {
+            return Err(FieldError::new(
+                "spec.disruptionMode",
+                "must specify one of: `single`, `all`",
+            ));
+        }
+        Some(_) => {
+            return Err(FieldError::new(
+                "spec.disruptionMode",
+                "may specify only one of: `single`, `all`",
+            ));
+        }
+    };
+    let template_ref = match spec.pod_group_template_ref.as_ref() {
+        None => None,
+        Some(TemplateRef { workload: None }) => {
+            return Err(FieldError::new(
+                "spec.podGroupTemplateRef",
+                "must specify one of: `workload`",
+            ));
+        }
+        Some(TemplateRef { workload: Some(w) }) => {
+            if w.workload_name.is_empty() {
+                return Err(FieldError::new(
+                    "spec.podGroupTemplateRef.workload.workloadName",
+                    "required value",
+                ));
+            }
+            if w.pod_group_template_name.is_empty() {
+                return Err(FieldError::new(
+                    "spec.podGroupTemplateRef.workload.podGroupTemplateName",
+                    "required value",
+                ));
+            }
+            Some(WorkloadTemplateRef {
+                workload_name: w.workload_name.clone(),
+                pod_group_template_name: w.pod_group_template_name.clone(),
+            })
+        }
+    };
+    // As for pods: a stated priority stands, a built-in class gives its value;
+    // otherwise the class (or the global default class) is admitted later.
+    let class = spec.priority_class_name.clone().unwrap_or_default();
+    let built_in = BUILT_IN_PRIORITY_CLASSES
+        .iter()
+        .find(|(n, _)| *n == class)
+        .map(|(_, v)| *v);
+    let admission = (spec.priority.is_none() && built_in.is_none()).then(|| PriorityAdmission {
+        class,
+        policy_given: spec.preemption_policy.is_some(),
+    });
     Ok(PodGroupObject {
         namespace,
         name,
         policy,
         topology_keys,
+        priority: spec.priority.or(built_in).unwrap_or(0),
+        preemption_policy,
+        disruption_all,
+        template_ref,
+        admission,
     })
 }
 
@@ -261,6 +422,11 @@ mod tests {
                 name: "trainer".into(),
                 policy: PodGroupPolicy::Gang { min_count: 4 },
                 topology_keys: Vec::new(),
+                priority: 0,
+                preemption_policy: PreemptionPolicy::PreemptLowerPriority,
+                disruption_all: false,
+                template_ref: None,
+                admission: None,
             }
         );
         let mut basic = served_gang();
@@ -301,5 +467,63 @@ mod tests {
         );
         let name = bad(&|v| v["metadata"]["name"] = 7.into());
         assert!(name.starts_with("metadata.name: invalid type"), "{name}");
+        assert_eq!(
+            bad(&|v| v["spec"]["preemptionPolicy"] = "Sometimes".into()),
+            "spec.preemptionPolicy: unsupported value \"Sometimes\": supported values: \"Never\", \"PreemptLowerPriority\""
+        );
+        assert_eq!(
+            bad(&|v| v["spec"]["disruptionMode"] = json!({"single": {}, "all": {}})),
+            "spec.disruptionMode: may specify only one of: `single`, `all`"
+        );
+        assert_eq!(
+            bad(&|v| v["spec"]["disruptionMode"] = json!({})),
+            "spec.disruptionMode: must specify one of: `single`, `all`"
+        );
+        assert_eq!(
+            bad(&|v| v["spec"]["podGroupTemplateRef"] =
+                json!({"workload": {"workloadName": "job-1"}})),
+            "spec.podGroupTemplateRef.workload.podGroupTemplateName: required value"
+        );
+    }
+
+    #[test]
+    fn priority_preemption_and_disruption_are_read() {
+        let mut v = served_gang();
+        v["spec"]["priority"] = 1000.into();
+        v["spec"]["preemptionPolicy"] = "Never".into();
+        v["spec"]["disruptionMode"] = json!({"all": {}});
+        v["spec"]["podGroupTemplateRef"] =
+            json!({"workload": {"workloadName": "job-1", "podGroupTemplateName": "workers"}});
+        let g = pod_group_from_json(v).unwrap();
+        assert_eq!(g.priority, 1000);
+        assert_eq!(g.preemption_policy, PreemptionPolicy::Never);
+        assert!(g.disruption_all);
+        assert_eq!(g.admission, None);
+        assert_eq!(
+            g.template_ref,
+            Some(WorkloadTemplateRef {
+                workload_name: "job-1".into(),
+                pod_group_template_name: "workers".into(),
+            })
+        );
+        // In a manifest, a class and no value: admitted later (by `simulate`); a
+        // built-in class gives its value at once. From the API server: as stored.
+        let mut v = served_gang();
+        v["spec"] = json!({"schedulingPolicy": {"basic": {}}, "priorityClassName": "batch"});
+        assert_eq!(pod_group_from_json(v.clone()).unwrap().admission, None);
+        let g = pod_group_from(&serde_json::from_value(v).unwrap()).unwrap();
+        assert_eq!((g.priority, g.disruption_all), (0, false));
+        assert_eq!(
+            g.admission,
+            Some(PriorityAdmission {
+                class: "batch".into(),
+                policy_given: false
+            })
+        );
+        let mut v = served_gang();
+        v["spec"]["priorityClassName"] = "system-cluster-critical".into();
+        v["spec"].as_object_mut().unwrap().remove("priority");
+        let g = pod_group_from(&serde_json::from_value(v).unwrap()).unwrap();
+        assert_eq!((g.priority, g.admission), (2_000_000_000, None));
     }
 }
