@@ -7,6 +7,7 @@
 use crate::cache::Snapshot;
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Namespaces};
+use crate::framework;
 use crate::plugin::CycleState as HostState;
 use crate::plugin::waiting::WaitingPods;
 use crate::plugin::{CallError, CyclePod, PluginCalls, Simulation, WhatIf};
@@ -378,6 +379,34 @@ impl berth_sdk::DryRun for NativeDryRun<'_> {
     }
 }
 
+/// The what-if lent to a native PodGroupPostFilter call, as the SDK's
+/// [`berth_sdk::GroupSimulation`]: the one lent to the calling thread.
+struct NativeGroupSimulation;
+
+impl berth_sdk::GroupSimulation for NativeGroupSimulation {
+    fn pod_disruption_budgets(&self) -> Vec<berth_sdk::PodDisruptionBudget> {
+        framework::group_what_if_budgets()
+    }
+    fn remove_pod(&mut self, uid: &str) -> Status {
+        framework::status_of(framework::ask_group_what_if(framework::GroupAsk::Remove(
+            uid.to_owned(),
+        )))
+    }
+    fn add_pod(&mut self, uid: &str) -> Status {
+        framework::status_of(framework::ask_group_what_if(framework::GroupAsk::Add(
+            uid.to_owned(),
+        )))
+    }
+    fn schedule(&mut self) -> Result<Vec<berth_sdk::ProposedAssignment>, Status> {
+        framework::placed_of(framework::ask_group_what_if(framework::GroupAsk::Schedule))
+    }
+    fn fits(&mut self, assignments: &[berth_sdk::ProposedAssignment]) -> Status {
+        framework::status_of(framework::ask_group_what_if(framework::GroupAsk::Fits(
+            assignments.to_vec(),
+        )))
+    }
+}
+
 /// What native plugins reach through the SDK's host API: the cluster's binder, the
 /// namespaces, the pods waiting at Permit. Installed process-wide with
 /// [`install_host`].
@@ -415,6 +444,27 @@ impl HostApi for NativeHost {
     }
     fn get_pod_group(&self, namespace: &str, name: &str) -> Option<berth_sdk::PodGroupState> {
         self.pod_groups.state(namespace, name)
+    }
+    fn get_pod_group_preemption(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<berth_sdk::PodGroupPreemption> {
+        self.pod_groups
+            .get(namespace, name)
+            .map(|g| berth_sdk::PodGroupPreemption {
+                priority: g.priority,
+                preemption_policy: g.preemption_policy,
+                disruption_all: g.disruption_all,
+            })
+    }
+    fn simulate_group(&self) -> Result<Box<dyn berth_sdk::GroupSimulation>, Status> {
+        if !framework::group_what_if_lent() {
+            return Err(Status::error(
+                "simulate_group is only available during PodGroupPostFilter",
+            ));
+        }
+        Ok(Box::new(NativeGroupSimulation))
     }
     fn allow_waiting_pod(&self, uid: &str, plugin: &str) {
         self.waiting.allow(uid, plugin);

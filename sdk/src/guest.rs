@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.8.1";
+pub const WIT_VERSION: &str = "0.8.2";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -163,6 +163,59 @@ pub fn get_pod_group(namespace: &str, name: &str) -> Option<crate::PodGroupState
         all_pods: g.all_pods,
         scheduled_pods: g.scheduled_pods,
     })
+}
+
+/// A PodGroup as preemption reads it, if the cluster has it.
+pub fn get_pod_group_preemption(namespace: &str, name: &str) -> Option<crate::PodGroupPreemption> {
+    wl::get_pod_group_preemption(namespace, name).map(|g| crate::PodGroupPreemption {
+        priority: g.priority,
+        preemption_policy: preemption_policy_from_wit(g.preemption_policy),
+        disruption_all: g.disruption_all,
+    })
+}
+
+/// The what-if of the PodGroupPostFilter call under way.
+pub fn simulate_group() -> Result<Box<dyn crate::GroupSimulation>, sdk::Status> {
+    match wl::simulate_group() {
+        Ok(sim) => Ok(Box::new(HostGroupSimulation(sim))),
+        Err(s) => Err(status_from_wit(s)),
+    }
+}
+
+struct HostGroupSimulation(wl::GroupSimulation);
+
+impl crate::GroupSimulation for HostGroupSimulation {
+    fn pod_disruption_budgets(&self) -> Vec<crate::PodDisruptionBudget> {
+        crate::DryRun::pod_disruption_budgets(&HostDryRun)
+    }
+    fn remove_pod(&mut self, uid: &str) -> sdk::Status {
+        status_from_wit(self.0.remove_pod(uid))
+    }
+    fn add_pod(&mut self, uid: &str) -> sdk::Status {
+        status_from_wit(self.0.add_pod(uid))
+    }
+    fn schedule(&mut self) -> Result<Vec<crate::ProposedAssignment>, sdk::Status> {
+        match self.0.schedule() {
+            Ok(a) => Ok(a
+                .into_iter()
+                .map(|a| crate::ProposedAssignment {
+                    pod_uid: a.pod_uid,
+                    node: a.node,
+                })
+                .collect()),
+            Err(s) => Err(status_from_wit(s)),
+        }
+    }
+    fn fits(&mut self, assignments: &[crate::ProposedAssignment]) -> sdk::Status {
+        let a: Vec<wl::ProposedAssignment> = assignments
+            .iter()
+            .map(|a| wl::ProposedAssignment {
+                pod_uid: a.pod_uid.clone(),
+                node: a.node.clone(),
+            })
+            .collect();
+        status_from_wit(self.0.fits(&a))
+    }
 }
 
 /// Allows a waiting pod.
@@ -958,6 +1011,24 @@ impl FromWitArg for crate::PlacementProgress {
     }
 }
 
+impl IntoWit for crate::PodGroupPostFilterResult {
+    type Wit = ex::pod_group_post_filter::PodGroupPostFilterResult;
+    fn into_wit(self) -> Self::Wit {
+        ex::pod_group_post_filter::PodGroupPostFilterResult {
+            status: status_to_wit(self.status),
+            nominations: self
+                .nominations
+                .into_iter()
+                .map(|a| wl::ProposedAssignment {
+                    pod_uid: a.pod_uid,
+                    node: a.node,
+                })
+                .collect(),
+            victims: self.victims,
+        }
+    }
+}
+
 impl FromWitArg for crate::PodGroup {
     type Wit = wl::PodGroup;
     fn from_wit_arg(g: wl::PodGroup) -> crate::PodGroup {
@@ -1037,6 +1108,13 @@ fn status_from_wit(s: w::Status) -> sdk::Status {
     }
 }
 
+fn preemption_policy_from_wit(p: w::PreemptionPolicy) -> sdk::PreemptionPolicy {
+    match p {
+        w::PreemptionPolicy::PreemptLowerPriority => sdk::PreemptionPolicy::PreemptLowerPriority,
+        w::PreemptionPolicy::Never => sdk::PreemptionPolicy::Never,
+    }
+}
+
 fn effect_from_wit(e: w::TaintEffect) -> sdk::TaintEffect {
     match e {
         w::TaintEffect::NoSchedule => sdk::TaintEffect::NoSchedule,
@@ -1110,12 +1188,7 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
         scheduling_gates: p.scheduling_gates,
         terminating: p.terminating,
         preempted: p.preempted,
-        preemption_policy: match p.preemption_policy {
-            w::PreemptionPolicy::PreemptLowerPriority => {
-                sdk::PreemptionPolicy::PreemptLowerPriority
-            }
-            w::PreemptionPolicy::Never => sdk::PreemptionPolicy::Never,
-        },
+        preemption_policy: preemption_policy_from_wit(p.preemption_policy),
         start_time_ms: p.start_time_ms,
         affinity: affinity_from_wit(p.affinity),
         topology_spread_constraints: p

@@ -103,9 +103,10 @@ pub use volumes::{
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 pub use workload::{
-    NormalizePlacementScore, Placement, PlacementFeasible, PlacementGenerate, PlacementProgress,
-    PlacementScore, PodGroup, PodGroupAssignments, PodGroupState, ProposedAssignment,
-    get_pod_group,
+    GroupSimulation, NormalizePlacementScore, Placement, PlacementFeasible, PlacementGenerate,
+    PlacementProgress, PlacementScore, PodGroup, PodGroupAssignments, PodGroupPostFilter,
+    PodGroupPostFilterResult, PodGroupPreemption, PodGroupState, ProposedAssignment, get_pod_group,
+    get_pod_group_preemption, simulate_group,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.
@@ -230,6 +231,18 @@ pub trait HostApi: Send + Sync {
     fn get_pod_group(&self, namespace: &str, name: &str) -> Option<PodGroupState> {
         let _ = (namespace, name);
         None
+    }
+    /// A PodGroup as preemption reads it (see [`get_pod_group_preemption`]).
+    fn get_pod_group_preemption(&self, namespace: &str, name: &str) -> Option<PodGroupPreemption> {
+        let _ = (namespace, name);
+        None
+    }
+    /// The what-if of the PodGroupPostFilter call under way on this thread (see
+    /// [`simulate_group`]).
+    fn simulate_group(&self) -> Result<Box<dyn GroupSimulation>, Status> {
+        Err(Status::error(
+            "simulate_group is only available during PodGroupPostFilter",
+        ))
     }
 }
 

@@ -6,7 +6,7 @@ use crate::preemption::{DryRun, PostFilter, PostFilterResult, PreFilterExtension
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use crate::workload::{
     NormalizePlacementScore, Placement, PlacementFeasible, PlacementGenerate, PlacementProgress,
-    PlacementScore, PodGroup, PodGroupAssignments,
+    PlacementScore, PodGroup, PodGroupAssignments, PodGroupPostFilter, PodGroupPostFilterResult,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::Any;
@@ -488,6 +488,9 @@ vtable! {
     /// PlacementGenerate.
     placement_generate: fn(&T, &CycleState, &PodGroup, &Placement, &[&NodeInfo]) -> Result<Vec<Placement>, Status> =
         T::generate_placements, if PlacementGenerate, PlacementGenerate;
+    /// PodGroupPostFilter.
+    pod_group_post_filter: fn(&T, &CycleState, &PodGroup, &[&NodeInfo]) -> PodGroupPostFilterResult =
+        T::pod_group_post_filter, if PodGroupPostFilter, PodGroupPostFilter;
 }
 
 /// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
@@ -501,7 +504,7 @@ pub trait Registered: Plugin {
 /// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `pre_filter_extensions`,
 /// `filter`, `post_filter`, `pre_score`, `score`, `normalize_score`, `reserve`, `permit`,
 /// `pre_bind`, `bind`, `post_bind`, `placement_score`, `normalize_placement_score`,
-/// `placement_feasible`, `placement_generate`.
+/// `placement_feasible`, `placement_generate`, `pod_group_post_filter`.
 #[macro_export]
 macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {

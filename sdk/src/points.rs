@@ -20,7 +20,9 @@ use crate::events::{ClusterEvent, Object, QueueingHint};
 use crate::plugin::{CycleState, PreFilterResult, VTable};
 use crate::preemption::{DryRun, PostFilterResult};
 use crate::types::{NodeInfo, Pod, Status};
-use crate::workload::{Placement, PlacementProgress, PodGroup, PodGroupAssignments};
+use crate::workload::{
+    Placement, PlacementProgress, PodGroup, PodGroupAssignments, PodGroupPostFilterResult,
+};
 
 /// Calls the macro named by its first argument with the table of extension points.
 ///
@@ -192,6 +194,14 @@ macro_rules! for_each_extension_point {
                 calls: [
                     group { placement_feasible "PlacementFeasible" placement_feasible call_placement_feasible placement_feasible
                         (progress: $crate::PlacementProgress) -> $crate::Status },
+                ],
+            }
+            optional interface pod_group_post_filter {
+                points: [PodGroupPostFilter pod_group_post_filter "podGroupPostFilter" "When a pod group's cycle found it unschedulable: make room for it (workload-aware preemption)."],
+                also: [],
+                calls: [
+                    group { pod_group_post_filter "PodGroupPostFilter" pod_group_post_filter call_pod_group_post_filter pod_group_post_filter
+                        () -> $crate::PodGroupPostFilterResult },
                 ],
             }
         }
@@ -713,6 +723,22 @@ pub fn generate_placements<T>(
     })
 }
 
+/// PodGroupPostFilter, with every node of the replica (the victims are among their
+/// pods).
+#[inline]
+pub fn pod_group_post_filter<T>(
+    plugin: &T,
+    vt: &VTable<T>,
+    state: &CycleState,
+    group: &PodGroup,
+    replica: &impl Replica,
+) -> PodGroupPostFilterResult {
+    let Some(f) = vt.pod_group_post_filter else {
+        return not_implemented("podGroupPostFilter").into();
+    };
+    replica.with_all(|all| f(plugin, state, group, all))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,6 +766,7 @@ mod tests {
                 E::NormalizePlacementScore,
                 E::PlacementGenerate,
                 E::PlacementFeasible,
+                E::PodGroupPostFilter,
             ]
         );
         assert_eq!(
@@ -770,7 +797,8 @@ mod tests {
                 "placementScore",
                 "normalizePlacementScore",
                 "placementGenerate",
-                "placementFeasible"
+                "placementFeasible",
+                "podGroupPostFilter"
             ]
         );
         for p in E::ALL {

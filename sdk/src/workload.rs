@@ -146,3 +146,97 @@ pub trait PlacementGenerate: Plugin {
         nodes: &[&NodeInfo],
     ) -> Result<Vec<Placement>, Status>;
 }
+
+/// What workload-aware preemption reads of a PodGroup (what
+/// [`get_pod_group_preemption`] answers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodGroupPreemption {
+    /// `spec.priority` (0 when unset): the group's priority as a preemptor and as a
+    /// victim, whatever its members' own.
+    pub priority: i32,
+    /// `spec.preemptionPolicy`.
+    pub preemption_policy: crate::PreemptionPolicy,
+    /// `spec.disruptionMode` is `all`: its members are preempted together or not at
+    /// all.
+    pub disruption_all: bool,
+}
+
+/// The PodGroup `name` in `namespace` as preemption reads it; `None` while the
+/// cluster has no such PodGroup (or outside a Berth host).
+pub fn get_pod_group_preemption(namespace: &str, name: &str) -> Option<PodGroupPreemption> {
+    #[cfg(target_arch = "wasm32")]
+    return crate::guest::get_pod_group_preemption(namespace, name);
+    #[cfg(not(target_arch = "wasm32"))]
+    crate::native_host().and_then(|h| h.get_pod_group_preemption(namespace, name))
+}
+
+/// A what-if on the whole cluster for the pod group of a [`PodGroupPostFilter`] call
+/// (kube-scheduler's `PodGroupSchedulingFunc`, see [`simulate_group`]). Nothing of
+/// it reaches the scheduler's cache; it ends when the call returns.
+pub trait GroupSimulation {
+    /// The PodDisruptionBudgets of the cluster.
+    fn pod_disruption_budgets(&self) -> Vec<crate::PodDisruptionBudget>;
+    /// Removes a pod on a node (by UID) from the what-if. The host refuses a pod
+    /// that is not of lower priority than the group (a member of a PodGroup counts
+    /// with its group's priority).
+    fn remove_pod(&mut self, uid: &str) -> Status;
+    /// Adds back a pod that [`GroupSimulation::remove_pod`] removed.
+    fn add_pod(&mut self, uid: &str) -> Status;
+    /// Runs the group's cycle on the what-if (its placements, every member tried,
+    /// PlacementFeasible asked): the node proposed for each member placed when the
+    /// group is feasible, else why not.
+    fn schedule(&mut self) -> Result<Vec<ProposedAssignment>, Status>;
+    /// Success when each member, in order, still passes every Filter plugin on its
+    /// proposed node, the ones before it assumed there; else the first rejection.
+    fn fits(&mut self, assignments: &[ProposedAssignment]) -> Status;
+}
+
+/// Starts the what-if of the [`PodGroupPostFilter`] call under way; an error
+/// outside one (or outside a Berth host).
+pub fn simulate_group() -> Result<Box<dyn GroupSimulation>, Status> {
+    #[cfg(target_arch = "wasm32")]
+    return crate::guest::simulate_group();
+    #[cfg(not(target_arch = "wasm32"))]
+    match crate::native_host() {
+        Some(h) => h.simulate_group(),
+        None => Err(Status::error("simulate_group needs the Berth host")),
+    }
+}
+
+/// What PodGroupPostFilter answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodGroupPostFilterResult {
+    /// Success when room was found; otherwise why not.
+    pub status: Status,
+    /// With success: the node each member placed in the what-if is nominated to.
+    pub nominations: Vec<ProposedAssignment>,
+    /// With success: the pods to evict (UIDs) to make that room.
+    pub victims: Vec<String>,
+}
+
+impl From<Status> for PodGroupPostFilterResult {
+    fn from(status: Status) -> Self {
+        PodGroupPostFilterResult {
+            status,
+            nominations: Vec::new(),
+            victims: Vec::new(),
+        }
+    }
+}
+
+/// PodGroupPostFilter (kube-scheduler's `PodGroupPostFilterPlugin`): runs when a pod
+/// group's cycle ended unschedulable, to make room for the group as a whole
+/// (workload-aware preemption). The profile's plugins run in order until one
+/// answers success or an error. The group's `unscheduled_pods` are the members the
+/// cycle tried; [`simulate_group`] answers during the call.
+pub trait PodGroupPostFilter: Plugin {
+    /// Room for `group`: the members' nominated nodes and the victims, or why not.
+    /// `nodes` are every node of the plugin's replica, with their pods when the
+    /// plugin wants them ([`Plugin::WANTS_PODS`]).
+    fn pod_group_post_filter(
+        &self,
+        state: &CycleState,
+        group: &PodGroup,
+        nodes: &[&NodeInfo],
+    ) -> PodGroupPostFilterResult;
+}

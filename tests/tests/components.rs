@@ -363,6 +363,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
         ]
     );
     assert_eq!(at(E::PostFilter), [("DefaultPreemption", 1)]);
+    assert_eq!(at(E::PodGroupPostFilter), [("DefaultPreemption", 1)]);
     assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
     assert_eq!(at(E::Reserve), [("VolumeBinding", 1)]);
     assert_eq!(at(E::PreBind), [("VolumeBinding", 1)]);

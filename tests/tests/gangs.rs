@@ -148,7 +148,7 @@ fn a_gang_that_does_not_fit_binds_nothing_and_leaves_room_for_others() {
         unplaced
             .iter()
             .filter(|m| **m
-                == "pod group default/big cannot be placed: minCount (4) cannot be satisfied: 3 scheduled, 0 remaining")
+                == "pod group default/big cannot be placed: minCount (4) cannot be satisfied: 3 scheduled, 0 remaining; preemption: No preemption victims found for incoming preemptor")
             .count(),
         3,
         "{unplaced:#?}"
@@ -465,7 +465,7 @@ fn a_gang_that_fits_no_single_zone_stays_pending() {
     assert_eq!(bound_of(&r, "train-"), 0, "{r:#?}");
     // The two members east could take say why the group cannot be placed; the one it
     // could not, why not.
-    let group_message = "pod group default/train cannot be placed: none of its 2 placement(s) can take it; within \"east\": minCount (3) cannot be satisfied: 2 scheduled, 0 remaining";
+    let group_message = "pod group default/train cannot be placed: none of its 2 placement(s) can take it; within \"east\": minCount (3) cannot be satisfied: 2 scheduled, 0 remaining; preemption: No preemption victims found for incoming preemptor";
     let messages: Vec<&str> = r.pods.iter().map(|p| p.message.as_str()).collect();
     assert_eq!(
         messages.iter().filter(|m| **m == group_message).count(),
@@ -483,4 +483,121 @@ fn a_gang_that_fits_no_single_zone_stays_pending() {
     // Placed pod by pod over the whole cluster, it would have landed.
     let r = run("no-zone-default", &timeline);
     assert_eq!(bound_of(&r, "train-"), 3, "{r:#?}");
+}
+
+/// A PodGroup with the gang policy and more of its spec (`priority: 1000`, ...).
+fn gang_with(name: &str, min_count: u32, spec: &str) -> String {
+    format!(
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: default}}\nspec: {{schedulingPolicy: {{gang: {{minCount: {min_count}}}}}, {spec}}}\n---\n"
+    )
+}
+
+/// A pod already running on `node` (its `spec.nodeName` set), of `group` if any.
+fn running(name: &str, node: &str, cpu: &str, group: Option<&str>) -> String {
+    let group = group.map_or(String::new(), |g| {
+        format!(", schedulingGroup: {{podGroupName: {g}}}")
+    });
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec: {{nodeName: {node}{group}, containers: [{{name: c, image: i, resources: {{requests: {{cpu: '{cpu}'}}}}}}]}}\n---\n"
+    )
+}
+
+fn evicted(r: &Report) -> Vec<String> {
+    let mut v: Vec<String> = r.evicted.iter().map(|e| e.name.clone()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_gang_preempts_lower_priority_pods_and_lands_whole() {
+    let r = run(
+        "gang-preempts",
+        &(node("n1", 4)
+            + &node("n2", 4)
+            + &running("low-1", "n1", "2", None)
+            + &running("low-2", "n1", "2", None)
+            + &running("low-3", "n2", "2", None)
+            + &running("low-4", "n2", "2", None)
+            + "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: training}\nvalue: 1000\n---\n"
+            + &members("train", 4, "2")
+            + &gang_with("train", 4, "priorityClassName: training")),
+    );
+    // The group's priority (from its class) made room; its members' own is 0.
+    assert_eq!(evicted(&r), ["low-1", "low-2", "low-3", "low-4"], "{r:#?}");
+    assert_eq!(bound_of(&r, "train-"), 4, "{r:#?}");
+    for e in &r.evicted {
+        assert!(e.preemptor.starts_with("default/train-"), "{e:?}");
+    }
+    let g = r.groups.iter().find(|g| g.name == "train").unwrap();
+    assert_eq!(g.bound, 4, "{g:?}");
+}
+
+#[test]
+fn a_gang_that_preemption_cannot_make_room_for_evicts_nothing() {
+    // Eight cores are needed; the pods of lower priority hold six, a pod of higher
+    // priority the other two: preempting the six would not be enough, so none goes.
+    let r = run(
+        "gang-preempts-nothing",
+        &(node("n1", 4)
+            + &node("n2", 4)
+            + &running("low-1", "n1", "2", None)
+            + &running("low-2", "n1", "2", None)
+            + &running("low-3", "n2", "2", None)
+            + "apiVersion: v1\nkind: Pod\nmetadata: {name: vip, namespace: default}\nspec: {nodeName: n2, priority: 5000, containers: [{name: c, image: i, resources: {requests: {cpu: '2'}}}]}\n---\n"
+            + &members("train", 4, "2")
+            + &gang_with("train", 4, "priority: 1000")),
+    );
+    assert!(evicted(&r).is_empty(), "{r:#?}");
+    assert_eq!(bound_of(&r, "train-"), 0, "{r:#?}");
+    // The members the cycle could place say why preemption did not help.
+    let m = message(&r, "train-1");
+    assert!(
+        m.ends_with("; preemption: the group does not fit even without the 3 pod(s) of lower priority: pod group default/train cannot be placed: minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_gang_of_lower_priority_never_preempts_and_a_never_policy_does_not_either() {
+    for spec in ["priority: 0", "priority: 1000, preemptionPolicy: Never"] {
+        let r = run(
+            "gang-no-preemption",
+            &(node("n1", 4)
+                + &running("low-1", "n1", "2", None)
+                + &running("low-2", "n1", "2", None)
+                + &members("train", 2, "2")
+                + &gang_with("train", 2, spec)),
+        );
+        assert!(evicted(&r).is_empty(), "{spec}: {r:#?}");
+        assert_eq!(bound_of(&r, "train-"), 0, "{spec}: {r:#?}");
+    }
+}
+
+#[test]
+fn a_victim_group_that_goes_all_together_is_evicted_whole() {
+    // The batch gang's members: two on n1, one on n2. A one-member gang of higher
+    // priority needs three of n1's four cores: one batch member is in its way.
+    let timeline = |mode: &str| {
+        node("n1", 4)
+            + &node("n2", 2)
+            + &gang_with(
+                "batch",
+                3,
+                &format!("priority: 10, disruptionMode: {{{mode}: {{}}}}"),
+            )
+            + &running("batch-0", "n1", "1", Some("batch"))
+            + &running("batch-1", "n1", "1", Some("batch"))
+            + &running("batch-2", "n2", "1", Some("batch"))
+            + &members("solo", 1, "3")
+            + &gang_with("solo", 1, "priority: 1000")
+    };
+    // disruptionMode all: the whole gang goes, its member on n2 too.
+    let r = run("victim-all", &timeline("all"));
+    assert_eq!(evicted(&r), ["batch-0", "batch-1", "batch-2"], "{r:#?}");
+    assert_eq!(nodes(&r)["solo-0"].as_deref(), Some("n1"), "{r:#?}");
+    // single: only the one member in the way.
+    let r = run("victim-single", &timeline("single"));
+    assert_eq!(evicted(&r).len(), 1, "{r:#?}");
+    assert!(evicted(&r)[0].starts_with("batch-"), "{r:#?}");
+    assert_eq!(nodes(&r)["solo-0"].as_deref(), Some("n1"), "{r:#?}");
 }

@@ -40,6 +40,17 @@ struct PodEntry {
     binding_finished: bool,
 }
 
+/// A pod taken out of the cache's counts by [`Cache::set_aside`].
+#[derive(Debug)]
+pub struct SetAside(PodEntry);
+
+impl SetAside {
+    /// The pod.
+    pub fn pod(&self) -> &Pod {
+        &self.0.pod
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Slot {
     pub(crate) info: Arc<NodeInfo>,
@@ -415,6 +426,31 @@ impl Cache {
             groups.remove_member(uid);
         }
         Ok(e.pod)
+    }
+
+    /// Takes a pod out of its node's counts for a what-if (workload-aware
+    /// preemption's): the pod is kept aside as it was (assumed or bound), its pod
+    /// group is not told; [`Cache::put_back`] counts it again.
+    pub fn set_aside(&mut self, uid: &str) -> Result<SetAside, CacheError> {
+        let e = self
+            .pods
+            .remove(uid)
+            .ok_or_else(|| CacheError::PodNotFound(uid.to_owned()))?;
+        self.uncount_pod(&e.pod);
+        Ok(SetAside(e))
+    }
+
+    /// Counts a pod set aside again, as it was.
+    pub fn put_back(&mut self, aside: SetAside) {
+        let SetAside(e) = aside;
+        if self.pods.contains_key(&e.pod.uid) {
+            // The what-if runs on the scheduler's thread, which alone changes the
+            // cache: nothing can have taken the UID meanwhile.
+            tracing::error!(pod = %e.pod.key(), "a pod set aside came back twice");
+            return;
+        }
+        self.count_pod(&e.pod);
+        self.pods.insert(e.pod.uid.clone(), e);
     }
 
     /// The pod with this UID, if the cache has it.

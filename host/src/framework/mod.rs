@@ -5,6 +5,7 @@
 mod explain;
 mod failures;
 mod fit_error;
+mod group_preemption;
 mod placement;
 pub mod preemption;
 pub mod registry;
@@ -17,6 +18,11 @@ pub use explain::{
     PodGroupExplanation, ScoreEntry,
 };
 pub use fit_error::{Diagnosis, FitError};
+pub use group_preemption::{GroupAnswer, GroupAsk, GroupPostFilterVerdict, GroupSimulationHandle};
+pub(crate) use group_preemption::{
+    ask as ask_group_what_if, budgets as group_what_if_budgets, lent as group_what_if_lent,
+    placed_of, status_of,
+};
 pub use placement::{Feasibility, PlacementScores};
 pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
@@ -268,6 +274,8 @@ pub struct Framework {
     points: HashMap<ExtensionPoint, Vec<(usize, i64)>>,
     main: Mutex<InstanceSet>,
     workers: Vec<Mutex<InstanceSet>>,
+    /// The instances PodGroupPostFilter calls run on (on a thread of their own).
+    group_post_filter: Mutex<InstanceSet>,
     /// Idle binding-cycle instance sets: a binding cycle takes one (or makes one) and
     /// gives it back, so there are as many as binding cycles ever ran at once.
     binding: Mutex<Vec<InstanceSet>>,
@@ -391,6 +399,10 @@ impl Framework {
             workers: (0..parallelism)
                 .map(|_| Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())))
                 .collect(),
+            group_post_filter: Mutex::new(group_preemption::instance_set(
+                plugins.len(),
+                scheduling_services.clone(),
+            )),
             binding: Mutex::new(Vec::new()),
             binding_services: services.clone(),
             plugins: plugins.into(),

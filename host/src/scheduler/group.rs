@@ -14,6 +14,7 @@
 //! does not run inside the cycle; a cycle that ends feasible with no member placed is
 //! unschedulable.
 
+use super::group_preemption::GroupPreemption;
 use super::{MemberState, Scheduler};
 use crate::cluster::pod_groups::PodGroupObject;
 use crate::cluster::{FailureReason, PodGroupOutcome};
@@ -31,7 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// What the cycle made of one member.
-enum Member {
+pub(super) enum Member {
     /// Not tried: the cycle stopped before it.
     Untried,
     /// A node fits it; assumed and reserved there for the rest of the cycle.
@@ -45,12 +46,12 @@ enum Member {
 
 /// A trial of a group's members: how many were scheduled before it, within which
 /// placement, what it made of each member (in the order tried), and the verdict.
-struct Trial {
-    before: u32,
+pub(super) struct Trial {
+    pub(super) before: u32,
     /// The placement it was tried within (none: every node).
-    placement: Option<String>,
-    tried: Vec<Member>,
-    verdict: Verdict,
+    pub(super) placement: Option<String>,
+    pub(super) tried: Vec<Member>,
+    pub(super) verdict: Verdict,
 }
 
 /// Upstream's order of a pod group cycle's members: highest priority first, then by
@@ -60,7 +61,7 @@ fn cycle_order(a: (&Pod, Option<Instant>), b: (&Pod, Option<Instant>)) -> std::c
 }
 
 /// How the cycle ended for the group as a whole.
-enum Verdict {
+pub(super) enum Verdict {
     /// Feasible with at least one member placed: the placed members bind.
     Feasible,
     /// Not feasible: every member goes back (a rejection names its plugin).
@@ -74,13 +75,22 @@ enum Verdict {
 
 impl Verdict {
     /// What it says: the reason, or `feasible`.
-    fn message(&self) -> String {
+    pub(super) fn message(&self) -> String {
         match self {
             Verdict::Feasible => "feasible".to_owned(),
             Verdict::Unschedulable { message, .. } => message.clone(),
             Verdict::Error(e) => e.clone(),
         }
     }
+}
+
+/// A member going back to the queue after its group's cycle, nominated to the node
+/// a workload-aware preemption made room on for it (if any).
+fn nominated(mut qp: QueuedPod, preemption: Option<&GroupPreemption>) -> QueuedPod {
+    if let Some(node) = preemption.and_then(|p| p.nominations.get(&qp.pod.uid)) {
+        qp.pod.nominated_node_name = node.clone();
+    }
+    qp
 }
 
 impl Scheduler {
@@ -107,10 +117,44 @@ impl Scheduler {
             .sort_by(|a, b| cycle_order((&a.pod, a.initial_attempt), (&b.pod, b.initial_attempt)));
         for qp in &mut members {
             qp.pod.default_selector = self.default_selector(&qp.pod);
+            // A member nominated by an earlier preemption is placed for real in this
+            // cycle: its nomination must not count against the others (upstream
+            // drops a pod's nomination when it is assumed). One going back to the
+            // queue is nominated again there.
+            self.unnominate(&qp.pod.uid);
         }
         let pods: Vec<&Pod> = members.iter().map(|q| &q.pod).collect();
-        let Trial { tried, verdict, .. } = self.place(&fw, &group, &pods);
+        let Trial {
+            tried, mut verdict, ..
+        } = self.place(&fw, &group, &pods);
         let group_key = format!("{}/{}", group.namespace, group.name);
+        // Unschedulable as a whole: workload-aware preemption may make room (as
+        // upstream, only for Unschedulable, not for an error).
+        let mut preemption = None;
+        if matches!(verdict, Verdict::Unschedulable { .. }) && fw.has_pod_group_post_filter() {
+            self.metrics.count_preemption_attempt();
+            let tried_pods: Vec<Pod> = members.iter().map(|q| q.pod.clone()).collect();
+            match self.group_post_filter(&fw, &group, &tried_pods) {
+                Ok((Some(p), _)) => {
+                    if let Verdict::Unschedulable { message, .. } = &mut verdict {
+                        message.push_str(&format!(
+                            "; preempting {} pod(s) to make room for {} member(s)",
+                            p.victims.len(),
+                            p.nominations.len()
+                        ));
+                    }
+                    preemption = Some(p);
+                }
+                Ok((None, Some(status))) => {
+                    if let Verdict::Unschedulable { message, .. } = &mut verdict {
+                        // As upstream appends the PodGroupPostFilter's reason.
+                        message.push_str(&format!("; {}", status.message()));
+                    }
+                }
+                Ok((None, None)) => {}
+                Err(e) => verdict = Verdict::Error(e.to_string()),
+            }
+        }
         tracing::debug!(
             group = %group_key,
             members = members.len(),
@@ -138,6 +182,11 @@ impl Scheduler {
         self.recorder
             .pod_group_scheduled(&group.namespace, &group.name, &outcome);
         let elapsed = started.elapsed();
+        let nominees: Vec<Pod> = if preemption.is_some() {
+            members.iter().map(|q| q.pod.clone()).collect()
+        } else {
+            Vec::new()
+        };
         for (qp, t) in members.into_iter().zip(tried) {
             match (t, &verdict) {
                 (Member::Placed { node, state }, Verdict::Feasible) => {
@@ -157,6 +206,7 @@ impl Scheduler {
                         fw.scheduler_name(),
                         elapsed,
                     );
+                    let qp = nominated(qp, preemption.as_ref());
                     self.fail(qp, plugins, FailureReason::Unschedulable, message);
                 }
                 (_, Verdict::Error(e)) => {
@@ -177,6 +227,7 @@ impl Scheduler {
                     // Retried when what rejected the group may change its mind; a
                     // group no plugin rejected, on any event.
                     let plugins = BTreeSet::from([plugin.clone().unwrap_or_else(|| "*".into())]);
+                    let qp = nominated(qp, preemption.as_ref());
                     self.fail(qp, plugins, FailureReason::Unschedulable, message.clone());
                 }
                 (Member::Untried, Verdict::Feasible) => {
@@ -191,6 +242,19 @@ impl Scheduler {
                     );
                 }
             }
+        }
+        if let Some(p) = preemption {
+            // The members go back nominated (above); the room is made now.
+            let preemptors: Vec<(Pod, String)> = nominees
+                .into_iter()
+                .filter_map(|pod| {
+                    let node = p.nominations.get(&pod.uid)?.clone();
+                    let mut pod = pod;
+                    pod.nominated_node_name = node.clone();
+                    Some((pod, node))
+                })
+                .collect();
+            self.carry_preemption(preemptors, group.priority, p.victims, &p.plugin);
         }
     }
 
@@ -238,15 +302,7 @@ impl Scheduler {
                 }
             }
         }
-        // Every assumption of the cycle is undone, the last first.
-        for (pod, t) in members.iter().zip(&tried).rev() {
-            if let Member::Placed { node, state } = t {
-                let mut assumed = (*pod).clone();
-                assumed.node_name = node.clone();
-                fw.unreserve(state, &CyclePod::new(assumed), node);
-                let _ = self.cache.forget_pod(&pod.uid);
-            }
-        }
+        self.undo_placed(fw, members, &tried);
         let any_placed = tried.iter().any(|t| matches!(t, Member::Placed { .. }));
         let group_key = format!("{}/{}", info.namespace, info.name);
         let verdict = match (error, feasibility) {
@@ -273,9 +329,22 @@ impl Scheduler {
         }
     }
 
+    /// Undoes every assumption of a cycle (`tried[k]` of `members[k]`), the last
+    /// first: unreserved and forgotten.
+    pub(super) fn undo_placed(&mut self, fw: &Arc<Framework>, members: &[&Pod], tried: &[Member]) {
+        for (pod, t) in members.iter().zip(tried).rev() {
+            if let Member::Placed { node, state } = t {
+                let mut assumed = (*pod).clone();
+                assumed.node_name = node.clone();
+                fw.unreserve(state, &CyclePod::new(assumed), node);
+                let _ = self.cache.forget_pod(&pod.uid);
+            }
+        }
+    }
+
     /// The group as the plugins see it: its policy and constraints, and the members
     /// bound or assumed before this cycle (how many, and on which nodes).
-    fn group_info(&self, group: &PodGroupObject) -> PodGroup {
+    pub(super) fn group_info(&self, group: &PodGroupObject) -> PodGroup {
         let mut scheduled =
             self.pod_groups
                 .members_in(&group.namespace, &group.name, MemberState::Assumed);
@@ -305,7 +374,12 @@ impl Scheduler {
     /// when the profile generates placements, one trial within each, the feasible
     /// ones ranked by PlacementScore (the first of equals wins) and the best one's
     /// kept (upstream's placement algorithm).
-    fn place(&mut self, fw: &Arc<Framework>, group: &PodGroupObject, members: &[&Pod]) -> Trial {
+    pub(super) fn place(
+        &mut self,
+        fw: &Arc<Framework>,
+        group: &PodGroupObject,
+        members: &[&Pod],
+    ) -> Trial {
         let info = self.group_info(group);
         if !fw.has_placement_generate() {
             return self.trial(fw, &info, members, None);
@@ -482,7 +556,7 @@ impl Scheduler {
     /// Tries one member on the current snapshot: when a node fits, it is assumed and
     /// reserved there, so that the next members see it. An error (a plugin failed, the
     /// cache refused) ends the cycle.
-    fn try_member(
+    pub(super) fn try_member(
         &mut self,
         fw: &Arc<Framework>,
         pod: &Pod,

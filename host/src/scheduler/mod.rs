@@ -13,6 +13,7 @@
 
 mod binding;
 mod group;
+mod group_preemption;
 mod pool;
 mod preemption;
 mod storage;

@@ -23,16 +23,18 @@ pub const PREEMPTION_THREADS: usize = 4;
 /// What the preemption threads do.
 pub(super) enum PreemptionJob {
     /// Write (or clear, with an empty node) a pod's `status.nominatedNodeName`.
-    Nominate { pod: Pod, node: String },
+    Nominate { pod: Box<Pod>, node: String },
     /// Carry out a preemption.
     Carry(Preemption),
 }
 
-/// A preemption PostFilter decided, to carry out in the cluster.
+/// A preemption PostFilter (or PodGroupPostFilter) decided, to carry out in the
+/// cluster.
 pub(super) struct Preemption {
-    preemptor: Pod,
-    node: String,
-    /// Pods of lower priority nominated to the node: they lose their nomination.
+    /// The preemptor and the node it is nominated to; for a pod group, each member
+    /// placed and its node.
+    preemptors: Vec<(Pod, String)>,
+    /// Pods of lower priority nominated to those nodes: they lose their nomination.
     lower: Vec<Pod>,
     /// The victims to evict, most important first.
     evict: Vec<Pod>,
@@ -46,27 +48,39 @@ impl Preemption {
     /// cannot succeed, so the victims left are spared and the preemptor is retried at
     /// once.
     fn carry_out(self, binder: &dyn Binder) -> PreemptionEnded {
-        write_nomination(binder, &self.preemptor, &self.node);
+        for (p, node) in &self.preemptors {
+            write_nomination(binder, p, node);
+        }
         for p in &self.lower {
             write_nomination(binder, p, "");
         }
         let mut evicted = Vec::new();
         let mut all_evicted = true;
         for v in self.evict {
-            if let Err(e) = binder.evict(&v, &self.preemptor, &self.message) {
-                tracing::warn!(pod = %self.preemptor.key(), victim = %v.key(), "cannot evict, the preemptor will try again: {e}");
+            let (preemptor, _) = preemptor_of(&self.preemptors, &v);
+            if let Err(e) = binder.evict(&v, preemptor, &self.message) {
+                tracing::warn!(pod = %preemptor.key(), victim = %v.key(), "cannot evict, the preemptor will try again: {e}");
                 all_evicted = false;
                 break;
             }
             evicted.push(v);
         }
         PreemptionEnded {
-            preemptor: self.preemptor,
-            node: self.node,
+            preemptors: self.preemptors,
             evicted,
             all_evicted,
         }
     }
+}
+
+/// The preemptor a victim is evicted for (the one nominated to its node; else the
+/// first), and that preemptor's node.
+fn preemptor_of<'a>(preemptors: &'a [(Pod, String)], victim: &Pod) -> (&'a Pod, &'a str) {
+    let (p, node) = preemptors
+        .iter()
+        .find(|(_, node)| *node == victim.node_name)
+        .unwrap_or(&preemptors[0]);
+    (p, node)
 }
 
 /// Writes (or clears, with an empty node) a pod's `status.nominatedNodeName`; a
@@ -80,8 +94,7 @@ fn write_nomination(binder: &dyn Binder, pod: &Pod, node: &str) {
 
 /// A preemption carried out: what the loop records and decides after it.
 pub(super) struct PreemptionEnded {
-    preemptor: Pod,
-    node: String,
+    preemptors: Vec<(Pod, String)>,
     /// The victims evicted.
     evicted: Vec<Pod>,
     /// Whether every victim was evicted.
@@ -166,7 +179,7 @@ impl Scheduler {
     /// cluster is remote.
     pub(super) fn write_nomination(&self, pod: &Pod, node: &str) {
         let job = PreemptionJob::Nominate {
-            pod: pod.clone(),
+            pod: Box::new(pod.clone()),
             node: node.to_owned(),
         };
         if !self.binder.reports_deletions() {
@@ -184,23 +197,47 @@ impl Scheduler {
     /// embedded cluster evicts at once and the victims leave the cache here (its
     /// cluster has no watch to report them).
     pub(super) fn preempt(&mut self, preemptor: &Pod, node: &str, victims: Vec<Pod>, plugin: &str) {
+        self.carry_preemption(
+            vec![(preemptor.clone(), node.to_owned())],
+            preemptor.priority,
+            victims,
+            plugin,
+        );
+    }
+
+    /// Carries out a preemption for `preemptors` (one pod, or the members of a pod
+    /// group, each with its nominated node) of `priority` (the pod's, or the
+    /// group's): as [`Scheduler::preempt`], every preemptor held until the
+    /// evictions end.
+    pub(super) fn carry_preemption(
+        &mut self,
+        preemptors: Vec<(Pod, String)>,
+        priority: i32,
+        victims: Vec<Pod>,
+        plugin: &str,
+    ) {
+        let Some((first, _)) = preemptors.first() else {
+            return;
+        };
+        let first = first.clone();
         self.metrics.observe_preemption_victims(victims.len());
         tracing::debug!(
-            pod = %preemptor.key(),
-            node,
+            pod = %first.key(),
+            preemptors = preemptors.len(),
             victims = victims.len(),
             "preempting"
         );
-        let lower: Vec<Pod> = self
-            .nominated
-            .get(node)
-            .map(|pods| {
-                pods.iter()
-                    .filter(|p| p.priority < preemptor.priority && p.uid != preemptor.uid)
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let uids: std::collections::HashSet<&str> =
+            preemptors.iter().map(|(p, _)| p.uid.as_str()).collect();
+        let nodes: std::collections::BTreeSet<&str> =
+            preemptors.iter().map(|(_, n)| n.as_str()).collect();
+        let lower: Vec<Pod> = nodes
+            .iter()
+            .filter_map(|node| self.nominated.get(*node))
+            .flatten()
+            .filter(|p| p.priority < priority && !uids.contains(p.uid.as_str()))
+            .cloned()
+            .collect();
         for p in &lower {
             let mut cleared = p.clone();
             cleared.nominated_node_name.clear();
@@ -213,51 +250,58 @@ impl Scheduler {
             if self.waiting.contains(&v.uid) {
                 self.waiting
                     .reject(&v.uid, "DefaultPreemption", "preempted");
-                self.recorder.preempted(&v, preemptor, node);
+                let (p, node) = preemptor_of(&preemptors, &v);
+                self.recorder.preempted(&v, p, node);
             } else if !v.terminating {
                 evict.push(v);
             }
         }
+        let holds: Vec<String> = preemptors.iter().map(|(p, _)| p.uid.clone()).collect();
         let preemption = Preemption {
-            preemptor: preemptor.clone(),
-            node: node.to_owned(),
+            preemptors,
             lower,
             message: format!(
                 "{}: preempting to accommodate a higher priority pod",
-                preemptor.scheduler_name
+                first.scheduler_name
             ),
             evict,
         };
         if !self.binder.reports_deletions() {
             let ended = preemption.carry_out(self.binder.as_ref());
             for v in &ended.evicted {
-                self.recorder.preempted(v, &ended.preemptor, &ended.node);
+                let (p, node) = preemptor_of(&ended.preemptors, v);
+                self.recorder.preempted(v, p, node);
                 self.delete_pod(&v.uid);
             }
             if !ended.all_evicted {
-                self.queue.activate(&ended.preemptor.uid);
+                for (p, _) in &ended.preemptors {
+                    self.queue.activate(&p.uid);
+                }
             }
             return;
         }
         // Held at PreEnqueue until the evictions end, as upstream holds a pod in its
         // "preempting" set; with nothing to evict there is nothing to wait for.
-        let holds = !preemption.evict.is_empty();
-        let uid = preemptor.uid.clone();
+        let holding = !preemption.evict.is_empty();
         if self
             .preemption
             .jobs
             .send(PreemptionJob::Carry(preemption))
             .is_err()
         {
-            tracing::warn!(pod = %preemptor.key(), "cannot preempt: the preemption threads are gone");
-            self.queue.activate(&uid);
+            tracing::warn!(pod = %first.key(), "cannot preempt: the preemption threads are gone");
+            for uid in &holds {
+                self.queue.activate(uid);
+            }
             return;
         }
-        if holds {
-            self.preemption
-                .preempting
-                .insert(uid.clone(), plugin.to_owned());
-            self.queue.hold(&uid, plugin, &preempting_message(plugin));
+        if holding {
+            for uid in holds {
+                self.preemption
+                    .preempting
+                    .insert(uid.clone(), plugin.to_owned());
+                self.queue.hold(&uid, plugin, &preempting_message(plugin));
+            }
         }
     }
 
@@ -268,15 +312,18 @@ impl Scheduler {
     /// eligibility check), and their deletion moves it on.
     pub(super) fn take_preemptions_ended(&mut self) {
         while let Ok(ended) = self.preemption.ended.try_recv() {
-            let uid = &ended.preemptor.uid;
             for v in &ended.evicted {
-                self.recorder.preempted(v, &ended.preemptor, &ended.node);
+                let (p, node) = preemptor_of(&ended.preemptors, v);
+                self.recorder.preempted(v, p, node);
             }
             self.metrics.count_preemption_carried_out(ended.all_evicted);
-            self.preemption.preempting.remove(uid);
-            if !self.queue.release_hold(uid) {
-                // In flight or elsewhere in the queue: activated as any pod.
-                self.queue.activate(uid);
+            for (p, _) in &ended.preemptors {
+                let uid = &p.uid;
+                self.preemption.preempting.remove(uid);
+                if !self.queue.release_hold(uid) {
+                    // In flight or elsewhere in the queue: activated as any pod.
+                    self.queue.activate(uid);
+                }
             }
         }
     }

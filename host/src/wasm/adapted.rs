@@ -40,11 +40,11 @@ use exports07 as ex07;
 /// after it (PlacementFeasible, 0.8.1). No 0.7 module has those, as its world lacks
 /// them: the host finds a module's optional exports by name, so for a 0.7 module
 /// they are always absent, and the current bindings stand in for their types
-/// (PlacementGenerate too, 0.8.1).
+/// (PlacementGenerate too, 0.8.1; PodGroupPostFilter, 0.8.2).
 pub(crate) mod exports07 {
     pub(crate) use super::bindings::exports::berth::scheduler::*;
     pub(crate) use crate::wasm::bindings::exports::berth::scheduler::{
-        placement_feasible, placement_generate,
+        placement_feasible, placement_generate, pod_group_post_filter,
     };
 }
 
@@ -449,6 +449,14 @@ calls!(placement_generate {
         = parent: &super::bindings::berth::scheduler::workload::Placement
             => &super::bindings::berth::scheduler::workload::Placement
     ) -> Result<Vec<super::bindings::berth::scheduler::workload::Placement>, w::Status>;
+});
+
+calls!(pod_group_post_filter {
+    fn call_pod_group_post_filter(
+        = st: St => St,
+        = group: &super::bindings::berth::scheduler::workload::PodGroup
+            => &super::bindings::berth::scheduler::workload::PodGroup
+    ) -> ex::pod_group_post_filter::PodGroupPostFilterResult;
 });
 
 #[cfg(test)]

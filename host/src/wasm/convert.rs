@@ -84,12 +84,7 @@ pub(crate) fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
         scheduling_gates: p.scheduling_gates.clone(),
         terminating: p.terminating,
         preempted: p.preempted,
-        preemption_policy: match p.preemption_policy {
-            sdk::PreemptionPolicy::PreemptLowerPriority => {
-                w::PreemptionPolicy::PreemptLowerPriority
-            }
-            sdk::PreemptionPolicy::Never => w::PreemptionPolicy::Never,
-        },
+        preemption_policy: preemption_policy_to_wit(p.preemption_policy),
         start_time_ms: p.start_time_ms,
         affinity: affinity_to_wit(&p.affinity),
         topology_spread_constraints: p
@@ -743,14 +738,47 @@ impl ToWitArg for berth_sdk::PodGroupAssignments {
                 name: self.placement.name.clone(),
                 nodes: self.placement.nodes.clone(),
             },
-            assignments: self
-                .assignments
-                .iter()
-                .map(|a| wl::ProposedAssignment {
-                    pod_uid: a.pod_uid.clone(),
-                    node: a.node.clone(),
-                })
-                .collect(),
+            assignments: assignments_to_wit(&self.assignments),
+        }
+    }
+}
+
+/// A preemption policy as the WIT has it.
+pub fn preemption_policy_to_wit(p: sdk::PreemptionPolicy) -> w::PreemptionPolicy {
+    match p {
+        sdk::PreemptionPolicy::PreemptLowerPriority => w::PreemptionPolicy::PreemptLowerPriority,
+        sdk::PreemptionPolicy::Never => w::PreemptionPolicy::Never,
+    }
+}
+
+/// Proposed assignments as the WIT has them.
+pub fn assignments_to_wit(a: &[berth_sdk::ProposedAssignment]) -> Vec<wl::ProposedAssignment> {
+    a.iter()
+        .map(|a| wl::ProposedAssignment {
+            pod_uid: a.pod_uid.clone(),
+            node: a.node.clone(),
+        })
+        .collect()
+}
+
+/// Proposed assignments from the WIT.
+pub fn assignments_from_wit(a: Vec<wl::ProposedAssignment>) -> Vec<berth_sdk::ProposedAssignment> {
+    a.into_iter()
+        .map(|a| berth_sdk::ProposedAssignment {
+            pod_uid: a.pod_uid,
+            node: a.node,
+        })
+        .collect()
+}
+
+impl FromWit<ex::pod_group_post_filter::PodGroupPostFilterResult>
+    for berth_sdk::PodGroupPostFilterResult
+{
+    fn from_wit(r: ex::pod_group_post_filter::PodGroupPostFilterResult) -> Self {
+        berth_sdk::PodGroupPostFilterResult {
+            status: status_from_wit(r.status),
+            nominations: assignments_from_wit(r.nominations),
+            victims: r.victims,
         }
     }
 }

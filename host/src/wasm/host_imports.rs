@@ -2,13 +2,14 @@
 //! the host offers it ([`HostServices`]), and the `berth:scheduler/host` functions,
 //! node simulations and cycle state the guest calls.
 
-use super::bindings::berth::scheduler::{host, types as w};
+use super::bindings::berth::scheduler::{host, types as w, workload as wl};
 use super::capability::{CallScope, HostCall};
 use super::convert;
 use super::output::{GuestOutput, Level};
 use super::sandbox::SandboxClock;
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Budgets, Namespaces};
+use crate::framework::{self, GroupSimulationHandle};
 use crate::plugin::waiting::WaitingPods;
 use crate::plugin::{CycleState, Simulation, WhatIf};
 use berth_sdk::Status;
@@ -121,6 +122,80 @@ impl super::bindings::berth::scheduler::workload::Host for HostCtx {
                 scheduled_pods: g.scheduled_pods,
             }
         })
+    }
+
+    fn get_pod_group_preemption(
+        &mut self,
+        namespace: String,
+        name: String,
+    ) -> Option<wl::PodGroupPreemption> {
+        self.services
+            .pod_groups
+            .get(&namespace, &name)
+            .map(|g| wl::PodGroupPreemption {
+                priority: g.priority,
+                preemption_policy: convert::preemption_policy_to_wit(g.preemption_policy),
+                disruption_all: g.disruption_all,
+            })
+    }
+
+    fn simulate_group(&mut self) -> Result<Resource<GroupSimulationHandle>, w::Status> {
+        if !framework::group_what_if_lent() {
+            return Err(convert::status_to_wit(&Status::error(
+                "simulate-group is only available during PodGroupPostFilter",
+            )));
+        }
+        self.table
+            .push(GroupSimulationHandle)
+            .map_err(|e| convert::status_to_wit(&Status::error(format!("resource table: {e}"))))
+    }
+}
+
+impl HostCtx {
+    /// Asks the what-if lent to this thread; the time the host spends answering is
+    /// not counted against the call's deadline (it runs the profile's plugins).
+    fn ask_group(
+        &mut self,
+        question: framework::GroupAsk,
+    ) -> Result<framework::GroupAnswer, Status> {
+        let started = std::time::Instant::now();
+        let answer = framework::ask_group_what_if(question);
+        self.waited += started.elapsed();
+        answer
+    }
+}
+
+impl wl::HostGroupSimulation for HostCtx {
+    fn remove_pod(&mut self, _this: Resource<GroupSimulationHandle>, uid: String) -> w::Status {
+        let a = self.ask_group(framework::GroupAsk::Remove(uid));
+        convert::status_to_wit(&framework::status_of(a))
+    }
+    fn add_pod(&mut self, _this: Resource<GroupSimulationHandle>, uid: String) -> w::Status {
+        let a = self.ask_group(framework::GroupAsk::Add(uid));
+        convert::status_to_wit(&framework::status_of(a))
+    }
+    fn schedule(
+        &mut self,
+        _this: Resource<GroupSimulationHandle>,
+    ) -> Result<Vec<wl::ProposedAssignment>, w::Status> {
+        let a = self.ask_group(framework::GroupAsk::Schedule);
+        framework::placed_of(a)
+            .map(|p| convert::assignments_to_wit(&p))
+            .map_err(|s| convert::status_to_wit(&s))
+    }
+    fn fits(
+        &mut self,
+        _this: Resource<GroupSimulationHandle>,
+        assignments: Vec<wl::ProposedAssignment>,
+    ) -> w::Status {
+        let a = self.ask_group(framework::GroupAsk::Fits(convert::assignments_from_wit(
+            assignments,
+        )));
+        convert::status_to_wit(&framework::status_of(a))
+    }
+    fn drop(&mut self, rep: Resource<GroupSimulationHandle>) -> wasmtime::Result<()> {
+        self.table.delete(rep)?;
+        Ok(())
     }
 }
 

@@ -104,7 +104,7 @@ impl Plugin for DefaultPreemption {
 
 /// When the pod started, for ordering victims: a pod that has not started counts as
 /// starting now, i.e. after every pod that has.
-fn start_time(p: &Pod) -> i64 {
+pub(crate) fn start_time(p: &Pod) -> i64 {
     p.start_time_ms.unwrap_or(i64::MAX)
 }
 
@@ -346,7 +346,7 @@ fn no_candidate_message(all: usize, statuses: &[Status]) -> String {
     format!("0/{all} nodes are available: {}.", reasons.join(", "))
 }
 
-fn unschedulable(message: &str) -> Status {
+pub(crate) fn unschedulable(message: &str) -> Status {
     Status::new(Code::Unschedulable, vec![format!("preemption: {message}")])
 }
 
@@ -425,7 +425,9 @@ impl PostFilter for DefaultPreemption {
     }
 }
 
-berth_sdk::export_plugin!(DefaultPreemption: post_filter);
+mod group;
+
+berth_sdk::export_plugin!(DefaultPreemption: post_filter, pod_group_post_filter);
 
 #[cfg(test)]
 mod tests {
