@@ -8,9 +8,9 @@
 //! for the chosen node, and in the binding cycle PreBind, Bind and PostBind.
 //! EnqueueExtensions tells the queue which cluster events may help a pod the plugin
 //! rejected; for a pod group, PlacementGenerate proposes sets of nodes to place it
-//! in, PlacementScore ranks them, and PlacementFeasible says whether its cycle can
-//! still place it. Every example below is a
-//! complete plugin and runs as a doctest.
+//! in, PlacementScore ranks them, PlacementFeasible says whether its cycle can
+//! still place it, and PodGroupPostFilter may make room for a group that does not
+//! fit. Every example below is a complete plugin and runs as a doctest.
 //!
 //! Each status code means what it means upstream: Unschedulable lets preemption
 //! try; UnschedulableAndUnresolvable says evicting pods cannot help; Error retries
@@ -471,5 +471,73 @@
 //!     }
 //! }
 //! berth_sdk::export_plugin!(AtLeast: placement_feasible);
+//! # fn main() {}
+//! ```
+//!
+//! ## PodGroupPostFilter: make room for a pod group
+//!
+//! When a pod group's cycle ends unschedulable, the PodGroupPostFilter plugins run
+//! in order until one answers Success (or an error). The group's `unscheduled_pods`
+//! are the members its cycle tried, and [`simulate_group`](crate::simulate_group)
+//! starts a what-if on the whole cluster: pods removed and added back
+//! ([`GroupSimulation`](crate::GroupSimulation)), the group's cycle run on what is
+//! left (`schedule`: the node of each member placed, or why not), and those
+//! assignments checked again (`fits`). Nothing of it reaches the cluster; the host
+//! refuses to remove a pod that is not of lower priority than the group (by
+//! [`get_pod_group_preemption`](crate::get_pod_group_preemption)), and checks the
+//! answer before it evicts anything. DefaultPreemption is this point's built-in
+//! plugin (every unit of lower priority out, then given back most important
+//! first); the one below preempts only pods of one namespace, and only all of them
+//! or none.
+//!
+//! ```
+//! use berth_sdk::{CycleState, NodeInfo, Plugin, PodGroup, PodGroupPostFilter,
+//!                 PodGroupPostFilterResult, Status, get_pod_group_preemption,
+//!                 simulate_group};
+//!
+//! /// Evicts the whole `scratch` namespace's lower pods, or nothing.
+//! struct ClearScratch;
+//! impl Plugin for ClearScratch {
+//!     const NAME: &'static str = "ClearScratch";
+//!     /// Victims are found among the nodes' pods.
+//!     const WANTS_PODS: bool = true;
+//!     fn new(_: serde_json::Value) -> Result<Self, String> { Ok(ClearScratch) }
+//! }
+//! impl PodGroupPostFilter for ClearScratch {
+//!     fn pod_group_post_filter(&self, _: &CycleState, group: &PodGroup,
+//!                              nodes: &[&NodeInfo]) -> PodGroupPostFilterResult {
+//!         let Some(me) = get_pod_group_preemption(&group.namespace, &group.name) else {
+//!             return Status::unresolvable("no such PodGroup").into();
+//!         };
+//!         let victims: Vec<String> = nodes.iter()
+//!             .flat_map(|n| n.pods.iter())
+//!             .filter(|p| p.namespace == "scratch" && p.priority < me.priority
+//!                         && p.scheduling_group.is_none())
+//!             .map(|p| p.uid.clone())
+//!             .collect();
+//!         if victims.is_empty() {
+//!             return Status::unresolvable("nothing in scratch to preempt").into();
+//!         }
+//!         let mut sim = match simulate_group() {
+//!             Ok(sim) => sim,
+//!             Err(s) => return s.into(),
+//!         };
+//!         for uid in &victims {
+//!             let s = sim.remove_pod(uid);
+//!             if !s.is_success() {
+//!                 return s.into();
+//!             }
+//!         }
+//!         match sim.schedule() {
+//!             Ok(nominations) => PodGroupPostFilterResult {
+//!                 status: Status::success(),
+//!                 nominations,
+//!                 victims,
+//!             },
+//!             Err(why) => why.into(),
+//!         }
+//!     }
+//! }
+//! berth_sdk::export_plugin!(ClearScratch: pod_group_post_filter);
 //! # fn main() {}
 //! ```

@@ -601,3 +601,41 @@ fn a_victim_group_that_goes_all_together_is_evicted_whole() {
     assert!(evicted(&r)[0].starts_with("batch-"), "{r:#?}");
     assert_eq!(nodes(&r)["solo-0"].as_deref(), Some("n1"), "{r:#?}");
 }
+
+/// A PodGroupPostFilter plugin that names victims the group may not preempt (a pod
+/// of higher priority) is refused before anything is evicted: the host's what-if
+/// refuses to take such a pod out, the host checks the answer, the group's cycle
+/// fails naming the plugin, and every pod stays where it is.
+#[test]
+fn a_pod_group_post_filter_naming_a_higher_victim_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        &format!(
+            "berth:\n  modules:\n  - {{name: Hostile, path: {}}}\nprofiles:\n- plugins:\n    podGroupPostFilter:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: Hostile}}]\n",
+            berth_artifacts::fixtures::FIXTURE_HOSTILE
+        ),
+    );
+    let timeline = node("n1", 4)
+        + &running("low", "n1", "2", None)
+        + "apiVersion: v1\nkind: Pod\nmetadata: {name: vip, namespace: default}\nspec: {nodeName: n1, priority: 5000, containers: [{name: c, image: i, resources: {requests: {cpu: '2'}}}]}\n---\n"
+        + "apiVersion: v1\nkind: Pod\nmetadata: {name: g-0, namespace: default, labels: {berth.test/hostile: group-evict-higher, berth.test/hostile-node: n1}}\nspec: {schedulingGroup: {podGroupName: g}, containers: [{name: c, image: i, resources: {requests: {cpu: '4'}}}]}\n---\n"
+        + &gang_with("g", 1, "priority: 1000");
+    let file = write(dir.path(), "refused.yaml", &timeline);
+    let opts = SimulateOptions {
+        files: vec![file],
+        config: Some(config),
+        cluster: None,
+        scheduler: SchedulerOptions::default(),
+    };
+    let r = simulate(&runtime(), &opts).unwrap();
+    assert!(evicted(&r).is_empty(), "{r:#?}");
+    let m = message(&r, "g-0");
+    assert!(
+        m.contains("Hostile")
+            && m.contains("was refused evictions at PodGroupPostFilter")
+            && m.contains("default/vip of priority 5000 is not of lower priority than pod group default/g (1000)"),
+        "{m}"
+    );
+}
