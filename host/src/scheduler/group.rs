@@ -84,6 +84,24 @@ impl Verdict {
     }
 }
 
+/// The node proposed for each member a cycle placed (`tried[k]` of the `k`th member).
+pub(super) fn placed_assignments<'a>(
+    members: impl IntoIterator<Item = &'a Pod>,
+    tried: &[Member],
+) -> Vec<ProposedAssignment> {
+    members
+        .into_iter()
+        .zip(tried)
+        .filter_map(|(pod, t)| match t {
+            Member::Placed { node, .. } => Some(ProposedAssignment {
+                pod_uid: pod.uid.clone(),
+                node: node.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A member going back to the queue after its group's cycle, nominated to the node
 /// a workload-aware preemption made room on for it (if any).
 fn nominated(mut qp: QueuedPod, preemption: Option<&GroupPreemption>) -> QueuedPod {
@@ -439,17 +457,7 @@ impl Scheduler {
             .iter()
             .map(|(placement, trial)| PodGroupAssignments {
                 placement: placement.clone(),
-                assignments: members
-                    .iter()
-                    .zip(&trial.tried)
-                    .filter_map(|(pod, t)| match t {
-                        Member::Placed { node, .. } => Some(ProposedAssignment {
-                            pod_uid: pod.uid.clone(),
-                            node: node.clone(),
-                        }),
-                        _ => None,
-                    })
-                    .collect(),
+                assignments: placed_assignments(members.iter().copied(), &trial.tried),
             })
             .collect();
         match fw.score_placements(&group_state, &info, &assignments) {

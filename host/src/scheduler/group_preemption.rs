@@ -9,7 +9,7 @@
 //! their next cycle finds the room.
 
 use super::Scheduler;
-use super::group::{Member, Verdict};
+use super::group::{Member, Verdict, placed_assignments};
 use crate::cache::SetAside;
 use crate::cluster::pod_groups::PodGroupObject;
 use crate::framework::{
@@ -116,17 +116,7 @@ impl Scheduler {
                 let pods: Vec<&Pod> = members.iter().collect();
                 let trial = self.place(fw, group, &pods);
                 GroupAnswer::Placed(match trial.verdict {
-                    Verdict::Feasible => Ok(members
-                        .iter()
-                        .zip(&trial.tried)
-                        .filter_map(|(p, t)| match t {
-                            Member::Placed { node, .. } => Some(ProposedAssignment {
-                                pod_uid: p.uid.clone(),
-                                node: node.clone(),
-                            }),
-                            _ => None,
-                        })
-                        .collect()),
+                    Verdict::Feasible => Ok(placed_assignments(members, &trial.tried)),
                     Verdict::Unschedulable { message, .. } => Err(Status::unschedulable(message)),
                     Verdict::Error(e) => Err(Status::error(e)),
                 })

@@ -10,7 +10,7 @@
 //! nominated to its node. All or nothing: when the group does not fit even with
 //! every lower unit gone, nothing is evicted.
 
-use crate::{DefaultPreemption, start_time, unschedulable};
+use crate::{DefaultPreemption, split_by, start_time, unschedulable, violations};
 use berth_sdk::{
     CycleState, GroupSimulation, NodeInfo, Pod, PodDisruptionBudget, PodGroup, PodGroupPostFilter,
     PodGroupPostFilterResult, PodGroupPreemption, PreemptionPolicy, ProposedAssignment, Status,
@@ -133,28 +133,8 @@ pub(crate) fn split_units_by_budget<'a>(
     units: Vec<Unit<'a>>,
     budgets: &[PodDisruptionBudget],
 ) -> (Vec<Unit<'a>>, Vec<Unit<'a>>) {
-    let mut allowed: Vec<i32> = budgets.iter().map(|b| b.disruptions_allowed).collect();
-    let (mut violating, mut fine) = (Vec::new(), Vec::new());
-    for u in units {
-        let mut violated = false;
-        for p in &u.pods {
-            for (i, b) in budgets.iter().enumerate() {
-                if !b.covers(p) || b.disrupted_pods.contains(&p.name) {
-                    continue;
-                }
-                allowed[i] -= 1;
-                if allowed[i] < 0 {
-                    violated = true;
-                }
-            }
-        }
-        if violated {
-            violating.push(u);
-        } else {
-            fine.push(u);
-        }
-    }
-    (violating, fine)
+    let flags = violations(units.iter().map(|u| u.pods.as_slice()), budgets);
+    split_by(units, &flags)
 }
 
 /// A what-if step's failure, as the answer: an error stays an error.

@@ -128,32 +128,51 @@ fn importance_order(a: &Pod, b: &Pod) -> Ordering {
     }
 }
 
+/// For each set of pods in turn (keeping their order), whether evicting it, after the
+/// sets before it, would violate a PodDisruptionBudget (upstream's
+/// `filterPodsWithPDBViolation`, a set counting as one victim).
+pub(crate) fn violations<'a>(
+    sets: impl IntoIterator<Item = &'a [&'a Pod]>,
+    budgets: &[PodDisruptionBudget],
+) -> Vec<bool> {
+    let mut allowed: Vec<i32> = budgets.iter().map(|b| b.disruptions_allowed).collect();
+    let mut out = Vec::new();
+    for pods in sets {
+        let mut violated = false;
+        for p in pods {
+            for (i, b) in budgets.iter().enumerate() {
+                if !b.covers(p) || b.disrupted_pods.contains(&p.name) {
+                    continue;
+                }
+                allowed[i] -= 1;
+                if allowed[i] < 0 {
+                    violated = true;
+                }
+            }
+        }
+        out.push(violated);
+    }
+    out
+}
+
+/// Splits items (keeping their order) by `violating`: those that would violate a
+/// budget, and the others.
+pub(crate) fn split_by<T>(items: Vec<T>, violating: &[bool]) -> (Vec<T>, Vec<T>) {
+    let (mut bad, mut fine) = (Vec::new(), Vec::new());
+    for (item, v) in items.into_iter().zip(violating) {
+        if *v { bad.push(item) } else { fine.push(item) }
+    }
+    (bad, fine)
+}
+
 /// Splits pods (keeping their order) into those whose eviction would violate a
 /// PodDisruptionBudget and the others (upstream's `filterPodsWithPDBViolation`).
 pub fn split_by_budget<'a>(
     pods: &[&'a Pod],
     budgets: &[PodDisruptionBudget],
 ) -> (Vec<&'a Pod>, Vec<&'a Pod>) {
-    let mut allowed: Vec<i32> = budgets.iter().map(|b| b.disruptions_allowed).collect();
-    let (mut violating, mut fine) = (Vec::new(), Vec::new());
-    for &p in pods {
-        let mut violated = false;
-        for (i, b) in budgets.iter().enumerate() {
-            if !b.covers(p) || b.disrupted_pods.contains(&p.name) {
-                continue;
-            }
-            allowed[i] -= 1;
-            if allowed[i] < 0 {
-                violated = true;
-            }
-        }
-        if violated {
-            violating.push(p);
-        } else {
-            fine.push(p);
-        }
-    }
-    (violating, fine)
+    let flags = violations(pods.iter().map(std::slice::from_ref), budgets);
+    split_by(pods.to_vec(), &flags)
 }
 
 /// The victims chosen on one node and how many of them a budget protects.
