@@ -639,3 +639,59 @@ fn a_pod_group_post_filter_naming_a_higher_victim_is_refused() {
         "{m}"
     );
 }
+
+/// `explain` of a member of a gang that does not fit says what workload-aware
+/// preemption would do (and does nothing of it): the victims and where each member
+/// would be nominated; and why not, when it would not help.
+#[test]
+fn explain_shows_what_preemption_would_do_for_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let low = running("low-1", "n1", "2", None)
+        + &running("low-2", "n1", "2", None)
+        + &running("low-3", "n2", "2", None)
+        + &running("low-4", "n2", "2", None);
+    let timeline = |priority: u32| {
+        node("n1", 4)
+            + &node("n2", 4)
+            + &low
+            + &members("train", 4, "2")
+            + &gang_with("train", 4, &format!("priority: {priority}"))
+    };
+    let explained = |name: &str, priority: u32| {
+        let file = write(dir.path(), name, &timeline(priority));
+        let opts = SimulateOptions {
+            files: vec![file],
+            config: None,
+            cluster: None,
+            scheduler: SchedulerOptions::default(),
+        };
+        explain(&runtime(), &opts, "default/train-0").unwrap()
+    };
+    let e = explained("room.yaml", 1000);
+    let p = e.pod_group.as_ref().unwrap().preemption.as_ref().unwrap();
+    assert!(p.found_room, "{p:?}");
+    assert_eq!(p.plugin, "DefaultPreemption");
+    let mut victims = p.victims.clone();
+    victims.sort();
+    assert_eq!(
+        victims,
+        [
+            "default/low-1 on n1",
+            "default/low-2 on n1",
+            "default/low-3 on n2",
+            "default/low-4 on n2"
+        ]
+    );
+    assert_eq!(p.nominations.len(), 4, "{p:?}");
+    let text = e.to_text();
+    assert!(text.contains("  preemption (DefaultPreemption): would evict "), "{text}");
+    assert!(text.contains("    nominate default/train-0 to n"), "{text}");
+    // Of no higher priority than the pods in the way: no victims.
+    let e = explained("no-room.yaml", 0);
+    let p = e.pod_group.as_ref().unwrap().preemption.as_ref().unwrap();
+    assert!(!p.found_room, "{p:?}");
+    assert_eq!(
+        p.reason.as_deref(),
+        Some("preemption: No preemption victims found for incoming preemptor")
+    );
+}

@@ -95,6 +95,27 @@ pub struct PodGroupExplanation {
     pub feasible: bool,
     /// The verdict: `feasible`, or why not.
     pub verdict: String,
+    /// What workload-aware preemption (PodGroupPostFilter) would do for a group
+    /// that is not feasible; none when the profile has no such plugin or the group
+    /// is feasible.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<GroupPreemptionExplanation>,
+}
+
+/// What PodGroupPostFilter would do for a pod group (nothing of it carried out).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupPreemptionExplanation {
+    /// The plugin that answered last.
+    pub plugin: String,
+    /// Whether it would make room.
+    pub found_room: bool,
+    /// Why not, when it would not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The pods it would evict, `namespace/name`, most important first.
+    pub victims: Vec<String>,
+    /// Each member it would nominate, `namespace/name`, and the node.
+    pub nominations: Vec<(String, String)>,
 }
 
 /// One member of a pod group's cycle.
@@ -494,6 +515,23 @@ impl Explanation {
                     g.verdict.as_str()
                 }
             ));
+            if let Some(p) = &g.preemption {
+                match &p.reason {
+                    None => {
+                        out.push_str(&format!(
+                            "  preemption ({}): would evict {}\n",
+                            p.plugin,
+                            p.victims.join(", ")
+                        ));
+                        for (pod, node) in &p.nominations {
+                            out.push_str(&format!("    nominate {pod} to {node}\n"));
+                        }
+                    }
+                    Some(why) => {
+                        out.push_str(&format!("  preemption ({}): {why}\n", p.plugin));
+                    }
+                }
+            }
         }
         out
     }

@@ -14,7 +14,7 @@
 //! does not run inside the cycle; a cycle that ends feasible with no member placed is
 //! unschedulable.
 
-use super::group_preemption::GroupPreemption;
+use super::group_preemption::{GroupPostFilterOutcome, GroupPreemption};
 use super::{MemberState, Scheduler};
 use crate::cluster::pod_groups::PodGroupObject;
 use crate::cluster::{FailureReason, PodGroupOutcome};
@@ -153,7 +153,7 @@ impl Scheduler {
             self.metrics.count_preemption_attempt();
             let tried_pods: Vec<Pod> = members.iter().map(|q| q.pod.clone()).collect();
             match self.group_post_filter(&fw, &group, &tried_pods) {
-                Ok((Some(p), _)) => {
+                Ok(GroupPostFilterOutcome::Preempt(p)) => {
                     if let Verdict::Unschedulable { message, .. } = &mut verdict {
                         message.push_str(&format!(
                             "; preempting {} pod(s) to make room for {} member(s)",
@@ -163,13 +163,13 @@ impl Scheduler {
                     }
                     preemption = Some(p);
                 }
-                Ok((None, Some(status))) => {
+                Ok(GroupPostFilterOutcome::Declined { status, .. }) => {
                     if let Verdict::Unschedulable { message, .. } = &mut verdict {
                         // As upstream appends the PodGroupPostFilter's reason.
                         message.push_str(&format!("; {}", status.message()));
                     }
                 }
-                Ok((None, None)) => {}
+                Ok(GroupPostFilterOutcome::NoPlugin) => {}
                 Err(e) => verdict = Verdict::Error(e.to_string()),
             }
         }
@@ -509,6 +509,13 @@ impl Scheduler {
             tried,
             verdict,
         } = self.place(fw, &group, &pods);
+        let preemption =
+            if matches!(verdict, Verdict::Unschedulable { .. }) && fw.has_pod_group_post_filter() {
+                let tried_pods: Vec<Pod> = members.iter().map(|(p, _)| p.clone()).collect();
+                self.explain_group_preemption(fw, &group, &tried_pods)
+            } else {
+                None
+            };
         Some(PodGroupExplanation {
             group: format!("{}/{}", group.namespace, group.name),
             policy: match group.min_count() {
@@ -537,6 +544,7 @@ impl Scheduler {
                 .collect(),
             feasible: matches!(verdict, Verdict::Feasible),
             verdict: verdict.message(),
+            preemption,
         })
     }
 

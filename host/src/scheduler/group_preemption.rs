@@ -13,11 +13,22 @@ use super::group::{Member, Verdict, placed_assignments};
 use crate::cache::SetAside;
 use crate::cluster::pod_groups::PodGroupObject;
 use crate::framework::{
-    CycleState, Framework, GroupAnswer, GroupAsk, GroupPostFilterVerdict, PluginError,
+    CycleState, Framework, GroupAnswer, GroupAsk, GroupPostFilterVerdict,
+    GroupPreemptionExplanation, PluginError,
 };
 use berth_sdk::{Pod, ProposedAssignment, Status};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+/// What the PodGroupPostFilter plugins made of a pod group.
+pub(super) enum GroupPostFilterOutcome {
+    /// The profile has none.
+    NoPlugin,
+    /// None made room: the last one's status says why.
+    Declined { plugin: String, status: Status },
+    /// One did: its preemption, checked.
+    Preempt(GroupPreemption),
+}
 
 /// A preemption for a pod group, checked and ready to carry out.
 pub(super) struct GroupPreemption {
@@ -40,14 +51,14 @@ impl Scheduler {
     }
 
     /// Runs the profile's PodGroupPostFilter plugins for `group`, whose cycle over
-    /// `members` ended unschedulable: the preemption one of them decided, checked;
-    /// `Ok(None)` when none did (the last plugin's status says why, if any spoke).
+    /// `members` ended unschedulable: the preemption one of them decided, checked,
+    /// or why none did.
     pub(super) fn group_post_filter(
         &mut self,
         fw: &Arc<Framework>,
         group: &PodGroupObject,
         members: &[Pod],
-    ) -> Result<(Option<GroupPreemption>, Option<Status>), PluginError> {
+    ) -> Result<GroupPostFilterOutcome, PluginError> {
         let mut info = self.group_info(group);
         info.unscheduled_pods = members.to_vec();
         let state = CycleState::sampled();
@@ -63,12 +74,17 @@ impl Scheduler {
         }
         self.cache.update_snapshot(&mut self.snapshot);
         let verdict = match run? {
-            None => return Ok((None, None)),
-            Some(v) if !v.status.is_success() => return Ok((None, Some(v.status))),
+            None => return Ok(GroupPostFilterOutcome::NoPlugin),
+            Some(v) if !v.status.is_success() => {
+                return Ok(GroupPostFilterOutcome::Declined {
+                    plugin: v.plugin,
+                    status: v.status,
+                });
+            }
             Some(v) => v,
         };
         match self.checked_group_preemption(group, members, &verdict) {
-            Ok(p) => Ok((Some(p), Some(verdict.status))),
+            Ok(p) => Ok(GroupPostFilterOutcome::Preempt(p)),
             Err(why) => {
                 tracing::warn!(plugin = %verdict.plugin, group = %format!("{}/{}", group.namespace, group.name), "preemption refused: {why}");
                 self.metrics
@@ -79,6 +95,44 @@ impl Scheduler {
                 })
             }
         }
+    }
+
+    /// What the PodGroupPostFilter plugins would do for `group` (as `explain` shows
+    /// it): the what-if runs, nothing is carried out.
+    pub(super) fn explain_group_preemption(
+        &mut self,
+        fw: &Arc<Framework>,
+        group: &PodGroupObject,
+        members: &[Pod],
+    ) -> Option<GroupPreemptionExplanation> {
+        let refused = |plugin: String, reason: String| GroupPreemptionExplanation {
+            plugin,
+            found_room: false,
+            reason: Some(reason),
+            victims: Vec::new(),
+            nominations: Vec::new(),
+        };
+        Some(match self.group_post_filter(fw, group, members) {
+            Ok(GroupPostFilterOutcome::Preempt(p)) => GroupPreemptionExplanation {
+                plugin: p.plugin,
+                found_room: true,
+                reason: None,
+                victims: p
+                    .victims
+                    .iter()
+                    .map(|v| format!("{} on {}", v.key(), v.node_name))
+                    .collect(),
+                nominations: members
+                    .iter()
+                    .filter_map(|m| Some((m.key(), p.nominations.get(&m.uid)?.clone())))
+                    .collect(),
+            },
+            Ok(GroupPostFilterOutcome::Declined { plugin, status }) => {
+                refused(plugin, status.message())
+            }
+            Ok(GroupPostFilterOutcome::NoPlugin) => return None,
+            Err(e) => refused(e.plugin.clone(), e.to_string()),
+        })
     }
 
     /// One answer of the what-if, on the cache itself (the plugin's thread waits).
