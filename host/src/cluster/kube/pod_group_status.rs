@@ -472,30 +472,10 @@ mod tests {
         assert!(pending.offer("ns", "g", outcome(false, "Unschedulable", "5")));
     }
 
-    /// A PodGroup as a 1.37 API server serves it, at resourceVersion `rv`.
+    /// The PodGroup `ml/trainer` as a 1.37 API server serves it, at resourceVersion
+    /// `rv`.
     fn served(rv: u64, conditions: Vec<Value>) -> Value {
-        json!({
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {
-                "name": "trainer",
-                "namespace": "ml",
-                "uid": "0f6f3c2e-3d0c-4a4e-9a57-6a1d1c7c2b10",
-                "resourceVersion": rv.to_string(),
-                "generation": 2,
-                "creationTimestamp": "2026-11-20T08:14:03Z",
-                "managedFields": [{
-                    "manager": "kubectl-client-side-apply",
-                    "operation": "Update",
-                    "apiVersion": "scheduling.k8s.io/v1beta1",
-                    "time": "2026-11-20T08:14:03Z",
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {"f:spec": {"f:schedulingPolicy": {"f:gang": {"f:minCount": {}}}}},
-                }],
-            },
-            "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}, "disruptionMode": {"single": {}}},
-            "status": {"conditions": conditions},
-        })
+        crate::cluster::manifest::pod_group::fixtures::served_pod_group(rv, conditions)
     }
 
     /// The status subresource of one PodGroup with the API server's optimistic

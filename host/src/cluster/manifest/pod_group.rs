@@ -189,17 +189,114 @@ pub struct GangPolicy {
 /// item or a watch event's object, in any of [`POD_GROUP_API_VERSIONS`]): a field of
 /// the wrong type is named by its path, as [`pod_group_from`] names a bad value.
 pub fn pod_group_from_json(value: serde_json::Value) -> Result<PodGroupObject, FieldError> {
-    let pg: PodGroupManifest = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        // serde_path_to_error writes the empty path as ".".
-        let path = if path == "." { String::new() } else { path };
-        FieldError::new(path, e.inner().to_string())
-    })?;
+    let pg: PodGroupManifest = from_json(value)?;
     // The API server's priority admission ran before it stored the object: an
     // unset priority stays 0, as upstream reads it.
     let mut g = pod_group_from(&pg)?;
     g.admission = None;
     Ok(g)
+}
+
+/// An object as the API server serves it, read as `T`; a field of the wrong type is
+/// named by its path.
+pub(super) fn from_json<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+) -> Result<T, FieldError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        // serde_path_to_error writes the empty path as ".".
+        let path = if path == "." { String::new() } else { path };
+        FieldError::new(path, e.inner().to_string())
+    })
+}
+
+/// A `schedulingPolicy` (of a PodGroup, or of a Workload's template), `path` being
+/// its own path: exactly one of `basic` and `gang`, a gang's `minCount` at least 1.
+pub(super) fn policy_from(
+    policy: Option<&SchedulingPolicy>,
+    path: &str,
+) -> Result<PodGroupPolicy, FieldError> {
+    let policy = policy.ok_or_else(|| FieldError::new(path, "required value"))?;
+    match (&policy.basic, &policy.gang) {
+        (Some(_), None) => Ok(PodGroupPolicy::Basic),
+        (None, Some(gang)) => {
+            let field = format!("{path}.gang.minCount");
+            let min_count = gang
+                .min_count
+                .ok_or_else(|| FieldError::new(field.clone(), "required value"))?;
+            let min_count = u32::try_from(min_count)
+                .ok()
+                .filter(|m| *m >= 1)
+                .ok_or_else(|| {
+                    FieldError::new(
+                        field,
+                        format!("invalid value {min_count}: must be greater than or equal to 1"),
+                    )
+                })?;
+            Ok(PodGroupPolicy::Gang { min_count })
+        }
+        (None, None) => Err(FieldError::new(
+            path,
+            "must specify one of: `basic`, `gang`",
+        )),
+        (Some(_), Some(_)) => Err(FieldError::new(
+            path,
+            "may specify only one of: `basic`, `gang`",
+        )),
+    }
+}
+
+/// The topology keys of a `schedulingConstraints` at `path` (none when absent); each
+/// key is required.
+pub(super) fn topology_keys_from(
+    constraints: Option<&SchedulingConstraints>,
+    path: &str,
+) -> Result<Vec<String>, FieldError> {
+    let topology = constraints.map_or(&[][..], |c| c.topology.as_slice());
+    topology
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.key.is_empty() {
+                Err(FieldError::new(
+                    format!("{path}.topology[{i}].key"),
+                    "required value",
+                ))
+            } else {
+                Ok(t.key.clone())
+            }
+        })
+        .collect()
+}
+
+/// Whether a `disruptionMode` at `path` is `all: {}` (`single: {}`, the default,
+/// when absent); exactly one of the two when present.
+pub(super) fn disruption_all_from(
+    mode: Option<&DisruptionMode>,
+    path: &str,
+) -> Result<bool, FieldError> {
+    match mode {
+        None => Ok(false),
+        Some(DisruptionMode {
+            single: Some(_),
+            all: None,
+        }) => Ok(false),
+        Some(DisruptionMode {
+            single: None,
+            all: Some(_),
+        }) => Ok(true),
+        Some(DisruptionMode {
+            single: None,
+            all: None,
+        }) => Err(FieldError::new(
+            path,
+            "must specify one of: `single`, `all`",
+        )),
+        Some(_) => Err(FieldError::new(
+            path,
+            "may specify only one of: `single`, `all`",
+        )),
+    }
 }
 
 /// The PodGroup scheduling reads; the error names the bad field, as the API
@@ -215,57 +312,12 @@ pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldErro
         .clone()
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
-    let policy = pg
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_policy.as_ref())
-        .ok_or_else(|| FieldError::new("spec.schedulingPolicy", "required value"))?;
-    let policy = match (&policy.basic, &policy.gang) {
-        (Some(_), None) => PodGroupPolicy::Basic,
-        (None, Some(gang)) => {
-            let min_count = gang.min_count.ok_or_else(|| {
-                FieldError::new("spec.schedulingPolicy.gang.minCount", "required value")
-            })?;
-            let min_count = u32::try_from(min_count)
-                .ok()
-                .filter(|m| *m >= 1)
-                .ok_or_else(|| {
-                    FieldError::new(
-                        "spec.schedulingPolicy.gang.minCount",
-                        format!("invalid value {min_count}: must be greater than or equal to 1"),
-                    )
-                })?;
-            PodGroupPolicy::Gang { min_count }
-        }
-        (None, None) => {
-            return Err(FieldError::new(
-                "spec.schedulingPolicy",
-                "must specify one of: `basic`, `gang`",
-            ));
-        }
-        (Some(_), Some(_)) => {
-            return Err(FieldError::new(
-                "spec.schedulingPolicy",
-                "may specify only one of: `basic`, `gang`",
-            ));
-        }
-    };
-    let mut topology_keys = Vec::new();
-    let topology = pg
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_constraints.as_ref())
-        .map_or(&[][..], |c| c.topology.as_slice());
-    for (i, t) in topology.iter().enumerate() {
-        if t.key.is_empty() {
-            return Err(FieldError::new(
-                format!("spec.schedulingConstraints.topology[{i}].key"),
-                "required value",
-            ));
-        }
-        topology_keys.push(t.key.clone());
-    }
     let spec = pg.spec.clone().unwrap_or_default();
+    let policy = policy_from(spec.scheduling_policy.as_ref(), "spec.schedulingPolicy")?;
+    let topology_keys = topology_keys_from(
+        spec.scheduling_constraints.as_ref(),
+        "spec.schedulingConstraints",
+    )?;
     let preemption_policy = match spec.preemption_policy.as_deref() {
         None | Some("PreemptLowerPriority") => PreemptionPolicy::PreemptLowerPriority,
         Some("Never") => PreemptionPolicy::Never,
@@ -278,32 +330,7 @@ pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldErro
             ));
         }
     };
-    let disruption_all = match &spec.disruption_mode {
-        None => false,
-        Some(DisruptionMode {
-            single: Some(_),
-            all: None,
-        }) => false,
-        Some(DisruptionMode {
-            single: None,
-            all: Some(_),
-        }) => true,
-        Some(DisruptionMode {
-            single: None,
-            all: None,
-        }) => {
-            return Err(FieldError::new(
-                "spec.disruptionMode",
-                "must specify one of: `single`, `all`",
-            ));
-        }
-        Some(_) => {
-            return Err(FieldError::new(
-                "spec.disruptionMode",
-                "may specify only one of: `single`, `all`",
-            ));
-        }
-    };
+    let disruption_all = disruption_all_from(spec.disruption_mode.as_ref(), "spec.disruptionMode")?;
     let template_ref = match spec.pod_group_template_ref.as_ref() {
         None => None,
         Some(TemplateRef { workload: None }) => {
@@ -355,14 +382,16 @@ pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldErro
     })
 }
 
+/// Upstream-shaped objects the tests of the manifest readers and of the kube
+/// backend share.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+pub(crate) mod fixtures {
+    use serde_json::{Value, json};
 
-    /// A gang PodGroup exactly as a 1.37 API server returns it from a GET (a list's
-    /// items are the same without apiVersion and kind).
-    fn served_gang() -> serde_json::Value {
+    /// The gang PodGroup `ml/trainer` (minCount 4) exactly as a 1.37 API server
+    /// returns it from a GET, at resourceVersion `rv` with these status conditions (a
+    /// list's items are the same without apiVersion and kind).
+    pub(crate) fn served_pod_group(rv: u64, conditions: Vec<Value>) -> Value {
         json!({
             "apiVersion": "scheduling.k8s.io/v1beta1",
             "kind": "PodGroup",
@@ -370,7 +399,7 @@ mod tests {
                 "name": "trainer",
                 "namespace": "ml",
                 "uid": "0f6f3c2e-3d0c-4a4e-9a57-6a1d1c7c2b10",
-                "resourceVersion": "48213",
+                "resourceVersion": rv.to_string(),
                 "generation": 2,
                 "creationTimestamp": "2026-11-20T08:14:03Z",
                 "labels": {"app": "trainer"},
@@ -399,17 +428,28 @@ mod tests {
                 "disruptionMode": {"single": {}},
                 "priority": 0
             },
-            "status": {
-                "conditions": [{
-                    "type": "PodGroupInitiallyScheduled",
-                    "status": "False",
-                    "observedGeneration": 1,
-                    "lastTransitionTime": "2026-11-20T08:14:05Z",
-                    "reason": "Unschedulable",
-                    "message": "pod group ml/trainer cannot be placed: 2 of 4 pods fit"
-                }]
-            }
+            "status": {"conditions": conditions}
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn served_gang() -> serde_json::Value {
+        fixtures::served_pod_group(
+            48213,
+            vec![json!({
+                "type": "PodGroupInitiallyScheduled",
+                "status": "False",
+                "observedGeneration": 1,
+                "lastTransitionTime": "2026-11-20T08:14:05Z",
+                "reason": "Unschedulable",
+                "message": "pod group ml/trainer cannot be placed: 2 of 4 pods fit"
+            })],
+        )
     }
 
     #[test]
