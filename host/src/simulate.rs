@@ -157,6 +157,9 @@ pub struct GroupReport {
     /// `placed`, `partly placed` (basic), `waiting for members`, `waiting for its
     /// PodGroup` or `unschedulable`.
     pub state: &'static str,
+    /// The Workload template its PodGroup was made from, when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::framework::GroupWorkloadExplanation>,
 }
 
 impl GroupReport {
@@ -187,6 +190,7 @@ impl GroupReport {
             members,
             bound: g.bound,
             state,
+            workload: g.template.clone().map(Into::into),
         }
     }
 
@@ -196,6 +200,15 @@ impl GroupReport {
             (Some("gang"), Some(min)) => format!("gang, minCount {min}"),
             (Some(p), _) => p.to_owned(),
             (None, _) => "no PodGroup".to_owned(),
+        };
+        let policy = match &self.workload {
+            None => policy,
+            Some(w) => format!(
+                "{policy}; Workload {}, template {}{}",
+                w.workload,
+                w.template,
+                if w.known { "" } else { ", not known" }
+            ),
         };
         format!(
             "pod group {}/{} ({policy}): {} of {} member(s) bound: {}\n",
@@ -709,6 +722,7 @@ impl Timeline {
                 self.admit_group(&mut g)?;
                 scheduler.add_or_update_pod_group(g)
             }
+            Object::SchedulingWorkload(w) => scheduler.add_or_update_workload(w),
             // Named in a warning when loaded.
             Object::Ignored { .. } => {}
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
@@ -750,6 +764,7 @@ impl Timeline {
                 "CSINode" => scheduler.remove_csi_node(&name),
                 "CSIDriver" => scheduler.remove_csi_driver(&name),
                 "PodGroup" => scheduler.remove_pod_group(&namespace, &name),
+                "Workload" => scheduler.remove_workload(&namespace, &name),
                 other => scheduler.remove_selector(other, &namespace, &name),
             },
         }
@@ -939,6 +954,11 @@ fn describe(doc: &Document, timeline: &Timeline) -> (String, String, String, Str
             "apply",
             "PodGroup".to_owned(),
             scoped(&g.namespace, &g.name),
+        ),
+        Object::SchedulingWorkload(w) => (
+            "apply",
+            "Workload".to_owned(),
+            scoped(&w.namespace, &w.name),
         ),
         Object::Configuration(_) => (
             "apply",
@@ -1139,4 +1159,35 @@ pub fn explain(
         });
     };
     Ok(scheduler.explain(&target, &crate::framework::ExplainOptions::default())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::manifest::load_str;
+
+    #[test]
+    fn a_scheduling_workload_s_steps_name_it_by_its_kind() {
+        let docs = load_str(
+            "w.yaml",
+            "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: train, namespace: ml}\nspec:\n  podGroupTemplates: [{name: workers, schedulingPolicy: {basic: {}}}]\n---\napiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: train, namespace: ml, annotations: {berth.dev/simulate: delete}}\n",
+        )
+        .unwrap();
+        let timeline = Timeline::default();
+        let steps: Vec<(String, String, String)> = docs
+            .iter()
+            .map(|d| {
+                let (_, action, kind, object) = describe(d, &timeline);
+                (action, kind, object)
+            })
+            .collect();
+        let step = |a: &str, k: &str, o: &str| (a.to_owned(), k.to_owned(), o.to_owned());
+        assert_eq!(
+            steps,
+            [
+                step("apply", "Workload", "ml/train"),
+                step("delete", "Workload", "ml/train"),
+            ]
+        );
+    }
 }

@@ -173,6 +173,7 @@ fn a_gang_that_does_not_fit_binds_nothing_and_leaves_room_for_others() {
             members: 4,
             bound: 0,
             state: "unschedulable",
+            workload: None,
         }]
     );
     assert!(

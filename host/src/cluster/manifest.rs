@@ -30,6 +30,7 @@ use serde_yaml::Value;
 use super::quantity;
 
 pub mod pod_group;
+pub mod scheduling_workload;
 mod storage;
 mod workload;
 
@@ -97,6 +98,9 @@ pub enum Object {
     CsiDriver(berth_sdk::CsiDriver),
     /// A `scheduling.k8s.io/v1beta1` PodGroup (workload-aware scheduling).
     PodGroup(pod_group::PodGroupObject),
+    /// A `scheduling.k8s.io/v1beta1` Workload: the templates PodGroups are made from
+    /// (not the workload controllers of [`Object::Workload`]).
+    SchedulingWorkload(scheduling_workload::WorkloadObject),
     /// A `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration, as YAML text:
     /// `berth simulate` reloads it at that point of the timeline, as `berth run`
     /// reloads an edited configuration file (module paths are relative to the
@@ -735,6 +739,14 @@ fn collect(
                     .map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
+        (v, "Workload") if scheduling_workload::WORKLOAD_API_VERSIONS.contains(&v) => {
+            let w: scheduling_workload::WorkloadManifest =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::SchedulingWorkload(
+                scheduling_workload::workload_from(&w)
+                    .map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
         ("v1", "Node") => {
             let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
             Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
@@ -776,7 +788,7 @@ fn collect(
 }
 
 /// The kinds a manifest may hold that scheduling reads.
-pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, scheduling.k8s.io/v1beta1 PodGroup, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
+pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, scheduling.k8s.io/v1beta1 PodGroup, Workload, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
 
 /// A warning naming the kinds of the ignored objects among `docs` (how many of
 /// each), or `None` when there are none.
@@ -826,7 +838,9 @@ fn deletable(api_version: &str, kind: &str) -> bool {
         "storage.k8s.io/v1" => matches!(kind, "StorageClass" | "CSINode" | "CSIDriver"),
         "apps/v1" => matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet"),
         "batch/v1" => kind == "Job",
-        v if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => kind == "PodGroup",
+        v if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => {
+            matches!(kind, "PodGroup" | "Workload")
+        }
         _ => false,
     }
 }
@@ -1555,6 +1569,9 @@ mod tests {
                 Object::CsiNode(n) => format!("csinode/{}", n.name),
                 Object::CsiDriver(d) => format!("csidriver/{}", d.name),
                 Object::PodGroup(g) => format!("podgroup/{}/{}", g.namespace, g.name),
+                Object::SchedulingWorkload(w) => {
+                    format!("workload.scheduling/{}/{}", w.namespace, w.name)
+                }
                 Object::Ignored { api_version, kind } => format!("ignored {api_version} {kind}"),
                 Object::Delete {
                     kind,
@@ -2708,6 +2725,39 @@ status:
         assert_eq!(p.containers[1].allocated, None);
         // Infeasible: what was admitted counts, not the spec; `side` has no status.
         assert_eq!(p.requests().milli_cpu, 1000);
+    }
+
+    #[test]
+    fn a_scheduling_workload_is_read_named_in_its_errors_and_deletable() {
+        let text = "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: train}\nspec:\n  podGroupTemplates:\n  - {name: workers, schedulingPolicy: {gang: {minCount: 4}}}\n---\napiVersion: scheduling.k8s.io/v1alpha3\nkind: Workload\nmetadata: {name: train, annotations: {berth.dev/simulate: delete}}\n";
+        let docs = load_str("t.yaml", text).unwrap();
+        assert_eq!(
+            names(&docs),
+            [
+                "workload.scheduling/default/train",
+                "delete Workload/default/train"
+            ]
+        );
+        let Object::SchedulingWorkload(w) = &docs[0].object else {
+            panic!("not a Workload: {:?}", docs[0].object)
+        };
+        assert_eq!(
+            w.template("workers").map(|t| t.policy),
+            Some(pod_group::PodGroupPolicy::Gang { min_count: 4 })
+        );
+        let e = error(
+            "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: train}\nspec:\n  podGroupTemplates:\n  - {name: workers, schedulingPolicy: {basic: {}}}\n  - {name: eval, schedulingPolicy: {gang: {minCount: 0}}}\n",
+        );
+        assert!(
+            e.starts_with("t.yaml")
+                && e.contains(
+                    "spec.podGroupTemplates[1].schedulingPolicy.gang.minCount: invalid value 0: must be greater than or equal to 1"
+                ),
+            "{e}"
+        );
+        // A kind of the same name in another group is not one.
+        let docs = load("apiVersion: example.com/v1\nkind: Workload\nmetadata: {name: w}\n");
+        assert_eq!(names(&docs), ["ignored example.com/v1 Workload"]);
     }
 
     #[test]

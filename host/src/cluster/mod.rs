@@ -273,6 +273,15 @@ pub enum Change {
         /// Its name.
         name: String,
     },
+    /// A `scheduling.k8s.io` Workload appeared or changed.
+    SchedulingWorkload(pod_groups::WorkloadObject),
+    /// A `scheduling.k8s.io` Workload is gone.
+    SchedulingWorkloadDeleted {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// Every source has listed its objects once: the scheduler's view is complete.
     Synced,
 }

@@ -3,9 +3,11 @@
 //! pods name each group in `spec.schedulingGroup`, and which of them are assumed or
 //! bound. kube-scheduler keeps the same in its `PodGroupManager`'s states; plugins
 //! read it through `workload.get-pod-group`, the pod group cycle through
-//! [`PodGroups::state`].
+//! [`PodGroups::state`]. The Workloads beside them say which template each group
+//! was made from; scheduling does not need them.
 
 pub use super::manifest::pod_group::{PodGroupObject, PodGroupPolicy};
+pub use super::manifest::scheduling_workload::WorkloadObject;
 use berth_sdk::PodGroupState;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -36,6 +38,51 @@ pub struct GroupSummary {
     pub assumed: usize,
     /// Members bound.
     pub bound: usize,
+    /// The Workload template its PodGroup names, if it names one.
+    pub template: Option<GroupTemplate>,
+}
+
+/// The Workload template a PodGroup was made from
+/// (`spec.podGroupTemplateRef.workload`), and whether the cluster has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupTemplate {
+    /// The Workload's namespace (the group's).
+    pub namespace: String,
+    /// The Workload's name.
+    pub workload: String,
+    /// The template's name within it.
+    pub template: String,
+    /// Whether the cluster has them.
+    pub found: TemplateFound,
+}
+
+/// Whether the cluster has the Workload template a PodGroup names. Either way the
+/// group is scheduled: it carries its own copy of the template's policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateFound {
+    /// The Workload, with that template.
+    Yes,
+    /// No Workload of that name in the group's namespace.
+    NoWorkload,
+    /// The Workload, without a template of that name.
+    NoTemplate,
+}
+
+impl GroupTemplate {
+    /// Why the template is not known, in a sentence; `None` when it is.
+    pub fn missing(&self) -> Option<String> {
+        match self.found {
+            TemplateFound::Yes => None,
+            TemplateFound::NoWorkload => Some(format!(
+                "the cluster has no Workload {}/{}",
+                self.namespace, self.workload
+            )),
+            TemplateFound::NoTemplate => Some(format!(
+                "Workload {}/{} has no pod group template {:?}",
+                self.namespace, self.workload, self.template
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -47,6 +94,8 @@ struct Inner {
     members: HashMap<(String, String), HashMap<String, MemberState>>,
     /// Each member's group, by UID.
     group_of: HashMap<String, (String, String)>,
+    /// The Workloads, by (namespace, name).
+    workloads: HashMap<(String, String), WorkloadObject>,
 }
 
 /// The PodGroups and their members; clones share them.
@@ -86,6 +135,51 @@ impl PodGroups {
             .objects
             .get(&(namespace.to_owned(), name.to_owned()))
             .cloned()
+    }
+
+    /// Adds or replaces a Workload; the one it replaced, if any.
+    pub fn set_workload(&self, workload: WorkloadObject) -> Option<WorkloadObject> {
+        let key = (workload.namespace.clone(), workload.name.clone());
+        self.write().workloads.insert(key, workload)
+    }
+
+    /// Removes a Workload (the PodGroups made from it stay, and are scheduled).
+    pub fn remove_workload(&self, namespace: &str, name: &str) -> Option<WorkloadObject> {
+        self.write()
+            .workloads
+            .remove(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// The Workload, if the cluster has it.
+    pub fn workload(&self, namespace: &str, name: &str) -> Option<WorkloadObject> {
+        self.read()
+            .workloads
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// The Workload template `group` names, and whether the cluster has it; `None`
+    /// for a group that names none.
+    pub fn template_of(&self, group: &PodGroupObject) -> Option<GroupTemplate> {
+        Self::lookup(&self.read(), group)
+    }
+
+    fn lookup(inner: &Inner, group: &PodGroupObject) -> Option<GroupTemplate> {
+        let r = group.template_ref.as_ref()?;
+        let key = (group.namespace.clone(), r.workload_name.clone());
+        let found = match inner.workloads.get(&key) {
+            None => TemplateFound::NoWorkload,
+            Some(w) if w.template(&r.pod_group_template_name).is_none() => {
+                TemplateFound::NoTemplate
+            }
+            Some(_) => TemplateFound::Yes,
+        };
+        Some(GroupTemplate {
+            namespace: group.namespace.clone(),
+            workload: r.workload_name.clone(),
+            template: r.pod_group_template_name.clone(),
+            found,
+        })
     }
 
     /// Notes where a member is: `group` is the pod's `spec.schedulingGroup`.
@@ -179,13 +273,15 @@ impl PodGroups {
         keys.dedup();
         keys.into_iter()
             .map(|key| {
+                let object = inner.objects.get(key);
                 let mut summary = GroupSummary {
                     namespace: key.0.clone(),
                     name: key.1.clone(),
-                    object: inner.objects.get(key).cloned(),
+                    object: object.cloned(),
                     pending: 0,
                     assumed: 0,
                     bound: 0,
+                    template: object.and_then(|o| Self::lookup(&inner, o)),
                 };
                 for state in inner.members.get(key).into_iter().flat_map(|m| m.values()) {
                     match state {
@@ -256,5 +352,82 @@ mod tests {
         g.remove_member("b");
         g.remove_member("x");
         assert_eq!(g.counts(), (0, 0));
+    }
+
+    #[test]
+    fn a_group_s_workload_template_is_looked_up_and_may_be_missing() {
+        use crate::cluster::manifest::pod_group::WorkloadTemplateRef;
+        use crate::cluster::manifest::scheduling_workload::PodGroupTemplate;
+        let g = PodGroups::new();
+        let mut trainer = gang("trainer", 2);
+        trainer.template_ref = Some(WorkloadTemplateRef {
+            workload_name: "train".into(),
+            pod_group_template_name: "workers".into(),
+        });
+        g.set(trainer.clone());
+        g.set(gang("plain", 2));
+        let found = |g: &PodGroups| g.template_of(&trainer).map(|t| t.found);
+        // A group that names no template has none to find.
+        assert_eq!(g.template_of(&gang("plain", 2)), None);
+        // Named, but the cluster has no Workload yet.
+        let t = g.template_of(&trainer).unwrap();
+        assert_eq!(
+            (t.workload.as_str(), t.template.as_str(), t.found),
+            ("train", "workers", TemplateFound::NoWorkload)
+        );
+        assert_eq!(
+            t.missing().as_deref(),
+            Some("the cluster has no Workload default/train")
+        );
+        let workload = |templates: &[&str]| WorkloadObject {
+            namespace: "default".into(),
+            name: "train".into(),
+            controller_ref: None,
+            templates: templates
+                .iter()
+                .map(|n| PodGroupTemplate {
+                    name: (*n).to_owned(),
+                    ..Default::default()
+                })
+                .collect(),
+        };
+        // A Workload of that name in another namespace is not it.
+        g.set_workload(WorkloadObject {
+            namespace: "other".into(),
+            ..workload(&["workers"])
+        });
+        assert_eq!(found(&g), Some(TemplateFound::NoWorkload));
+        assert_eq!(g.set_workload(workload(&["driver"])), None);
+        assert_eq!(found(&g), Some(TemplateFound::NoTemplate));
+        assert_eq!(
+            g.template_of(&trainer).unwrap().missing().as_deref(),
+            Some("Workload default/train has no pod group template \"workers\"")
+        );
+        // Updated: the one replaced comes back.
+        let old = g.set_workload(workload(&["driver", "workers"]));
+        assert_eq!(old, Some(workload(&["driver"])));
+        assert_eq!(found(&g), Some(TemplateFound::Yes));
+        assert_eq!(g.template_of(&trainer).unwrap().missing(), None);
+        assert_eq!(
+            g.workload("default", "train").map(|w| w.templates.len()),
+            Some(2)
+        );
+        // The summaries carry it.
+        let summaries = g.summaries();
+        let of = |name: &str| {
+            summaries
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap()
+                .template
+                .clone()
+        };
+        assert_eq!(of("trainer").map(|t| t.found), Some(TemplateFound::Yes));
+        assert_eq!(of("plain"), None);
+        // Removed: the group stays, its template is missing again.
+        assert!(g.remove_workload("default", "train").is_some());
+        assert!(g.remove_workload("default", "train").is_none());
+        assert_eq!(found(&g), Some(TemplateFound::NoWorkload));
+        assert!(g.get("default", "trainer").is_some());
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{CyclePod, CycleState, Framework, PluginError, lock};
 use crate::cache::Snapshot;
+use crate::cluster::pod_groups::{GroupTemplate, TemplateFound};
 use berth_sdk::{Code, ExtensionPoint, Status};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -83,6 +84,9 @@ pub struct PodGroupExplanation {
     pub group: String,
     /// `gang, minCount N` or `basic`.
     pub policy: String,
+    /// The Workload template the group was made from, when its PodGroup names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<GroupWorkloadExplanation>,
     /// Members bound or assumed before the cycle.
     pub scheduled_before: u32,
     /// The placement (of the profile's PlacementGenerate plugins) the members are
@@ -116,6 +120,33 @@ pub struct GroupPreemptionExplanation {
     pub victims: Vec<String>,
     /// Each member it would nominate, `namespace/name`, and the node.
     pub nominations: Vec<(String, String)>,
+}
+
+/// The Workload template a pod group was made from
+/// (`spec.podGroupTemplateRef.workload` of its PodGroup).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupWorkloadExplanation {
+    /// The Workload, `namespace/name`.
+    pub workload: String,
+    /// The template's name.
+    pub template: String,
+    /// Whether the cluster has that Workload with that template. The group is
+    /// scheduled either way: its PodGroup carries the template's policy.
+    pub known: bool,
+    /// When not known: what is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+impl From<GroupTemplate> for GroupWorkloadExplanation {
+    fn from(t: GroupTemplate) -> Self {
+        GroupWorkloadExplanation {
+            workload: format!("{}/{}", t.namespace, t.workload),
+            missing: t.missing(),
+            known: t.found == TemplateFound::Yes,
+            template: t.template,
+        }
+    }
 }
 
 /// One member of a pod group's cycle.
@@ -495,6 +526,17 @@ impl Explanation {
                 g.scheduled_before,
                 g.members.len()
             ));
+            if let Some(w) = &g.workload {
+                out.push_str(&format!(
+                    "  made from Workload {}, template {:?}{}\n",
+                    w.workload,
+                    w.template,
+                    match &w.missing {
+                        None => String::new(),
+                        Some(m) => format!(": not known ({m}); the group is scheduled without it"),
+                    }
+                ));
+            }
             if let Some(p) = &g.placement {
                 out.push_str(&format!("  within placement {p:?}\n"));
             }

@@ -14,8 +14,8 @@ mod shadow;
 
 pub use crate::plugin::{CyclePod, CycleState, PluginCalls, cycle_state, waiting};
 pub use explain::{
-    ExplainOptions, Explanation, GroupPreemptionExplanation, MemberExplanation, NodeExplanation,
-    PluginStatus, PodGroupExplanation, ScoreEntry,
+    ExplainOptions, Explanation, GroupPreemptionExplanation, GroupWorkloadExplanation,
+    MemberExplanation, NodeExplanation, PluginStatus, PodGroupExplanation, ScoreEntry,
 };
 pub use fit_error::{Diagnosis, FitError};
 pub use group_preemption::{GroupAnswer, GroupAsk, GroupPostFilterVerdict, GroupSimulationHandle};

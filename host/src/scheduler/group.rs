@@ -522,6 +522,7 @@ impl Scheduler {
                 Some(n) => format!("gang, minCount {n}"),
                 None => "basic".to_owned(),
             },
+            workload: self.pod_groups.template_of(&group).map(Into::into),
             scheduled_before: before,
             placement,
             members: pods

@@ -25,7 +25,7 @@ pub use swap::SwapReport;
 use crate::cache::{Cache, CacheError, Snapshot};
 use crate::clock::Clock;
 use crate::cluster::manifest::PodSelector;
-use crate::cluster::pod_groups::{MemberState, PodGroups};
+use crate::cluster::pod_groups::{MemberState, PodGroups, WorkloadObject};
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Budgets, Change, FailureReason, Namespaces, NoRecorder, Recorder};
 use crate::config::Configuration;
@@ -452,9 +452,25 @@ impl Scheduler {
             Change::CsiDriverDeleted(name) => self.remove_csi_driver(&name),
             Change::PodGroup(g) => self.add_or_update_pod_group(g),
             Change::PodGroupDeleted { namespace, name } => self.remove_pod_group(&namespace, &name),
+            Change::SchedulingWorkload(w) => self.add_or_update_workload(w),
+            Change::SchedulingWorkloadDeleted { namespace, name } => {
+                self.remove_workload(&namespace, &name)
+            }
             Change::Synced => {}
         }
         Ok(())
+    }
+
+    /// A `scheduling.k8s.io` Workload appeared or changed. Scheduling does not read
+    /// it (a PodGroup carries its template's policy), so no pod moves: `explain` and
+    /// `simulate` say which template each group was made from.
+    pub fn add_or_update_workload(&mut self, workload: WorkloadObject) {
+        self.pod_groups.set_workload(workload);
+    }
+
+    /// A Workload is gone; the PodGroups made from it stay and are scheduled.
+    pub fn remove_workload(&mut self, namespace: &str, name: &str) {
+        self.pod_groups.remove_workload(namespace, name);
     }
 
     /// Whether the scheduler has this pod: on a node, assumed, queued, in a
