@@ -233,10 +233,23 @@ fn grants(role: &ClusterRole, group: &str, resource: &str, verb: &str) -> bool {
 }
 
 #[test]
-fn the_roles_reach_the_pod_groups_as_the_kube_backend_does() {
+fn the_roles_reach_the_pod_groups_and_workloads_as_the_kube_backend_does() {
     // `berth run` watches PodGroups, reads one again when its write was refused, and
-    // patches its status; nothing else of them.
+    // patches its status; nothing else of them. It watches Workloads, and writes
+    // nothing of them.
     let berth = cluster_role("berth");
+    for verb in ["list", "watch"] {
+        assert!(
+            grants(&berth, "scheduling.k8s.io", "workloads", verb),
+            "{verb} workloads"
+        );
+    }
+    for verb in ["create", "update", "patch", "delete"] {
+        assert!(
+            !grants(&berth, "scheduling.k8s.io", "workloads", verb),
+            "{verb} workloads"
+        );
+    }
     for verb in ["get", "list", "watch"] {
         assert!(
             grants(&berth, "scheduling.k8s.io", "podgroups", verb),
@@ -258,6 +271,7 @@ fn the_roles_reach_the_pod_groups_as_the_kube_backend_does() {
     // The reader's snapshot lists them, and writes nothing anywhere.
     let reader = cluster_role("berth-reader");
     assert!(grants(&reader, "scheduling.k8s.io", "podgroups", "list"));
+    assert!(grants(&reader, "scheduling.k8s.io", "workloads", "list"));
     for rule in reader.rules.iter().flatten() {
         let allowed: &[&str] = if rule.non_resource_urls.is_some() {
             &["get"]

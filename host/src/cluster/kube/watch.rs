@@ -11,6 +11,7 @@ use super::KubeCluster;
 use super::pod_group_status::PodGroupStatuses;
 use crate::cluster::Change;
 use crate::cluster::manifest::pod_group::pod_group_from_json;
+use crate::cluster::manifest::scheduling_workload::workload_from_json;
 use crate::cluster::manifest::{
     FieldError, budget_from_k8s, claim_from_k8s, csi_driver_from_k8s, csi_node_from_k8s,
     node_from_k8s, pod_from_k8s, selector_from_k8s, storage_class_from_k8s, volume_from_k8s,
@@ -92,6 +93,7 @@ pub(super) fn start<T: From<Change> + Send + 'static>(
     );
     s.budgets();
     s.pod_groups();
+    s.workloads();
     s.storage();
     s.selectors::<k8s::Service>("services", "Service");
     s.selectors::<k8s::ReplicationController>("replicationcontrollers", "ReplicationController");
@@ -142,59 +144,47 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         )));
     }
 
-    /// PodDisruptionBudgets, from the version the API server serves: `policy/v1`
-    /// (Kubernetes 1.21 and later) or `policy/v1beta1` (the same fields preemption
-    /// reads). A server that serves neither has no budgets: preemption sees none,
-    /// and the scheduler says so once instead of waiting for a list that never comes.
-    fn budgets(&mut self) {
+    /// A kind an API server may not serve, watched (or listed, as `mode` says) as
+    /// `DynamicObject`s in the first of its versions that discovery lists it in
+    /// (`on_served` is told which). A server that serves it in none is said once,
+    /// and the kind counts as listed: the scheduler does not wait for a list that
+    /// never comes, and looks for the kind again only when it restarts.
+    fn spawn_if_served(
+        &mut self,
+        kind: OptionalKind,
+        on_served: impl FnOnce(&ApiResource) + Send + 'static,
+        convert: impl Fn(&DynamicObject) -> Result<Option<(String, Change)>, FieldError>
+        + Send
+        + 'static,
+        deleted: impl Fn(String) -> Change + Send + 'static,
+    ) {
+        let OptionalKind {
+            group,
+            versions,
+            plural,
+            unserved,
+        } = kind;
         self.pending.fetch_add(1, Ordering::AcqRel);
         let client = self.client.clone();
         let tx = self.tx.clone();
         let pending = self.pending.clone();
         let mode = self.mode.clone();
         self.tasks.push(self.handle.spawn(async move {
-            let Some(resource) = served(
-                &client,
-                "policy",
-                &["v1", "v1beta1"],
-                "poddisruptionbudgets",
-            )
-            .await
-            else {
-                tracing::warn!(
-                    "this API server serves no PodDisruptionBudgets (policy/v1 or \
-                     policy/v1beta1): preemption will see none"
-                );
+            let Some(resource) = served(&client, group, versions, plural).await else {
+                tracing::warn!("{unserved}");
                 if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                     let _ = tx.send(Change::Synced.into());
                 }
                 return;
             };
-            tracing::debug!(version = %resource.api_version, "poddisruptionbudgets: served");
+            tracing::debug!(version = %resource.api_version, "{plural}: served");
+            on_served(&resource);
             let api: Api<DynamicObject> = Api::all_with(client, &resource);
-            let convert = |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
-                let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
-                    serde_json::to_value(o)
-                        .and_then(serde_json::from_value)
-                        .map_err(|e| FieldError::new("", e.to_string()))?;
-                let b = budget_from_k8s(&pdb)?;
-                Ok(Some((
-                    format!("{}/{}", b.namespace, b.name),
-                    Change::Budget(b),
-                )))
-            };
-            let deleted = |key: String| {
-                let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-                Change::BudgetDeleted {
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                }
-            };
             watch(
                 mode,
                 api,
                 watcher::Config::default(),
-                "poddisruptionbudgets",
+                plural,
                 convert,
                 deleted,
                 tx,
@@ -204,73 +194,117 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         }));
     }
 
+    /// PodDisruptionBudgets, from the version the API server serves: `policy/v1`
+    /// (Kubernetes 1.21 and later) or `policy/v1beta1` (the same fields preemption
+    /// reads). A server that serves neither has no budgets: preemption sees none.
+    fn budgets(&mut self) {
+        let convert = |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
+            let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::to_value(o)
+                .and_then(serde_json::from_value)
+                .map_err(|e| FieldError::new("", e.to_string()))?;
+            let b = budget_from_k8s(&pdb)?;
+            Ok(Some((
+                format!("{}/{}", b.namespace, b.name),
+                Change::Budget(b),
+            )))
+        };
+        let deleted = |key: String| {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+            Change::BudgetDeleted {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            }
+        };
+        self.spawn_if_served(
+            OptionalKind {
+                group: "policy",
+                versions: &["v1", "v1beta1"],
+                plural: "poddisruptionbudgets",
+                unserved: "this API server serves no PodDisruptionBudgets (policy/v1 or \
+                           policy/v1beta1): preemption will see none",
+            },
+            |_| {},
+            convert,
+            deleted,
+        );
+    }
+
     /// PodGroups (`scheduling.k8s.io`, workload-aware scheduling), from the version
     /// the API server serves: `v1beta1` (Kubernetes 1.37) or `v1alpha3`. Each one
     /// seen is also kept in the cluster's [`PodGroupStatuses`], which the recorder
     /// writes their condition from. A server that serves neither (every release
-    /// before workload-aware scheduling, or one with its API off) is told of once:
-    /// pods naming a pod group then wait for it, and no PodGroup is looked for again
-    /// until Berth restarts.
+    /// before workload-aware scheduling, or one with its API off): pods naming a pod
+    /// group then wait for it.
     fn pod_groups(&mut self) {
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        let client = self.client.clone();
-        let tx = self.tx.clone();
-        let pending = self.pending.clone();
-        let mode = self.mode.clone();
         let statuses = self.pod_groups.clone();
-        self.tasks.push(self.handle.spawn(async move {
-            let Some(resource) = served(
-                &client,
-                "scheduling.k8s.io",
-                &["v1beta1", "v1alpha3"],
-                "podgroups",
-            )
-            .await
-            else {
-                tracing::warn!(
-                    "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or \
-                     v1alpha3): pods naming a pod group wait at PreEnqueue until it appears, \
-                     and Berth looks for PodGroups again only when it restarts"
-                );
-                if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    let _ = tx.send(Change::Synced.into());
-                }
-                return;
-            };
-            tracing::debug!(version = %resource.api_version, "podgroups: served");
-            statuses.serve(resource.clone());
-            let api: Api<DynamicObject> = Api::all_with(client, &resource);
-            let seen = statuses.clone();
-            let convert = move |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
-                let value =
-                    serde_json::to_value(o).map_err(|e| FieldError::new("", e.to_string()))?;
-                let g = pod_group_from_json(value)?;
-                seen.observe(o);
-                Ok(Some((
-                    format!("{}/{}", g.namespace, g.name),
-                    Change::PodGroup(g),
-                )))
-            };
-            let deleted = move |key: String| {
-                statuses.forget(&key);
-                let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-                Change::PodGroupDeleted {
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                }
-            };
-            watch(
-                mode,
-                api,
-                watcher::Config::default(),
-                "podgroups",
-                convert,
-                deleted,
-                tx,
-                pending,
-            )
-            .await;
-        }));
+        let seen = statuses.clone();
+        let convert = move |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
+            let value = serde_json::to_value(o).map_err(|e| FieldError::new("", e.to_string()))?;
+            let g = pod_group_from_json(value)?;
+            seen.observe(o);
+            Ok(Some((
+                format!("{}/{}", g.namespace, g.name),
+                Change::PodGroup(g),
+            )))
+        };
+        let served_in = statuses.clone();
+        let deleted = move |key: String| {
+            statuses.forget(&key);
+            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+            Change::PodGroupDeleted {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            }
+        };
+        self.spawn_if_served(
+            OptionalKind {
+                group: "scheduling.k8s.io",
+                versions: &["v1beta1", "v1alpha3"],
+                plural: "podgroups",
+                unserved: "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or \
+                           v1alpha3): pods naming a pod group wait at PreEnqueue until it \
+                           appears, and Berth looks for PodGroups again only when it restarts",
+            },
+            move |resource| served_in.serve(resource.clone()),
+            convert,
+            deleted,
+        );
+    }
+
+    /// Workloads (`scheduling.k8s.io`, the templates PodGroups are made from), from
+    /// the version the API server serves: `v1beta1` or `v1alpha3`. Scheduling does
+    /// not need them (a PodGroup carries its template's policy); `explain` names a
+    /// group's Workload and says whether it is known. A server that serves neither
+    /// is said once.
+    fn workloads(&mut self) {
+        let convert = |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
+            let value = serde_json::to_value(o).map_err(|e| FieldError::new("", e.to_string()))?;
+            let w = workload_from_json(value)?;
+            Ok(Some((
+                format!("{}/{}", w.namespace, w.name),
+                Change::SchedulingWorkload(w),
+            )))
+        };
+        let deleted = |key: String| {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+            Change::SchedulingWorkloadDeleted {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            }
+        };
+        self.spawn_if_served(
+            OptionalKind {
+                group: "scheduling.k8s.io",
+                versions: &["v1beta1", "v1alpha3"],
+                plural: "workloads",
+                unserved: "the API server serves no Workloads (scheduling.k8s.io/v1beta1 or \
+                           v1alpha3): pod groups are scheduled without them, and Berth looks \
+                           for Workloads again only when it restarts",
+            },
+            |_| {},
+            convert,
+            deleted,
+        );
     }
 
     /// The storage kinds the volume plugins read: PersistentVolumeClaims and
@@ -358,6 +392,18 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         };
         self.spawn::<K>(resource, watcher::Config::default(), convert, deleted);
     }
+}
+
+/// A kind an API server may not serve ([`Spawner::spawn_if_served`]).
+struct OptionalKind {
+    /// Its API group.
+    group: &'static str,
+    /// The versions of `group` it may be served in, newest first.
+    versions: &'static [&'static str],
+    /// Its resource name.
+    plural: &'static str,
+    /// What is said (once) when none of `versions` serves it.
+    unserved: &'static str,
 }
 
 /// The resource `plural` of `group` as the API server serves it, in the first of
@@ -633,23 +679,43 @@ mod tests {
         impl Fn(&fake::Request) -> Answer + Send + Sync + 'static,
         mpsc::UnboundedSender<Value>,
     ) {
+        serving_at(
+            PODGROUPS,
+            &[("podgroups", "PodGroup"), ("podgroups/status", "PodGroup")],
+            list,
+        )
+    }
+
+    /// An API server whose `scheduling.k8s.io/v1beta1` discovery lists `resources`,
+    /// and which serves the list at `path` as [`serving`] does.
+    fn serving_at(
+        path: &'static str,
+        resources: &'static [(&'static str, &'static str)],
+        list: Value,
+    ) -> (
+        impl Fn(&fake::Request) -> Answer + Send + Sync + 'static,
+        mpsc::UnboundedSender<Value>,
+    ) {
         let (events, rx) = mpsc::unbounded();
         let first = Mutex::new(Some(rx));
         let quiet = Mutex::new(Vec::new());
-        let answer = move |r: &fake::Request| match r.path.as_str() {
-            GROUP_VERSION => {
-                discovery(&[("podgroups", "PodGroup"), ("podgroups/status", "PodGroup")])
-            }
-            PODGROUPS if r.is_watch() => match first.lock().unwrap().take() {
-                Some(rx) => Answer::Events(rx),
-                None => {
-                    let (tx, rx) = mpsc::unbounded();
-                    quiet.lock().unwrap().push(tx);
-                    Answer::Events(rx)
+        let answer = move |r: &fake::Request| {
+            if r.path == GROUP_VERSION {
+                discovery(resources)
+            } else if r.path == path && r.is_watch() {
+                match first.lock().unwrap().take() {
+                    Some(rx) => Answer::Events(rx),
+                    None => {
+                        let (tx, rx) = mpsc::unbounded();
+                        quiet.lock().unwrap().push(tx);
+                        Answer::Events(rx)
+                    }
                 }
-            },
-            PODGROUPS => Answer::Json(200, list.clone()),
-            _ => fake::not_found(),
+            } else if r.path == path {
+                Answer::Json(200, list.clone())
+            } else {
+                fake::not_found()
+            }
         };
         (answer, events)
     }
@@ -704,6 +770,22 @@ mod tests {
         match c {
             Change::PodGroup(g) => format!("{g:?}"),
             Change::PodGroupDeleted { namespace, name } => format!("deleted {namespace}/{name}"),
+            Change::SchedulingWorkload(w) => {
+                let templates: Vec<String> = w
+                    .templates
+                    .iter()
+                    .map(|t| format!("{} {:?}", t.name, t.policy))
+                    .collect();
+                format!(
+                    "workload {}/{}: {}",
+                    w.namespace,
+                    w.name,
+                    templates.join(", ")
+                )
+            }
+            Change::SchedulingWorkloadDeleted { namespace, name } => {
+                format!("workload deleted {namespace}/{name}")
+            }
             Change::Synced => "synced".into(),
             other => format!("unexpected {other:?}"),
         }
@@ -924,5 +1006,154 @@ mod tests {
             sentence.starts_with("cannot list podgroups: podgroups.scheduling.k8s.io is forbidden"),
             "{sentence}"
         );
+    }
+
+    const WORKLOADS: &str = "/apis/scheduling.k8s.io/v1beta1/workloads";
+
+    /// The Workload `ml/<name>` as a list's item (no apiVersion and kind) or a watch
+    /// event's object.
+    fn workload(name: &str, rv: u64, with_type: bool) -> Value {
+        let mut o =
+            crate::cluster::manifest::scheduling_workload::fixtures::served_workload(name, rv);
+        if !with_type {
+            let m = o.as_object_mut().unwrap();
+            m.remove("apiVersion");
+            m.remove("kind");
+        }
+        o
+    }
+
+    fn workload_list(items: Vec<Value>) -> Value {
+        json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "WorkloadList",
+            "metadata": {"resourceVersion": "700"},
+            "items": items,
+        })
+    }
+
+    #[tokio::test]
+    async fn workloads_are_listed_then_watched_and_a_bad_one_is_named() {
+        let log = Log::default();
+        let _log = log.start();
+        let mut broken = workload("broken", 603, false);
+        broken["spec"]["podGroupTemplates"][1]["name"] = "workers".into();
+        let (answer, events) = serving_at(
+            WORKLOADS,
+            &[("workloads", "Workload"), ("podgroups", "PodGroup")],
+            workload_list(vec![workload("train", 601, false), broken]),
+        );
+        let (client, requests) = fake::client(answer);
+        let cluster = fake::cluster(client);
+        let (mut s, rx) = spawner(&cluster, Mode::Watch);
+        s.workloads();
+
+        let both = "workers Gang { min_count: 4 }, driver Basic";
+        let mut changes = Vec::new();
+        for _ in 0..2 {
+            changes.push(summary(&next(&rx).await));
+        }
+        assert_eq!(
+            changes,
+            [format!("workload ml/train: {both}"), "synced".to_owned()]
+        );
+        assert!(
+            log.text().contains(
+                "workloads: ignoring ml/broken: spec.podGroupTemplates[1]: duplicate value: name \"workers\""
+            ),
+            "{}",
+            log.text()
+        );
+
+        // The watch: a new one, a changed one, a deletion.
+        events
+            .unbounded_send(json!({"type": "ADDED", "object": workload("eval", 702, true)}))
+            .unwrap();
+        let mut changed = workload("train", 703, true);
+        changed["spec"]["podGroupTemplates"]
+            .as_array_mut()
+            .unwrap()
+            .truncate(1);
+        events
+            .unbounded_send(json!({"type": "MODIFIED", "object": changed}))
+            .unwrap();
+        events
+            .unbounded_send(json!({"type": "DELETED", "object": workload("eval", 704, true)}))
+            .unwrap();
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.push(summary(&next(&rx).await));
+        }
+        assert_eq!(
+            changes,
+            [
+                format!("workload ml/eval: {both}"),
+                "workload ml/train: workers Gang { min_count: 4 }".to_owned(),
+                "workload deleted ml/eval".to_owned(),
+            ]
+        );
+        let requests = requests.lock().unwrap();
+        assert!(requests.iter().all(|r| r.method == "GET"), "{requests:?}");
+        for t in s.tasks {
+            t.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_without_workloads_is_told_of_once_and_a_snapshot_lists_the_older_version() {
+        let log = Log::default();
+        let _log = log.start();
+        // PodGroups served, Workloads not (a server with only part of the API on).
+        let (client, requests) = fake::client(|r| match r.path.as_str() {
+            GROUP_VERSION => discovery(&[("podgroups", "PodGroup")]),
+            _ => fake::not_found(),
+        });
+        let cluster = fake::cluster(client);
+        for mode in [Mode::Watch, Mode::ListOnce(std::sync::mpsc::channel().0)] {
+            let (mut s, rx) = spawner(&cluster, mode);
+            s.workloads();
+            assert_eq!(summary(&next(&rx).await), "synced");
+            for t in s.tasks {
+                t.await.unwrap();
+            }
+        }
+        let warning = "the API server serves no Workloads (scheduling.k8s.io/v1beta1 or v1alpha3): pod groups are scheduled without them, and Berth looks for Workloads again only when it restarts";
+        assert_eq!(log.text().matches(warning).count(), 2, "{}", log.text());
+        let paths: Vec<String> = requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.path.clone())
+            .collect();
+        assert_eq!(
+            paths,
+            [GROUP_VERSION, "/apis/scheduling.k8s.io/v1alpha3"].repeat(2),
+            "discovery only, nothing listed"
+        );
+
+        // Only v1alpha3 serves them: listed once from there, never watched.
+        let mut item = workload("train", 601, false);
+        item["spec"]["podGroupTemplates"][0]["schedulingPolicy"] = json!({"gang": {"minCount": 2}});
+        let items = workload_list(vec![item]);
+        let (client, requests) = fake::client(move |r| match r.path.as_str() {
+            "/apis/scheduling.k8s.io/v1alpha3" => discovery(&[("workloads", "Workload")]),
+            "/apis/scheduling.k8s.io/v1alpha3/workloads" => Answer::Json(200, items.clone()),
+            _ => fake::not_found(),
+        });
+        let cluster = fake::cluster(client);
+        let (failures, failed) = std::sync::mpsc::channel();
+        let (mut s, rx) = spawner(&cluster, Mode::ListOnce(failures));
+        s.workloads();
+        assert_eq!(
+            summary(&next(&rx).await),
+            "workload ml/train: workers Gang { min_count: 2 }, driver Basic"
+        );
+        assert_eq!(summary(&next(&rx).await), "synced");
+        for t in s.tasks {
+            t.await.unwrap();
+        }
+        assert!(failed.try_recv().is_err());
+        let sent = requests.lock().unwrap().clone();
+        assert!(!sent.iter().any(fake::Request::is_watch), "{sent:?}");
     }
 }
