@@ -164,10 +164,12 @@ fn simulate_places_the_example_s_gangs_whole_or_not_at_all() {
     // The eval members waited for their PodGroup, then landed.
     assert!(!line("eval-0").contains("<pending>"), "{text}");
     assert!(!line("eval-1").contains("<pending>"), "{text}");
+    // Each group names the Workload template it was made from; eval's Workload is
+    // not in the file, and the group landed all the same.
     for group in [
-        "pod group default/eval (gang, minCount 2): 2 of 2 member(s) bound: placed",
-        "pod group default/train (gang, minCount 4): 4 of 4 member(s) bound: placed",
-        "pod group default/wide (gang, minCount 3): 0 of 3 member(s) bound: unschedulable",
+        "pod group default/eval (gang, minCount 2; Workload default/eval, template evaluators, not known): 2 of 2 member(s) bound: placed",
+        "pod group default/train (gang, minCount 4; Workload default/train, template workers): 4 of 4 member(s) bound: placed",
+        "pod group default/wide (gang, minCount 3; Workload default/solve, template solvers): 0 of 3 member(s) bound: unschedulable",
     ] {
         assert!(text.contains(&format!("{group}\n")), "{group}:\n{text}");
     }
@@ -175,12 +177,99 @@ fn simulate_places_the_example_s_gangs_whole_or_not_at_all() {
         text.contains("\n6 scheduled, 3 unschedulable, 9 pods in "),
         "{text}"
     );
-    // explain of a wide member shows its group's cycle.
+    // The same in JSON.
+    let out = berth(&["simulate", "-o", "json", "examples/gangs.yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    let workload = |name: &str| {
+        groups
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no group {name}: {v}"))["workload"]
+            .clone()
+    };
+    assert_eq!(
+        workload("train"),
+        serde_json::json!({"workload": "default/train", "template": "workers", "known": true})
+    );
+    assert_eq!(
+        workload("eval"),
+        serde_json::json!({
+            "workload": "default/eval",
+            "template": "evaluators",
+            "known": false,
+            "missing": "the cluster has no Workload default/eval",
+        })
+    );
+    // explain of a wide member shows its group's cycle, and where the group came
+    // from.
     let out = berth(&["explain", "--pod", "default/wide-0", "examples/gangs.yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("Pod group default/wide (gang, minCount 3): 0 member(s) scheduled before; its cycle would try 3:"),
+        text.contains("Pod group default/wide (gang, minCount 3): 0 member(s) scheduled before; its cycle would try 3:\n  made from Workload default/solve, template \"solvers\"\n"),
+        "{text}"
+    );
+    // An eval member's group names a Workload the files lack: said, and the group
+    // is tried all the same.
+    let out = berth(&["explain", "--pod", "default/eval-0", "examples/gangs.yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  made from Workload default/eval, template \"evaluators\": not known (the cluster has no Workload default/eval); the group is scheduled without it\n"),
+        "{text}"
+    );
+    assert!(text.contains("  verdict: placed as above\n"), "{text}");
+    let out = berth(&[
+        "explain",
+        "--pod",
+        "default/eval-0",
+        "-o",
+        "json",
+        "examples/gangs.yaml",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pod_group"]["workload"]["known"], false, "{v}");
+}
+
+/// A Workload deleted in a timeline is no longer known: the report says so of the
+/// groups made from it, and they are scheduled all the same.
+#[test]
+fn simulate_applies_and_deletes_workloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: job}\nspec:\n  podGroupTemplates:\n  - {name: workers, schedulingPolicy: {gang: {minCount: 2}}}\n";
+    let group_and_pods = r#"apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: job-workers}
+spec:
+  podGroupTemplateRef: {workload: {workloadName: job, podGroupTemplateName: workers}}
+  schedulingPolicy: {gang: {minCount: 2}}
+---
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n}, status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: w-0}, spec: {schedulingGroup: {podGroupName: job-workers}, containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: w-1}, spec: {schedulingGroup: {podGroupName: job-workers}, containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
+"#;
+    let delete = "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: job, annotations: {berth.dev/simulate: delete}}\n";
+    let report = |documents: &[&str]| {
+        let file = dir.path().join("workloads.yaml");
+        std::fs::write(&file, documents.join("---\n")).unwrap();
+        let out = berth(&["simulate", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let group =
+        "pod group default/job-workers (gang, minCount 2; Workload default/job, template workers";
+    let placed = "): 2 of 2 member(s) bound: placed\n";
+    let text = report(&[workload, group_and_pods]);
+    assert!(text.contains(&format!("{group}{placed}")), "{text}");
+    let text = report(&[workload, delete, group_and_pods]);
+    assert!(
+        text.contains(&format!("{group}, not known{placed}")),
         "{text}"
     );
 }
