@@ -685,7 +685,10 @@ fn explain_shows_what_preemption_would_do_for_the_group() {
     );
     assert_eq!(p.nominations.len(), 4, "{p:?}");
     let text = e.to_text();
-    assert!(text.contains("  preemption (DefaultPreemption): would evict "), "{text}");
+    assert!(
+        text.contains("  preemption (DefaultPreemption): would evict "),
+        "{text}"
+    );
     assert!(text.contains("    nominate default/train-0 to n"), "{text}");
     // Of no higher priority than the pods in the way: no victims.
     let e = explained("no-room.yaml", 0);
