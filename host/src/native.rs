@@ -7,8 +7,8 @@
 use crate::cache::Snapshot;
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Namespaces};
-use crate::framework;
 use crate::plugin::CycleState as HostState;
+use crate::plugin::group_what_if;
 use crate::plugin::waiting::WaitingPods;
 use crate::plugin::{CallError, CyclePod, PluginCalls, Simulation, WhatIf};
 use berth_sdk::node_list::NodeList;
@@ -385,23 +385,23 @@ struct NativeGroupSimulation;
 
 impl berth_sdk::GroupSimulation for NativeGroupSimulation {
     fn pod_disruption_budgets(&self) -> Vec<berth_sdk::PodDisruptionBudget> {
-        framework::group_what_if_budgets()
+        group_what_if::budgets()
     }
     fn remove_pod(&mut self, uid: &str) -> Status {
-        framework::status_of(framework::ask_group_what_if(framework::GroupAsk::Remove(
+        group_what_if::status_of(group_what_if::ask(group_what_if::GroupAsk::Remove(
             uid.to_owned(),
         )))
     }
     fn add_pod(&mut self, uid: &str) -> Status {
-        framework::status_of(framework::ask_group_what_if(framework::GroupAsk::Add(
+        group_what_if::status_of(group_what_if::ask(group_what_if::GroupAsk::Add(
             uid.to_owned(),
         )))
     }
     fn schedule(&mut self) -> Result<Vec<berth_sdk::ProposedAssignment>, Status> {
-        framework::placed_of(framework::ask_group_what_if(framework::GroupAsk::Schedule))
+        group_what_if::placed_of(group_what_if::ask(group_what_if::GroupAsk::Schedule))
     }
     fn fits(&mut self, assignments: &[berth_sdk::ProposedAssignment]) -> Status {
-        framework::status_of(framework::ask_group_what_if(framework::GroupAsk::Fits(
+        group_what_if::status_of(group_what_if::ask(group_what_if::GroupAsk::Fits(
             assignments.to_vec(),
         )))
     }
@@ -459,7 +459,7 @@ impl HostApi for NativeHost {
             })
     }
     fn simulate_group(&self) -> Result<Box<dyn berth_sdk::GroupSimulation>, Status> {
-        if !framework::group_what_if_lent() {
+        if !group_what_if::lent() {
             return Err(Status::error(
                 "simulate_group is only available during PodGroupPostFilter",
             ));

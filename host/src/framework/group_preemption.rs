@@ -7,121 +7,18 @@
 //! on a thread of its own, on an instance set kept for it, while the scheduler's
 //! thread answers the what-if's questions one at a time (`serve`), then undoes
 //! whatever the what-if left removed. The plugin's end of the what-if is lent to
-//! that thread only ([`lend`]): its host calls (`workload.simulate-group` for a
-//! component, the SDK's `simulate_group` for a native twin) find it there, and a
-//! plugin called on any other thread, or after its call returned, is told no.
+//! that thread only ([`crate::plugin::group_what_if`]).
 
 use super::{Framework, InstanceSet, PluginError, lock};
 use crate::cache::Snapshot;
 use crate::plugin::CycleState;
+use crate::plugin::group_what_if::{GroupAnswer, GroupAsk, Lent, lend, take_back};
 use berth_sdk::{
     Code, ExtensionPoint, PodDisruptionBudget, PodGroup, PodGroupPostFilterResult,
     ProposedAssignment, Status,
 };
-use std::cell::RefCell;
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, channel};
-
-/// A question of the what-if, asked of the scheduler's thread.
-#[derive(Debug)]
-pub enum GroupAsk {
-    /// Remove a pod (by UID) from the cluster of the what-if.
-    Remove(String),
-    /// Add back a pod `Remove` removed.
-    Add(String),
-    /// Run the group's cycle on the what-if.
-    Schedule,
-    /// Check that each member still fits its proposed node, in order.
-    Fits(Vec<ProposedAssignment>),
-}
-
-/// The scheduler's answer.
-#[derive(Debug)]
-pub enum GroupAnswer {
-    /// To `Remove`, `Add` and `Fits`.
-    Status(Status),
-    /// To `Schedule`: the node of each member placed, or why the group is not
-    /// feasible.
-    Placed(Result<Vec<ProposedAssignment>, Status>),
-}
-
-/// The plugin's end of the what-if.
-struct Lent {
-    asks: Sender<GroupAsk>,
-    answers: Receiver<GroupAnswer>,
-    budgets: Vec<PodDisruptionBudget>,
-}
-
-thread_local! {
-    static LENT: RefCell<Option<Lent>> = const { RefCell::new(None) };
-}
-
-/// A component's handle on the what-if (the `group-simulation` resource): the
-/// what-if itself is the one lent to the calling thread.
-#[derive(Debug)]
-pub struct GroupSimulationHandle;
-
-/// Why a what-if question got no answer.
-fn over() -> Status {
-    Status::error("the what-if is over: only a PodGroupPostFilter call may ask it")
-}
-
-/// Whether a what-if is lent to this thread (a PodGroupPostFilter call is under way
-/// on it).
-pub(crate) fn lent() -> bool {
-    LENT.with(|l| l.borrow().is_some())
-}
-
-/// Asks the what-if lent to this thread; an error when none is.
-pub(crate) fn ask(question: GroupAsk) -> Result<GroupAnswer, Status> {
-    LENT.with(|l| {
-        let l = l.borrow();
-        let lent = l.as_ref().ok_or_else(over)?;
-        lent.asks.send(question).map_err(|_| over())?;
-        lent.answers.recv().map_err(|_| over())
-    })
-}
-
-/// The PodDisruptionBudgets of the what-if lent to this thread.
-pub(crate) fn budgets() -> Vec<PodDisruptionBudget> {
-    LENT.with(|l| {
-        l.borrow()
-            .as_ref()
-            .map(|lent| lent.budgets.clone())
-            .unwrap_or_default()
-    })
-}
-
-/// A status answer, or the status that says the answer was of the wrong kind.
-pub(crate) fn status_of(a: Result<GroupAnswer, Status>) -> Status {
-    match a {
-        Ok(GroupAnswer::Status(s)) => s,
-        Ok(GroupAnswer::Placed(_)) => Status::error("the what-if answered out of turn"),
-        Err(s) => s,
-    }
-}
-
-/// A schedule answer, likewise.
-pub(crate) fn placed_of(a: Result<GroupAnswer, Status>) -> Result<Vec<ProposedAssignment>, Status> {
-    match a {
-        Ok(GroupAnswer::Placed(p)) => p,
-        Ok(GroupAnswer::Status(_)) => Err(Status::error("the what-if answered out of turn")),
-        Err(s) => Err(s),
-    }
-}
-
-/// Lends the what-if to this thread while `f` runs.
-fn lend<R>(lent: Lent, f: impl FnOnce() -> R) -> R {
-    struct Take;
-    impl Drop for Take {
-        fn drop(&mut self) {
-            LENT.with(|l| l.borrow_mut().take());
-        }
-    }
-    LENT.with(|l| *l.borrow_mut() = Some(lent));
-    let _take = Take;
-    f()
-}
 
 /// What a PodGroupPostFilter plugin decided, for the scheduler to carry out.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -231,7 +128,7 @@ impl Framework {
             let l = lent.take().expect("lent once per call");
             let (r, back) = lend(l, || {
                 let r = inst.pod_group_post_filter(state, group);
-                (r, LENT.with(|l| l.borrow_mut().take()))
+                (r, take_back())
             });
             lent = back;
             let r: PodGroupPostFilterResult = r?;

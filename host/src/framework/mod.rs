@@ -12,17 +12,14 @@ pub mod registry;
 mod schedule;
 mod shadow;
 
+pub use crate::plugin::group_what_if::{GroupAnswer, GroupAsk, GroupSimulationHandle};
 pub use crate::plugin::{CyclePod, CycleState, PluginCalls, cycle_state, waiting};
 pub use explain::{
     ExplainOptions, Explanation, GroupPreemptionExplanation, GroupWorkloadExplanation,
     MemberExplanation, NodeExplanation, PluginStatus, PodGroupExplanation, ScoreEntry,
 };
 pub use fit_error::{Diagnosis, FitError};
-pub use group_preemption::{GroupAnswer, GroupAsk, GroupPostFilterVerdict, GroupSimulationHandle};
-pub(crate) use group_preemption::{
-    ask as ask_group_what_if, budgets as group_what_if_budgets, lent as group_what_if_lent,
-    placed_of, status_of,
-};
+pub use group_preemption::GroupPostFilterVerdict;
 pub use placement::{Feasibility, PlacementScores};
 pub use preemption::PostFilterVerdict;
 pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};

@@ -7,6 +7,7 @@
 
 mod calls;
 pub mod cycle_state;
+pub mod group_what_if;
 pub mod waiting;
 
 pub use calls::{CyclePod, PluginCalls};

@@ -9,7 +9,7 @@ use super::output::{GuestOutput, Level};
 use super::sandbox::SandboxClock;
 use crate::cluster::storage::Storage;
 use crate::cluster::{Binder, Budgets, Namespaces};
-use crate::framework::{self, GroupSimulationHandle};
+use crate::plugin::group_what_if::{self, GroupSimulationHandle};
 use crate::plugin::waiting::WaitingPods;
 use crate::plugin::{CycleState, Simulation, WhatIf};
 use berth_sdk::Status;
@@ -140,7 +140,7 @@ impl super::bindings::berth::scheduler::workload::Host for HostCtx {
     }
 
     fn simulate_group(&mut self) -> Result<Resource<GroupSimulationHandle>, w::Status> {
-        if !framework::group_what_if_lent() {
+        if !group_what_if::lent() {
             return Err(convert::status_to_wit(&Status::error(
                 "simulate-group is only available during PodGroupPostFilter",
             )));
@@ -156,10 +156,10 @@ impl HostCtx {
     /// not counted against the call's deadline (it runs the profile's plugins).
     fn ask_group(
         &mut self,
-        question: framework::GroupAsk,
-    ) -> Result<framework::GroupAnswer, Status> {
+        question: group_what_if::GroupAsk,
+    ) -> Result<group_what_if::GroupAnswer, Status> {
         let started = std::time::Instant::now();
-        let answer = framework::ask_group_what_if(question);
+        let answer = group_what_if::ask(question);
         self.waited += started.elapsed();
         answer
     }
@@ -167,19 +167,19 @@ impl HostCtx {
 
 impl wl::HostGroupSimulation for HostCtx {
     fn remove_pod(&mut self, _this: Resource<GroupSimulationHandle>, uid: String) -> w::Status {
-        let a = self.ask_group(framework::GroupAsk::Remove(uid));
-        convert::status_to_wit(&framework::status_of(a))
+        let a = self.ask_group(group_what_if::GroupAsk::Remove(uid));
+        convert::status_to_wit(&group_what_if::status_of(a))
     }
     fn add_pod(&mut self, _this: Resource<GroupSimulationHandle>, uid: String) -> w::Status {
-        let a = self.ask_group(framework::GroupAsk::Add(uid));
-        convert::status_to_wit(&framework::status_of(a))
+        let a = self.ask_group(group_what_if::GroupAsk::Add(uid));
+        convert::status_to_wit(&group_what_if::status_of(a))
     }
     fn schedule(
         &mut self,
         _this: Resource<GroupSimulationHandle>,
     ) -> Result<Vec<wl::ProposedAssignment>, w::Status> {
-        let a = self.ask_group(framework::GroupAsk::Schedule);
-        framework::placed_of(a)
+        let a = self.ask_group(group_what_if::GroupAsk::Schedule);
+        group_what_if::placed_of(a)
             .map(|p| convert::assignments_to_wit(&p))
             .map_err(|s| convert::status_to_wit(&s))
     }
@@ -188,10 +188,10 @@ impl wl::HostGroupSimulation for HostCtx {
         _this: Resource<GroupSimulationHandle>,
         assignments: Vec<wl::ProposedAssignment>,
     ) -> w::Status {
-        let a = self.ask_group(framework::GroupAsk::Fits(convert::assignments_from_wit(
-            assignments,
-        )));
-        convert::status_to_wit(&framework::status_of(a))
+        let a = self.ask_group(group_what_if::GroupAsk::Fits(
+            convert::assignments_from_wit(assignments),
+        ));
+        convert::status_to_wit(&group_what_if::status_of(a))
     }
     fn drop(&mut self, rep: Resource<GroupSimulationHandle>) -> wasmtime::Result<()> {
         self.table.delete(rep)?;

@@ -34,7 +34,7 @@ pub mod bindings {
         with: {
             "berth:scheduler/host.cycle-state": crate::plugin::CycleState,
             "berth:scheduler/host.node-simulation": crate::plugin::Simulation,
-            "berth:scheduler/workload.group-simulation": crate::framework::GroupSimulationHandle,
+            "berth:scheduler/workload.group-simulation": crate::plugin::group_what_if::GroupSimulationHandle,
         },
         // The adapter for older tracks converts through serde ([`adapted`]).
         additional_derives: [serde::Serialize, serde::Deserialize],
