@@ -923,26 +923,29 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_server_without_pod_groups_is_told_of_once_and_counts_as_listed() {
-        let log = Log::default();
-        let _log = log.start();
-        // Kubernetes 1.20: scheduling.k8s.io/v1beta1 holds PriorityClasses only, and
-        // v1alpha3 is not served.
-        let (client, requests) = fake::client(|r| match r.path.as_str() {
-            GROUP_VERSION => discovery(&[("priorityclasses", "PriorityClass")]),
+    /// A kind `spawn` watches, on a server whose `scheduling.k8s.io/v1beta1` serves
+    /// only `served` and which has no v1alpha3: in both modes it counts as synced at
+    /// once, `warning` is logged once each, and only discovery is asked. The
+    /// cluster.
+    async fn told_once_not_served(
+        log: &Log,
+        served: &'static [(&'static str, &'static str)],
+        spawn: impl Fn(&mut Spawner<'static, Change>),
+        warning: &str,
+    ) -> KubeCluster {
+        let (client, requests) = fake::client(move |r| match r.path.as_str() {
+            GROUP_VERSION => discovery(served),
             _ => fake::not_found(),
         });
         let cluster = fake::cluster(client);
         for mode in [Mode::Watch, Mode::ListOnce(std::sync::mpsc::channel().0)] {
             let (mut s, rx) = spawner(&cluster, mode);
-            s.pod_groups();
+            spawn(&mut s);
             assert_eq!(summary(&next(&rx).await), "synced");
             for t in s.tasks {
                 t.await.unwrap();
             }
         }
-        let warning = "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or v1alpha3): pods naming a pod group wait at PreEnqueue until it appears, and Berth looks for PodGroups again only when it restarts";
         assert_eq!(log.text().matches(warning).count(), 2, "{}", log.text());
         let paths: Vec<String> = requests
             .lock()
@@ -955,6 +958,22 @@ mod tests {
             [GROUP_VERSION, "/apis/scheduling.k8s.io/v1alpha3"].repeat(2),
             "discovery only, nothing listed"
         );
+        cluster
+    }
+
+    #[tokio::test]
+    async fn a_server_without_pod_groups_is_told_of_once_and_counts_as_listed() {
+        let log = Log::default();
+        let _log = log.start();
+        // Kubernetes 1.20: scheduling.k8s.io/v1beta1 holds PriorityClasses only, and
+        // v1alpha3 is not served.
+        let cluster = told_once_not_served(
+            &log,
+            &[("priorityclasses", "PriorityClass")],
+            |s| s.pod_groups(),
+            "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or v1alpha3): pods naming a pod group wait at PreEnqueue until it appears, and Berth looks for PodGroups again only when it restarts",
+        )
+        .await;
         assert!(cluster.pod_groups.resource.get().is_none());
     }
 
@@ -1104,32 +1123,13 @@ mod tests {
         let log = Log::default();
         let _log = log.start();
         // PodGroups served, Workloads not (a server with only part of the API on).
-        let (client, requests) = fake::client(|r| match r.path.as_str() {
-            GROUP_VERSION => discovery(&[("podgroups", "PodGroup")]),
-            _ => fake::not_found(),
-        });
-        let cluster = fake::cluster(client);
-        for mode in [Mode::Watch, Mode::ListOnce(std::sync::mpsc::channel().0)] {
-            let (mut s, rx) = spawner(&cluster, mode);
-            s.workloads();
-            assert_eq!(summary(&next(&rx).await), "synced");
-            for t in s.tasks {
-                t.await.unwrap();
-            }
-        }
-        let warning = "the API server serves no Workloads (scheduling.k8s.io/v1beta1 or v1alpha3): pod groups are scheduled without them, and Berth looks for Workloads again only when it restarts";
-        assert_eq!(log.text().matches(warning).count(), 2, "{}", log.text());
-        let paths: Vec<String> = requests
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|r| r.path.clone())
-            .collect();
-        assert_eq!(
-            paths,
-            [GROUP_VERSION, "/apis/scheduling.k8s.io/v1alpha3"].repeat(2),
-            "discovery only, nothing listed"
-        );
+        told_once_not_served(
+            &log,
+            &[("podgroups", "PodGroup")],
+            |s| s.workloads(),
+            "the API server serves no Workloads (scheduling.k8s.io/v1beta1 or v1alpha3): pod groups are scheduled without them, and Berth looks for Workloads again only when it restarts",
+        )
+        .await;
 
         // Only v1alpha3 serves them: listed once from there, never watched.
         let mut item = workload("train", 601, false);
