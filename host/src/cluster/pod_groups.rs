@@ -85,13 +85,49 @@ impl GroupTemplate {
     }
 }
 
+/// One group's members, by UID, and how many are in each state (so that a group's
+/// counts, asked at every member's PreEnqueue, do not walk a big gang).
+#[derive(Debug, Default)]
+struct Members {
+    states: HashMap<String, MemberState>,
+    /// Pending, assumed and bound, in that order.
+    counts: [usize; 3],
+}
+
+impl Members {
+    fn slot(state: MemberState) -> usize {
+        match state {
+            MemberState::Pending => 0,
+            MemberState::Assumed => 1,
+            MemberState::Bound => 2,
+        }
+    }
+
+    fn insert(&mut self, uid: &str, state: MemberState) {
+        if let Some(old) = self.states.insert(uid.to_owned(), state) {
+            self.counts[Self::slot(old)] -= 1;
+        }
+        self.counts[Self::slot(state)] += 1;
+    }
+
+    fn remove(&mut self, uid: &str) {
+        if let Some(old) = self.states.remove(uid) {
+            self.counts[Self::slot(old)] -= 1;
+        }
+    }
+
+    fn count(&self, state: MemberState) -> usize {
+        self.counts[Self::slot(state)]
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     /// The PodGroup objects, by (namespace, name).
     objects: HashMap<(String, String), PodGroupObject>,
     /// The members of each group (whether its object exists yet or not), by
-    /// (namespace, name), then by UID.
-    members: HashMap<(String, String), HashMap<String, MemberState>>,
+    /// (namespace, name).
+    members: HashMap<(String, String), Members>,
     /// Each member's group, by UID.
     group_of: HashMap<String, (String, String)>,
     /// The Workloads, by (namespace, name).
@@ -187,11 +223,7 @@ impl PodGroups {
         let key = (namespace.to_owned(), group.to_owned());
         let mut inner = self.write();
         inner.group_of.insert(uid.to_owned(), key.clone());
-        inner
-            .members
-            .entry(key)
-            .or_default()
-            .insert(uid.to_owned(), state);
+        inner.members.entry(key).or_default().insert(uid, state);
     }
 
     /// Moves a known member to `state`; nothing for a pod of no group.
@@ -201,7 +233,7 @@ impl PodGroups {
             return;
         };
         if let Some(m) = inner.members.get_mut(&key) {
-            m.insert(uid.to_owned(), state);
+            m.insert(uid, state);
         }
     }
 
@@ -213,7 +245,7 @@ impl PodGroups {
         };
         if let Some(m) = inner.members.get_mut(&key) {
             m.remove(uid);
-            if m.is_empty() {
+            if m.states.is_empty() {
                 inner.members.remove(&key);
             }
         }
@@ -232,7 +264,8 @@ impl PodGroups {
             .members
             .get(&key)
             .map(|m| {
-                m.iter()
+                m.states
+                    .iter()
                     .filter(|(_, s)| **s == state)
                     .map(|(u, _)| u.clone())
                     .collect()
@@ -253,11 +286,8 @@ impl PodGroups {
             ..PodGroupState::default()
         };
         if let Some(members) = inner.members.get(&key) {
-            state.all_pods = u32::try_from(members.len()).unwrap_or(u32::MAX);
-            let scheduled = members
-                .values()
-                .filter(|s| **s != MemberState::Pending)
-                .count();
+            state.all_pods = u32::try_from(members.states.len()).unwrap_or(u32::MAX);
+            let scheduled = members.count(MemberState::Assumed) + members.count(MemberState::Bound);
             state.scheduled_pods = u32::try_from(scheduled).unwrap_or(u32::MAX);
         }
         Some(state)
@@ -283,12 +313,10 @@ impl PodGroups {
                     bound: 0,
                     template: object.and_then(|o| Self::lookup(&inner, o)),
                 };
-                for state in inner.members.get(key).into_iter().flat_map(|m| m.values()) {
-                    match state {
-                        MemberState::Pending => summary.pending += 1,
-                        MemberState::Assumed => summary.assumed += 1,
-                        MemberState::Bound => summary.bound += 1,
-                    }
+                if let Some(m) = inner.members.get(key) {
+                    summary.pending = m.count(MemberState::Pending);
+                    summary.assumed = m.count(MemberState::Assumed);
+                    summary.bound = m.count(MemberState::Bound);
                 }
                 summary
             })
@@ -344,6 +372,19 @@ mod tests {
             g.members_in("default", "trainer", MemberState::Pending),
             ["a", "b"]
         );
+        // A member noted again (a pod seen again) is counted once, where it is now;
+        // the counts kept per state agree with the members themselves.
+        g.set_member("b", "default", "trainer", MemberState::Bound);
+        g.set_member("b", "default", "trainer", MemberState::Bound);
+        let s = g.state("default", "trainer").unwrap();
+        assert_eq!((s.all_pods, s.scheduled_pods), (2, 1));
+        let summary = g
+            .summaries()
+            .into_iter()
+            .find(|s| s.namespace == "default" && s.name == "trainer")
+            .unwrap();
+        assert_eq!((summary.pending, summary.assumed, summary.bound), (1, 0, 1));
+        g.move_member("b", MemberState::Pending);
         // A removed object keeps its members for when it comes back.
         g.remove("default", "trainer");
         assert_eq!(g.state("default", "trainer"), None);
