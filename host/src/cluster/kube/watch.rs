@@ -116,6 +116,13 @@ struct Spawner<'a, T> {
     tasks: Vec<JoinHandle<()>>,
 }
 
+/// A `namespace/name` key split in two (a key without `/` names a cluster-scoped
+/// object: no namespace).
+fn split_key(key: &str) -> (String, String) {
+    let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+    (namespace.to_owned(), name.to_owned())
+}
+
 impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
     fn spawn<K>(
         &mut self,
@@ -209,11 +216,8 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             )))
         };
         let deleted = |key: String| {
-            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-            Change::BudgetDeleted {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            }
+            let (namespace, name) = split_key(&key);
+            Change::BudgetDeleted { namespace, name }
         };
         self.spawn_if_served(
             OptionalKind {
@@ -250,11 +254,8 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         let served_in = statuses.clone();
         let deleted = move |key: String| {
             statuses.forget(&key);
-            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-            Change::PodGroupDeleted {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            }
+            let (namespace, name) = split_key(&key);
+            Change::PodGroupDeleted { namespace, name }
         };
         self.spawn_if_served(
             OptionalKind {
@@ -286,11 +287,8 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             )))
         };
         let deleted = |key: String| {
-            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-            Change::SchedulingWorkloadDeleted {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            }
+            let (namespace, name) = split_key(&key);
+            Change::SchedulingWorkloadDeleted { namespace, name }
         };
         self.spawn_if_served(
             OptionalKind {
@@ -319,11 +317,8 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
                 Ok(Some((c.key(), Change::Claim(c))))
             },
             |key| {
-                let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
-                Change::ClaimDeleted {
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                }
+                let (namespace, name) = split_key(&key);
+                Change::ClaimDeleted { namespace, name }
             },
         );
         self.spawn::<k8s::PersistentVolume>(
@@ -383,11 +378,11 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             )))
         };
         let deleted = move |key: String| {
-            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+            let (namespace, name) = split_key(&key);
             Change::SelectorDeleted {
                 kind: kind.to_owned(),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
+                namespace,
+                name,
             }
         };
         self.spawn::<K>(resource, watcher::Config::default(), convert, deleted);
