@@ -2,13 +2,13 @@
 //! gang of 1000 on 5000 nodes lands whole, and binds nothing when one member fits
 //! nowhere. Behaviour only; `berth bench` measures the speed (BENCHMARKS.md).
 
-use berth::bench::{Mode, Size, find, placements};
+use berth::bench::{Mode, Size, default_node, find, placements};
 use berth::clock::VirtualClock;
 use berth::cluster::memory::MemoryCluster;
 use berth::cluster::pod_groups::{PodGroupObject, PodGroupPolicy};
 use berth::config::Configuration;
 use berth::scheduler::{Scheduler, SchedulerOptions};
-use berth_sdk::{Container, Labels, Node, Pod, ResourceList, Resources};
+use berth_sdk::{Container, Pod, ResourceList};
 use berth_tests::runtime;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -50,23 +50,6 @@ fn a_gang_of_1000_on_5000_nodes_lands_whole_in_wasm_and_natively_alike() {
     assert_eq!(wasm, native, "wasm and native placed the gang differently");
 }
 
-fn node(i: usize) -> Node {
-    let name = format!("node-{i}");
-    let mut labels = Labels::new();
-    labels.insert("kubernetes.io/hostname".into(), name.clone());
-    Node {
-        name,
-        labels,
-        allocatable: Resources {
-            milli_cpu: 4000,
-            memory: 32 << 30,
-            allowed_pod_number: 110,
-            ..Resources::default()
-        },
-        ..Node::default()
-    }
-}
-
 fn member(i: usize, milli_cpu: i64) -> Pod {
     Pod {
         uid: format!("member-{i:04}"),
@@ -98,7 +81,7 @@ fn a_gang_of_1000_with_one_member_that_fits_nowhere_binds_nothing() {
         )
         .unwrap();
         for i in 0..5000 {
-            s.add_or_update_node(node(i));
+            s.add_or_update_node(default_node(i));
         }
         s.add_or_update_pod_group(PodGroupObject {
             namespace: "gang-ns-0".into(),

@@ -643,6 +643,12 @@ fn template(text: &str) -> Result<Pod, BenchError> {
     }
 }
 
+/// Node `node-<i>` as the workloads without zones have it (scheduler_perf's
+/// default: 4 CPUs, 32Gi, 110 pods), for tests that build a cluster of them.
+pub fn default_node(i: usize) -> Node {
+    make_node(i, Zones::None)
+}
+
 fn make_node(i: usize, zones: Zones) -> Node {
     let name = format!("node-{i}");
     let mut labels = Labels::new();
