@@ -281,6 +281,12 @@ pub trait PreEnqueue: Plugin {
 }
 
 /// QueueSort: orders the active queue with a key computed once per pod.
+///
+/// The queue holds pod groups as wholes (kube-scheduler's queue compares entities: a
+/// pod, or a pod group): a PodGroup whose members wait is keyed once, by the key of
+/// the pod that stands for it ([`Pod::standing_for_pod_group`]: the group's namespace
+/// and name, the PodGroup's priority, no UID). A plugin that keys by priority needs
+/// nothing more; [`Pod::stands_for_pod_group`] tells such a pod apart.
 pub trait QueueSort: Plugin {
     /// Lower keys pop first; ties pop in enqueue order.
     fn sort_key(&self, pod: &Pod) -> Vec<i64>;

@@ -386,6 +386,29 @@ impl Pod {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// The pod that stands for a PodGroup before a QueueSort plugin. The scheduling
+    /// queue holds pod groups as wholes, as kube-scheduler's does (its QueueSort
+    /// compares entities: a pod, or a pod group), and keys a group by asking the
+    /// QueueSort plugin the key of this pod: the group's namespace and name, the
+    /// PodGroup's priority (`spec.priority`, its members' own do not count), its
+    /// `scheduling_group` naming the group itself, and no UID, no containers.
+    /// [`Pod::stands_for_pod_group`] tells it from a real pod.
+    pub fn standing_for_pod_group(namespace: &str, name: &str, priority: i32) -> Pod {
+        Pod {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            priority,
+            scheduling_group: Some(name.to_owned()),
+            ..Pod::default()
+        }
+    }
+
+    /// Whether this pod stands for a PodGroup (see [`Pod::standing_for_pod_group`]):
+    /// no UID, and a scheduling group of its own name.
+    pub fn stands_for_pod_group(&self) -> bool {
+        self.uid.is_empty() && self.scheduling_group.as_deref() == Some(self.name.as_str())
+    }
+
     /// The pod's effective requests, as upstream's `PodRequests` with the status
     /// resources of in-place resize and pod-level resources counted: the sum of its
     /// containers, raised to what any init container needs at its turn (sidecars keep

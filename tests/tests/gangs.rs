@@ -699,3 +699,24 @@ fn explain_shows_what_preemption_would_do_for_the_group() {
         Some("preemption: No preemption victims found for incoming preemptor")
     );
 }
+
+#[test]
+fn the_queue_sorts_a_pod_group_by_its_own_priority_not_its_members() {
+    // The node is too small for either the gang (PodGroup priority 1000, members' own
+    // 0) or a pod of priority 500 that never preempts: both wait. When the node grows
+    // to room for only one of them, both are queued again at once and the queue pops
+    // the group first, as upstream's QueueSort compares the group entity: the gang
+    // lands whole and nothing is evicted. (Sorted by its members' priority, the pod
+    // would land first and the gang would then preempt it.)
+    let r = run(
+        "group-entity-order",
+        &(node("n1", 1)
+            + &gang_with("train", 2, "priority: 1000")
+            + &members("train", 2, "1")
+            + "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\nspec: {priority: 500, preemptionPolicy: Never, containers: [{name: c, image: i, resources: {requests: {cpu: '2'}}}]}\n---\n"
+            + &node("n1", 2)),
+    );
+    assert!(evicted(&r).is_empty(), "{r:#?}");
+    assert_eq!(bound_of(&r, "train-"), 2, "{r:#?}");
+    assert_eq!(nodes(&r)["web"], None, "{r:#?}");
+}

@@ -7,6 +7,13 @@
 //! QueueSort runs once per pod, when it is enqueued: the plugin turns the pod into a
 //! key and the heap compares keys natively, so no heap comparison calls into wasm.
 //!
+//! activeQ holds entities, as kube-scheduler 1.37's does: a pod, or a pod group. A
+//! member of a PodGroup whose key the scheduler gave ([`SchedulingQueue::set_group_key`])
+//! enters activeQ under its group: one heap entry for the group, keyed by the
+//! QueueSort key of the group itself (for PrioritySort, the PodGroup's priority, not
+//! its members'), placed by the first member to arrive. Popping the group yields its
+//! earliest member; the scheduler takes the rest into the same cycle.
+//!
 //! Time is a [`Duration`] on the scheduler's clock, passed in by the caller, so the
 //! queue runs the same on a real clock and on `berth simulate`'s virtual one.
 
@@ -168,6 +175,35 @@ struct InFlight {
     activated: bool,
 }
 
+/// A pod group in the queue: its namespace and name.
+pub type GroupId = (String, String);
+
+/// What an activeQ heap entry stands for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Entity {
+    /// A pod, by UID.
+    Pod(String),
+    /// A pod group whose members wait in activeQ.
+    Group(GroupId),
+}
+
+/// A pod group with members in activeQ.
+#[derive(Clone, Debug)]
+struct ActiveGroup {
+    /// The group's heap entry is current when its sequence number is this one.
+    seq: u64,
+    /// The key it is sorted by.
+    key: Vec<i64>,
+    /// Its members in activeQ, by their own sequence number (arrival order).
+    members: std::collections::BTreeMap<u64, String>,
+}
+
+/// The pod group a pod belongs to, by its `spec.schedulingGroup`.
+fn group_id(pod: &Pod) -> Option<GroupId> {
+    let name = pod.scheduling_group.as_ref()?;
+    Some((pod.namespace.clone(), name.clone()))
+}
+
 /// Counts of pods entering a queue, by event, for metrics.
 pub type IncomingCounts = HashMap<(String, QueueName), u64>;
 
@@ -176,8 +212,13 @@ pub type IncomingCounts = HashMap<(String, QueueName), u64>;
 pub struct SchedulingQueue {
     config: QueueConfig,
     next_seq: u64,
-    active_heap: BinaryHeap<Reverse<(Vec<i64>, u64, String)>>,
+    active_heap: BinaryHeap<Reverse<(Vec<i64>, u64, Entity)>>,
     active: HashMap<String, QueuedPod>,
+    /// The QueueSort key of each pod group the scheduler keyed; a member of a group
+    /// without one enters activeQ as a pod of its own.
+    group_keys: HashMap<GroupId, Vec<i64>>,
+    /// The pod groups with members in activeQ.
+    active_groups: HashMap<GroupId, ActiveGroup>,
     backoff_heap: BinaryHeap<Reverse<(Duration, u64, String)>>,
     backoff: HashMap<String, QueuedPod>,
     unschedulable: HashMap<String, QueuedPod>,
@@ -259,10 +300,92 @@ impl SchedulingQueue {
         self.next_seq += 1;
         qp.seq = self.next_seq;
         let uid = qp.pod.uid.clone();
-        self.active_heap
-            .push(Reverse((qp.key.clone(), qp.seq, uid.clone())));
+        match group_id(&qp.pod).filter(|g| self.group_keys.contains_key(g)) {
+            Some(g) => {
+                // The group's entry is placed by its first member to arrive.
+                let group = match self.active_groups.entry(g.clone()) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        self.next_seq += 1;
+                        let key = self.group_keys[&g].clone();
+                        self.active_heap.push(Reverse((
+                            key.clone(),
+                            self.next_seq,
+                            Entity::Group(g),
+                        )));
+                        e.insert(ActiveGroup {
+                            seq: self.next_seq,
+                            key,
+                            members: Default::default(),
+                        })
+                    }
+                };
+                group.members.insert(qp.seq, uid.clone());
+            }
+            None => {
+                self.active_heap
+                    .push(Reverse((qp.key.clone(), qp.seq, Entity::Pod(uid.clone()))))
+            }
+        }
         self.active.insert(uid, qp);
         self.count_incoming(event, QueueName::Active);
+    }
+
+    /// Takes a pod out of activeQ (its heap entry, or its group's once the group has
+    /// no member left there, goes stale).
+    fn take_active(&mut self, uid: &str) -> Option<QueuedPod> {
+        let qp = self.active.remove(uid)?;
+        if let Some(g) = group_id(&qp.pod)
+            && let Some(group) = self.active_groups.get_mut(&g)
+        {
+            group.members.remove(&qp.seq);
+            if group.members.is_empty() {
+                self.active_groups.remove(&g);
+            }
+        }
+        Some(qp)
+    }
+
+    /// The QueueSort key of a pod group (the plugin's key of the pod that stands for
+    /// it): from now on its members enter activeQ under it. A group with members in
+    /// activeQ already is placed anew when its key changed.
+    pub fn set_group_key(&mut self, group: GroupId, key: Vec<i64>) {
+        if let Some(active) = self.active_groups.get_mut(&group)
+            && active.key != key
+        {
+            self.next_seq += 1;
+            active.seq = self.next_seq;
+            active.key = key.clone();
+            self.active_heap.push(Reverse((
+                key.clone(),
+                active.seq,
+                Entity::Group(group.clone()),
+            )));
+        }
+        self.group_keys.insert(group, key);
+    }
+
+    /// Whether the scheduler gave this pod group a key (see
+    /// [`SchedulingQueue::set_group_key`]).
+    pub fn has_group_key(&self, group: &GroupId) -> bool {
+        self.group_keys.contains_key(group)
+    }
+
+    /// The pod groups that have a key.
+    pub fn keyed_groups(&self) -> impl Iterator<Item = &GroupId> {
+        self.group_keys.keys()
+    }
+
+    /// A pod group is gone (or its key must be asked again): its members in activeQ
+    /// stay there as pods of their own, each in its own place by its own key.
+    pub fn forget_group(&mut self, group: &GroupId) {
+        self.group_keys.remove(group);
+        if let Some(active) = self.active_groups.remove(group) {
+            for (seq, uid) in active.members {
+                let key = self.active[&uid].key.clone();
+                self.active_heap.push(Reverse((key, seq, Entity::Pod(uid))));
+            }
+        }
     }
 
     fn push_backoff(&mut self, mut qp: QueuedPod, event: &str) {
@@ -369,13 +492,35 @@ impl SchedulingQueue {
 
     /// Takes the pod that sorts first out of activeQ; it is in flight until
     /// [`SchedulingQueue::done`] or [`SchedulingQueue::requeue_failed`].
+    /// A pod group's entry yields its earliest member; the group keeps its place
+    /// while other members of it remain in activeQ (the scheduler takes them into the
+    /// member's cycle with [`SchedulingQueue::pop_specific`]).
     pub fn pop(&mut self) -> Option<QueuedPod> {
-        while let Some(Reverse((_, seq, uid))) = self.active_heap.pop() {
-            // Entries of pods removed or re-added since are stale; skip them.
-            if self.active.get(&uid).is_some_and(|q| q.seq == seq) {
-                let qp = self.active.remove(&uid)?;
-                return Some(self.take_off(qp));
-            }
+        while let Some(Reverse((key, seq, entity))) = self.active_heap.pop() {
+            // Entries of pods or groups removed or re-added since are stale; skip them.
+            let uid = match entity {
+                Entity::Pod(uid) => {
+                    if self.active.get(&uid).is_none_or(|q| q.seq != seq) {
+                        continue;
+                    }
+                    uid
+                }
+                Entity::Group(g) => {
+                    let Some(group) = self.active_groups.get(&g).filter(|a| a.seq == seq) else {
+                        continue;
+                    };
+                    let Some((_, uid)) = group.members.first_key_value() else {
+                        continue;
+                    };
+                    let uid = uid.clone();
+                    if group.members.len() > 1 {
+                        self.active_heap.push(Reverse((key, seq, Entity::Group(g))));
+                    }
+                    uid
+                }
+            };
+            let qp = self.take_active(&uid)?;
+            return Some(self.take_off(qp));
         }
         None
     }
@@ -386,7 +531,7 @@ impl SchedulingQueue {
     /// one in flight stay where they are: `None`.
     pub fn pop_specific(&mut self, uid: &str) -> Option<QueuedPod> {
         // A heap entry left behind goes stale, as on every removal.
-        let qp = match self.active.remove(uid) {
+        let qp = match self.take_active(uid) {
             Some(qp) => qp,
             None => self.take_retriable(uid)?,
         };
@@ -720,7 +865,7 @@ impl SchedulingQueue {
         self.unschedulable
             .remove(uid)
             .or_else(|| self.backoff.remove(uid))
-            .or_else(|| self.active.remove(uid))
+            .or_else(|| self.take_active(uid))
             .or_else(|| {
                 let i = self.regating.iter().position(|q| q.pod.uid == uid)?;
                 Some(self.regating.swap_remove(i))
@@ -926,9 +1071,24 @@ impl SchedulingQueue {
     }
 
     /// Gives waiting pods new QueueSort keys (by UID; pods not named keep theirs) and
-    /// puts activeQ in the new order. Enqueue order still breaks ties, so pods of equal
-    /// keys keep their place. For a QueueSort plugin replaced while the pods wait.
-    pub fn rekey(&mut self, keys: &HashMap<String, Vec<i64>>) {
+    /// pod groups theirs (groups not named are forgotten, see
+    /// [`SchedulingQueue::forget_group`]), and puts activeQ in the new order. Enqueue
+    /// order still breaks ties, so entities of equal keys keep their place. For a
+    /// QueueSort plugin replaced while the pods wait.
+    pub fn rekey(
+        &mut self,
+        keys: &HashMap<String, Vec<i64>>,
+        group_keys: &HashMap<GroupId, Vec<i64>>,
+    ) {
+        let forgotten: Vec<GroupId> = self
+            .group_keys
+            .keys()
+            .filter(|g| !group_keys.contains_key(*g))
+            .cloned()
+            .collect();
+        for g in &forgotten {
+            self.forget_group(g);
+        }
         for q in self
             .active
             .values_mut()
@@ -939,11 +1099,22 @@ impl SchedulingQueue {
                 q.key = k.clone();
             }
         }
-        self.active_heap = self
+        for (g, key) in group_keys {
+            self.group_keys.insert(g.clone(), key.clone());
+            if let Some(active) = self.active_groups.get_mut(g) {
+                active.key = key.clone();
+            }
+        }
+        let groups = &self.active_groups;
+        let pods = self
             .active
             .values()
-            .map(|q| Reverse((q.key.clone(), q.seq, q.pod.uid.clone())))
-            .collect();
+            .filter(|q| !group_id(&q.pod).is_some_and(|g| groups.contains_key(&g)))
+            .map(|q| Reverse((q.key.clone(), q.seq, Entity::Pod(q.pod.uid.clone()))));
+        let groups = groups
+            .iter()
+            .map(|(g, a)| Reverse((a.key.clone(), a.seq, Entity::Group(g.clone()))));
+        self.active_heap = pods.chain(groups).collect();
     }
 
     /// Unschedulable pods that one of `plugins` rejected (their last attempt) move to

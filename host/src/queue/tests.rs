@@ -394,7 +394,7 @@ fn rekeying_reorders_active_q_and_keeps_ties_in_enqueue_order() {
         .waiting()
         .map(|w| (w.pod.uid.clone(), vec![-w.key[0]]))
         .collect();
-    q.rekey(&keys);
+    q.rekey(&keys, &HashMap::new());
     let order: Vec<String> = std::iter::from_fn(|| q.pop()).map(|q| q.pod.uid).collect();
     assert_eq!(order, ["a", "b", "c", "d"]);
 }
@@ -746,4 +746,105 @@ fn a_changed_group_moves_its_waiting_members() {
     assert_eq!(regating, ["gated"]);
     assert_eq!(q.queue_of("rejected"), Some(QueueName::Backoff));
     assert_eq!(q.queue_of("queued"), Some(QueueName::Active));
+}
+
+fn member(uid: &str, group: &str) -> Pod {
+    Pod {
+        scheduling_group: Some(group.into()),
+        ..pod(uid)
+    }
+}
+
+fn gid(name: &str) -> GroupId {
+    ("default".to_owned(), name.to_owned())
+}
+
+fn pop_order(q: &mut SchedulingQueue) -> Vec<String> {
+    std::iter::from_fn(|| q.pop()).map(|q| q.pod.uid).collect()
+}
+
+#[test]
+fn a_keyed_group_is_sorted_by_its_own_key_not_its_members() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    // The PodGroup's priority is 1000; its members' own is 0.
+    q.set_group_key(gid("gang"), vec![-1000]);
+    q.add(pod("plain"), vec![-500], None, secs(0));
+    q.add(member("m1", "gang"), vec![0], None, secs(0));
+    q.add(member("m2", "gang"), vec![0], None, secs(0));
+    q.add(pod("low"), vec![0], None, secs(0));
+    // The group pops first, member by member in arrival order while it keeps its
+    // place (the scheduler takes the rest with pop_specific; popping shows the place).
+    assert_eq!(pop_order(&mut q), ["m1", "m2", "plain", "low"]);
+}
+
+#[test]
+fn a_group_is_placed_by_its_first_member_and_gone_with_its_last() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.set_group_key(gid("g"), vec![0]);
+    q.add(pod("a"), vec![0], None, secs(0));
+    q.add(member("m1", "g"), vec![0], None, secs(0));
+    q.add(pod("b"), vec![0], None, secs(0));
+    q.add(member("m2", "g"), vec![0], None, secs(0));
+    assert_eq!(q.pop().unwrap().pod.uid, "a");
+    // m2 arrived after b, yet goes with its group, before b.
+    assert_eq!(q.pop().unwrap().pod.uid, "m1");
+    assert_eq!(q.pop_specific("m2").unwrap().pod.uid, "m2");
+    assert_eq!(pop_order(&mut q), ["b"]);
+    // A member arriving later places the group anew, behind what waits.
+    q.add(pod("c"), vec![0], None, secs(0));
+    q.add(member("m3", "g"), vec![0], None, secs(0));
+    assert_eq!(pop_order(&mut q), ["c", "m3"]);
+}
+
+#[test]
+fn members_of_a_group_without_a_key_wait_as_pods() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(member("m1", "g"), vec![0], None, secs(0));
+    q.add(pod("high"), vec![-10], None, secs(0));
+    q.add(member("m2", "g"), vec![0], None, secs(0));
+    assert_eq!(pop_order(&mut q), ["high", "m1", "m2"]);
+}
+
+#[test]
+fn a_group_key_changed_or_forgotten_reorders_its_waiting_members() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.set_group_key(gid("g"), vec![0]);
+    q.add(member("m1", "g"), vec![-5], None, secs(0));
+    q.add(pod("mid"), vec![-3], None, secs(0));
+    q.add(member("m2", "g"), vec![1], None, secs(0));
+    // Raised above `mid`: the group moves ahead of it.
+    q.set_group_key(gid("g"), vec![-4]);
+    assert_eq!(q.pop().unwrap().pod.uid, "m1");
+    q.add(member("m3", "g"), vec![-5], None, secs(0));
+    // Forgotten (its PodGroup deleted): each member by its own key.
+    q.forget_group(&gid("g"));
+    assert!(!q.has_group_key(&gid("g")));
+    assert_eq!(pop_order(&mut q), ["m3", "mid", "m2"]);
+}
+
+#[test]
+fn rekey_gives_groups_their_new_keys_and_forgets_the_rest() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.set_group_key(gid("kept"), vec![0]);
+    q.set_group_key(gid("dropped"), vec![-100]);
+    q.add(pod("p"), vec![-1], None, secs(0));
+    q.add(member("k1", "kept"), vec![5], None, secs(0));
+    q.add(member("d1", "dropped"), vec![5], None, secs(0));
+    let groups = HashMap::from([(gid("kept"), vec![-2])]);
+    q.rekey(&HashMap::new(), &groups);
+    assert!(!q.has_group_key(&gid("dropped")));
+    assert_eq!(pop_order(&mut q), ["k1", "p", "d1"]);
+}
+
+#[test]
+fn a_member_leaving_activeq_leaves_its_group_there_for_the_others() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.set_group_key(gid("g"), vec![-1]);
+    q.add(member("m1", "g"), vec![0], None, secs(0));
+    q.add(member("m2", "g"), vec![0], None, secs(0));
+    q.add(pod("p"), vec![0], None, secs(0));
+    assert!(q.delete("m1"));
+    assert_eq!(q.pending()[&QueueName::Active], 2);
+    assert_eq!(pop_order(&mut q), ["m2", "p"]);
+    assert_eq!(q.pending()[&QueueName::Active], 0);
 }

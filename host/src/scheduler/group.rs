@@ -607,12 +607,42 @@ impl Scheduler {
         }
     }
 
+    /// Gives the queue the QueueSort key of `pod`'s PodGroup, once per group: the
+    /// profile's QueueSort plugin keys the pod that stands for the group
+    /// ([`berth_sdk::Pod::standing_for_pod_group`]), so that the group is sorted as a
+    /// whole among pods and other groups. A pod of no group, or of one the cluster
+    /// lacks, needs none.
+    pub(super) fn key_group_of(
+        &mut self,
+        fw: &Framework,
+        pod: &Pod,
+    ) -> Result<(), crate::framework::PluginError> {
+        let Some(name) = &pod.scheduling_group else {
+            return Ok(());
+        };
+        let id = (pod.namespace.clone(), name.clone());
+        if self.queue.has_group_key(&id) {
+            return Ok(());
+        }
+        if let Some(group) = self.group_of(pod) {
+            let key = fw.sort_key(&CyclePod::new(standing_pod(&group)))?;
+            self.queue.set_group_key(id, key);
+        }
+        Ok(())
+    }
+
     /// A PodGroup appeared or changed: its waiting members are let past their gates
     /// again, or retried (a gang's `minCount` lowered may let it fit).
     pub fn add_or_update_pod_group(&mut self, group: PodGroupObject) {
         let old = self.pod_groups.set(group.clone());
         if old.as_ref() == Some(&group) {
             return;
+        }
+        // Its key is asked again (its priority may have changed), with the profile of
+        // a member that waits; with none waiting, when the next one is enqueued.
+        let id = (group.namespace.clone(), group.name.clone());
+        if self.queue.has_group_key(&id) {
+            self.rekey_group(&group);
         }
         let event = if old.is_some() {
             "PodGroupUpdate"
@@ -630,5 +660,38 @@ impl Scheduler {
     /// scheduled alone; GangScheduling holds back the ones its PreEnqueue asks next).
     pub fn remove_pod_group(&mut self, namespace: &str, name: &str) {
         self.pod_groups.remove(namespace, name);
+        self.queue
+            .forget_group(&(namespace.to_owned(), name.to_owned()));
     }
+
+    /// Asks `group`'s key again of the QueueSort plugin of a waiting member's
+    /// profile. When it fails, or no member waits, the group is forgotten: its members
+    /// wait as pods of their own until the next one's enqueue keys it again.
+    fn rekey_group(&mut self, group: &PodGroupObject) {
+        let id = (group.namespace.clone(), group.name.clone());
+        let fw = self
+            .pod_groups
+            .members_in(&group.namespace, &group.name, MemberState::Pending)
+            .iter()
+            .find_map(|uid| self.queue.get(uid))
+            .and_then(|qp| self.framework_for(&qp.pod.scheduler_name).cloned());
+        let key = fw.map(|fw| fw.sort_key(&CyclePod::new(standing_pod(group))));
+        match key {
+            Some(Ok(key)) => self.queue.set_group_key(id, key),
+            Some(Err(e)) => {
+                tracing::warn!(
+                    pod_group = %format!("{}/{}", group.namespace, group.name),
+                    "cannot key the pod group in the queue, its members wait as pods: {e}"
+                );
+                self.queue.forget_group(&id);
+            }
+            None => self.queue.forget_group(&id),
+        }
+    }
+}
+
+/// The pod that stands for a PodGroup before a QueueSort plugin (see
+/// [`berth_sdk::Pod::standing_for_pod_group`]).
+fn standing_pod(group: &PodGroupObject) -> Pod {
+    Pod::standing_for_pod_group(&group.namespace, &group.name, group.priority)
 }

@@ -731,9 +731,10 @@ impl Scheduler {
         }
     }
 
-    fn gate(&self, fw: &Framework, pod: &Pod) -> Result<(Vec<i64>, Gate), PluginError> {
+    fn gate(&mut self, fw: &Framework, pod: &Pod) -> Result<(Vec<i64>, Gate), PluginError> {
         let wpod = CyclePod::new(pod.clone());
         let key = fw.sort_key(&wpod)?;
+        self.key_group_of(fw, pod)?;
         let gate = fw
             .pre_enqueue(&wpod)?
             .map(|(plugin, status)| (plugin.clone(), format!("{plugin}: {}", status.message())))

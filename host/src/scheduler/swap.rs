@@ -1,7 +1,7 @@
 //! Applying a reload: a new version of the profiles, built off the loop, swapped in
 //! between two scheduling cycles (or refused, and the running version keeps serving).
 
-use super::{Oracle, Scheduler};
+use super::{MemberState, Oracle, Scheduler};
 use crate::framework::CyclePod;
 use crate::reload::{
     Built, FollowedView, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
@@ -139,6 +139,7 @@ impl Scheduler {
         // New sort keys first: a QueueSort plugin that fails on a waiting pod refuses
         // the whole swap, so that keys of two plugins never mix in one heap.
         let mut keys: HashMap<String, Vec<i64>> = HashMap::new();
+        let mut group_keys = HashMap::new();
         if built.queue_sort_changed {
             let pods = self
                 .queue
@@ -147,23 +148,34 @@ impl Scheduler {
                 .chain(self.binding.values().map(|b| &b.qp.pod));
             for pod in pods {
                 let Some(fw) = profile_of(pod) else { continue };
-                let key = fw.sort_key(&CyclePod::new(pod.clone())).map_err(|e| {
-                    let module = built
-                        .generation
-                        .modules
-                        .get(&e.plugin)
-                        .map(|m| m.source().to_owned());
-                    ReloadError {
-                        file: built.generation.file.clone(),
-                        field: None,
-                        plugin: Some(e.plugin.clone()),
-                        module,
-                        reason: format!("re-keying pod {} in the queue: {e}", pod.key()),
-                    }
-                })?;
+                let key = fw
+                    .sort_key(&CyclePod::new(pod.clone()))
+                    .map_err(|e| rekey_error(&built, e, &format!("pod {}", pod.key())))?;
                 keys.insert(pod.uid.clone(), key);
             }
+            // Each pod group keyed in the queue, with the profile of a waiting member
+            // (with none waiting, it is keyed again when the next is enqueued).
+            for id in self.queue.keyed_groups() {
+                let Some(group) = self.pod_groups.get(&id.0, &id.1) else {
+                    continue;
+                };
+                let member = self
+                    .pod_groups
+                    .members_in(&id.0, &id.1, MemberState::Pending)
+                    .iter()
+                    .find_map(|uid| self.queue.get(uid))
+                    .map(|qp| qp.pod.clone());
+                let Some(fw) = member.as_ref().and_then(profile_of) else {
+                    continue;
+                };
+                let standing = Pod::standing_for_pod_group(&id.0, &id.1, group.priority);
+                let key = fw
+                    .sort_key(&CyclePod::new(standing))
+                    .map_err(|e| rekey_error(&built, e, &format!("pod group {}/{}", id.0, id.1)))?;
+                group_keys.insert(id.clone(), key);
+            }
         }
+        let queue_sort_changed = built.queue_sort_changed;
         let Built {
             mut generation,
             changed,
@@ -176,8 +188,8 @@ impl Scheduler {
             .memory()
             .set_limit(generation.config.total_memory_limit());
         self.generation = Arc::new(generation);
-        if !keys.is_empty() {
-            self.queue.rekey(&keys);
+        if queue_sort_changed {
+            self.queue.rekey(&keys, &group_keys);
             for (uid, b) in self.binding.iter_mut() {
                 if let Some(k) = keys.get(uid) {
                     b.qp.key = k.clone();
@@ -225,5 +237,22 @@ impl Scheduler {
             regated,
             rekeyed: keys.len(),
         })
+    }
+}
+
+/// A QueueSort plugin of a new generation failed to key `what` (a waiting pod, or a
+/// pod group) in the queue: the swap is refused, naming the plugin and its module.
+fn rekey_error(built: &Built, e: crate::framework::PluginError, what: &str) -> ReloadError {
+    let module = built
+        .generation
+        .modules
+        .get(&e.plugin)
+        .map(|m| m.source().to_owned());
+    ReloadError {
+        file: built.generation.file.clone(),
+        field: None,
+        plugin: Some(e.plugin.clone()),
+        module,
+        reason: format!("re-keying {what} in the queue: {e}"),
     }
 }

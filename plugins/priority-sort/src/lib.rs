@@ -1,6 +1,8 @@
 //! PrioritySort: orders the scheduling queue by pod priority, highest first, as
 //! upstream's `queuesort` plugin. Pods of equal priority keep their enqueue order,
-//! which the host applies to equal keys.
+//! which the host applies to equal keys. A pod group is sorted by the PodGroup's
+//! priority: the host asks the key of the pod that stands for the group, which
+//! carries it.
 
 use berth_sdk::{Plugin, Pod, QueueSort};
 
@@ -58,6 +60,20 @@ mod tests {
         assert_eq!(key(i32::MIN), vec![2_147_483_648]);
         assert!(less(i32::MAX, i32::MIN));
         assert!(less(0, -5));
+    }
+
+    #[test]
+    fn a_pod_group_is_sorted_by_its_own_priority() {
+        let group = Pod::standing_for_pod_group("default", "train", 1000);
+        assert!(group.stands_for_pod_group());
+        assert_eq!(PrioritySort.sort_key(&group), key(1000));
+        let member = Pod {
+            uid: "u".into(),
+            name: "train-0".into(),
+            scheduling_group: Some("train".into()),
+            ..Pod::default()
+        };
+        assert!(!member.stands_for_pod_group());
     }
 
     #[test]
