@@ -103,10 +103,10 @@ pub use volumes::{
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 pub use workload::{
-    GroupSimulation, NormalizePlacementScore, Placement, PlacementFeasible, PlacementGenerate,
-    PlacementProgress, PlacementScore, PodGroup, PodGroupAssignments, PodGroupPostFilter,
-    PodGroupPostFilterResult, PodGroupPreemption, PodGroupState, ProposedAssignment, get_pod_group,
-    get_pod_group_preemption, simulate_group,
+    GroupSimulation, NormalizePlacementScore, PLACEMENT_NODES, Placement, PlacementFeasible,
+    PlacementGenerate, PlacementProgress, PlacementScore, PodGroup, PodGroupAssignments,
+    PodGroupPostFilter, PodGroupPostFilterResult, PodGroupPreemption, PodGroupState,
+    ProposedAssignment, get_pod_group, get_pod_group_preemption, simulate_group,
 };
 
 /// The largest score a plugin's normalized score may have, as upstream's `MaxNodeScore`.

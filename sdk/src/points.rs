@@ -269,6 +269,32 @@ pub trait Replica {
     fn missing(&self, slot: u32) -> Status;
     /// Runs `f` over every node, in slot order (PreFilter, PreScore).
     fn with_all<R>(&self, f: impl FnOnce(&[&NodeInfo]) -> R) -> R;
+    /// Runs `f` over the nodes of `slots` the replica holds, in that order.
+    fn with_slots<R>(&self, slots: &[u32], f: impl FnOnce(&[&NodeInfo]) -> R) -> R {
+        let nodes: Vec<&NodeInfo> = slots.iter().filter_map(|&s| self.node(s)).collect();
+        f(&nodes)
+    }
+}
+
+/// Runs `f` over the cycle's cluster: every node, or, for a pod group member tried
+/// within a placement, the placement's nodes alone ([`crate::PLACEMENT_NODES`]), as
+/// kube-scheduler restricts that cycle's snapshot. Only a member's state is read for
+/// it, so an ordinary pod's cycle pays nothing.
+fn with_cycle_nodes<R>(
+    state: &CycleState,
+    pod: &Pod,
+    replica: &impl Replica,
+    f: impl FnOnce(&[&NodeInfo]) -> R,
+) -> R {
+    let placement = pod
+        .scheduling_group
+        .is_some()
+        .then(|| state.value(&crate::PLACEMENT_NODES))
+        .flatten();
+    match placement {
+        Some(slots) => replica.with_slots(&slots, f),
+        None => replica.with_all(f),
+    }
 }
 
 /// The answer when the plugin does not implement the point (`point` as profiles name
@@ -331,7 +357,7 @@ pub fn pre_filter<T>(
     let Some(pod) = pod else {
         return no_cycle().into();
     };
-    replica.with_all(|nodes| f(plugin, state, pod, nodes))
+    with_cycle_nodes(state, pod, replica, |nodes| f(plugin, state, pod, nodes))
 }
 
 /// Filter over many nodes: the nodes that did not pass, with why.
@@ -443,7 +469,9 @@ pub fn pre_score<T>(
             None => return replica.missing(slot),
         }
     }
-    replica.with_all(|all| f(plugin, state, pod, &nodes, all))
+    with_cycle_nodes(state, pod, replica, |all| {
+        f(plugin, state, pod, &nodes, all)
+    })
 }
 
 /// Score over many nodes, one score per slot in order.
@@ -742,6 +770,55 @@ pub fn pod_group_post_filter<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A replica of nodes by slot.
+    struct Nodes(Vec<NodeInfo>);
+
+    impl Replica for Nodes {
+        fn node(&self, slot: u32) -> Option<&NodeInfo> {
+            self.0.get(slot as usize)
+        }
+        fn missing(&self, slot: u32) -> Status {
+            Status::error(format!("no node in slot {slot}"))
+        }
+        fn with_all<R>(&self, f: impl FnOnce(&[&NodeInfo]) -> R) -> R {
+            let all: Vec<&NodeInfo> = self.0.iter().collect();
+            f(&all)
+        }
+    }
+
+    #[test]
+    fn a_member_tried_within_a_placement_sees_only_its_nodes() {
+        let replica = Nodes(
+            (0..4)
+                .map(|i| {
+                    let mut n = NodeInfo::default();
+                    n.node.name = format!("n{i}");
+                    n
+                })
+                .collect(),
+        );
+        let store = crate::MemoryState::default();
+        let state = CycleState::new(&store);
+        let seen = |pod: &Pod| {
+            with_cycle_nodes(&state, pod, &replica, |nodes| {
+                nodes
+                    .iter()
+                    .map(|n| n.node.name.clone())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let plain = Pod::default();
+        let member = Pod {
+            scheduling_group: Some("train".into()),
+            ..Pod::default()
+        };
+        assert_eq!(seen(&member), ["n0", "n1", "n2", "n3"]);
+        state.set(&crate::PLACEMENT_NODES, &vec![1, 3]);
+        assert_eq!(seen(&member), ["n1", "n3"]);
+        // A pod of no group is never tried within a placement: its cycle reads nothing.
+        assert_eq!(seen(&plain), ["n0", "n1", "n2", "n3"]);
+    }
 
     #[test]
     fn the_table_lists_every_point_once_in_framework_order() {

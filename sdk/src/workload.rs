@@ -108,6 +108,15 @@ pub trait PlacementFeasible: Plugin {
     ) -> Status;
 }
 
+/// The nodes of the placement a pod group member's cycle runs within, by replica
+/// slot, in the cycle's state: written by the host before PreFilter when the group is
+/// tried within a placement (kube-scheduler runs such a cycle on a snapshot of the
+/// placement's nodes alone), absent otherwise. PreFilter and PreScore see only these
+/// nodes as the cluster (see [`crate::points::pre_filter`]); the host refuses a
+/// plugin's write under the `berth.dev/` prefix.
+pub static PLACEMENT_NODES: crate::StateKey<Vec<u32>> =
+    crate::StateKey::new("berth.dev/placement-nodes");
+
 /// A PodGroup as the scheduler knows it, with its members counted (what
 /// [`get_pod_group`] answers).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -720,3 +720,39 @@ fn the_queue_sorts_a_pod_group_by_its_own_priority_not_its_members() {
     assert_eq!(bound_of(&r, "train-"), 2, "{r:#?}");
     assert_eq!(nodes(&r)["web"], None, "{r:#?}");
 }
+
+#[test]
+fn within_a_placement_pre_filter_sees_only_the_placement_s_nodes() {
+    // Members spread by hostname (maxSkew 1) among `app: x` pods; zone a's two nodes
+    // run one such pod each, zone b's none. Upstream runs the cycle within a
+    // placement on a snapshot of its nodes: within zone a the fewest on a node is 1,
+    // so each member may go to a node of zone a (2 - 1 <= 1), and zone a, first of
+    // two equally good placements, wins. Had PodTopologySpread's PreFilter counted the
+    // whole cluster, zone b's empty nodes (0) would have ruled zone a out.
+    let mut timeline = String::new();
+    for (name, zone) in [
+        ("n-a-1", "a"),
+        ("n-a-2", "a"),
+        ("n-b-1", "b"),
+        ("n-b-2", "b"),
+    ] {
+        timeline += &format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{topology.kubernetes.io/zone: {zone}, kubernetes.io/hostname: {name}}}}}\nstatus: {{allocatable: {{cpu: '4', memory: 16Gi, pods: '110'}}}}\n---\n"
+        );
+    }
+    for (name, node) in [("x-1", "n-a-1"), ("x-2", "n-a-2")] {
+        timeline += &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, labels: {{app: x}}}}\nspec: {{nodeName: {node}, containers: [{{name: c, image: i, resources: {{requests: {{cpu: '1'}}}}}}]}}\n---\n"
+        );
+    }
+    timeline += "apiVersion: v1\nkind: List\nitems:\n";
+    for i in 0..2 {
+        timeline += &format!(
+            "- {{apiVersion: v1, kind: Pod, metadata: {{name: train-{i}, namespace: default, labels: {{app: x}}}}, spec: {{schedulingGroup: {{podGroupName: train}}, topologySpreadConstraints: [{{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {{matchLabels: {{app: x}}}}}}], containers: [{{name: c, image: i, resources: {{requests: {{cpu: '1'}}}}}}]}}}}\n"
+        );
+    }
+    timeline += "---\n";
+    timeline += &zoned_gang("train", 2);
+    let r = run_with("placement-prefilter", &timeline, Some(PLACEMENTS));
+    assert_eq!(zones_of(&r, "train-"), ["a", "a"], "{r:#?}");
+}

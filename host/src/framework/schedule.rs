@@ -285,8 +285,9 @@ impl Framework {
     /// When no node fits, the PostFilter plugins (preemption) run if `post_filter`
     /// says so: a pod group's cycle tries its members without them, as upstream's.
     /// `within` restricts the nodes to a pod group's placement: the others are not
-    /// candidates, nor counted in the FitError (the PreFilter plugins still see the
-    /// whole snapshot).
+    /// candidates, nor counted in the FitError, and PreFilter and PreScore plugins see
+    /// the placement's nodes as the whole cluster (`berth_sdk::PLACEMENT_NODES`), as
+    /// upstream runs such a cycle on a snapshot of the placement.
     pub fn schedule_pod(
         &self,
         pod: &CyclePod,
@@ -396,6 +397,10 @@ impl Framework {
         let all_slots: &[u32] = placement_slots.as_deref().unwrap_or(snapshot.slots());
         let num_all = all_slots.len();
         let state = state.clone();
+        // PreFilter and PreScore see the placement's nodes as the cluster.
+        if let Some(slots) = &placement_slots {
+            berth_sdk::CycleState::new(&state).set(&berth_sdk::PLACEMENT_NODES, slots);
+        }
         if num_all == 0 {
             return Ok(ScheduleOutcome::Unschedulable(
                 FitError {

@@ -19,6 +19,9 @@ pub struct CycleState {
     participants: Option<Arc<[bool]>>,
 }
 
+/// The prefix of the CycleState keys only the host writes.
+pub const HOST_KEY_PREFIX: &str = "berth.dev/";
+
 /// The share of scheduling cycles whose plugin durations are recorded (upstream's
 /// 10 percent).
 pub const PLUGIN_METRICS_SAMPLE_PERCENT: u32 = 10;
@@ -62,6 +65,12 @@ impl CycleState {
             .unwrap_or_else(|e| e.into_inner())
             .get(key)
             .cloned()
+    }
+
+    /// Whether a plugin may write or delete `key`: not under `berth.dev/`, the
+    /// host's own (the placement a cycle runs within, [`berth_sdk::PLACEMENT_NODES`]).
+    pub fn writable_by_plugins(key: &str) -> bool {
+        !key.starts_with(HOST_KEY_PREFIX)
     }
 
     /// Stores bytes under `key`.
@@ -110,6 +119,16 @@ impl berth_sdk::StateStore for CycleState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plugins_may_not_write_the_host_s_keys() {
+        assert!(CycleState::writable_by_plugins(
+            "NodeResourcesFit/preFilter"
+        ));
+        assert!(!CycleState::writable_by_plugins(
+            berth_sdk::PLACEMENT_NODES.name()
+        ));
+    }
 
     #[test]
     fn clones_share_and_deep_clones_do_not() {

@@ -58,6 +58,17 @@ impl HostCtx {
         message
     }
 
+    /// Whether the plugin may write (or delete) the CycleState `key`: a key under
+    /// the host's prefix is not written, and the attempt is logged (the write has no
+    /// answer to fail with; the plugins reading the key keep the host's value).
+    fn may_write_state(&self, key: &str) -> bool {
+        let ok = CycleState::writable_by_plugins(key);
+        if !ok {
+            tracing::warn!(plugin = %self.plugin, key, point = self.scope.point, "a plugin's write of a host-owned CycleState key was ignored");
+        }
+        ok
+    }
+
     /// `check`'s answer, or the refusal of `call`.
     fn checked(&mut self, call: HostCall, check: Result<(), String>) -> Result<(), String> {
         check.map_err(|why| self.refuse(call, why))
@@ -488,11 +499,17 @@ impl host::HostCycleState for HostCtx {
         self.table.get(&this).ok().and_then(|s| s.read(&key))
     }
     fn write(&mut self, this: Resource<CycleState>, key: String, value: Vec<u8>) {
+        if !self.may_write_state(&key) {
+            return;
+        }
         if let Ok(s) = self.table.get(&this) {
             s.write(&key, value);
         }
     }
     fn delete(&mut self, this: Resource<CycleState>, key: String) {
+        if !self.may_write_state(&key) {
+            return;
+        }
         if let Ok(s) = self.table.get(&this) {
             s.delete(&key);
         }
