@@ -885,22 +885,15 @@ pub fn csi_driver_from_k8s(
 pub fn budget_from_k8s(
     pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget,
 ) -> Result<berth_sdk::PodDisruptionBudget, FieldError> {
-    let name = pdb.metadata.name.clone().unwrap_or_default();
-    if name.is_empty() {
-        return Err(FieldError::new("metadata.name", "required value"));
-    }
+    let name = required_name(&pdb.metadata)?;
+    let namespace = namespace_of(&pdb.metadata);
     let selector = match pdb.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         Some(sel) => Some(super::affinity::label_selector(sel, "spec.selector")?),
         None => None,
     };
     let status = pdb.status.as_ref();
     Ok(berth_sdk::PodDisruptionBudget {
-        namespace: pdb
-            .metadata
-            .namespace
-            .clone()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+        namespace,
         name,
         selector,
         disruptions_allowed: status.and_then(|s| s.disruptions_allowed).unwrap_or(0),
@@ -1074,6 +1067,11 @@ fn required_name(meta: &ObjectMeta) -> Result<String, FieldError> {
         Some(name) if !name.is_empty() => Ok(name.to_owned()),
         _ => Err(FieldError::new("metadata.name", "required value")),
     }
+}
+
+/// An object's namespace: `default` when unset or empty, as the API server defaults it.
+fn namespace_of(meta: &ObjectMeta) -> String {
+    non_empty(&meta.namespace).unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned())
 }
 
 fn non_empty(s: &Option<String>) -> Option<String> {

@@ -664,16 +664,22 @@ impl Scheduler {
             .forget_group(&(namespace.to_owned(), name.to_owned()));
     }
 
+    /// A member of the PodGroup that waits in the queue, if any: whose profile keys
+    /// the group.
+    pub(super) fn waiting_member(&self, namespace: &str, name: &str) -> Option<&QueuedPod> {
+        self.pod_groups
+            .members_in(namespace, name, MemberState::Pending)
+            .iter()
+            .find_map(|uid| self.queue.get(uid))
+    }
+
     /// Asks `group`'s key again of the QueueSort plugin of a waiting member's
     /// profile. When it fails, or no member waits, the group is forgotten: its members
     /// wait as pods of their own until the next one's enqueue keys it again.
     fn rekey_group(&mut self, group: &PodGroupObject) {
         let id = (group.namespace.clone(), group.name.clone());
         let fw = self
-            .pod_groups
-            .members_in(&group.namespace, &group.name, MemberState::Pending)
-            .iter()
-            .find_map(|uid| self.queue.get(uid))
+            .waiting_member(&group.namespace, &group.name)
             .and_then(|qp| self.framework_for(&qp.pod.scheduler_name).cloned());
         let key = fw.map(|fw| fw.sort_key(&CyclePod::new(standing_pod(group))));
         match key {
@@ -692,6 +698,6 @@ impl Scheduler {
 
 /// The pod that stands for a PodGroup before a QueueSort plugin (see
 /// [`berth_sdk::Pod::standing_for_pod_group`]).
-fn standing_pod(group: &PodGroupObject) -> Pod {
+pub(super) fn standing_pod(group: &PodGroupObject) -> Pod {
     Pod::standing_for_pod_group(&group.namespace, &group.name, group.priority)
 }

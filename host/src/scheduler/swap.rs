@@ -1,7 +1,7 @@
 //! Applying a reload: a new version of the profiles, built off the loop, swapped in
 //! between two scheduling cycles (or refused, and the running version keeps serving).
 
-use super::{MemberState, Oracle, Scheduler};
+use super::{Oracle, Scheduler};
 use crate::framework::CyclePod;
 use crate::reload::{
     Built, FollowedView, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
@@ -159,18 +159,14 @@ impl Scheduler {
                 let Some(group) = self.pod_groups.get(&id.0, &id.1) else {
                     continue;
                 };
-                let member = self
-                    .pod_groups
-                    .members_in(&id.0, &id.1, MemberState::Pending)
-                    .iter()
-                    .find_map(|uid| self.queue.get(uid))
-                    .map(|qp| qp.pod.clone());
-                let Some(fw) = member.as_ref().and_then(profile_of) else {
+                let Some(fw) = self
+                    .waiting_member(&id.0, &id.1)
+                    .and_then(|qp| profile_of(&qp.pod))
+                else {
                     continue;
                 };
-                let standing = Pod::standing_for_pod_group(&id.0, &id.1, group.priority);
                 let key = fw
-                    .sort_key(&CyclePod::new(standing))
+                    .sort_key(&CyclePod::new(super::group::standing_pod(&group)))
                     .map_err(|e| rekey_error(&built, e, &format!("pod group {}/{}", id.0, id.1)))?;
                 group_keys.insert(id.clone(), key);
             }

@@ -3,7 +3,7 @@
 //! kinds are newer than k8s-openapi's, so their shape is declared here, as the API
 //! server serves them; fields scheduling does not read are accepted and ignored.
 
-use super::{BUILT_IN_PRIORITY_CLASSES, DEFAULT_NAMESPACE, FieldError, PriorityAdmission};
+use super::{BUILT_IN_PRIORITY_CLASSES, FieldError, PriorityAdmission};
 use berth_sdk::PreemptionPolicy;
 use serde::Deserialize;
 
@@ -302,16 +302,8 @@ pub(super) fn disruption_all_from(
 /// The PodGroup scheduling reads; the error names the bad field, as the API
 /// server's validation would.
 pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldError> {
-    let name = pg.metadata.name.clone().unwrap_or_default();
-    if name.is_empty() {
-        return Err(FieldError::new("metadata.name", "required value"));
-    }
-    let namespace = pg
-        .metadata
-        .namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+    let name = super::required_name(&pg.metadata)?;
+    let namespace = super::namespace_of(&pg.metadata);
     let spec = pg.spec.clone().unwrap_or_default();
     let policy = policy_from(spec.scheduling_policy.as_ref(), "spec.schedulingPolicy")?;
     let topology_keys = topology_keys_from(

@@ -6,11 +6,11 @@
 //! that `explain` and `simulate` can say which template a group was made from, and
 //! whether the cluster has it.
 
+use super::FieldError;
 use super::pod_group::{
     DisruptionMode, PodGroupPolicy, SchedulingConstraints, SchedulingPolicy, disruption_all_from,
     from_json, policy_from, topology_keys_from,
 };
-use super::{DEFAULT_NAMESPACE, FieldError};
 use serde::Deserialize;
 
 /// The API versions of Workload Berth reads (1.37 serves `v1beta1`; `v1alpha3`
@@ -144,16 +144,8 @@ pub fn workload_from_json(value: serde_json::Value) -> Result<WorkloadObject, Fi
 /// The Workload Berth reads; the error names the bad field as the API server's
 /// validation would.
 pub fn workload_from(w: &WorkloadManifest) -> Result<WorkloadObject, FieldError> {
-    let name = w.metadata.name.clone().unwrap_or_default();
-    if name.is_empty() {
-        return Err(FieldError::new("metadata.name", "required value"));
-    }
-    let namespace = w
-        .metadata
-        .namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+    let name = super::required_name(&w.metadata)?;
+    let namespace = super::namespace_of(&w.metadata);
     let spec = w.spec.clone().unwrap_or_default();
     let controller_ref = spec
         .controller_ref

@@ -2,7 +2,7 @@
 //! StorageClasses, CSINodes, CSIDrivers) and a pod's volumes, converted into the
 //! SDK's types with the defaults the API server applies.
 
-use super::{DEFAULT_NAMESPACE, FieldError, non_empty, required_name, resources};
+use super::{FieldError, namespace_of, non_empty, required_name, resources};
 use berth_sdk::volumes::{
     AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, PersistentVolume,
     PersistentVolumeClaim, PersistentVolumeSource, StorageClass, TopologySelectorTerm, Volume,
@@ -57,10 +57,6 @@ fn storage_bytes(
     path: &str,
 ) -> Result<i64, FieldError> {
     Ok(resources(map, path)?.get("storage").copied().unwrap_or(0))
-}
-
-fn namespace_of(meta: &ObjectMeta) -> String {
-    non_empty(&meta.namespace).unwrap_or_else(|| DEFAULT_NAMESPACE.into())
 }
 
 fn beta_class(meta: &ObjectMeta) -> Option<String> {

@@ -14,7 +14,7 @@
 //! `batch.kubernetes.io/job-name`, `batch.kubernetes.io/controller-uid`, ...).
 
 use super::{
-    DEFAULT_NAMESPACE, FieldError, PodSelector, PriorityAdmission, convert_pod, derived_uid,
+    FieldError, PodSelector, PriorityAdmission, convert_pod, derived_uid, namespace_of,
     priority_admission, storage,
 };
 use berth_sdk::affinity::LabelSelector;
@@ -94,13 +94,6 @@ fn template_hash(template: &k8s::PodTemplateSpec) -> String {
         }
     }
     out
-}
-
-fn namespace_of(meta: &ObjectMeta) -> String {
-    meta.namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned())
 }
 
 /// A count field: absent is `default`, negative is refused.
