@@ -57,6 +57,7 @@
 pub mod affinity;
 pub mod args;
 pub mod contract;
+pub mod dra;
 pub mod events;
 pub mod guide;
 pub mod helpers;
@@ -66,6 +67,7 @@ pub mod node_list;
 mod plugin;
 pub mod points;
 pub mod preemption;
+pub mod quantity;
 pub mod testing;
 pub mod types;
 pub mod validation;
