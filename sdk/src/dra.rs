@@ -509,22 +509,17 @@ pub struct ResourcePool {
 }
 
 /// Which nodes a slice's devices are reachable from (exactly one of the four fields).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SliceNodes {
     /// `nodeName`.
     NodeName(String),
     /// `nodeSelector`.
     NodeSelector(Vec<NodeSelectorTerm>),
     /// `allNodes`.
+    #[default]
     AllNodes,
     /// `perDeviceNodeSelection`: each device says.
     PerDevice,
-}
-
-impl Default for SliceNodes {
-    fn default() -> Self {
-        SliceNodes::AllNodes
-    }
 }
 
 /// A named set of counters devices of the pool consume (`sharedCounters[]`).
