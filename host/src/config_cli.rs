@@ -123,6 +123,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             budgets: Budgets::new(),
             storage: Storage::new(),
             pod_groups: Default::default(),
+            dra: Default::default(),
         },
         options: FrameworkOptions::default(),
     };

@@ -9,6 +9,7 @@
 
 use crate::clock::VirtualClock;
 use crate::cluster::Change;
+use crate::cluster::dra::DraChange;
 use crate::cluster::kube::ClusterSnapshot;
 use crate::cluster::manifest::pod_group::PodGroupObject;
 use crate::cluster::manifest::{
@@ -451,6 +452,10 @@ struct Timeline {
     reported: Vec<String>,
     /// PriorityClasses by name, for the priority admission of later pods.
     classes: HashMap<String, PriorityClass>,
+    /// Pods naming a ResourceClaimTemplate that did not exist when they came, by
+    /// `namespace/name`: their claims are made when it appears, as the resourceclaim
+    /// controller makes them.
+    awaiting_templates: HashMap<String, Pod>,
 }
 
 /// What a workload controller of the timeline has done and has yet to do.
@@ -607,12 +612,84 @@ impl Timeline {
     /// Deletes a pod by `namespace/name`, if it exists.
     fn delete_pod(&mut self, scheduler: &mut Scheduler, key: &str) -> bool {
         self.labels.remove(key);
+        self.awaiting_templates.remove(key);
         let Some(uid) = self.pods.remove(key) else {
             return false;
         };
         self.reported.retain(|u| u != &uid);
         scheduler.delete_pod(&uid);
+        // The garbage collector deletes the claims made for the pod.
+        for c in scheduler.dra().claims() {
+            if c.is_for_pod(&uid) {
+                scheduler.apply_dra(DraChange::ClaimDeleted {
+                    namespace: c.namespace.clone(),
+                    name: c.name.clone(),
+                });
+            }
+        }
         true
+    }
+
+    /// The resourceclaim controller: for each entry of the pod's `spec.resourceClaims`
+    /// naming a template and without a claim yet, makes the claim from the template
+    /// (owned by the pod) and records it in the pod's `status.resourceClaimStatuses`.
+    /// Answers false, changing nothing, when a template does not exist yet.
+    fn make_claims(&self, scheduler: &mut Scheduler, pod: &mut Pod) -> bool {
+        let mut made = Vec::new();
+        for entry in &pod.resource_claims {
+            let berth_sdk::ClaimSource::TemplateName(template) = &entry.source else {
+                continue;
+            };
+            if pod
+                .resource_claim_statuses
+                .iter()
+                .any(|s| s.name == entry.name)
+            {
+                continue;
+            }
+            let Some(t) = scheduler.dra().template(&pod.namespace, template) else {
+                return false;
+            };
+            let claim = crate::cluster::manifest::dra::claim_for_pod(
+                &t,
+                pod,
+                &entry.name,
+                &claim_suffix(pod, &entry.name),
+            );
+            // Made before (the pod's document applied again): the claim stays as is.
+            let exists = scheduler
+                .dra()
+                .claim(&claim.namespace, &claim.name)
+                .is_some_and(|c| c.is_for_pod(&pod.uid));
+            made.push((entry.name.clone(), claim, exists));
+        }
+        for (entry, claim, exists) in made {
+            pod.resource_claim_statuses
+                .push(berth_sdk::PodResourceClaimStatus {
+                    name: entry,
+                    resource_claim_name: Some(claim.name.clone()),
+                });
+            if !exists {
+                scheduler.apply_dra(DraChange::Claim(claim));
+            }
+        }
+        true
+    }
+
+    /// Makes the claims of the pods that waited for a template, now that one appeared.
+    fn make_awaited_claims(&mut self, scheduler: &mut Scheduler) -> Result<(), DocumentProblem> {
+        let keys: Vec<String> = self.awaiting_templates.keys().cloned().collect();
+        for key in keys {
+            let Some(mut pod) = self.awaiting_templates.remove(&key) else {
+                continue;
+            };
+            if self.make_claims(scheduler, &mut pod) {
+                scheduler.update_pod(pod).map_err(DocumentProblem::Pod)?;
+            } else {
+                self.awaiting_templates.insert(key, pod);
+            }
+        }
+        Ok(())
     }
 
     /// A claim, with the DefaultStorageClass admission plugin's default: a new claim
@@ -723,6 +800,14 @@ impl Timeline {
                 scheduler.add_or_update_pod_group(g)
             }
             Object::SchedulingWorkload(w) => scheduler.add_or_update_workload(w),
+            Object::DeviceClass(c) => scheduler.apply_dra(DraChange::Class(c)),
+            Object::ResourceClaim(c) => scheduler.apply_dra(DraChange::Claim(c)),
+            Object::ResourceClaimTemplate(t) => {
+                scheduler.apply_dra(DraChange::Template(t));
+                self.make_awaited_claims(scheduler)?;
+            }
+            Object::ResourceSlice(s) => scheduler.apply_dra(DraChange::Slice(s)),
+            Object::DeviceTaintRule(r) => scheduler.apply_dra(DraChange::TaintRule(r)),
             // Named in a warning when loaded.
             Object::Ignored { .. } => {}
             Object::Namespace(name, labels) => scheduler.add_or_update_namespace(&name, labels),
@@ -765,6 +850,13 @@ impl Timeline {
                 "CSIDriver" => scheduler.remove_csi_driver(&name),
                 "PodGroup" => scheduler.remove_pod_group(&namespace, &name),
                 "Workload" => scheduler.remove_workload(&namespace, &name),
+                "DeviceClass" => scheduler.apply_dra(DraChange::ClassDeleted(name)),
+                "ResourceClaim" => scheduler.apply_dra(DraChange::ClaimDeleted { namespace, name }),
+                "ResourceClaimTemplate" => {
+                    scheduler.apply_dra(DraChange::TemplateDeleted { namespace, name })
+                }
+                "ResourceSlice" => scheduler.apply_dra(DraChange::SliceDeleted(name)),
+                "DeviceTaintRule" => scheduler.apply_dra(DraChange::TaintRuleDeleted(name)),
                 other => scheduler.remove_selector(other, &namespace, &name),
             },
         }
@@ -825,8 +917,15 @@ impl Timeline {
         Ok(())
     }
 
-    fn apply_pod(&mut self, scheduler: &mut Scheduler, pod: Pod) -> Result<(), DocumentProblem> {
+    fn apply_pod(
+        &mut self,
+        scheduler: &mut Scheduler,
+        mut pod: Pod,
+    ) -> Result<(), DocumentProblem> {
         let key = pod.key();
+        if pod.node_name.is_empty() && !self.make_claims(scheduler, &mut pod) {
+            self.awaiting_templates.insert(key.clone(), pod.clone());
+        }
         self.labels.insert(key.clone(), pod.labels.clone());
         let pending_here = pod.node_name.is_empty() && scheduler.serves(&pod.scheduler_name);
         match self.pods.get(&key) {
@@ -844,6 +943,19 @@ impl Timeline {
         }
         Ok(())
     }
+}
+
+/// The suffix the API server's `generateName` gives a claim made for a pod: five
+/// characters, here derived from the pod's UID and the entry so that a timeline
+/// replays the same.
+fn claim_suffix(pod: &Pod, entry: &str) -> String {
+    use sha2::Digest;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let hash = sha2::Sha256::digest(format!("{}/{entry}", pod.uid).as_bytes());
+    hash.iter()
+        .take(5)
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
 }
 
 /// What each document of the timeline brought about, found by comparing the pods'
@@ -960,6 +1072,19 @@ fn describe(doc: &Document, timeline: &Timeline) -> (String, String, String, Str
             "Workload".to_owned(),
             scoped(&w.namespace, &w.name),
         ),
+        Object::DeviceClass(c) => ("apply", "DeviceClass".to_owned(), c.name.clone()),
+        Object::ResourceClaim(c) => (
+            "apply",
+            "ResourceClaim".to_owned(),
+            scoped(&c.namespace, &c.name),
+        ),
+        Object::ResourceClaimTemplate(t) => (
+            "apply",
+            "ResourceClaimTemplate".to_owned(),
+            scoped(&t.namespace, &t.name),
+        ),
+        Object::ResourceSlice(r) => ("apply", "ResourceSlice".to_owned(), r.name.clone()),
+        Object::DeviceTaintRule(r) => ("apply", "DeviceTaintRule".to_owned(), r.name.clone()),
         Object::Configuration(_) => (
             "apply",
             "KubeSchedulerConfiguration".to_owned(),
@@ -1165,6 +1290,92 @@ pub fn explain(
 mod tests {
     use super::*;
     use crate::cluster::manifest::load_str;
+
+    /// Runs the documents of `text` natively and answers the scheduler and timeline.
+    fn timeline_of(text: &str) -> (Scheduler, Timeline) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dra.yaml");
+        std::fs::write(&file, text).unwrap();
+        // One runtime, with the suite's cache of compiled components
+        // (<target>/tmp/component-cache, as the integration tests keep it).
+        static RUNTIME: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
+        let runtime = RUNTIME.get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let target = exe.ancestors().nth(3).unwrap();
+            Runtime::new(crate::wasm::RuntimeOptions {
+                cache_dir: Some(target.join("tmp").join("component-cache")),
+                ..crate::wasm::RuntimeOptions::default()
+            })
+            .unwrap()
+        });
+        let mut opts = SimulateOptions {
+            files: vec![file],
+            ..SimulateOptions::default()
+        };
+        opts.scheduler.framework.native = true;
+        let Loaded {
+            mut scheduler,
+            docs,
+            ..
+        } = load(runtime, &opts).unwrap();
+        let mut timeline = Timeline::default();
+        for doc in docs {
+            timeline.apply(&mut scheduler, doc).unwrap();
+            scheduler.run_until_idle();
+        }
+        (scheduler, timeline)
+    }
+
+    const TEMPLATE: &str = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: one-gpu}\nspec:\n  metadata: {annotations: {team: ml}}\n  spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}\n";
+    const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: trainer}\nspec:\n  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}, {name: nic, resourceClaimName: shared-nic}]\n  containers: [{name: c}]\n";
+
+    #[test]
+    fn the_embedded_cluster_makes_a_pod_s_claims_from_templates() {
+        let (scheduler, timeline) = timeline_of(&format!("{TEMPLATE}---\n{POD}"));
+        let claims = scheduler.dra().claims();
+        assert_eq!(claims.len(), 1, "{claims:?}");
+        let claim = &claims[0];
+        assert!(
+            claim.name.starts_with("trainer-gpu-") && claim.name.len() == "trainer-gpu-".len() + 5
+        );
+        assert_eq!(claim.annotations["team"], "ml");
+        assert_eq!(
+            claim.annotations["resource.kubernetes.io/pod-claim-name"],
+            "gpu"
+        );
+        assert_eq!(claim.spec.requests[0].name(), "gpu");
+        let uid = &timeline.pods["default/trainer"];
+        assert!(claim.is_for_pod(uid));
+        let pod = scheduler.pod(uid).unwrap();
+        assert_eq!(
+            pod.resource_claim_statuses,
+            [berth_sdk::PodResourceClaimStatus {
+                name: "gpu".into(),
+                resource_claim_name: Some(claim.name.clone()),
+            }]
+        );
+        assert!(timeline.awaiting_templates.is_empty());
+    }
+
+    #[test]
+    fn a_pod_waits_for_its_template_and_its_claims_go_with_it() {
+        let deleted_pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: trainer, annotations: {berth.dev/simulate: delete}}\n";
+        // The template comes after the pod: the claim is made then.
+        let (scheduler, timeline) = timeline_of(&format!("{POD}---\n{TEMPLATE}"));
+        assert_eq!(scheduler.dra().claims().len(), 1);
+        let uid = &timeline.pods["default/trainer"];
+        assert_eq!(scheduler.pod(uid).unwrap().resource_claim_statuses.len(), 1);
+        // Without the template the pod waits, with no claim; applied again, it does
+        // not get a second claim; deleted, its claims are deleted with it.
+        let (scheduler, timeline) = timeline_of(POD);
+        assert!(scheduler.dra().claims().is_empty());
+        assert!(timeline.awaiting_templates.contains_key("default/trainer"));
+        let (scheduler, _) = timeline_of(&format!("{TEMPLATE}---\n{POD}---\n{POD}"));
+        assert_eq!(scheduler.dra().claims().len(), 1);
+        let (scheduler, timeline) = timeline_of(&format!("{TEMPLATE}---\n{POD}---\n{deleted_pod}"));
+        assert!(scheduler.dra().claims().is_empty());
+        assert!(timeline.pods.is_empty());
+    }
 
     #[test]
     fn a_scheduling_workload_s_steps_name_it_by_its_kind() {

@@ -182,6 +182,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             budgets: Default::default(),
             storage,
             pod_groups: Default::default(),
+            dra: Default::default(),
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

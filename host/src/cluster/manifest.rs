@@ -29,6 +29,7 @@ use serde_yaml::Value;
 
 use super::quantity;
 
+pub mod dra;
 pub mod pod_group;
 pub mod scheduling_workload;
 mod storage;
@@ -96,6 +97,16 @@ pub enum Object {
     CsiNode(berth_sdk::CsiNode),
     /// A `storage.k8s.io/v1` CSIDriver.
     CsiDriver(berth_sdk::CsiDriver),
+    /// A `resource.k8s.io/v1` DeviceClass.
+    DeviceClass(berth_sdk::dra::DeviceClass),
+    /// A `resource.k8s.io/v1` ResourceClaim.
+    ResourceClaim(berth_sdk::dra::ResourceClaim),
+    /// A `resource.k8s.io/v1` ResourceClaimTemplate.
+    ResourceClaimTemplate(berth_sdk::dra::ResourceClaimTemplate),
+    /// A `resource.k8s.io/v1` ResourceSlice.
+    ResourceSlice(berth_sdk::dra::ResourceSlice),
+    /// A `resource.k8s.io/v1` DeviceTaintRule.
+    DeviceTaintRule(berth_sdk::dra::DeviceTaintRule),
     /// A `scheduling.k8s.io/v1beta1` PodGroup (workload-aware scheduling).
     PodGroup(pod_group::PodGroupObject),
     /// A `scheduling.k8s.io/v1beta1` Workload: the templates PodGroups are made from
@@ -597,7 +608,10 @@ fn collect(
                 if name.is_empty() {
                     return Err(invalid("metadata.name", "required value".into()));
                 }
-                let namespace = if !CLUSTER_SCOPED.contains(&kind.as_str()) {
+                let cluster_scoped = CLUSTER_SCOPED.contains(&kind.as_str())
+                    || (api_version == dra::API_VERSION
+                        && dra::CLUSTER_SCOPED.contains(&kind.as_str()));
+                let namespace = if !cluster_scoped {
                     meta.get("namespace")
                         .and_then(Value::as_str)
                         .filter(|n| !n.is_empty())
@@ -732,6 +746,36 @@ fn collect(
                     .map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
+        (dra::API_VERSION, "DeviceClass") => {
+            let c = deserialize(Value::Mapping(map), path, location)?;
+            Object::DeviceClass(
+                dra::device_class(&c).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        (dra::API_VERSION, "ResourceClaim") => {
+            let c = deserialize(Value::Mapping(map), path, location)?;
+            Object::ResourceClaim(
+                dra::resource_claim(&c).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        (dra::API_VERSION, "ResourceClaimTemplate") => {
+            let t = deserialize(Value::Mapping(map), path, location)?;
+            Object::ResourceClaimTemplate(
+                dra::claim_template(&t).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        (dra::API_VERSION, "ResourceSlice") => {
+            let s = deserialize(Value::Mapping(map), path, location)?;
+            Object::ResourceSlice(
+                dra::resource_slice(&s).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
+        (dra::API_VERSION, "DeviceTaintRule") => {
+            let r = deserialize(Value::Mapping(map), path, location)?;
+            Object::DeviceTaintRule(
+                dra::device_taint_rule(&r).map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
         (v, "PodGroup") if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => {
             let pg: pod_group::PodGroupManifest = deserialize(Value::Mapping(map), path, location)?;
             Object::PodGroup(
@@ -788,7 +832,7 @@ fn collect(
 }
 
 /// The kinds a manifest may hold that scheduling reads.
-pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, scheduling.k8s.io/v1beta1 PodGroup, Workload, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
+pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, scheduling.k8s.io/v1beta1 PodGroup, Workload, resource.k8s.io/v1 DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceTaintRule, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
 
 /// A warning naming the kinds of the ignored objects among `docs` (how many of
 /// each), or `None` when there are none.
@@ -841,6 +885,7 @@ fn deletable(api_version: &str, kind: &str) -> bool {
         v if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => {
             matches!(kind, "PodGroup" | "Workload")
         }
+        dra::API_VERSION => dra::KINDS.contains(&kind),
         _ => false,
     }
 }
@@ -1570,6 +1615,13 @@ mod tests {
                 Object::SchedulingWorkload(w) => {
                     format!("workload.scheduling/{}/{}", w.namespace, w.name)
                 }
+                Object::DeviceClass(c) => format!("deviceclass/{}", c.name),
+                Object::ResourceClaim(c) => format!("resourceclaim/{}", c.key()),
+                Object::ResourceClaimTemplate(t) => {
+                    format!("resourceclaimtemplate/{}/{}", t.namespace, t.name)
+                }
+                Object::ResourceSlice(s) => format!("resourceslice/{}", s.name),
+                Object::DeviceTaintRule(r) => format!("devicetaintrule/{}", r.name),
                 Object::Ignored { api_version, kind } => format!("ignored {api_version} {kind}"),
                 Object::Delete {
                     kind,

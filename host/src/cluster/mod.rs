@@ -1,6 +1,7 @@
 //! Where pods and nodes come from and where bindings go.
 
 pub mod affinity;
+pub mod dra;
 pub mod kube;
 pub mod manifest;
 pub mod memory;
@@ -282,6 +283,8 @@ pub enum Change {
         /// Its name.
         name: String,
     },
+    /// A `resource.k8s.io` object appeared, changed or is gone.
+    Dra(dra::DraChange),
     /// Every source has listed its objects once: the scheduler's view is complete.
     Synced,
 }

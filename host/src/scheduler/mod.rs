@@ -12,6 +12,7 @@
 //! [`swap`] how a reload's new version is taken in between two cycles.
 
 mod binding;
+mod dra;
 mod group;
 mod group_preemption;
 mod pool;
@@ -24,6 +25,7 @@ pub use swap::SwapReport;
 
 use crate::cache::{Cache, CacheError, Snapshot};
 use crate::clock::Clock;
+use crate::cluster::dra::Dra;
 use crate::cluster::manifest::PodSelector;
 use crate::cluster::pod_groups::{MemberState, PodGroups, WorkloadObject};
 use crate::cluster::storage::Storage;
@@ -242,6 +244,8 @@ pub struct Scheduler {
     namespaces: Namespaces,
     budgets: Budgets,
     storage: Storage,
+    /// The dynamic resource allocation objects.
+    dra: Dra,
     /// The PodGroups and where their members are (the cache tells it of assumed,
     /// bound and forgotten members; pending ones are told here).
     pod_groups: PodGroups,
@@ -324,6 +328,7 @@ impl Scheduler {
             budgets: Budgets::new(),
             storage: Storage::new(),
             pod_groups: PodGroups::new(),
+            dra: Dra::new(),
         };
         let builder = Builder {
             runtime: runtime.clone(),
@@ -383,6 +388,7 @@ impl Scheduler {
             namespaces: services.namespaces,
             budgets: services.budgets,
             storage: services.storage,
+            dra: services.dra,
             pod_groups: services.pod_groups,
             waiting: services.waiting,
             clock,
@@ -456,6 +462,7 @@ impl Scheduler {
             Change::SchedulingWorkloadDeleted { namespace, name } => {
                 self.remove_workload(&namespace, &name)
             }
+            Change::Dra(c) => self.apply_dra(c),
             Change::Synced => {}
         }
         Ok(())
@@ -471,6 +478,14 @@ impl Scheduler {
     /// A Workload is gone; the PodGroups made from it stay and are scheduled.
     pub fn remove_workload(&mut self, namespace: &str, name: &str) {
         self.pod_groups.remove_workload(namespace, name);
+    }
+
+    /// The pod with this UID as the scheduler has it now: on a node or assumed, or
+    /// queued (not while a cycle holds it).
+    pub fn pod(&self, uid: &str) -> Option<&Pod> {
+        self.cache
+            .pod(uid)
+            .or_else(|| self.queue.get(uid).map(|q| &q.pod))
     }
 
     /// Whether the scheduler has this pod: on a node, assumed, queued, in a

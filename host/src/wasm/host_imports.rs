@@ -107,6 +107,8 @@ pub struct HostServices {
     pub storage: Storage,
     /// What `workload.get-pod-group` reads.
     pub pod_groups: crate::cluster::pod_groups::PodGroups,
+    /// The dynamic resource allocation objects.
+    pub dra: crate::cluster::dra::Dra,
 }
 
 impl WasiView for HostCtx {
