@@ -10,6 +10,8 @@
 use super::KubeCluster;
 use super::pod_group_status::PodGroupStatuses;
 use crate::cluster::Change;
+use crate::cluster::dra::DraChange;
+use crate::cluster::manifest::dra;
 use crate::cluster::manifest::pod_group::pod_group_from_json;
 use crate::cluster::manifest::scheduling_workload::workload_from_json;
 use crate::cluster::manifest::{
@@ -95,6 +97,7 @@ pub(super) fn start<T: From<Change> + Send + 'static>(
     s.pod_groups();
     s.workloads();
     s.storage();
+    s.dra();
     s.selectors::<k8s::Service>("services", "Service");
     s.selectors::<k8s::ReplicationController>("replicationcontrollers", "ReplicationController");
     s.selectors::<apps::ReplicaSet>("replicasets", "ReplicaSet");
@@ -359,6 +362,96 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         );
     }
 
+    /// The dynamic resource allocation kinds (`resource.k8s.io/v1`, served since
+    /// Kubernetes 1.34): DeviceClasses, ResourceClaims, ResourceClaimTemplates,
+    /// ResourceSlices and DeviceTaintRules. A server that does not serve one (every
+    /// release before 1.34, or one with the API off) is said once per kind.
+    fn dra(&mut self) {
+        self.dra_kind(
+            "deviceclasses",
+            "the API server serves no DeviceClasses (resource.k8s.io/v1): requests for \
+             devices cannot be allocated, and Berth looks for them again only when it restarts",
+            |o| {
+                let c = dra::device_class(&typed(o)?)?;
+                Ok(Some((c.name.clone(), DraChange::Class(c))))
+            },
+            DraChange::ClassDeleted,
+        );
+        self.dra_kind(
+            "resourceclaims",
+            "the API server serves no ResourceClaims (resource.k8s.io/v1): pods with \
+             ResourceClaims wait for them, and Berth looks for them again only when it restarts",
+            |o| {
+                let c = dra::resource_claim(&typed(o)?)?;
+                Ok(Some((c.key(), DraChange::Claim(c))))
+            },
+            |key| {
+                let (namespace, name) = split_key(&key);
+                DraChange::ClaimDeleted { namespace, name }
+            },
+        );
+        self.dra_kind(
+            "resourceclaimtemplates",
+            "the API server serves no ResourceClaimTemplates (resource.k8s.io/v1): Berth \
+             looks for them again only when it restarts",
+            |o| {
+                let t = dra::claim_template(&typed(o)?)?;
+                Ok(Some((
+                    format!("{}/{}", t.namespace, t.name),
+                    DraChange::Template(t),
+                )))
+            },
+            |key| {
+                let (namespace, name) = split_key(&key);
+                DraChange::TemplateDeleted { namespace, name }
+            },
+        );
+        self.dra_kind(
+            "resourceslices",
+            "the API server serves no ResourceSlices (resource.k8s.io/v1): no device can \
+             be allocated, and Berth looks for them again only when it restarts",
+            |o| {
+                let s = dra::resource_slice(&typed(o)?)?;
+                Ok(Some((s.name.clone(), DraChange::Slice(s))))
+            },
+            DraChange::SliceDeleted,
+        );
+        self.dra_kind(
+            "devicetaintrules",
+            "the API server serves no DeviceTaintRules (resource.k8s.io/v1): devices are \
+             tainted only by their slices, and Berth looks for the rules again only when it \
+             restarts",
+            |o| {
+                let r = dra::device_taint_rule(&typed(o)?)?;
+                Ok(Some((r.name.clone(), DraChange::TaintRule(r))))
+            },
+            DraChange::TaintRuleDeleted,
+        );
+    }
+
+    /// One kind of [`Spawner::dra`].
+    fn dra_kind(
+        &mut self,
+        plural: &'static str,
+        unserved: &'static str,
+        convert: impl Fn(&DynamicObject) -> Result<Option<(String, DraChange)>, FieldError>
+        + Send
+        + 'static,
+        deleted: impl Fn(String) -> DraChange + Send + 'static,
+    ) {
+        self.spawn_if_served(
+            OptionalKind {
+                group: dra::API_GROUP,
+                versions: &["v1"],
+                plural,
+                unserved,
+            },
+            |_| {},
+            move |o| Ok(convert(o)?.map(|(key, c)| (key, Change::Dra(c)))),
+            move |key| Change::Dra(deleted(key)),
+        );
+    }
+
     /// A kind whose only interest is its pod selector; `kind` is its `kind`.
     fn selectors<K>(&mut self, resource: &'static str, kind: &'static str)
     where
@@ -387,6 +480,13 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         };
         self.spawn::<K>(resource, watcher::Config::default(), convert, deleted);
     }
+}
+
+/// A kind served as a `DynamicObject`, read as its typed form.
+fn typed<K: serde::de::DeserializeOwned>(o: &DynamicObject) -> Result<K, FieldError> {
+    serde_json::to_value(o)
+        .and_then(serde_json::from_value)
+        .map_err(|e| FieldError::new("", e.to_string()))
 }
 
 /// A kind an API server may not serve ([`Spawner::spawn_if_served`]).
@@ -1150,5 +1250,266 @@ mod tests {
         assert!(failed.try_recv().is_err());
         let sent = requests.lock().unwrap().clone();
         assert!(!sent.iter().any(fake::Request::is_watch), "{sent:?}");
+    }
+
+    const DRA: &str = "/apis/resource.k8s.io/v1";
+
+    /// The `resource.k8s.io/v1` discovery of a 1.34+ API server.
+    fn dra_discovery() -> Answer {
+        let resources: Vec<Value> = [
+            ("deviceclasses", "DeviceClass", false),
+            ("resourceclaims", "ResourceClaim", true),
+            ("resourceclaims/status", "ResourceClaim", true),
+            ("resourceclaimtemplates", "ResourceClaimTemplate", true),
+            ("resourceslices", "ResourceSlice", false),
+            ("devicetaintrules", "DeviceTaintRule", false),
+        ]
+        .iter()
+        .map(|(name, kind, namespaced)| {
+            json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+                   "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+        })
+        .collect();
+        Answer::Json(
+            200,
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "resource.k8s.io/v1", "resources": resources}),
+        )
+    }
+
+    /// A ResourceClaim as a 1.34+ API server serves it (list items carry no
+    /// apiVersion and kind), allocated and reserved for a pod when `allocated`.
+    fn resource_claim(name: &str, rv: u64, allocated: bool, with_type: bool) -> Value {
+        let mut o = json!({
+            "metadata": {
+                "name": name, "namespace": "ml", "uid": format!("{name}-3c1e"),
+                "resourceVersion": rv.to_string(), "creationTimestamp": "2026-11-20T08:14:03Z",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0",
+                    "uid": "9a8b", "controller": true, "blockOwnerDeletion": true}],
+                "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+            },
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}},
+        });
+        if allocated {
+            o["status"] = json!({
+                "allocation": {
+                    "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}]},
+                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
+                    "allocationTimestamp": "2026-11-20T08:14:04Z",
+                },
+                "reservedFor": [{"resource": "pods", "name": "trainer-0", "uid": "9a8b"}],
+            });
+        }
+        if with_type {
+            o["apiVersion"] = "resource.k8s.io/v1".into();
+            o["kind"] = "ResourceClaim".into();
+        }
+        o
+    }
+
+    fn dra_list(kind: &str, items: Vec<Value>) -> Value {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": format!("{kind}List"),
+               "metadata": {"resourceVersion": "700"}, "items": items})
+    }
+
+    fn dra_summary(c: &Change) -> String {
+        match c {
+            Change::Dra(DraChange::Class(c)) => format!("class {} {:?}", c.name, c.selectors),
+            Change::Dra(DraChange::Claim(c)) => format!(
+                "claim {} rv {} allocated {}",
+                c.key(),
+                c.resource_version,
+                c.status.allocation.is_some()
+            ),
+            Change::Dra(DraChange::ClaimDeleted { namespace, name }) => {
+                format!("claim deleted {namespace}/{name}")
+            }
+            Change::Dra(DraChange::Template(t)) => format!("template {}/{}", t.namespace, t.name),
+            Change::Dra(DraChange::Slice(s)) => {
+                format!("slice {} {:?} {} devices", s.name, s.nodes, s.devices.len())
+            }
+            Change::Dra(DraChange::TaintRule(r)) => format!("taint rule {}", r.name),
+            other => summary(other),
+        }
+    }
+
+    #[tokio::test]
+    async fn dra_kinds_are_listed_then_watched_and_a_bad_one_is_named() {
+        let log = Log::default();
+        let _log = log.start();
+        let lists: Vec<(&str, Value)> = vec![
+            (
+                "deviceclasses",
+                dra_list(
+                    "DeviceClass",
+                    vec![json!({
+                        "metadata": {"name": "gpu.example.com", "uid": "c1", "resourceVersion": "10", "generation": 1},
+                        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]},
+                    })],
+                ),
+            ),
+            (
+                "resourceclaims",
+                dra_list(
+                    "ResourceClaim",
+                    vec![
+                        resource_claim("trainer-0-gpu-x7k2q", 401, true, false),
+                        json!({"metadata": {"name": "broken", "namespace": "ml", "resourceVersion": "402"},
+                       "spec": {"devices": {"requests": [{"name": "gpu"}]}}}),
+                    ],
+                ),
+            ),
+            (
+                "resourceclaimtemplates",
+                dra_list(
+                    "ResourceClaimTemplate",
+                    vec![json!({
+                        "metadata": {"name": "one-gpu", "namespace": "ml", "resourceVersion": "11"},
+                        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}},
+                    })],
+                ),
+            ),
+            (
+                "resourceslices",
+                dra_list(
+                    "ResourceSlice",
+                    vec![json!({
+                        "metadata": {"name": "node-1-gpu.example.com-8xk2p", "resourceVersion": "12",
+                            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "node-1", "uid": "n1", "controller": true}]},
+                        "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
+                            "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+                            "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "A100"}}, "capacity": {"memory": {"value": "80Gi"}}}]},
+                    })],
+                ),
+            ),
+            (
+                "devicetaintrules",
+                dra_list(
+                    "DeviceTaintRule",
+                    vec![json!({
+                        "metadata": {"name": "drain", "resourceVersion": "13"},
+                        "spec": {"deviceSelector": {"driver": "gpu.example.com"}, "taint": {"key": "drain", "effect": "NoSchedule"}},
+                        "status": {"conditions": []},
+                    })],
+                ),
+            ),
+        ];
+        let (events, claim_watch) = mpsc::unbounded();
+        let claim_watch = Mutex::new(Some(claim_watch));
+        let quiet = Mutex::new(Vec::new());
+        let answer = move |r: &fake::Request| {
+            if r.path == DRA {
+                return dra_discovery();
+            }
+            let Some(plural) = r.path.strip_prefix("/apis/resource.k8s.io/v1/") else {
+                return fake::not_found();
+            };
+            if r.is_watch() {
+                if plural == "resourceclaims"
+                    && let Some(rx) = claim_watch.lock().unwrap().take()
+                {
+                    return Answer::Events(rx);
+                }
+                let (tx, rx) = mpsc::unbounded();
+                quiet.lock().unwrap().push(tx);
+                return Answer::Events(rx);
+            }
+            match lists.iter().find(|(p, _)| *p == plural) {
+                Some((_, list)) => Answer::Json(200, list.clone()),
+                None => fake::not_found(),
+            }
+        };
+        let (client, requests) = fake::client(answer);
+        let cluster = fake::cluster(client);
+        let (mut s, rx) = spawner(&cluster, Mode::Watch);
+        s.dra();
+
+        let mut changes = Vec::new();
+        for _ in 0..6 {
+            changes.push(dra_summary(&next(&rx).await));
+        }
+        changes.sort();
+        assert_eq!(
+            changes,
+            [
+                "claim ml/trainer-0-gpu-x7k2q rv 401 allocated true",
+                "class gpu.example.com [DeviceSelector { expression: \"device.driver == 'gpu.example.com'\" }]",
+                "slice node-1-gpu.example.com-8xk2p NodeName(\"node-1\") 1 devices",
+                "synced",
+                "taint rule drain",
+                "template ml/one-gpu",
+            ]
+        );
+        assert!(
+            log.text().contains(
+                "resourceclaims: ignoring ml/broken: spec.devices.requests[0]: exactly one of `exactly` or `firstAvailable` is required"
+            ),
+            "{}",
+            log.text()
+        );
+
+        // The watch: the claim's status written by a binding cycle, a new claim, a
+        // deletion.
+        events
+            .unbounded_send(json!({"type": "MODIFIED", "object": resource_claim("trainer-0-gpu-x7k2q", 501, false, true)}))
+            .unwrap();
+        events
+            .unbounded_send(
+                json!({"type": "ADDED", "object": resource_claim("late", 502, false, true)}),
+            )
+            .unwrap();
+        events
+            .unbounded_send(
+                json!({"type": "DELETED", "object": resource_claim("late", 503, false, true)}),
+            )
+            .unwrap();
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.push(dra_summary(&next(&rx).await));
+        }
+        assert_eq!(
+            changes,
+            [
+                "claim ml/trainer-0-gpu-x7k2q rv 501 allocated false",
+                "claim ml/late rv 502 allocated false",
+                "claim deleted ml/late",
+            ]
+        );
+        assert!(requests.lock().unwrap().iter().all(|r| r.method == "GET"));
+        for t in s.tasks {
+            t.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_without_dra_is_told_of_once_per_kind_and_counts_as_listed() {
+        let log = Log::default();
+        let _log = log.start();
+        // Kubernetes 1.20: no resource.k8s.io at all.
+        let (client, requests) = fake::client(|_| fake::not_found());
+        let cluster = fake::cluster(client);
+        let (mut s, rx) = spawner(&cluster, Mode::Watch);
+        s.dra();
+        // The last of the five to find its kind unserved says the view is complete.
+        assert_eq!(summary(&next(&rx).await), "synced");
+        for t in s.tasks {
+            t.await.unwrap();
+        }
+        assert!(rx.try_recv().is_err(), "synced once");
+        for kind in [
+            "DeviceClasses",
+            "ResourceClaims",
+            "ResourceClaimTemplates",
+            "ResourceSlices",
+            "DeviceTaintRules",
+        ] {
+            let said = format!("the API server serves no {kind} (resource.k8s.io/v1)");
+            assert_eq!(log.text().matches(&said).count(), 1, "{}", log.text());
+        }
+        let requests = requests.lock().unwrap();
+        assert!(
+            requests.iter().all(|r| r.path == DRA),
+            "discovery only: {requests:?}"
+        );
     }
 }

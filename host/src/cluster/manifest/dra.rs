@@ -18,6 +18,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
 
+/// The API group of the kinds this module reads.
+pub const API_GROUP: &str = "resource.k8s.io";
 /// The apiVersion of the kinds this module reads.
 pub const API_VERSION: &str = "resource.k8s.io/v1";
 
