@@ -31,6 +31,7 @@ pub struct MemoryCluster {
     refuse_volumes: Mutex<Option<Box<RefuseVolumeFn>>>,
     evictions: Mutex<Vec<Eviction>>,
     storage: Mutex<Option<Storage>>,
+    dra: Mutex<Option<crate::cluster::dra::Dra>>,
     storage_changes: Mutex<Vec<(Option<Object>, Object)>>,
     volume_bindings: Mutex<Vec<VolumeBinding>>,
     /// The provisioners are stalled: a claim given a selected node waits.
@@ -319,6 +320,41 @@ impl Binder for MemoryCluster {
         Ok(())
     }
 
+    fn attach_dra(&self, dra: &crate::cluster::dra::Dra) {
+        *self.dra.lock().unwrap_or_else(|e| e.into_inner()) = Some(dra.clone());
+    }
+
+    /// As the API server's status update: only from the claim's current
+    /// `resourceVersion`, which then grows by one.
+    fn write_claim_status(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
+        let what = format!("writing the status of resourceclaim {}", claim.key());
+        let dra = self
+            .dra
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| WriteError::Refused(format!("{what}: no DRA view attached")))?;
+        let Some(current) = dra.cluster_claim(&claim.namespace, &claim.name) else {
+            return Err(WriteError::NotFound(format!("{what}: the claim is gone")));
+        };
+        if current.uid != claim.uid || current.resource_version != claim.resource_version {
+            return Err(WriteError::Conflict(format!(
+                "{what}: Operation cannot be fulfilled on resourceclaims.resource.k8s.io \"{}\": the object has been modified; please apply your changes to the latest version and try again",
+                claim.name
+            )));
+        }
+        let mut written = (*current).clone();
+        written.status.allocation = claim.status.allocation.clone();
+        written.status.reserved_for = claim.status.reserved_for.clone();
+        let version: u64 = current.resource_version.parse().unwrap_or(0);
+        written.resource_version = (version + 1).to_string();
+        dra.set_claim(written.clone());
+        Ok(written)
+    }
+
     fn attach_storage(&self, storage: &Storage) {
         *self.storage.lock().unwrap_or_else(|e| e.into_inner()) = Some(storage.clone());
     }
@@ -348,6 +384,40 @@ impl Binder for MemoryCluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_s_status_is_written_from_its_version_only() {
+        use berth_sdk::dra::{AllocationResult, ConsumerReference, ResourceClaim};
+        let c = MemoryCluster::new();
+        let claim = ResourceClaim {
+            namespace: "ml".into(),
+            name: "gpu".into(),
+            uid: "u1".into(),
+            ..ResourceClaim::default()
+        };
+        let mut wanted = claim.clone();
+        wanted.status.allocation = Some(AllocationResult::default());
+        wanted.status.reserved_for = vec![ConsumerReference::pod("p", "up")];
+        assert!(matches!(
+            c.write_claim_status(&wanted),
+            Err(WriteError::Refused(_))
+        ));
+        let dra = crate::cluster::dra::Dra::new();
+        c.attach_dra(&dra);
+        assert!(matches!(
+            c.write_claim_status(&wanted),
+            Err(WriteError::NotFound(_))
+        ));
+        dra.set_claim(claim.clone());
+        let written = c.write_claim_status(&wanted).unwrap();
+        assert_eq!(written.resource_version, "1");
+        assert_eq!(*dra.claim("ml", "gpu").unwrap(), written);
+        // Written from the version before: a conflict, the claim as it was.
+        let err = c.write_claim_status(&wanted).unwrap_err();
+        assert!(matches!(err, WriteError::Conflict(_)), "{err:?}");
+        assert!(err.to_string().contains("the object has been modified"));
+        assert_eq!(dra.claim("ml", "gpu").unwrap().resource_version, "1");
+    }
 
     #[test]
     fn refuses_a_second_binding() {

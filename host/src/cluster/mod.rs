@@ -79,6 +79,27 @@ pub trait Binder: Send + Sync {
         ))
     }
 
+    /// Writes a ResourceClaim's `status.allocation` and `status.reservedFor` as
+    /// DynamicResources' PreBind does, on the claim of `claim.resource_version` only:
+    /// a claim changed since (409 Conflict) or gone is an error, never an overwrite.
+    /// Answers the claim as written, with its new `resourceVersion`.
+    fn write_claim_status(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
+        Err(WriteError::Refused(format!(
+            "writing the status of resourceclaim {}: this cluster cannot allocate devices",
+            claim.key()
+        )))
+    }
+
+    /// Gives the cluster the scheduler's view of the dynamic resource allocation
+    /// objects, for a cluster that keeps none of its own (the embedded one writes
+    /// its claims' statuses there).
+    fn attach_dra(&self, dra: &dra::Dra) {
+        let _ = dra;
+    }
+
     /// Gives the cluster the scheduler's view of the storage objects, for a cluster
     /// that keeps none of its own (the embedded one writes its volume bindings there).
     fn attach_storage(&self, storage: &storage::Storage) {

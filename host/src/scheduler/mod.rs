@@ -352,6 +352,7 @@ impl Scheduler {
             });
         }
         binder.attach_storage(&services.storage);
+        binder.attach_dra(&services.dra);
         // A binding cycle waiting for its volumes lets another binding thread run.
         services.storage.on_blocking(Arc::new(pool::park_current));
         let waker = Arc::new(RwLock::new(None));

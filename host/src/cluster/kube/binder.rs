@@ -292,6 +292,56 @@ impl Binder for KubeBinder {
         }
     }
 
+    /// A merge patch of the claim's status that names the claim's `resourceVersion`
+    /// (and UID): the API server applies it to that version only, and answers 409
+    /// Conflict when the claim changed since, as upstream's `UpdateStatus` would.
+    fn write_claim_status(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
+        use crate::cluster::manifest::dra;
+        let what = format!("writing the status of resourceclaim {}", claim.key());
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(fenced("allocating devices"));
+        }
+        let mut metadata = serde_json::json!({"resourceVersion": claim.resource_version});
+        if !claim.uid.is_empty() {
+            metadata["uid"] = claim.uid.clone().into();
+        }
+        let allocation = claim
+            .status
+            .allocation
+            .as_ref()
+            .map_or(serde_json::Value::Null, dra::allocation_json);
+        let patch = serde_json::json!({
+            "metadata": metadata,
+            "status": {
+                "allocation": allocation,
+                "reservedFor": dra::reserved_for_json(&claim.status.reserved_for),
+            },
+        });
+        let api: Api<k8s_openapi::api::resource::v1::ResourceClaim> =
+            Api::namespaced(self.cluster.client.clone(), &claim.namespace);
+        let limiter = self.cluster.bind_limiter.clone();
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(
+                BIND_TIMEOUT,
+                api.patch_status(&claim.name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await
+        });
+        match r {
+            Ok(Ok(written)) => dra::resource_claim(&written).map_err(|e| {
+                WriteError::Refused(format!(
+                    "{what}: the API server answered a claim Berth cannot read: {e}"
+                ))
+            }),
+            Ok(Err(e)) => Err(api_error(&what, &e)),
+            Err(_) => Err(no_answer(&what)),
+        }
+    }
+
     fn select_node_for_claim(
         &self,
         namespace: &str,
@@ -321,5 +371,115 @@ impl Binder for KubeBinder {
             Ok(Err(e)) => Err(api_error(&what, &e)),
             Err(_) => Err(no_answer(&what)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::{self, Answer};
+    use super::*;
+    use berth_sdk::dra::{
+        AllocationResult, ConsumerReference, DeviceRequestAllocationResult, ResourceClaim,
+    };
+    use serde_json::json;
+
+    fn claim(rv: &str) -> ResourceClaim {
+        let mut c = ResourceClaim {
+            namespace: "ml".into(),
+            name: "trainer-0-gpu-x7k2q".into(),
+            uid: "3c1e".into(),
+            resource_version: rv.into(),
+            ..ResourceClaim::default()
+        };
+        c.status.allocation = Some(AllocationResult {
+            devices: vec![DeviceRequestAllocationResult {
+                request: "gpu".into(),
+                driver: "gpu.example.com".into(),
+                pool: "node-1".into(),
+                device: "gpu-0".into(),
+                admin_access: None,
+                tolerations: Vec::new(),
+                binding_conditions: Vec::new(),
+                binding_failure_conditions: Vec::new(),
+                share_id: None,
+                consumed_capacity: Default::default(),
+            }],
+            ..AllocationResult::default()
+        });
+        c.status.reserved_for = vec![ConsumerReference::pod("trainer-0", "9a8b")];
+        c
+    }
+
+    /// An API server holding the claim at resourceVersion 42: a status patch naming
+    /// that version is applied (and answered at 43), any other is a conflict.
+    fn server(req: &fake::Request) -> Answer {
+        assert_eq!(
+            req.path,
+            "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/trainer-0-gpu-x7k2q/status"
+        );
+        assert_eq!(req.method, "PATCH");
+        assert_eq!(req.content_type, "application/merge-patch+json");
+        if req.body["metadata"]["resourceVersion"] != "42" {
+            return fake::status(
+                409,
+                "Conflict",
+                "Operation cannot be fulfilled on resourceclaims.resource.k8s.io \"trainer-0-gpu-x7k2q\": the object has been modified; please apply your changes to the latest version and try again",
+            );
+        }
+        let mut o = json!({
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "trainer-0-gpu-x7k2q", "namespace": "ml", "uid": "3c1e", "resourceVersion": "43"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+        });
+        o["status"] = req.body["status"].clone();
+        Answer::Json(200, o)
+    }
+
+    #[test]
+    fn a_claim_s_status_is_written_from_its_version_only() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (client, requests) = {
+            let _in = rt.enter();
+            fake::client(server)
+        };
+        let binder = KubeBinder::new(fake::cluster(client), rt.handle().clone());
+        let written = binder.write_claim_status(&claim("42")).unwrap();
+        assert_eq!(written.resource_version, "43");
+        assert_eq!(written.status.allocation, claim("42").status.allocation);
+        assert!(written.is_reserved_for("9a8b"));
+        let body = requests.lock().unwrap()[0].body.clone();
+        assert_eq!(
+            body["metadata"],
+            json!({"resourceVersion": "42", "uid": "3c1e"})
+        );
+        assert_eq!(
+            body["status"]["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0"
+        );
+        assert_eq!(
+            body["status"]["reservedFor"],
+            json!([{"resource": "pods", "name": "trainer-0", "uid": "9a8b"}])
+        );
+
+        // A stale version: the API server's conflict, never an overwrite.
+        let err = binder.write_claim_status(&claim("41")).unwrap_err();
+        assert!(matches!(err, WriteError::Conflict(_)), "{err:?}");
+        assert!(
+            err.to_string().starts_with(
+                "writing the status of resourceclaim ml/trainer-0-gpu-x7k2q: Operation cannot be fulfilled"
+            ),
+            "{err}"
+        );
+        binder.fence();
+        assert!(matches!(
+            binder.write_claim_status(&claim("42")),
+            Err(WriteError::Refused(_))
+        ));
+        assert_eq!(requests.lock().unwrap().len(), 2);
     }
 }

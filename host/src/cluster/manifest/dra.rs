@@ -902,6 +902,135 @@ pub fn claim_for_pod(
 /// name of the pod's entry of `spec.resourceClaims` it was made for.
 pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
 
+fn toleration_json(t: &DeviceToleration) -> serde_json::Value {
+    let mut o = serde_json::json!({
+        "operator": match t.operator {
+            TolerationOperator::Equal => "Equal",
+            TolerationOperator::Exists => "Exists",
+        },
+    });
+    if !t.key.is_empty() {
+        o["key"] = t.key.clone().into();
+    }
+    if !t.value.is_empty() {
+        o["value"] = t.value.clone().into();
+    }
+    if let Some(e) = t.effect {
+        o["effect"] = format!("{e:?}").into();
+    }
+    if let Some(s) = t.toleration_seconds {
+        o["tolerationSeconds"] = s.into();
+    }
+    o
+}
+
+fn node_selector_json(terms: &[berth_sdk::affinity::NodeSelectorTerm]) -> serde_json::Value {
+    let reqs = |list: &[berth_sdk::affinity::NodeSelectorRequirement]| -> serde_json::Value {
+        list.iter()
+            .map(|r| {
+                serde_json::json!({"key": r.key, "operator": format!("{:?}", r.operator), "values": r.values})
+            })
+            .collect()
+    };
+    let terms: Vec<serde_json::Value> = terms
+        .iter()
+        .map(|t| {
+            let mut o = serde_json::json!({});
+            if !t.match_expressions.is_empty() {
+                o["matchExpressions"] = reqs(&t.match_expressions);
+            }
+            if !t.match_fields.is_empty() {
+                o["matchFields"] = reqs(&t.match_fields);
+            }
+            o
+        })
+        .collect();
+    serde_json::json!({ "nodeSelectorTerms": terms })
+}
+
+/// A claim's `status.allocation` in the API's JSON form, as PreBind writes it.
+pub fn allocation_json(a: &AllocationResult) -> serde_json::Value {
+    let results: Vec<serde_json::Value> = a
+        .devices
+        .iter()
+        .map(|r| {
+            let mut o = serde_json::json!({
+                "request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device,
+            });
+            if let Some(admin) = r.admin_access {
+                o["adminAccess"] = admin.into();
+            }
+            if !r.tolerations.is_empty() {
+                o["tolerations"] = r.tolerations.iter().map(toleration_json).collect();
+            }
+            if !r.binding_conditions.is_empty() {
+                o["bindingConditions"] = r.binding_conditions.clone().into();
+            }
+            if !r.binding_failure_conditions.is_empty() {
+                o["bindingFailureConditions"] = r.binding_failure_conditions.clone().into();
+            }
+            if let Some(id) = &r.share_id {
+                o["shareID"] = id.clone().into();
+            }
+            if !r.consumed_capacity.is_empty() {
+                o["consumedCapacity"] = r
+                    .consumed_capacity
+                    .iter()
+                    .map(|(k, q)| (k.clone(), serde_json::Value::from(q.as_str())))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+            }
+            o
+        })
+        .collect();
+    let config: Vec<serde_json::Value> = a
+        .config
+        .iter()
+        .map(|c| {
+            let mut o = serde_json::json!({"source": format!("{:?}", c.source)});
+            if !c.requests.is_empty() {
+                o["requests"] = c.requests.clone().into();
+            }
+            if let Some(op) = &c.opaque {
+                o["opaque"] = serde_json::json!({
+                    "driver": op.driver,
+                    "parameters": serde_json::from_str::<serde_json::Value>(&op.parameters)
+                        .unwrap_or(serde_json::Value::Null),
+                });
+            }
+            o
+        })
+        .collect();
+    let mut devices = serde_json::json!({ "results": results });
+    if !config.is_empty() {
+        devices["config"] = config.into();
+    }
+    let mut o = serde_json::json!({ "devices": devices });
+    if let Some(terms) = &a.node_selector {
+        o["nodeSelector"] = node_selector_json(terms);
+    }
+    if let Some(ms) = a.allocation_timestamp_ms
+        && let Ok(t) = k8s_openapi::jiff::Timestamp::from_millisecond(ms)
+        && let Ok(v) = serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t))
+    {
+        o["allocationTimestamp"] = v;
+    }
+    o
+}
+
+/// A claim's `status.reservedFor` in the API's JSON form.
+pub fn reserved_for_json(list: &[ConsumerReference]) -> serde_json::Value {
+    list.iter()
+        .map(|r| {
+            let mut o = serde_json::json!({"resource": r.resource, "name": r.name, "uid": r.uid});
+            if !r.api_group.is_empty() {
+                o["apiGroup"] = r.api_group.clone().into();
+            }
+            o
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Object, load_str};
@@ -1144,6 +1273,39 @@ spec:
         assert!(!rule.selector.selects("nic.example.com", "node-1", "eth1"));
         assert_eq!(rule.taint.effect, DeviceTaintEffect::NoExecute);
         assert!(rule.taint.time_added_ms.is_some());
+    }
+
+    #[test]
+    fn an_allocation_written_back_reads_the_same() {
+        let objects = load(CLUSTER);
+        let Object::ResourceClaim(claim) = &objects[3] else {
+            panic!("{objects:?}")
+        };
+        let mut status = claim.status.clone();
+        let alloc = status.allocation.as_mut().unwrap();
+        alloc.devices[0].tolerations = vec![DeviceToleration {
+            key: "maintenance".into(),
+            operator: berth_sdk::TolerationOperator::Exists,
+            value: String::new(),
+            effect: Some(DeviceTaintEffect::NoSchedule),
+            toleration_seconds: Some(30),
+        }];
+        alloc.devices[0].binding_conditions = vec!["attached".into()];
+        alloc.allocation_timestamp_ms = Some(1_795_000_000_000);
+        let json = serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "ml"},
+            "status": {
+                "allocation": super::allocation_json(status.allocation.as_ref().unwrap()),
+                "reservedFor": super::reserved_for_json(&status.reserved_for),
+            },
+        });
+        let typed: k8s_openapi::api::resource::v1::ResourceClaim =
+            serde_json::from_value(json).unwrap();
+        let back = super::resource_claim(&typed).unwrap();
+        assert_eq!(back.status.allocation, status.allocation);
+        assert_eq!(back.status.reserved_for, status.reserved_for);
     }
 
     #[test]
