@@ -1,0 +1,4 @@
+//! Dynamic resource allocation for Berth.
+#![deny(missing_docs)]
+
+pub mod cel;
