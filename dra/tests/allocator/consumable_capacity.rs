@@ -1,0 +1,3 @@
+//! (rows follow)
+
+use super::common::*;
