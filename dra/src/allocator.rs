@@ -24,6 +24,7 @@ use berth_sdk::dra::{
 use berth_sdk::quantity::Amount;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 /// The most devices one claim may get (`AllocationResultsMaxSize`).
 pub const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
@@ -42,6 +43,9 @@ pub struct Allocator {
     slices: Vec<ResourceSlice>,
     allocated: AllocatedState,
     selectors: Arc<SelectorCache>,
+    /// How many steps the searches of this allocator took (upstream's
+    /// `NumAllocateOneInvocations`): a measure of its work.
+    steps: AtomicI64,
 }
 
 impl Allocator {
@@ -75,7 +79,14 @@ impl Allocator {
             slices,
             allocated,
             selectors: Arc::new(SelectorCache::new()),
+            steps: AtomicI64::new(0),
         }
+    }
+
+    /// How many search steps all allocations of this allocator took so far
+    /// (upstream's `Stats.NumAllocateOneInvocations`).
+    pub fn search_steps(&self) -> i64 {
+        self.steps.load(Ordering::Relaxed)
     }
 
     /// Uses this cache of compiled selectors (one kept across cycles compiles each
@@ -711,6 +722,7 @@ impl<'a> Search<'a> {
         in_subrequest: bool,
         start: Location,
     ) -> Result<bool, Stop> {
+        self.alloc.steps.fetch_add(1, Ordering::Relaxed);
         if r.claim >= self.claims.len() {
             return Ok(true);
         }

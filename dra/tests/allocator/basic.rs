@@ -642,3 +642,46 @@ fn duplicate_slice() {
     );
     assert!(matches!(e, berth_dra::AllocError::OnNode(_)));
 }
+
+#[test]
+fn max_number_devices() {
+    expect_results(
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 32)],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_multiple_devices(
+                SLICE1,
+                Nodes::Name(NODE1),
+                POOL1.into(),
+                DRIVER_A,
+                32,
+            )],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            multiple_results(REQ0, DRIVER_A, POOL1, 32, 0),
+        )],
+    );
+}
+
+#[test]
+fn all_devices_invalid_cel() {
+    // Upstream's row of this name asks for 500 devices, as too-many-devices-single-request.
+    expect_error(
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 500)],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            ..Case::default()
+        },
+        "exceeds the claim limit",
+    );
+}

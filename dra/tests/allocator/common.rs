@@ -773,6 +773,11 @@ pub fn features(f: impl FnOnce(&mut Features)) -> Features {
 
 impl Case {
     pub fn run(&self) -> Result<Option<Vec<AllocationResult>>, AllocError> {
+        self.run_counting().0
+    }
+
+    /// The outcome and how many search steps it took.
+    pub fn run_counting(&self) -> (Result<Option<Vec<AllocationResult>>, AllocError>, i64) {
         let mut state = self.allocated_state.clone();
         state.devices.extend(self.allocated.iter().cloned());
         let allocator = Allocator::new(
@@ -783,7 +788,8 @@ impl Case {
             &self.taint_rules,
         );
         let claims: Vec<&ResourceClaim> = self.claims.iter().collect();
-        allocator.allocate(&self.node, &claims)
+        let outcome = allocator.allocate(&self.node, &claims);
+        (outcome, allocator.search_steps())
     }
 }
 
@@ -821,8 +827,22 @@ fn is_uuid(s: &str) -> bool {
 }
 
 #[track_caller]
-pub fn expect_results(case: Case, mut expected: Vec<AllocationResult>) {
-    let got = case.run();
+pub fn expect_results(case: Case, expected: Vec<AllocationResult>) {
+    expect_results_in_steps(case, expected, None);
+}
+
+/// As [`expect_results`], and the search took exactly `steps` steps (upstream's
+/// `expectNumAllocateOneInvocations`).
+#[track_caller]
+pub fn expect_results_in_steps(
+    case: Case,
+    mut expected: Vec<AllocationResult>,
+    steps: Option<i64>,
+) {
+    let (got, taken) = case.run_counting();
+    if let Some(steps) = steps {
+        assert_eq!(taken, steps, "search steps");
+    }
     let Ok(Some(mut got)) = got else {
         panic!("expected results, got {got:?}");
     };

@@ -678,3 +678,68 @@ fn partitionable_devices_per_device_node_selection_node_selector_multiple_device
         )],
     );
 }
+
+#[test]
+fn partitionable_devices_with_attribute_selector() {
+    use berth_sdk::dra::DeviceAttribute;
+    let d = |name: &str, special: bool, cpu: &str| {
+        consuming(
+            &name.to_owned(),
+            vec![
+                consumption(COUNTER_SET1, &[(cpu, "1")]),
+                consumption(COUNTER_SET2, &[("mem", "10Gi")]),
+            ],
+        )
+        .with_special(special)
+    };
+    trait Special {
+        fn with_special(self, special: bool) -> Self;
+    }
+    impl Special for Device {
+        fn with_special(self, special: bool) -> Self {
+            with_attributes(self, &[("special", DeviceAttribute::Bool(special))])
+        }
+    }
+    expect_results(
+        Case {
+            features: part(),
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request(REQ0, CLASS_A, 2),
+                    request_with(
+                        REQ1,
+                        CLASS_A,
+                        1,
+                        &[r#"device.attributes["driver-a"].special"#],
+                    ),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: pool_of(
+                SLICE1,
+                POOL1,
+                vec![
+                    d(DEVICE1, true, "cpu1"),
+                    d(DEVICE2, false, "cpu2"),
+                    d(DEVICE3, false, "cpu3"),
+                ],
+                SLICE2,
+                vec![
+                    counter_set(COUNTER_SET1, &[("cpu1", "1"), ("cpu2", "1"), ("cpu3", "1")]),
+                    counter_set(COUNTER_SET2, &[("mem", "30Gi")]),
+                ],
+            ),
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![
+                result(REQ0, DRIVER_A, POOL1, DEVICE2, false),
+                result(REQ0, DRIVER_A, POOL1, DEVICE3, false),
+                result(REQ1, DRIVER_A, POOL1, DEVICE1, false),
+            ],
+        )],
+    );
+}

@@ -649,3 +649,259 @@ fn prioritized_list_too_many_in_first_subrequest() {
         )],
     );
 }
+
+fn v6_then_v5() -> ResourceClaim {
+    claim_with(vec![prioritized(
+        REQ0,
+        vec![
+            sub_all(sub_with_selectors(
+                sub_request(SUB_REQ0, CLASS_A, 0),
+                &[r#"device.attributes["driver-a"].generation == "v6""#],
+            )),
+            sub_all(sub_with_selectors(
+                sub_request(SUB_REQ1, CLASS_A, 0),
+                &[r#"device.attributes["driver-a"].generation == "v5""#],
+            )),
+        ],
+    )])
+}
+
+fn generation(name: &str, g: &str) -> berth_sdk::dra::Device {
+    with_attributes(
+        device(name),
+        &[(
+            "generation",
+            berth_sdk::dra::DeviceAttribute::String(g.into()),
+        )],
+    )
+}
+
+#[test]
+fn prioritized_list_allocation_mode_all() {
+    expect_results(
+        Case {
+            features: pl(),
+            claims: vec![claim_with(vec![prioritized(
+                REQ0,
+                vec![
+                    sub_all(sub_request(SUB_REQ0, CLASS_A, 0)),
+                    sub_request(SUB_REQ1, CLASS_A, 1),
+                ],
+            )])],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_devices(
+                SLICE1,
+                Nodes::Name(NODE1),
+                POOL1.into(),
+                DRIVER_A,
+                vec![device(DEVICE1), device(DEVICE2)],
+            )],
+            allocated: vec![id(DRIVER_A, POOL1, DEVICE2)],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false)],
+        )],
+    );
+}
+
+#[test]
+fn prioritized_list_allocation_mode_all_with_selectors() {
+    expect_results(
+        Case {
+            features: pl(),
+            claims: vec![v6_then_v5()],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_devices(
+                SLICE1,
+                Nodes::Name(NODE1),
+                POOL1.into(),
+                DRIVER_A,
+                vec![generation(DEVICE1, "v5")],
+            )],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false)],
+        )],
+    );
+}
+
+#[test]
+fn prioritized_list_allocation_mode_all_with_selectors_multiple_pools() {
+    expect_results(
+        Case {
+            features: pl(),
+            claims: vec![v6_then_v5()],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![
+                slice_with_devices(
+                    SLICE1,
+                    Nodes::Name(NODE1),
+                    POOL1.into(),
+                    DRIVER_A,
+                    vec![generation(DEVICE1, "v5")],
+                ),
+                slice_with_devices(
+                    SLICE2,
+                    Nodes::Name(NODE1),
+                    POOL2.into(),
+                    DRIVER_A,
+                    vec![generation(DEVICE1, "v5")],
+                ),
+            ],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![
+                result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false),
+                result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE1, false),
+            ],
+        )],
+    );
+}
+
+#[test]
+fn prioritized_list_allocation_mode_all_with_selectors_multiple_pools_across_nodes() {
+    expect_results(
+        Case {
+            features: pl(),
+            claims: vec![v6_then_v5()],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![
+                slice_with_devices(
+                    SLICE1,
+                    Nodes::Name(NODE1),
+                    POOL1.into(),
+                    DRIVER_A,
+                    vec![generation(DEVICE1, "v5")],
+                ),
+                slice_with_devices(
+                    SLICE2,
+                    Nodes::Name(NODE2),
+                    POOL2.into(),
+                    DRIVER_A,
+                    vec![generation(DEVICE1, "v5"), generation(DEVICE2, "v6")],
+                ),
+            ],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, false)],
+        )],
+    );
+}
+
+#[test]
+fn prioritized_list_allocation_mode_all_with_selectors_deviceclass_subset() {
+    let mut c = class(CLASS_A, DRIVER_A);
+    c.selectors = vec![selector(
+        r#"device.driver == "driver-a" && device.attributes["driver-a"].selected"#,
+    )];
+    let d = |name: &str, g: &str, selected: bool| {
+        with_attributes(
+            device(name),
+            &[
+                (
+                    "generation",
+                    berth_sdk::dra::DeviceAttribute::String(g.into()),
+                ),
+                ("selected", berth_sdk::dra::DeviceAttribute::Bool(selected)),
+            ],
+        )
+    };
+    expect_results(
+        Case {
+            features: pl(),
+            claims: vec![v6_then_v5()],
+            classes: vec![c],
+            slices: vec![slice_with_devices(
+                SLICE1,
+                Nodes::Name(NODE1),
+                POOL1.into(),
+                DRIVER_A,
+                vec![
+                    d(DEVICE1, "v6", false),
+                    d(DEVICE2, "v5", false),
+                    d(DEVICE3, "v5", true),
+                ],
+            )],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE3, false)],
+        )],
+    );
+}
+
+#[test]
+fn prioritized_list_max_allocation_limit_request() {
+    let mut expected = multiple_results(REQ0_SUB_REQ1, DRIVER_A, POOL1, 16, 0);
+    expected.extend(multiple_results(REQ1_SUB_REQ1, DRIVER_A, POOL1, 16, 16));
+    let list = |name: &str| {
+        prioritized(
+            name,
+            vec![
+                sub_request(SUB_REQ0, CLASS_A, 32),
+                sub_request(SUB_REQ1, CLASS_A, 16),
+            ],
+        )
+    };
+    expect_results_in_steps(
+        Case {
+            features: pl(),
+            claims: vec![claim_with(vec![list(REQ0), list(REQ1)])],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: vec![slice_with_multiple_devices(
+                SLICE1,
+                Nodes::Name(NODE1),
+                POOL1.into(),
+                DRIVER_A,
+                64,
+            )],
+            ..Case::default()
+        },
+        vec![allocation(local_node_selector(NODE1), expected)],
+        Some(75),
+    );
+}
+
+#[test]
+fn prioritized_list_max_allocation_allocation_mode_all() {
+    expect_results_in_steps(
+        Case {
+            features: pl(),
+            claims: vec![claim_with(vec![
+                prioritized(
+                    REQ0,
+                    vec![
+                        sub_all(sub_request(SUB_REQ0, CLASS_A, 0)),
+                        sub_request(SUB_REQ1, CLASS_A, 2),
+                    ],
+                ),
+                request(REQ1, CLASS_B, 2),
+            ])],
+            classes: vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)],
+            slices: vec![
+                slice_with_multiple_devices(SLICE1, Nodes::Name(NODE1), POOL1.into(), DRIVER_A, 31),
+                slice_with_multiple_devices(SLICE2, Nodes::Name(NODE1), POOL2.into(), DRIVER_B, 2),
+            ],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![
+                result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-0", false),
+                result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-1", false),
+                result(REQ1, DRIVER_B, POOL2, "device-0", false),
+                result(REQ1, DRIVER_B, POOL2, "device-1", false),
+            ],
+        )],
+        Some(42),
+    );
+}
