@@ -875,3 +875,15 @@ pub fn expect_error(case: Case, text: &str) -> AllocError {
         other => panic!("expected an error containing {text:?}, got {other:?}"),
     }
 }
+
+/// What shares of devices consume already (upstream's `allocatedCapacityDevices`).
+pub fn consumed_state(entries: &[(DeviceId, &[(&str, &str)])]) -> AllocatedState {
+    let mut state = AllocatedState::default();
+    for (id, consumed) in entries {
+        let c = state.consumed_capacity.entry(id.clone()).or_default();
+        for (name, value) in *consumed {
+            c.insert((*name).to_owned(), q(value).amount().unwrap().nanos);
+        }
+    }
+    state
+}
