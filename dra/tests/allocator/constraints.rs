@@ -218,3 +218,205 @@ fn with_constraint_for_request_retry() {
         )],
     );
 }
+
+fn cc() -> berth_dra::Features {
+    features(|f| f.consumable_capacity = true)
+}
+
+fn shared(name: &str, attrs: &[(&str, DeviceAttribute)]) -> Device {
+    with_allow_multiple_allocations(with_attributes(device(name), attrs))
+}
+
+fn share(
+    request: &str,
+    device: &str,
+    consumed: &[(&str, &str)],
+) -> berth_sdk::dra::DeviceRequestAllocationResult {
+    result_with_consumed_capacity(request, DRIVER_A, POOL1, device, consumed)
+}
+
+#[test]
+fn with_distinct_constraints() {
+    let d = |name: &str, version: &str, numa: i64, b: bool| {
+        shared(
+            name,
+            &[
+                ("driverVersion", v(version)),
+                ("numa", DeviceAttribute::Int(numa)),
+                ("boolAttribute", DeviceAttribute::Bool(b)),
+            ],
+        )
+    };
+    expect_results(
+        Case {
+            features: cc(),
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![
+                    distinct_attribute(BOOL_ATTRIBUTE, &[REQ0, REQ1]),
+                    distinct_attribute(VERSION_ATTRIBUTE, &[REQ0, REQ1, REQ2]),
+                    distinct_attribute(INT_ATTRIBUTE, &[REQ0, REQ1, REQ2, REQ3]),
+                ],
+                vec![
+                    request(REQ0, CLASS_A, 1),
+                    request(REQ1, CLASS_A, 1),
+                    request(REQ2, CLASS_A, 1),
+                    request(REQ3, CLASS_A, 1),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: devices(vec![
+                d(DEVICE1, "1.0.0", 0, true),
+                d(DEVICE2, "1.0.1", 1, false),
+                d(DEVICE3, "1.0.2", 2, true),
+                d(DEVICE4, "1.0.0", 3, true),
+            ]),
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![
+                share(REQ0, DEVICE1, &[]),
+                share(REQ1, DEVICE2, &[]),
+                share(REQ2, DEVICE3, &[]),
+                share(REQ3, DEVICE4, &[]),
+            ],
+        )],
+    );
+}
+
+#[test]
+fn with_distinct_constraints_attribute_not_set() {
+    expect_none(Case {
+        features: cc(),
+        claims: vec![claim_with_requests(
+            CLAIM0,
+            vec![distinct_attribute(BOOL_ATTRIBUTE, &[REQ0])],
+            vec![request(REQ0, CLASS_A, 1)],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: devices(vec![with_allow_multiple_allocations(device(DEVICE1))]),
+        ..Case::default()
+    });
+}
+
+#[test]
+fn with_distinct_constraints_with_subrequests() {
+    let preferring_bool = |name: &str| {
+        prioritized(
+            name,
+            vec![
+                sub_with_selectors(
+                    sub_request(SUB_REQ0, CLASS_A, 1),
+                    &[r#"device.attributes["driver-a"].boolAttribute"#],
+                ),
+                sub_request(SUB_REQ1, CLASS_A, 1),
+            ],
+        )
+    };
+    expect_results(
+        Case {
+            features: features(|f| {
+                f.consumable_capacity = true;
+                f.prioritized_list = true;
+            }),
+            // Three requests prefer the bool attribute; the constraint covers two.
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![distinct_attribute(BOOL_ATTRIBUTE, &[REQ0, REQ1])],
+                vec![
+                    preferring_bool(REQ0),
+                    preferring_bool(REQ1),
+                    preferring_bool(REQ2),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            slices: devices(vec![
+                shared(DEVICE1, &[("boolAttribute", DeviceAttribute::Bool(true))]),
+                shared(DEVICE2, &[("boolAttribute", DeviceAttribute::Bool(false))]),
+            ]),
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![
+                share(REQ0_SUB_REQ0, DEVICE1, &[]),
+                share(REQ1_SUB_REQ1, DEVICE2, &[]),
+                share(REQ2_SUB_REQ0, DEVICE1, &[]),
+            ],
+        )],
+    );
+}
+
+#[test]
+fn distinct_constraint_one_multi_allocatable_device_with_distinct_constraint() {
+    expect_none(Case {
+        features: cc(),
+        claims: vec![claim_with_requests(
+            CLAIM0,
+            vec![distinct_attribute(STRING_ATTRIBUTE, &[])],
+            vec![
+                with_capacity_request(request(REQ0, CLASS_A, 1), Some("1")),
+                with_capacity_request(request(REQ1, CLASS_A, 1), Some("1")),
+            ],
+        )],
+        classes: vec![class_with_allow_multiple_allocations(
+            CLASS_A, DRIVER_A, true,
+        )],
+        slices: devices(vec![with_capacity_request_policy_range(
+            shared(DEVICE1, &[("stringAttribute", s("stringAttributeValue"))]),
+            &[(CAPACITY0, "2")],
+        )]),
+        ..Case::default()
+    });
+}
+
+#[test]
+fn distinct_constraint_two_multi_allocatable_devices_with_distinct_constraint() {
+    let d = |name: &str, value: &str| {
+        with_capacity_request_policy_range(
+            shared(name, &[("stringAttribute", s(value))]),
+            &[(CAPACITY0, "4")],
+        )
+    };
+    expect_results(
+        Case {
+            features: cc(),
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![distinct_attribute(STRING_ATTRIBUTE, &[])],
+                vec![
+                    with_capacity_request(request(REQ0, CLASS_A, 1), Some("2")),
+                    with_capacity_request(request(REQ1, CLASS_A, 1), Some("2")),
+                ],
+            )],
+            classes: vec![class_with_allow_multiple_allocations(
+                CLASS_A, DRIVER_A, true,
+            )],
+            slices: vec![
+                slice_with_devices(
+                    SLICE1,
+                    Nodes::Name(NODE1),
+                    resource_pool(POOL1, 2),
+                    DRIVER_A,
+                    vec![d(DEVICE1, "stringAttributeValue1")],
+                ),
+                slice_with_devices(
+                    SLICE1,
+                    Nodes::Name(NODE1),
+                    resource_pool(POOL1, 2),
+                    DRIVER_A,
+                    vec![d(DEVICE2, "stringAttributeValue2")],
+                ),
+            ],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![
+                share(REQ0, DEVICE1, &[(CAPACITY0, "2")]),
+                share(REQ1, DEVICE2, &[(CAPACITY0, "2")]),
+            ],
+        )],
+    );
+}
