@@ -53,7 +53,7 @@ impl AllocatedState {
     pub fn from_claims<'a>(
         claims: impl IntoIterator<Item = &'a ResourceClaim>,
         features: &Features,
-    ) -> Result<AllocatedState, AllocatedStateError> {
+    ) -> Result<AllocatedState, Box<AllocatedStateError>> {
         let mut state = AllocatedState::default();
         for claim in claims {
             let Some(allocation) = &claim.status.allocation else {
@@ -70,11 +70,13 @@ impl AllocatedState {
                     state.shares.insert((id.clone(), share.clone()));
                     let consumed = state.consumed_capacity.entry(id.clone()).or_default();
                     for (name, q) in &result.consumed_capacity {
-                        let amount = q.amount().map_err(|error| AllocatedStateError {
-                            claim: claim.key(),
-                            device: id.clone(),
-                            capacity: name.clone(),
-                            error,
+                        let amount = q.amount().map_err(|error| {
+                            Box::new(AllocatedStateError {
+                                claim: claim.key(),
+                                device: id.clone(),
+                                capacity: name.clone(),
+                                error,
+                            })
                         })?;
                         *consumed.entry(name.clone()).or_default() += amount.nanos;
                     }

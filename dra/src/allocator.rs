@@ -896,7 +896,10 @@ impl<'a> Search<'a> {
         let capacity_in_use = self.alloc.allocated.consumed_capacity.contains_key(&id)
             || self.allocating_capacity.contains_key(&id);
         let mut counters = false;
-        if !(shared && capacity_in_use) && !device.consumes_counters.is_empty() {
+        // A share of a device whose capacity is in use already counts its
+        // counters once, with the first share.
+        let counts = !device.consumes_counters.is_empty() && !(shared && capacity_in_use);
+        if counts {
             if !self.take_counters(location)? {
                 return Ok(None);
             }
@@ -1010,16 +1013,16 @@ impl<'a> Search<'a> {
         if let Some(e) = self.allocating.get_mut(&undo.id) {
             e.remove(&undo.claim);
         }
-        if undo.shared {
-            if let Some(taken) = self.allocating_capacity.get_mut(&undo.id) {
-                for (name, n) in &undo.consumed {
-                    if let Some(t) = taken.get_mut(name) {
-                        *t -= n;
-                    }
+        if undo.shared
+            && let Some(taken) = self.allocating_capacity.get_mut(&undo.id)
+        {
+            for (name, n) in &undo.consumed {
+                if let Some(t) = taken.get_mut(name) {
+                    *t -= n;
                 }
-                if taken.values().all(|v| *v == 0) {
-                    self.allocating_capacity.remove(&undo.id);
-                }
+            }
+            if taken.values().all(|v| *v == 0) {
+                self.allocating_capacity.remove(&undo.id);
             }
         }
         if undo.counters {

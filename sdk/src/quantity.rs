@@ -747,7 +747,7 @@ mod tests {
         assert!(q("999m") < q("1"));
         assert!(q("-1") < q("0"));
         assert_eq!(q("1n").cmp(&q("0.0000000001")), Ordering::Equal);
-        let mut v = vec![q("2"), q("1Ki"), q("100m"), q("1k")];
+        let mut v = [q("2"), q("1Ki"), q("100m"), q("1k")];
         v.sort();
         assert_eq!(
             v.iter().map(Quantity::as_str).collect::<Vec<_>>(),

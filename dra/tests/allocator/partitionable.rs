@@ -684,7 +684,7 @@ fn partitionable_devices_with_attribute_selector() {
     use berth_sdk::dra::DeviceAttribute;
     let d = |name: &str, special: bool, cpu: &str| {
         consuming(
-            &name.to_owned(),
+            name,
             vec![
                 consumption(COUNTER_SET1, &[(cpu, "1")]),
                 consumption(COUNTER_SET2, &[("mem", "10Gi")]),
