@@ -898,7 +898,7 @@ impl<'a> Search<'a> {
         let mut counters = false;
         // A share of a device whose capacity is in use already counts its
         // counters once, with the first share.
-        let counts = !device.consumes_counters.is_empty() && !(shared && capacity_in_use);
+        let counts = !(device.consumes_counters.is_empty() || shared && capacity_in_use);
         if counts {
             if !self.take_counters(location)? {
                 return Ok(None);
