@@ -941,7 +941,8 @@ impl<'a> Search<'a> {
         let mut consumed = BTreeMap::new();
         let mut share_id = None;
         if self.features().consumable_capacity {
-            // Checked by the caller already; kept as upstream does it twice.
+            // Checked again: the devices of an `All` request were chosen before the
+            // claim's other requests took their shares.
             if !self.capacity_fits(request, location) {
                 self.undo_partial(r.claim, base, sub, &id, location, counters);
                 return Ok(None);
