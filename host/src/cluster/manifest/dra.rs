@@ -8,7 +8,6 @@
 
 use super::{FieldError, namespace_of, non_empty, required_name};
 use crate::cluster::affinity::node_terms;
-use crate::cluster::quantity::{QuantityError, milli_value};
 use berth_sdk::dra::*;
 use berth_sdk::quantity::Quantity;
 use berth_sdk::{Labels, TolerationOperator};
@@ -55,11 +54,11 @@ fn alpha(path: String, feature: &str) -> FieldError {
     )
 }
 
+/// A quantity the allocator can compute with: it must parse, exactly.
 fn quantity(q: &K8sQuantity, path: &str) -> Result<Quantity> {
-    let text = q.0.trim();
-    match milli_value(text) {
-        // Larger than Berth's int64 views of resources, but a valid quantity.
-        Ok(_) | Err(QuantityError::Overflow) => Ok(Quantity(text.to_owned())),
+    let q = Quantity(q.0.trim().to_owned());
+    match q.amount() {
+        Ok(_) => Ok(q),
         Err(e) => Err(FieldError::new(path, e.to_string())),
     }
 }
