@@ -72,6 +72,21 @@ fn quantities(
         .collect()
 }
 
+/// The `counters` of a counter set or of a device's consumption, at `path`.
+fn counters(
+    map: &BTreeMap<String, k8s::Counter>,
+    path: &str,
+) -> Result<BTreeMap<String, Quantity>> {
+    map.iter()
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                quantity(&v.value, &format!("{path}.counters[{k}].value"))?,
+            ))
+        })
+        .collect()
+}
+
 fn node_selector(
     s: &core::NodeSelector,
     path: &str,
@@ -713,16 +728,7 @@ fn device(d: &k8s::Device, per_device: bool, path: &str) -> Result<Device> {
                 }
                 Ok(DeviceCounterConsumption {
                     counter_set: c.counter_set.clone(),
-                    counters: c
-                        .counters
-                        .iter()
-                        .map(|(k, v)| {
-                            Ok((
-                                k.clone(),
-                                quantity(&v.value, &format!("{cp}.counters[{k}].value"))?,
-                            ))
-                        })
-                        .collect::<Result<_>>()?,
+                    counters: counters(&c.counters, &cp)?,
                 })
             })
             .collect::<Result<_>>()?,
@@ -837,16 +843,7 @@ pub fn resource_slice(s: &k8s::ResourceSlice) -> Result<ResourceSlice> {
                 }
                 Ok(CounterSet {
                     name: c.name.clone(),
-                    counters: c
-                        .counters
-                        .iter()
-                        .map(|(k, v)| {
-                            Ok((
-                                k.clone(),
-                                quantity(&v.value, &format!("{cp}.counters[{k}].value"))?,
-                            ))
-                        })
-                        .collect::<Result<_>>()?,
+                    counters: counters(&c.counters, &cp)?,
                 })
             })
             .collect::<Result<_>>()?,
