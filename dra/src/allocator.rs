@@ -672,8 +672,9 @@ impl<'a> Search<'a> {
             let compiled = self.alloc.selectors.get_or_compile(&selector.expression);
             if let Some(e) = compiled.compile_error() {
                 return Err(AllocError::Invalid(format!(
-                    "{}: selector #{i}: CEL compile error: {e}",
-                    owner()
+                    "{}: selector #{i} ({:?}): CEL compile error: {e}",
+                    owner(),
+                    selector.expression
                 )));
             }
             match compiled.device_matches(&slice.driver, device) {
@@ -681,8 +682,9 @@ impl<'a> Search<'a> {
                 Ok(false) => return Ok(false),
                 Err(e) => {
                     return Err(AllocError::Invalid(format!(
-                        "{}: selector #{i} on device {}: CEL runtime error: {e}",
+                        "{}: selector #{i} ({:?}) on device {}: CEL runtime error: {e}",
                         owner(),
+                        selector.expression,
                         self.device_id(location)
                     )));
                 }

@@ -494,7 +494,7 @@ fn invalid_cel_one_device() {
     );
     assert_eq!(
         e.to_string(),
-        "claim claim-0: selector #0 on device driver-a/pool-1/device-1: CEL runtime error: undeclared reference to 'noSuchVar'"
+        "claim claim-0: selector #0 (\"noSuchVar\") on device driver-a/pool-1/device-1: CEL runtime error: undeclared reference to 'noSuchVar'"
     );
 }
 
@@ -518,7 +518,7 @@ fn invalid_cel_one_device_class() {
     );
     assert!(
         e.to_string().starts_with(
-            "class class-a: selector #0 on device driver-a/pool-1/device-1: CEL runtime error"
+            "class class-a: selector #0 (\"noSuchVar\") on device driver-a/pool-1/device-1: CEL runtime error"
         ),
         "{e}"
     );
@@ -683,5 +683,30 @@ fn all_devices_invalid_cel() {
             ..Case::default()
         },
         "exceeds the claim limit",
+    );
+}
+
+#[test]
+fn a_selector_that_does_not_compile_is_named_with_its_expression() {
+    let mut c = class(CLASS_A, DRIVER_A);
+    c.selectors[0].expression = "device.driver ==".into();
+    let e = expect_error(
+        Case {
+            claims: vec![claim_with_request(CLAIM0, REQ0, CLASS_A)],
+            classes: vec![c],
+            slices: vec![slice_with_one_device(
+                SLICE1,
+                Nodes::Name(NODE1),
+                POOL1.into(),
+                DRIVER_A,
+            )],
+            ..Case::default()
+        },
+        "CEL compile error",
+    );
+    assert!(
+        e.to_string()
+            .starts_with("class class-a: selector #0 (\"device.driver ==\"): CEL compile error: compilation failed: "),
+        "{e}"
     );
 }
