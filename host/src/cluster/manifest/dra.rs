@@ -6,7 +6,7 @@
 //! skipped node operations) are refused with the field named: Berth does not place a
 //! pod as if they were absent.
 
-use super::{FieldError, namespace_of, non_empty, required_name};
+use super::{FieldError, join, namespace_of, non_empty, required_name};
 use crate::cluster::affinity::node_terms;
 use berth_sdk::dra::*;
 use berth_sdk::quantity::Quantity;
@@ -35,14 +35,6 @@ pub const KINDS: [&str; 5] = [
 pub const CLUSTER_SCOPED: [&str; 3] = ["DeviceClass", "ResourceSlice", "DeviceTaintRule"];
 
 type Result<T> = std::result::Result<T, FieldError>;
-
-fn at(path: &str, field: &str) -> String {
-    if path.is_empty() {
-        field.to_owned()
-    } else {
-        format!("{path}.{field}")
-    }
-}
 
 /// A field of an alpha feature Berth does not model.
 fn alpha(path: String, feature: &str) -> FieldError {
@@ -93,7 +85,7 @@ fn node_selector(
 ) -> Result<Vec<berth_sdk::affinity::NodeSelectorTerm>> {
     Ok(node_terms(
         &s.node_selector_terms,
-        &at(path, "nodeSelectorTerms"),
+        &join(path, "nodeSelectorTerms"),
     )?)
 }
 
@@ -125,10 +117,13 @@ fn opaque(
         return Ok(None);
     };
     if o.driver.is_empty() {
-        return Err(FieldError::new(at(path, "opaque.driver"), "required value"));
+        return Err(FieldError::new(
+            join(path, "opaque.driver"),
+            "required value",
+        ));
     }
     let parameters = serde_json::to_string(&o.parameters.0)
-        .map_err(|e| FieldError::new(at(path, "opaque.parameters"), e.to_string()))?;
+        .map_err(|e| FieldError::new(join(path, "opaque.parameters"), e.to_string()))?;
     Ok(Some(OpaqueDeviceConfiguration {
         driver: o.driver.clone(),
         parameters,
@@ -150,12 +145,12 @@ fn taint_effect(effect: &str, path: &str) -> Result<DeviceTaintEffect> {
 
 fn taint(t: &k8s::DeviceTaint, path: &str) -> Result<DeviceTaint> {
     if t.key.is_empty() {
-        return Err(FieldError::new(at(path, "key"), "required value"));
+        return Err(FieldError::new(join(path, "key"), "required value"));
     }
     Ok(DeviceTaint {
         key: t.key.clone(),
         value: t.value.clone().unwrap_or_default(),
-        effect: taint_effect(&t.effect, &at(path, "effect"))?,
+        effect: taint_effect(&t.effect, &join(path, "effect"))?,
         time_added_ms: t.time_added.as_ref().map(|t| t.0.as_millisecond()),
     })
 }
@@ -174,7 +169,7 @@ fn tolerations(
                 Some("Exists") => TolerationOperator::Exists,
                 Some(other) => {
                     return Err(FieldError::unsupported(
-                        at(&path, "operator"),
+                        join(&path, "operator"),
                         other,
                         &["Equal", "Exists"],
                     ));
@@ -183,13 +178,13 @@ fn tolerations(
             let value = t.value.clone().unwrap_or_default();
             if operator == TolerationOperator::Exists && !value.is_empty() {
                 return Err(FieldError::new(
-                    at(&path, "value"),
+                    join(&path, "value"),
                     "must be empty when `operator` is 'Exists'",
                 ));
             }
             let effect = match t.effect.as_deref() {
                 None | Some("") => None,
-                Some(e) => Some(taint_effect(e, &at(&path, "effect"))?),
+                Some(e) => Some(taint_effect(e, &join(&path, "effect"))?),
             };
             Ok(DeviceToleration {
                 key: t.key.clone().unwrap_or_default(),
@@ -213,19 +208,19 @@ fn allocation_mode(
             None => Ok(AllocationMode::ExactCount(1)),
             Some(n) if n > 0 => Ok(AllocationMode::ExactCount(n)),
             Some(_) => Err(FieldError::new(
-                at(path, "count"),
+                join(path, "count"),
                 "must be greater than zero",
             )),
         },
         Some("All") => match count {
             None | Some(0) => Ok(AllocationMode::All),
             Some(_) => Err(FieldError::new(
-                at(path, "count"),
+                join(path, "count"),
                 "must not be specified when allocationMode is 'All'",
             )),
         },
         Some(other) => Err(FieldError::unsupported(
-            at(path, "allocationMode"),
+            join(path, "allocationMode"),
             other,
             &["All", "ExactCount"],
         )),
@@ -238,14 +233,14 @@ fn capacity_requests(
 ) -> Result<CapacityRequests> {
     match c.as_ref().and_then(|c| c.requests.as_ref()) {
         None => Ok(BTreeMap::new()),
-        Some(map) => quantities(map, &at(path, "capacity.requests")),
+        Some(map) => quantities(map, &join(path, "capacity.requests")),
     }
 }
 
 fn class_name(name: &str, path: &str) -> Result<String> {
     if name.is_empty() {
         return Err(FieldError::new(
-            at(path, "deviceClassName"),
+            join(path, "deviceClassName"),
             "required value",
         ));
     }
@@ -254,58 +249,64 @@ fn class_name(name: &str, path: &str) -> Result<String> {
 
 fn exact_request(name: &str, r: &k8s::ExactDeviceRequest, path: &str) -> Result<DeviceSubRequest> {
     if r.derived_attributes.as_ref().is_some_and(|d| !d.is_empty()) {
-        return Err(alpha(at(path, "derivedAttributes"), "DRADerivedAttributes"));
+        return Err(alpha(
+            join(path, "derivedAttributes"),
+            "DRADerivedAttributes",
+        ));
     }
     Ok(DeviceSubRequest {
         name: name.to_owned(),
         device_class_name: class_name(&r.device_class_name, path)?,
-        selectors: selectors(&r.selectors, &at(path, "selectors"))?,
+        selectors: selectors(&r.selectors, &join(path, "selectors"))?,
         allocation_mode: allocation_mode(&r.allocation_mode, r.count, path)?,
         admin_access: r.admin_access.unwrap_or(false),
-        tolerations: tolerations(&r.tolerations, &at(path, "tolerations"))?,
+        tolerations: tolerations(&r.tolerations, &join(path, "tolerations"))?,
         capacity: capacity_requests(&r.capacity, path)?,
     })
 }
 
 fn sub_request(r: &k8s::DeviceSubRequest, path: &str) -> Result<DeviceSubRequest> {
     if r.name.is_empty() {
-        return Err(FieldError::new(at(path, "name"), "required value"));
+        return Err(FieldError::new(join(path, "name"), "required value"));
     }
     if r.derived_attributes.as_ref().is_some_and(|d| !d.is_empty()) {
-        return Err(alpha(at(path, "derivedAttributes"), "DRADerivedAttributes"));
+        return Err(alpha(
+            join(path, "derivedAttributes"),
+            "DRADerivedAttributes",
+        ));
     }
     Ok(DeviceSubRequest {
         name: r.name.clone(),
         device_class_name: class_name(&r.device_class_name, path)?,
-        selectors: selectors(&r.selectors, &at(path, "selectors"))?,
+        selectors: selectors(&r.selectors, &join(path, "selectors"))?,
         allocation_mode: allocation_mode(&r.allocation_mode, r.count, path)?,
         admin_access: false,
-        tolerations: tolerations(&r.tolerations, &at(path, "tolerations"))?,
+        tolerations: tolerations(&r.tolerations, &join(path, "tolerations"))?,
         capacity: capacity_requests(&r.capacity, path)?,
     })
 }
 
 fn request(r: &k8s::DeviceRequest, path: &str) -> Result<DeviceRequest> {
     if r.name.is_empty() {
-        return Err(FieldError::new(at(path, "name"), "required value"));
+        return Err(FieldError::new(join(path, "name"), "required value"));
     }
     let first = r.first_available.as_ref().filter(|f| !f.is_empty());
     match (&r.exactly, first) {
         (Some(e), None) => Ok(DeviceRequest::Exactly(exact_request(
             &r.name,
             e,
-            &at(path, "exactly"),
+            &join(path, "exactly"),
         )?)),
         (None, Some(list)) => {
             let mut subrequests = Vec::with_capacity(list.len());
             for (i, s) in list.iter().enumerate() {
-                let sub = sub_request(s, &format!("{}[{i}]", at(path, "firstAvailable")))?;
+                let sub = sub_request(s, &format!("{}[{i}]", join(path, "firstAvailable")))?;
                 if subrequests
                     .iter()
                     .any(|o: &DeviceSubRequest| o.name == sub.name)
                 {
                     return Err(FieldError::new(
-                        format!("{}[{i}].name", at(path, "firstAvailable")),
+                        format!("{}[{i}].name", join(path, "firstAvailable")),
                         format!("Duplicate value: {:?}", sub.name),
                     ));
                 }
@@ -349,13 +350,13 @@ fn device_claim(spec: Option<&k8s::ResourceClaimSpec>, path: &str) -> Result<Dev
     let Some(devices) = spec.and_then(|s| s.devices.as_ref()) else {
         return Ok(DeviceClaim::default());
     };
-    let path = at(path, "devices");
+    let path = join(path, "devices");
     let mut requests: Vec<DeviceRequest> = Vec::new();
     for (i, r) in devices.requests.iter().flatten().enumerate() {
-        let r = request(r, &format!("{}[{i}]", at(&path, "requests")))?;
+        let r = request(r, &format!("{}[{i}]", join(&path, "requests")))?;
         if requests.iter().any(|o| o.name() == r.name()) {
             return Err(FieldError::new(
-                format!("{}[{i}].name", at(&path, "requests")),
+                format!("{}[{i}].name", join(&path, "requests")),
                 format!("Duplicate value: {:?}", r.name()),
             ));
         }
@@ -379,7 +380,7 @@ fn device_claim(spec: Option<&k8s::ResourceClaimSpec>, path: &str) -> Result<Dev
     };
     let mut constraints = Vec::new();
     for (i, c) in devices.constraints.iter().flatten().enumerate() {
-        let cpath = format!("{}[{i}]", at(&path, "constraints"));
+        let cpath = format!("{}[{i}]", join(&path, "constraints"));
         let names = c.requests.clone().unwrap_or_default();
         for (j, n) in names.iter().enumerate() {
             if !names_request(n) {
@@ -408,7 +409,7 @@ fn device_claim(spec: Option<&k8s::ResourceClaimSpec>, path: &str) -> Result<Dev
     Ok(DeviceClaim {
         requests,
         constraints,
-        config: claim_config(&devices.config, &at(&path, "config"))?,
+        config: claim_config(&devices.config, &join(&path, "config"))?,
     })
 }
 
@@ -440,7 +441,7 @@ fn allocation(a: &k8s::AllocationResult, path: &str) -> Result<AllocationResult>
                 pool: r.pool.clone(),
                 device: r.device.clone(),
                 admin_access: r.admin_access,
-                tolerations: tolerations(&r.tolerations, &at(&path, "tolerations"))?,
+                tolerations: tolerations(&r.tolerations, &join(&path, "tolerations"))?,
                 binding_conditions: r.binding_conditions.clone().unwrap_or_default(),
                 binding_failure_conditions: r
                     .binding_failure_conditions
@@ -448,7 +449,7 @@ fn allocation(a: &k8s::AllocationResult, path: &str) -> Result<AllocationResult>
                     .unwrap_or_default(),
                 share_id: non_empty(&r.share_id),
                 consumed_capacity: match &r.consumed_capacity {
-                    Some(m) => quantities(m, &at(&path, "consumedCapacity"))?,
+                    Some(m) => quantities(m, &join(&path, "consumedCapacity"))?,
                     None => BTreeMap::new(),
                 },
             })
@@ -466,7 +467,7 @@ fn allocation(a: &k8s::AllocationResult, path: &str) -> Result<AllocationResult>
                 "FromClaim" => AllocationConfigSource::FromClaim,
                 other => {
                     return Err(FieldError::unsupported(
-                        at(&path, "source"),
+                        join(&path, "source"),
                         other,
                         &["FromClaim", "FromClass"],
                     ));
@@ -483,7 +484,7 @@ fn allocation(a: &k8s::AllocationResult, path: &str) -> Result<AllocationResult>
         devices: results,
         config,
         node_selector: match &a.node_selector {
-            Some(s) => Some(node_selector(s, &at(path, "nodeSelector"))?),
+            Some(s) => Some(node_selector(s, &join(path, "nodeSelector"))?),
             None => None,
         },
         allocation_timestamp_ms: a
@@ -626,7 +627,7 @@ fn capacity(c: &k8s::DeviceCapacity, path: &str) -> Result<DeviceCapacity> {
             default: p
                 .default
                 .as_ref()
-                .map(|q| quantity(q, &at(path, "requestPolicy.default")))
+                .map(|q| quantity(q, &join(path, "requestPolicy.default")))
                 .transpose()?,
             valid_values: p
                 .valid_values
@@ -638,18 +639,18 @@ fn capacity(c: &k8s::DeviceCapacity, path: &str) -> Result<DeviceCapacity> {
             valid_range: match &p.valid_range {
                 None => None,
                 Some(r) => {
-                    let rp = at(path, "requestPolicy.validRange");
+                    let rp = join(path, "requestPolicy.validRange");
                     Some(CapacityRange {
-                        min: quantity(&r.min, &at(&rp, "min"))?,
+                        min: quantity(&r.min, &join(&rp, "min"))?,
                         max: r
                             .max
                             .as_ref()
-                            .map(|q| quantity(q, &at(&rp, "max")))
+                            .map(|q| quantity(q, &join(&rp, "max")))
                             .transpose()?,
                         step: r
                             .step
                             .as_ref()
-                            .map(|q| quantity(q, &at(&rp, "step")))
+                            .map(|q| quantity(q, &join(&rp, "step")))
                             .transpose()?,
                     })
                 }
@@ -657,28 +658,28 @@ fn capacity(c: &k8s::DeviceCapacity, path: &str) -> Result<DeviceCapacity> {
         }),
     };
     Ok(DeviceCapacity {
-        value: quantity(&c.value, &at(path, "value"))?,
+        value: quantity(&c.value, &join(path, "value"))?,
         request_policy,
     })
 }
 
 fn device(d: &k8s::Device, per_device: bool, path: &str) -> Result<Device> {
     if d.name.is_empty() {
-        return Err(FieldError::new(at(path, "name"), "required value"));
+        return Err(FieldError::new(join(path, "name"), "required value"));
     }
     if d.node_allocatable_resources
         .as_ref()
         .is_some_and(|m| !m.is_empty())
     {
         return Err(alpha(
-            at(path, "nodeAllocatableResources"),
+            join(path, "nodeAllocatableResources"),
             "DRANodeAllocatableResources",
         ));
     }
     let node_name = non_empty(&d.node_name);
     let all_nodes = d.all_nodes.unwrap_or(false);
     let node_selector = match &d.node_selector {
-        Some(s) => Some(node_selector(s, &at(path, "nodeSelector"))?),
+        Some(s) => Some(node_selector(s, &join(path, "nodeSelector"))?),
         None => None,
     };
     let set = usize::from(node_name.is_some())
@@ -722,7 +723,7 @@ fn device(d: &k8s::Device, per_device: bool, path: &str) -> Result<Device> {
                     .is_some_and(|g| !g.is_empty())
                 {
                     return Err(alpha(
-                        at(&cp, "compatibilityGroups"),
+                        join(&cp, "compatibilityGroups"),
                         "DRAPartitionableDevices compatibility groups",
                     ));
                 }
@@ -839,7 +840,7 @@ pub fn resource_slice(s: &k8s::ResourceSlice) -> Result<ResourceSlice> {
             .map(|(i, c)| {
                 let cp = format!("spec.sharedCounters[{i}]");
                 if c.name.is_empty() {
-                    return Err(FieldError::new(at(&cp, "name"), "required value"));
+                    return Err(FieldError::new(join(&cp, "name"), "required value"));
                 }
                 Ok(CounterSet {
                     name: c.name.clone(),
