@@ -40,6 +40,32 @@ struct Shared {
     generation: AtomicU64,
 }
 
+/// The write guard of [`Dra::write`].
+struct Changing<'a> {
+    objects: RwLockWriteGuard<'a, Objects>,
+    generation: &'a AtomicU64,
+}
+
+impl std::ops::Deref for Changing<'_> {
+    type Target = Objects;
+    fn deref(&self) -> &Objects {
+        &self.objects
+    }
+}
+
+impl std::ops::DerefMut for Changing<'_> {
+    fn deref_mut(&mut self) -> &mut Objects {
+        &mut self.objects
+    }
+}
+
+impl Drop for Changing<'_> {
+    fn drop(&mut self) {
+        // Still under the lock: the objects guard drops after this.
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// The cluster's dynamic resource allocation objects. Clones share them.
 #[derive(Clone, Debug, Default)]
 pub struct Dra(Arc<Shared>);
@@ -75,9 +101,13 @@ impl Dra {
         self.0.objects.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Objects> {
-        self.0.generation.fetch_add(1, Ordering::AcqRel);
-        self.0.objects.write().unwrap_or_else(|e| e.into_inner())
+    /// The objects, to change: the generation grows when the guard drops, once the
+    /// change is made (a reader that sees the new generation sees the change).
+    fn write(&self) -> Changing<'_> {
+        Changing {
+            objects: self.0.objects.write().unwrap_or_else(|e| e.into_inner()),
+            generation: &self.0.generation,
+        }
     }
 
     /// A number that grows at every change: a plugin may keep what it derived from
