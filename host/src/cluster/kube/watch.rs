@@ -209,9 +209,7 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
     /// reads). A server that serves neither has no budgets: preemption sees none.
     fn budgets(&mut self) {
         let convert = |o: &DynamicObject| -> Result<Option<(String, Change)>, FieldError> {
-            let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::to_value(o)
-                .and_then(serde_json::from_value)
-                .map_err(|e| FieldError::new("", e.to_string()))?;
+            let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = typed(o)?;
             let b = budget_from_k8s(&pdb)?;
             Ok(Some((
                 format!("{}/{}", b.namespace, b.name),
