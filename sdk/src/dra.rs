@@ -15,6 +15,8 @@ use crate::types::{Labels, TolerationOperator};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod host;
+
 /// The prefix of the implicit extended resource every DeviceClass backs:
 /// `deviceclass.resource.kubernetes.io/<class name>`.
 pub const IMPLICIT_EXTENDED_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";

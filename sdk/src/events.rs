@@ -1,8 +1,11 @@
 //! Cluster events and queueing hints: how a plugin tells the scheduler which changes
 //! may make a pod it rejected schedulable (upstream's EnqueueExtensions).
 
+use crate::dra::{DeviceClass, ResourceClaim, ResourceSlice};
 use crate::types::{Node, Pod};
-use crate::volumes::{CsiDriver, CsiNode, PersistentVolume, PersistentVolumeClaim, StorageClass};
+use crate::volumes::{
+    CsiDriver, CsiNode, CsiStorageCapacity, PersistentVolume, PersistentVolumeClaim, StorageClass,
+};
 use serde::{Deserialize, Serialize};
 
 /// The kind of object an event is about.
@@ -26,6 +29,14 @@ pub enum EventResource {
     CsiNode,
     /// A CSIDriver.
     CsiDriver,
+    /// A CSIStorageCapacity.
+    CsiStorageCapacity,
+    /// A ResourceClaim.
+    ResourceClaim,
+    /// A ResourceSlice.
+    ResourceSlice,
+    /// A DeviceClass.
+    DeviceClass,
 }
 
 /// What happened, as a set of bits (the order of the WIT `action-type` flags).
@@ -45,11 +56,12 @@ impl ActionType {
     pub const UPDATE_POD_SCALE_DOWN: ActionType = ActionType(1 << 8);
     pub const UPDATE_POD_TOLERATION: ActionType = ActionType(1 << 9);
     pub const UPDATE_POD_SCHEDULING_GATES_ELIMINATED: ActionType = ActionType(1 << 10);
-    pub const UPDATE_OTHER: ActionType = ActionType(1 << 11);
+    pub const UPDATE_POD_GENERATED_RESOURCE_CLAIM: ActionType = ActionType(1 << 11);
+    pub const UPDATE_OTHER: ActionType = ActionType(1 << 12);
     /// Every kind of update.
-    pub const UPDATE: ActionType = ActionType(0b1111_1111_1100);
+    pub const UPDATE: ActionType = ActionType(0b1_1111_1111_1100);
     /// Everything.
-    pub const ALL: ActionType = ActionType(0b1111_1111_1111);
+    pub const ALL: ActionType = ActionType(0b1_1111_1111_1111);
 }
 
 impl ActionType {
@@ -126,6 +138,14 @@ pub enum Object {
     CsiNode(CsiNode),
     /// A CSIDriver.
     CsiDriver(CsiDriver),
+    /// A CSIStorageCapacity.
+    CsiStorageCapacity(CsiStorageCapacity),
+    /// A ResourceClaim.
+    ResourceClaim(ResourceClaim),
+    /// A ResourceSlice.
+    ResourceSlice(ResourceSlice),
+    /// A DeviceClass.
+    DeviceClass(DeviceClass),
 }
 
 impl EventRegistration {
@@ -205,6 +225,38 @@ impl Object {
         }
     }
 
+    /// The CSIStorageCapacity, when the object is one.
+    pub fn as_csi_storage_capacity(&self) -> Option<&CsiStorageCapacity> {
+        match self {
+            Object::CsiStorageCapacity(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The ResourceClaim, when the object is one.
+    pub fn as_resource_claim(&self) -> Option<&ResourceClaim> {
+        match self {
+            Object::ResourceClaim(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The ResourceSlice, when the object is one.
+    pub fn as_resource_slice(&self) -> Option<&ResourceSlice> {
+        match self {
+            Object::ResourceSlice(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The DeviceClass, when the object is one.
+    pub fn as_device_class(&self) -> Option<&DeviceClass> {
+        match self {
+            Object::DeviceClass(c) => Some(c),
+            _ => None,
+        }
+    }
+
     /// What the object is, as an error message names it (`pod default/web`,
     /// `node n1`, `persistentvolumeclaim default/data`, ...).
     pub fn describe(&self) -> String {
@@ -216,6 +268,12 @@ impl Object {
             Object::StorageClass(c) => format!("storageclass {}", c.name),
             Object::CsiNode(n) => format!("csinode {}", n.name),
             Object::CsiDriver(d) => format!("csidriver {}", d.name),
+            Object::CsiStorageCapacity(c) => {
+                format!("csistoragecapacity {}/{}", c.namespace, c.name)
+            }
+            Object::ResourceClaim(c) => format!("resourceclaim {}", c.key()),
+            Object::ResourceSlice(s) => format!("resourceslice {}", s.name),
+            Object::DeviceClass(c) => format!("deviceclass {}", c.name),
         }
     }
 }

@@ -93,15 +93,16 @@ pub use preemption::{
 };
 pub use serde_json;
 pub use types::{
-    CPU, ClaimSource, Code, Container, EPHEMERAL_STORAGE, ExtensionPoint, HostPort, ImageState,
-    Labels, MEMORY, Node, NodeInfo, PODS, Pod, PodFeature, PodResourceClaim,
-    PodResourceClaimStatus, PreemptionPolicy, ResourceList, ResourceRequirements, Resources,
-    Status, Taint, TaintEffect, Toleration, TolerationOperator, is_pod_level_resource,
+    CPU, ClaimSource, Code, Container, ContainerExtendedResourceRequest, EPHEMERAL_STORAGE,
+    ExtensionPoint, HostPort, ImageState, Labels, MEMORY, Node, NodeInfo, PODS, Pod,
+    PodExtendedResourceClaimStatus, PodFeature, PodResourceClaim, PodResourceClaimStatus,
+    PreemptionPolicy, ResourceList, ResourceRequirements, Resources, Status, Taint, TaintEffect,
+    Toleration, TolerationOperator, VolumeMount, is_pod_level_resource,
 };
 pub use volumes::{
     ANNOTATION_BIND_COMPLETED, ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE,
-    AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, NO_PROVISIONER,
-    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
+    AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, CsiStorageCapacity,
+    NO_PROVISIONER, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 pub use workload::{
@@ -220,12 +221,78 @@ pub trait HostApi: Send + Sync {
         let _ = (namespace, name, node);
         Err(NO_VOLUME_BINDING.into())
     }
+    /// The CSIStorageCapacities of a StorageClass.
+    fn csi_storage_capacities_of_class(&self, storage_class: &str) -> Vec<CsiStorageCapacity> {
+        let _ = storage_class;
+        Vec::new()
+    }
     /// The storage generation (see [`storage_generation`]).
     fn storage_generation(&self) -> u64 {
         0
     }
     /// Waits for a storage change (see [`wait_storage_change`]).
     fn wait_storage_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
+        let _ = after;
+        (0, timeout_ms)
+    }
+    /// See [`dra::host::device_generation`].
+    fn device_generation(&self) -> u64 {
+        0
+    }
+    /// See [`dra::host::claim_generation`].
+    fn claim_generation(&self) -> u64 {
+        0
+    }
+    /// See [`dra::host::device_classes`].
+    fn device_classes(&self) -> Vec<dra::DeviceClass> {
+        Vec::new()
+    }
+    /// See [`dra::host::device_class`].
+    fn device_class(&self, name: &str) -> Option<dra::DeviceClass> {
+        let _ = name;
+        None
+    }
+    /// See [`dra::host::resource_slices`].
+    fn resource_slices(&self) -> Vec<dra::ResourceSlice> {
+        Vec::new()
+    }
+    /// See [`dra::host::device_taint_rules`].
+    fn device_taint_rules(&self) -> Vec<dra::DeviceTaintRule> {
+        Vec::new()
+    }
+    /// See [`dra::host::resource_claim`].
+    fn resource_claim(&self, namespace: &str, name: &str) -> Option<dra::ResourceClaim> {
+        let _ = (namespace, name);
+        None
+    }
+    /// See [`dra::host::allocated_resource_claims`].
+    fn allocated_resource_claims(&self) -> Vec<dra::ResourceClaim> {
+        Vec::new()
+    }
+    /// See [`dra::host::claim_allocation_pending`].
+    fn claim_allocation_pending(&self, namespace: &str, name: &str) -> bool {
+        let _ = (namespace, name);
+        false
+    }
+    /// See [`dra::host::assume_resource_claim`].
+    fn assume_resource_claim(&self, claim: &dra::ResourceClaim) -> Result<(), String> {
+        let _ = claim;
+        Err(NO_DRA.into())
+    }
+    /// See [`dra::host::restore_resource_claim`].
+    fn restore_resource_claim(&self, namespace: &str, name: &str) {
+        let _ = (namespace, name);
+    }
+    /// See [`dra::host::write_resource_claim_status`].
+    fn write_resource_claim_status(
+        &self,
+        claim: &dra::ResourceClaim,
+    ) -> Result<dra::ResourceClaim, String> {
+        let _ = claim;
+        Err(NO_DRA.into())
+    }
+    /// See [`dra::host::wait_claim_change`].
+    fn wait_claim_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
         let _ = after;
         (0, timeout_ms)
     }
@@ -249,6 +316,7 @@ pub trait HostApi: Send + Sync {
 }
 
 const NO_VOLUME_BINDING: &str = "volume binding needs the Berth host";
+pub(crate) const NO_DRA: &str = "device allocation needs the Berth host";
 
 /// A pod that a Permit plugin asked to wait.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -385,11 +453,22 @@ pub fn set_native_host(host: std::sync::Arc<dyn HostApi>) {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn native_host() -> Option<std::sync::Arc<dyn HostApi>> {
+pub(crate) fn native_host() -> Option<std::sync::Arc<dyn HostApi>> {
     NATIVE_HOST
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .clone()
+}
+
+/// The CSIStorageCapacities of a StorageClass (what its provisioner can still make,
+/// by topology); empty where the cluster serves none, or natively with no host.
+pub fn csi_storage_capacities_of_class(storage_class: &str) -> Vec<CsiStorageCapacity> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::csi_storage_capacities_of_class(storage_class);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host()
+        .map(|h| h.csi_storage_capacities_of_class(storage_class))
+        .unwrap_or_default()
 }
 
 /// Sends a line to the scheduler's log, tagged with the plugin's name. Natively, with

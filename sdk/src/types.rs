@@ -263,6 +263,44 @@ pub struct Container {
     /// with now; `None` when the status has none.
     #[serde(default)]
     pub actuated: Option<ResourceList>,
+    /// The `action` of each of `restartPolicyRules`, in order.
+    #[serde(default)]
+    pub restart_policy_rule_actions: Vec<String>,
+    /// `volumeMounts`, as far as scheduling reads them.
+    #[serde(default)]
+    pub volume_mounts: Vec<VolumeMount>,
+}
+
+/// An entry of a container's `volumeMounts`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeMount {
+    /// The volume's name.
+    pub name: String,
+    /// `bindMountOptions`; empty when unset.
+    #[serde(default)]
+    pub bind_mount_options: Vec<String>,
+}
+
+/// Which device request of a pod's extended-resource claim serves which resource of
+/// which container.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerExtendedResourceRequest {
+    /// The container.
+    pub container_name: String,
+    /// The extended resource it requests.
+    pub resource_name: String,
+    /// The request of the claim that serves it.
+    pub request_name: String,
+}
+
+/// `status.extendedResourceClaimStatus`: the claim the scheduler made for the pod's
+/// DRA-backed extended resources.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodExtendedResourceClaimStatus {
+    /// The claim's name.
+    pub resource_claim_name: String,
+    /// Which request serves which container's resource.
+    pub request_mappings: Vec<ContainerExtendedResourceRequest>,
 }
 
 /// Requests and limits: pod-level resources (`spec.resources`).
@@ -378,6 +416,19 @@ pub struct Pod {
     /// `spec.schedulingGroup.podGroupName`: the pod group the pod belongs to.
     #[serde(default)]
     pub scheduling_group: Option<String>,
+    /// `spec.hostNetwork`.
+    #[serde(default)]
+    pub host_network: bool,
+    /// `spec.hostUsers`; `None` when unset.
+    #[serde(default)]
+    pub host_users: Option<bool>,
+    /// `spec.ephemeralContainers` (they request nothing; what the declared-features
+    /// inference reads is filled).
+    #[serde(default)]
+    pub ephemeral_containers: Vec<Container>,
+    /// `status.extendedResourceClaimStatus`; `None` before the pod has one.
+    #[serde(default)]
+    pub extended_resource_claim_status: Option<PodExtendedResourceClaimStatus>,
 }
 
 impl Pod {
@@ -800,6 +851,11 @@ pub enum PodFeature {
     /// A non-empty [`Pod::default_selector`]: a Service, ReplicationController,
     /// ReplicaSet or StatefulSet selects the pod.
     DefaultSelector,
+    /// At least one entry in `spec.resourceClaims`, or a request (of a container or
+    /// of the pod) for an extended resource
+    /// ([`is_extended_resource_name`](crate::validation::is_extended_resource_name)),
+    /// which a DeviceClass may back.
+    ResourceClaims,
 }
 
 impl PodFeature {
@@ -812,6 +868,7 @@ impl PodFeature {
             PodFeature::PodAffinity => "pod-affinity",
             PodFeature::TopologySpread => "topology-spread",
             PodFeature::DefaultSelector => "default-selector",
+            PodFeature::ResourceClaims => "resource-claims",
         }
     }
 
@@ -838,6 +895,16 @@ impl PodFeature {
             PodFeature::TopologySpread => !pod.topology_spread_constraints.is_empty(),
             PodFeature::DefaultSelector => {
                 pod.default_selector.as_ref().is_some_and(|s| !s.is_empty())
+            }
+            PodFeature::ResourceClaims => {
+                !pod.resource_claims.is_empty()
+                    || pod
+                        .containers
+                        .iter()
+                        .chain(&pod.init_containers)
+                        .flat_map(|c| c.requests.keys())
+                        .chain(pod.resources.iter().flat_map(|r| r.requests.keys()))
+                        .any(|name| crate::validation::is_extended_resource_name(name))
             }
         }
     }
@@ -867,6 +934,7 @@ mod tests {
             PodAffinity,
             TopologySpread,
             DefaultSelector,
+            ResourceClaims,
         ];
         let plain = Pod::default();
         for f in all {

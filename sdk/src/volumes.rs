@@ -367,6 +367,24 @@ pub struct CsiDriver {
     pub storage_capacity: bool,
 }
 
+/// A CSIStorageCapacity: how much a StorageClass can still provision where its
+/// topology holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CsiStorageCapacity {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `storageClassName`.
+    pub storage_class_name: String,
+    /// `nodeTopology`; `None` matches no node.
+    pub node_topology: Option<crate::affinity::LabelSelector>,
+    /// `capacity` in bytes; `None` when unset (unknown).
+    pub capacity: Option<i64>,
+    /// `maximumVolumeSize` in bytes; `None` when unset.
+    pub maximum_volume_size: Option<i64>,
+}
+
 impl crate::types::Pod {
     /// The names of the claims the pod's volumes use, in order: a
     /// PersistentVolumeClaim volume's claim, and a generic ephemeral volume's claim
