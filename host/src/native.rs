@@ -84,6 +84,7 @@ pub fn registry() -> HashMap<&'static str, Twin> {
         twin::<image_locality::ImageLocality>(),
         twin::<inter_pod_affinity::InterPodAffinity>(),
         twin::<node_affinity::NodeAffinity>(),
+        twin::<node_declared_features::NodeDeclaredFeatures>(),
         twin::<node_name::NodeName>(),
         twin::<node_ports::NodePorts>(),
         twin::<node_resources_balanced_allocation::BalancedAllocation>(),

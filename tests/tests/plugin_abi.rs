@@ -92,7 +92,8 @@ fn the_adapted_0_7_wit_is_the_0_7_1_one_unedited() {
 /// The sha256 of `wit/scheduler.wit` at 0.8.2 (the 0.8 track's last package, as
 /// at commit 4fbc505), which `wit/adapted/0.8/scheduler.wit` keeps below its
 /// three-line FROZEN header.
-const ADAPTED_0_8_WIT_SHA256: &str = "c9b75c89043decc364411bc3de21b77318c469af0546a057bafe7e600ededd82";
+const ADAPTED_0_8_WIT_SHA256: &str =
+    "c9b75c89043decc364411bc3de21b77318c469af0546a057bafe7e600ededd82";
 
 #[test]
 fn the_adapted_0_8_wit_is_the_0_8_2_one_unedited() {
@@ -213,7 +214,10 @@ fn a_0_8_2_module_loads_through_the_adapter_and_filters_and_scores() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/adapted/0.8/scheduler.wit"),
     )
     .unwrap();
-    assert_eq!(fixture_wit, adapted, "the fixture's WIT is the frozen 0.8.2");
+    assert_eq!(
+        fixture_wit, adapted,
+        "the fixture's WIT is the frozen 0.8.2"
+    );
     let module = runtime().load_file(Path::new(FIXTURE_WIT_0_8_2)).unwrap();
     assert_eq!(module.name(), "AvoidAndRank");
     assert_eq!(module.wit_version(), "0.8.2");
