@@ -302,7 +302,7 @@ pub(crate) fn csi_driver_to_wit(d: &v::CsiDriver) -> w::CsiDriver {
     }
 }
 
-fn node_term_to_wit(t: &sdk::NodeSelectorTerm) -> w::NodeSelectorTerm {
+pub(crate) fn node_term_to_wit(t: &sdk::NodeSelectorTerm) -> w::NodeSelectorTerm {
     let req = |r: &sdk::NodeSelectorRequirement| w::NodeSelectorRequirement {
         key: r.key.clone(),
         operator: match r.operator {
@@ -321,7 +321,7 @@ fn node_term_to_wit(t: &sdk::NodeSelectorTerm) -> w::NodeSelectorTerm {
     }
 }
 
-fn selector_to_wit(s: &sdk::LabelSelector) -> w::LabelSelector {
+pub(crate) fn selector_to_wit(s: &sdk::LabelSelector) -> w::LabelSelector {
     w::LabelSelector {
         match_labels: labels_to_wit(&s.match_labels),
         match_expressions: s

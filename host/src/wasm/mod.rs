@@ -8,6 +8,7 @@ mod adapted;
 mod cache;
 pub mod capability;
 mod convert;
+mod convert_dra;
 mod engine;
 mod exports;
 mod host_imports;
