@@ -1159,6 +1159,10 @@ pub fn event_label(e: &ClusterEvent) -> String {
         EventResource::StorageClass => "StorageClass",
         EventResource::CsiNode => "CSINode",
         EventResource::CsiDriver => "CSIDriver",
+        EventResource::CsiStorageCapacity => "CSIStorageCapacity",
+        EventResource::ResourceClaim => "ResourceClaim",
+        EventResource::ResourceSlice => "ResourceSlice",
+        EventResource::DeviceClass => "DeviceClass",
     };
     let action = if e.actions == ActionType::ADD {
         "Add"
@@ -1186,6 +1190,12 @@ pub fn pod_update_actions(old: &Pod, new: &Pod) -> ActionType {
     if n.milli_cpu < o.milli_cpu || n.memory < o.memory || n.ephemeral_storage < o.ephemeral_storage
     {
         a = a | ActionType::UPDATE_POD_SCALE_DOWN;
+    }
+    // The claims made for the pod (upstream's extractPodGeneratedResourceClaimChange).
+    if old.resource_claim_statuses != new.resource_claim_statuses
+        || old.extended_resource_claim_status != new.extended_resource_claim_status
+    {
+        a = a | ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM;
     }
     if a == ActionType::default() {
         a = ActionType::UPDATE_OTHER;
