@@ -422,6 +422,8 @@ pub struct NativeHost {
     pub storage: Storage,
     /// The PodGroups and their members.
     pub pod_groups: crate::cluster::pod_groups::PodGroups,
+    /// The dynamic resource allocation objects.
+    pub dra: crate::cluster::dra::Dra,
 }
 
 impl HostApi for NativeHost {
@@ -543,10 +545,134 @@ impl HostApi for NativeHost {
             u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
         )
     }
+    // The DRA calls. Native twins are Berth's own code: their calls have no per-call
+    // scope (no extension point or pod the host checks), as the storage writes above.
+    fn device_generation(&self) -> u64 {
+        self.dra.device_generation()
+    }
+    fn claim_generation(&self) -> u64 {
+        self.dra.claim_generation()
+    }
+    fn device_classes(&self) -> Vec<berth_sdk::dra::DeviceClass> {
+        self.dra.classes().iter().map(|c| (**c).clone()).collect()
+    }
+    fn device_class(&self, name: &str) -> Option<berth_sdk::dra::DeviceClass> {
+        self.dra.class(name).map(|c| (*c).clone())
+    }
+    fn resource_slices(&self) -> Vec<berth_sdk::dra::ResourceSlice> {
+        self.dra.slices().iter().map(|s| (**s).clone()).collect()
+    }
+    fn device_taint_rules(&self) -> Vec<berth_sdk::dra::DeviceTaintRule> {
+        self.dra
+            .taint_rules()
+            .iter()
+            .map(|r| (**r).clone())
+            .collect()
+    }
+    fn resource_claim(&self, namespace: &str, name: &str) -> Option<berth_sdk::dra::ResourceClaim> {
+        self.dra.claim(namespace, name).map(|c| (*c).clone())
+    }
+    fn allocated_resource_claims(&self) -> Vec<berth_sdk::dra::ResourceClaim> {
+        self.dra
+            .allocated_claims()
+            .iter()
+            .map(|c| (**c).clone())
+            .collect()
+    }
+    fn claim_allocation_pending(&self, namespace: &str, name: &str) -> bool {
+        self.dra.allocation_pending(namespace, name)
+    }
+    fn assume_resource_claim(&self, claim: &berth_sdk::dra::ResourceClaim) -> Result<(), String> {
+        self.dra
+            .assume_claim(claim.clone())
+            .map_err(|e| e.to_string())
+    }
+    fn restore_resource_claim(&self, namespace: &str, name: &str) {
+        self.dra.restore_claim(namespace, name);
+    }
+    fn write_resource_claim_status(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, String> {
+        let written = self
+            .binder
+            .write_claim_status(claim)
+            .map_err(|e| e.to_string())?;
+        // Shown at once, before the watch brings it.
+        self.dra.assume_written(written.clone());
+        Ok(written)
+    }
+    fn wait_claim_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
+        // As wait_storage_change: no cycle pod, so a change or the timeout ends it.
+        let end = self.dra.wait_for_claim_change(
+            after,
+            std::time::Duration::from_millis(timeout_ms),
+            None,
+        );
+        (
+            end.generation,
+            u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
+        )
+    }
 }
 
 /// Installs the host API native plugins talk to. The SDK keeps one per process: the
 /// last scheduler built with native plugins wins.
 pub fn install_host(host: NativeHost) {
     berth_sdk::set_native_host(Arc::new(host));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::dra::Dra;
+    use crate::cluster::memory::MemoryCluster;
+    use berth_sdk::dra::{AllocationResult, ConsumerReference, ResourceClaim};
+
+    fn host(dra: &Dra) -> NativeHost {
+        let cluster = MemoryCluster::new();
+        cluster.attach_dra(dra);
+        NativeHost {
+            binder: Arc::new(cluster),
+            namespaces: Namespaces::default(),
+            waiting: WaitingPods::default(),
+            storage: Storage::new(),
+            pod_groups: crate::cluster::pod_groups::PodGroups::default(),
+            dra: dra.clone(),
+        }
+    }
+
+    #[test]
+    fn native_dra_calls_assume_write_and_restore_as_the_wasm_imports_do() {
+        let dra = Dra::new();
+        let h = host(&dra);
+        let claim = ResourceClaim {
+            namespace: "ns".into(),
+            name: "gpu".into(),
+            uid: "c1".into(),
+            resource_version: "1".into(),
+            ..ResourceClaim::default()
+        };
+        dra.set_claim(claim.clone());
+        let mut wanted = claim.clone();
+        wanted.status.allocation = Some(AllocationResult::default());
+        wanted.status.reserved_for = vec![ConsumerReference::pod("p", "u1")];
+        let g = h.claim_generation();
+        h.assume_resource_claim(&wanted).unwrap();
+        assert!(h.claim_generation() > g);
+        assert!(h.claim_allocation_pending("ns", "gpu"));
+        assert_eq!(h.allocated_resource_claims(), [wanted.clone()]);
+        h.restore_resource_claim("ns", "gpu");
+        assert!(!h.claim_allocation_pending("ns", "gpu"));
+        assert!(h.allocated_resource_claims().is_empty());
+        h.assume_resource_claim(&wanted).unwrap();
+        let written = h.write_resource_claim_status(&wanted).unwrap();
+        assert_eq!(written.resource_version, "2");
+        assert_eq!(h.resource_claim("ns", "gpu"), Some(written));
+        assert!(!h.claim_allocation_pending("ns", "gpu"));
+        // From the version before: the cluster's conflict.
+        assert!(h.write_resource_claim_status(&wanted).is_err());
+        assert!(h.device_classes().is_empty() && h.resource_slices().is_empty());
+        assert!(h.csi_storage_capacities_of_class("fast").is_empty());
+    }
 }

@@ -4,20 +4,37 @@
 //!
 //! Between a claim's Reserve and the cluster's answer to the status write of its
 //! allocation, the view shows the claim as the binding cycle is about to write it (an
-//! assumption, upstream's assume cache), so that other cycles do not allocate the same
-//! devices; the cluster's copy of a newer `resourceVersion`, or a restore, drops it.
+//! assumption in flight, upstream's in-flight allocations), so that other cycles do
+//! not allocate the same devices; the cluster's copy of a newer `resourceVersion`, or
+//! a restore, drops it. Once the write is answered, the claim as written is shown
+//! until the cluster's copy catches up with it (upstream's assume cache).
+//!
+//! Two generations say what moved: the device generation (classes, slices, taint
+//! rules: what a plugin builds its device pools from) and the claim generation
+//! (claims and what is assumed of them), which binding cycles may wait on.
 
+use crate::cluster::storage::{BlockingHook, ChangeSignal, WaitEnd};
 use berth_sdk::dra::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
 
 type Key = (String, String);
 
 fn key(namespace: &str, name: &str) -> Key {
     (namespace.to_owned(), name.to_owned())
+}
+
+/// A claim as the scheduler shows it in place of the cluster's copy.
+#[derive(Debug)]
+struct Assumed {
+    claim: Arc<ResourceClaim>,
+    /// Assumed at Reserve, not written yet: an allocation in flight. Otherwise the
+    /// cluster answered the write and the watch has not shown it yet.
+    in_flight: bool,
 }
 
 #[derive(Debug, Default)]
@@ -28,22 +45,47 @@ struct Objects {
     /// By name; ordered so that listings are stable.
     slices: BTreeMap<String, Arc<ResourceSlice>>,
     taint_rules: BTreeMap<String, Arc<DeviceTaintRule>>,
-    /// Claims as a binding cycle is about to write them; they hide the cluster's copy
-    /// until it changes.
-    assumed: HashMap<Key, Arc<ResourceClaim>>,
+    /// Claims as a binding cycle is about to write them, or wrote them; they hide
+    /// the cluster's copy until it catches up.
+    assumed: HashMap<Key, Assumed>,
+}
+
+impl Objects {
+    /// A claim as shown: assumed if it is.
+    fn shown(&self, k: &Key) -> Option<&Arc<ResourceClaim>> {
+        self.assumed
+            .get(k)
+            .map(|a| &a.claim)
+            .or_else(|| self.claims.get(k))
+    }
 }
 
 #[derive(Debug, Default)]
 struct Shared {
     objects: RwLock<Objects>,
-    /// Grows at every change, assumptions included.
-    generation: AtomicU64,
+    /// Grows at every change of a class, slice or taint rule.
+    devices: AtomicU64,
+    /// Grows at every change of a claim, assumptions included; binding cycles wait
+    /// on it.
+    claims: ChangeSignal,
+}
+
+/// Which generation a change moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// Classes, slices, taint rules.
+    Devices,
+    /// Claims.
+    Claims,
+    /// Templates: no plugin reads them through the view, so no generation.
+    Templates,
 }
 
 /// The write guard of [`Dra::write`].
 struct Changing<'a> {
     objects: RwLockWriteGuard<'a, Objects>,
-    generation: &'a AtomicU64,
+    shared: &'a Shared,
+    part: Part,
 }
 
 impl std::ops::Deref for Changing<'_> {
@@ -62,7 +104,13 @@ impl std::ops::DerefMut for Changing<'_> {
 impl Drop for Changing<'_> {
     fn drop(&mut self) {
         // Still under the lock: the objects guard drops after this.
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        match self.part {
+            Part::Devices => {
+                self.shared.devices.fetch_add(1, Ordering::AcqRel);
+            }
+            Part::Claims => self.shared.claims.bump(),
+            Part::Templates => {}
+        }
     }
 }
 
@@ -91,6 +139,16 @@ pub enum AssumeError {
     },
 }
 
+/// Whether `version` is older than `than`: numerically when both are numbers (as
+/// the API server's are, and upstream's assume cache compares them), else whenever
+/// they differ (the cluster's copy is not the one written).
+fn older(version: &str, than: &str) -> bool {
+    match (version.parse::<u64>(), than.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a < b,
+        _ => version != than,
+    }
+}
+
 impl Dra {
     /// No objects.
     pub fn new() -> Self {
@@ -101,31 +159,66 @@ impl Dra {
         self.0.objects.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The objects, to change: the generation grows when the guard drops, once the
-    /// change is made (a reader that sees the new generation sees the change).
-    fn write(&self) -> Changing<'_> {
+    /// The objects, to change `part`: its generation grows when the guard drops,
+    /// once the change is made (a reader that sees the new generation sees the
+    /// change).
+    fn write(&self, part: Part) -> Changing<'_> {
         Changing {
             objects: self.0.objects.write().unwrap_or_else(|e| e.into_inner()),
-            generation: &self.0.generation,
+            shared: &self.0,
+            part,
         }
     }
 
-    /// A number that grows at every change: a plugin may keep what it derived from
-    /// the objects while it stays the same.
-    pub fn generation(&self) -> u64 {
-        self.0.generation.load(Ordering::Acquire)
+    /// A number that grows at every change of a DeviceClass, ResourceSlice or
+    /// DeviceTaintRule: a plugin may keep what it built from them while it stays.
+    pub fn device_generation(&self) -> u64 {
+        self.0.devices.load(Ordering::Acquire)
+    }
+
+    /// A number that grows at every change of a ResourceClaim, what is assumed of
+    /// one included.
+    pub fn claim_generation(&self) -> u64 {
+        self.0.claims.generation()
+    }
+
+    /// Waits until the claim generation passes `after`, `timeout` passes, or the pod
+    /// `for_pod` (the binding cycle's) is deleted ([`Dra::end_waits_of`]).
+    pub fn wait_for_claim_change(
+        &self,
+        after: u64,
+        timeout: Duration,
+        for_pod: Option<&str>,
+    ) -> WaitEnd {
+        self.0.claims.wait_for_change(after, timeout, for_pod)
+    }
+
+    /// The pod `uid` was deleted during its binding cycle: its claim waits end now,
+    /// and any it starts end at once, until [`Dra::forget_pod`].
+    pub fn end_waits_of(&self, uid: &str) {
+        self.0.claims.end_waits_of(uid);
+    }
+
+    /// The binding cycle of `uid` is over: forget that its waits ended.
+    pub fn forget_pod(&self, uid: &str) {
+        self.0.claims.forget_pod(uid);
+    }
+
+    /// Tells `hook` of every claim wait that blocks its thread, from now on.
+    pub fn on_blocking(&self, hook: BlockingHook) {
+        self.0.claims.on_blocking(hook);
     }
 
     /// Adds or replaces a DeviceClass; answers the one it replaced.
     pub fn set_class(&self, class: DeviceClass) -> Option<Arc<DeviceClass>> {
-        self.write()
+        self.write(Part::Devices)
             .classes
             .insert(class.name.clone(), Arc::new(class))
     }
 
     /// Removes a DeviceClass; answers it.
     pub fn remove_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
-        self.write().classes.remove(name)
+        self.write(Part::Devices).classes.remove(name)
     }
 
     /// A DeviceClass by name.
@@ -139,17 +232,23 @@ impl Dra {
     }
 
     /// Adds or replaces a claim as the cluster has it; answers the one it replaced.
-    /// An assumption of the claim is dropped when the cluster's copy is of another
-    /// `resourceVersion` than the one it was assumed from (the write landed, or lost).
+    /// An assumption in flight is dropped when the cluster's copy is of another
+    /// `resourceVersion` than the one it was assumed from (the write landed, or
+    /// lost); the claim as written, when the cluster's copy is no older than it.
     pub fn set_claim(&self, claim: ResourceClaim) -> Option<Arc<ResourceClaim>> {
         let k = key(&claim.namespace, &claim.name);
-        let mut objects = self.write();
-        let old = objects.claims.insert(k.clone(), Arc::new(claim));
-        let keep = matches!(
-            (&old, objects.claims.get(&k)),
-            (Some(o), Some(n)) if o.resource_version == n.resource_version
-                && !n.resource_version.is_empty()
-        );
+        let mut objects = self.write(Part::Claims);
+        let new = Arc::new(claim);
+        let old = objects.claims.insert(k.clone(), new.clone());
+        let keep = match objects.assumed.get(&k) {
+            None => true,
+            Some(a) if a.in_flight => matches!(
+                &old,
+                Some(o) if o.resource_version == new.resource_version
+                    && !new.resource_version.is_empty()
+            ),
+            Some(a) => older(&new.resource_version, &a.claim.resource_version),
+        };
         if !keep {
             objects.assumed.remove(&k);
         }
@@ -159,20 +258,14 @@ impl Dra {
     /// Removes a claim; answers it.
     pub fn remove_claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
         let k = key(namespace, name);
-        let mut objects = self.write();
+        let mut objects = self.write(Part::Claims);
         objects.assumed.remove(&k);
         objects.claims.remove(&k)
     }
 
     /// A claim by namespace and name, as assumed if it is.
     pub fn claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
-        let k = key(namespace, name);
-        let objects = self.read();
-        objects
-            .assumed
-            .get(&k)
-            .or_else(|| objects.claims.get(&k))
-            .cloned()
+        self.read().shown(&key(namespace, name)).cloned()
     }
 
     /// A claim as the cluster has it (what is assumed of it aside).
@@ -182,15 +275,10 @@ impl Dra {
 
     /// Every claim with an allocation, as assumed where it is: the devices in use.
     pub fn allocated_claims(&self) -> Vec<Arc<ResourceClaim>> {
-        let objects = self.read();
-        let mut out: Vec<Arc<ResourceClaim>> = objects
-            .claims
-            .iter()
-            .filter(|(k, _)| !objects.assumed.contains_key(*k))
-            .map(|(_, c)| c)
-            .chain(objects.assumed.values())
+        let mut out: Vec<Arc<ResourceClaim>> = self
+            .claims()
+            .into_iter()
             .filter(|c| c.status.allocation.is_some())
-            .cloned()
             .collect();
         out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
@@ -201,20 +289,21 @@ impl Dra {
         let objects = self.read();
         let mut out: Vec<Arc<ResourceClaim>> = objects
             .claims
-            .iter()
-            .map(|(k, c)| objects.assumed.get(k).unwrap_or(c).clone())
+            .keys()
+            .filter_map(|k| objects.shown(k).cloned())
             .collect();
         out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
     }
 
     /// Assumes `claim` (its allocation and `reservedFor` as a binding cycle is about
-    /// to write them) until the cluster's copy changes or [`Dra::restore_claim`]. The
-    /// claim must be the one in the view: same `resourceVersion`, as assumed or not.
+    /// to write them: an allocation in flight) until the cluster's copy changes or
+    /// [`Dra::restore_claim`]. The claim must be the one in the view: same
+    /// `resourceVersion`, as assumed or not.
     pub fn assume_claim(&self, claim: ResourceClaim) -> Result<(), AssumeError> {
         let k = key(&claim.namespace, &claim.name);
-        let mut objects = self.write();
-        let Some(current) = objects.assumed.get(&k).or_else(|| objects.claims.get(&k)) else {
+        let mut objects = self.write(Part::Claims);
+        let Some(current) = objects.shown(&k) else {
             return Err(AssumeError::NotFound(claim.key()));
         };
         if current.resource_version != claim.resource_version {
@@ -224,24 +313,71 @@ impl Dra {
                 now: current.resource_version.clone(),
             });
         }
-        objects.assumed.insert(k, Arc::new(claim));
+        objects.assumed.insert(
+            k,
+            Assumed {
+                claim: Arc::new(claim),
+                in_flight: true,
+            },
+        );
         Ok(())
     }
 
-    /// Drops what was assumed of a claim.
-    pub fn restore_claim(&self, namespace: &str, name: &str) {
-        self.write().assumed.remove(&key(namespace, name));
+    /// The cluster answered a status write with `written`: it is shown (and no
+    /// longer in flight) until the cluster's copy catches up with its
+    /// `resourceVersion`, so that the scheduler sees the write before the watch
+    /// does. Nothing is assumed when the cluster's copy has caught up already, or
+    /// the claim is gone.
+    pub fn assume_written(&self, written: ResourceClaim) {
+        let k = key(&written.namespace, &written.name);
+        let mut objects = self.write(Part::Claims);
+        let behind = objects
+            .claims
+            .get(&k)
+            .is_some_and(|c| older(&c.resource_version, &written.resource_version));
+        if behind {
+            objects.assumed.insert(
+                k,
+                Assumed {
+                    claim: Arc::new(written),
+                    in_flight: false,
+                },
+            );
+        } else {
+            objects.assumed.remove(&k);
+        }
     }
 
-    /// Whether something is assumed of the claim.
+    /// Drops an allocation in flight of a claim (Unreserve). What the cluster
+    /// answered a write with stays until the cluster's copy catches up: the devices
+    /// are given in the cluster already.
+    pub fn restore_claim(&self, namespace: &str, name: &str) {
+        let k = key(namespace, name);
+        let mut objects = self.write(Part::Claims);
+        if objects.assumed.get(&k).is_some_and(|a| a.in_flight) {
+            objects.assumed.remove(&k);
+        }
+    }
+
+    /// Whether something is assumed of the claim (in flight, or written and not
+    /// shown by the cluster yet).
     pub fn is_assumed(&self, namespace: &str, name: &str) -> bool {
         self.read().assumed.contains_key(&key(namespace, name))
+    }
+
+    /// Whether the claim has an allocation in flight: assumed at Reserve and not
+    /// written yet (upstream's `ClaimHasPendingAllocation`).
+    pub fn allocation_pending(&self, namespace: &str, name: &str) -> bool {
+        self.read()
+            .assumed
+            .get(&key(namespace, name))
+            .is_some_and(|a| a.in_flight)
     }
 
     /// Adds or replaces a template; answers the one it replaced.
     pub fn set_template(&self, t: ResourceClaimTemplate) -> Option<Arc<ResourceClaimTemplate>> {
         let k = key(&t.namespace, &t.name);
-        self.write().templates.insert(k, Arc::new(t))
+        self.write(Part::Templates).templates.insert(k, Arc::new(t))
     }
 
     /// Removes a template; answers it.
@@ -250,7 +386,9 @@ impl Dra {
         namespace: &str,
         name: &str,
     ) -> Option<Arc<ResourceClaimTemplate>> {
-        self.write().templates.remove(&key(namespace, name))
+        self.write(Part::Templates)
+            .templates
+            .remove(&key(namespace, name))
     }
 
     /// A template by namespace and name.
@@ -260,14 +398,14 @@ impl Dra {
 
     /// Adds or replaces a slice; answers the one it replaced.
     pub fn set_slice(&self, slice: ResourceSlice) -> Option<Arc<ResourceSlice>> {
-        self.write()
+        self.write(Part::Devices)
             .slices
             .insert(slice.name.clone(), Arc::new(slice))
     }
 
     /// Removes a slice; answers it.
     pub fn remove_slice(&self, name: &str) -> Option<Arc<ResourceSlice>> {
-        self.write().slices.remove(name)
+        self.write(Part::Devices).slices.remove(name)
     }
 
     /// Every slice, by name.
@@ -277,14 +415,14 @@ impl Dra {
 
     /// Adds or replaces a DeviceTaintRule; answers the one it replaced.
     pub fn set_taint_rule(&self, rule: DeviceTaintRule) -> Option<Arc<DeviceTaintRule>> {
-        self.write()
+        self.write(Part::Devices)
             .taint_rules
             .insert(rule.name.clone(), Arc::new(rule))
     }
 
     /// Removes a DeviceTaintRule; answers it.
     pub fn remove_taint_rule(&self, name: &str) -> Option<Arc<DeviceTaintRule>> {
-        self.write().taint_rules.remove(name)
+        self.write(Part::Devices).taint_rules.remove(name)
     }
 
     /// Every DeviceTaintRule, by name.
@@ -408,9 +546,10 @@ mod tests {
         let dra = Dra::new();
         dra.set_claim(claim("a", "1"));
         assert!(dra.allocated_claims().is_empty());
-        let g = dra.generation();
+        let g = dra.claim_generation();
         dra.assume_claim(allocated(claim("a", "1"))).unwrap();
-        assert!(dra.generation() > g);
+        assert!(dra.claim_generation() > g);
+        assert!(dra.allocation_pending("default", "a"));
         assert!(
             dra.claim("default", "a")
                 .unwrap()
@@ -432,8 +571,119 @@ mod tests {
         // The cluster's copy of a newer version replaces it.
         dra.set_claim(allocated(claim("a", "2")));
         assert!(!dra.is_assumed("default", "a"));
+        assert!(!dra.allocation_pending("default", "a"));
         assert_eq!(dra.claim("default", "a").unwrap().resource_version, "2");
         assert_eq!(dra.allocated_claims().len(), 1);
+    }
+
+    #[test]
+    fn a_written_claim_shows_until_the_watch_catches_up_and_is_no_longer_pending() {
+        let dra = Dra::new();
+        dra.set_claim(claim("a", "7"));
+        dra.assume_claim(allocated(claim("a", "7"))).unwrap();
+        assert!(dra.allocation_pending("default", "a"));
+        // The API server answered the write with version 8; the watch is behind.
+        dra.assume_written(allocated(claim("a", "8")));
+        assert!(dra.is_assumed("default", "a"));
+        assert!(!dra.allocation_pending("default", "a"));
+        assert_eq!(dra.claim("default", "a").unwrap().resource_version, "8");
+        // Unreserve restores only what is in flight: the devices are given already.
+        dra.restore_claim("default", "a");
+        assert_eq!(dra.claim("default", "a").unwrap().resource_version, "8");
+        assert_eq!(dra.allocated_claims().len(), 1);
+        // A resync of the old version keeps it; the written version replaces it.
+        dra.set_claim(claim("a", "7"));
+        assert!(dra.is_assumed("default", "a"));
+        dra.set_claim(allocated(claim("a", "8")));
+        assert!(!dra.is_assumed("default", "a"));
+        assert_eq!(dra.allocated_claims().len(), 1);
+        // A cluster that shows its writes at once (the embedded one) leaves nothing
+        // to assume, nor does a claim gone meanwhile.
+        dra.assume_written(allocated(claim("a", "8")));
+        assert!(!dra.is_assumed("default", "a"));
+        dra.assume_written(allocated(claim("gone", "3")));
+        assert!(dra.claim("default", "gone").is_none());
+    }
+
+    #[test]
+    fn a_written_claim_outlives_an_older_copy_and_yields_to_a_newer_one() {
+        let dra = Dra::new();
+        dra.set_claim(claim("a", "7"));
+        dra.assume_written(allocated(claim("a", "9")));
+        // Version 8 (a change before the write) arrives late: 9 still shows.
+        dra.set_claim(claim("a", "8"));
+        assert_eq!(dra.claim("default", "a").unwrap().resource_version, "9");
+        // Version 10 (a change after it) wins.
+        dra.set_claim(claim("a", "10"));
+        assert!(!dra.is_assumed("default", "a"));
+        assert_eq!(dra.claim("default", "a").unwrap().resource_version, "10");
+    }
+
+    #[test]
+    fn devices_and_claims_have_generations_of_their_own() {
+        let dra = Dra::new();
+        let (d, c) = (dra.device_generation(), dra.claim_generation());
+        dra.set_slice(ResourceSlice {
+            name: "s".into(),
+            ..ResourceSlice::default()
+        });
+        dra.set_class(DeviceClass {
+            name: "gpu".into(),
+            uid: "u".into(),
+            selectors: Vec::new(),
+            config: Vec::new(),
+            extended_resource_name: None,
+        });
+        assert_eq!(dra.device_generation(), d + 2);
+        assert_eq!(dra.claim_generation(), c);
+        dra.set_claim(claim("a", "1"));
+        dra.remove_claim("default", "a");
+        assert_eq!(dra.device_generation(), d + 2);
+        assert_eq!(dra.claim_generation(), c + 2);
+        dra.set_template(ResourceClaimTemplate {
+            namespace: "default".into(),
+            name: "t".into(),
+            ..ResourceClaimTemplate::default()
+        });
+        assert_eq!(
+            (dra.device_generation(), dra.claim_generation()),
+            (d + 2, c + 2)
+        );
+    }
+
+    #[test]
+    fn a_claim_wait_ends_on_a_claim_change_or_when_the_pod_is_gone() {
+        let dra = Dra::new();
+        let day = Duration::from_secs(86_400);
+        // Already past: no wait.
+        dra.set_claim(claim("a", "1"));
+        let end = dra.wait_for_claim_change(0, day, Some("p"));
+        assert_eq!((end.generation, end.pod_gone), (1, false));
+        // Nothing changes: the timeout ends it.
+        let end = dra.wait_for_claim_change(1, Duration::ZERO, None);
+        assert_eq!((end.generation, end.pod_gone), (1, false));
+        // A claim changed by another thread wakes the waiter; a slice does not count.
+        let waiter = {
+            let dra = dra.clone();
+            std::thread::spawn(move || dra.wait_for_claim_change(1, day, Some("p")))
+        };
+        dra.set_slice(ResourceSlice::default());
+        dra.set_claim(claim("a", "2"));
+        let end = waiter.join().unwrap();
+        assert!(end.generation >= 2 && !end.pod_gone, "{end:?}");
+        // The pod deleted: its wait ends, and so do those it starts, until forgotten.
+        let waiter = {
+            let dra = dra.clone();
+            std::thread::spawn(move || dra.wait_for_claim_change(2, day, Some("p")))
+        };
+        dra.end_waits_of("p");
+        assert!(waiter.join().unwrap().pod_gone);
+        assert!(dra.wait_for_claim_change(2, day, Some("p")).pod_gone);
+        dra.forget_pod("p");
+        assert!(
+            !dra.wait_for_claim_change(2, Duration::ZERO, Some("p"))
+                .pod_gone
+        );
     }
 
     #[test]

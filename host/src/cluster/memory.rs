@@ -352,6 +352,14 @@ impl Binder for MemoryCluster {
         let version: u64 = current.resource_version.parse().unwrap_or(0);
         written.resource_version = (version + 1).to_string();
         dra.set_claim(written.clone());
+        // The watch of a real cluster would report it: the queue hears of it.
+        self.storage_changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((
+                Some(Object::ResourceClaim((*current).clone())),
+                Object::ResourceClaim(written.clone()),
+            ));
         Ok(written)
     }
 
@@ -412,6 +420,15 @@ mod tests {
         let written = c.write_claim_status(&wanted).unwrap();
         assert_eq!(written.resource_version, "1");
         assert_eq!(*dra.claim("ml", "gpu").unwrap(), written);
+        // The write is reported for the queue, once, with the claim before it.
+        assert_eq!(
+            c.take_storage_changes(),
+            [(
+                Some(Object::ResourceClaim(claim.clone())),
+                Object::ResourceClaim(written.clone())
+            )]
+        );
+        assert!(c.take_storage_changes().is_empty());
         // Written from the version before: a conflict, the claim as it was.
         let err = c.write_claim_status(&wanted).unwrap_err();
         assert!(matches!(err, WriteError::Conflict(_)), "{err:?}");

@@ -106,9 +106,10 @@ pub trait Binder: Send + Sync {
         let _ = storage;
     }
 
-    /// The storage changes the cluster made itself since last asked (the embedded
-    /// cluster's PersistentVolume controller), as (old, new): already in the
-    /// attached storage, for the scheduler to tell the queue of.
+    /// The storage and DRA changes the cluster made itself since last asked (the
+    /// embedded cluster's PersistentVolume controller, its claim status writes), as
+    /// (old, new): already in the attached views, for the scheduler to tell the
+    /// queue of.
     fn take_storage_changes(&self) -> Vec<(Option<berth_sdk::Object>, berth_sdk::Object)> {
         Vec::new()
     }

@@ -30,23 +30,11 @@ struct Objects {
     assumed_claims: HashMap<(String, String), PersistentVolumeClaim>,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Shared {
     objects: RwLock<Objects>,
     /// Grows at every change (assumptions included); waiters are told.
-    generation: Mutex<Waits>,
-    changed: Condvar,
-    /// Told when a wait is about to block its thread (see [`Storage::on_blocking`]).
-    blocking: RwLock<Option<BlockingHook>>,
-}
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
-            .field("objects", &self.objects)
-            .field("generation", &self.generation)
-            .finish_non_exhaustive()
-    }
+    signal: ChangeSignal,
 }
 
 /// Called on the thread of a wait that is about to block; what it answers is
@@ -62,7 +50,7 @@ struct Waits {
     ended: BTreeSet<String>,
 }
 
-/// How a wait for a storage change ended.
+/// How a wait for a change ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaitEnd {
     /// The generation then.
@@ -71,6 +59,98 @@ pub struct WaitEnd {
     pub waited: Duration,
     /// The pod it waited for was deleted: nothing it waits for matters any more.
     pub pod_gone: bool,
+}
+
+/// A generation that grows at every change of a view, and the binding cycles
+/// waiting for it to grow: the storage view's, and the DRA view's claims'
+/// (`cluster::dra`).
+#[derive(Default)]
+pub struct ChangeSignal {
+    waits: Mutex<Waits>,
+    changed: Condvar,
+    /// Told when a wait is about to block its thread (see
+    /// [`ChangeSignal::on_blocking`]).
+    blocking: RwLock<Option<BlockingHook>>,
+}
+
+impl std::fmt::Debug for ChangeSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeSignal")
+            .field("waits", &self.waits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChangeSignal {
+    fn waits(&self) -> std::sync::MutexGuard<'_, Waits> {
+        self.waits.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The generation now.
+    pub fn generation(&self) -> u64 {
+        self.waits().generation
+    }
+
+    /// A change was made: the generation grows and waiters wake.
+    pub fn bump(&self) {
+        self.waits().generation += 1;
+        self.changed.notify_all();
+    }
+
+    /// The pod `uid` was deleted during its binding cycle: its waits end now, and any
+    /// it starts end at once, until [`ChangeSignal::forget_pod`].
+    pub fn end_waits_of(&self, uid: &str) {
+        self.waits().ended.insert(uid.to_owned());
+        self.changed.notify_all();
+    }
+
+    /// The binding cycle of `uid` is over: forget that its waits ended.
+    pub fn forget_pod(&self, uid: &str) {
+        self.waits().ended.remove(uid);
+    }
+
+    /// Tells `hook` of every wait that blocks its thread, from now on.
+    pub fn on_blocking(&self, hook: BlockingHook) {
+        *self.blocking.write().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+
+    /// Waits until the generation passes `after`, `timeout` passes, or the pod
+    /// `for_pod` (the binding cycle's) is deleted.
+    pub fn wait_for_change(&self, after: u64, timeout: Duration, for_pod: Option<&str>) -> WaitEnd {
+        let started = Instant::now();
+        let mut waits = self.waits();
+        // Held (and dropped when the wait ends) once the wait blocks.
+        let mut blocked: Option<Box<dyn std::any::Any>> = None;
+        loop {
+            let pod_gone = for_pod.is_some_and(|uid| waits.ended.contains(uid));
+            let left = timeout.saturating_sub(started.elapsed());
+            if waits.generation > after || pod_gone || left.is_zero() {
+                return WaitEnd {
+                    generation: waits.generation,
+                    waited: started.elapsed(),
+                    pod_gone,
+                };
+            }
+            if blocked.is_none() {
+                let hook = self
+                    .blocking
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                // Not under the lock: the hook may start a thread.
+                drop(waits);
+                blocked =
+                    Some(hook.map_or_else(|| Box::new(()) as Box<dyn std::any::Any>, |h| h()));
+                waits = self.waits();
+                continue;
+            }
+            waits = self
+                .changed
+                .wait_timeout(waits, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
 }
 
 /// The cluster's storage objects. Clones share them.
@@ -106,70 +186,31 @@ impl Storage {
         }
     }
 
-    fn waits(&self) -> std::sync::MutexGuard<'_, Waits> {
-        self.0.generation.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A number that grows at every change.
     pub fn generation(&self) -> u64 {
-        self.waits().generation
+        self.0.signal.generation()
     }
 
     /// The pod `uid` was deleted during its binding cycle: its waits end now, and any
     /// it starts end at once, until [`Storage::forget_pod`].
     pub fn end_waits_of(&self, uid: &str) {
-        self.waits().ended.insert(uid.to_owned());
-        self.0.changed.notify_all();
+        self.0.signal.end_waits_of(uid);
     }
 
     /// The binding cycle of `uid` is over: forget that its waits ended.
     pub fn forget_pod(&self, uid: &str) {
-        self.waits().ended.remove(uid);
+        self.0.signal.forget_pod(uid);
     }
 
     /// Tells `hook` of every wait that blocks its thread, from now on.
     pub fn on_blocking(&self, hook: BlockingHook) {
-        *self.0.blocking.write().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+        self.0.signal.on_blocking(hook);
     }
 
     /// Waits until the generation passes `after`, `timeout` passes, or the pod
     /// `for_pod` (the binding cycle's) is deleted.
     pub fn wait_for_change(&self, after: u64, timeout: Duration, for_pod: Option<&str>) -> WaitEnd {
-        let started = Instant::now();
-        let mut waits = self.waits();
-        // Held (and dropped when the wait ends) once the wait blocks.
-        let mut blocked: Option<Box<dyn std::any::Any>> = None;
-        loop {
-            let pod_gone = for_pod.is_some_and(|uid| waits.ended.contains(uid));
-            let left = timeout.saturating_sub(started.elapsed());
-            if waits.generation > after || pod_gone || left.is_zero() {
-                return WaitEnd {
-                    generation: waits.generation,
-                    waited: started.elapsed(),
-                    pod_gone,
-                };
-            }
-            if blocked.is_none() {
-                let hook = self
-                    .0
-                    .blocking
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
-                // Not under the lock: the hook may start a thread.
-                drop(waits);
-                blocked =
-                    Some(hook.map_or_else(|| Box::new(()) as Box<dyn std::any::Any>, |h| h()));
-                waits = self.waits();
-                continue;
-            }
-            waits = self
-                .0
-                .changed
-                .wait_timeout(waits, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        self.0.signal.wait_for_change(after, timeout, for_pod)
     }
 
     /// A claim by namespace and name (as assumed, if it is).
@@ -480,12 +521,7 @@ impl std::ops::DerefMut for Changing<'_> {
 
 impl Drop for Changing<'_> {
     fn drop(&mut self) {
-        self.shared
-            .generation
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .generation += 1;
-        self.shared.changed.notify_all();
+        self.shared.signal.bump();
     }
 }
 

@@ -1191,6 +1191,12 @@ pub fn pod_update_actions(old: &Pod, new: &Pod) -> ActionType {
     {
         a = a | ActionType::UPDATE_POD_SCALE_DOWN;
     }
+    // The claims made for the pod (upstream's extractPodGeneratedResourceClaimChange).
+    if old.resource_claim_statuses != new.resource_claim_statuses
+        || old.extended_resource_claim_status != new.extended_resource_claim_status
+    {
+        a = a | ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM;
+    }
     if a == ActionType::default() {
         a = ActionType::UPDATE_OTHER;
     }

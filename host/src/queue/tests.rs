@@ -848,3 +848,91 @@ fn a_member_leaving_activeq_leaves_its_group_there_for_the_others() {
     assert_eq!(pop_order(&mut q), ["m2", "p"]);
     assert_eq!(q.pending()[&QueueName::Active], 0);
 }
+
+#[test]
+fn the_claims_made_for_a_pod_are_an_update_of_their_own() {
+    let with_claim = |claim: Option<&str>| {
+        let mut p = pod("a");
+        p.resource_claim_statuses = vec![berth_sdk::PodResourceClaimStatus {
+            name: "gpu".into(),
+            resource_claim_name: claim.map(str::to_owned),
+        }];
+        p
+    };
+    let generated = ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM;
+    assert_eq!(
+        pod_update_actions(&pod("a"), &with_claim(Some("a-gpu"))),
+        generated
+    );
+    assert_eq!(
+        pod_update_actions(&with_claim(None), &with_claim(Some("a-gpu"))),
+        generated
+    );
+    assert_eq!(
+        pod_update_actions(&with_claim(Some("a-gpu")), &with_claim(Some("a-gpu"))),
+        ActionType::UPDATE_OTHER
+    );
+    let mut extended = pod("a");
+    extended.extended_resource_claim_status = Some(berth_sdk::PodExtendedResourceClaimStatus {
+        resource_claim_name: "a-extended-resources".into(),
+        request_mappings: Vec::new(),
+    });
+    assert_eq!(pod_update_actions(&pod("a"), &extended), generated);
+    let mut relabeled = extended.clone();
+    relabeled.labels.insert("app".into(), "web".into());
+    assert_eq!(
+        pod_update_actions(&pod("a"), &relabeled),
+        generated | ActionType::UPDATE_POD_LABEL
+    );
+}
+
+/// Queues a pod for DynamicResources only on an update of the claims made for it.
+struct GeneratedClaims;
+
+impl HintOracle for GeneratedClaims {
+    fn hint(
+        &self,
+        plugin: &str,
+        event: &ClusterEvent,
+        _: &Pod,
+        _: Option<&Object>,
+        _: Option<&Object>,
+    ) -> QueueingHint {
+        let wanted = ClusterEvent::new(
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM,
+        );
+        if plugin == "DynamicResources" && wanted.covers(event) {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        }
+    }
+}
+
+#[test]
+fn a_pod_waiting_for_its_claims_moves_when_they_are_made() {
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    q.add(pod("a"), vec![0], None, secs(0));
+    let a = q.pop().unwrap();
+    q.requeue_failed(
+        a,
+        plugins(&["DynamicResources"]),
+        "waiting for resourceclaim".into(),
+        secs(0),
+        &GeneratedClaims,
+    );
+    // Another update of the pod does not help.
+    let mut relabeled = pod("a");
+    relabeled.labels.insert("app".into(), "web".into());
+    q.update(relabeled.clone(), vec![0], None, secs(10), &GeneratedClaims);
+    assert_eq!(q.queue_of("a"), Some(QueueName::Unschedulable));
+    // The resourceclaim controller made the claim: the pod is tried again.
+    let mut made = relabeled;
+    made.resource_claim_statuses = vec![berth_sdk::PodResourceClaimStatus {
+        name: "gpu".into(),
+        resource_claim_name: Some("a-gpu".into()),
+    }];
+    q.update(made, vec![0], None, secs(20), &GeneratedClaims);
+    assert_eq!(q.queue_of("a"), Some(QueueName::Active));
+}

@@ -186,15 +186,22 @@ impl Scheduler {
         while let Ok(done) = self.bind_rx.try_recv() {
             self.bind_done(done);
         }
-        // What the embedded cluster's volume controller wrote while binding: already
-        // in the storage view; the queue hears of it here.
+        // What the embedded cluster's volume controller and claim status writes
+        // changed while binding: already in the storage and DRA views; the queue
+        // hears of it here.
         for (old, new) in self.binder.take_storage_changes() {
-            let resource = match &new {
-                Object::PersistentVolume(_) => EventResource::PersistentVolume,
-                Object::PersistentVolumeClaim(_) => EventResource::PersistentVolumeClaim,
-                _ => continue,
-            };
-            self.storage_event(resource, old, new);
+            match &new {
+                Object::PersistentVolume(_) => {
+                    self.storage_event(EventResource::PersistentVolume, old, new);
+                }
+                Object::PersistentVolumeClaim(_) => {
+                    self.storage_event(EventResource::PersistentVolumeClaim, old, new);
+                }
+                Object::ResourceClaim(_) => {
+                    self.dra_event(EventResource::ResourceClaim, old, new);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -218,6 +225,7 @@ impl Scheduler {
             return;
         };
         self.storage.forget_pod(&uid);
+        self.dra.forget_pod(&uid);
         match result {
             Ok(()) => {
                 let deleted = self.queue.deleted_in_flight(&uid);

@@ -349,12 +349,15 @@ impl Scheduler {
                 waiting: services.waiting.clone(),
                 storage: services.storage.clone(),
                 pod_groups: services.pod_groups.clone(),
+                dra: services.dra.clone(),
             });
         }
         binder.attach_storage(&services.storage);
         binder.attach_dra(&services.dra);
-        // A binding cycle waiting for its volumes lets another binding thread run.
+        // A binding cycle waiting for its volumes or claims lets another binding
+        // thread run.
         services.storage.on_blocking(Arc::new(pool::park_current));
+        services.dra.on_blocking(Arc::new(pool::park_current));
         let waker = Arc::new(RwLock::new(None));
         let (bind_tx, bind_rx) =
             spawn_binders(options.parallel_bindings, binder.clone(), waker.clone())?;
@@ -962,9 +965,11 @@ impl Scheduler {
                 return;
             }
             // Being bound: the binding cycle's result decides; note the deletion, and
-            // end what its PreBind waits for in the cluster (its volumes).
+            // end what its PreBind waits for in the cluster (its volumes, its
+            // claims' binding conditions).
             self.queue.delete(uid);
             self.storage.end_waits_of(uid);
+            self.dra.end_waits_of(uid);
             return;
         }
         if self.queue.delete(uid) && !self.queue.is_in_flight(uid) {

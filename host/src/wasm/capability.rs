@@ -10,7 +10,13 @@
 //! - the storage writes (`assume-volume-bound`, `assume-claim-provisioned`,
 //!   `restore-volume`, `restore-claim`): at Reserve, Unreserve and PreBind, for the
 //!   claims of the cycle's pod; `bind-volume` and `select-node-for-claim`: at PreBind,
-//!   for those claims, on the reserved node.
+//!   for those claims, on the reserved node;
+//! - the ResourceClaim writes of the `dra` interface, for the cycle's pod's
+//!   ResourceClaims (those `spec.resourceClaims` names, directly or through
+//!   `status.resourceClaimStatuses`, and `status.extendedResourceClaimStatus`'s):
+//!   `assume-resource-claim` at Reserve, `restore-resource-claim` at Reserve and
+//!   Unreserve (upstream's Reserve and Unreserve of DynamicResources),
+//!   `write-resource-claim-status` at PreBind.
 //!
 //! Anything else is refused: the host function answers an error to the guest, the
 //! refusal is logged and counted (`berth_plugin_refused_calls_total`), and the call
@@ -19,7 +25,7 @@
 //! simulations of PostFilter) is open to every point. Victims of preemption are
 //! checked where they are evicted, in the framework's PostFilter.
 
-use berth_sdk::{ExtensionPoint, Pod};
+use berth_sdk::{ClaimSource, ExtensionPoint, Pod};
 
 /// A host call that acts on the cluster or another plugin's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,10 +48,16 @@ pub enum HostCall {
     BindVolume,
     /// `select-node-for-claim`.
     SelectNodeForClaim,
+    /// `dra.assume-resource-claim`.
+    AssumeResourceClaim,
+    /// `dra.restore-resource-claim`.
+    RestoreResourceClaim,
+    /// `dra.write-resource-claim-status`.
+    WriteResourceClaimStatus,
 }
 
 /// Every host call that is checked, in the WIT's order.
-pub const CHECKED: [HostCall; 9] = [
+pub const CHECKED: [HostCall; 12] = [
     HostCall::BindPod,
     HostCall::AllowWaitingPod,
     HostCall::RejectWaitingPod,
@@ -55,6 +67,9 @@ pub const CHECKED: [HostCall; 9] = [
     HostCall::RestoreClaim,
     HostCall::BindVolume,
     HostCall::SelectNodeForClaim,
+    HostCall::AssumeResourceClaim,
+    HostCall::RestoreResourceClaim,
+    HostCall::WriteResourceClaimStatus,
 ];
 
 /// The storage writes' extension points.
@@ -73,6 +88,9 @@ impl HostCall {
             HostCall::RestoreClaim => "restore-claim",
             HostCall::BindVolume => "bind-volume",
             HostCall::SelectNodeForClaim => "select-node-for-claim",
+            HostCall::AssumeResourceClaim => "assume-resource-claim",
+            HostCall::RestoreResourceClaim => "restore-resource-claim",
+            HostCall::WriteResourceClaimStatus => "write-resource-claim-status",
         }
     }
 
@@ -86,6 +104,9 @@ impl HostCall {
             | HostCall::RestoreVolume
             | HostCall::RestoreClaim => Some(STORAGE_WRITES),
             HostCall::BindVolume | HostCall::SelectNodeForClaim => Some(&["PreBind"]),
+            HostCall::AssumeResourceClaim => Some(&["Reserve"]),
+            HostCall::RestoreResourceClaim => Some(&["Reserve", "Unreserve"]),
+            HostCall::WriteResourceClaimStatus => Some(&["PreBind"]),
         }
     }
 
@@ -100,6 +121,9 @@ impl HostCall {
             | HostCall::RestoreClaim
             | HostCall::BindVolume => "the cycle's pod's claims",
             HostCall::SelectNodeForClaim => "the cycle's pod's claims, on the reserved node",
+            HostCall::AssumeResourceClaim
+            | HostCall::RestoreResourceClaim
+            | HostCall::WriteResourceClaimStatus => "the cycle's pod's ResourceClaims",
         }
     }
 }
@@ -149,6 +173,33 @@ pub struct ScopedPod {
     pub name: String,
     /// The claims its volumes use (in its namespace).
     pub claims: Vec<String>,
+    /// Its ResourceClaims (in its namespace): see [`resource_claim_names`].
+    pub resource_claims: Vec<String>,
+}
+
+/// The names of the ResourceClaims a pod uses, as far as they are known: each entry
+/// of `spec.resourceClaims` naming a claim, the claim made for each one naming a
+/// template (`status.resourceClaimStatuses`; none before it is made), and the claim
+/// made for its extended resources (`status.extendedResourceClaimStatus`).
+pub fn resource_claim_names(pod: &Pod) -> Vec<String> {
+    let made = |entry: &str| {
+        pod.resource_claim_statuses
+            .iter()
+            .find(|s| s.name == entry)
+            .and_then(|s| s.resource_claim_name.clone())
+    };
+    pod.resource_claims
+        .iter()
+        .filter_map(|c| match &c.source {
+            ClaimSource::ClaimName(name) => Some(name.clone()),
+            ClaimSource::TemplateName(_) => made(&c.name),
+        })
+        .chain(
+            pod.extended_resource_claim_status
+                .as_ref()
+                .map(|s| s.resource_claim_name.clone()),
+        )
+        .collect()
 }
 
 impl ScopedPod {
@@ -159,6 +210,7 @@ impl ScopedPod {
             namespace: pod.namespace.clone(),
             name: pod.name.clone(),
             claims: pod.claim_names().collect(),
+            resource_claims: resource_claim_names(pod),
         }
     }
 }
@@ -222,6 +274,26 @@ impl CallScope {
         Ok(())
     }
 
+    /// `Ok` when `call` may act on the ResourceClaim `namespace/name`.
+    pub fn resource_claim(
+        &self,
+        call: HostCall,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), String> {
+        self.at_point(call)?;
+        let pod = self.pod()?;
+        if pod.namespace != namespace || !pod.resource_claims.iter().any(|c| c == name) {
+            return Err(format!(
+                "{} may act only on the ResourceClaims of the cycle's pod {}/{}, not {namespace}/{name}",
+                call.as_str(),
+                pod.namespace,
+                pod.name
+            ));
+        }
+        Ok(())
+    }
+
     /// `Ok` when `call` may act on the claim `namespace/name` for `node`.
     pub fn claim_on_node(
         &self,
@@ -265,6 +337,7 @@ mod tests {
                 namespace: "ns".into(),
                 name: "p".into(),
                 claims: vec!["data".into()],
+                resource_claims: vec!["gpu".into()],
             }),
             node: Some("n1".into()),
         }
@@ -320,12 +393,113 @@ mod tests {
             [(HostCall::BindPod, vec!["Bind"])]
         );
         let reserve = granted(&[ExtensionPoint::Filter, ExtensionPoint::Reserve]);
-        assert_eq!(reserve.len(), 4, "{reserve:?}");
+        assert_eq!(reserve.len(), 6, "{reserve:?}");
         assert!(
             reserve
                 .iter()
+                .filter(|(c, _)| *c != HostCall::AssumeResourceClaim)
                 .all(|(_, at)| at == &["Reserve", "Unreserve"])
         );
+        assert!(reserve.contains(&(HostCall::AssumeResourceClaim, vec!["Reserve"])));
+        assert_eq!(
+            granted(&[ExtensionPoint::PreBind])
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect::<Vec<_>>(),
+            [
+                HostCall::AssumeVolumeBound,
+                HostCall::AssumeClaimProvisioned,
+                HostCall::RestoreVolume,
+                HostCall::RestoreClaim,
+                HostCall::BindVolume,
+                HostCall::SelectNodeForClaim,
+                HostCall::WriteResourceClaimStatus,
+            ]
+        );
         assert!(granted(&[ExtensionPoint::Filter, ExtensionPoint::Permit]).is_empty());
+    }
+
+    #[test]
+    fn resource_claim_writes_only_for_the_pod_s_resource_claims_at_their_points() {
+        let call = HostCall::AssumeResourceClaim;
+        assert_eq!(scope("Reserve").resource_claim(call, "ns", "gpu"), Ok(()));
+        assert_eq!(
+            scope("Unreserve").resource_claim(call, "ns", "gpu"),
+            Err("assume-resource-claim is allowed only at Reserve".into())
+        );
+        let restore = HostCall::RestoreResourceClaim;
+        for point in ["Reserve", "Unreserve"] {
+            assert_eq!(scope(point).resource_claim(restore, "ns", "gpu"), Ok(()));
+        }
+        assert_eq!(
+            scope("PreBind").resource_claim(restore, "ns", "gpu"),
+            Err("restore-resource-claim is allowed only at Reserve, Unreserve".into())
+        );
+        let write = HostCall::WriteResourceClaimStatus;
+        assert_eq!(scope("PreBind").resource_claim(write, "ns", "gpu"), Ok(()));
+        assert_eq!(
+            scope("PreBind").resource_claim(write, "ns", "data"),
+            Err("write-resource-claim-status may act only on the ResourceClaims of the cycle's pod ns/p, not ns/data".into())
+        );
+        assert_eq!(
+            scope("PreBind").resource_claim(write, "other", "gpu"),
+            Err("write-resource-claim-status may act only on the ResourceClaims of the cycle's pod ns/p, not other/gpu".into())
+        );
+        assert_eq!(
+            CallScope {
+                point: "PreBind",
+                ..CallScope::default()
+            }
+            .resource_claim(write, "ns", "gpu"),
+            Err("no pod is being scheduled at PreBind".into())
+        );
+    }
+
+    #[test]
+    fn a_pod_s_resource_claims_are_named_directly_made_from_templates_or_for_extended_resources() {
+        use berth_sdk::{PodExtendedResourceClaimStatus, PodResourceClaim, PodResourceClaimStatus};
+        let mut pod = Pod {
+            namespace: "ns".into(),
+            name: "p".into(),
+            uid: "u1".into(),
+            resource_claims: vec![
+                PodResourceClaim {
+                    name: "shared".into(),
+                    source: ClaimSource::ClaimName("team-gpu".into()),
+                },
+                PodResourceClaim {
+                    name: "own".into(),
+                    source: ClaimSource::TemplateName("one-gpu".into()),
+                },
+                PodResourceClaim {
+                    name: "none".into(),
+                    source: ClaimSource::TemplateName("maybe".into()),
+                },
+            ],
+            ..Pod::default()
+        };
+        // Before the resourceclaim controller made its claims: only the named one.
+        assert_eq!(resource_claim_names(&pod), ["team-gpu"]);
+        pod.resource_claim_statuses = vec![
+            PodResourceClaimStatus {
+                name: "own".into(),
+                resource_claim_name: Some("p-own-x7k2q".into()),
+            },
+            PodResourceClaimStatus {
+                name: "none".into(),
+                resource_claim_name: None,
+            },
+        ];
+        pod.extended_resource_claim_status = Some(PodExtendedResourceClaimStatus {
+            resource_claim_name: "p-extended-resources-abcde".into(),
+            request_mappings: Vec::new(),
+        });
+        assert_eq!(
+            resource_claim_names(&pod),
+            ["team-gpu", "p-own-x7k2q", "p-extended-resources-abcde"]
+        );
+        // The template's name is not a claim's.
+        let scoped = ScopedPod::of(&pod);
+        assert!(!scoped.resource_claims.iter().any(|c| c == "one-gpu"));
     }
 }

@@ -1,13 +1,14 @@
 //! The host side of an instance's imports: what its store holds ([`HostCtx`]), what
 //! the host offers it ([`HostServices`]), and the `berth:scheduler/host` functions,
-//! node simulations and cycle state the guest calls.
+//! node simulations and cycle state the guest calls, and the `dra` interface.
 
-use super::bindings::berth::scheduler::{host, types as w, workload as wl};
+use super::bindings::berth::scheduler::{dra, host, types as w, workload as wl};
 use super::capability::{CallScope, HostCall};
 use super::convert;
 use super::output::{GuestOutput, Level};
 use super::sandbox::SandboxClock;
 use crate::cluster::storage::Storage;
+use crate::cluster::storage::WaitEnd;
 use crate::cluster::{Binder, Budgets, Namespaces};
 use crate::plugin::group_what_if::{self, GroupSimulationHandle};
 use crate::plugin::waiting::WaitingPods;
@@ -30,7 +31,8 @@ pub struct HostCtx {
     /// The what-if API, lent during a PostFilter call.
     pub(super) dry_run: Option<Box<dyn WhatIf>>,
     /// How long the current call has waited in the host for the cluster
-    /// (`wait-storage-change`): not counted against the call deadline.
+    /// (`wait-storage-change`, `wait-claim-change`): not counted against the call
+    /// deadline.
     pub(super) waited: std::time::Duration,
     /// The plugin's name (the instance's module's).
     pub(super) plugin: String,
@@ -67,6 +69,34 @@ impl HostCtx {
             tracing::warn!(plugin = %self.plugin, key, point = self.scope.point, "a plugin's write of a host-owned CycleState key was ignored");
         }
         ok
+    }
+
+    /// A binding cycle's wait for the cluster (`wait`, given the cycle's pod),
+    /// answered as `wait-storage-change` and `wait-claim-change` answer: the
+    /// generation then and the milliseconds waited. Outside a binding cycle a wait
+    /// would hold up scheduling: `now` answers at once.
+    fn wait_in_host(
+        &mut self,
+        timeout_ms: u64,
+        now: impl FnOnce() -> u64,
+        wait: impl FnOnce(std::time::Duration, Option<&str>) -> WaitEnd,
+    ) -> (u64, u64) {
+        if self.services.binder.is_none() {
+            return (now(), 0);
+        }
+        let pod = self.scope.pod.as_ref().map(|p| p.uid.as_str());
+        let end = wait(std::time::Duration::from_millis(timeout_ms), pod);
+        self.waited += end.waited;
+        if end.pod_gone {
+            // The pod was deleted: the call fails however the guest goes on, and
+            // its wait is over at once (all of it spent), so that its loop ends.
+            self.pod_gone = true;
+            return (end.generation, timeout_ms);
+        }
+        (
+            end.generation,
+            u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
+        )
     }
 
     /// `check`'s answer, or the refusal of `call`.
@@ -409,26 +439,11 @@ impl host::Host for HostCtx {
     }
 
     fn wait_storage_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {
-        if self.services.binder.is_none() {
-            // Outside a binding cycle a wait would hold up scheduling: answer at once.
-            return (self.services.storage.generation(), 0);
-        }
-        let pod = self.scope.pod.as_ref().map(|p| p.uid.as_str());
-        let end = self.services.storage.wait_for_change(
-            after,
-            std::time::Duration::from_millis(timeout_ms),
-            pod,
-        );
-        self.waited += end.waited;
-        if end.pod_gone {
-            // The pod was deleted: the call fails however the guest goes on, and
-            // its wait is over at once (all of it spent), so that its loop ends.
-            self.pod_gone = true;
-            return (end.generation, timeout_ms);
-        }
-        (
-            end.generation,
-            u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
+        let storage = self.services.storage.clone();
+        self.wait_in_host(
+            timeout_ms,
+            || storage.generation(),
+            |timeout, pod| storage.wait_for_change(after, timeout, pod),
         )
     }
 
@@ -474,6 +489,122 @@ impl host::Host for HostCtx {
             Some(b) => b.bind(&pod, &node).map_err(|e| e.to_string()),
             None => Err("bind-pod is only available to binding-cycle instances".into()),
         }
+    }
+}
+
+impl dra::Host for HostCtx {
+    fn device_generation(&mut self) -> u64 {
+        self.services.dra.device_generation()
+    }
+
+    fn claim_generation(&mut self) -> u64 {
+        self.services.dra.claim_generation()
+    }
+
+    fn device_classes(&mut self) -> Vec<w::DeviceClass> {
+        self.services
+            .dra
+            .classes()
+            .iter()
+            .map(|c| convert::dra::class_to_wit(c))
+            .collect()
+    }
+
+    fn get_device_class(&mut self, name: String) -> Option<w::DeviceClass> {
+        self.services
+            .dra
+            .class(&name)
+            .map(|c| convert::dra::class_to_wit(&c))
+    }
+
+    fn resource_slices(&mut self) -> Vec<w::ResourceSlice> {
+        self.services
+            .dra
+            .slices()
+            .iter()
+            .map(|s| convert::dra::slice_to_wit(s))
+            .collect()
+    }
+
+    fn device_taint_rules(&mut self) -> Vec<w::DeviceTaintRule> {
+        self.services
+            .dra
+            .taint_rules()
+            .iter()
+            .map(|r| convert::dra::taint_rule_to_wit(r))
+            .collect()
+    }
+
+    fn get_resource_claim(&mut self, namespace: String, name: String) -> Option<w::ResourceClaim> {
+        self.services
+            .dra
+            .claim(&namespace, &name)
+            .map(|c| convert::dra::claim_to_wit(&c))
+    }
+
+    fn allocated_resource_claims(&mut self) -> Vec<w::ResourceClaim> {
+        self.services
+            .dra
+            .allocated_claims()
+            .iter()
+            .map(|c| convert::dra::claim_to_wit(c))
+            .collect()
+    }
+
+    fn claim_allocation_pending(&mut self, namespace: String, name: String) -> bool {
+        self.services.dra.allocation_pending(&namespace, &name)
+    }
+
+    fn assume_resource_claim(&mut self, claim: w::ResourceClaim) -> Result<(), String> {
+        let call = HostCall::AssumeResourceClaim;
+        let check = self
+            .scope
+            .resource_claim(call, &claim.namespace, &claim.name);
+        self.checked(call, check)?;
+        self.services
+            .dra
+            .assume_claim(convert::dra::claim_from_wit(claim))
+            .map_err(|e| e.to_string())
+    }
+
+    fn restore_resource_claim(&mut self, namespace: String, name: String) {
+        let call = HostCall::RestoreResourceClaim;
+        let check = self.scope.resource_claim(call, &namespace, &name);
+        if self.checked(call, check).is_ok() {
+            self.services.dra.restore_claim(&namespace, &name);
+        }
+    }
+
+    fn write_resource_claim_status(
+        &mut self,
+        claim: w::ResourceClaim,
+    ) -> Result<w::ResourceClaim, String> {
+        let call = HostCall::WriteResourceClaimStatus;
+        let check = self
+            .scope
+            .resource_claim(call, &claim.namespace, &claim.name);
+        self.checked(call, check)?;
+        let Some(binder) = &self.services.binder else {
+            return Err(
+                "write-resource-claim-status is only available to binding-cycle instances".into(),
+            );
+        };
+        // The WIT's error is the cluster's message.
+        let written = binder
+            .write_claim_status(&convert::dra::claim_from_wit(claim))
+            .map_err(|e| e.to_string())?;
+        // Shown at once, before the watch brings it.
+        self.services.dra.assume_written(written.clone());
+        Ok(convert::dra::claim_to_wit(&written))
+    }
+
+    fn wait_claim_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {
+        let dra = self.services.dra.clone();
+        self.wait_in_host(
+            timeout_ms,
+            || dra.claim_generation(),
+            |timeout, pod| dra.wait_for_claim_change(after, timeout, pod),
+        )
     }
 }
 
@@ -528,5 +659,293 @@ impl host::HostCycleState for HostCtx {
     fn drop(&mut self, rep: Resource<CycleState>) -> wasmtime::Result<()> {
         self.table.delete(rep)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::WriteError;
+    use crate::cluster::dra::Dra;
+    use crate::cluster::memory::MemoryCluster;
+    use berth_sdk::dra::{AllocationResult, ConsumerReference, DeviceClass, ResourceClaim};
+    use std::time::Duration;
+
+    /// A store's context for DynamicResources, at `point` of pod `ns/p` (whose
+    /// ResourceClaim is `gpu`), with the binder a binding-cycle instance has.
+    fn ctx(point: &'static str, dra: &Dra, binder: Option<Arc<dyn Binder>>) -> HostCtx {
+        let sandbox = super::super::sandbox::Sandbox::default();
+        let output = GuestOutput::new("DynamicResources", None);
+        let wasi = sandbox
+            .wasi_ctx(
+                output.stdio(super::super::output::Stream::Stdout),
+                output.stdio(super::super::output::Stream::Stderr),
+            )
+            .unwrap();
+        HostCtx {
+            wasi,
+            table: ResourceTable::new(),
+            limits: sandbox
+                .limits
+                .store_limiter(Arc::new(super::super::MemoryBudget::default())),
+            clock: sandbox.clock(),
+            services: HostServices {
+                binder,
+                dra: dra.clone(),
+                ..HostServices::default()
+            },
+            output,
+            dry_run: None,
+            waited: Duration::ZERO,
+            plugin: "DynamicResources".into(),
+            scope: CallScope {
+                point,
+                pod: Some(super::super::capability::ScopedPod {
+                    uid: "u1".into(),
+                    namespace: "ns".into(),
+                    name: "p".into(),
+                    claims: Vec::new(),
+                    resource_claims: vec!["gpu".into()],
+                }),
+                node: Some("n1".into()),
+            },
+            refused: None,
+            pod_gone: false,
+            waits_of: Vec::new(),
+        }
+    }
+
+    fn claim(name: &str, version: &str) -> ResourceClaim {
+        ResourceClaim {
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            resource_version: version.into(),
+            ..ResourceClaim::default()
+        }
+    }
+
+    fn allocated(mut c: ResourceClaim) -> ResourceClaim {
+        c.status.allocation = Some(AllocationResult::default());
+        c.status.reserved_for = vec![ConsumerReference::pod("p", "u1")];
+        c
+    }
+
+    fn wit(c: &ResourceClaim) -> w::ResourceClaim {
+        convert::dra::claim_to_wit(c)
+    }
+
+    #[test]
+    fn reserve_assumes_and_unreserve_restores_only_the_pod_s_claims() {
+        let dra = Dra::new();
+        dra.set_claim(claim("gpu", "1"));
+        dra.set_claim(claim("other", "1"));
+        let mut reserve = ctx("Reserve", &dra, None);
+        dra::Host::assume_resource_claim(&mut reserve, wit(&allocated(claim("gpu", "1")))).unwrap();
+        assert!(dra::Host::claim_allocation_pending(
+            &mut reserve,
+            "ns".into(),
+            "gpu".into()
+        ));
+        let listed = dra::Host::allocated_resource_claims(&mut reserve);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].name, "gpu");
+        assert!(reserve.refused.is_none());
+        // Another pod's claim: refused, and the call under way fails with it.
+        let err =
+            dra::Host::assume_resource_claim(&mut reserve, wit(&allocated(claim("other", "1"))))
+                .unwrap_err();
+        assert_eq!(
+            err,
+            "assume-resource-claim refused at Reserve: assume-resource-claim may act only on the ResourceClaims of the cycle's pod ns/p, not ns/other"
+        );
+        assert_eq!(reserve.refused.as_deref(), Some(err.as_str()));
+        assert!(!dra.is_assumed("ns", "other"));
+        // A stale read: the view's error.
+        let mut again = ctx("Reserve", &dra, None);
+        dra.restore_claim("ns", "gpu");
+        dra.set_claim(claim("gpu", "2"));
+        let err = dra::Host::assume_resource_claim(&mut again, wit(&allocated(claim("gpu", "1"))))
+            .unwrap_err();
+        assert!(err.contains("changed since it was read"), "{err}");
+        assert!(again.refused.is_none());
+        dra::Host::assume_resource_claim(&mut again, wit(&allocated(claim("gpu", "2")))).unwrap();
+        // Not at Unreserve; restored there, only for the pod's claims.
+        let mut unreserve = ctx("Unreserve", &dra, None);
+        assert!(
+            dra::Host::assume_resource_claim(&mut unreserve, wit(&allocated(claim("gpu", "2"))))
+                .unwrap_err()
+                .contains("allowed only at Reserve")
+        );
+        let mut unreserve = ctx("Unreserve", &dra, None);
+        dra::Host::restore_resource_claim(&mut unreserve, "ns".into(), "gpu".into());
+        assert!(unreserve.refused.is_none());
+        assert!(!dra.is_assumed("ns", "gpu"));
+        let mut filter = ctx("Filter", &dra, None);
+        dra::Host::restore_resource_claim(&mut filter, "ns".into(), "gpu".into());
+        assert!(filter.refused.is_some());
+    }
+
+    #[test]
+    fn prebind_writes_the_pod_s_claims_through_the_binder_and_shows_them_at_once() {
+        let dra = Dra::new();
+        dra.set_claim(claim("gpu", "1"));
+        dra.set_claim(claim("other", "1"));
+        let cluster = Arc::new(MemoryCluster::new());
+        cluster.attach_dra(&dra);
+        let binder: Arc<dyn Binder> = cluster;
+        let mut reserve = ctx("Reserve", &dra, None);
+        let wanted = allocated(claim("gpu", "1"));
+        dra::Host::assume_resource_claim(&mut reserve, wit(&wanted)).unwrap();
+        // Only binding-cycle instances write, and only at PreBind.
+        let mut no_binder = ctx("PreBind", &dra, None);
+        assert_eq!(
+            dra::Host::write_resource_claim_status(&mut no_binder, wit(&wanted)).unwrap_err(),
+            "write-resource-claim-status is only available to binding-cycle instances"
+        );
+        let mut bind = ctx("Bind", &dra, Some(binder.clone()));
+        assert!(
+            dra::Host::write_resource_claim_status(&mut bind, wit(&wanted))
+                .unwrap_err()
+                .contains("allowed only at PreBind")
+        );
+        let mut prebind = ctx("PreBind", &dra, Some(binder.clone()));
+        let other = allocated(claim("other", "1"));
+        assert!(dra::Host::write_resource_claim_status(&mut prebind, wit(&other)).is_err());
+        assert!(
+            dra.claim("ns", "other")
+                .unwrap()
+                .status
+                .allocation
+                .is_none()
+        );
+        let mut prebind = ctx("PreBind", &dra, Some(binder));
+        let written = dra::Host::write_resource_claim_status(&mut prebind, wit(&wanted)).unwrap();
+        assert_eq!(written.resource_version, "2");
+        assert!(written.status.allocation.is_some());
+        // The embedded cluster shows its write at once: nothing left assumed or pending.
+        assert!(!dra.is_assumed("ns", "gpu"));
+        assert!(!dra.allocation_pending("ns", "gpu"));
+        assert_eq!(dra.claim("ns", "gpu").unwrap().resource_version, "2");
+    }
+
+    /// A cluster whose watch is behind: it answers a write without the view seeing it.
+    struct Behind;
+
+    impl Binder for Behind {
+        fn bind(&self, _: &berth_sdk::Pod, _: &str) -> Result<(), WriteError> {
+            Ok(())
+        }
+        fn write_claim_status(&self, claim: &ResourceClaim) -> Result<ResourceClaim, WriteError> {
+            let mut written = claim.clone();
+            written.resource_version = "8".into();
+            Ok(written)
+        }
+    }
+
+    #[test]
+    fn a_written_claim_shows_before_the_watch_brings_it() {
+        let dra = Dra::new();
+        dra.set_claim(claim("gpu", "7"));
+        let mut reserve = ctx("Reserve", &dra, None);
+        let wanted = allocated(claim("gpu", "7"));
+        dra::Host::assume_resource_claim(&mut reserve, wit(&wanted)).unwrap();
+        let mut prebind = ctx("PreBind", &dra, Some(Arc::new(Behind)));
+        let g = dra::Host::claim_generation(&mut prebind);
+        dra::Host::write_resource_claim_status(&mut prebind, wit(&wanted)).unwrap();
+        assert!(dra::Host::claim_generation(&mut prebind) > g);
+        let shown = dra::Host::get_resource_claim(&mut prebind, "ns".into(), "gpu".into()).unwrap();
+        assert_eq!(shown.resource_version, "8");
+        assert!(shown.status.allocation.is_some());
+        assert!(!dra::Host::claim_allocation_pending(
+            &mut prebind,
+            "ns".into(),
+            "gpu".into()
+        ));
+        // The watch catches up.
+        dra.set_claim(allocated(claim("gpu", "8")));
+        assert!(!dra.is_assumed("ns", "gpu"));
+    }
+
+    #[test]
+    fn a_claim_wait_answers_at_once_outside_a_binding_cycle_and_ends_with_the_pod() {
+        let dra = Dra::new();
+        dra.set_claim(claim("gpu", "1"));
+        let g = dra.claim_generation();
+        let mut prefilter = ctx("PreFilter", &dra, None);
+        assert_eq!(
+            dra::Host::wait_claim_change(&mut prefilter, g, 86_400_000),
+            (g, 0)
+        );
+        let mut prebind = ctx("PreBind", &dra, Some(Arc::new(Behind)));
+        dra.end_waits_of("u1");
+        assert_eq!(
+            dra::Host::wait_claim_change(&mut prebind, g, 86_400_000),
+            (g, 86_400_000)
+        );
+        assert!(prebind.pod_gone);
+        dra.forget_pod("u1");
+        // A change already past `after`: answered at once, not gone.
+        let mut prebind = ctx("PreBind", &dra, Some(Arc::new(Behind)));
+        dra.set_claim(claim("gpu", "2"));
+        let (generation, _) = dra::Host::wait_claim_change(&mut prebind, g, 86_400_000);
+        assert!(generation > g);
+        assert!(!prebind.pod_gone);
+    }
+
+    #[test]
+    fn the_listers_read_the_view() {
+        let dra = Dra::new();
+        let mut c = ctx("Filter", &dra, None);
+        let (d0, c0) = (
+            dra::Host::device_generation(&mut c),
+            dra::Host::claim_generation(&mut c),
+        );
+        dra.set_class(DeviceClass {
+            name: "gpu.example.com".into(),
+            uid: "u".into(),
+            selectors: Vec::new(),
+            config: Vec::new(),
+            extended_resource_name: None,
+        });
+        dra.set_slice(berth_sdk::dra::ResourceSlice {
+            name: "n1-gpu".into(),
+            ..berth_sdk::dra::ResourceSlice::default()
+        });
+        dra.set_taint_rule(berth_sdk::dra::DeviceTaintRule {
+            name: "drain".into(),
+            selector: berth_sdk::dra::DeviceTaintSelector::default(),
+            taint: berth_sdk::dra::DeviceTaint {
+                key: "drain".into(),
+                value: String::new(),
+                effect: berth_sdk::dra::DeviceTaintEffect::NoSchedule,
+                time_added_ms: None,
+            },
+        });
+        assert_eq!(dra::Host::device_generation(&mut c), d0 + 3);
+        assert_eq!(dra::Host::claim_generation(&mut c), c0);
+        assert_eq!(dra::Host::device_classes(&mut c)[0].name, "gpu.example.com");
+        assert!(dra::Host::get_device_class(&mut c, "gpu.example.com".into()).is_some());
+        assert!(dra::Host::get_device_class(&mut c, "none".into()).is_none());
+        assert_eq!(dra::Host::resource_slices(&mut c)[0].name, "n1-gpu");
+        assert_eq!(dra::Host::device_taint_rules(&mut c)[0].name, "drain");
+        assert!(dra::Host::get_resource_claim(&mut c, "ns".into(), "gpu".into()).is_none());
+        assert!(dra::Host::allocated_resource_claims(&mut c).is_empty());
+        // The storage view's CSIStorageCapacities, by class.
+        assert!(host::Host::csi_storage_capacities_of_class(&mut c, "fast".into()).is_empty());
+        c.services
+            .storage
+            .set_capacity(berth_sdk::CsiStorageCapacity {
+                namespace: "kube-system".into(),
+                name: "fast-zone-a".into(),
+                storage_class_name: "fast".into(),
+                capacity: Some(1 << 30),
+                ..Default::default()
+            });
+        let listed = host::Host::csi_storage_capacities_of_class(&mut c, "fast".into());
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].capacity, Some(1 << 30));
+        assert!(host::Host::csi_storage_capacities_of_class(&mut c, "slow".into()).is_empty());
+        assert!(c.refused.is_none());
     }
 }

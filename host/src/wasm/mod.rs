@@ -8,6 +8,8 @@ mod adapted;
 mod cache;
 pub mod capability;
 mod convert;
+#[cfg(test)]
+mod convert_dra;
 mod engine;
 mod exports;
 mod host_imports;
