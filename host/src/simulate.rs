@@ -257,6 +257,64 @@ pub struct ClaimReport {
     pub provisioned_for: Option<String>,
 }
 
+/// A device a ResourceClaim was given (by DynamicResources' Reserve and PreBind),
+/// one per device of its allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceReport {
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The claim's name.
+    pub claim: String,
+    /// The request of the claim it serves (`request/subrequest` for a prioritized
+    /// list's choice).
+    pub request: String,
+    /// `driver/pool/device`.
+    pub device: String,
+    /// The pods the claim is reserved for, by name.
+    pub reserved_for: Vec<String>,
+}
+
+impl DeviceReport {
+    /// One entry per device of each allocated claim, by claim, then in the
+    /// allocation's order.
+    fn of(claims: &[std::sync::Arc<berth_sdk::dra::ResourceClaim>]) -> Vec<DeviceReport> {
+        claims
+            .iter()
+            .flat_map(|c| {
+                let reserved_for: Vec<String> = c
+                    .status
+                    .reserved_for
+                    .iter()
+                    .map(|r| r.name.clone())
+                    .collect();
+                c.status
+                    .allocation
+                    .iter()
+                    .flat_map(|a| &a.devices)
+                    .map(move |d| DeviceReport {
+                        namespace: c.namespace.clone(),
+                        claim: c.name.clone(),
+                        request: d.request.clone(),
+                        device: d.device_id().to_string(),
+                        reserved_for: reserved_for.clone(),
+                    })
+            })
+            .collect()
+    }
+
+    fn to_text(&self) -> String {
+        let reserved = if self.reserved_for.is_empty() {
+            String::new()
+        } else {
+            format!(" (for {})", self.reserved_for.join(", "))
+        };
+        format!(
+            "{}/{}  request {}: device {}{reserved}\n",
+            self.namespace, self.claim, self.request, self.device
+        )
+    }
+}
+
 /// The report, as `--output json` prints it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
@@ -269,6 +327,10 @@ pub struct Report {
     /// The claims the run bound, in order (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<ClaimReport>,
+    /// The devices the run's ResourceClaims were given, by claim (absent from JSON
+    /// when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceReport>,
     /// What each shadow run of the configuration saw (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shadows: Vec<ShadowStats>,
@@ -338,6 +400,9 @@ impl Report {
                 out.push_str(&format!(" (provisioned for {n})"));
             }
             out.push('\n');
+        }
+        for d in &self.devices {
+            out.push_str(&d.to_text());
         }
         for s in &self.shadows {
             out.push_str(&shadow_text(s));
@@ -1218,9 +1283,11 @@ fn run(runtime: &Arc<Runtime>, opts: &SimulateOptions, record: bool) -> Result<R
         .iter()
         .map(GroupReport::of)
         .collect();
+    let devices = DeviceReport::of(&scheduler.dra().claims());
     let report = Report {
         evicted,
         claims,
+        devices,
         shadows: scheduler.shadow_reports(),
         groups,
         summary: Summary {
