@@ -84,6 +84,7 @@ pub fn registry() -> HashMap<&'static str, Twin> {
         twin::<image_locality::ImageLocality>(),
         twin::<inter_pod_affinity::InterPodAffinity>(),
         twin::<node_affinity::NodeAffinity>(),
+        twin::<node_declared_features::NodeDeclaredFeatures>(),
         twin::<node_name::NodeName>(),
         twin::<node_ports::NodePorts>(),
         twin::<node_resources_balanced_allocation::BalancedAllocation>(),
@@ -487,6 +488,9 @@ impl HostApi for NativeHost {
     fn persistent_volumes_of_class(&self, class: &str) -> Vec<berth_sdk::PersistentVolume> {
         self.storage.volumes_of_class(class)
     }
+    fn csi_storage_capacities_of_class(&self, class: &str) -> Vec<berth_sdk::CsiStorageCapacity> {
+        self.storage.capacities_of_class(class)
+    }
     fn storage_class(&self, name: &str) -> Option<berth_sdk::StorageClass> {
         self.storage.class(name)
     }
@@ -540,10 +544,6 @@ impl HostApi for NativeHost {
             end.generation,
             u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
         )
-    }
-    fn csi_storage_capacities_of_class(&self, _class: &str) -> Vec<berth_sdk::CsiStorageCapacity> {
-        // The host keeps no CSIStorageCapacities yet: as a cluster that serves none.
-        Vec::new()
     }
 
     // The DRA calls. Native twins are Berth's own code: their calls have no per-call
@@ -674,6 +674,5 @@ mod tests {
         // From the version before: the cluster's conflict.
         assert!(h.write_resource_claim_status(&wanted).is_err());
         assert!(h.device_classes().is_empty() && h.resource_slices().is_empty());
-        assert!(h.csi_storage_capacities_of_class("fast").is_empty());
     }
 }

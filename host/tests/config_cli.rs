@@ -18,7 +18,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         "{text}"
     );
     assert!(
-        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity\n"),
+        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, NodeDeclaredFeatures\n"),
         "{text}"
     );
     // What it prints is a configuration Berth loads, with the same profile.
@@ -29,7 +29,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
     assert!(
-        summary.contains("profile default-scheduler: 19 plugins\n"),
+        summary.contains("profile default-scheduler: 20 plugins\n"),
         "{summary}"
     );
     // GangScheduling: members of a pod group wait at PreEnqueue for their group, and

@@ -316,7 +316,8 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeBinding",
             "VolumeZone",
             "PodTopologySpread",
-            "InterPodAffinity"
+            "InterPodAffinity",
+            "NodeDeclaredFeatures"
         ])
     );
     assert_eq!(
@@ -333,7 +334,8 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeBinding",
             "VolumeZone",
             "PodTopologySpread",
-            "InterPodAffinity"
+            "InterPodAffinity",
+            "NodeDeclaredFeatures"
         ])
     );
     assert_eq!(

@@ -11,7 +11,7 @@ use berth::plugin_cli;
 use berth::simulate::{SimulateOptions, simulate};
 use berth::wasm::abi::{Policy, Support, WIT_VERSION};
 use berth::wasm::module::HostServices;
-use berth_artifacts::fixtures::{FIXTURE_GANG, FIXTURE_WIT_0_7_0};
+use berth_artifacts::fixtures::{FIXTURE_GANG, FIXTURE_WIT_0_7_0, FIXTURE_WIT_0_8_2};
 use berth_sdk::{
     ExtensionPoint, Placement, Plugin, PodGroup, PodGroupAssignments, ProposedAssignment,
     Registered,
@@ -85,6 +85,32 @@ fn the_adapted_0_7_wit_is_the_0_7_1_one_unedited() {
         sha,
         ADAPTED_0_7_WIT_SHA256,
         "{} was edited: it is the WIT 0.7 modules were built against, and stays as it was",
+        path.display()
+    );
+}
+
+/// The sha256 of `wit/scheduler.wit` at 0.8.2 (the 0.8 track's last package, as
+/// at commit 4fbc505), which `wit/adapted/0.8/scheduler.wit` keeps below its
+/// three-line FROZEN header.
+const ADAPTED_0_8_WIT_SHA256: &str =
+    "c9b75c89043decc364411bc3de21b77318c469af0546a057bafe7e600ededd82";
+
+#[test]
+fn the_adapted_0_8_wit_is_the_0_8_2_one_unedited() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/adapted/0.8/scheduler.wit");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.split_inclusive('\n');
+    let header: String = lines.by_ref().take(3).collect();
+    assert!(header.starts_with("// FROZEN"), "{header}");
+    let body: String = lines.collect();
+    let sha: String = Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        sha,
+        ADAPTED_0_8_WIT_SHA256,
+        "{} was edited: it is the WIT 0.8 modules were built against, and stays as it was",
         path.display()
     );
 }
@@ -173,13 +199,59 @@ status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
 
 #[test]
 fn a_0_7_0_module_filters_and_scores_in_a_profile() {
+    filters_and_scores_in_a_profile(FIXTURE_WIT_0_7_0);
+}
+
+/// The 0.8 track's module, the same plugin written against `berth:scheduler@0.8.2`,
+/// loads through the adapter (its WIT the host's frozen copy) and schedules alike.
+#[test]
+fn a_0_8_2_module_loads_through_the_adapter_and_filters_and_scores() {
+    let fixture_wit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fixture-wit-0-8-2/wit/scheduler.wit"),
+    )
+    .unwrap();
+    let adapted = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/adapted/0.8/scheduler.wit"),
+    )
+    .unwrap();
+    assert_eq!(
+        fixture_wit, adapted,
+        "the fixture's WIT is the frozen 0.8.2"
+    );
+    let module = runtime().load_file(Path::new(FIXTURE_WIT_0_8_2)).unwrap();
+    assert_eq!(module.name(), "AvoidAndRank");
+    assert_eq!(module.wit_version(), "0.8.2");
+    assert_eq!(
+        module.extension_points(),
+        [ExtensionPoint::Filter, ExtensionPoint::Score]
+    );
+    assert_eq!(
+        Policy::current().classify("0.8.2"),
+        Support::Adapted {
+            track: "0.8".to_owned()
+        }
+    );
+    let report = plugin_cli::check(&runtime(), Path::new(FIXTURE_WIT_0_8_2), "{}");
+    assert_eq!(report.refused, None, "{}", report.to_text());
+    assert!(
+        report
+            .to_text()
+            .contains("(supported: the earlier 0.8 track, through an adapter;"),
+        "{}",
+        report.to_text()
+    );
+    filters_and_scores_in_a_profile(FIXTURE_WIT_0_8_2);
+}
+
+/// Schedules three pods with the AvoidAndRank module at `fixture` in a profile.
+fn filters_and_scores_in_a_profile(fixture: &str) {
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = NODES.to_owned();
     cluster += &berth_tests::pod("plain", "");
     cluster += &berth_tests::pod("tolerant", "berth.test/tolerate-avoid: \"yes\"");
     cluster += "---\napiVersion: v1\nkind: Pod\nmetadata: {name: pinned}\nspec:\n  nodeSelector: {kubernetes.io/hostname: bravo}\n  containers:\n  - name: c\n    image: busybox\n    resources: {requests: {cpu: 100m, memory: 64Mi}}\n";
     let cluster = write(dir.path(), "cluster.yaml", &cluster);
-    std::fs::copy(FIXTURE_WIT_0_7_0, dir.path().join("avoid.wasm")).unwrap();
+    std::fs::copy(fixture, dir.path().join("avoid.wasm")).unwrap();
     let config = write(
         dir.path(),
         "config.yaml",

@@ -621,6 +621,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
         ("DefaultBinder", None),
+        ("NodeDeclaredFeatures", None),
         ("GangScheduling", None),
     ]
     .into_iter()
@@ -1493,7 +1494,7 @@ mod tests {
                 E::Score,
                 E::NormalizeScore,
             ],
-            "NodePorts" => vec![E::PreFilter, E::Filter],
+            "NodePorts" | "NodeDeclaredFeatures" => vec![E::PreFilter, E::Filter],
             "NodeResourcesFit" => vec![E::PreFilter, E::Filter, E::PreScore, E::Score],
             "NodeResourcesBalancedAllocation" => vec![E::PreScore, E::Score],
             "ImageLocality" => vec![E::PreScore, E::Score],
@@ -1544,6 +1545,7 @@ mod tests {
             ("VolumeZone", 1),
             ("PodTopologySpread", 1),
             ("InterPodAffinity", 1),
+            ("NodeDeclaredFeatures", 1),
         ];
         BTreeMap::from([
             (
@@ -1568,6 +1570,7 @@ mod tests {
                     ("VolumeZone", 1),
                     ("PodTopologySpread", 1),
                     ("InterPodAffinity", 1),
+                    ("NodeDeclaredFeatures", 1),
                 ]),
             ),
             (
@@ -1643,6 +1646,7 @@ profiles:
                 "VolumeZone",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "NodeDeclaredFeatures",
                 "Custom"
             ]
         );

@@ -5,7 +5,6 @@
 use super::bindings::berth::scheduler::{dra, host, types as w, workload as wl};
 use super::capability::{CallScope, HostCall};
 use super::convert;
-use super::convert_dra;
 use super::output::{GuestOutput, Level};
 use super::sandbox::SandboxClock;
 use crate::cluster::storage::Storage;
@@ -344,6 +343,15 @@ impl host::Host for HostCtx {
             .collect()
     }
 
+    fn csi_storage_capacities_of_class(&mut self, class: String) -> Vec<w::CsiStorageCapacity> {
+        self.services
+            .storage
+            .capacities_of_class(&class)
+            .iter()
+            .map(convert::storage_capacity_to_wit)
+            .collect()
+    }
+
     fn assume_volume_bound(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
         let call = HostCall::AssumeVolumeBound;
         self.checked(call, self.scope.claim(call, &claim.namespace, &claim.name))?;
@@ -439,11 +447,6 @@ impl host::Host for HostCtx {
         )
     }
 
-    fn csi_storage_capacities_of_class(&mut self, _class: String) -> Vec<w::CsiStorageCapacity> {
-        // The host keeps no CSIStorageCapacities yet: as a cluster that serves none.
-        Vec::new()
-    }
-
     fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, w::Status> {
         let Some(dry) = self.dry_run.as_mut() else {
             return Err(convert::status_to_wit(&Status::error(
@@ -503,7 +506,7 @@ impl dra::Host for HostCtx {
             .dra
             .classes()
             .iter()
-            .map(|c| convert_dra::device_class_to_wit(c))
+            .map(|c| convert::dra::class_to_wit(c))
             .collect()
     }
 
@@ -511,7 +514,7 @@ impl dra::Host for HostCtx {
         self.services
             .dra
             .class(&name)
-            .map(|c| convert_dra::device_class_to_wit(&c))
+            .map(|c| convert::dra::class_to_wit(&c))
     }
 
     fn resource_slices(&mut self) -> Vec<w::ResourceSlice> {
@@ -519,7 +522,7 @@ impl dra::Host for HostCtx {
             .dra
             .slices()
             .iter()
-            .map(|s| convert_dra::resource_slice_to_wit(s))
+            .map(|s| convert::dra::slice_to_wit(s))
             .collect()
     }
 
@@ -528,7 +531,7 @@ impl dra::Host for HostCtx {
             .dra
             .taint_rules()
             .iter()
-            .map(|r| convert_dra::device_taint_rule_to_wit(r))
+            .map(|r| convert::dra::taint_rule_to_wit(r))
             .collect()
     }
 
@@ -536,7 +539,7 @@ impl dra::Host for HostCtx {
         self.services
             .dra
             .claim(&namespace, &name)
-            .map(|c| convert_dra::resource_claim_to_wit(&c))
+            .map(|c| convert::dra::claim_to_wit(&c))
     }
 
     fn allocated_resource_claims(&mut self) -> Vec<w::ResourceClaim> {
@@ -544,7 +547,7 @@ impl dra::Host for HostCtx {
             .dra
             .allocated_claims()
             .iter()
-            .map(|c| convert_dra::resource_claim_to_wit(c))
+            .map(|c| convert::dra::claim_to_wit(c))
             .collect()
     }
 
@@ -560,7 +563,7 @@ impl dra::Host for HostCtx {
         self.checked(call, check)?;
         self.services
             .dra
-            .assume_claim(convert_dra::resource_claim_from_wit(claim))
+            .assume_claim(convert::dra::claim_from_wit(claim))
             .map_err(|e| e.to_string())
     }
 
@@ -588,11 +591,11 @@ impl dra::Host for HostCtx {
         };
         // The WIT's error is the cluster's message.
         let written = binder
-            .write_claim_status(&convert_dra::resource_claim_from_wit(claim))
+            .write_claim_status(&convert::dra::claim_from_wit(claim))
             .map_err(|e| e.to_string())?;
         // Shown at once, before the watch brings it.
         self.services.dra.assume_written(written.clone());
-        Ok(convert_dra::resource_claim_to_wit(&written))
+        Ok(convert::dra::claim_to_wit(&written))
     }
 
     fn wait_claim_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {
@@ -729,7 +732,7 @@ mod tests {
     }
 
     fn wit(c: &ResourceClaim) -> w::ResourceClaim {
-        convert_dra::resource_claim_to_wit(c)
+        convert::dra::claim_to_wit(c)
     }
 
     #[test]
@@ -928,8 +931,6 @@ mod tests {
         assert_eq!(dra::Host::device_taint_rules(&mut c)[0].name, "drain");
         assert!(dra::Host::get_resource_claim(&mut c, "ns".into(), "gpu".into()).is_none());
         assert!(dra::Host::allocated_resource_claims(&mut c).is_empty());
-        // The host keeps no CSIStorageCapacities: none, as a cluster that serves none.
-        assert!(host::Host::csi_storage_capacities_of_class(&mut c, "fast".into()).is_empty());
         assert!(c.refused.is_none());
     }
 }

@@ -8,6 +8,7 @@ mod adapted;
 mod cache;
 pub mod capability;
 mod convert;
+#[cfg(test)]
 mod convert_dra;
 mod engine;
 mod exports;
