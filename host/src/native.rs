@@ -545,7 +545,6 @@ impl HostApi for NativeHost {
             u64::try_from(end.waited.as_millis()).unwrap_or(u64::MAX),
         )
     }
-
     // The DRA calls. Native twins are Berth's own code: their calls have no per-call
     // scope (no extension point or pod the host checks), as the storage writes above.
     fn device_generation(&self) -> u64 {
@@ -674,5 +673,6 @@ mod tests {
         // From the version before: the cluster's conflict.
         assert!(h.write_resource_claim_status(&wanted).is_err());
         assert!(h.device_classes().is_empty() && h.resource_slices().is_empty());
+        assert!(h.csi_storage_capacities_of_class("fast").is_empty());
     }
 }

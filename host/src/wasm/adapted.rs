@@ -646,13 +646,24 @@ mod tests {
             "resource_claims",
             "resource_claim_statuses",
             "scheduling_group",
+            // 0.9.0's.
+            "host_network",
+            "host_users",
+            "ephemeral_containers",
+            "extended_resource_claim_status",
         ] {
             want.as_object_mut().unwrap().remove(field).unwrap();
         }
         for c in want["containers"].as_array_mut().unwrap() {
             let c = c.as_object_mut().unwrap();
-            c.remove("allocated").unwrap();
-            c.remove("actuated").unwrap();
+            for field in [
+                "allocated",
+                "actuated",
+                "restart_policy_rule_actions",
+                "volume_mounts",
+            ] {
+                c.remove(field).unwrap();
+            }
         }
         assert_eq!(serde_json::to_value(&old).unwrap(), want);
         assert_eq!(old.containers[0].requests, [("cpu".to_owned(), 500)]);

@@ -344,7 +344,7 @@ pub(crate) fn csi_driver_to_wit(d: &v::CsiDriver) -> w::CsiDriver {
     }
 }
 
-fn selector_to_wit(s: &sdk::LabelSelector) -> w::LabelSelector {
+pub(crate) fn selector_to_wit(s: &sdk::LabelSelector) -> w::LabelSelector {
     w::LabelSelector {
         match_labels: labels_to_wit(&s.match_labels),
         match_expressions: s

@@ -931,6 +931,21 @@ mod tests {
         assert_eq!(dra::Host::device_taint_rules(&mut c)[0].name, "drain");
         assert!(dra::Host::get_resource_claim(&mut c, "ns".into(), "gpu".into()).is_none());
         assert!(dra::Host::allocated_resource_claims(&mut c).is_empty());
+        // The storage view's CSIStorageCapacities, by class.
+        assert!(host::Host::csi_storage_capacities_of_class(&mut c, "fast".into()).is_empty());
+        c.services
+            .storage
+            .set_capacity(berth_sdk::CsiStorageCapacity {
+                namespace: "kube-system".into(),
+                name: "fast-zone-a".into(),
+                storage_class_name: "fast".into(),
+                capacity: Some(1 << 30),
+                ..Default::default()
+            });
+        let listed = host::Host::csi_storage_capacities_of_class(&mut c, "fast".into());
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].capacity, Some(1 << 30));
+        assert!(host::Host::csi_storage_capacities_of_class(&mut c, "slow".into()).is_empty());
         assert!(c.refused.is_none());
     }
 }
