@@ -839,7 +839,13 @@ mod tests {
     fn the_plugin_world_is_read_from_the_wit_source() {
         let (version, imports, exports) = plugin_world();
         assert_eq!(version, WIT_VERSION);
-        assert_eq!(imports, [format!("berth:scheduler/host@{WIT_VERSION}")]);
+        assert_eq!(
+            imports,
+            [
+                format!("berth:scheduler/host@{WIT_VERSION}"),
+                format!("berth:scheduler/dra@{WIT_VERSION}")
+            ]
+        );
         for e in ["plugin", "replica", "cycle", "filter", "score", "post-bind"] {
             assert!(
                 exports.contains(&format!("berth:scheduler/{e}@{WIT_VERSION}")),

@@ -1,11 +1,12 @@
 //! Tests of the resource.k8s.io records' conversions on the host's bindings
 //! ([`super::convert::dra`], the SDK's `dra_wit_conversions!`): every field reaches
-//! the WIT, and a claim comes back as it went.
+//! the WIT, and a claim, a slice, a class and a taint rule come back as they went.
 
 use super::bindings::berth::scheduler::types as w;
 use super::convert;
 use super::convert::dra::{
-    claim_from_wit, claim_to_wit, class_to_wit, slice_to_wit, taint_rule_to_wit,
+    claim_from_wit, claim_to_wit, class_from_wit, class_to_wit, slice_from_wit, slice_to_wit,
+    taint_rule_from_wit, taint_rule_to_wit,
 };
 use berth_sdk::affinity::{NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
 use berth_sdk::dra as d;
@@ -264,6 +265,7 @@ mod tests {
                 counters: BTreeMap::from([("memory".to_owned(), Quantity("80Gi".into()))]),
             }],
         };
+        assert_eq!(slice_from_wit(slice_to_wit(&slice)), slice);
         let w = slice_to_wit(&slice);
         assert_eq!(
             (
@@ -311,12 +313,12 @@ mod tests {
                 "node-selector",
             ),
         ] {
-            let got = match slice_to_wit(&d::ResourceSlice {
+            let slice = d::ResourceSlice {
                 nodes,
                 ..d::ResourceSlice::default()
-            })
-            .nodes
-            {
+            };
+            assert_eq!(slice_from_wit(slice_to_wit(&slice)), slice);
+            let got = match slice_to_wit(&slice).nodes {
                 w::SliceNodes::NodeName(n) if n == "n1" => "node-name",
                 w::SliceNodes::AllNodes => "all-nodes",
                 w::SliceNodes::NodeSelector(t) if t.len() == 1 => "node-selector",
@@ -339,6 +341,7 @@ mod tests {
                 time_added_ms: None,
             },
         };
+        assert_eq!(taint_rule_from_wit(taint_rule_to_wit(&rule)), rule);
         let w = taint_rule_to_wit(&rule);
         assert_eq!(w.selector.pool.as_deref(), Some("n1"));
         assert!(w.selector.device.is_none());
@@ -362,6 +365,7 @@ mod tests {
             }],
             extended_resource_name: Some("example.com/gpu".into()),
         };
+        assert_eq!(class_from_wit(class_to_wit(&class)), class);
         let w = class_to_wit(&class);
         assert_eq!(w.selectors[0].expression, class.selectors[0].expression);
         assert_eq!(w.config[0].opaque.as_ref().unwrap().parameters, "{}");
