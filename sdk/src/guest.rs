@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.8.2";
+pub const WIT_VERSION: &str = "0.9.0";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -317,6 +317,16 @@ pub fn wait_storage_change(after: u64, timeout_ms: u64) -> (u64, u64) {
     host::wait_storage_change(after, timeout_ms)
 }
 
+/// The CSIStorageCapacities of a StorageClass.
+pub fn csi_storage_capacities_of_class(class: &str) -> Vec<crate::CsiStorageCapacity> {
+    host::csi_storage_capacities_of_class(class)
+        .into_iter()
+        .map(volumes::capacity_from_wit)
+        .collect()
+}
+
+pub(crate) mod dra;
+
 /// The storage records of the WIT package as the SDK's types.
 mod volumes {
     use super::{node_term_from_wit, selector_from_wit, w};
@@ -488,6 +498,17 @@ mod volumes {
             storage_capacity: d.storage_capacity,
         }
     }
+
+    pub(super) fn capacity_from_wit(c: w::CsiStorageCapacity) -> v::CsiStorageCapacity {
+        v::CsiStorageCapacity {
+            namespace: c.namespace,
+            name: c.name,
+            storage_class_name: c.storage_class_name,
+            node_topology: c.node_topology.map(selector_from_wit),
+            capacity: c.capacity,
+            maximum_volume_size: c.maximum_volume_size,
+        }
+    }
 }
 
 impl<T: Registered> ex::plugin::Guest for Export<T> {
@@ -534,6 +555,7 @@ impl<T: Registered> ex::plugin::Guest for Export<T> {
                     sdk::PodFeature::PodAffinity => w::PodFeature::PodAffinity,
                     sdk::PodFeature::TopologySpread => w::PodFeature::TopologySpread,
                     sdk::PodFeature::DefaultSelector => w::PodFeature::DefaultSelector,
+                    sdk::PodFeature::ResourceClaims => w::PodFeature::ResourceClaims,
                 })
                 .collect(),
         };
@@ -656,6 +678,10 @@ fn event_to_wit(e: crate::ClusterEvent) -> w::ClusterEvent {
             crate::EventResource::StorageClass => w::EventResource::StorageClass,
             crate::EventResource::CsiNode => w::EventResource::CsiNode,
             crate::EventResource::CsiDriver => w::EventResource::CsiDriver,
+            crate::EventResource::CsiStorageCapacity => w::EventResource::CsiStorageCapacity,
+            crate::EventResource::ResourceClaim => w::EventResource::ResourceClaim,
+            crate::EventResource::ResourceSlice => w::EventResource::ResourceSlice,
+            crate::EventResource::DeviceClass => w::EventResource::DeviceClass,
         },
         actions: w::ActionType::from_bits_retain(e.actions.0 as _),
     }
@@ -673,6 +699,10 @@ fn event_from_wit(e: w::ClusterEvent) -> crate::ClusterEvent {
             w::EventResource::StorageClass => crate::EventResource::StorageClass,
             w::EventResource::CsiNode => crate::EventResource::CsiNode,
             w::EventResource::CsiDriver => crate::EventResource::CsiDriver,
+            w::EventResource::CsiStorageCapacity => crate::EventResource::CsiStorageCapacity,
+            w::EventResource::ResourceClaim => crate::EventResource::ResourceClaim,
+            w::EventResource::ResourceSlice => crate::EventResource::ResourceSlice,
+            w::EventResource::DeviceClass => crate::EventResource::DeviceClass,
         },
         actions: crate::ActionType(e.actions.bits() as u32),
     }
@@ -691,6 +721,12 @@ fn object_from_wit(o: w::Object) -> crate::Object {
         w::Object::StorageClass(c) => crate::Object::StorageClass(volumes::class_from_wit(c)),
         w::Object::CsiNode(n) => crate::Object::CsiNode(volumes::csi_node_from_wit(n)),
         w::Object::CsiDriver(d) => crate::Object::CsiDriver(volumes::csi_driver_from_wit(d)),
+        w::Object::CsiStorageCapacity(c) => {
+            crate::Object::CsiStorageCapacity(volumes::capacity_from_wit(c))
+        }
+        w::Object::ResourceClaim(c) => crate::Object::ResourceClaim(dra::claim_from_wit(c)),
+        w::Object::ResourceSlice(s) => crate::Object::ResourceSlice(dra::slice_from_wit(s)),
+        w::Object::DeviceClass(c) => crate::Object::DeviceClass(dra::class_from_wit(c)),
     }
 }
 
@@ -1150,6 +1186,15 @@ fn container_from_wit(c: w::Container) -> sdk::Container {
         restartable: c.restartable,
         allocated: c.allocated.map(|l| l.into_iter().collect()),
         actuated: c.actuated.map(|l| l.into_iter().collect()),
+        restart_policy_rule_actions: c.restart_policy_rule_actions,
+        volume_mounts: c
+            .volume_mounts
+            .into_iter()
+            .map(|m| sdk::VolumeMount {
+                name: m.name,
+                bind_mount_options: m.bind_mount_options,
+            })
+            .collect(),
     }
 }
 
@@ -1227,6 +1272,27 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
             })
             .collect(),
         scheduling_group: p.scheduling_group,
+        host_network: p.host_network,
+        host_users: p.host_users,
+        ephemeral_containers: p
+            .ephemeral_containers
+            .into_iter()
+            .map(container_from_wit)
+            .collect(),
+        extended_resource_claim_status: p.extended_resource_claim_status.map(|s| {
+            sdk::PodExtendedResourceClaimStatus {
+                resource_claim_name: s.resource_claim_name,
+                request_mappings: s
+                    .request_mappings
+                    .into_iter()
+                    .map(|m| sdk::ContainerExtendedResourceRequest {
+                        container_name: m.container_name,
+                        resource_name: m.resource_name,
+                        request_name: m.request_name,
+                    })
+                    .collect(),
+            }
+        }),
     }
 }
 
