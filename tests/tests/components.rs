@@ -295,7 +295,11 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
     // GangScheduling comes last, as upstream appends it when its gate is on.
     assert_eq!(
         at(E::PreEnqueue),
-        [("SchedulingGates", 1), ("GangScheduling", 1)]
+        [
+            ("SchedulingGates", 1),
+            ("DynamicResources", 1),
+            ("GangScheduling", 1)
+        ]
     );
     assert_eq!(at(E::PlacementFeasible), [("GangScheduling", 1)]);
     // The placement plugins are there to enable, not on by default.
@@ -316,7 +320,8 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeBinding",
             "VolumeZone",
             "PodTopologySpread",
-            "InterPodAffinity"
+            "InterPodAffinity",
+            "DynamicResources"
         ])
     );
     assert_eq!(
@@ -333,7 +338,8 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeBinding",
             "VolumeZone",
             "PodTopologySpread",
-            "InterPodAffinity"
+            "InterPodAffinity",
+            "DynamicResources"
         ])
     );
     assert_eq!(
@@ -345,6 +351,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeBinding",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "NodeResourcesBalancedAllocation",
             "ImageLocality"
         ])
@@ -358,15 +365,26 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1)
         ]
     );
-    assert_eq!(at(E::PostFilter), [("DefaultPreemption", 1)]);
+    // DynamicResources before DefaultPreemption, as upstream inserts it.
+    assert_eq!(
+        at(E::PostFilter),
+        [("DynamicResources", 1), ("DefaultPreemption", 1)]
+    );
     assert_eq!(at(E::PodGroupPostFilter), [("DefaultPreemption", 1)]);
     assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
-    assert_eq!(at(E::Reserve), [("VolumeBinding", 1)]);
-    assert_eq!(at(E::PreBind), [("VolumeBinding", 1)]);
+    assert_eq!(
+        at(E::Reserve),
+        [("VolumeBinding", 1), ("DynamicResources", 1)]
+    );
+    assert_eq!(
+        at(E::PreBind),
+        [("VolumeBinding", 1), ("DynamicResources", 1)]
+    );
     for point in [E::Permit, E::PostBind] {
         assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
     }
@@ -454,7 +472,13 @@ spec:
   - {name: c, image: busybox, resources: {claims: [{name: gpu}]}}
 "#;
     let cluster = write(dir.path(), "cluster.yaml", &text);
-    let report = run(&runtime(), vec![cluster], None).unwrap();
+    // A profile without DynamicResources, which allocates devices in the default one.
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n      disabled: [{name: DynamicResources}]\n",
+    );
+    let report = run(&runtime(), vec![cluster], Some(config.clone())).unwrap();
     let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();
 
     let big = by_name("whole-pod-too-big");
@@ -467,6 +491,7 @@ spec:
         &runtime(),
         &SimulateOptions {
             files: vec![dir.path().join("cluster.yaml")],
+            config: Some(config),
             ..SimulateOptions::default()
         },
         "default/wants-a-gpu",
