@@ -394,7 +394,9 @@ impl PreFilter for DynamicResources {
         for (index, claim) in claims.iter().enumerate() {
             let reserved_here = claim.is_reserved_for(&pod.uid);
             // Berth's claims read with what other cycles assumed: an allocation in
-            // flight shows as one, so this is asked of allocated claims too.
+            // flight shows as one, so this is asked of allocated claims too. A claim
+            // another pod's cycle is reserving waits the same way, which keeps two
+            // binding cycles from writing one claim's `reservedFor` at once.
             if !reserved_here && dra::claim_allocation_pending(&claim.namespace, &claim.name) {
                 return Status::unresolvable(format!(
                     "resource claim {} is in the process of being allocated",

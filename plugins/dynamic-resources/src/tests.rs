@@ -99,15 +99,11 @@ impl HostApi for FakeHost {
             .cloned()
             .collect()
     }
+    /// As the host: anything assumed and not written yet is in flight.
     fn claim_allocation_pending(&self, namespace: &str, name: &str) -> bool {
-        let w = self.world();
-        let k = (namespace.to_owned(), name.to_owned());
-        w.assumed
-            .get(&k)
-            .is_some_and(|a| a.status.allocation.is_some())
-            && w.claims
-                .get(&k)
-                .is_some_and(|c| c.status.allocation.is_none())
+        self.world()
+            .assumed
+            .contains_key(&(namespace.to_owned(), name.to_owned()))
     }
     fn assume_resource_claim(&self, claim: &ResourceClaim) -> Result<(), String> {
         let mut w = self.world();
@@ -563,6 +559,53 @@ fn in_use_by_others_when_reserved_for_is_full() {
             .status;
         assert!(s.is_success(), "{s:?}");
     });
+}
+
+#[test]
+fn a_shared_claim_another_cycle_is_reserving_waits() {
+    with_host(
+        world(vec![allocated_claim()], vec![class()], vec![]),
+        |_| {
+            let p = plugin();
+            let first = pod_with_claim_name();
+            let second = Pod {
+                name: "second".into(),
+                uid: "second-uid".into(),
+                ..pod_with_claim_name()
+            };
+            let store = MemoryState::default();
+            let state = CycleState::new(&store);
+            filter_all(&p, &state, &first, &[node(WORKER)]);
+            assert!(p.reserve(&state, &first, WORKER).is_success());
+            let store2 = MemoryState::default();
+            let state2 = CycleState::new(&store2);
+            assert_eq!(
+                p.pre_filter(&state2, &second, &[]).status,
+                Status::unresolvable(
+                    "resource claim default/my-pod-my-resource is in the process of being allocated"
+                )
+            );
+            // Once the first pod's binding cycle wrote it, the second may share it.
+            assert!(p.pre_bind(&state, &first, WORKER).is_success());
+            let store3 = MemoryState::default();
+            let state3 = CycleState::new(&store3);
+            let (pre, filters) = filter_all(&p, &state3, &second, &[node(WORKER)]);
+            assert!(
+                pre.is_success() && filters[0].is_success(),
+                "{pre:?} {filters:?}"
+            );
+            assert!(p.reserve(&state3, &second, WORKER).is_success());
+            assert!(p.pre_bind(&state3, &second, WORKER).is_success());
+            let reserved: Vec<String> = dra::resource_claim(NS, CLAIM)
+                .unwrap()
+                .status
+                .reserved_for
+                .into_iter()
+                .map(|r| r.name)
+                .collect();
+            assert_eq!(reserved, [POD, "second"]);
+        },
+    );
 }
 
 const RESERVED_FOR_MAX: usize = berth_sdk::dra::RESERVED_FOR_MAX_SIZE;
