@@ -441,6 +441,55 @@ fn overlays_replace_a_node_in_the_replica_until_the_next_sync() {
     assert!(!fits(&mut inst), "the sync puts the snapshot's node back");
 }
 
+/// With the default profile, DynamicResources allocates the device each pod's claim
+/// (made from a template) asks for: the first pod gets zulu's one GPU, the second
+/// finds none left anywhere.
+#[test]
+fn the_default_profile_allocates_the_devices_of_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = NODES.to_owned();
+    text += r#"---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: zulu-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: zulu
+  pool: {name: zulu, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: default}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]
+"#;
+    for name in ["first", "second"] {
+        text += &format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  resourceClaims: [{{name: gpu, resourceClaimTemplateName: one-gpu}}]\n  containers:\n  - {{name: c, image: busybox, resources: {{claims: [{{name: gpu}}]}}}}\n"
+        );
+    }
+    let cluster = write(dir.path(), "cluster.yaml", &text);
+    let report = run(&runtime(), vec![cluster], None).unwrap();
+    let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();
+    assert_eq!(by_name("first").node.as_deref(), Some("zulu"));
+    let second = by_name("second");
+    assert_eq!(second.node, None);
+    assert!(
+        second.message.contains("cannot allocate all claims"),
+        "{}",
+        second.message
+    );
+}
+
 #[test]
 fn pod_level_resources_and_resource_claims_are_not_placed_as_if_absent() {
     let dir = tempfile::tempdir().unwrap();
