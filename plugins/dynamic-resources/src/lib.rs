@@ -676,26 +676,92 @@ impl Reserve for DynamicResources {
     }
 }
 
+/// How many times PreBind writes a claim that changed meanwhile (upstream's
+/// `retry.DefaultRetry`).
+const WRITE_ATTEMPTS: usize = 5;
+
+/// Writes what Reserve assumed of a claim (upstream's `bindClaim`). When the write
+/// fails and the claim has changed since it was read (a driver's or a user's
+/// update), the change is applied again to the claim as it is now, as upstream
+/// retries on a conflict: the allocation only while the claim is still unallocated
+/// and its devices are still free (assumed again, so that other cycles keep off
+/// them), the pod added to `reservedFor` unless it is there.
+fn bind_claim(r: &ReservedClaim, pod: &Pod) -> Result<ResourceClaim, String> {
+    let what = if r.allocated_here {
+        "add allocation and reservation to"
+    } else {
+        "add reservation to"
+    };
+    let mut claim = r.claim.clone();
+    let mut attempt = 1;
+    loop {
+        let err = match dra::write_resource_claim_status(&claim) {
+            Ok(written) => return Ok(written),
+            Err(e) => format!("{what} claim {}: {e}", claim.key()),
+        };
+        let Some(current) = dra::resource_claim(&claim.namespace, &claim.name) else {
+            return Err(err);
+        };
+        if attempt >= WRITE_ATTEMPTS || current.resource_version == claim.resource_version {
+            return Err(err);
+        }
+        attempt += 1;
+        if current.terminating {
+            return Err(format!("claim {} got deleted in the meantime", claim.key()));
+        }
+        let mut next = current;
+        if r.allocated_here {
+            if next.status.allocation.is_some() && next.status.allocation != claim.status.allocation
+            {
+                return Err(format!(
+                    "claim {} got allocated elsewhere in the meantime",
+                    claim.key()
+                ));
+            }
+            let ours = claim.status.allocation.clone().unwrap_or_default();
+            let taken = dra::allocated_resource_claims().into_iter().find(|other| {
+                (other.namespace != claim.namespace || other.name != claim.name)
+                    && other.status.allocation.as_ref().is_some_and(|a| {
+                        a.devices.iter().any(|d| {
+                            d.admin_access != Some(true)
+                                && d.share_id.is_none()
+                                && ours.devices.iter().any(|o| o.device_id() == d.device_id())
+                        })
+                    })
+            });
+            if let Some(other) = taken {
+                return Err(format!(
+                    "claim {}: its devices went to claim {} in the meantime",
+                    claim.key(),
+                    other.key()
+                ));
+            }
+            next.status.allocation = Some(ours);
+        }
+        if !next.is_reserved_for(&pod.uid) {
+            next.status.reserved_for.push(claims::consumer(pod));
+        }
+        if r.allocated_here {
+            dra::assume_resource_claim(&next)
+                .map_err(|e| format!("assume resourceclaim {}: {e}", claim.key()))?;
+        }
+        claim = next;
+    }
+}
+
 impl PreBind for DynamicResources {
     /// Writes the claims Reserve changed (upstream's `bindClaim`), then waits for the
     /// binding conditions of their devices.
-    fn pre_bind(&self, state: &CycleState, _pod: &Pod, _node: &str) -> Status {
+    fn pre_bind(&self, state: &CycleState, pod: &Pod, _node: &str) -> Status {
         let Some(reserved) = state.read::<Vec<ReservedClaim>>(RESERVED_KEY) else {
             // No claims, or nothing changed.
             return Status::success();
         };
         let mut written = Vec::with_capacity(reserved.len());
         for r in &reserved {
-            match dra::write_resource_claim_status(&r.claim) {
+            match bind_claim(r, pod) {
                 Ok(claim) => written.push(claim),
-                Err(e) => {
-                    let what = if r.allocated_here {
-                        "add allocation and reservation to"
-                    } else {
-                        "add reservation to"
-                    };
-                    return Status::error(format!("{what} claim {}: {e}", r.claim.key()));
-                }
+                Err(e) => return Status::error(e),
             }
         }
         let mut waiting: Vec<ResourceClaim> = Vec::new();

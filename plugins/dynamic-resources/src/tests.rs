@@ -884,6 +884,75 @@ fn bind_failure() {
     );
 }
 
+/// Reserve, then the cluster's copy of the claim changes (the host then drops what
+/// was assumed of it) with `change`; PreBind's status and the host.
+fn bind_after_a_change(change: impl FnOnce(&mut ResourceClaim)) -> (Status, Vec<ResourceClaim>) {
+    let slices = vec![slice(
+        WORKER,
+        vec![device("instance-1"), device("instance-2")],
+    )];
+    let mut out = (Status::success(), Vec::new());
+    with_host(
+        world(vec![pending_claim()], vec![class()], slices),
+        |host| {
+            let p = plugin();
+            let store = MemoryState::default();
+            let state = CycleState::new(&store);
+            let pod = pod_with_claim_name();
+            filter_all(&p, &state, &pod, &[node(WORKER)]);
+            assert!(p.reserve(&state, &pod, WORKER).is_success());
+            {
+                let mut w = host.world();
+                let k = (NS.to_owned(), CLAIM.to_owned());
+                w.assumed.remove(&k);
+                let c = w.claims.get_mut(&k).unwrap();
+                c.resource_version = "5".into();
+                change(c);
+            }
+            out = (
+                p.pre_bind(&state, &pod, WORKER),
+                host.world().written.clone(),
+            );
+        },
+    );
+    out
+}
+
+#[test]
+fn a_claim_changed_before_pre_bind_is_written_again() {
+    let (status, written) = bind_after_a_change(|c| {
+        c.annotations.insert("touched".into(), "yes".into());
+    });
+    assert!(status.is_success(), "{status:?}");
+    assert_eq!(written.len(), 1);
+    let w = &written[0];
+    assert_eq!(w.resource_version, "6");
+    assert_eq!(
+        w.annotations.get("touched").map(String::as_str),
+        Some("yes")
+    );
+    assert_eq!(
+        w.status.allocation.as_ref().unwrap().devices[0].device,
+        "instance-1"
+    );
+    assert_eq!(
+        w.status.reserved_for,
+        [ConsumerReference::pod(POD, POD_UID)]
+    );
+}
+
+#[test]
+fn a_claim_allocated_elsewhere_meanwhile_fails_pre_bind() {
+    let (status, written) = bind_after_a_change(|c| {
+        c.status.allocation = Some(allocation(WORKER, "instance-2"));
+    });
+    assert_eq!(
+        status,
+        Status::error("claim default/my-pod-my-resource got allocated elsewhere in the meantime")
+    );
+    assert!(written.is_empty());
+}
+
 #[test]
 fn a_second_instance_filters_with_its_own_allocator() {
     let slices = vec![slice(WORKER, vec![device("instance-1")])];
