@@ -486,6 +486,9 @@ impl HostApi for NativeHost {
     fn persistent_volumes_of_class(&self, class: &str) -> Vec<berth_sdk::PersistentVolume> {
         self.storage.volumes_of_class(class)
     }
+    fn csi_storage_capacities_of_class(&self, class: &str) -> Vec<berth_sdk::CsiStorageCapacity> {
+        self.storage.capacities_of_class(class)
+    }
     fn storage_class(&self, name: &str) -> Option<berth_sdk::StorageClass> {
         self.storage.class(name)
     }

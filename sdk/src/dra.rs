@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod host;
+mod wit;
 
 /// The prefix of the implicit extended resource every DeviceClass backs:
 /// `deviceclass.resource.kubernetes.io/<class name>`.

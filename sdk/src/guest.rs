@@ -325,7 +325,12 @@ pub fn csi_storage_capacities_of_class(class: &str) -> Vec<crate::CsiStorageCapa
         .collect()
 }
 
+#[allow(
+    dead_code,
+    reason = "the shared conversions include the host's direction of each kind"
+)]
 pub(crate) mod dra;
+use dra::node_term_from_wit;
 
 /// The storage records of the WIT package as the SDK's types.
 mod volumes {
@@ -1293,25 +1298,6 @@ fn pod_from_wit(p: w::Pod) -> sdk::Pod {
                     .collect(),
             }
         }),
-    }
-}
-
-fn node_term_from_wit(t: w::NodeSelectorTerm) -> sdk::NodeSelectorTerm {
-    let req = |r: w::NodeSelectorRequirement| sdk::NodeSelectorRequirement {
-        key: r.key,
-        operator: match r.operator {
-            w::NodeSelectorOperator::In => sdk::NodeSelectorOperator::In,
-            w::NodeSelectorOperator::NotIn => sdk::NodeSelectorOperator::NotIn,
-            w::NodeSelectorOperator::Exists => sdk::NodeSelectorOperator::Exists,
-            w::NodeSelectorOperator::DoesNotExist => sdk::NodeSelectorOperator::DoesNotExist,
-            w::NodeSelectorOperator::Gt => sdk::NodeSelectorOperator::Gt,
-            w::NodeSelectorOperator::Lt => sdk::NodeSelectorOperator::Lt,
-        },
-        values: r.values,
-    };
-    sdk::NodeSelectorTerm {
-        match_expressions: t.match_expressions.into_iter().map(req).collect(),
-        match_fields: t.match_fields.into_iter().map(req).collect(),
     }
 }
 

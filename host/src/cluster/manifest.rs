@@ -1319,6 +1319,34 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             .scheduling_group
             .as_ref()
             .and_then(|g| non_empty(&g.pod_group_name)),
+        host_network,
+        host_users: spec.host_users,
+        ephemeral_containers: spec
+            .ephemeral_containers
+            .iter()
+            .flatten()
+            .map(|c| Container {
+                name: c.name.clone(),
+                image: c.image.clone().unwrap_or_default(),
+                restart_policy_rule_actions: restart_rule_actions(c.restart_policy_rules.as_ref()),
+                volume_mounts: volume_mounts(c.volume_mounts.as_ref()),
+                ..Container::default()
+            })
+            .collect(),
+        extended_resource_claim_status: status
+            .and_then(|s| s.extended_resource_claim_status.as_ref())
+            .map(|s| berth_sdk::PodExtendedResourceClaimStatus {
+                resource_claim_name: s.resource_claim_name.clone(),
+                request_mappings: s
+                    .request_mappings
+                    .iter()
+                    .map(|m| berth_sdk::ContainerExtendedResourceRequest {
+                        container_name: m.container_name.clone(),
+                        resource_name: m.resource_name.clone(),
+                        request_name: m.request_name.clone(),
+                    })
+                    .collect(),
+            }),
     };
     converted.resources = pod_level_resources(spec.resources.as_ref(), &converted)?;
     Ok(converted)
@@ -1468,7 +1496,30 @@ fn container(
             .and_then(|r| r.requests.as_ref())
             .map(|m| resources(Some(m), &format!("{status_path}.resources.requests")))
             .transpose()?,
+        restart_policy_rule_actions: restart_rule_actions(c.restart_policy_rules.as_ref()),
+        volume_mounts: volume_mounts(c.volume_mounts.as_ref()),
     })
+}
+
+/// The `action` of each of a container's `restartPolicyRules`, in order.
+fn restart_rule_actions(rules: Option<&Vec<k8s::ContainerRestartRule>>) -> Vec<String> {
+    rules
+        .into_iter()
+        .flatten()
+        .map(|r| r.action.clone())
+        .collect()
+}
+
+/// A container's `volumeMounts`, as far as scheduling reads them.
+fn volume_mounts(mounts: Option<&Vec<k8s::VolumeMount>>) -> Vec<berth_sdk::VolumeMount> {
+    mounts
+        .into_iter()
+        .flatten()
+        .map(|m| berth_sdk::VolumeMount {
+            name: m.name.clone(),
+            bind_mount_options: m.bind_mount_options.clone().unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Converts a toleration found at `path`.

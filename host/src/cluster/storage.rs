@@ -4,7 +4,7 @@
 
 use berth_sdk::{
     ANNOTATION_BOUND_BY_CONTROLLER, ANNOTATION_SELECTED_NODE, ClaimRef, CsiDriver, CsiNode,
-    PersistentVolume, PersistentVolumeClaim, StorageClass,
+    CsiStorageCapacity, PersistentVolume, PersistentVolumeClaim, StorageClass,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -21,6 +21,8 @@ struct Objects {
     classes: HashMap<String, StorageClass>,
     csi_nodes: HashMap<String, CsiNode>,
     csi_drivers: HashMap<String, CsiDriver>,
+    /// By (namespace, name).
+    capacities: HashMap<(String, String), CsiStorageCapacity>,
     /// Volumes as VolumeBinding assumes them (bound to a claim) until the cluster's
     /// copy changes or the assumption is restored; they hide the cluster's copy.
     assumed_volumes: HashMap<String, PersistentVolume>,
@@ -409,6 +411,32 @@ impl Storage {
         self.write().csi_drivers.remove(name)
     }
 
+    /// The CSIStorageCapacities of a StorageClass, by namespace and name.
+    pub fn capacities_of_class(&self, class: &str) -> Vec<CsiStorageCapacity> {
+        let mut of: Vec<CsiStorageCapacity> = self
+            .read()
+            .capacities
+            .values()
+            .filter(|c| c.storage_class_name == class)
+            .cloned()
+            .collect();
+        of.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        of
+    }
+
+    /// Adds or replaces a CSIStorageCapacity; answers the one it replaced.
+    pub fn set_capacity(&self, capacity: CsiStorageCapacity) -> Option<CsiStorageCapacity> {
+        let key = (capacity.namespace.clone(), capacity.name.clone());
+        self.write().capacities.insert(key, capacity)
+    }
+
+    /// Removes a CSIStorageCapacity; answers it.
+    pub fn remove_capacity(&self, namespace: &str, name: &str) -> Option<CsiStorageCapacity> {
+        self.write()
+            .capacities
+            .remove(&(namespace.to_owned(), name.to_owned()))
+    }
+
     /// How many objects of each kind there are, by kind (for logs and tests).
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
         let o = self.read();
@@ -418,6 +446,7 @@ impl Storage {
             ("StorageClass", o.classes.len()),
             ("CSINode", o.csi_nodes.len()),
             ("CSIDriver", o.csi_drivers.len()),
+            ("CSIStorageCapacity", o.capacities.len()),
         ])
     }
 }

@@ -1159,6 +1159,10 @@ pub fn event_label(e: &ClusterEvent) -> String {
         EventResource::StorageClass => "StorageClass",
         EventResource::CsiNode => "CSINode",
         EventResource::CsiDriver => "CSIDriver",
+        EventResource::CsiStorageCapacity => "CSIStorageCapacity",
+        EventResource::ResourceClaim => "ResourceClaim",
+        EventResource::ResourceSlice => "ResourceSlice",
+        EventResource::DeviceClass => "DeviceClass",
     };
     let action = if e.actions == ActionType::ADD {
         "Add"

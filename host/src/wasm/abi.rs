@@ -15,13 +15,14 @@
 use std::fmt;
 
 /// The WIT package version this host speaks (the `package` line of `wit/`).
-pub const WIT_VERSION: &str = "0.8.2";
+pub const WIT_VERSION: &str = "0.9.0";
 
 /// Earlier tracks whose modules this host still loads through an adapter, each by
 /// its last version: that version's WIT kept beside the current one
 /// (`wit/adapted/`), bound with `bindgen!` too, and its calls adapted to the current
-/// world (`berth::wasm::adapted`). 0.7.1 was the 0.7 track's last package.
-pub const ADAPTED_TRACKS: &[&str] = &["0.7.1"];
+/// world (`berth::wasm::adapted`). 0.7.1 was the 0.7 track's last package, 0.8.2
+/// the 0.8 track's.
+pub const ADAPTED_TRACKS: &[&str] = &["0.7.1", "0.8.2"];
 
 /// A `MAJOR.MINOR.PATCH` version, without pre-release or build parts (wasmtime
 /// treats a pre-release as compatible with nothing else).
@@ -203,7 +204,7 @@ impl Policy {
             })
             .collect();
         if !adapted.is_empty() {
-            s += &format!(", and {} through an adapter", adapted.join(" and "));
+            s += &format!(", and {} through an adapter", adapted.join(", "));
         }
         s
     }
@@ -354,7 +355,7 @@ mod tests {
     }
 
     #[test]
-    fn this_host_speaks_its_own_version_and_adapts_the_0_7_track() {
+    fn this_host_speaks_its_own_version_and_adapts_the_0_7_and_0_8_tracks() {
         let p = Policy::current();
         assert_eq!(p.host().to_string(), WIT_VERSION);
         assert_eq!(p.classify(WIT_VERSION), Support::Current);
@@ -367,20 +368,30 @@ mod tests {
         };
         assert_eq!(
             p.supported_range(),
-            format!("{own}, and @0.7.0 to @0.7.1 through an adapter")
+            format!("{own}, and @0.7.0 to @0.7.1, @0.8.0 to @0.8.2 through an adapter")
         );
         assert_eq!(
             p.classify("0.7.2"),
             Support::Refused(Refusal::NewerThanAdapted)
         );
-        for old in ["0.7.0", "0.7.1"] {
+        for (old, track) in [
+            ("0.7.0", "0.7"),
+            ("0.7.1", "0.7"),
+            ("0.8.0", "0.8"),
+            ("0.8.2", "0.8"),
+        ] {
             assert_eq!(
                 p.classify(old),
                 Support::Adapted {
-                    track: "0.7".into()
-                }
+                    track: track.into()
+                },
+                "{old}"
             );
         }
+        assert_eq!(
+            p.classify("0.8.3"),
+            Support::Refused(Refusal::NewerThanAdapted)
+        );
         assert_eq!(p.classify("0.6.3"), Support::Refused(Refusal::OlderTrack));
         // The adapted track's package is kept beside the current one.
         let adapted = include_str!("../../../wit/adapted/0.7/scheduler.wit");
@@ -389,6 +400,13 @@ mod tests {
                 .lines()
                 .any(|l| l.trim() == "package berth:scheduler@0.7.1;"),
             "wit/adapted/0.7/scheduler.wit is not the 0.7 track's last package"
+        );
+        let adapted = include_str!("../../../wit/adapted/0.8/scheduler.wit");
+        assert!(
+            adapted
+                .lines()
+                .any(|l| l.trim() == "package berth:scheduler@0.8.2;"),
+            "wit/adapted/0.8/scheduler.wit is not the 0.8 track's last package"
         );
         // The WIT source says the same version.
         let wit = include_str!("../../../wit/scheduler.wit");

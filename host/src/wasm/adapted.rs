@@ -1,18 +1,25 @@
-//! The adapter for modules of the 0.7 track: the 0.7 track's last WIT package
-//! (`wit/adapted/0.7`, frozen) bound beside the current one, its host imports served
-//! by the current ones, and its exports called with the current track's types.
+//! The adapters for modules of earlier tracks (0.7, 0.8): each track's last WIT
+//! package (`wit/adapted/<track>`, frozen) bound beside the current one, its host
+//! imports served by the current ones, and its exports called with the current
+//! track's types.
 //!
-//! 0.8.0 only added fields to records the host sends (the pod, its containers, the
-//! node) and kinds they use; every other type is the same in both. A value crosses
-//! between the two bindings by its serde form: fields the 0.7 record lacks are
-//! dropped on the way in, and what a 0.7 module answers reads as the same value of
-//! the current track. That costs a conversion per call, which only modules of the
-//! older track pay; rebuilding against the current SDK removes it.
+//! Each move of the minor added fields to records the host sends (0.8.0: the pod,
+//! its containers and the node; 0.9.0: the pod and its containers again) and cases
+//! to enums and variants (0.9.0: event resources, objects, an action flag); the
+//! kinds a module answers are the same in every track. A value crosses between two
+//! bindings by its serde form: fields the older record lacks are dropped on the way
+//! in, and what an older module answers reads as the same value of the current
+//! track. That costs a conversion per call, which only modules of older tracks pay;
+//! rebuilding against the current SDK removes it. The host never sends an older
+//! module a case its track lacks: its hints are asked only about the events it
+//! registered, which its own enums name; an action flag it lacks reads as
+//! `update-other` (see [`flags_serde`]).
 
-use super::bindings::berth::scheduler::{host, types as w};
+use super::bindings::berth::scheduler::{host, types as w, workload as wl};
 use super::bindings::exports::berth::scheduler as ex;
 use super::exports::Either;
 use super::host_imports::HostCtx;
+use crate::plugin::group_what_if::GroupSimulationHandle;
 use crate::plugin::{CycleState, Simulation};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -33,10 +40,25 @@ pub(crate) mod bindings {
     });
 }
 
-use bindings::berth::scheduler::{host as host07, types as w07};
-use exports07 as ex07;
+/// Host-side bindings of the 0.8 track's last package (0.8.2).
+#[allow(missing_docs, clippy::all)]
+pub(crate) mod bindings08 {
+    wasmtime::component::bindgen!({
+        path: "../wit/adapted/0.8",
+        world: "berth:scheduler/scheduler-plugin",
+        with: {
+            "berth:scheduler/host.cycle-state": crate::plugin::CycleState,
+            "berth:scheduler/host.node-simulation": crate::plugin::Simulation,
+            "berth:scheduler/workload.group-simulation": crate::plugin::group_what_if::GroupSimulationHandle,
+        },
+        additional_derives: [serde::Serialize, serde::Deserialize],
+    });
+}
 
-/// The 0.7 track's exports, and the optional interfaces added on the current track
+use bindings::berth::scheduler::types as w07;
+use bindings08::berth::scheduler::{types as w08, workload as wl08};
+
+/// The 0.7 track's exports, and the optional interfaces added on the 0.8 track
 /// after it (PlacementFeasible, 0.8.1). No 0.7 module has those, as its world lacks
 /// them: the host finds a module's optional exports by name, so for a 0.7 module
 /// they are always absent, and the current bindings stand in for their types
@@ -48,6 +70,11 @@ pub(crate) mod exports07 {
     };
 }
 
+/// The 0.8 track's exports: every interface of the current track.
+pub(crate) mod exports08 {
+    pub(crate) use super::bindings08::exports::berth::scheduler::*;
+}
+
 /// A value of one track's bindings as the other's: the same serde form, fields the
 /// target lacks dropped. An error is a bug of the adapter (a kind that changed
 /// between the tracks without a conversion written here); a call fails with it, as
@@ -57,77 +84,106 @@ fn try_adapt<T: Serialize, U: DeserializeOwned>(value: &T) -> wasmtime::Result<U
         .and_then(serde_json::from_value)
         .map_err(|e| {
             wasmtime::format_err!(
-                "the 0.7 adapter cannot convert a {}: {e}",
+                "the adapter for older tracks cannot convert a {}: {e}",
                 std::any::type_name::<T>()
             )
         })
 }
 
-/// [`try_adapt`] for the host functions a 0.7 module imports, which answer plain
-/// values: the kinds they carry are the same in both tracks (the tests convert each),
-/// so a failure is a bug of this file.
+/// [`try_adapt`] for the host functions an older module imports, which answer plain
+/// values: the kinds they carry are the same in every track (the tests convert
+/// each), so a failure is a bug of this file.
 fn adapt<T: Serialize, U: DeserializeOwned>(value: &T) -> U {
     try_adapt(value).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-/// The serde form of an `action-type` flags value of either bindings (bindgen derives
-/// none for flags): the bits in declaration order, the same in both tracks.
+/// The serde form of an `action-type` flags value of any track's bindings (bindgen
+/// derives none for flags): the names of the flags set. A name the target track
+/// lacks (`update-pod-generated-resource-claim` for 0.7 and 0.8 modules) reads as
+/// `update-other`, which upstream's `Update` covers too.
 macro_rules! flags_serde {
-    ($($t:ty),*) => { $(
+    ($( $t:ty { $( $flag:ident $name:literal ),* $(,)? } )*) => { $(
         impl Serialize for $t {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                self.bits_in_order().serialize(s)
+                self.names().serialize(s)
             }
         }
 
         impl<'de> serde::Deserialize<'de> for $t {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                Ok(<$t>::from_bits_in_order(u32::deserialize(d)?))
+                let names = Vec::<String>::deserialize(d)?;
+                Ok(names.iter().fold(<$t>::empty(), |acc, n| acc | <$t>::named(n)))
             }
         }
 
         impl $t {
-            /// Every flag, in the WIT's declaration order: bit `i` of the SDK's
-            /// `ActionType` is flag `i`.
-            pub(crate) const ALL_IN_ORDER: [$t; 12] = [
-                <$t>::ADD,
-                <$t>::DELETE,
-                <$t>::UPDATE_NODE_ALLOCATABLE,
-                <$t>::UPDATE_NODE_LABEL,
-                <$t>::UPDATE_NODE_TAINT,
-                <$t>::UPDATE_NODE_CONDITION,
-                <$t>::UPDATE_NODE_ANNOTATION,
-                <$t>::UPDATE_POD_LABEL,
-                <$t>::UPDATE_POD_SCALE_DOWN,
-                <$t>::UPDATE_POD_TOLERATION,
-                <$t>::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
-                <$t>::UPDATE_OTHER,
-            ];
+            /// Every flag, in the WIT's declaration order, with its WIT name.
+            pub(crate) const ALL_IN_ORDER: &[($t, &str)] = &[ $( (<$t>::$flag, $name) ),* ];
 
-            /// The flags as bits: bit `i` set for flag `i` of [`Self::ALL_IN_ORDER`].
-            pub(crate) fn bits_in_order(&self) -> u32 {
+            /// The names of the flags set, in declaration order.
+            pub(crate) fn names(&self) -> Vec<&'static str> {
                 <$t>::ALL_IN_ORDER
                     .iter()
-                    .enumerate()
-                    .filter(|(_, f)| self.contains(**f))
-                    .fold(0u32, |acc, (i, _)| acc | (1 << i))
+                    .filter(|(f, _)| self.contains(*f))
+                    .map(|(_, n)| *n)
+                    .collect()
             }
 
-            /// The flags of [`Self::bits_in_order`]'s bits.
-            pub(crate) fn from_bits_in_order(bits: u32) -> $t {
+            /// The flag of a WIT name; `update-other` for a name this track lacks.
+            pub(crate) fn named(name: &str) -> $t {
                 <$t>::ALL_IN_ORDER
                     .iter()
-                    .enumerate()
-                    .filter(|(i, _)| bits & (1 << i) != 0)
-                    .fold(<$t>::empty(), |acc, (_, f)| acc | *f)
+                    .find(|(_, n)| *n == name)
+                    .map_or(<$t>::UPDATE_OTHER, |(f, _)| *f)
             }
         }
     )* };
 }
 
-flags_serde!(w::ActionType, w07::ActionType);
+flags_serde!(
+    w::ActionType {
+        ADD "add", DELETE "delete",
+        UPDATE_NODE_ALLOCATABLE "update-node-allocatable",
+        UPDATE_NODE_LABEL "update-node-label",
+        UPDATE_NODE_TAINT "update-node-taint",
+        UPDATE_NODE_CONDITION "update-node-condition",
+        UPDATE_NODE_ANNOTATION "update-node-annotation",
+        UPDATE_POD_LABEL "update-pod-label",
+        UPDATE_POD_SCALE_DOWN "update-pod-scale-down",
+        UPDATE_POD_TOLERATION "update-pod-toleration",
+        UPDATE_POD_SCHEDULING_GATES_ELIMINATED "update-pod-scheduling-gates-eliminated",
+        UPDATE_POD_GENERATED_RESOURCE_CLAIM "update-pod-generated-resource-claim",
+        UPDATE_OTHER "update-other",
+    }
+    w07::ActionType {
+        ADD "add", DELETE "delete",
+        UPDATE_NODE_ALLOCATABLE "update-node-allocatable",
+        UPDATE_NODE_LABEL "update-node-label",
+        UPDATE_NODE_TAINT "update-node-taint",
+        UPDATE_NODE_CONDITION "update-node-condition",
+        UPDATE_NODE_ANNOTATION "update-node-annotation",
+        UPDATE_POD_LABEL "update-pod-label",
+        UPDATE_POD_SCALE_DOWN "update-pod-scale-down",
+        UPDATE_POD_TOLERATION "update-pod-toleration",
+        UPDATE_POD_SCHEDULING_GATES_ELIMINATED "update-pod-scheduling-gates-eliminated",
+        UPDATE_OTHER "update-other",
+    }
+    w08::ActionType {
+        ADD "add", DELETE "delete",
+        UPDATE_NODE_ALLOCATABLE "update-node-allocatable",
+        UPDATE_NODE_LABEL "update-node-label",
+        UPDATE_NODE_TAINT "update-node-taint",
+        UPDATE_NODE_CONDITION "update-node-condition",
+        UPDATE_NODE_ANNOTATION "update-node-annotation",
+        UPDATE_POD_LABEL "update-pod-label",
+        UPDATE_POD_SCALE_DOWN "update-pod-scale-down",
+        UPDATE_POD_TOLERATION "update-pod-toleration",
+        UPDATE_POD_SCHEDULING_GATES_ELIMINATED "update-pod-scheduling-gates-eliminated",
+        UPDATE_OTHER "update-other",
+    }
+);
 
-/// Links the 0.7 track's host imports, served by the current ones.
+/// Links the older tracks' host imports, served by the current ones.
 pub(crate) fn add_to_linker(
     linker: &mut wasmtime::component::Linker<HostCtx>,
 ) -> wasmtime::Result<()> {
@@ -137,158 +193,239 @@ pub(crate) fn add_to_linker(
         linker,
         &features,
         |c| c,
+    )?;
+    let mut features = bindings08::LinkOptions::default();
+    features.workload_scheduling(true);
+    bindings08::SchedulerPlugin::add_to_linker::<HostCtx, wasmtime::component::HasSelf<HostCtx>>(
+        linker,
+        &features,
+        |c| c,
     )
 }
 
-impl w07::Host for HostCtx {}
+/// Serves an older track's `host` interface (the same functions in 0.7 and 0.8)
+/// with the current one's.
+macro_rules! adapted_host {
+    ($b:ident) => {
+        const _: () = {
+            use $b::berth::scheduler::{host as h, types as t};
 
+            impl t::Host for HostCtx {}
+
+            impl h::Host for HostCtx {
+                fn log(&mut self, level: h::LogLevel, message: String) {
+                    host::Host::log(self, adapt(&level), message)
+                }
+
+                fn bind_pod(
+                    &mut self,
+                    namespace: String,
+                    name: String,
+                    uid: String,
+                    node: String,
+                ) -> Result<(), String> {
+                    host::Host::bind_pod(self, namespace, name, uid, node)
+                }
+
+                fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {
+                    host::Host::namespace_labels(self, namespace)
+                }
+
+                fn waiting_pods(&mut self) -> Vec<h::WaitingPod> {
+                    adapt(&host::Host::waiting_pods(self))
+                }
+
+                fn allow_waiting_pod(&mut self, uid: String, plugin: String) {
+                    host::Host::allow_waiting_pod(self, uid, plugin)
+                }
+
+                fn reject_waiting_pod(&mut self, uid: String, plugin: String, message: String) {
+                    host::Host::reject_waiting_pod(self, uid, plugin, message)
+                }
+
+                fn pod_disruption_budgets(&mut self) -> Vec<t::PodDisruptionBudget> {
+                    adapt(&host::Host::pod_disruption_budgets(self))
+                }
+
+                fn get_persistent_volume_claim(
+                    &mut self,
+                    namespace: String,
+                    name: String,
+                ) -> Option<t::PersistentVolumeClaim> {
+                    adapt(&host::Host::get_persistent_volume_claim(
+                        self, namespace, name,
+                    ))
+                }
+
+                fn get_persistent_volume(&mut self, name: String) -> Option<t::PersistentVolume> {
+                    adapt(&host::Host::get_persistent_volume(self, name))
+                }
+
+                fn get_storage_class(&mut self, name: String) -> Option<t::StorageClass> {
+                    adapt(&host::Host::get_storage_class(self, name))
+                }
+
+                fn get_csi_node(&mut self, name: String) -> Option<t::CsiNode> {
+                    adapt(&host::Host::get_csi_node(self, name))
+                }
+
+                fn get_csi_driver(&mut self, name: String) -> Option<t::CsiDriver> {
+                    adapt(&host::Host::get_csi_driver(self, name))
+                }
+
+                fn persistent_volumes_of_class(
+                    &mut self,
+                    class: String,
+                ) -> Vec<t::PersistentVolume> {
+                    adapt(&host::Host::persistent_volumes_of_class(self, class))
+                }
+
+                fn assume_volume_bound(
+                    &mut self,
+                    volume: String,
+                    claim: t::ClaimRef,
+                ) -> Result<(), String> {
+                    host::Host::assume_volume_bound(self, volume, adapt(&claim))
+                }
+
+                fn assume_claim_provisioned(
+                    &mut self,
+                    namespace: String,
+                    name: String,
+                    node: String,
+                ) -> Result<(), String> {
+                    host::Host::assume_claim_provisioned(self, namespace, name, node)
+                }
+
+                fn restore_volume(&mut self, name: String) {
+                    host::Host::restore_volume(self, name)
+                }
+
+                fn restore_claim(&mut self, namespace: String, name: String) {
+                    host::Host::restore_claim(self, namespace, name)
+                }
+
+                fn bind_volume(
+                    &mut self,
+                    volume: String,
+                    claim: t::ClaimRef,
+                ) -> Result<(), String> {
+                    host::Host::bind_volume(self, volume, adapt(&claim))
+                }
+
+                fn select_node_for_claim(
+                    &mut self,
+                    namespace: String,
+                    name: String,
+                    node: String,
+                ) -> Result<(), String> {
+                    host::Host::select_node_for_claim(self, namespace, name, node)
+                }
+
+                fn storage_generation(&mut self) -> u64 {
+                    host::Host::storage_generation(self)
+                }
+
+                fn wait_storage_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {
+                    host::Host::wait_storage_change(self, after, timeout_ms)
+                }
+
+                fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, t::Status> {
+                    host::Host::simulate(self, node).map_err(|s| adapt(&s))
+                }
+            }
+
+            impl h::HostNodeSimulation for HostCtx {
+                fn remove_pod(&mut self, this: Resource<Simulation>, uid: String) -> t::Status {
+                    adapt(&host::HostNodeSimulation::remove_pod(self, this, uid))
+                }
+
+                fn add_pod(&mut self, this: Resource<Simulation>, uid: String) -> t::Status {
+                    adapt(&host::HostNodeSimulation::add_pod(self, this, uid))
+                }
+
+                fn fits(&mut self, this: Resource<Simulation>) -> t::Status {
+                    adapt(&host::HostNodeSimulation::fits(self, this))
+                }
+
+                fn drop(&mut self, rep: Resource<Simulation>) -> wasmtime::Result<()> {
+                    host::HostNodeSimulation::drop(self, rep)
+                }
+            }
+
+            impl h::HostCycleState for HostCtx {
+                fn read(&mut self, this: Resource<CycleState>, key: String) -> Option<Vec<u8>> {
+                    host::HostCycleState::read(self, this, key)
+                }
+
+                fn write(&mut self, this: Resource<CycleState>, key: String, value: Vec<u8>) {
+                    host::HostCycleState::write(self, this, key, value)
+                }
+
+                fn delete(&mut self, this: Resource<CycleState>, key: String) {
+                    host::HostCycleState::delete(self, this, key)
+                }
+
+                fn drop(&mut self, rep: Resource<CycleState>) -> wasmtime::Result<()> {
+                    host::HostCycleState::drop(self, rep)
+                }
+            }
+        };
+    };
+}
+
+adapted_host!(bindings);
+adapted_host!(bindings08);
+
+// 0.7's `workload` interface has only types.
 impl bindings::berth::scheduler::workload::Host for HostCtx {}
 
-impl host07::Host for HostCtx {
-    fn log(&mut self, level: host07::LogLevel, message: String) {
-        host::Host::log(self, adapt(&level), message)
+impl wl08::Host for HostCtx {
+    fn get_pod_group(&mut self, namespace: String, name: String) -> Option<wl08::PodGroupState> {
+        adapt(&wl::Host::get_pod_group(self, namespace, name))
     }
 
-    fn bind_pod(
+    fn get_pod_group_preemption(
         &mut self,
         namespace: String,
         name: String,
-        uid: String,
-        node: String,
-    ) -> Result<(), String> {
-        host::Host::bind_pod(self, namespace, name, uid, node)
+    ) -> Option<wl08::PodGroupPreemption> {
+        adapt(&wl::Host::get_pod_group_preemption(self, namespace, name))
     }
 
-    fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {
-        host::Host::namespace_labels(self, namespace)
+    fn simulate_group(&mut self) -> Result<Resource<GroupSimulationHandle>, w08::Status> {
+        wl::Host::simulate_group(self).map_err(|s| adapt(&s))
     }
+}
 
-    fn waiting_pods(&mut self) -> Vec<host07::WaitingPod> {
-        adapt(&host::Host::waiting_pods(self))
+impl wl08::HostGroupSimulation for HostCtx {
+    fn remove_pod(&mut self, this: Resource<GroupSimulationHandle>, uid: String) -> w08::Status {
+        adapt(&wl::HostGroupSimulation::remove_pod(self, this, uid))
     }
-
-    fn allow_waiting_pod(&mut self, uid: String, plugin: String) {
-        host::Host::allow_waiting_pod(self, uid, plugin)
+    fn add_pod(&mut self, this: Resource<GroupSimulationHandle>, uid: String) -> w08::Status {
+        adapt(&wl::HostGroupSimulation::add_pod(self, this, uid))
     }
-
-    fn reject_waiting_pod(&mut self, uid: String, plugin: String, message: String) {
-        host::Host::reject_waiting_pod(self, uid, plugin, message)
-    }
-
-    fn pod_disruption_budgets(&mut self) -> Vec<w07::PodDisruptionBudget> {
-        adapt(&host::Host::pod_disruption_budgets(self))
-    }
-
-    fn get_persistent_volume_claim(
+    fn schedule(
         &mut self,
-        namespace: String,
-        name: String,
-    ) -> Option<w07::PersistentVolumeClaim> {
-        adapt(&host::Host::get_persistent_volume_claim(
-            self, namespace, name,
+        this: Resource<GroupSimulationHandle>,
+    ) -> Result<Vec<wl08::ProposedAssignment>, w08::Status> {
+        wl::HostGroupSimulation::schedule(self, this)
+            .map(|a| adapt(&a))
+            .map_err(|s| adapt(&s))
+    }
+    fn fits(
+        &mut self,
+        this: Resource<GroupSimulationHandle>,
+        assignments: Vec<wl08::ProposedAssignment>,
+    ) -> w08::Status {
+        adapt(&wl::HostGroupSimulation::fits(
+            self,
+            this,
+            adapt(&assignments),
         ))
     }
-
-    fn get_persistent_volume(&mut self, name: String) -> Option<w07::PersistentVolume> {
-        adapt(&host::Host::get_persistent_volume(self, name))
-    }
-
-    fn get_storage_class(&mut self, name: String) -> Option<w07::StorageClass> {
-        adapt(&host::Host::get_storage_class(self, name))
-    }
-
-    fn get_csi_node(&mut self, name: String) -> Option<w07::CsiNode> {
-        adapt(&host::Host::get_csi_node(self, name))
-    }
-
-    fn get_csi_driver(&mut self, name: String) -> Option<w07::CsiDriver> {
-        adapt(&host::Host::get_csi_driver(self, name))
-    }
-
-    fn persistent_volumes_of_class(&mut self, class: String) -> Vec<w07::PersistentVolume> {
-        adapt(&host::Host::persistent_volumes_of_class(self, class))
-    }
-
-    fn assume_volume_bound(&mut self, volume: String, claim: w07::ClaimRef) -> Result<(), String> {
-        host::Host::assume_volume_bound(self, volume, adapt(&claim))
-    }
-
-    fn assume_claim_provisioned(
-        &mut self,
-        namespace: String,
-        name: String,
-        node: String,
-    ) -> Result<(), String> {
-        host::Host::assume_claim_provisioned(self, namespace, name, node)
-    }
-
-    fn restore_volume(&mut self, name: String) {
-        host::Host::restore_volume(self, name)
-    }
-
-    fn restore_claim(&mut self, namespace: String, name: String) {
-        host::Host::restore_claim(self, namespace, name)
-    }
-
-    fn bind_volume(&mut self, volume: String, claim: w07::ClaimRef) -> Result<(), String> {
-        host::Host::bind_volume(self, volume, adapt(&claim))
-    }
-
-    fn select_node_for_claim(
-        &mut self,
-        namespace: String,
-        name: String,
-        node: String,
-    ) -> Result<(), String> {
-        host::Host::select_node_for_claim(self, namespace, name, node)
-    }
-
-    fn storage_generation(&mut self) -> u64 {
-        host::Host::storage_generation(self)
-    }
-
-    fn wait_storage_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {
-        host::Host::wait_storage_change(self, after, timeout_ms)
-    }
-
-    fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, w07::Status> {
-        host::Host::simulate(self, node).map_err(|s| adapt(&s))
-    }
-}
-
-impl host07::HostNodeSimulation for HostCtx {
-    fn remove_pod(&mut self, this: Resource<Simulation>, uid: String) -> w07::Status {
-        adapt(&host::HostNodeSimulation::remove_pod(self, this, uid))
-    }
-
-    fn add_pod(&mut self, this: Resource<Simulation>, uid: String) -> w07::Status {
-        adapt(&host::HostNodeSimulation::add_pod(self, this, uid))
-    }
-
-    fn fits(&mut self, this: Resource<Simulation>) -> w07::Status {
-        adapt(&host::HostNodeSimulation::fits(self, this))
-    }
-
-    fn drop(&mut self, rep: Resource<Simulation>) -> wasmtime::Result<()> {
-        host::HostNodeSimulation::drop(self, rep)
-    }
-}
-
-impl host07::HostCycleState for HostCtx {
-    fn read(&mut self, this: Resource<CycleState>, key: String) -> Option<Vec<u8>> {
-        host::HostCycleState::read(self, this, key)
-    }
-
-    fn write(&mut self, this: Resource<CycleState>, key: String, value: Vec<u8>) {
-        host::HostCycleState::write(self, this, key, value)
-    }
-
-    fn delete(&mut self, this: Resource<CycleState>, key: String) {
-        host::HostCycleState::delete(self, this, key)
-    }
-
-    fn drop(&mut self, rep: Resource<CycleState>) -> wasmtime::Result<()> {
-        host::HostCycleState::drop(self, rep)
+    fn drop(&mut self, rep: Resource<GroupSimulationHandle>) -> wasmtime::Result<()> {
+        wl::HostGroupSimulation::drop(self, rep)
     }
 }
 
@@ -296,20 +433,26 @@ type S<'s> = &'s mut Store<HostCtx>;
 type St = Resource<CycleState>;
 
 /// Writes the calls of one interface's exports on [`Either`]: a current module's
-/// as they are, a 0.7 module's with each argument and the answer adapted (`=` an
-/// argument that is the same Rust type in both bindings; `~` one adapted and lent,
-/// `v` one adapted and given, `?` an optional one adapted and lent).
+/// as they are, an older module's with each argument and the answer adapted (`=` an
+/// argument that is the same Rust type in every bindings; `~` one adapted and lent,
+/// `[~]` a slice adapted and lent, `v` one adapted and given, `?` an optional one
+/// adapted and lent). The older track's types are the ones its call takes.
 macro_rules! calls {
     ( $iface:ident { $(
-        fn $call:ident ( $( $mode:tt $arg:ident : $aty:ty => $aty07:ty ),* ) -> $ret:ty ;
+        fn $call:ident ( $( $mode:tt $arg:ident : $aty:ty ),* ) -> $ret:ty ;
     )* } ) => {
-        impl Either<'_, ex::$iface::Guest, ex07::$iface::Guest> {
+        impl Either<'_, ex::$iface::Guest, exports07::$iface::Guest, exports08::$iface::Guest> {
             $(
                 pub(crate) fn $call(&self, s: S<'_>, $( $arg: $aty ),*) -> wasmtime::Result<$ret> {
                     match self {
                         Either::Current(g) => g.$call(s, $( $arg ),*),
                         Either::V0_7(g) => {
-                            $( let $arg: $aty07 = calls!(@arg $mode $arg); )*
+                            $( let $arg = calls!(@arg $mode $arg); )*
+                            let r = g.$call(s, $( calls!(@pass $mode $arg) ),*)?;
+                            try_adapt(&r)
+                        }
+                        Either::V0_8(g) => {
+                            $( let $arg = calls!(@arg $mode $arg); )*
                             let r = g.$call(s, $( calls!(@pass $mode $arg) ),*)?;
                             try_adapt(&r)
                         }
@@ -320,147 +463,144 @@ macro_rules! calls {
     };
     (@arg = $arg:ident) => { $arg };
     (@arg ~ $arg:ident) => { try_adapt(&$arg)? };
+    (@arg [~] $arg:ident) => { try_adapt::<_, Vec<_>>(&$arg)? };
     (@arg v $arg:ident) => { try_adapt(&$arg)? };
     (@arg ? $arg:ident) => { $arg.map(try_adapt).transpose()? };
     (@pass = $arg:ident) => { $arg };
     (@pass ~ $arg:ident) => { &$arg };
+    (@pass [~] $arg:ident) => { &$arg };
     (@pass v $arg:ident) => { $arg };
     (@pass ? $arg:ident) => { $arg.as_ref() };
 }
 
 calls!(plugin {
     fn call_info() -> w::PluginInfo;
-    fn call_configure(= args_json: &str => &str) -> Result<w::Configuration, String>;
+    fn call_configure(= args_json: &str) -> Result<w::Configuration, String>;
 });
 
 calls!(replica {
     fn call_sync_nodes(
-        ~ updated: &[(u32, w::NodeInfo)] => Vec<(u32, w07::NodeInfo)>,
-        ~ changed: &[ex::replica::NodePodsChange] => Vec<ex07::replica::NodePodsChange>,
-        = removed: &[u32] => &[u32],
-        ? begin: Option<&w::Pod> => Option<w07::Pod>
+        [~] updated: &[(u32, w::NodeInfo)],
+        [~] changed: &[ex::replica::NodePodsChange],
+        = removed: &[u32],
+        ? begin: Option<&w::Pod>
     ) -> ();
 });
 
 calls!(cycle {
-    fn call_begin_cycle(~ pod: &w::Pod => w07::Pod) -> ();
+    fn call_begin_cycle(~ pod: &w::Pod) -> ();
 });
 
 calls!(queue_sort {
-    fn call_sort_key(~ pod: &w::Pod => w07::Pod) -> Vec<i64>;
+    fn call_sort_key(~ pod: &w::Pod) -> Vec<i64>;
 });
 
 calls!(enqueue_extensions {
     fn call_hint(
-        v event: w::ClusterEvent => w07::ClusterEvent,
-        ~ pod: &w::Pod => w07::Pod,
-        ? old: Option<&w::Object> => Option<w07::Object>,
-        ? new: Option<&w::Object> => Option<w07::Object>
+        v event: w::ClusterEvent,
+        ~ pod: &w::Pod,
+        ? old: Option<&w::Object>,
+        ? new: Option<&w::Object>
     ) -> Result<w::QueueingHint, String>;
 });
 
 calls!(pre_enqueue {
-    fn call_pre_enqueue(~ pod: &w::Pod => w07::Pod) -> w::Status;
+    fn call_pre_enqueue(~ pod: &w::Pod) -> w::Status;
 });
 
 calls!(pre_filter {
-    fn call_pre_filter(= st: St => St) -> ex::pre_filter::PreFilterResult;
+    fn call_pre_filter(= st: St) -> ex::pre_filter::PreFilterResult;
 });
 
 calls!(pre_filter_extensions {
-    fn call_add_pod(= st: St => St, ~ pod: &w::Pod => w07::Pod, = slot: u32 => u32) -> w::Status;
-    fn call_remove_pod(= st: St => St, ~ pod: &w::Pod => w07::Pod, = slot: u32 => u32) -> w::Status;
+    fn call_add_pod(= st: St, ~ pod: &w::Pod, = slot: u32) -> w::Status;
+    fn call_remove_pod(= st: St, ~ pod: &w::Pod, = slot: u32) -> w::Status;
 });
 
 calls!(filter {
-    fn call_filter(= st: St => St, = slots: &[u32] => &[u32]) -> Vec<ex::filter::NodeStatus>;
+    fn call_filter(= st: St, = slots: &[u32]) -> Vec<ex::filter::NodeStatus>;
 });
 
 calls!(post_filter {
     fn call_post_filter(
-        = st: St => St,
-        ~ statuses: &[ex::filter::NodeStatus] => Vec<ex07::filter::NodeStatus>
+        = st: St,
+        [~] statuses: &[ex::filter::NodeStatus]
     ) -> ex::post_filter::PostFilterResult;
 });
 
 calls!(pre_score {
-    fn call_pre_score(= st: St => St, = slots: &[u32] => &[u32]) -> w::Status;
+    fn call_pre_score(= st: St, = slots: &[u32]) -> w::Status;
 });
 
 calls!(score {
-    fn call_score(= st: St => St, = slots: &[u32] => &[u32]) -> Result<Vec<i64>, w::Status>;
-    fn call_normalize_score(= st: St => St, = scores: &[i64] => &[i64]) -> Result<Vec<i64>, w::Status>;
+    fn call_score(= st: St, = slots: &[u32]) -> Result<Vec<i64>, w::Status>;
+    fn call_normalize_score(= st: St, = scores: &[i64]) -> Result<Vec<i64>, w::Status>;
 });
 
 calls!(reserve {
-    fn call_reserve(= st: St => St, = node: &str => &str) -> w::Status;
-    fn call_unreserve(= st: St => St, = node: &str => &str) -> ();
+    fn call_reserve(= st: St, = node: &str) -> w::Status;
+    fn call_unreserve(= st: St, = node: &str) -> ();
 });
 
 calls!(permit {
-    fn call_permit(= st: St => St, = node: &str => &str) -> ex::permit::PermitResult;
+    fn call_permit(= st: St, = node: &str) -> ex::permit::PermitResult;
 });
 
 calls!(pre_bind {
-    fn call_pre_bind(= st: St => St, = node: &str => &str) -> w::Status;
+    fn call_pre_bind(= st: St, = node: &str) -> w::Status;
 });
 
 calls!(bind {
-    fn call_bind(= st: St => St, = node: &str => &str) -> w::Status;
+    fn call_bind(= st: St, = node: &str) -> w::Status;
 });
 
 calls!(post_bind {
-    fn call_post_bind(= st: St => St, = node: &str => &str) -> ();
+    fn call_post_bind(= st: St, = node: &str) -> ();
 });
 
 // `implemented` is called on each track's own exports, when the module loads.
 calls!(placement_score {
     fn call_score_placement(
-        = st: St => St,
-        ~ group: &super::bindings::berth::scheduler::workload::PodGroup
-            => bindings::berth::scheduler::workload::PodGroup,
-        ~ assignments: &super::bindings::berth::scheduler::workload::PodGroupAssignments
-            => bindings::berth::scheduler::workload::PodGroupAssignments
+        = st: St,
+        ~ group: &wl::PodGroup,
+        ~ assignments: &wl::PodGroupAssignments
     ) -> Result<i64, w::Status>;
     fn call_normalize_placement_score(
-        = st: St => St,
-        ~ group: &super::bindings::berth::scheduler::workload::PodGroup
-            => bindings::berth::scheduler::workload::PodGroup,
-        = scores: &[i64] => &[i64]
+        = st: St,
+        ~ group: &wl::PodGroup,
+        = scores: &[i64]
     ) -> Result<Vec<i64>, w::Status>;
 });
 
-// Added on the 0.8 track: only modules of the current track have it.
+// Added on the 0.8 track: a 0.7 module never has them (its calls adapt the current
+// types to themselves, and are never made).
 calls!(placement_feasible {
     fn call_placement_feasible(
-        = st: St => St,
-        = group: &super::bindings::berth::scheduler::workload::PodGroup
-            => &super::bindings::berth::scheduler::workload::PodGroup,
-        = progress: super::bindings::berth::scheduler::workload::PlacementProgress
-            => super::bindings::berth::scheduler::workload::PlacementProgress
+        = st: St,
+        ~ group: &wl::PodGroup,
+        v progress: wl::PlacementProgress
     ) -> w::Status;
 });
 
 calls!(placement_generate {
     fn call_generate_placements(
-        = st: St => St,
-        = group: &super::bindings::berth::scheduler::workload::PodGroup
-            => &super::bindings::berth::scheduler::workload::PodGroup,
-        = parent: &super::bindings::berth::scheduler::workload::Placement
-            => &super::bindings::berth::scheduler::workload::Placement
-    ) -> Result<Vec<super::bindings::berth::scheduler::workload::Placement>, w::Status>;
+        = st: St,
+        ~ group: &wl::PodGroup,
+        ~ parent: &wl::Placement
+    ) -> Result<Vec<wl::Placement>, w::Status>;
 });
 
 calls!(pod_group_post_filter {
     fn call_pod_group_post_filter(
-        = st: St => St,
-        = group: &super::bindings::berth::scheduler::workload::PodGroup
-            => &super::bindings::berth::scheduler::workload::PodGroup
+        = st: St,
+        ~ group: &wl::PodGroup
     ) -> ex::pod_group_post_filter::PodGroupPostFilterResult;
 });
 
 #[cfg(test)]
 mod tests {
+    use super::bindings::berth::scheduler::host as host07;
+    use super::exports07 as ex07;
     use super::*;
     use berth_sdk::{
         ClaimSource, Container, Pod, PodResourceClaim, ResourceList, ResourceRequirements,
@@ -558,15 +698,90 @@ mod tests {
 
     #[test]
     fn event_flags_keep_every_flag_across_the_tracks() {
-        for (i, flag) in w::ActionType::ALL_IN_ORDER.iter().enumerate() {
-            let old: w07::ActionType = adapt(flag);
-            assert_eq!(old, w07::ActionType::ALL_IN_ORDER[i]);
-            let back: w::ActionType = adapt(&old);
-            assert_eq!(back, *flag);
+        for (flag, name) in w07::ActionType::ALL_IN_ORDER {
+            let current: w::ActionType = adapt(flag);
+            assert_eq!(current, w::ActionType::named(name), "{name}");
+            let back: w07::ActionType = adapt(&current);
+            assert_eq!(back, *flag, "{name}");
+            let eight: w08::ActionType = adapt(&current);
+            assert_eq!(eight, w08::ActionType::named(name), "{name}");
         }
         let several = w::ActionType::ADD | w::ActionType::UPDATE_POD_SCALE_DOWN;
         let back: w::ActionType = adapt(&adapt::<_, w07::ActionType>(&several));
         assert_eq!(back, several);
+    }
+
+    #[test]
+    fn a_flag_an_older_track_lacks_reads_as_update_other() {
+        let generated = w::ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM;
+        let old: w08::ActionType = adapt(&(generated | w::ActionType::UPDATE_POD_LABEL));
+        assert_eq!(
+            old,
+            w08::ActionType::UPDATE_OTHER | w08::ActionType::UPDATE_POD_LABEL
+        );
+        let old: w07::ActionType = adapt(&generated);
+        assert_eq!(old, w07::ActionType::UPDATE_OTHER);
+    }
+
+    #[test]
+    fn a_0_8_module_gets_the_pod_without_the_fields_0_9_added() {
+        let mut pod = pod_of_0_8();
+        pod.host_network = true;
+        pod.host_users = Some(false);
+        pod.containers[0].restart_policy_rule_actions = vec!["RestartAllContainers".into()];
+        pod.containers[0].volume_mounts = vec![berth_sdk::VolumeMount {
+            name: "data".into(),
+            bind_mount_options: vec!["rro".into()],
+        }];
+        pod.ephemeral_containers = vec![Container {
+            name: "debug".into(),
+            ..Container::default()
+        }];
+        pod.extended_resource_claim_status = Some(berth_sdk::PodExtendedResourceClaimStatus {
+            resource_claim_name: "p-extended-resources-x".into(),
+            request_mappings: Vec::new(),
+        });
+        let current = super::super::convert::pod_to_wit(&pod);
+        let old: w08::Pod = adapt(&current);
+        assert_eq!(old.uid, "u1");
+        assert_eq!(old.resource_claims.len(), 1);
+        assert_eq!(old.scheduling_group.as_deref(), Some("trainers"));
+        assert_eq!(old.containers[0].actuated, current.containers[0].actuated);
+        let json = serde_json::to_value(&old).unwrap();
+        for field in [
+            "host_network",
+            "host_users",
+            "ephemeral_containers",
+            "extended_resource_claim_status",
+        ] {
+            assert!(json.get(field).is_none(), "{field}");
+        }
+        assert!(json["containers"][0].get("volume_mounts").is_none());
+    }
+
+    #[test]
+    fn answers_of_a_0_8_module_read_as_the_current_track_s() {
+        let old = w08::Configuration {
+            only_for_pods_with: vec![w08::PodFeature::Volumes, w08::PodFeature::DefaultSelector],
+        };
+        let current: w::Configuration = adapt(&old);
+        assert_eq!(
+            current.only_for_pods_with,
+            [w::PodFeature::Volumes, w::PodFeature::DefaultSelector]
+        );
+        let registration = w08::EventRegistration {
+            event: w08::ClusterEvent {
+                resource: w08::EventResource::CsiDriver,
+                actions: w08::ActionType::ADD | w08::ActionType::UPDATE_OTHER,
+            },
+            has_hint: true,
+        };
+        let current: w::EventRegistration = adapt(&registration);
+        assert_eq!(current.event.resource, w::EventResource::CsiDriver);
+        assert_eq!(
+            current.event.actions,
+            w::ActionType::ADD | w::ActionType::UPDATE_OTHER
+        );
     }
 
     #[test]

@@ -6,6 +6,18 @@ use super::bindings::exports::berth::scheduler as ex;
 use super::bindings::exports::berth::scheduler::replica::NodePodsChange;
 use berth_sdk::types as sdk;
 use berth_sdk::volumes as v;
+use dra::node_term_to_wit;
+
+/// The resource.k8s.io records and node selector terms, both ways (the SDK writes
+/// them once for the guest's bindings and the host's).
+#[allow(
+    dead_code,
+    reason = "the shared conversions include the guest's direction of each kind"
+)]
+pub(crate) mod dra {
+    use super::w;
+    berth_sdk::dra_wit_conversions!();
+}
 
 pub(crate) fn resources_to_wit(r: &sdk::Resources) -> w::Resources {
     w::Resources {
@@ -50,6 +62,15 @@ fn container_to_wit(c: &sdk::Container) -> w::Container {
         restartable: c.restartable,
         allocated: c.allocated.as_ref().map(list_to_wit),
         actuated: c.actuated.as_ref().map(list_to_wit),
+        restart_policy_rule_actions: c.restart_policy_rule_actions.clone(),
+        volume_mounts: c
+            .volume_mounts
+            .iter()
+            .map(|m| w::VolumeMount {
+                name: m.name.clone(),
+                bind_mount_options: m.bind_mount_options.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -119,6 +140,27 @@ pub(crate) fn pod_to_wit(p: &sdk::Pod) -> w::Pod {
             })
             .collect(),
         scheduling_group: p.scheduling_group.clone(),
+        host_network: p.host_network,
+        host_users: p.host_users,
+        ephemeral_containers: p
+            .ephemeral_containers
+            .iter()
+            .map(container_to_wit)
+            .collect(),
+        extended_resource_claim_status: p.extended_resource_claim_status.as_ref().map(|s| {
+            w::PodExtendedResourceClaimStatus {
+                resource_claim_name: s.resource_claim_name.clone(),
+                request_mappings: s
+                    .request_mappings
+                    .iter()
+                    .map(|m| w::ContainerExtendedResourceRequest {
+                        container_name: m.container_name.clone(),
+                        resource_name: m.resource_name.clone(),
+                        request_name: m.request_name.clone(),
+                    })
+                    .collect(),
+            }
+        }),
     }
 }
 
@@ -302,25 +344,6 @@ pub(crate) fn csi_driver_to_wit(d: &v::CsiDriver) -> w::CsiDriver {
     }
 }
 
-fn node_term_to_wit(t: &sdk::NodeSelectorTerm) -> w::NodeSelectorTerm {
-    let req = |r: &sdk::NodeSelectorRequirement| w::NodeSelectorRequirement {
-        key: r.key.clone(),
-        operator: match r.operator {
-            sdk::NodeSelectorOperator::In => w::NodeSelectorOperator::In,
-            sdk::NodeSelectorOperator::NotIn => w::NodeSelectorOperator::NotIn,
-            sdk::NodeSelectorOperator::Exists => w::NodeSelectorOperator::Exists,
-            sdk::NodeSelectorOperator::DoesNotExist => w::NodeSelectorOperator::DoesNotExist,
-            sdk::NodeSelectorOperator::Gt => w::NodeSelectorOperator::Gt,
-            sdk::NodeSelectorOperator::Lt => w::NodeSelectorOperator::Lt,
-        },
-        values: r.values.clone(),
-    };
-    w::NodeSelectorTerm {
-        match_expressions: t.match_expressions.iter().map(req).collect(),
-        match_fields: t.match_fields.iter().map(req).collect(),
-    }
-}
-
 fn selector_to_wit(s: &sdk::LabelSelector) -> w::LabelSelector {
     w::LabelSelector {
         match_labels: labels_to_wit(&s.match_labels),
@@ -451,7 +474,17 @@ pub(crate) fn object_to_wit(o: &berth_sdk::Object) -> w::Object {
         berth_sdk::Object::StorageClass(c) => w::Object::StorageClass(class_to_wit(c)),
         berth_sdk::Object::CsiNode(n) => w::Object::CsiNode(csi_node_to_wit(n)),
         berth_sdk::Object::CsiDriver(d) => w::Object::CsiDriver(csi_driver_to_wit(d)),
+        berth_sdk::Object::CsiStorageCapacity(c) => {
+            w::Object::CsiStorageCapacity(storage_capacity_to_wit(c))
+        }
+        berth_sdk::Object::ResourceClaim(c) => w::Object::ResourceClaim(dra::claim_to_wit(c)),
+        berth_sdk::Object::ResourceSlice(s) => w::Object::ResourceSlice(dra::slice_to_wit(s)),
+        berth_sdk::Object::DeviceClass(c) => w::Object::DeviceClass(dra::class_to_wit(c)),
     }
+}
+
+pub(crate) fn storage_capacity_to_wit(c: &v::CsiStorageCapacity) -> w::CsiStorageCapacity {
+    dra::storage_capacity_to_wit(c, selector_to_wit)
 }
 
 pub(crate) fn event_to_wit(e: &berth_sdk::ClusterEvent) -> w::ClusterEvent {
@@ -467,6 +500,10 @@ pub(crate) fn event_to_wit(e: &berth_sdk::ClusterEvent) -> w::ClusterEvent {
             R::StorageClass => w::EventResource::StorageClass,
             R::CsiNode => w::EventResource::CsiNode,
             R::CsiDriver => w::EventResource::CsiDriver,
+            R::CsiStorageCapacity => w::EventResource::CsiStorageCapacity,
+            R::ResourceClaim => w::EventResource::ResourceClaim,
+            R::ResourceSlice => w::EventResource::ResourceSlice,
+            R::DeviceClass => w::EventResource::DeviceClass,
         },
         actions: actions_to_wit(e.actions),
     }
@@ -486,6 +523,10 @@ pub(crate) fn registration_from_wit(r: w::EventRegistration) -> berth_sdk::Event
                 w::EventResource::StorageClass => R::StorageClass,
                 w::EventResource::CsiNode => R::CsiNode,
                 w::EventResource::CsiDriver => R::CsiDriver,
+                w::EventResource::CsiStorageCapacity => R::CsiStorageCapacity,
+                w::EventResource::ResourceClaim => R::ResourceClaim,
+                w::EventResource::ResourceSlice => R::ResourceSlice,
+                w::EventResource::DeviceClass => R::DeviceClass,
             },
             actions: actions_from_wit(r.event.actions),
         },
@@ -818,14 +859,24 @@ pub(crate) fn pod_feature_from_wit(f: w::PodFeature) -> sdk::PodFeature {
         w::PodFeature::PodAffinity => F::PodAffinity,
         w::PodFeature::TopologySpread => F::TopologySpread,
         w::PodFeature::DefaultSelector => F::DefaultSelector,
+        w::PodFeature::ResourceClaims => F::ResourceClaims,
     }
 }
 
 /// Bit `i` of the SDK's `ActionType` is flag `i` of the WIT's, in declaration order.
 fn actions_to_wit(a: berth_sdk::ActionType) -> w::ActionType {
-    w::ActionType::from_bits_in_order(a.0)
+    w::ActionType::ALL_IN_ORDER
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| a.0 & (1 << i) != 0)
+        .fold(w::ActionType::empty(), |acc, (_, (f, _))| acc | *f)
 }
 
 fn actions_from_wit(f: w::ActionType) -> berth_sdk::ActionType {
-    berth_sdk::ActionType(f.bits_in_order())
+    let bits = w::ActionType::ALL_IN_ORDER
+        .iter()
+        .enumerate()
+        .filter(|(_, (flag, _))| f.contains(*flag))
+        .fold(0u32, |acc, (i, _)| acc | (1 << i));
+    berth_sdk::ActionType(bits)
 }

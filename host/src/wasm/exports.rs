@@ -2,7 +2,7 @@
 //! instance: the interfaces every module of its track has, and the optional ones
 //! added since (an extension point's interface a module may lack), each from the
 //! table of extension points ([`berth_sdk::for_each_extension_point!`]). A module of
-//! the current track is called as it is; one of an adapted track (0.7) through the
+//! the current track is called as it is; one of an adapted track (0.7, 0.8) through the
 //! adapter ([`super::adapted`]), which the same calls reach.
 
 use wasmtime::Store;
@@ -28,11 +28,13 @@ pub(crate) type Implemented = Vec<(&'static str, Vec<String>, &'static [&'static
 /// An interface's exports of one instance: of the current track, or of an adapted
 /// one (the calls on it, in [`super::adapted`], take and answer the current track's
 /// types either way).
-pub(crate) enum Either<'a, C, A> {
+pub(crate) enum Either<'a, C, A7, A8> {
     /// A module of the current track.
     Current(&'a C),
     /// A module of the 0.7 track.
-    V0_7(&'a A),
+    V0_7(&'a A7),
+    /// A module of the 0.8 track.
+    V0_8(&'a A8),
 }
 
 macro_rules! plugin_exports {
@@ -180,16 +182,25 @@ mod v0_7 {
     berth_sdk::for_each_extension_point!(plugin_exports);
 }
 
+/// The exports of a module of the 0.8 track.
+mod v0_8 {
+    use super::super::adapted::exports08 as ex;
+    use super::*;
+    berth_sdk::for_each_extension_point!(plugin_exports);
+}
+
 /// Where a module's exports are, of its track.
 pub(crate) enum PluginExportsPre {
     Current(current::PluginExportsPre),
     V0_7(v0_7::PluginExportsPre),
+    V0_8(v0_8::PluginExportsPre),
 }
 
 /// The exports of one instance, of its module's track.
 pub(crate) enum PluginExports {
     Current(current::PluginExports),
     V0_7(v0_7::PluginExports),
+    V0_8(v0_8::PluginExports),
 }
 
 impl PluginExportsPre {
@@ -202,6 +213,7 @@ impl PluginExportsPre {
                 pre,
             )?)),
             Some("0.7") => Ok(PluginExportsPre::V0_7(v0_7::PluginExportsPre::new(pre)?)),
+            Some("0.8") => Ok(PluginExportsPre::V0_8(v0_8::PluginExportsPre::new(pre)?)),
             Some(other) => Err(wasmtime::format_err!(
                 "this host has no adapter for the {other} track"
             )),
@@ -216,6 +228,7 @@ impl PluginExportsPre {
         Ok(match self {
             PluginExportsPre::Current(p) => PluginExports::Current(p.instantiate(store)?),
             PluginExportsPre::V0_7(p) => PluginExports::V0_7(p.instantiate(store)?),
+            PluginExportsPre::V0_8(p) => PluginExports::V0_8(p.instantiate(store)?),
         })
     }
 }
@@ -229,10 +242,11 @@ macro_rules! either_getters {
                 #[doc = concat!("`", stringify!($iface), "`, of the module's track.")]
                 pub(crate) fn $iface(
                     &self,
-                ) -> wasmtime::Result<Either<'_, current_ex::$iface::Guest, v0_7_ex::$iface::Guest>> {
+                ) -> wasmtime::Result<tracks!($iface)> {
                     Ok(match self {
                         PluginExports::Current(e) => Either::Current(e.$iface()?),
                         PluginExports::V0_7(e) => Either::V0_7(e.$iface()?),
+                        PluginExports::V0_8(e) => Either::V0_8(e.$iface()?),
                     })
                 }
             )*
@@ -241,34 +255,43 @@ macro_rules! either_getters {
 }
 
 use super::adapted::exports07 as v0_7_ex;
+use super::adapted::exports08 as v0_8_ex;
 use super::bindings::exports::berth::scheduler as current_ex;
+
+/// An interface's exports of one instance, of any track.
+macro_rules! tracks {
+    ($iface:ident) => {
+        Either<'_, current_ex::$iface::Guest, v0_7_ex::$iface::Guest, v0_8_ex::$iface::Guest>
+    };
+}
 
 berth_sdk::for_each_extension_point!(either_getters);
 
 impl PluginExports {
     /// `plugin`.
-    pub(crate) fn plugin(&self) -> Either<'_, current_ex::plugin::Guest, v0_7_ex::plugin::Guest> {
+    pub(crate) fn plugin(&self) -> tracks!(plugin) {
         match self {
             PluginExports::Current(e) => Either::Current(e.plugin()),
             PluginExports::V0_7(e) => Either::V0_7(e.plugin()),
+            PluginExports::V0_8(e) => Either::V0_8(e.plugin()),
         }
     }
 
     /// `replica`.
-    pub(crate) fn replica(
-        &self,
-    ) -> Either<'_, current_ex::replica::Guest, v0_7_ex::replica::Guest> {
+    pub(crate) fn replica(&self) -> tracks!(replica) {
         match self {
             PluginExports::Current(e) => Either::Current(e.replica()),
             PluginExports::V0_7(e) => Either::V0_7(e.replica()),
+            PluginExports::V0_8(e) => Either::V0_8(e.replica()),
         }
     }
 
     /// `cycle`.
-    pub(crate) fn cycle(&self) -> Either<'_, current_ex::cycle::Guest, v0_7_ex::cycle::Guest> {
+    pub(crate) fn cycle(&self) -> tracks!(cycle) {
         match self {
             PluginExports::Current(e) => Either::Current(e.cycle()),
             PluginExports::V0_7(e) => Either::V0_7(e.cycle()),
+            PluginExports::V0_8(e) => Either::V0_8(e.cycle()),
         }
     }
 
@@ -278,6 +301,7 @@ impl PluginExports {
         match self {
             PluginExports::Current(e) => e.implemented(store),
             PluginExports::V0_7(e) => e.implemented(store),
+            PluginExports::V0_8(e) => e.implemented(store),
         }
     }
 }

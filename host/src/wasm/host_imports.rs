@@ -313,6 +313,15 @@ impl host::Host for HostCtx {
             .collect()
     }
 
+    fn csi_storage_capacities_of_class(&mut self, class: String) -> Vec<w::CsiStorageCapacity> {
+        self.services
+            .storage
+            .capacities_of_class(&class)
+            .iter()
+            .map(convert::storage_capacity_to_wit)
+            .collect()
+    }
+
     fn assume_volume_bound(&mut self, volume: String, claim: w::ClaimRef) -> Result<(), String> {
         let call = HostCall::AssumeVolumeBound;
         self.checked(call, self.scope.claim(call, &claim.namespace, &claim.name))?;
