@@ -1,6 +1,6 @@
-//! Conformance tables: each plugin's real component, loaded by the real host, and its
-//! native twin answer as kube-scheduler does for the same pod and nodes. The format
-//! is described in tests/conformance/README.md.
+//! Conformance tables: each plugin's real component, loaded by the real host, answers
+//! as kube-scheduler does for the same pod and nodes. The format is described in
+//! tests/conformance/README.md.
 
 use berth::cache::{Cache, Snapshot};
 use berth::cluster::Namespaces;
