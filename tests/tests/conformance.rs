@@ -195,6 +195,10 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
         cache.update_snapshot(&mut snapshot);
 
         let profile = profile_for(&plugin, &module, case.get("args"));
+        let options = FrameworkOptions {
+            parallelism: 1,
+            ..FrameworkOptions::default()
+        };
         let services = HostServices {
             binder: Some(Arc::new(MemoryCluster::new())),
             namespaces,
@@ -205,93 +209,79 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             pod_groups: Default::default(),
             dra,
         };
-        // The component and its native twin answer alike: every expectation holds
-        // for both.
-        for native in [false, true] {
-            let name = if native {
-                format!("{name} [native twin]")
-            } else {
-                name.clone()
+        let fw = match Framework::new(&profile, &modules, &options, &services) {
+            Ok(fw) => fw,
+            Err(e) => {
+                checker.failures.push(format!("{name}: framework: {e}"));
+                continue;
+            }
+        };
+        let expect = &case["expect"];
+        let score_nodes: Option<Vec<String>> = expect["score"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect());
+        let explain = fw.explain(
+            &CyclePod::new(pod.clone()),
+            &snapshot,
+            &ExplainOptions {
+                // Normalization depends on the set of nodes, not their order.
+                score_nodes,
+            },
+        );
+        let explain = match explain {
+            Ok(e) => e,
+            Err(e) => {
+                checker.failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        if let Some(want) = expect["preFilter"].as_str() {
+            let got = explain
+                .prefilter
+                .iter()
+                .find(|p| p.plugin == plugin)
+                .map(|p| p.code.clone())
+                .unwrap_or_else(|| "Success".into());
+            checker.expect_eq(&name, "preFilter", got.as_str(), want);
+        }
+        for (node, want) in expect["filter"].as_object().into_iter().flatten() {
+            let Some(n) = explain.nodes.iter().find(|n| &n.node == node) else {
+                checker.failures.push(format!("{name}: no node {node}"));
+                continue;
             };
-            let options = FrameworkOptions {
-                parallelism: 1,
-                native,
-                ..FrameworkOptions::default()
-            };
-            let fw = match Framework::new(&profile, &modules, &options, &services) {
-                Ok(fw) => fw,
-                Err(e) => {
-                    checker.failures.push(format!("{name}: framework: {e}"));
-                    continue;
-                }
-            };
-            let expect = &case["expect"];
-            let score_nodes: Option<Vec<String>> = expect["score"]
-                .as_object()
-                .map(|m| m.keys().cloned().collect());
-            let explain = fw.explain(
-                &CyclePod::new(pod.clone()),
-                &snapshot,
-                &ExplainOptions {
-                    // Normalization depends on the set of nodes, not their order.
-                    score_nodes,
-                },
+            let got = n
+                .filters
+                .iter()
+                .find(|f| f.plugin == plugin)
+                .map(|f| f.code.clone())
+                .unwrap_or_else(|| "Success".into());
+            checker.expect_eq(
+                &name,
+                &format!("filter on {node}"),
+                got.as_str(),
+                want.as_str().unwrap(),
             );
-            let explain = match explain {
-                Ok(e) => e,
-                Err(e) => {
-                    checker.failures.push(format!("{name}: {e}"));
-                    continue;
-                }
-            };
-            if let Some(want) = expect["preFilter"].as_str() {
-                let got = explain
-                    .prefilter
-                    .iter()
-                    .find(|p| p.plugin == plugin)
-                    .map(|p| p.code.clone())
-                    .unwrap_or_else(|| "Success".into());
-                checker.expect_eq(&name, "preFilter", got.as_str(), want);
-            }
-            for (node, want) in expect["filter"].as_object().into_iter().flatten() {
-                let Some(n) = explain.nodes.iter().find(|n| &n.node == node) else {
-                    checker.failures.push(format!("{name}: no node {node}"));
-                    continue;
-                };
-                let got = n
-                    .filters
-                    .iter()
-                    .find(|f| f.plugin == plugin)
-                    .map(|f| f.code.clone())
-                    .unwrap_or_else(|| "Success".into());
-                checker.expect_eq(
-                    &name,
-                    &format!("filter on {node}"),
-                    got.as_str(),
-                    want.as_str().unwrap(),
-                );
-            }
-            for (node, want) in expect["reasons"].as_object().into_iter().flatten() {
-                let n = explain.nodes.iter().find(|n| &n.node == node);
-                let got: Vec<String> = n
-                    .and_then(|n| n.filters.iter().find(|f| f.plugin == plugin))
-                    .map(|f| f.reasons.clone())
-                    .unwrap_or_default();
-                let want: Vec<String> = want
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|r| r.as_str().unwrap().to_owned())
-                    .collect();
-                checker.expect_eq(&name, &format!("reasons on {node}"), got, want);
-            }
-            for (node, want) in expect["score"].as_object().into_iter().flatten() {
-                let n = explain.nodes.iter().find(|n| &n.node == node);
-                let got = n
-                    .and_then(|n| n.scores.iter().find(|s| s.plugin == plugin))
-                    .map(|s| s.normalized);
-                checker.expect_eq(&name, &format!("score on {node}"), got, want.as_i64());
-            }
+        }
+        for (node, want) in expect["reasons"].as_object().into_iter().flatten() {
+            let n = explain.nodes.iter().find(|n| &n.node == node);
+            let got: Vec<String> = n
+                .and_then(|n| n.filters.iter().find(|f| f.plugin == plugin))
+                .map(|f| f.reasons.clone())
+                .unwrap_or_default();
+            let want: Vec<String> = want
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap().to_owned())
+                .collect();
+            checker.expect_eq(&name, &format!("reasons on {node}"), got, want);
+        }
+        for (node, want) in expect["score"].as_object().into_iter().flatten() {
+            let n = explain.nodes.iter().find(|n| &n.node == node);
+            let got = n
+                .and_then(|n| n.scores.iter().find(|s| s.plugin == plugin))
+                .map(|s| s.normalized);
+            checker.expect_eq(&name, &format!("score on {node}"), got, want.as_i64());
         }
     }
 }
