@@ -24,6 +24,7 @@ fn main() {
         "plugins",
         "tests/fixtures",
         "sdk",
+        "dra",
         "wit",
         "Cargo.lock",
         "Cargo.toml",

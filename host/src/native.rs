@@ -80,6 +80,7 @@ pub fn registry() -> HashMap<&'static str, Twin> {
     [
         twin::<default_binder::DefaultBinder>(),
         twin::<default_preemption::DefaultPreemption>(),
+        twin::<dynamic_resources::DynamicResources>(),
         twin::<gang_scheduling::GangScheduling>(),
         twin::<image_locality::ImageLocality>(),
         twin::<inter_pod_affinity::InterPodAffinity>(),

@@ -18,7 +18,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         "{text}"
     );
     assert!(
-        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, NodeDeclaredFeatures\n"),
+        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, DynamicResources, NodeDeclaredFeatures\n"),
         "{text}"
     );
     // What it prints is a configuration Berth loads, with the same profile.
@@ -29,13 +29,13 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
     assert!(
-        summary.contains("profile default-scheduler: 20 plugins\n"),
+        summary.contains("profile default-scheduler: 21 plugins\n"),
         "{summary}"
     );
     // GangScheduling: members of a pod group wait at PreEnqueue for their group, and
     // the pod group cycle asks it whether the group can be placed.
     assert!(
-        summary.contains("  preEnqueue  SchedulingGates, GangScheduling\n"),
+        summary.contains("  preEnqueue  SchedulingGates, DynamicResources, GangScheduling\n"),
         "{summary}"
     );
     assert!(
@@ -43,7 +43,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         "{summary}"
     );
     assert!(
-        summary.contains("  postFilter  DefaultPreemption\n"),
+        summary.contains("  postFilter  DynamicResources, DefaultPreemption\n"),
         "{summary}"
     );
     // What each plugin may do beyond reading the cluster.
@@ -55,17 +55,21 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         summary.contains("  may         VolumeBinding: assume-volume-bound at Reserve/Unreserve/PreBind (the cycle's pod's claims); "),
         "{summary}"
     );
-    assert_eq!(summary.matches("  may ").count(), 2, "{summary}");
     assert!(
-        summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), VolumeBinding(1), PodTopologySpread(2), InterPodAffinity(2), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
+        summary.contains("  may         DynamicResources: "),
+        "{summary}"
+    );
+    assert_eq!(summary.matches("  may ").count(), 3, "{summary}");
+    assert!(
+        summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), VolumeBinding(1), PodTopologySpread(2), InterPodAffinity(2), DynamicResources(1), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
         "{summary}"
     );
     assert!(
-        summary.contains("  reserve     VolumeBinding\n"),
+        summary.contains("  reserve     VolumeBinding, DynamicResources\n"),
         "{summary}"
     );
     assert!(
-        summary.contains("  preBind     VolumeBinding\n"),
+        summary.contains("  preBind     VolumeBinding, DynamicResources\n"),
         "{summary}"
     );
 }

@@ -295,7 +295,11 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
     // GangScheduling comes last, as upstream appends it when its gate is on.
     assert_eq!(
         at(E::PreEnqueue),
-        [("SchedulingGates", 1), ("GangScheduling", 1)]
+        [
+            ("SchedulingGates", 1),
+            ("DynamicResources", 1),
+            ("GangScheduling", 1)
+        ]
     );
     assert_eq!(at(E::PlacementFeasible), [("GangScheduling", 1)]);
     // The placement plugins are there to enable, not on by default.
@@ -317,6 +321,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "NodeDeclaredFeatures"
         ])
     );
@@ -335,6 +340,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "NodeDeclaredFeatures"
         ])
     );
@@ -347,6 +353,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             "VolumeBinding",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "NodeResourcesBalancedAllocation",
             "ImageLocality"
         ])
@@ -360,15 +367,26 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1)
         ]
     );
-    assert_eq!(at(E::PostFilter), [("DefaultPreemption", 1)]);
+    // DynamicResources before DefaultPreemption, as upstream inserts it.
+    assert_eq!(
+        at(E::PostFilter),
+        [("DynamicResources", 1), ("DefaultPreemption", 1)]
+    );
     assert_eq!(at(E::PodGroupPostFilter), [("DefaultPreemption", 1)]);
     assert_eq!(at(E::Bind), [("DefaultBinder", 1)]);
-    assert_eq!(at(E::Reserve), [("VolumeBinding", 1)]);
-    assert_eq!(at(E::PreBind), [("VolumeBinding", 1)]);
+    assert_eq!(
+        at(E::Reserve),
+        [("VolumeBinding", 1), ("DynamicResources", 1)]
+    );
+    assert_eq!(
+        at(E::PreBind),
+        [("VolumeBinding", 1), ("DynamicResources", 1)]
+    );
     for point in [E::Permit, E::PostBind] {
         assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
     }
@@ -425,6 +443,55 @@ fn overlays_replace_a_node_in_the_replica_until_the_next_sync() {
     assert!(!fits(&mut inst), "the sync puts the snapshot's node back");
 }
 
+/// With the default profile, DynamicResources allocates the device each pod's claim
+/// (made from a template) asks for: the first pod gets zulu's one GPU, the second
+/// finds none left anywhere.
+#[test]
+fn the_default_profile_allocates_the_devices_of_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = NODES.to_owned();
+    text += r#"---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: zulu-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: zulu
+  pool: {name: zulu, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: default}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]
+"#;
+    for name in ["first", "second"] {
+        text += &format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  resourceClaims: [{{name: gpu, resourceClaimTemplateName: one-gpu}}]\n  containers:\n  - {{name: c, image: busybox, resources: {{claims: [{{name: gpu}}]}}}}\n"
+        );
+    }
+    let cluster = write(dir.path(), "cluster.yaml", &text);
+    let report = run(&runtime(), vec![cluster], None).unwrap();
+    let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();
+    assert_eq!(by_name("first").node.as_deref(), Some("zulu"));
+    let second = by_name("second");
+    assert_eq!(second.node, None);
+    assert!(
+        second.message.contains("cannot allocate all claims"),
+        "{}",
+        second.message
+    );
+}
+
 #[test]
 fn pod_level_resources_and_resource_claims_are_not_placed_as_if_absent() {
     let dir = tempfile::tempdir().unwrap();
@@ -456,7 +523,13 @@ spec:
   - {name: c, image: busybox, resources: {claims: [{name: gpu}]}}
 "#;
     let cluster = write(dir.path(), "cluster.yaml", &text);
-    let report = run(&runtime(), vec![cluster], None).unwrap();
+    // A profile without DynamicResources, which allocates devices in the default one.
+    let config = write(
+        dir.path(),
+        "config.yaml",
+        "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n      disabled: [{name: DynamicResources}]\n",
+    );
+    let report = run(&runtime(), vec![cluster], Some(config.clone())).unwrap();
     let by_name = |n: &str| report.pods.iter().find(|p| p.name == n).unwrap();
 
     let big = by_name("whole-pod-too-big");
@@ -469,6 +542,7 @@ spec:
         &runtime(),
         &SimulateOptions {
             files: vec![dir.path().join("cluster.yaml")],
+            config: Some(config),
             ..SimulateOptions::default()
         },
         "default/wants-a-gpu",

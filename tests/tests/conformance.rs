@@ -4,6 +4,7 @@
 
 use berth::cache::{Cache, Snapshot};
 use berth::cluster::Namespaces;
+use berth::cluster::dra::Dra;
 use berth::cluster::manifest::{self, Object};
 use berth::cluster::memory::MemoryCluster;
 use berth::cluster::storage::Storage;
@@ -148,6 +149,30 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
                 }
             }
         }
+        let dra = Dra::new();
+        for o in case["dra"].as_array().into_iter().flatten() {
+            let docs = manifest::load_str(&name, &o.to_string()).unwrap_or_else(|e| panic!("{e}"));
+            for d in docs {
+                match d.object {
+                    Object::DeviceClass(c) => {
+                        dra.set_class(c);
+                    }
+                    Object::ResourceClaim(c) => {
+                        dra.set_claim(c);
+                    }
+                    Object::ResourceClaimTemplate(t) => {
+                        dra.set_template(t);
+                    }
+                    Object::ResourceSlice(s) => {
+                        dra.set_slice(s);
+                    }
+                    Object::DeviceTaintRule(r) => {
+                        dra.set_taint_rule(r);
+                    }
+                    other => panic!("{name}: dra: not a resource.k8s.io object: {other:?}"),
+                }
+            }
+        }
         let mut cache = Cache::new();
         for n in case["nodes"].as_array().into_iter().flatten() {
             let Object::Node(node) = object(n.clone(), "Node", &name) else {
@@ -182,7 +207,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             budgets: Default::default(),
             storage,
             pod_groups: Default::default(),
-            dra: Default::default(),
+            dra,
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

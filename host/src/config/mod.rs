@@ -617,6 +617,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         ("VolumeZone", None),
         ("PodTopologySpread", Some(2)),
         ("InterPodAffinity", Some(2)),
+        ("DynamicResources", None),
         ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
@@ -634,8 +635,8 @@ pub fn default_multi_point() -> Vec<PluginRef> {
 
 /// In-tree plugins of upstream's default profile that Berth does not ship yet: an
 /// upstream file may disable them or give them args (ignored, with a warning), but
-/// not enable them.
-pub const NOT_YET_SHIPPED: [&str; 1] = ["DynamicResources"];
+/// not enable them. Berth ships every one now; the list stays for the next.
+pub const NOT_YET_SHIPPED: [&str; 0] = [];
 
 /// A plugin set after merging with the defaults (upstream's `mergePluginSet`): the
 /// defaults minus the disabled ones, a default the user enabled again replaced in
@@ -1509,6 +1510,17 @@ mod tests {
                 E::Reserve,
                 E::PreBind,
             ],
+            "DynamicResources" => vec![
+                E::PreEnqueue,
+                E::PreFilter,
+                E::Filter,
+                E::PostFilter,
+                E::PreScore,
+                E::Score,
+                E::NormalizeScore,
+                E::Reserve,
+                E::PreBind,
+            ],
             "DefaultBinder" => vec![E::Bind],
             "GangScheduling" => vec![E::PreEnqueue, E::PlacementFeasible],
             "Custom" => vec![E::Filter, E::Score],
@@ -1545,12 +1557,17 @@ mod tests {
             ("VolumeZone", 1),
             ("PodTopologySpread", 1),
             ("InterPodAffinity", 1),
+            ("DynamicResources", 1),
             ("NodeDeclaredFeatures", 1),
         ];
         BTreeMap::from([
             (
                 E::PreEnqueue,
-                list(&[("SchedulingGates", 1), ("GangScheduling", 1)]),
+                list(&[
+                    ("SchedulingGates", 1),
+                    ("DynamicResources", 1),
+                    ("GangScheduling", 1),
+                ]),
             ),
             (E::PlacementFeasible, list(&[("GangScheduling", 1)])),
             (E::QueueSort, list(&[("PrioritySort", 1)])),
@@ -1570,9 +1587,11 @@ mod tests {
                     ("VolumeZone", 1),
                     ("PodTopologySpread", 1),
                     ("InterPodAffinity", 1),
+                    ("DynamicResources", 1),
                     ("NodeDeclaredFeatures", 1),
                 ]),
             ),
+            (E::PostFilter, list(&[("DynamicResources", 1)])),
             (
                 E::PreScore,
                 list(&[
@@ -1582,6 +1601,7 @@ mod tests {
                     ("VolumeBinding", 1),
                     ("PodTopologySpread", 1),
                     ("InterPodAffinity", 1),
+                    ("DynamicResources", 1),
                     ("NodeResourcesBalancedAllocation", 1),
                     ("ImageLocality", 1),
                 ]),
@@ -1595,12 +1615,19 @@ mod tests {
                     ("VolumeBinding", 1),
                     ("PodTopologySpread", 2),
                     ("InterPodAffinity", 2),
+                    ("DynamicResources", 1),
                     ("NodeResourcesBalancedAllocation", 1),
                     ("ImageLocality", 1),
                 ]),
             ),
-            (E::Reserve, list(&[("VolumeBinding", 1)])),
-            (E::PreBind, list(&[("VolumeBinding", 1)])),
+            (
+                E::Reserve,
+                list(&[("VolumeBinding", 1), ("DynamicResources", 1)]),
+            ),
+            (
+                E::PreBind,
+                list(&[("VolumeBinding", 1), ("DynamicResources", 1)]),
+            ),
             (E::Bind, list(&[("DefaultBinder", 1)])),
         ])
     }
@@ -1646,6 +1673,7 @@ profiles:
                 "VolumeZone",
                 "PodTopologySpread",
                 "InterPodAffinity",
+                "DynamicResources",
                 "NodeDeclaredFeatures",
                 "Custom"
             ]
@@ -1804,9 +1832,10 @@ profiles:
 "#;
         let c = Configuration::parse("c.yaml", text).unwrap();
         let e = c.resolve_profiles("c.yaml").unwrap_err().to_string();
+        // DynamicResources ships: enabling it again is no error, only the duplicate is.
         assert_eq!(
             e,
-            "c.yaml: profiles[0].plugins.multiPoint.enabled[0]: DynamicResources is an in-tree plugin Berth does not ship yet; disable it or leave it out\nc.yaml: profiles[1].schedulerName: duplicate scheduler name \"default-scheduler\""
+            "c.yaml: profiles[1].schedulerName: duplicate scheduler name \"default-scheduler\""
         );
 
         let e = expand_one(

@@ -344,8 +344,8 @@ impl Framework {
 
     /// When the pod has ResourceClaims (`spec.resourceClaims`) and no plugin of the
     /// profile is DynamicResources, the attempt's verdict in DynamicResources' name:
-    /// UnschedulableAndUnresolvable, naming the claims. Berth ships no
-    /// DynamicResources yet; placing the pod as if it claimed nothing would put it
+    /// UnschedulableAndUnresolvable, naming the claims. A profile may leave
+    /// DynamicResources out; placing the pod as if it claimed nothing would put it
     /// where its devices may not be.
     pub(super) fn unallocated_claims(
         &self,
