@@ -1700,7 +1700,7 @@ profiles:
         // weight; the rest keep upstream's order.
         let p = expand_one("profiles:\n- plugins:\n    score:\n      enabled: [{name: ImageLocality, weight: 7}]\n").unwrap();
         assert_eq!(p.plugins_at(E::Score)[0], ("ImageLocality".to_owned(), 7));
-        assert_eq!(p.plugins_at(E::Score).len(), 8);
+        assert_eq!(p.plugins_at(E::Score).len(), 9);
         assert_eq!(p.plugins_at(E::Score)[1], ("TaintToleration".to_owned(), 3));
 
         // A default re-configured in multiPoint keeps its place and takes the weight.
@@ -1732,7 +1732,7 @@ profiles:
         let p = expand_one("profiles:\n- plugins:\n    preScore:\n      disabled: [{name: '*'}]\n")
             .unwrap();
         assert!(p.plugins_at(E::PreScore).is_empty());
-        assert_eq!(p.plugins_at(E::Score).len(), 8);
+        assert_eq!(p.plugins_at(E::Score).len(), 9);
 
         // A plugin enabled at a point and in multiPoint is there once.
         let p = expand_one(
