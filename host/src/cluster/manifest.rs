@@ -1684,6 +1684,9 @@ mod tests {
                 Object::StorageClass(c) => format!("storageclass/{}", c.name),
                 Object::CsiNode(n) => format!("csinode/{}", n.name),
                 Object::CsiDriver(d) => format!("csidriver/{}", d.name),
+                Object::CsiStorageCapacity(c) => {
+                    format!("csistoragecapacity/{}/{}", c.namespace, c.name)
+                }
                 Object::PodGroup(g) => format!("podgroup/{}/{}", g.namespace, g.name),
                 Object::SchedulingWorkload(w) => {
                     format!("workload.scheduling/{}/{}", w.namespace, w.name)
