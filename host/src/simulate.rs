@@ -860,6 +860,7 @@ impl Timeline {
             Object::StorageClass(c) => scheduler.add_or_update_storage_class(c),
             Object::CsiNode(n) => scheduler.add_or_update_csi_node(n),
             Object::CsiDriver(d) => scheduler.add_or_update_csi_driver(d),
+            Object::CsiStorageCapacity(c) => scheduler.add_or_update_storage_capacity(c),
             Object::PodGroup(mut g) => {
                 self.admit_group(&mut g)?;
                 scheduler.add_or_update_pod_group(g)
@@ -913,6 +914,7 @@ impl Timeline {
                 "StorageClass" => scheduler.remove_storage_class(&name),
                 "CSINode" => scheduler.remove_csi_node(&name),
                 "CSIDriver" => scheduler.remove_csi_driver(&name),
+                "CSIStorageCapacity" => scheduler.remove_storage_capacity(&namespace, &name),
                 "PodGroup" => scheduler.remove_pod_group(&namespace, &name),
                 "Workload" => scheduler.remove_workload(&namespace, &name),
                 "DeviceClass" => scheduler.apply_dra(DraChange::ClassDeleted(name)),
@@ -1127,6 +1129,11 @@ fn describe(doc: &Document, timeline: &Timeline) -> (String, String, String, Str
         Object::StorageClass(c) => ("apply", "StorageClass".to_owned(), c.name.clone()),
         Object::CsiNode(n) => ("apply", "CSINode".to_owned(), n.name.clone()),
         Object::CsiDriver(d) => ("apply", "CSIDriver".to_owned(), d.name.clone()),
+        Object::CsiStorageCapacity(c) => (
+            "apply",
+            "CSIStorageCapacity".to_owned(),
+            scoped(&c.namespace, &c.name),
+        ),
         Object::PodGroup(g) => (
             "apply",
             "PodGroup".to_owned(),

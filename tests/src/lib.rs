@@ -44,6 +44,8 @@ pub fn apply(s: &mut Scheduler, yaml: &str) {
             Object::Claim(c) => s.add_or_update_claim(c),
             Object::Volume(v) => s.add_or_update_volume(v),
             Object::StorageClass(c) => s.add_or_update_storage_class(c),
+            Object::CsiDriver(d) => s.add_or_update_csi_driver(d),
+            Object::CsiStorageCapacity(c) => s.add_or_update_storage_capacity(c),
             Object::Selector(sel) => s.add_or_update_selector(sel),
             other => panic!("unexpected object {other:?}"),
         }

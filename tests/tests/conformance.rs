@@ -145,6 +145,9 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
                     Object::CsiDriver(d) => {
                         storage.set_csi_driver(d);
                     }
+                    Object::CsiStorageCapacity(c) => {
+                        storage.set_capacity(c);
+                    }
                     other => panic!("{name}: storage: not a storage object: {other:?}"),
                 }
             }

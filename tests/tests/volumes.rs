@@ -241,6 +241,53 @@ fn a_pod_whose_immediate_claim_is_unbound_waits_for_the_controller() {
     assert!(cluster.bindings().contains_key("uid-app"));
 }
 
+fn capacity(name: &str, node: &str, size: &str) -> String {
+    format!(
+        "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {{name: {name}, namespace: kube-system}}\nstorageClassName: fast\nnodeTopology: {{matchLabels: {{kubernetes.io/hostname: {node}}}}}\ncapacity: {size}\n---\n"
+    )
+}
+
+#[test]
+fn a_provisioner_with_no_capacity_on_a_node_is_refused_there_until_a_capacity_event() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    let mut yaml = node("n1", "z1") + &node("n2", "z1");
+    yaml += CLASSES;
+    yaml += "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: csi.example.com}\nspec: {storageCapacity: true}\n---\n";
+    yaml += &claim("data", "fast", "5Gi");
+    yaml += &pod_with_claim("app", "data");
+    apply(&mut s, &yaml);
+    s.run_until_idle();
+    let o = s.outcome("uid-app").unwrap().clone();
+    assert_eq!(o.node, None);
+    assert!(
+        o.message
+            .contains("2 node(s) did not have enough free storage"),
+        "{o:?}"
+    );
+
+    // The provisioner publishes a capacity on n2 too small for the claim: the pod is
+    // tried again and still fits nowhere.
+    apply(&mut s, &capacity("n2-small", "n2", "1Gi"));
+    s.run_until_idle();
+    assert_eq!(s.outcome("uid-app").unwrap().node, None);
+    assert_eq!(s.storage().counts()["CSIStorageCapacity"], 1);
+
+    // Room on n2: the pod lands there, its claim provisioned for n2.
+    apply(&mut s, &capacity("n2-big", "n2", "10Gi"));
+    s.run_until_idle();
+    assert_eq!(s.outcome("uid-app").unwrap().node.as_deref(), Some("n2"));
+    let claim = s.storage().claim("default", "data").unwrap();
+    assert_eq!(
+        claim
+            .annotations
+            .get(ANNOTATION_SELECTED_NODE)
+            .map(String::as_str),
+        Some("n2")
+    );
+    assert!(cluster.bindings().contains_key("uid-app"));
+}
+
 #[test]
 fn plugins_that_need_volumes_or_host_ports_sit_out_the_cycles_of_pods_without_them() {
     let cluster = Arc::new(MemoryCluster::new());

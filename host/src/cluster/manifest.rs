@@ -97,6 +97,8 @@ pub enum Object {
     CsiNode(berth_sdk::CsiNode),
     /// A `storage.k8s.io/v1` CSIDriver.
     CsiDriver(berth_sdk::CsiDriver),
+    /// A `storage.k8s.io/v1` CSIStorageCapacity.
+    CsiStorageCapacity(berth_sdk::CsiStorageCapacity),
     /// A `resource.k8s.io/v1` DeviceClass.
     DeviceClass(berth_sdk::dra::DeviceClass),
     /// A `resource.k8s.io/v1` ResourceClaim.
@@ -129,7 +131,8 @@ pub enum Object {
     /// namespace (empty for cluster-scoped kinds) and name is deleted.
     Delete {
         /// `Pod`, `Node`, `Namespace`, a storage kind (`PersistentVolumeClaim`,
-        /// `PersistentVolume`, `StorageClass`, `CSINode`, `CSIDriver`), or the kind of a
+        /// `PersistentVolume`, `StorageClass`, `CSINode`, `CSIDriver`,
+        /// `CSIStorageCapacity`), or the kind of a
         /// [`PodSelector`].
         kind: String,
         /// The namespace (pods only).
@@ -746,6 +749,14 @@ fn collect(
                     .map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
+        ("storage.k8s.io/v1", "CSIStorageCapacity") => {
+            let c: k8s_openapi::api::storage::v1::CSIStorageCapacity =
+                deserialize(Value::Mapping(map), path, location)?;
+            Object::CsiStorageCapacity(
+                storage::convert_csi_storage_capacity(&c)
+                    .map_err(|e| e.into_manifest_error(location, path))?,
+            )
+        }
         (dra::API_VERSION, "DeviceClass") => {
             let c = deserialize(Value::Mapping(map), path, location)?;
             Object::DeviceClass(
@@ -832,7 +843,7 @@ fn collect(
 }
 
 /// The kinds a manifest may hold that scheduling reads.
-pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, scheduling.k8s.io/v1 PriorityClass, scheduling.k8s.io/v1beta1 PodGroup, Workload, resource.k8s.io/v1 DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceTaintRule, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
+pub const ACCEPTED_KINDS: &str = "v1 Node, Pod, Namespace, Service, ReplicationController, PersistentVolumeClaim, PersistentVolume, List, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, storage.k8s.io/v1 StorageClass, CSINode, CSIDriver, CSIStorageCapacity, scheduling.k8s.io/v1 PriorityClass, scheduling.k8s.io/v1beta1 PodGroup, Workload, resource.k8s.io/v1 DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceTaintRule, policy/v1 PodDisruptionBudget and kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration";
 
 /// A warning naming the kinds of the ignored objects among `docs` (how many of
 /// each), or `None` when there are none.
@@ -879,7 +890,10 @@ fn deletable(api_version: &str, kind: &str) -> bool {
                 | "Service"
                 | "ReplicationController"
         ),
-        "storage.k8s.io/v1" => matches!(kind, "StorageClass" | "CSINode" | "CSIDriver"),
+        "storage.k8s.io/v1" => matches!(
+            kind,
+            "StorageClass" | "CSINode" | "CSIDriver" | "CSIStorageCapacity"
+        ),
         "apps/v1" => matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet"),
         "batch/v1" => kind == "Job",
         v if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => {
@@ -924,6 +938,14 @@ pub fn csi_driver_from_k8s(
     d: &k8s_openapi::api::storage::v1::CSIDriver,
 ) -> Result<berth_sdk::CsiDriver, FieldError> {
     storage::convert_csi_driver(d)
+}
+
+/// Converts a CSIStorageCapacity (its quantities in bytes); the error names the bad
+/// field.
+pub fn csi_storage_capacity_from_k8s(
+    c: &k8s_openapi::api::storage::v1::CSIStorageCapacity,
+) -> Result<berth_sdk::CsiStorageCapacity, FieldError> {
+    storage::convert_csi_storage_capacity(c)
 }
 
 /// A PodDisruptionBudget as preemption reads it; the error names the bad field.
@@ -1662,6 +1684,9 @@ mod tests {
                 Object::StorageClass(c) => format!("storageclass/{}", c.name),
                 Object::CsiNode(n) => format!("csinode/{}", n.name),
                 Object::CsiDriver(d) => format!("csidriver/{}", d.name),
+                Object::CsiStorageCapacity(c) => {
+                    format!("csistoragecapacity/{}/{}", c.namespace, c.name)
+                }
                 Object::PodGroup(g) => format!("podgroup/{}/{}", g.namespace, g.name),
                 Object::SchedulingWorkload(w) => {
                     format!("workload.scheduling/{}/{}", w.namespace, w.name)
@@ -2463,6 +2488,65 @@ spec: {}
         };
         // The API server's defaults.
         assert!(d.attach_required && !d.storage_capacity);
+    }
+
+    #[test]
+    fn csi_storage_capacities_in_bytes_and_bad_fields_named() {
+        let docs = load(
+            "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {name: csisc-1, namespace: kube-system}\nstorageClassName: fast\nnodeTopology: {matchLabels: {topology.hostpath.csi/node: n1}}\ncapacity: 1.5Gi\nmaximumVolumeSize: 100M\n---\napiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {name: unknown}\nstorageClassName: fast\n",
+        );
+        let Object::CsiStorageCapacity(c) = &docs[0].object else {
+            panic!("{:?}", docs[0].object)
+        };
+        assert_eq!(
+            (
+                c.namespace.as_str(),
+                c.name.as_str(),
+                c.storage_class_name.as_str()
+            ),
+            ("kube-system", "csisc-1", "fast")
+        );
+        assert_eq!(c.capacity, Some(3 << 29));
+        assert_eq!(c.maximum_volume_size, Some(100_000_000));
+        assert_eq!(
+            c.node_topology.as_ref().map(|t| t.match_labels.clone()),
+            Some(
+                [("topology.hostpath.csi/node".to_owned(), "n1".to_owned())]
+                    .into_iter()
+                    .collect()
+            )
+        );
+        // Unset quantities are unknown, no topology matches no node.
+        let Object::CsiStorageCapacity(c) = &docs[1].object else {
+            panic!("{:?}", docs[1].object)
+        };
+        assert_eq!(c.namespace, "default");
+        assert!(c.capacity.is_none() && c.maximum_volume_size.is_none());
+        assert!(c.node_topology.is_none());
+
+        let capacity = |body: &str| {
+            error(&format!(
+                "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {{name: c}}\n{body}\n"
+            ))
+        };
+        assert_eq!(
+            capacity("storageClassName: fast\ncapacity: 1x"),
+            "t.yaml: document 1 (line 1): capacity: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        assert_eq!(
+            capacity("storageClassName: fast\nmaximumVolumeSize: '-1'"),
+            "t.yaml: document 1 (line 1): maximumVolumeSize: must be greater than or equal to 0"
+        );
+        assert_eq!(
+            capacity("capacity: 1Gi"),
+            "t.yaml: document 1 (line 1): storageClassName: required value"
+        );
+        assert_eq!(
+            capacity(
+                "storageClassName: fast\nnodeTopology: {matchExpressions: [{key: k, operator: Has}]}"
+            ),
+            "t.yaml: document 1 (line 1): nodeTopology.matchExpressions[0].operator: unsupported operator \"Has\" (In, NotIn, Exists, DoesNotExist)"
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@ pub mod quantity;
 pub mod storage;
 
 use berth_sdk::{
-    ClaimRef, CsiDriver, CsiNode, Labels, Node, PersistentVolume, PersistentVolumeClaim, Pod,
-    PodDisruptionBudget, StorageClass,
+    ClaimRef, CsiDriver, CsiNode, CsiStorageCapacity, Labels, Node, PersistentVolume,
+    PersistentVolumeClaim, Pod, PodDisruptionBudget, StorageClass,
 };
 use manifest::PodSelector;
 use std::collections::HashMap;
@@ -287,6 +287,15 @@ pub enum Change {
     CsiDriver(CsiDriver),
     /// A CSIDriver is gone (by name).
     CsiDriverDeleted(String),
+    /// A CSIStorageCapacity appeared or changed.
+    CsiStorageCapacity(CsiStorageCapacity),
+    /// A CSIStorageCapacity is gone.
+    CsiStorageCapacityDeleted {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// A PodGroup appeared or changed.
     PodGroup(pod_groups::PodGroupObject),
     /// A PodGroup is gone.

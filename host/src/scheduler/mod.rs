@@ -460,6 +460,10 @@ impl Scheduler {
             Change::CsiNodeDeleted(name) => self.remove_csi_node(&name),
             Change::CsiDriver(d) => self.add_or_update_csi_driver(d),
             Change::CsiDriverDeleted(name) => self.remove_csi_driver(&name),
+            Change::CsiStorageCapacity(c) => self.add_or_update_storage_capacity(c),
+            Change::CsiStorageCapacityDeleted { namespace, name } => {
+                self.remove_storage_capacity(&namespace, &name)
+            }
             Change::PodGroup(g) => self.add_or_update_pod_group(g),
             Change::PodGroupDeleted { namespace, name } => self.remove_pod_group(&namespace, &name),
             Change::SchedulingWorkload(w) => self.add_or_update_workload(w),

@@ -1,12 +1,12 @@
 //! The storage objects' bookkeeping: each PersistentVolumeClaim, PersistentVolume,
-//! StorageClass, CSINode and CSIDriver change updates the storage view the volume
+//! StorageClass, CSINode, CSIDriver and CSIStorageCapacity change updates the storage view the volume
 //! plugins read, and tells the queue, which may retry the pods they rejected.
 
 use super::Scheduler;
 use crate::cluster::storage::Storage;
 use berth_sdk::{
-    ActionType, ClusterEvent, CsiDriver, CsiNode, EventResource, Object, PersistentVolume,
-    PersistentVolumeClaim, StorageClass,
+    ActionType, ClusterEvent, CsiDriver, CsiNode, CsiStorageCapacity, EventResource, Object,
+    PersistentVolume, PersistentVolumeClaim, StorageClass,
 };
 
 impl Scheduler {
@@ -121,5 +121,24 @@ impl Scheduler {
     pub fn remove_csi_driver(&mut self, name: &str) {
         let old = self.storage.remove_csi_driver(name);
         self.storage_deleted(EventResource::CsiDriver, old.map(Object::CsiDriver));
+    }
+
+    /// A CSIStorageCapacity appeared or changed.
+    pub fn add_or_update_storage_capacity(&mut self, capacity: CsiStorageCapacity) {
+        let old = self.storage.set_capacity(capacity.clone());
+        self.storage_event(
+            EventResource::CsiStorageCapacity,
+            old.map(Object::CsiStorageCapacity),
+            Object::CsiStorageCapacity(capacity),
+        );
+    }
+
+    /// A CSIStorageCapacity is gone.
+    pub fn remove_storage_capacity(&mut self, namespace: &str, name: &str) {
+        let old = self.storage.remove_capacity(namespace, name);
+        self.storage_deleted(
+            EventResource::CsiStorageCapacity,
+            old.map(Object::CsiStorageCapacity),
+        );
     }
 }

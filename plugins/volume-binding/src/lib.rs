@@ -10,7 +10,9 @@
 //! - **Filter** checks, per node, that every bound volume's node affinity admits the
 //!   node, and that every unbound claim either matches an available volume the node
 //!   reaches (the smallest that fits) or can be provisioned there (its class has a
-//!   provisioner and `allowedTopologies` admits the node).
+//!   provisioner, `allowedTopologies` admits the node, and, when the provisioner's
+//!   CSIDriver publishes its storage capacity, a CSIStorageCapacity of the class
+//!   that the node reaches is big enough).
 //! - **Score**, only when the args give a `shape`: the utilization of the volumes the
 //!   pod would bind, per class, through the shape.
 //! - **Reserve** assumes the choices in the host (a volume's `claimRef`, a claim's
@@ -19,8 +21,9 @@
 //!   `bindTimeoutSeconds`, until the PersistentVolume controller has bound every
 //!   claim.
 //!
-//! Not modelled: CSIStorageCapacity (provisioning is never refused for capacity), and
-//! the translation of in-tree volumes to CSI.
+//! A bound in-tree volume (GCE PD, AWS EBS, Azure Disk, Cinder) is checked against a
+//! node whose CSINode lists its plugin as migrated as its CSI driver would publish it
+//! ([`migration`]).
 
 use berth_sdk::helpers::{MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, ShapePoint, broken_linear};
 use berth_sdk::{
@@ -32,6 +35,8 @@ use berth_sdk::{
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+
+pub mod migration;
 
 /// The CycleState key of PreFilter's state (upstream's key, the plugin's name).
 pub const STATE_KEY: &str = "VolumeBinding";
@@ -48,6 +53,8 @@ pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity con
 /// Upstream's `ErrReasonPVNotExist`.
 pub const ERR_REASON_PV_NOT_EXIST: &str =
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
+/// Upstream's `ErrReasonNotEnoughSpace`.
+pub const ERR_REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free storage";
 /// PreFilter's reason when a claim of an immediate class is not bound yet.
 pub const ERR_REASON_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
 
@@ -374,7 +381,11 @@ pub fn find_pod_volumes(
     let mut bound_satisfied = true;
     let mut bound_found = true;
     let mut unbound_satisfied = true;
-    let reasons = |bound_satisfied: bool, unbound_satisfied: bool, bound_found: bool| {
+    let mut sufficient_storage = true;
+    let reasons = |bound_satisfied: bool,
+                   unbound_satisfied: bool,
+                   sufficient_storage: bool,
+                   bound_found: bool| {
         let mut r = Vec::new();
         if !bound_satisfied {
             r.push(ERR_REASON_NODE_CONFLICT);
@@ -382,26 +393,30 @@ pub fn find_pod_volumes(
         if !unbound_satisfied {
             r.push(ERR_REASON_BIND_CONFLICT);
         }
+        if !sufficient_storage {
+            r.push(ERR_REASON_NOT_ENOUGH_SPACE);
+        }
         if !bound_found {
             r.push(ERR_REASON_PV_NOT_EXIST);
         }
         r
     };
-    for claim in &claims.bound {
-        match berth_sdk::persistent_volume(&claim.volume_name) {
-            None => {
+    if !claims.bound.is_empty() {
+        let csi_node = berth_sdk::csi_node(&node.node.name);
+        for claim in &claims.bound {
+            let Some(volume) = berth_sdk::persistent_volume(&claim.volume_name) else {
                 bound_found = false;
                 break;
-            }
-            Some(volume) if !node_affinity_allows(&volume, labels) => {
+            };
+            let volume = migration::for_node(&volume, csi_node.as_ref())?;
+            if !node_affinity_allows(&volume, labels) {
                 bound_satisfied = false;
                 break;
             }
-            Some(_) => {}
         }
     }
     if claims.to_bind.is_empty() {
-        return Ok((found, reasons(bound_satisfied, true, bound_found)));
+        return Ok((found, reasons(bound_satisfied, true, true, bound_found)));
     }
     let mut to_match = Vec::new();
     let mut to_provision = Vec::new();
@@ -409,7 +424,7 @@ pub fn find_pod_volumes(
         match claim.selected_node() {
             Some(selected) if selected != node.node.name => {
                 // Already being provisioned for another node.
-                return Ok((found, reasons(bound_satisfied, false, bound_found)));
+                return Ok((found, reasons(bound_satisfied, false, true, bound_found)));
             }
             Some(_) => to_provision.push(claim.clone()),
             None => to_match.push(claim.clone()),
@@ -456,13 +471,57 @@ pub fn find_pod_volumes(
                 found.dynamic_provisions.clear();
                 break;
             }
+            if !has_enough_capacity(&class.provisioner, &claim, class_name, labels) {
+                // Upstream answers only "not enough space" here: provisioning would
+                // do, but not on this node.
+                sufficient_storage = false;
+                found.dynamic_provisions.clear();
+                break;
+            }
             found.dynamic_provisions.push(claim);
         }
     }
     Ok((
         found,
-        reasons(bound_satisfied, unbound_satisfied, bound_found),
+        reasons(
+            bound_satisfied,
+            unbound_satisfied,
+            sufficient_storage,
+            bound_found,
+        ),
     ))
+}
+
+/// Whether the provisioner can make the claim's volume where the node reaches it
+/// (upstream's `hasEnoughCapacity`): only a CSIDriver with `storageCapacity` is
+/// checked; then some CSIStorageCapacity of the class whose `nodeTopology` selects
+/// the node's labels must have room for the request. A claim that requests nothing
+/// (0: the API server requires a request, so only a test makes one) is not checked.
+pub fn has_enough_capacity(
+    provisioner: &str,
+    claim: &PersistentVolumeClaim,
+    class: &str,
+    labels: &Labels,
+) -> bool {
+    if claim.requested_storage == 0 {
+        return true;
+    }
+    if !berth_sdk::csi_driver(provisioner).is_some_and(|d| d.storage_capacity) {
+        return true;
+    }
+    berth_sdk::csi_storage_capacities_of_class(class)
+        .iter()
+        .any(|c| {
+            c.storage_class_name == class
+                && volume_limit(c).is_some_and(|limit| limit >= claim.requested_storage)
+                && c.node_topology.as_ref().is_some_and(|t| t.matches(labels))
+        })
+}
+
+/// The largest volume a CSIStorageCapacity admits (upstream's `volumeLimit`):
+/// `maximumVolumeSize`, the more precise, else `capacity`; `None` when neither is set.
+pub fn volume_limit(capacity: &berth_sdk::CsiStorageCapacity) -> Option<i64> {
+    capacity.maximum_volume_size.or(capacity.capacity)
 }
 
 /// Whether every claim of the pod is fully bound now (upstream's
@@ -498,6 +557,7 @@ fn revert(
 /// to wait on, an `Err` when they cannot complete (a volume's claimRef was dropped,
 /// provisioning failed, a volume the node cannot reach).
 pub fn check_bindings(volumes: &PodVolumes, node: &str) -> Result<bool, String> {
+    let csi_node = berth_sdk::csi_node(node);
     for (volume, claim) in &volumes.static_bindings {
         let volume = berth_sdk::persistent_volume(&volume.name).ok_or_else(|| {
             format!(
@@ -512,6 +572,8 @@ pub fn check_bindings(volumes: &PodVolumes, node: &str) -> Result<bool, String> 
                     claim.key()
                 )
             })?;
+        let volume = migration::for_node(&volume, csi_node.as_ref())
+            .map_err(|e| format!("failed to translate pv to csi: {e}"))?;
         if !node_affinity_allows(&volume, &volumes.node_labels) {
             return Err(format!(
                 "pv {:?} node affinity doesn't match node {node:?}: no matching NodeSelectorTerms",
@@ -542,6 +604,7 @@ pub fn check_bindings(volumes: &PodVolumes, node: &str) -> Result<bool, String> 
                 // Not seen yet.
                 return Ok(false);
             };
+            let volume = migration::for_node(&volume, csi_node.as_ref())?;
             if !node_affinity_allows(&volume, &volumes.node_labels) {
                 return Err(format!(
                     "pv {:?} node affinity doesn't match node {node:?}: no matching NodeSelectorTerms",
@@ -626,6 +689,60 @@ impl VolumeBinding {
         })
     }
 
+    /// Upstream's `isSchedulableAfterCSINodeChange`: a new CSINode, or a change of the
+    /// plugins it lists as migrated (which changes how in-tree volumes are checked).
+    fn after_csi_node_change(
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let Some(old) = old else {
+            return Ok(QueueingHint::Queue);
+        };
+        let old = berth_sdk::events::required(Some(old), Object::as_csi_node, "csinode", "old")?;
+        let new = berth_sdk::events::required(new, Object::as_csi_node, "csinode", "new")?;
+        Ok(if old.migrated_plugins != new.migrated_plugins {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        })
+    }
+
+    /// Upstream's `isSchedulableAfterCSIStorageCapacityChange`: a capacity of a class
+    /// one of the pod's claims asks for that is new, or whose volume limit grew (its
+    /// class and topology cannot change). A claim of the pod that is missing is an
+    /// error (the pod is queued).
+    fn after_capacity_change(
+        pod: &Pod,
+        old: Option<&Object>,
+        new: Option<&Object>,
+    ) -> Result<QueueingHint, String> {
+        let new = berth_sdk::events::required(
+            new,
+            Object::as_csi_storage_capacity,
+            "csistoragecapacity",
+            "new",
+        )?;
+        let mut uses_class = false;
+        for name in pod.claim_names() {
+            let claim = berth_sdk::persistent_volume_claim(&pod.namespace, &name)
+                .ok_or_else(|| format!("persistentvolumeclaim \"{name}\" not found"))?;
+            uses_class |=
+                !new.storage_class_name.is_empty() && claim_class(&claim) == new.storage_class_name;
+        }
+        if !uses_class {
+            return Ok(QueueingHint::QueueSkip);
+        }
+        let Some(old) = old.and_then(Object::as_csi_storage_capacity) else {
+            return Ok(QueueingHint::Queue);
+        };
+        Ok(match (volume_limit(old), volume_limit(new)) {
+            (_, None) => QueueingHint::QueueSkip,
+            (None, Some(_)) => QueueingHint::Queue,
+            (Some(o), Some(n)) if n > o => QueueingHint::Queue,
+            _ => QueueingHint::QueueSkip,
+        })
+    }
+
     /// Upstream's `isSchedulableAfterCSIDriverChange`: a driver of one of the pod's
     /// inline volumes stopped asking for storage capacity.
     fn after_driver_change(
@@ -662,7 +779,8 @@ impl Plugin for VolumeBinding {
 
     /// As upstream with queueing hints: a StorageClass added or updated (hint), a
     /// claim added or updated (hint), a volume added or updated, a node added or
-    /// relabelled, a CSINode added or updated (hint), a CSIDriver updated (hint).
+    /// relabelled, a CSINode added or updated (hint), a CSIDriver updated (hint), a
+    /// CSIStorageCapacity added or updated (hint).
     fn events() -> Option<Vec<EventRegistration>> {
         Some(vec![
             EventRegistration::with_hint(
@@ -686,6 +804,10 @@ impl Plugin for VolumeBinding {
                 ActionType::ADD | ActionType::UPDATE,
             ),
             EventRegistration::with_hint(EventResource::CsiDriver, ActionType::UPDATE),
+            EventRegistration::with_hint(
+                EventResource::CsiStorageCapacity,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
         ])
     }
 }
@@ -701,12 +823,9 @@ impl EnqueueExtensions for VolumeBinding {
         match event.resource {
             EventResource::PersistentVolumeClaim => self.after_claim_change(pod, new),
             EventResource::StorageClass => Self::after_class_change(old, new),
-            // A new CSINode may let in-tree volumes migrate; Berth does not translate
-            // them, so an update (upstream: of the migrated-plugins annotation) does
-            // not change what Filter says.
-            EventResource::CsiNode if old.is_none() => Ok(QueueingHint::Queue),
-            EventResource::CsiNode => Ok(QueueingHint::QueueSkip),
+            EventResource::CsiNode => Self::after_csi_node_change(old, new),
             EventResource::CsiDriver => Self::after_driver_change(pod, old, new),
+            EventResource::CsiStorageCapacity => Self::after_capacity_change(pod, old, new),
             _ => Ok(QueueingHint::Queue),
         }
     }

@@ -16,7 +16,8 @@ use crate::cluster::manifest::pod_group::pod_group_from_json;
 use crate::cluster::manifest::scheduling_workload::workload_from_json;
 use crate::cluster::manifest::{
     FieldError, budget_from_k8s, claim_from_k8s, csi_driver_from_k8s, csi_node_from_k8s,
-    node_from_k8s, pod_from_k8s, selector_from_k8s, storage_class_from_k8s, volume_from_k8s,
+    csi_storage_capacity_from_k8s, node_from_k8s, pod_from_k8s, selector_from_k8s,
+    storage_class_from_k8s, volume_from_k8s,
 };
 use berth_sdk::Labels;
 use futures::StreamExt;
@@ -308,7 +309,8 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
 
     /// The storage kinds the volume plugins read: PersistentVolumeClaims and
     /// PersistentVolumes (`v1`), StorageClasses, CSINodes and CSIDrivers
-    /// (`storage.k8s.io/v1`, served since Kubernetes 1.18 for all three).
+    /// (`storage.k8s.io/v1`, served since Kubernetes 1.18 for all three), and
+    /// CSIStorageCapacities where they are served.
     fn storage(&mut self) {
         self.spawn::<k8s::PersistentVolumeClaim>(
             "persistentvolumeclaims",
@@ -357,6 +359,37 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
                 Ok(Some((d.name.clone(), Change::CsiDriver(d))))
             },
             Change::CsiDriverDeleted,
+        );
+        self.storage_capacities();
+    }
+
+    /// CSIStorageCapacities (`storage.k8s.io/v1`, served since Kubernetes 1.24; 1.21
+    /// to 1.23 serve only `v1beta1`, which kube-scheduler 1.37 no longer reads). A
+    /// server without them is said once: VolumeBinding then finds no capacity for a
+    /// driver that publishes it, as kube-scheduler does with an empty lister.
+    fn storage_capacities(&mut self) {
+        self.spawn_if_served(
+            OptionalKind {
+                group: "storage.k8s.io",
+                versions: &["v1"],
+                plural: "csistoragecapacities",
+                unserved: "the API server serves no CSIStorageCapacities (storage.k8s.io/v1): \
+                           a CSI driver that publishes its capacity is found to have none \
+                           on any node, and Berth looks for them again only when it restarts",
+            },
+            |_| {},
+            |o| {
+                let c: storage::CSIStorageCapacity = typed(o)?;
+                let c = csi_storage_capacity_from_k8s(&c)?;
+                Ok(Some((
+                    format!("{}/{}", c.namespace, c.name),
+                    Change::CsiStorageCapacity(c),
+                )))
+            },
+            |key| {
+                let (namespace, name) = split_key(&key);
+                Change::CsiStorageCapacityDeleted { namespace, name }
+            },
         );
     }
 
@@ -1507,6 +1540,191 @@ mod tests {
         let requests = requests.lock().unwrap();
         assert!(
             requests.iter().all(|r| r.path == DRA),
+            "discovery only: {requests:?}"
+        );
+    }
+    const STORAGE: &str = "/apis/storage.k8s.io/v1";
+
+    /// The `storage.k8s.io/v1` discovery of an API server; `capacities` whether it
+    /// lists CSIStorageCapacities (1.24 and later) or not (1.20).
+    fn storage_discovery(capacities: bool) -> Answer {
+        let mut kinds = vec![
+            ("csidrivers", "CSIDriver", false),
+            ("csinodes", "CSINode", false),
+            ("storageclasses", "StorageClass", false),
+            ("volumeattachments", "VolumeAttachment", false),
+            ("volumeattachments/status", "VolumeAttachment", false),
+        ];
+        if capacities {
+            kinds.push(("csistoragecapacities", "CSIStorageCapacity", true));
+        }
+        let resources: Vec<Value> = kinds
+            .iter()
+            .map(|(name, kind, namespaced)| {
+                json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+                       "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]})
+            })
+            .collect();
+        Answer::Json(
+            200,
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "storage.k8s.io/v1", "resources": resources}),
+        )
+    }
+
+    /// A CSIStorageCapacity as external-provisioner publishes it and a 1.24+ API
+    /// server serves it (list items carry no apiVersion and kind).
+    fn capacity(name: &str, rv: u64, node: &str, capacity: &str, with_type: bool) -> Value {
+        let mut o = json!({
+            "metadata": {
+                "name": name,
+                "generateName": "csisc-",
+                "namespace": "kube-system",
+                "uid": format!("{name}-4c1e-4a7b-9d2f"),
+                "resourceVersion": rv.to_string(),
+                "creationTimestamp": "2026-11-20T08:14:03Z",
+                "labels": {
+                    "csi.storage.k8s.io/drivername": "hostpath.csi.k8s.io",
+                    "csi.storage.k8s.io/managed-by": "external-provisioner",
+                },
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                    "name": "csi-hostpathplugin", "uid": "5e0a", "controller": true}],
+            },
+            "nodeTopology": {"matchLabels": {"topology.hostpath.csi/node": node}},
+            "storageClassName": "csi-hostpath-fast",
+            "capacity": capacity,
+            "maximumVolumeSize": "10Gi",
+        });
+        if with_type {
+            o["apiVersion"] = "storage.k8s.io/v1".into();
+            o["kind"] = "CSIStorageCapacity".into();
+        }
+        o
+    }
+
+    fn capacity_summary(c: &Change) -> String {
+        match c {
+            Change::CsiStorageCapacity(c) => format!(
+                "capacity {}/{} {} {:?} {:?} {:?}",
+                c.namespace,
+                c.name,
+                c.storage_class_name,
+                c.node_topology.as_ref().map(|t| &t.match_labels),
+                c.capacity,
+                c.maximum_volume_size
+            ),
+            Change::CsiStorageCapacityDeleted { namespace, name } => {
+                format!("capacity deleted {namespace}/{name}")
+            }
+            other => summary(other),
+        }
+    }
+
+    #[tokio::test]
+    async fn storage_capacities_are_listed_then_watched_and_a_bad_one_is_named() {
+        let log = Log::default();
+        let _log = log.start();
+        let broken = capacity("csisc-broken", 12, "node-3", "1x", false);
+        let list = json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacityList",
+            "metadata": {"resourceVersion": "600"},
+            "items": [capacity("csisc-7xk2p", 11, "node-1", "98Gi", false), broken],
+        });
+        let path = "/apis/storage.k8s.io/v1/csistoragecapacities";
+        let (events, watch_rx) = mpsc::unbounded();
+        let watch_rx = Mutex::new(Some(watch_rx));
+        let quiet = Mutex::new(Vec::new());
+        let answer = move |r: &fake::Request| {
+            if r.path == STORAGE {
+                storage_discovery(true)
+            } else if r.path == path && r.is_watch() {
+                match watch_rx.lock().unwrap().take() {
+                    Some(rx) => Answer::Events(rx),
+                    None => {
+                        let (tx, rx) = mpsc::unbounded();
+                        quiet.lock().unwrap().push(tx);
+                        Answer::Events(rx)
+                    }
+                }
+            } else if r.path == path {
+                Answer::Json(200, list.clone())
+            } else {
+                fake::not_found()
+            }
+        };
+        let (client, requests) = fake::client(answer);
+        let cluster = fake::cluster(client);
+        let (mut s, rx) = spawner(&cluster, Mode::Watch);
+        s.storage_capacities();
+
+        let listed = [
+            capacity_summary(&next(&rx).await),
+            capacity_summary(&next(&rx).await),
+        ];
+        assert_eq!(
+            listed,
+            [
+                "capacity kube-system/csisc-7xk2p csi-hostpath-fast Some({\"topology.hostpath.csi/node\": \"node-1\"}) Some(105226698752) Some(10737418240)",
+                "synced",
+            ]
+        );
+        assert!(
+            log.text()
+                .contains("csistoragecapacities: ignoring kube-system/csisc-broken: capacity:"),
+            "{}",
+            log.text()
+        );
+
+        // The watch: the provisioner updates a capacity, publishes one and retires it.
+        for event in [
+            json!({"type": "MODIFIED", "object": capacity("csisc-7xk2p", 21, "node-1", "2Gi", true)}),
+            json!({"type": "ADDED", "object": capacity("csisc-9m4tq", 22, "node-2", "50Gi", true)}),
+            json!({"type": "DELETED", "object": capacity("csisc-9m4tq", 23, "node-2", "50Gi", true)}),
+        ] {
+            events.unbounded_send(event).unwrap();
+        }
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.push(capacity_summary(&next(&rx).await));
+        }
+        assert_eq!(
+            changes,
+            [
+                "capacity kube-system/csisc-7xk2p csi-hostpath-fast Some({\"topology.hostpath.csi/node\": \"node-1\"}) Some(2147483648) Some(10737418240)",
+                "capacity kube-system/csisc-9m4tq csi-hostpath-fast Some({\"topology.hostpath.csi/node\": \"node-2\"}) Some(53687091200) Some(10737418240)",
+                "capacity deleted kube-system/csisc-9m4tq",
+            ]
+        );
+        assert!(requests.lock().unwrap().iter().all(|r| r.method == "GET"));
+        for t in s.tasks {
+            t.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_without_v1_storage_capacities_is_told_of_once_and_counts_as_listed() {
+        let log = Log::default();
+        let _log = log.start();
+        // Kubernetes 1.20: storage.k8s.io/v1 without CSIStorageCapacity (v1beta1 has it).
+        let (client, requests) = fake::client(|r: &fake::Request| {
+            if r.path == STORAGE {
+                storage_discovery(false)
+            } else {
+                fake::not_found()
+            }
+        });
+        let cluster = fake::cluster(client);
+        let (mut s, rx) = spawner(&cluster, Mode::Watch);
+        s.storage_capacities();
+        assert_eq!(summary(&next(&rx).await), "synced");
+        for t in s.tasks {
+            t.await.unwrap();
+        }
+        assert!(rx.try_recv().is_err(), "synced once");
+        let said = "the API server serves no CSIStorageCapacities (storage.k8s.io/v1)";
+        assert_eq!(log.text().matches(said).count(), 1, "{}", log.text());
+        let requests = requests.lock().unwrap();
+        assert!(
+            requests.iter().all(|r| r.path == STORAGE),
             "discovery only: {requests:?}"
         );
     }

@@ -1,12 +1,12 @@
 //! The storage kinds of a manifest (PersistentVolumeClaims, PersistentVolumes,
-//! StorageClasses, CSINodes, CSIDrivers) and a pod's volumes, converted into the
+//! StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities) and a pod's volumes, converted into the
 //! SDK's types with the defaults the API server applies.
 
 use super::{FieldError, namespace_of, non_empty, required_name, resources};
 use berth_sdk::volumes::{
-    AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, PersistentVolume,
-    PersistentVolumeClaim, PersistentVolumeSource, StorageClass, TopologySelectorTerm, Volume,
-    VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
+    AccessMode, ClaimPhase, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, CsiStorageCapacity,
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
+    TopologySelectorTerm, Volume, VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource,
 };
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::storage::v1 as storage;
@@ -276,6 +276,41 @@ pub(super) fn convert_csi_driver(d: &storage::CSIDriver) -> Result<CsiDriver, Fi
         name: required_name(&d.metadata)?,
         attach_required: d.spec.attach_required.unwrap_or(true),
         storage_capacity: d.spec.storage_capacity.unwrap_or(false),
+    })
+}
+
+/// One quantity of a CSIStorageCapacity, in bytes (rounded up, as the scheduler's
+/// `Value()` reads it); the error names `path`.
+fn capacity_bytes(
+    q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    path: &str,
+) -> Result<Option<i64>, FieldError> {
+    let Some(q) = q else { return Ok(None) };
+    match crate::cluster::quantity::value(q.0.trim()) {
+        Ok(v) if v < 0 => Err(FieldError::new(path, "must be greater than or equal to 0")),
+        Ok(v) => Ok(Some(v)),
+        Err(e) => Err(FieldError::new(path, e.to_string())),
+    }
+}
+
+pub(super) fn convert_csi_storage_capacity(
+    c: &storage::CSIStorageCapacity,
+) -> Result<CsiStorageCapacity, FieldError> {
+    if c.storage_class_name.is_empty() {
+        return Err(FieldError::new("storageClassName", "required value"));
+    }
+    Ok(CsiStorageCapacity {
+        namespace: namespace_of(&c.metadata),
+        name: required_name(&c.metadata)?,
+        storage_class_name: c.storage_class_name.clone(),
+        node_topology: c
+            .node_topology
+            .as_ref()
+            .map(|s| super::super::affinity::label_selector(s, "nodeTopology"))
+            .transpose()
+            .map_err(FieldError::from)?,
+        capacity: capacity_bytes(c.capacity.as_ref(), "capacity")?,
+        maximum_volume_size: capacity_bytes(c.maximum_volume_size.as_ref(), "maximumVolumeSize")?,
     })
 }
 
