@@ -144,6 +144,88 @@ fn simulate_runs_a_timeline_of_adds_updates_and_deletes() {
 }
 
 #[test]
+fn simulate_allocates_the_dra_example_s_devices_request_by_request() {
+    let out = berth(&["simulate", "examples/dra/cluster.yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let node_of = |pod: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("default/{pod} ")))
+            .unwrap_or_else(|| panic!("no line for {pod}:\n{text}"));
+        line.split_whitespace().nth(1).unwrap().to_owned()
+    };
+    // The shared claim's pods are where its GPU is; the training pods each need a
+    // GPU and a NIC, which only gpu-a and gpu-b have; the prioritized list finds the
+    // H100 taken and takes gpu-c's two A100s; the plain pod needs no device.
+    assert_eq!(node_of("inference-0"), "gpu-a", "{text}");
+    assert_eq!(node_of("inference-1"), "gpu-a", "{text}");
+    let mut trains = [node_of("train-0"), node_of("train-1")];
+    trains.sort();
+    assert_eq!(trains, ["gpu-a", "gpu-b"], "{text}");
+    assert_eq!(node_of("finetune"), "gpu-c", "{text}");
+    assert!(text.contains(
+        "default/shared-a100  request gpu: device gpu.example.com/gpu-a/gpu-0 (for inference-0, inference-1)\n"
+    ), "{text}");
+    let finetune: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("default/finetune-gpus-"))
+        .collect();
+    assert_eq!(finetune.len(), 2, "{text}");
+    for (line, device) in finetune.iter().zip(["gpu-0", "gpu-1"]) {
+        assert!(
+            line.ends_with(&format!(
+                "request gpus/two-a100: device gpu.example.com/gpu-c/{device} (for finetune)"
+            )),
+            "{line}"
+        );
+    }
+    // Each training claim got one GPU and one NIC of its pod's node.
+    for pod in ["train-0", "train-1"] {
+        let node = node_of(pod);
+        let claim: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("default/{pod}-devices-")))
+            .collect();
+        assert_eq!(claim.len(), 2, "{text}");
+        assert!(
+            claim[0].contains(&format!("request gpu: device gpu.example.com/{node}/")),
+            "{text}"
+        );
+        assert!(
+            claim[1].contains(&format!(
+                "request nic: device rdma.example.com/{node}/nic-0"
+            )),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("\n6 scheduled, 0 unschedulable, 6 pods in "),
+        "{text}"
+    );
+    // The same in JSON.
+    let out = berth(&["simulate", "-o", "json", "examples/dra/cluster.yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 7, "{v}");
+    let shared = devices
+        .iter()
+        .find(|d| d["claim"] == "shared-a100")
+        .unwrap();
+    assert_eq!(
+        shared,
+        &serde_json::json!({
+            "namespace": "default",
+            "claim": "shared-a100",
+            "request": "gpu",
+            "device": "gpu.example.com/gpu-a/gpu-0",
+            "reserved_for": ["inference-0", "inference-1"]
+        })
+    );
+}
+
+#[test]
 fn simulate_places_the_example_s_gangs_whole_or_not_at_all() {
     let out = berth(&["simulate", "examples/gangs.yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));
