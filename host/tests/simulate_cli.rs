@@ -409,8 +409,9 @@ fn explain_prints_every_filter_and_score() {
     let small = nodes.iter().find(|n| n["node"] == "small-1").unwrap();
     assert_eq!(small["feasible"], true);
     let scores = small["scores"].as_array().unwrap();
-    // The default profile's eight Score plugins (VolumeBinding's PreScore skips: 0).
-    assert_eq!(scores.len(), 8);
+    // The default profile's nine Score plugins (VolumeBinding's PreScore skips: 0;
+    // DynamicResources' too, for a pod without claims).
+    assert_eq!(scores.len(), 9);
     let vb = scores
         .iter()
         .find(|s| s["plugin"] == "VolumeBinding")

@@ -277,6 +277,11 @@ impl Framework {
         {
             let mut main = lock(&self.main);
             for &(i, _) in points {
+                // A plugin the pod's features leave out of its cycles (it wrote no
+                // PreFilter state for it) has nothing to do after them either.
+                if !self.takes_part(i, pod.pod(), state) {
+                    continue;
+                }
                 let inst = match main.get(i, &self.plugins) {
                     Ok(inst) => inst,
                     Err(e) => {
