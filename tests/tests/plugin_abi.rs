@@ -71,20 +71,31 @@ const ADAPTED_0_7_WIT_SHA256: &str =
 
 #[test]
 fn the_adapted_0_7_wit_is_the_0_7_1_one_unedited() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/adapted/0.7/scheduler.wit");
+    assert_frozen(
+        "../wit/adapted/0.7/scheduler.wit",
+        ADAPTED_0_7_WIT_SHA256,
+        "0.7",
+    );
+}
+
+/// Checks that the adapted WIT at `relative` (from this crate) keeps its three-line
+/// FROZEN header and, below it, the package whose sha256 is `sha`: the WIT the
+/// `track`'s modules were built against, never edited.
+fn assert_frozen(relative: &str, sha: &str, track: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines = text.split_inclusive('\n');
     let header: String = lines.by_ref().take(3).collect();
     assert!(header.starts_with("// FROZEN"), "{header}");
     let body: String = lines.collect();
-    let sha: String = Sha256::digest(body.as_bytes())
+    let got: String = Sha256::digest(body.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
     assert_eq!(
+        got,
         sha,
-        ADAPTED_0_7_WIT_SHA256,
-        "{} was edited: it is the WIT 0.7 modules were built against, and stays as it was",
+        "{} was edited: it is the WIT {track} modules were built against, and stays as it was",
         path.display()
     );
 }
@@ -97,21 +108,10 @@ const ADAPTED_0_8_WIT_SHA256: &str =
 
 #[test]
 fn the_adapted_0_8_wit_is_the_0_8_2_one_unedited() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/adapted/0.8/scheduler.wit");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut lines = text.split_inclusive('\n');
-    let header: String = lines.by_ref().take(3).collect();
-    assert!(header.starts_with("// FROZEN"), "{header}");
-    let body: String = lines.collect();
-    let sha: String = Sha256::digest(body.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(
-        sha,
+    assert_frozen(
+        "../wit/adapted/0.8/scheduler.wit",
         ADAPTED_0_8_WIT_SHA256,
-        "{} was edited: it is the WIT 0.8 modules were built against, and stays as it was",
-        path.display()
+        "0.8",
     );
 }
 
