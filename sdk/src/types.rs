@@ -437,6 +437,16 @@ impl Pod {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// The `status.resourceClaimStatuses` entry of the `spec.resourceClaims` entry
+    /// named `entry`: where the claim made from its template is recorded (its
+    /// `resource_claim_name` is `None` when no claim is needed). `None` before the
+    /// claim is made.
+    pub fn resource_claim_status(&self, entry: &str) -> Option<&PodResourceClaimStatus> {
+        self.resource_claim_statuses
+            .iter()
+            .find(|s| s.name == entry)
+    }
+
     /// The pod that stands for a PodGroup before a QueueSort plugin. The scheduling
     /// queue holds pod groups as wholes, as kube-scheduler's does (its QueueSort
     /// compares entities: a pod, or a pod group), and keys a group by asking the

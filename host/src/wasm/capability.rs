@@ -183,9 +183,7 @@ pub struct ScopedPod {
 /// made for its extended resources (`status.extendedResourceClaimStatus`).
 pub fn resource_claim_names(pod: &Pod) -> Vec<String> {
     let made = |entry: &str| {
-        pod.resource_claim_statuses
-            .iter()
-            .find(|s| s.name == entry)
+        pod.resource_claim_status(entry)
             .and_then(|s| s.resource_claim_name.clone())
     };
     pod.resource_claims

@@ -16,9 +16,7 @@ pub fn claim_name<'p>(
     match &entry.source {
         ClaimSource::ClaimName(name) => Ok(Some((name, false))),
         ClaimSource::TemplateName(_) => pod
-            .resource_claim_statuses
-            .iter()
-            .find(|s| s.name == entry.name)
+            .resource_claim_status(&entry.name)
             .map(|s| s.resource_claim_name.as_deref().map(|n| (n, true)))
             .ok_or_else(|| {
                 format!(
