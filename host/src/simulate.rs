@@ -683,14 +683,8 @@ impl Timeline {
         };
         self.reported.retain(|u| u != &uid);
         scheduler.delete_pod(&uid);
-        // The garbage collector deletes the claims made for the pod.
-        for c in scheduler.dra().claims() {
-            if c.is_for_pod(&uid) {
-                scheduler.apply_dra(DraChange::ClaimDeleted {
-                    namespace: c.namespace.clone(),
-                    name: c.name.clone(),
-                });
-            }
+        for change in crate::cluster::dra::released_by_pod(scheduler.dra(), &uid) {
+            scheduler.apply_dra(change);
         }
         true
     }
@@ -705,11 +699,7 @@ impl Timeline {
             let berth_sdk::ClaimSource::TemplateName(template) = &entry.source else {
                 continue;
             };
-            if pod
-                .resource_claim_statuses
-                .iter()
-                .any(|s| s.name == entry.name)
-            {
+            if pod.resource_claim_status(&entry.name).is_some() {
                 continue;
             }
             let Some(t) = scheduler.dra().template(&pod.namespace, template) else {
@@ -1449,6 +1439,43 @@ mod tests {
         let (scheduler, timeline) = timeline_of(&format!("{TEMPLATE}---\n{POD}---\n{deleted_pod}"));
         assert!(scheduler.dra().claims().is_empty());
         assert!(timeline.pods.is_empty());
+    }
+
+    #[test]
+    fn a_deleted_pod_s_last_shared_claim_gives_its_device_back() {
+        // One GPU in the cluster, first given to the claim `shared` of `holder`;
+        // `waiter`'s own claim cannot have it until `holder` is gone.
+        let cluster = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\nspec: {selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n1-gpus}\nspec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: shared}\nspec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: holder}\nspec: {resourceClaims: [{name: gpu, resourceClaimName: shared}], containers: [{name: c}]}\n---\n";
+        let waiter = "apiVersion: v1\nkind: Pod\nmetadata: {name: waiter}\nspec: {resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}], containers: [{name: c}]}\n";
+        let gone = "apiVersion: v1\nkind: Pod\nmetadata: {name: holder, annotations: {berth.dev/simulate: delete}}\n";
+        let node_of = |s: &Scheduler, t: &Timeline, pod: &str| {
+            s.pod(&t.pods[&format!("default/{pod}")])
+                .map(|p| p.node_name.clone())
+        };
+
+        let (scheduler, timeline) = timeline_of(&format!("{cluster}{TEMPLATE}---\n{waiter}"));
+        assert_eq!(node_of(&scheduler, &timeline, "holder").unwrap(), "n1");
+        assert_eq!(node_of(&scheduler, &timeline, "waiter").unwrap(), "");
+        let shared = scheduler.dra().claim("default", "shared").unwrap();
+        assert!(shared.status.allocation.is_some());
+
+        let (scheduler, timeline) =
+            timeline_of(&format!("{cluster}{TEMPLATE}---\n{waiter}---\n{gone}"));
+        // Its last consumer gone, the claim is deallocated, as kube-controller-manager's
+        // resourceclaim controller does; the waiter, retried on the claim's change,
+        // gets the GPU.
+        let shared = scheduler.dra().claim("default", "shared").unwrap();
+        assert!(shared.status.reserved_for.is_empty(), "{shared:?}");
+        assert!(shared.status.allocation.is_none(), "{shared:?}");
+        assert_eq!(node_of(&scheduler, &timeline, "waiter").unwrap(), "n1");
+        let made = scheduler
+            .dra()
+            .claims()
+            .into_iter()
+            .find(|c| c.name.starts_with("waiter-gpu-"))
+            .unwrap();
+        let result = &made.status.allocation.as_ref().unwrap().devices[0];
+        assert_eq!(result.device, "gpu-0");
     }
 
     #[test]

@@ -305,6 +305,11 @@ impl ConsumerReference {
             uid: uid.to_owned(),
         }
     }
+
+    /// Whether this refers to the pod of this UID.
+    pub fn is_pod(&self, uid: &str) -> bool {
+        self.api_group.is_empty() && self.resource == "pods" && self.uid == uid
+    }
 }
 
 /// A condition a driver writes on an allocated device (`status.devices[].conditions`).
@@ -388,10 +393,7 @@ impl ResourceClaim {
 
     /// Whether the claim is reserved for the pod of this UID.
     pub fn is_reserved_for(&self, pod_uid: &str) -> bool {
-        self.status
-            .reserved_for
-            .iter()
-            .any(|r| r.api_group.is_empty() && r.resource == "pods" && r.uid == pod_uid)
+        self.status.reserved_for.iter().any(|r| r.is_pod(pod_uid))
     }
 
     /// Whether the claim was made for the pod of this UID (its controlling owner is

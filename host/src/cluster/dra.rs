@@ -482,42 +482,42 @@ pub enum DraChange {
     TaintRuleDeleted(String),
 }
 
-impl Dra {
-    /// Applies a change to the view.
-    pub fn apply(&self, change: DraChange) {
-        match change {
-            DraChange::Class(c) => {
-                self.set_class(c);
+/// What the resourceclaim controller changes once the pod of this UID is gone
+/// (deleted or evicted): the claims made for it are deleted (the garbage collector
+/// follows their owner), and it is dropped from the `reservedFor` of the others; a
+/// claim whose last consumer that was loses its allocation (and the status of its
+/// devices), so that its devices are free for other claims and a later consumer may
+/// be placed anywhere, as upstream's controller deallocates on the transition from
+/// used to unused. The embedded cluster runs these; a real one has its own
+/// controller. Answers the changes in the order of the claims' keys.
+pub fn released_by_pod(dra: &Dra, uid: &str) -> Vec<DraChange> {
+    // The cluster's copies: what is assumed of a claim is the scheduler's, not the
+    // controller's.
+    let mut claims: Vec<Arc<ResourceClaim>> = dra.read().claims.values().cloned().collect();
+    claims.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    claims
+        .into_iter()
+        .filter_map(|c| {
+            if c.is_for_pod(uid) {
+                return Some(DraChange::ClaimDeleted {
+                    namespace: c.namespace.clone(),
+                    name: c.name.clone(),
+                });
             }
-            DraChange::ClassDeleted(n) => {
-                self.remove_class(&n);
+            if !c.is_reserved_for(uid) {
+                return None;
             }
-            DraChange::Claim(c) => {
-                self.set_claim(c);
+            let mut released = (*c).clone();
+            released.status.reserved_for.retain(|r| !r.is_pod(uid));
+            if released.status.reserved_for.is_empty() {
+                released.status.allocation = None;
+                released.status.devices.clear();
             }
-            DraChange::ClaimDeleted { namespace, name } => {
-                self.remove_claim(&namespace, &name);
-            }
-            DraChange::Template(t) => {
-                self.set_template(t);
-            }
-            DraChange::TemplateDeleted { namespace, name } => {
-                self.remove_template(&namespace, &name);
-            }
-            DraChange::Slice(s) => {
-                self.set_slice(s);
-            }
-            DraChange::SliceDeleted(n) => {
-                self.remove_slice(&n);
-            }
-            DraChange::TaintRule(r) => {
-                self.set_taint_rule(r);
-            }
-            DraChange::TaintRuleDeleted(n) => {
-                self.remove_taint_rule(&n);
-            }
-        }
-    }
+            let version: u64 = c.resource_version.parse().unwrap_or(0);
+            released.resource_version = (version + 1).to_string();
+            Some(DraChange::Claim(released))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -539,6 +539,60 @@ mod tests {
         c.status.allocation = Some(AllocationResult::default());
         c.status.reserved_for = vec![ConsumerReference::pod("p", "uid-p")];
         c
+    }
+
+    #[test]
+    fn a_gone_pod_releases_its_claims_as_the_resourceclaim_controller_does() {
+        let dra = Dra::new();
+        // Shared by p and q.
+        let mut shared = allocated(claim("shared", "4"));
+        shared
+            .status
+            .reserved_for
+            .push(ConsumerReference::pod("q", "uid-q"));
+        dra.set_claim(shared);
+        // Made for p from a template.
+        let mut made = allocated(claim("p-gpu-x", "2"));
+        made.controller = Some(berth_sdk::dra::ControllerReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: "p".into(),
+            uid: "uid-p".into(),
+        });
+        dra.set_claim(made);
+        // Used only by p: its last consumer.
+        dra.set_claim(allocated(claim("solo", "7")));
+        // Allocated, not reserved for anyone (a driver's): left alone.
+        let mut idle = claim("idle", "1");
+        idle.status.allocation = Some(AllocationResult::default());
+        dra.set_claim(idle);
+
+        let changes = released_by_pod(&dra, "uid-p");
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        let DraChange::ClaimDeleted { name, .. } = &changes[0] else {
+            panic!("the claim made for the pod is deleted: {changes:?}");
+        };
+        assert_eq!(name, "p-gpu-x");
+        let DraChange::Claim(shared) = &changes[1] else {
+            panic!("{changes:?}");
+        };
+        assert_eq!(shared.name, "shared");
+        assert_eq!(
+            shared.status.reserved_for,
+            vec![ConsumerReference::pod("q", "uid-q")]
+        );
+        assert!(shared.status.allocation.is_some(), "q still uses it");
+        assert_eq!(shared.resource_version, "5");
+        let DraChange::Claim(solo) = &changes[2] else {
+            panic!("{changes:?}");
+        };
+        assert_eq!(solo.name, "solo");
+        assert!(solo.status.reserved_for.is_empty());
+        assert!(solo.status.allocation.is_none(), "deallocated");
+        assert_eq!(solo.resource_version, "8");
+
+        // Nothing of a pod that used nothing.
+        assert!(released_by_pod(&dra, "uid-z").is_empty());
     }
 
     #[test]

@@ -88,8 +88,14 @@ fn apply(dra: &Dra, change: DraChange) -> Vec<Event> {
                 .into_iter()
                 .collect()
         }
-        change @ (DraChange::Template(_) | DraChange::TemplateDeleted { .. }) => {
-            dra.apply(change);
+        // Templates are read when a pod's claims are made; no plugin's
+        // hint waits on them.
+        DraChange::Template(t) => {
+            dra.set_template(t);
+            Vec::new()
+        }
+        DraChange::TemplateDeleted { namespace, name } => {
+            dra.remove_template(&namespace, &name);
             Vec::new()
         }
         DraChange::Slice(s) => {

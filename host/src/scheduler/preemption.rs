@@ -195,7 +195,8 @@ impl Scheduler {
     /// evicted. Against a remote cluster the API calls run on a preemption thread and
     /// the preemptor waits at PreEnqueue until they end (then it is activated); the
     /// embedded cluster evicts at once and the victims leave the cache here (its
-    /// cluster has no watch to report them).
+    /// cluster has no watch to report them), their ResourceClaims released as the
+    /// resourceclaim controller would.
     pub(super) fn preempt(&mut self, preemptor: &Pod, node: &str, victims: Vec<Pod>, plugin: &str) {
         self.carry_preemption(
             vec![(preemptor.clone(), node.to_owned())],
@@ -272,6 +273,10 @@ impl Scheduler {
                 let (p, node) = preemptor_of(&ended.preemptors, v);
                 self.recorder.preempted(v, p, node);
                 self.delete_pod(&v.uid);
+                // Nor a resourceclaim controller: the victim's devices are let go here.
+                for change in crate::cluster::dra::released_by_pod(&self.dra, &v.uid) {
+                    self.apply_dra(change);
+                }
             }
             if !ended.all_evicted {
                 for (p, _) in &ended.preemptors {
