@@ -113,10 +113,13 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
     // plugin that refuses its args fails here. The profiles are built as a scheduler
     // builds them, with the host services it gives (the embedded cluster binds), but
     // no loop and no binding threads.
+    let cluster: Arc<dyn crate::cluster::Binder> =
+        Arc::new(crate::cluster::memory::MemoryCluster::new());
     let builder = Builder {
         runtime: runtime.clone(),
         services: HostServices {
-            binder: Some(Arc::new(crate::cluster::memory::MemoryCluster::new())),
+            binder: Some(cluster.clone()),
+            claim_writer: Some(cluster),
             namespaces: Namespaces::new(),
             waiting: WaitingPods::new(),
             metrics: Some(crate::metrics::Metrics::new()),

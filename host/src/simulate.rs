@@ -1479,6 +1479,24 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_allocated_on_a_gone_node_is_deallocated_and_allocated_again() {
+        // `stale` was allocated a GPU of node `old`, which is gone; `n1` has the only
+        // GPU now. PostFilter deallocates the claim, its update brings the pod back,
+        // and the next attempt allocates n1's GPU.
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\nspec: {selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n1-gpus}\nspec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: stale, resourceVersion: '7'}\nspec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}\nstatus:\n  allocation:\n    devices: {results: [{request: gpu, driver: gpu.example.com, pool: old, device: gpu-0}]}\n    nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [old]}]}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: gpu, resourceClaimName: stale}], containers: [{name: c}]}\n";
+        let (scheduler, timeline) = timeline_of(text);
+        let pod = scheduler.pod(&timeline.pods["default/p"]).unwrap();
+        assert_eq!(pod.node_name, "n1");
+        let claim = scheduler.dra().claim("default", "stale").unwrap();
+        let allocation = claim.status.allocation.as_ref().unwrap();
+        assert_eq!(allocation.devices[0].pool, "n1");
+        assert_eq!(allocation.devices[0].device, "gpu-0");
+        assert!(claim.is_reserved_for(&pod.uid));
+        // Written twice: the deallocation, then the allocation at PreBind.
+        assert_eq!(claim.resource_version, "9");
+    }
+
+    #[test]
     fn a_scheduling_workload_s_steps_name_it_by_its_kind() {
         let docs = load_str(
             "w.yaml",

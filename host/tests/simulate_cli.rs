@@ -127,6 +127,58 @@ fn a_missing_file_and_a_bad_config_are_errors() {
     );
 }
 
+/// A claim allocated a GPU of node `old`, which is gone; n1 has the only GPU now.
+const STALE_ALLOCATION: &str = r#"apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: '4', memory: 8Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-gpus}
+spec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: stale, resourceVersion: '7'}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}
+status:
+  allocation:
+    devices: {results: [{request: gpu, driver: gpu.example.com, pool: old, device: gpu-0}]}
+    nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [old]}]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {resourceClaims: [{name: gpu, resourceClaimName: stale}], containers: [{name: c}]}
+"#;
+
+#[test]
+fn a_stale_allocation_is_deallocated_at_post_filter_in_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stale.yaml");
+    std::fs::write(&file, STALE_ALLOCATION).unwrap();
+    let file = file.to_str().unwrap();
+    let out = berth(&["simulate", "-o", "json", file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pod = &v["pods"][0];
+    assert_eq!(pod["node"], "n1", "{v}");
+    // DynamicResources' PostFilter deallocated the claim in the first attempt; the
+    // claim's update brought the pod back, and the second allocated n1's GPU.
+    assert_eq!(pod["attempts"], 2, "{v}");
+    let text = stdout(&berth(&["simulate", file]));
+    assert!(
+        text.contains("default/stale  request gpu: device gpu.example.com/n1/gpu-0 (for p)\n"),
+        "{text}"
+    );
+}
+
 #[test]
 fn simulate_runs_a_timeline_of_adds_updates_and_deletes() {
     let out = berth(&["simulate", "--output", "json", "examples/timeline.yaml"]);

@@ -3,7 +3,7 @@
 //! tests/conformance/README.md.
 
 use berth::cache::{Cache, Snapshot};
-use berth::cluster::Namespaces;
+use berth::cluster::{Binder, Namespaces};
 use berth::cluster::dra::Dra;
 use berth::cluster::manifest::{self, Object};
 use berth::cluster::memory::MemoryCluster;
@@ -202,8 +202,11 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             parallelism: 1,
             ..FrameworkOptions::default()
         };
+        let cluster = Arc::new(MemoryCluster::new());
+        cluster.attach_dra(&dra);
         let services = HostServices {
-            binder: Some(Arc::new(MemoryCluster::new())),
+            binder: Some(cluster.clone()),
+            claim_writer: Some(cluster),
             namespaces,
             waiting: WaitingPods::new(),
             metrics: None,

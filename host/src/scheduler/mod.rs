@@ -322,6 +322,7 @@ impl Scheduler {
         let metrics = Metrics::new();
         let services = HostServices {
             binder: Some(binder.clone()),
+            claim_writer: Some(binder.clone()),
             namespaces: Namespaces::new(),
             waiting: WaitingPods::new(),
             metrics: Some(metrics.clone()),

@@ -16,7 +16,8 @@
 //!   `status.resourceClaimStatuses`, and `status.extendedResourceClaimStatus`'s):
 //!   `assume-resource-claim` at Reserve, `restore-resource-claim` at Reserve and
 //!   Unreserve (upstream's Reserve and Unreserve of DynamicResources),
-//!   `write-resource-claim-status` at PreBind.
+//!   `write-resource-claim-status` at PreBind, and at PostFilter only to deallocate
+//!   a claim no other consumer has reserved (upstream's PostFilter of DynamicResources).
 //!
 //! Anything else is refused: the host function answers an error to the guest, the
 //! refusal is logged and counted (`berth_plugin_refused_calls_total`), and the call
@@ -25,6 +26,7 @@
 //! simulations of PostFilter) is open to every point. Victims of preemption are
 //! checked where they are evicted, in the framework's PostFilter.
 
+use berth_sdk::dra::{ResourceClaim, ResourceClaimStatus};
 use berth_sdk::{ClaimSource, ExtensionPoint, Pod};
 
 /// A host call that acts on the cluster or another plugin's state.
@@ -106,7 +108,8 @@ impl HostCall {
             HostCall::BindVolume | HostCall::SelectNodeForClaim => Some(&["PreBind"]),
             HostCall::AssumeResourceClaim => Some(&["Reserve"]),
             HostCall::RestoreResourceClaim => Some(&["Reserve", "Unreserve"]),
-            HostCall::WriteResourceClaimStatus => Some(&["PreBind"]),
+            // PostFilter: upstream's DynamicResources deallocates a claim there.
+            HostCall::WriteResourceClaimStatus => Some(&["PostFilter", "PreBind"]),
         }
     }
 
@@ -121,9 +124,12 @@ impl HostCall {
             | HostCall::RestoreClaim
             | HostCall::BindVolume => "the cycle's pod's claims",
             HostCall::SelectNodeForClaim => "the cycle's pod's claims, on the reserved node",
-            HostCall::AssumeResourceClaim
-            | HostCall::RestoreResourceClaim
-            | HostCall::WriteResourceClaimStatus => "the cycle's pod's ResourceClaims",
+            HostCall::AssumeResourceClaim | HostCall::RestoreResourceClaim => {
+                "the cycle's pod's ResourceClaims"
+            }
+            HostCall::WriteResourceClaimStatus => {
+                "the cycle's pod's ResourceClaims; at PostFilter only to deallocate one no other consumer has reserved"
+            }
         }
     }
 }
@@ -287,6 +293,46 @@ impl CallScope {
                 call.as_str(),
                 pod.namespace,
                 pod.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Ok` when `write-resource-claim-status` may write `written` over `current`,
+    /// the cluster's copy: a ResourceClaim of the cycle's pod, at PreBind with any
+    /// status; at PostFilter only a deallocation (no allocation, `reservedFor` or
+    /// device status left) of a claim no other consumer has reserved, as upstream's
+    /// DynamicResources deallocates there so that the next attempt may allocate it
+    /// anew.
+    pub fn resource_claim_write(
+        &self,
+        written: &ResourceClaim,
+        current: Option<&ResourceClaim>,
+    ) -> Result<(), String> {
+        let call = HostCall::WriteResourceClaimStatus;
+        self.resource_claim(call, &written.namespace, &written.name)?;
+        if self.point != "PostFilter" {
+            return Ok(());
+        }
+        if written.status != ResourceClaimStatus::default() {
+            return Err(format!(
+                "at PostFilter {} may only deallocate resourceclaim {}: its status must have no allocation, reservedFor or devices",
+                call.as_str(),
+                written.key()
+            ));
+        }
+        let pod = self.pod()?;
+        if let Some(other) = current
+            .into_iter()
+            .flat_map(|c| &c.status.reserved_for)
+            .find(|r| !r.is_pod(&pod.uid))
+        {
+            return Err(format!(
+                "{} may not deallocate resourceclaim {} at PostFilter: it is reserved for {} {:?}",
+                call.as_str(),
+                written.key(),
+                other.resource,
+                other.name
             ));
         }
         Ok(())

@@ -139,6 +139,9 @@ pub struct HostServices {
     pub pod_groups: crate::cluster::pod_groups::PodGroups,
     /// The dynamic resource allocation objects.
     pub dra: crate::cluster::dra::Dra,
+    /// What `write-resource-claim-status` reaches: the cluster, for scheduling and
+    /// binding instances alike (the call's capability check says when and what).
+    pub claim_writer: Option<Arc<dyn Binder>>,
 }
 
 impl WasiView for HostCtx {
@@ -580,18 +583,19 @@ impl dra::Host for HostCtx {
         claim: w::ResourceClaim,
     ) -> Result<w::ResourceClaim, String> {
         let call = HostCall::WriteResourceClaimStatus;
-        let check = self
-            .scope
-            .resource_claim(call, &claim.namespace, &claim.name);
+        let claim = convert::dra::claim_from_wit(claim);
+        let current = self
+            .services
+            .dra
+            .cluster_claim(&claim.namespace, &claim.name);
+        let check = self.scope.resource_claim_write(&claim, current.as_deref());
         self.checked(call, check)?;
-        let Some(binder) = &self.services.binder else {
-            return Err(
-                "write-resource-claim-status is only available to binding-cycle instances".into(),
-            );
+        let Some(writer) = &self.services.claim_writer else {
+            return Err("write-resource-claim-status has no cluster to write to".into());
         };
         // The WIT's error is the cluster's message.
-        let written = binder
-            .write_claim_status(&convert::dra::claim_from_wit(claim))
+        let written = writer
+            .write_claim_status(&claim)
             .map_err(|e| e.to_string())?;
         // Shown at once, before the watch brings it.
         self.services.dra.assume_written(written.clone());
@@ -673,7 +677,7 @@ mod tests {
 
     /// A store's context for DynamicResources, at `point` of pod `ns/p` (whose
     /// ResourceClaim is `gpu`), with the binder a binding-cycle instance has.
-    fn ctx(point: &'static str, dra: &Dra, binder: Option<Arc<dyn Binder>>) -> HostCtx {
+    fn ctx(point: &'static str, dra: &Dra, writer: Option<Arc<dyn Binder>>) -> HostCtx {
         let sandbox = super::super::sandbox::Sandbox::default();
         let output = GuestOutput::new("DynamicResources", None);
         let wasi = sandbox
@@ -690,7 +694,9 @@ mod tests {
                 .store_limiter(Arc::new(super::super::MemoryBudget::default())),
             clock: sandbox.clock(),
             services: HostServices {
-                binder,
+                // Given the cluster: a binding-cycle instance's.
+                binder: writer.clone(),
+                claim_writer: writer,
                 dra: dra.clone(),
                 ..HostServices::default()
             },
@@ -787,6 +793,42 @@ mod tests {
     }
 
     #[test]
+    fn post_filter_deallocates_a_claim_only_the_pod_has_reserved() {
+        let dra = Dra::new();
+        let cluster = Arc::new(MemoryCluster::new());
+        cluster.attach_dra(&dra);
+        let writer: Arc<dyn Binder> = cluster;
+        // Allocated and reserved for the cycle's pod (u1) and another one.
+        let mut shared = allocated(claim("gpu", "3"));
+        shared.status.reserved_for = vec![
+            ConsumerReference::pod("p", "u1"),
+            ConsumerReference::pod("q", "u2"),
+        ];
+        dra.set_claim(shared);
+        let deallocated = claim("gpu", "3");
+        let mut post_filter = ctx("PostFilter", &dra, Some(writer.clone()));
+        let refused = dra::Host::write_resource_claim_status(&mut post_filter, wit(&deallocated))
+            .unwrap_err();
+        assert!(
+            refused.contains("may not deallocate resourceclaim ns/gpu at PostFilter: it is reserved for pods \"q\""),
+            "{refused}"
+        );
+        assert!(dra.claim("ns", "gpu").unwrap().status.allocation.is_some());
+        // Reserved for the pod alone: deallocated, and shown so at once.
+        let mut own = allocated(claim("gpu", "4"));
+        own.status.reserved_for = vec![ConsumerReference::pod("p", "u1")];
+        dra.set_claim(own);
+        let mut post_filter = ctx("PostFilter", &dra, Some(writer));
+        let written =
+            dra::Host::write_resource_claim_status(&mut post_filter, wit(&claim("gpu", "4")))
+                .unwrap();
+        assert!(written.status.allocation.is_none() && written.status.reserved_for.is_empty());
+        let shown = dra.claim("ns", "gpu").unwrap();
+        assert_eq!(shown.resource_version, "5");
+        assert!(shown.status.allocation.is_none());
+    }
+
+    #[test]
     fn prebind_writes_the_pod_s_claims_through_the_binder_and_shows_them_at_once() {
         let dra = Dra::new();
         dra.set_claim(claim("gpu", "1"));
@@ -797,17 +839,24 @@ mod tests {
         let mut reserve = ctx("Reserve", &dra, None);
         let wanted = allocated(claim("gpu", "1"));
         dra::Host::assume_resource_claim(&mut reserve, wit(&wanted)).unwrap();
-        // Only binding-cycle instances write, and only at PreBind.
-        let mut no_binder = ctx("PreBind", &dra, None);
+        // Only instances given the cluster write, and only at PostFilter or PreBind.
+        let mut no_writer = ctx("PreBind", &dra, None);
         assert_eq!(
-            dra::Host::write_resource_claim_status(&mut no_binder, wit(&wanted)).unwrap_err(),
-            "write-resource-claim-status is only available to binding-cycle instances"
+            dra::Host::write_resource_claim_status(&mut no_writer, wit(&wanted)).unwrap_err(),
+            "write-resource-claim-status has no cluster to write to"
         );
         let mut bind = ctx("Bind", &dra, Some(binder.clone()));
         assert!(
             dra::Host::write_resource_claim_status(&mut bind, wit(&wanted))
                 .unwrap_err()
-                .contains("allowed only at PreBind")
+                .contains("allowed only at PostFilter, PreBind")
+        );
+        // PostFilter writes only deallocations.
+        let mut post_filter = ctx("PostFilter", &dra, Some(binder.clone()));
+        assert!(
+            dra::Host::write_resource_claim_status(&mut post_filter, wit(&wanted))
+                .unwrap_err()
+                .contains("may only deallocate resourceclaim ns/gpu")
         );
         let mut prebind = ctx("PreBind", &dra, Some(binder.clone()));
         let other = allocated(claim("other", "1"));

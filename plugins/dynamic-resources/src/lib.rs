@@ -510,10 +510,11 @@ impl Filter for DynamicResources {
 }
 
 impl PostFilter for DynamicResources {
-    /// Upstream deallocates one allocated claim that was unavailable on some node and
-    /// is reserved for nobody else, so that the next attempt may allocate it anew.
-    /// A claim's status can only be written in the binding cycle in Berth, so the
-    /// claim is named and the pod stays unschedulable until its claim changes.
+    /// Deallocates one claim of the pod that Filter found allocated where no node
+    /// could use it and that no other consumer has reserved (upstream's PostFilter),
+    /// so that the next attempt may allocate it anew; the pod stays unschedulable
+    /// until then, and the claim's update brings it back. Upstream picks such a claim
+    /// at random; Berth the first, in `spec.resourceClaims` order.
     fn post_filter(
         &self,
         state: &CycleState,
@@ -534,10 +535,14 @@ impl PostFilter for DynamicResources {
             }
             let reserved = &claim.status.reserved_for;
             if reserved.is_empty() || (reserved.len() == 1 && reserved[0].uid == pod.uid) {
-                return Status::unschedulable(format!(
-                    "resourceclaim {} would have to be deallocated, which Berth does not do in the scheduling cycle",
-                    claim.key()
-                ))
+                let mut deallocated = claim.clone();
+                deallocated.status = Default::default();
+                return match dra::write_resource_claim_status(&deallocated) {
+                    Ok(_) => Status::unschedulable("deallocation of ResourceClaim completed"),
+                    Err(e) => {
+                        Status::error(format!("deallocate resourceclaim {}: {e}", claim.key()))
+                    }
+                }
                 .into();
             }
         }

@@ -5,7 +5,8 @@
 use super::*;
 use berth_sdk::dra::{
     AllocatedDeviceStatus, AllocationMode, ConsumerReference, ControllerReference, Device,
-    DeviceCondition, DeviceSelector, DeviceSubRequest, ResourcePool, SliceNodes,
+    DeviceCondition, DeviceSelector, DeviceSubRequest, ResourceClaimStatus, ResourcePool,
+    SliceNodes,
 };
 use berth_sdk::preemption::{NodeSimulation, PodDisruptionBudget};
 use berth_sdk::types::{ClaimSource, PodResourceClaim, PodResourceClaimStatus};
@@ -756,10 +757,20 @@ fn class_parameters_cel_runtime_error() {
 }
 
 #[test]
-fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_names_it() {
-    with_host(
-        world(vec![allocated_claim()], vec![class()], vec![]),
-        |_| {
+fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_deallocates_it() {
+    // Upstream's "deallocate" cases: allocated for a node the pod cannot use, and
+    // reserved for nobody or for the pod alone.
+    let mut own = allocated_claim();
+    own.status.reserved_for = vec![ConsumerReference::pod(POD, POD_UID)];
+    own.status.devices = vec![AllocatedDeviceStatus {
+        driver: DRIVER.into(),
+        pool: WORKER.into(),
+        device: "instance-1".into(),
+        share_id: None,
+        conditions: Vec::new(),
+    }];
+    for claim in [allocated_claim(), own] {
+        with_host(world(vec![claim], vec![class()], vec![]), |host| {
             let p = plugin();
             let store = MemoryState::default();
             let state = CycleState::new(&store);
@@ -768,18 +779,22 @@ fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_names_it() {
             assert!(pre.is_success());
             assert_eq!(filters[0], Status::unresolvable(ERR_NOT_AVAILABLE));
             let post = p.post_filter(&state, &pod, &[], &NoDryRun);
-            assert_eq!(post.status.code, Code::Unschedulable);
-            assert!(
-                post.status.message().contains("default/my-pod-my-resource"),
-                "{:?}",
-                post.status
+            assert_eq!(
+                post.status,
+                Status::unschedulable("deallocation of ResourceClaim completed")
             );
-        },
-    );
+            assert_eq!(post.nominated_node_name, None);
+            let w = host.world();
+            assert_eq!(w.written.len(), 1);
+            let written = &w.written[0];
+            assert_eq!(written.name, CLAIM);
+            assert_eq!(written.status, ResourceClaimStatus::default());
+        });
+    }
     // Reserved for another pod: nothing to deallocate.
     let mut c = allocated_claim();
     c.status.reserved_for = vec![ConsumerReference::pod("x", "x-uid")];
-    with_host(world(vec![c], vec![class()], vec![]), |_| {
+    with_host(world(vec![c], vec![class()], vec![]), |host| {
         let p = plugin();
         let store = MemoryState::default();
         let state = CycleState::new(&store);
@@ -787,7 +802,30 @@ fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_names_it() {
         filter_all(&p, &state, &pod, &[node("other")]);
         let post = p.post_filter(&state, &pod, &[], &NoDryRun);
         assert_eq!(post.status, Status::unschedulable("still not schedulable"));
+        assert!(host.world().written.is_empty());
     });
+    // The cluster refuses the write (the claim changed since PreFilter): an Error,
+    // as upstream's, so the pod backs off and PreFilter reads the claim anew.
+    with_host(
+        world(vec![allocated_claim()], vec![class()], vec![]),
+        |host| {
+            host.world().write_error = Some("the object has been modified".into());
+            let p = plugin();
+            let store = MemoryState::default();
+            let state = CycleState::new(&store);
+            let pod = pod_with_claim_name();
+            filter_all(&p, &state, &pod, &[node("other")]);
+            let post = p.post_filter(&state, &pod, &[], &NoDryRun);
+            assert_eq!(post.status.code, Code::Error);
+            assert!(
+            post.status
+                .message()
+                .contains("deallocate resourceclaim default/my-pod-my-resource: the object has been modified"),
+            "{:?}",
+            post.status
+        );
+        },
+    );
 }
 
 #[test]
