@@ -18,7 +18,7 @@ use crate::cluster::manifest::{
 };
 use crate::cluster::memory::MemoryCluster;
 use crate::config::{ConfigError, Configuration};
-use crate::framework::{Explanation, ShadowStats};
+use crate::framework::{DeviceReport, Explanation, ShadowStats};
 use crate::metrics::Metrics;
 use crate::page::{Eviction, Page, PageOptions, Pending, Placement, Step};
 use crate::scheduler::{ExplainError, PodError, Scheduler, SchedulerError, SchedulerOptions};
@@ -255,64 +255,6 @@ pub struct ClaimReport {
     /// For a volume provisioned for it: the node it was provisioned for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provisioned_for: Option<String>,
-}
-
-/// A device a ResourceClaim was given (by DynamicResources' Reserve and PreBind),
-/// one per device of its allocation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct DeviceReport {
-    /// The claim's namespace.
-    pub namespace: String,
-    /// The claim's name.
-    pub claim: String,
-    /// The request of the claim it serves (`request/subrequest` for a prioritized
-    /// list's choice).
-    pub request: String,
-    /// `driver/pool/device`.
-    pub device: String,
-    /// The pods the claim is reserved for, by name.
-    pub reserved_for: Vec<String>,
-}
-
-impl DeviceReport {
-    /// One entry per device of each allocated claim, by claim, then in the
-    /// allocation's order.
-    fn of(claims: &[std::sync::Arc<berth_sdk::dra::ResourceClaim>]) -> Vec<DeviceReport> {
-        claims
-            .iter()
-            .flat_map(|c| {
-                let reserved_for: Vec<String> = c
-                    .status
-                    .reserved_for
-                    .iter()
-                    .map(|r| r.name.clone())
-                    .collect();
-                c.status
-                    .allocation
-                    .iter()
-                    .flat_map(|a| &a.devices)
-                    .map(move |d| DeviceReport {
-                        namespace: c.namespace.clone(),
-                        claim: c.name.clone(),
-                        request: d.request.clone(),
-                        device: d.device_id().to_string(),
-                        reserved_for: reserved_for.clone(),
-                    })
-            })
-            .collect()
-    }
-
-    fn to_text(&self) -> String {
-        let reserved = if self.reserved_for.is_empty() {
-            String::new()
-        } else {
-            format!(" (for {})", self.reserved_for.join(", "))
-        };
-        format!(
-            "{}/{}  request {}: device {}{reserved}\n",
-            self.namespace, self.claim, self.request, self.device
-        )
-    }
 }
 
 /// The report, as `--output json` prints it.
@@ -1336,6 +1278,12 @@ pub fn explain(
         }
         timeline.apply(&mut scheduler, doc)?;
     }
+    // As the embedded cluster has it: admitted, with the claims made from its
+    // templates.
+    let target = match timeline.pods.get(pod).and_then(|uid| scheduler.pod(uid)) {
+        Some(applied) if target.is_some() => Some(applied.clone()),
+        _ => target,
+    };
     let Some(target) = target else {
         let place = match (&opts.cluster, opts.files.is_empty()) {
             (Some(c), true) => format!("the cluster at {}", c.server),
@@ -1355,15 +1303,18 @@ mod tests {
     use super::*;
     use crate::cluster::manifest::load_str;
 
-    /// Runs the documents of `text` natively and answers the scheduler and timeline.
-    fn timeline_of(text: &str) -> (Scheduler, Timeline) {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("dra.yaml");
-        std::fs::write(&file, text).unwrap();
-        // One runtime, with the suite's cache of compiled components
-        // (<target>/tmp/component-cache, as the integration tests keep it).
+    /// Native plugins reach the host through one process-wide host API, which the
+    /// last scheduler built installs: tests that schedule natively take turns.
+    fn native_turn() -> std::sync::MutexGuard<'static, ()> {
+        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        TURN.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One runtime, with the suite's cache of compiled components
+    /// (<target>/tmp/component-cache, as the integration tests keep it).
+    fn runtime() -> &'static Arc<Runtime> {
         static RUNTIME: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
-        let runtime = RUNTIME.get_or_init(|| {
+        RUNTIME.get_or_init(|| {
             let exe = std::env::current_exe().unwrap();
             let target = exe.ancestors().nth(3).unwrap();
             Runtime::new(crate::wasm::RuntimeOptions {
@@ -1371,7 +1322,16 @@ mod tests {
                 ..crate::wasm::RuntimeOptions::default()
             })
             .unwrap()
-        });
+        })
+    }
+
+    /// Runs the documents of `text` natively and answers the scheduler and timeline.
+    fn timeline_of(text: &str) -> (Scheduler, Timeline) {
+        let _turn = native_turn();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dra.yaml");
+        std::fs::write(&file, text).unwrap();
+        let runtime = runtime();
         let mut opts = SimulateOptions {
             files: vec![file],
             ..SimulateOptions::default()
@@ -1494,6 +1454,54 @@ mod tests {
         assert!(claim.is_reserved_for(&pod.uid));
         // Written twice: the deallocation, then the allocation at PreBind.
         assert_eq!(claim.resource_version, "9");
+    }
+
+    #[test]
+    fn explain_shows_the_devices_reserve_would_assume_and_leaves_nothing_assumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dra.yaml");
+        let waiter = "apiVersion: v1\nkind: Pod\nmetadata: {name: waiter}\nspec: {resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}], containers: [{name: c}]}\n";
+        let cluster = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\nspec: {selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n1-gpus}\nspec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}\n---\n";
+        std::fs::write(&file, format!("{cluster}{TEMPLATE}---\n{waiter}")).unwrap();
+        let _turn = native_turn();
+        let mut opts = SimulateOptions {
+            files: vec![file],
+            ..SimulateOptions::default()
+        };
+        opts.scheduler.framework.native = true;
+        let Loaded {
+            mut scheduler,
+            docs,
+            ..
+        } = load(runtime(), &opts).unwrap();
+        let mut timeline = Timeline::default();
+        for doc in docs {
+            timeline.apply(&mut scheduler, doc).unwrap();
+        }
+        let uid = timeline.pods["default/waiter"].clone();
+        let pod = scheduler.pod(&uid).unwrap().clone();
+        let e = scheduler
+            .explain(&pod, &crate::framework::ExplainOptions::default())
+            .unwrap();
+        let devices = e.devices.expect("a pod with claims that fits has devices");
+        assert_eq!(devices.node, "n1");
+        assert_eq!(devices.reserve_failure, None);
+        assert_eq!(devices.devices.len(), 1);
+        assert_eq!(devices.devices[0].request, "gpu");
+        assert_eq!(devices.devices[0].device, "gpu.example.com/n1/gpu-0");
+        assert_eq!(devices.devices[0].reserved_for, ["waiter"]);
+        assert!(devices.devices[0].claim.starts_with("waiter-gpu-"));
+        // Unreserve ran: the claim is as the cluster has it, nothing assumed.
+        let claim = scheduler
+            .dra()
+            .claim("default", &devices.devices[0].claim)
+            .unwrap();
+        assert!(claim.status.allocation.is_none());
+        assert!(claim.status.reserved_for.is_empty());
+        assert!(!scheduler.dra().allocation_pending("default", &claim.name));
+        // And the pod is then scheduled onto the device the explanation showed.
+        scheduler.run_until_idle();
+        assert_eq!(scheduler.pod(&uid).unwrap().node_name, "n1");
     }
 
     #[test]

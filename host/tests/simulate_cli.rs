@@ -278,6 +278,67 @@ fn simulate_allocates_the_dra_example_s_devices_request_by_request() {
 }
 
 #[test]
+fn explain_shows_which_device_each_request_of_the_dra_example_would_get() {
+    let out = berth(&[
+        "explain",
+        "--pod",
+        "default/train-0",
+        "examples/dra/cluster.yaml",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // gpu-a and gpu-b have a GPU and a NIC each and score the same: the first.
+    assert!(
+        text.contains("Devices on gpu-a (the best-scoring node), as Reserve would assume them:\n"),
+        "{text}"
+    );
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  default/train-0-devices-"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].ends_with("request gpu: device gpu.example.com/gpu-a/gpu-0 (for train-0)"),
+        "{text}"
+    );
+    assert!(
+        lines[1].ends_with("request nic: device rdma.example.com/gpu-a/nic-0 (for train-0)"),
+        "{text}"
+    );
+    // A shared claim allocated by nobody yet, in JSON.
+    let out = berth(&[
+        "explain",
+        "-o",
+        "json",
+        "--pod",
+        "default/finetune",
+        "examples/dra/cluster.yaml",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Alone in the cluster (explain schedules no other pending pod), finetune's
+    // prioritized list gets its first choice, the H100.
+    assert_eq!(v["devices"]["node"], "gpu-b", "{v}");
+    assert_eq!(v["devices"]["devices"][0]["request"], "gpus/h100", "{v}");
+    assert_eq!(
+        v["devices"]["devices"][0]["device"], "gpu.example.com/gpu-b/gpu-0",
+        "{v}"
+    );
+    // A pod without claims has no devices.
+    let out = berth(&[
+        "explain",
+        "-o",
+        "json",
+        "--pod",
+        "default/web",
+        "examples/dra/cluster.yaml",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("devices").is_none(), "{v}");
+}
+
+#[test]
 fn simulate_places_the_example_s_gangs_whole_or_not_at_all() {
     let out = berth(&["simulate", "examples/gangs.yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -3,11 +3,11 @@
 //! tests/conformance/README.md.
 
 use berth::cache::{Cache, Snapshot};
-use berth::cluster::{Binder, Namespaces};
 use berth::cluster::dra::Dra;
 use berth::cluster::manifest::{self, Object};
 use berth::cluster::memory::MemoryCluster;
 use berth::cluster::storage::Storage;
+use berth::cluster::{Binder, Namespaces};
 use berth::config::Profile;
 use berth::framework::registry::load_modules;
 use berth::framework::waiting::WaitingPods;

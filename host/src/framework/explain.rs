@@ -2,12 +2,14 @@
 //! every node (no stopping at the first failure) and every Score plugin's raw,
 //! normalized and weighted score over the feasible nodes (no sampling).
 
-use super::{CyclePod, CycleState, Framework, PluginError, lock};
+use super::{CyclePod, CycleState, Framework, InstanceSet, PluginError, lock};
 use crate::cache::Snapshot;
 use crate::cluster::pod_groups::{GroupTemplate, TemplateFound};
+use berth_sdk::dra::ResourceClaim;
 use berth_sdk::{Code, ExtensionPoint, Status};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// One plugin's status.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -74,6 +76,85 @@ pub struct Explanation {
     /// members now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_group: Option<PodGroupExplanation>,
+    /// For a pod with ResourceClaims that fits somewhere: the devices its claims
+    /// would have on the best node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<DevicesExplanation>,
+}
+
+/// The devices a pod's ResourceClaims would have on the node explained: what the
+/// Reserve plugins would assume there (Reserve is run, its claims read, and
+/// Unreserve run at once; nothing is written).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DevicesExplanation {
+    /// The feasible node with the highest total (the first in node order among
+    /// equals: the scheduler picks one of them at random).
+    pub node: String,
+    /// One entry per device of each of the pod's claims, by claim; a claim allocated
+    /// before shows the devices it has.
+    pub devices: Vec<DeviceReport>,
+    /// Why Reserve would fail on the node, when it would.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserve_failure: Option<String>,
+}
+
+/// A device a ResourceClaim was given (by DynamicResources' Reserve and PreBind),
+/// one per device of its allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceReport {
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The claim's name.
+    pub claim: String,
+    /// The request of the claim it serves (`request/subrequest` for a prioritized
+    /// list's choice).
+    pub request: String,
+    /// `driver/pool/device`.
+    pub device: String,
+    /// The pods the claim is reserved for, by name.
+    pub reserved_for: Vec<String>,
+}
+
+impl DeviceReport {
+    /// One entry per device of each allocated claim, by claim, then in the
+    /// allocation's order.
+    pub fn of(claims: &[Arc<ResourceClaim>]) -> Vec<DeviceReport> {
+        claims
+            .iter()
+            .flat_map(|c| {
+                let reserved_for: Vec<String> = c
+                    .status
+                    .reserved_for
+                    .iter()
+                    .map(|r| r.name.clone())
+                    .collect();
+                c.status
+                    .allocation
+                    .iter()
+                    .flat_map(|a| &a.devices)
+                    .map(move |d| DeviceReport {
+                        namespace: c.namespace.clone(),
+                        claim: c.name.clone(),
+                        request: d.request.clone(),
+                        device: d.device_id().to_string(),
+                        reserved_for: reserved_for.clone(),
+                    })
+            })
+            .collect()
+    }
+
+    /// `namespace/claim  request R: device D (for pods)`, one line.
+    pub fn to_text(&self) -> String {
+        let reserved = if self.reserved_for.is_empty() {
+            String::new()
+        } else {
+            format!(" (for {})", self.reserved_for.join(", "))
+        };
+        format!(
+            "{}/{}  request {}: device {}{reserved}\n",
+            self.namespace, self.claim, self.request, self.device
+        )
+    }
 }
 
 /// What a pod group's cycle would make of its waiting members (the members are
@@ -351,6 +432,28 @@ impl Framework {
             }
         }
 
+        // The devices of the pod's claims on the best node, as Reserve would assume
+        // them. A pod group's members reserve in their group's cycle, not alone.
+        let best = slots
+            .iter()
+            .copied()
+            .filter(|&s| feasible_of(s, &filters))
+            .map(|s| {
+                let total: i64 = scores
+                    .get(&s)
+                    .map_or(0, |e| e.iter().map(|e| e.weighted).sum());
+                (s, total)
+            })
+            .reduce(|a, b| if b.1 > a.1 { b } else { a })
+            .map(|(s, _)| name_of(s));
+        let claims = crate::wasm::capability::resource_claim_names(pod.pod());
+        let devices = match best {
+            Some(node) if !claims.is_empty() && pod.pod().scheduling_group.is_none() => {
+                Some(self.reserved_devices(&mut main, &state, pod, &node, &claims)?)
+            }
+            _ => None,
+        };
+
         drop(main);
         let any_feasible = slots.iter().any(|&s| feasible_of(s, &filters));
         let post_filter = if any_feasible || slots.is_empty() || !self.has_post_filter() {
@@ -424,6 +527,54 @@ impl Framework {
             nodes,
             post_filter,
             pod_group: None,
+            devices,
+        })
+    }
+
+    /// Runs Reserve for `pod` on `node`, reads the claims named `claims` as the
+    /// view then shows them, and runs Unreserve: the devices the claims would have
+    /// there, or why Reserve would fail.
+    fn reserved_devices(
+        &self,
+        main: &mut InstanceSet,
+        state: &CycleState,
+        pod: &CyclePod,
+        node: &str,
+        claims: &[String],
+    ) -> Result<DevicesExplanation, PluginError> {
+        let reserve: Vec<usize> = self
+            .at(ExtensionPoint::Reserve)
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|&i| self.takes_part(i, pod, state))
+            .collect();
+        let mut reserve_failure = None;
+        for &i in &reserve {
+            let status = main.get(i, &self.plugins)?.reserve(state, pod, node)?;
+            if !status.is_success() {
+                reserve_failure = Some(self.failure(i, &status).to_string());
+                break;
+            }
+        }
+        let dra = &self.binding_services.dra;
+        let shown: Vec<Arc<ResourceClaim>> = claims
+            .iter()
+            .filter_map(|name| dra.claim(&pod.namespace, name))
+            .collect();
+        let devices = DeviceReport::of(&shown);
+        // As the cycle does after a failed Reserve: every Reserve plugin, in reverse.
+        for &i in reserve.iter().rev() {
+            if let Err(e) = main
+                .get(i, &self.plugins)
+                .and_then(|inst| inst.unreserve(state, pod, node).map_err(PluginError::from))
+            {
+                tracing::warn!(pod = %pod.key(), node, "explain: unreserve failed: {e}");
+            }
+        }
+        Ok(DevicesExplanation {
+            node: node.to_owned(),
+            devices,
+            reserve_failure,
         })
     }
 }
@@ -516,6 +667,18 @@ impl Explanation {
                     c.victims.join(", "),
                     c.pdb_violations
                 ));
+            }
+        }
+        if let Some(d) = &self.devices {
+            out.push_str(&format!(
+                "Devices on {} (the best-scoring node), as Reserve would assume them:\n",
+                d.node
+            ));
+            for device in &d.devices {
+                out.push_str(&format!("  {}", device.to_text()));
+            }
+            if let Some(why) = &d.reserve_failure {
+                out.push_str(&format!("  Reserve would fail: {why}\n"));
             }
         }
         if let Some(g) = &self.pod_group {

@@ -15,8 +15,9 @@ mod shadow;
 pub use crate::plugin::group_what_if::{GroupAnswer, GroupAsk, GroupSimulationHandle};
 pub use crate::plugin::{CyclePod, CycleState, PluginCalls, cycle_state, waiting};
 pub use explain::{
-    ExplainOptions, Explanation, GroupPreemptionExplanation, GroupWorkloadExplanation,
-    MemberExplanation, NodeExplanation, PluginStatus, PodGroupExplanation, ScoreEntry,
+    DeviceReport, DevicesExplanation, ExplainOptions, Explanation, GroupPreemptionExplanation,
+    GroupWorkloadExplanation, MemberExplanation, NodeExplanation, PluginStatus,
+    PodGroupExplanation, ScoreEntry,
 };
 pub use fit_error::{Diagnosis, FitError};
 pub use group_preemption::GroupPostFilterVerdict;
