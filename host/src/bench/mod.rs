@@ -747,9 +747,21 @@ pub struct BenchResult {
     pub seconds: f64,
     /// The machine's cores.
     pub cores: usize,
-    /// With a native comparison, on the wasm result: wasm time over native time.
+    /// With a native comparison, on the wasm result: wasm time over native time per
+    /// measured pod (the same pods both ways, but in a steady state, where both run
+    /// for its duration and make as many as they can).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wasm_over_native: Option<f64>,
+}
+
+/// Wasm time over native time per measured pod; `None` when either has none.
+fn wasm_over_native(wasm: &BenchResult, native: &BenchResult) -> Option<f64> {
+    let per_pod =
+        |r: &BenchResult| (r.measured_pods > 0).then(|| r.seconds / r.measured_pods as f64);
+    match (per_pod(wasm), per_pod(native)) {
+        (Some(w), Some(n)) if n > 0.0 => Some(w / n),
+        _ => None,
+    }
 }
 
 /// The cores of this machine.
@@ -1319,10 +1331,8 @@ pub fn run(
             for &mode in &modes {
                 results.push(run_one(runtime, w, size, mode, &opts.scheduler, progress)?);
             }
-            if let [wasm, native] = results.as_mut_slice()
-                && native.seconds > 0.0
-            {
-                wasm.wasm_over_native = Some(wasm.seconds / native.seconds);
+            if let [wasm, native] = results.as_mut_slice() {
+                wasm.wasm_over_native = wasm_over_native(wasm, native);
             }
             out.extend(results);
         }
@@ -1590,6 +1600,49 @@ mod tests {
             berth_sdk::ClaimSource::TemplateName("test-claim-template".into())
         );
         assert_eq!(p.requests().milli_cpu, 0);
+    }
+
+    #[test]
+    fn wasm_over_native_compares_time_per_measured_pod() {
+        let result = |mode, measured_pods, seconds| BenchResult {
+            workload: "W".into(),
+            size: None,
+            nodes: 2,
+            init_pods: 0,
+            measured_pods,
+            mode,
+            pods_per_second: measured_pods as f64 / seconds,
+            p50_ms: 0.1,
+            p99_ms: 0.2,
+            peak_rss_mib: 1.0,
+            scheduled: measured_pods,
+            pod_groups: None,
+            pods_per_group: None,
+            devices_per_node: None,
+            held_claims: None,
+            seconds,
+            cores: 2,
+            wasm_over_native: None,
+        };
+        // The same pods: the wall times' ratio.
+        let r = wasm_over_native(
+            &result(Mode::Wasm, 1000, 2.0),
+            &result(Mode::Native, 1000, 1.0),
+        );
+        assert_eq!(r, Some(2.0));
+        // A steady state: both ran 10 s, native made three times the pods.
+        let r = wasm_over_native(
+            &result(Mode::Wasm, 1000, 10.0),
+            &result(Mode::Native, 3000, 10.0),
+        );
+        assert_eq!(r, Some(3.0));
+        assert_eq!(
+            wasm_over_native(
+                &result(Mode::Wasm, 1000, 1.0),
+                &result(Mode::Native, 0, 1.0)
+            ),
+            None
+        );
     }
 
     #[test]
