@@ -6,6 +6,14 @@ mod common;
 use common::{berth, stderr, stdout};
 use std::process::Output;
 
+/// `--output json`'s lines, one object each.
+fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
 #[test]
 fn quick_json_reports_every_measured_pod_in_both_modes() {
     let out = berth(&[
@@ -22,10 +30,7 @@ fn quick_json_reports_every_measured_pod_in_both_modes() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("bench: "), "{}", stderr(&out));
-    let lines: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 4, "{}", stdout(&out));
     let expected = [
         ("SchedulingBasic", "wasm"),
@@ -96,10 +101,7 @@ fn pod_group_workloads_report_their_groups_and_sizes_are_named() {
         "--native",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let lines: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 2, "{}", stdout(&out));
     for (r, workload) in lines.iter().zip(["GangScheduling", "BasicScheduling"]) {
         assert_eq!(r["workload"], workload);
@@ -140,10 +142,7 @@ fn dra_workloads_report_their_sizes_and_devices() {
         "--native",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let lines: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 2, "{}", stdout(&out));
     // Upstream's `fast`, as it is: a node with ten devices and one without.
     for r in &lines {
