@@ -150,19 +150,21 @@ enum Compare {
 struct BenchArgs {
     /// Run only this workload (repeatable): SchedulingBasic, SchedulingNodeAffinity,
     /// TopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
-    /// PreemptionBasic, Unschedulable, GangScheduling, BasicScheduling; NAME/SIZE runs
-    /// one size (GangScheduling/5000Nodes_1000Gangs_3000Pods).
+    /// PreemptionBasic, Unschedulable, GangScheduling, BasicScheduling,
+    /// SchedulingWithResourceClaimTemplate, SteadyStateClusterResourceClaimTemplate;
+    /// NAME/SIZE runs one size (GangScheduling/5000Nodes_1000Gangs_3000Pods).
     #[arg(long)]
     workload: Vec<String>,
     /// Run only the sizes with this many nodes (500 or 5000, 100 or 5000 for the pod
-    /// group workloads; another count runs the nearest sizes' pods on that many
-    /// nodes).
+    /// group workloads, 2, 100, 200 or 500 for the DRA ones; another count runs the
+    /// nearest sizes' pods on that many nodes).
     #[arg(long)]
     nodes: Option<usize>,
     /// Override the number of initial pods.
     #[arg(long)]
     init_pods: Option<usize>,
-    /// Override the number of measured pods.
+    /// Override the number of measured pods (of a steady state: the pods pending at
+    /// once).
     #[arg(long)]
     measure_pods: Option<usize>,
     /// Small node and pod counts: the whole run takes seconds.

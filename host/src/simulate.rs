@@ -631,44 +631,15 @@ impl Timeline {
         true
     }
 
-    /// The resourceclaim controller: for each entry of the pod's `spec.resourceClaims`
-    /// naming a template and without a claim yet, makes the claim from the template
-    /// (owned by the pod) and records it in the pod's `status.resourceClaimStatuses`.
-    /// Answers false, changing nothing, when a template does not exist yet.
+    /// The resourceclaim controller: makes the claims of the pod's template entries
+    /// (`cluster::dra::claims_from_templates`). Answers false, changing nothing, when
+    /// a template does not exist yet.
     fn make_claims(&self, scheduler: &mut Scheduler, pod: &mut Pod) -> bool {
-        let mut made = Vec::new();
-        for entry in &pod.resource_claims {
-            let berth_sdk::ClaimSource::TemplateName(template) = &entry.source else {
-                continue;
-            };
-            if pod.resource_claim_status(&entry.name).is_some() {
-                continue;
-            }
-            let Some(t) = scheduler.dra().template(&pod.namespace, template) else {
-                return false;
-            };
-            let claim = crate::cluster::manifest::dra::claim_for_pod(
-                &t,
-                pod,
-                &entry.name,
-                &claim_suffix(pod, &entry.name),
-            );
-            // Made before (the pod's document applied again): the claim stays as is.
-            let exists = scheduler
-                .dra()
-                .claim(&claim.namespace, &claim.name)
-                .is_some_and(|c| c.is_for_pod(&pod.uid));
-            made.push((entry.name.clone(), claim, exists));
-        }
-        for (entry, claim, exists) in made {
-            pod.resource_claim_statuses
-                .push(berth_sdk::PodResourceClaimStatus {
-                    name: entry,
-                    resource_claim_name: Some(claim.name.clone()),
-                });
-            if !exists {
-                scheduler.apply_dra(DraChange::Claim(claim));
-            }
+        let Some(claims) = crate::cluster::dra::claims_from_templates(scheduler.dra(), pod) else {
+            return false;
+        };
+        for claim in claims {
+            scheduler.apply_dra(DraChange::Claim(claim));
         }
         true
     }
@@ -942,19 +913,6 @@ impl Timeline {
         }
         Ok(())
     }
-}
-
-/// The suffix the API server's `generateName` gives a claim made for a pod: five
-/// characters, here derived from the pod's UID and the entry so that a timeline
-/// replays the same.
-fn claim_suffix(pod: &Pod, entry: &str) -> String {
-    use sha2::Digest;
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let hash = sha2::Sha256::digest(format!("{}/{entry}", pod.uid).as_bytes());
-    hash.iter()
-        .take(5)
-        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-        .collect()
 }
 
 /// What each document of the timeline brought about, found by comparing the pods'

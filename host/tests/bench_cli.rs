@@ -6,6 +6,14 @@ mod common;
 use common::{berth, stderr, stdout};
 use std::process::Output;
 
+/// `--output json`'s lines, one object each.
+fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
 #[test]
 fn quick_json_reports_every_measured_pod_in_both_modes() {
     let out = berth(&[
@@ -22,10 +30,7 @@ fn quick_json_reports_every_measured_pod_in_both_modes() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("bench: "), "{}", stderr(&out));
-    let lines: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 4, "{}", stdout(&out));
     let expected = [
         ("SchedulingBasic", "wasm"),
@@ -96,10 +101,7 @@ fn pod_group_workloads_report_their_groups_and_sizes_are_named() {
         "--native",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let lines: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 2, "{}", stdout(&out));
     for (r, workload) in lines.iter().zip(["GangScheduling", "BasicScheduling"]) {
         assert_eq!(r["workload"], workload);
@@ -121,6 +123,50 @@ fn pod_group_workloads_report_their_groups_and_sizes_are_named() {
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("workload GangScheduling has no size \"5000Nodes\""),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn dra_workloads_report_their_sizes_and_devices() {
+    let out = berth(&[
+        "bench",
+        "--quick",
+        "--output",
+        "json",
+        "--workload",
+        "SchedulingWithResourceClaimTemplate",
+        "--workload",
+        "SteadyStateClusterResourceClaimTemplate",
+        "--native",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 2, "{}", stdout(&out));
+    // Upstream's `fast`, as it is: a node with ten devices and one without.
+    for r in &lines {
+        assert_eq!(r["size"], "fast", "{r}");
+        assert_eq!(r["nodes"], 2, "{r}");
+        assert_eq!(r["devices_per_node"], 10, "{r}");
+        assert_eq!(r["held_claims"], 0, "{r}");
+        assert_eq!(r["scheduled"], r["measured_pods"], "{r}");
+    }
+    assert_eq!(lines[0]["workload"], "SchedulingWithResourceClaimTemplate");
+    assert_eq!(lines[0]["measured_pods"], 10);
+    // The steady state makes pods for its two seconds, ten pending at a time: more
+    // than the ten devices, each deleted once bound.
+    assert_eq!(
+        lines[1]["workload"],
+        "SteadyStateClusterResourceClaimTemplate"
+    );
+    assert!(
+        lines[1]["measured_pods"].as_u64().unwrap() > 10,
+        "{}",
+        lines[1]
+    );
+    assert!(
+        stderr(&out).contains("SteadyStateClusterResourceClaimTemplate/fast 2 nodes native: 10 pods pending at a time for 2 s"),
         "{}",
         stderr(&out)
     );

@@ -1,14 +1,19 @@
 //! `berth bench`: workloads shaped like kube-scheduler's scheduler_perf
-//! (`test/integration/scheduler_perf/config/performance-config.yaml`, and the pod
-//! group test cases of `test/integration/scheduler_perf/podgroup/`) run on the
+//! (`test/integration/scheduler_perf/config/performance-config.yaml`, the pod group
+//! test cases of `test/integration/scheduler_perf/podgroup/`, and the dynamic
+//! resource allocation ones of `test/integration/scheduler_perf/dra/`) run on the
 //! embedded cluster with a real clock.
 //!
-//! Each run builds a fresh scheduler, adds the nodes, adds and schedules the initial
-//! pods, creates the PodGroups of a pod group workload, then adds every measured pod
-//! and times only their scheduling: the time of each attempt (pop, snapshot,
-//! PreFilter to Permit, hand-off to the binding cycle; for a member of a PodGroup,
-//! the whole pod group cycle) and the wall time until every binding is done. Pods per
-//! second are the measured pods bound per second of that wall time.
+//! Each run builds a fresh scheduler, adds the nodes (and a DRA workload's devices,
+//! device class, claim templates and claims held before measuring), adds and
+//! schedules the initial pods, creates the PodGroups of a pod group workload, then
+//! adds every measured pod and times only their scheduling: the time of each attempt
+//! (pop, snapshot, PreFilter to Permit, hand-off to the binding cycle; for a member of
+//! a PodGroup, the whole pod group cycle) and the wall time until every binding is
+//! done. Pods per second are the measured pods bound per second of that wall time.
+//! A steady-state workload instead keeps a few pods pending for its duration, each
+//! deleted once bound and replaced (`steady.rs`); its pods per second are those bound
+//! per second of the whole run.
 
 use crate::clock::RealClock;
 use crate::cluster::manifest::{self, ManifestError, Object};
@@ -17,13 +22,17 @@ use crate::cluster::pod_groups::{PodGroupObject, PodGroupPolicy};
 use crate::config::Configuration;
 use crate::scheduler::{PodError, Scheduler, SchedulerError, SchedulerOptions};
 use crate::wasm::Runtime;
+use berth_sdk::dra::DeviceId;
 use berth_sdk::{Labels, Node, Pod, Resources};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod churn;
+mod dra;
+mod steady;
 pub use churn::{ChurnOptions, ChurnResult, ChurnSample, churn_to_text, rss_mib, run_churn};
+pub use dra::{Devices, Held};
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]
@@ -53,12 +62,27 @@ pub enum BenchError {
     /// A workload's pod template is a valid manifest of something else.
     #[error("bench template is not a pod")]
     TemplateNotPod,
+    /// A DRA workload's template is not the kind of object it stands for.
+    #[error("bench template is not a {0}")]
+    TemplateNotA(&'static str),
     /// The scheduler could not be built.
     #[error(transparent)]
     Scheduler(#[from] SchedulerError),
     /// The scheduler refused a pod of the workload.
     #[error(transparent)]
     Pod(#[from] PodError),
+    /// A pod names a ResourceClaimTemplate its namespace does not have.
+    #[error("bench pod {pod} names a ResourceClaimTemplate its namespace does not have")]
+    NoTemplate {
+        /// The pod, `namespace/name`.
+        pod: String,
+    },
+    /// The claims to allocate before measuring are more than the devices.
+    #[error("{claims} claims to allocate before measuring are more than the devices")]
+    DevicesFull {
+        /// The claims asked for.
+        claims: usize,
+    },
 }
 
 /// One size of a workload: nodes, pods scheduled before measuring, measured pods.
@@ -76,6 +100,12 @@ pub struct Size {
     /// Members per PodGroup of the measured pods (upstream's `podsPerGroup`); 0 when
     /// they belong to no group.
     pub pods_per_group: usize,
+    /// The devices of a DRA workload; [`Devices::NONE`] for the others.
+    pub devices: Devices,
+    /// For a steady-state workload (upstream's `steadyState`), how long it lasts
+    /// (upstream's `duration`): `measure_pods` are then the pods pending at once, each
+    /// deleted once bound and replaced.
+    pub steady: Option<Duration>,
 }
 
 impl Size {
@@ -144,7 +174,7 @@ pub struct Workload {
     /// The name, as upstream's test case.
     pub name: &'static str,
     /// The sizes it runs at, the smallest first: 500 and 5000 nodes, or upstream's
-    /// pod group workloads.
+    /// named sizes (the pod group and DRA workloads).
     pub sizes: &'static [Size],
     zones: Zones,
     groups: Groups,
@@ -162,6 +192,53 @@ const fn size(name: &'static str, nodes: usize, init_pods: usize, measure_pods: 
         init_pods,
         measure_pods,
         pods_per_group: 0,
+        devices: Devices::NONE,
+        steady: None,
+    }
+}
+
+/// Upstream's `SchedulingWithResourceClaimTemplate` size: `plain` nodes without
+/// devices and `with_devices` with `per_node` each (`nodesWithoutDRA`,
+/// `nodesWithDRA`, `maxClaimsPerNode`), `init_pods` and `measure_pods` each taking
+/// one device through its claim template.
+const fn with_devices(
+    name: &'static str,
+    plain: usize,
+    with_devices: usize,
+    per_node: usize,
+    init_pods: usize,
+    measure_pods: usize,
+) -> Size {
+    Size {
+        devices: Devices {
+            plain_nodes: plain,
+            per_node,
+            held: Held::Empty,
+        },
+        ..size(name, plain + with_devices, init_pods, measure_pods)
+    }
+}
+
+/// Pods pending at once in upstream's DRA steady states (`createPods` `count: 10`).
+const STEADY_PENDING: usize = 10;
+
+/// Upstream's `SteadyStateClusterResourceClaimTemplate` size: its nodes and devices,
+/// what claims hold before measuring, ten pods pending at once for `seconds`.
+const fn steady(
+    name: &'static str,
+    plain: usize,
+    with_devices: usize,
+    held: Held,
+    seconds: u64,
+) -> Size {
+    Size {
+        devices: Devices {
+            plain_nodes: plain,
+            per_node: 10,
+            held,
+        },
+        steady: Some(Duration::from_secs(seconds)),
+        ..size(name, plain + with_devices, 0, STEADY_PENDING)
     }
 }
 
@@ -174,6 +251,8 @@ const fn grouped(name: &'static str, nodes: usize, groups: usize, per_group: usi
         init_pods: 0,
         measure_pods: groups * per_group,
         pods_per_group: per_group,
+        devices: Devices::NONE,
+        steady: None,
     }
 }
 
@@ -339,8 +418,25 @@ spec:
       requests: {cpu: 100m, memory: 100Mi}
 "#;
 
+// upstream's `dra/templates/pod-with-claim-template.yaml`: no resources but one
+// claim, made for the pod from its namespace's `test-claim-template`.
+const POD_WITH_CLAIM_TEMPLATE: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: pod}
+spec:
+  containers:
+  - name: pause
+    image: registry.k8s.io/pause:3.10.1
+    resources:
+      claims: [{name: resource}]
+  resourceClaims:
+  - name: resource
+    resourceClaimTemplateName: test-claim-template
+"#;
+
 /// The workloads, with upstream's node and pod counts.
-pub const WORKLOADS: [Workload; 9] = [
+pub const WORKLOADS: [Workload; 11] = [
     Workload {
         name: "SchedulingBasic",
         sizes: &[
@@ -484,6 +580,51 @@ pub const WORKLOADS: [Workload; 9] = [
         groups: Groups::Basic,
         measure_pod_name: "test-basic-scheduling",
     },
+    Workload {
+        // Upstream's `dra` SchedulingWithResourceClaimTemplate: every pod's claim is
+        // made from a template and takes one of the test driver's devices; the
+        // counts fill the cluster's devices. Berth always uses queueing hints, so
+        // each size and its `_QueueingHintsEnabled` twin are one.
+        name: "SchedulingWithResourceClaimTemplate",
+        sizes: &[
+            with_devices("fast", 1, 1, 10, 0, 10),
+            with_devices("2000pods_100nodes", 0, 100, 20, 1000, 1000),
+            with_devices("2000pods_200nodes", 0, 200, 10, 1000, 1000),
+            with_devices("5000pods_500nodes", 0, 500, 10, 2500, 2500),
+        ],
+        zones: Zones::None,
+        init_template: POD_WITH_CLAIM_TEMPLATE,
+        measure_template: POD_WITH_CLAIM_TEMPLATE,
+        init_namespace: "init",
+        measure_namespace: "test",
+        groups: Groups::None,
+        measure_pod_name: "test-dra",
+    },
+    Workload {
+        // Upstream's `dra` SteadyStateClusterResourceClaimTemplate: claims without a
+        // pod hold none, half or all but ten of the devices; ten pods with template
+        // claims are kept pending, each deleted once bound and replaced.
+        name: "SteadyStateClusterResourceClaimTemplate",
+        sizes: &[
+            steady("fast", 1, 1, Held::Empty, 2),
+            steady("empty_100nodes", 0, 100, Held::Empty, 10),
+            steady("empty_200nodes", 0, 200, Held::Empty, 10),
+            steady("empty_500nodes", 0, 500, Held::Empty, 10),
+            steady("half_100nodes", 0, 100, Held::Half, 10),
+            steady("half_200nodes", 0, 200, Held::Half, 10),
+            steady("half_500nodes", 0, 500, Held::Half, 10),
+            steady("full_100nodes", 0, 100, Held::Full, 10),
+            steady("full_200nodes", 0, 200, Held::Full, 10),
+            steady("full_500nodes", 0, 500, Held::Full, 10),
+        ],
+        zones: Zones::None,
+        init_template: POD_WITH_CLAIM_TEMPLATE,
+        measure_template: POD_WITH_CLAIM_TEMPLATE,
+        init_namespace: "init",
+        measure_namespace: "test",
+        groups: Groups::None,
+        measure_pod_name: "test-dra",
+    },
 ];
 
 /// How much smaller than upstream's 500-node size `--quick` runs a workload.
@@ -569,11 +710,14 @@ pub struct BenchOptions {
 pub struct BenchResult {
     /// The workload's name.
     pub workload: String,
+    /// The size's name, for a workload whose sizes go by upstream's names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
     /// Nodes.
     pub nodes: usize,
     /// Pods scheduled before measuring.
     pub init_pods: usize,
-    /// Measured pods.
+    /// Measured pods (for a steady state, the pods made during it).
     pub measured_pods: usize,
     /// `wasm` or `native`.
     pub mode: Mode,
@@ -593,13 +737,31 @@ pub struct BenchResult {
     /// Members per PodGroup, for a pod group workload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pods_per_group: Option<usize>,
+    /// Devices on each node with devices, for a DRA workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices_per_node: Option<usize>,
+    /// Claims holding devices before measuring, with no pod, for a DRA workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_claims: Option<usize>,
     /// Wall time of the measured part, in seconds.
     pub seconds: f64,
     /// The machine's cores.
     pub cores: usize,
-    /// With a native comparison, on the wasm result: wasm time over native time.
+    /// With a native comparison, on the wasm result: wasm time over native time per
+    /// measured pod (the same pods both ways, but in a steady state, where both run
+    /// for its duration and make as many as they can).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wasm_over_native: Option<f64>,
+}
+
+/// Wasm time over native time per measured pod; `None` when either has none.
+fn wasm_over_native(wasm: &BenchResult, native: &BenchResult) -> Option<f64> {
+    let per_pod =
+        |r: &BenchResult| (r.measured_pods > 0).then(|| r.seconds / r.measured_pods as f64);
+    match (per_pod(wasm), per_pod(native)) {
+        (Some(w), Some(n)) if n > 0.0 => Some(w / n),
+        _ => None,
+    }
 }
 
 /// The cores of this machine.
@@ -713,18 +875,28 @@ pub fn sizes_for(w: &Workload, opts: &BenchOptions) -> Vec<Size> {
 }
 
 /// The sizes a run picks among `sizes` (a workload's, or the one named): with
-/// `--quick` the first divided by [`QUICK_DIVISOR`]; with `--nodes N` those of the
-/// node count nearest to N, on N nodes; the pod counts as overridden. A pod group workload measures
-/// whole groups: its measured count is rounded up to a multiple of its group's size.
+/// `--quick` the first divided by [`QUICK_DIVISOR`] (or as it is when that would leave
+/// no node: upstream's `fast` DRA sizes, two nodes and ten pods, are quick already);
+/// with `--nodes N` those of the node count nearest to N, on N nodes; the pod counts
+/// as overridden. A pod group workload measures whole groups: its measured count is
+/// rounded up to a multiple of its group's size.
 fn sizes_among(sizes: &[Size], opts: &BenchOptions) -> Vec<Size> {
     let mut sizes: Vec<Size> = if opts.quick {
         let s = sizes[0];
-        vec![Size {
-            nodes: s.nodes / QUICK_DIVISOR,
-            init_pods: s.init_pods / QUICK_DIVISOR,
-            measure_pods: s.measure_pods / QUICK_DIVISOR,
-            ..s
-        }]
+        if s.nodes / QUICK_DIVISOR == 0 {
+            vec![s]
+        } else {
+            vec![Size {
+                nodes: s.nodes / QUICK_DIVISOR,
+                init_pods: s.init_pods / QUICK_DIVISOR,
+                measure_pods: s.measure_pods / QUICK_DIVISOR,
+                devices: Devices {
+                    plain_nodes: s.devices.plain_nodes / QUICK_DIVISOR,
+                    ..s.devices
+                },
+                ..s
+            }]
+        }
     } else {
         match opts.nodes {
             Some(n) => {
@@ -761,17 +933,105 @@ fn sizes_among(sizes: &[Size], opts: &BenchOptions) -> Vec<Size> {
     sizes
 }
 
-/// How progress lines name a run: a pod group workload with its size's name.
+impl Workload {
+    /// Whether its sizes go by upstream's names rather than by their node counts:
+    /// the pod group and DRA workloads, several of whose sizes have one node count.
+    fn names_sizes(&self) -> bool {
+        self.groups != Groups::None || self.sizes.iter().any(|s| s.devices.per_node > 0)
+    }
+}
+
+/// How progress lines name a run: a workload of named sizes with its size's name.
 fn label(w: &Workload, size: Size, mode: Mode) -> String {
-    let name = match w.groups {
-        Groups::None => w.name.to_owned(),
-        Groups::Gang | Groups::Basic => format!("{}/{}", w.name, size.name),
+    let name = if w.names_sizes() {
+        format!("{}/{}", w.name, size.name)
+    } else {
+        w.name.to_owned()
     };
     format!("{name} {} nodes {}", size.nodes, mode.as_str())
 }
 
-/// A scheduler with the workload's nodes, its initial pods placed, and its measured
-/// pods added (not yet scheduled); with the uids of the initial and measured pods.
+/// A scheduler with the workload's nodes (and a DRA workload's devices, class, claim
+/// templates and the claims that hold devices before measuring), its initial pods
+/// placed and its PodGroups created; with the clock it runs on and the uids of the
+/// initial pods.
+fn setup(
+    runtime: &Arc<Runtime>,
+    w: &Workload,
+    size: Size,
+    mode: Mode,
+    options: &SchedulerOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Scheduler, Arc<RealClock>, Vec<String>), BenchError> {
+    let init_template = template(w.init_template)?;
+    let mut options = options.clone();
+    options.framework.native = mode == Mode::Native;
+    let cluster = Arc::new(MemoryCluster::new());
+    let clock = Arc::new(RealClock::default());
+    let mut s = Scheduler::new(
+        runtime,
+        &Configuration::default(),
+        "<default configuration>",
+        &options,
+        cluster,
+        clock.clone(),
+    )?;
+    let label = label(w, size, mode);
+    for ns in ["default", w.init_namespace, w.measure_namespace] {
+        s.add_or_update_namespace(ns, Labels::new());
+    }
+    let mut names = Vec::with_capacity(size.nodes);
+    for i in 0..size.nodes {
+        let node = make_node(i, w.zones);
+        names.push(node.name.clone());
+        s.add_or_update_node(node);
+    }
+    if size.devices.per_node > 0 {
+        let held = dra::install(
+            &mut s,
+            size,
+            &names,
+            &[w.init_namespace, w.measure_namespace],
+            options.framework.seed,
+        )?;
+        progress(&format!(
+            "{label}: {} devices on {} nodes, {held} held by claims",
+            size.device_nodes() * size.devices.per_node,
+            size.device_nodes(),
+        ));
+    }
+    progress(&format!(
+        "{label}: scheduling {} initial pods",
+        size.init_pods
+    ));
+    let initial = (0..size.init_pods)
+        .map(|i| {
+            add(
+                &mut s,
+                make_pod(&init_template, w.init_namespace, "init", i),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    s.run_until_idle();
+
+    // As upstream's `createPodGroups`: every PodGroup exists before its members.
+    for i in 0..size.pod_groups() {
+        s.add_or_update_pod_group(w.groups.object(w.measure_namespace, i, size.pods_per_group));
+    }
+    Ok((s, clock, initial))
+}
+
+/// Adds a pod as the embedded cluster has it: its claims made from their templates
+/// first. Answers its uid.
+fn add(s: &mut Scheduler, mut p: Pod) -> Result<String, BenchError> {
+    dra::make_claims(s, &mut p)?;
+    let uid = p.uid.clone();
+    s.add_pod(p)?;
+    Ok(uid)
+}
+
+/// [`setup`], then the measured pods added (not yet scheduled); with the uids of the
+/// initial and measured pods.
 fn prepare(
     runtime: &Arc<Runtime>,
     w: &Workload,
@@ -780,50 +1040,13 @@ fn prepare(
     options: &SchedulerOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(Scheduler, Vec<String>, Vec<String>), BenchError> {
-    let init_template = template(w.init_template)?;
     let measure_template = template(w.measure_template)?;
-    let mut options = options.clone();
-    options.framework.native = mode == Mode::Native;
-    let cluster = Arc::new(MemoryCluster::new());
-    let mut s = Scheduler::new(
-        runtime,
-        &Configuration::default(),
-        "<default configuration>",
-        &options,
-        cluster,
-        Arc::new(RealClock::default()),
-    )?;
+    let (mut s, _, initial) = setup(runtime, w, size, mode, options, progress)?;
     let label = label(w, size, mode);
-    for ns in ["default", w.init_namespace, w.measure_namespace] {
-        s.add_or_update_namespace(ns, Labels::new());
-    }
-    for i in 0..size.nodes {
-        s.add_or_update_node(make_node(i, w.zones));
-    }
-    progress(&format!(
-        "{label}: scheduling {} initial pods",
-        size.init_pods
-    ));
-    let mut initial = Vec::with_capacity(size.init_pods);
-    for i in 0..size.init_pods {
-        let p = make_pod(&init_template, w.init_namespace, "init", i);
-        initial.push(p.uid.clone());
-        s.add_pod(p)?;
-    }
-    s.run_until_idle();
-
-    // As upstream's `createPodGroups`: every PodGroup exists before its members.
-    for i in 0..size.pod_groups() {
-        s.add_or_update_pod_group(w.groups.object(w.measure_namespace, i, size.pods_per_group));
-    }
     let adding = Instant::now();
-    let measured: Vec<String> = (0..size.measure_pods)
-        .map(|i| make_measured(w, &measure_template, size, i))
-        .map(|p| {
-            let uid = p.uid.clone();
-            s.add_pod(p).map(|()| uid)
-        })
-        .collect::<Result<_, PodError>>()?;
+    let measured = (0..size.measure_pods)
+        .map(|i| add(&mut s, make_measured(w, &measure_template, size, i)))
+        .collect::<Result<Vec<_>, _>>()?;
     progress(&format!(
         "{label}: {} pods added in {:.2} s{}; measuring",
         size.measure_pods,
@@ -836,8 +1059,139 @@ fn prepare(
     Ok((s, initial, measured))
 }
 
+/// The measured pods of a steady state, as [`steady::run`] makes them.
+fn steady_pods<'a>(
+    w: &'a Workload,
+    template: &'a Pod,
+    size: Size,
+    label: &'a str,
+) -> steady::Pods<'a> {
+    steady::Pods {
+        template,
+        namespace: w.measure_namespace,
+        prefix: w.measure_pod_name,
+        pending: size.measure_pods,
+        label,
+    }
+}
+
+/// A steady state compared between two runs ([`placed`]) makes this many times its
+/// pending pods, so that each pending place is taken again and again.
+pub const STEADY_COMPARED_ROUNDS: usize = 10;
+
+impl Size {
+    /// The pods [`placed`] reports: the initial and measured ones; for a steady state
+    /// the initial ones and [`STEADY_COMPARED_ROUNDS`] times its pending pods.
+    pub fn placed_pods(&self) -> usize {
+        match self.steady {
+            None => self.init_pods + self.measure_pods,
+            Some(_) => self.init_pods + STEADY_COMPARED_ROUNDS * self.measure_pods,
+        }
+    }
+}
+
+/// A pod of a run: where it landed and the devices its claims were given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// The pod's UID.
+    pub uid: String,
+    /// Its node; `None` when it was left pending.
+    pub node: Option<String>,
+    /// The devices its claims were given (none without claims).
+    pub devices: Vec<DeviceId>,
+}
+
+/// Where the pods of a run landed, and what was wrong with the devices the cluster's
+/// claims held whenever they were looked at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placements {
+    /// The pods, initial ones first ([`Size::placed_pods`] of them).
+    pub pods: Vec<Placed>,
+    /// For a DRA workload: a device held by two claims, or one that does not exist,
+    /// each time it was seen (after the run; in a steady state, each time pods were
+    /// seen bound). Empty when all is well.
+    pub device_conflicts: Vec<String>,
+}
+
+/// Where every pod of a workload lands, with its devices: what the wasm and native
+/// runs of the same seed must agree on. A steady state goes in lockstep here (every
+/// pending pod scheduled and bound before the bound ones are replaced), so that two
+/// runs see the same order, and stops after [`Size::placed_pods`].
+pub fn placed(
+    runtime: &Arc<Runtime>,
+    w: &Workload,
+    size: Size,
+    mode: Mode,
+    options: &SchedulerOptions,
+) -> Result<Placements, BenchError> {
+    let per_node = size.devices.per_node;
+    let at = |s: &Scheduler, uid: &str| Placed {
+        uid: uid.to_owned(),
+        node: s.outcome(uid).and_then(|o| o.node.clone()),
+        devices: s
+            .pod(uid)
+            .map(|p| dra::devices_of(s, p))
+            .unwrap_or_default(),
+    };
+    if size.steady.is_none() {
+        let (mut s, initial, measured) = prepare(runtime, w, size, mode, options, &mut |_| {})?;
+        s.run_until_idle();
+        let pods = initial
+            .iter()
+            .chain(&measured)
+            .map(|uid| at(&s, uid))
+            .collect();
+        let device_conflicts = if per_node > 0 {
+            dra::device_conflicts(&s, per_node)
+        } else {
+            Vec::new()
+        };
+        return Ok(Placements {
+            pods,
+            device_conflicts,
+        });
+    }
+    let (mut s, clock, initial) = setup(runtime, w, size, mode, options, &mut |_| {})?;
+    let mut pods: Vec<Placed> = initial.iter().map(|uid| at(&s, uid)).collect();
+    let template = template(w.measure_template)?;
+    let label = label(w, size, mode);
+    let mut bound: Vec<Placed> = Vec::new();
+    let mut device_conflicts = Vec::new();
+    let run = steady::run(
+        &mut s,
+        &*clock,
+        &steady_pods(w, &template, size, &label),
+        steady::Until::Made(size.placed_pods() - size.init_pods),
+        &mut |s, p, node| {
+            bound.push(Placed {
+                uid: p.uid.clone(),
+                node: Some(node.to_owned()),
+                devices: dra::devices_of(s, p),
+            });
+            device_conflicts.extend(dra::device_conflicts(s, per_node));
+        },
+        &mut |_| {},
+    )?;
+    // The pods made, in order: those never seen bound were left pending.
+    for i in 0..run.made {
+        let uid = make_pod(&template, w.measure_namespace, w.measure_pod_name, i).uid;
+        pods.push(match bound.iter().position(|b| b.uid == uid) {
+            Some(k) => bound.swap_remove(k),
+            None => Placed {
+                uid,
+                node: None,
+                devices: Vec::new(),
+            },
+        });
+    }
+    Ok(Placements {
+        pods,
+        device_conflicts,
+    })
+}
+
 /// Where every pod of a workload lands (uid and node, `None` when left pending),
-/// initial pods first: what the wasm and native runs of the same seed must agree on.
+/// initial pods first: [`placed`] without the devices.
 pub fn placements(
     runtime: &Arc<Runtime>,
     w: &Workload,
@@ -845,15 +1199,10 @@ pub fn placements(
     mode: Mode,
     options: &SchedulerOptions,
 ) -> Result<Vec<(String, Option<String>)>, BenchError> {
-    let (mut s, initial, measured) = prepare(runtime, w, size, mode, options, &mut |_| {})?;
-    s.run_until_idle();
-    Ok(initial
+    Ok(placed(runtime, w, size, mode, options)?
+        .pods
         .into_iter()
-        .chain(measured)
-        .map(|uid| {
-            let node = s.outcome(&uid).and_then(|o| o.node.clone());
-            (uid, node)
-        })
+        .map(|p| (p.uid, p.node))
         .collect())
 }
 
@@ -868,41 +1217,73 @@ pub fn run_one(
     progress: &mut dyn FnMut(&str),
 ) -> Result<BenchResult, BenchError> {
     reset_peak_rss();
-    let (mut s, _, measured) = prepare(runtime, w, size, mode, options, progress)?;
     let label = label(w, size, mode);
-    let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
-    let start = Instant::now();
-    let mut last_report = start;
-    loop {
-        let t = Instant::now();
-        if !s.schedule_one() {
-            break;
+    // Measured before the scheduler is dropped (which joins its threads).
+    let (seconds, peak, mut latencies, measured_pods, scheduled) = match size.steady {
+        None => {
+            let (mut s, _, measured) = prepare(runtime, w, size, mode, options, progress)?;
+            let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
+            let start = Instant::now();
+            let mut last_report = start;
+            loop {
+                let t = Instant::now();
+                if !s.schedule_one() {
+                    break;
+                }
+                latencies.push(t.elapsed());
+                if last_report.elapsed() >= Duration::from_secs(5) {
+                    last_report = Instant::now();
+                    progress(&format!(
+                        "{label}: {} attempts, {:.1} s",
+                        latencies.len(),
+                        start.elapsed().as_secs_f64()
+                    ));
+                }
+            }
+            // Wait for the binding cycles still under way (and retry what can be
+            // retried).
+            s.run_until_idle();
+            let seconds = start.elapsed().as_secs_f64();
+            let scheduled = measured
+                .iter()
+                .filter(|uid| s.outcome(uid).is_some_and(|o| o.node.is_some()))
+                .count();
+            (
+                seconds,
+                peak_rss_mib(),
+                latencies,
+                size.measure_pods,
+                scheduled,
+            )
         }
-        latencies.push(t.elapsed());
-        if last_report.elapsed() >= Duration::from_secs(5) {
-            last_report = Instant::now();
+        Some(duration) => {
+            let (mut s, clock, _) = setup(runtime, w, size, mode, options, progress)?;
+            let template = template(w.measure_template)?;
             progress(&format!(
-                "{label}: {} attempts, {:.1} s",
-                latencies.len(),
-                start.elapsed().as_secs_f64()
+                "{label}: {} pods pending at a time for {} s; measuring",
+                size.measure_pods,
+                duration.as_secs_f64()
             ));
+            let start = Instant::now();
+            let run = steady::run(
+                &mut s,
+                &*clock,
+                &steady_pods(w, &template, size, &label),
+                steady::Until::Elapsed(duration),
+                &mut |_, _, _| {},
+                progress,
+            )?;
+            let seconds = start.elapsed().as_secs_f64();
+            (seconds, peak_rss_mib(), run.latencies, run.made, run.bound)
         }
-    }
-    // Wait for the binding cycles still under way (and retry what can be retried).
-    s.run_until_idle();
-    let seconds = start.elapsed().as_secs_f64();
-    let peak = peak_rss_mib();
-    let scheduled = measured
-        .iter()
-        .filter(|uid| s.outcome(uid).is_some_and(|o| o.node.is_some()))
-        .count();
+    };
     latencies.sort_unstable();
-    drop(s);
     Ok(BenchResult {
         workload: w.name.to_owned(),
+        size: w.names_sizes().then(|| size.name.to_owned()),
         nodes: size.nodes,
         init_pods: size.init_pods,
-        measured_pods: size.measure_pods,
+        measured_pods,
         mode,
         pods_per_second: if seconds > 0.0 {
             scheduled as f64 / seconds
@@ -915,6 +1296,8 @@ pub fn run_one(
         scheduled,
         pod_groups: (size.pods_per_group > 0).then(|| size.pod_groups()),
         pods_per_group: (size.pods_per_group > 0).then_some(size.pods_per_group),
+        devices_per_node: (size.devices.per_node > 0).then_some(size.devices.per_node),
+        held_claims: (size.devices.per_node > 0).then(|| size.init_claims()),
         seconds,
         cores: cores(),
         wasm_over_native: None,
@@ -948,10 +1331,8 @@ pub fn run(
             for &mode in &modes {
                 results.push(run_one(runtime, w, size, mode, &opts.scheduler, progress)?);
             }
-            if let [wasm, native] = results.as_mut_slice()
-                && native.seconds > 0.0
-            {
-                wasm.wasm_over_native = Some(wasm.seconds / native.seconds);
+            if let [wasm, native] = results.as_mut_slice() {
+                wasm.wasm_over_native = wasm_over_native(wasm, native);
             }
             out.extend(results);
         }
@@ -1003,8 +1384,9 @@ pub fn to_text(results: &[BenchResult]) -> String {
         "peak RSS MiB",
         "wasm/native",
         "groups",
+        "devices",
     ];
-    let rows: Vec<[String; 11]> = results
+    let rows: Vec<[String; 12]> = results
         .iter()
         .map(|r| {
             [
@@ -1021,6 +1403,11 @@ pub fn to_text(results: &[BenchResult]) -> String {
                     .map_or_else(String::new, |x| format!("{x:.2}")),
                 match (r.pod_groups, r.pods_per_group) {
                     (Some(g), Some(p)) => format!("{g}x{p}"),
+                    _ => String::new(),
+                },
+                match (r.devices_per_node, r.held_claims) {
+                    (Some(d), Some(0) | None) => format!("{d}/node"),
+                    (Some(d), Some(h)) => format!("{d}/node {h} held"),
                     _ => String::new(),
                 },
             ]
@@ -1158,6 +1545,104 @@ mod tests {
         assert_eq!(at_5000[0].measure_pods, 1002);
         assert_eq!(at_5000[3].measure_pods, 2000);
         assert_eq!(at_5000[6].measure_pods, 5000);
+    }
+
+    #[test]
+    fn dra_workloads_run_their_fast_size_when_quick_and_name_their_sizes() {
+        for name in [
+            "SchedulingWithResourceClaimTemplate",
+            "SteadyStateClusterResourceClaimTemplate",
+        ] {
+            let w = workload(name).unwrap();
+            let quick = sizes_for(
+                w,
+                &BenchOptions {
+                    quick: true,
+                    ..BenchOptions::default()
+                },
+            );
+            // Two nodes, one with ten devices: quick already, run as it is.
+            assert_eq!(quick, vec![w.sizes[0]], "{name}");
+            assert_eq!((quick[0].nodes, quick[0].device_nodes()), (2, 1));
+            assert_eq!(
+                label(w, quick[0], Mode::Wasm),
+                format!("{name}/fast 2 nodes wasm")
+            );
+        }
+        let (_, sizes) = find("steadystateclusterresourceclaimtemplate/FULL_500nodes").unwrap();
+        assert_eq!(sizes[0].name, "full_500nodes");
+        // On other node counts the held claims follow the devices: all but ten.
+        let at_120 = sizes_for(
+            workload("SteadyStateClusterResourceClaimTemplate").unwrap(),
+            &BenchOptions {
+                nodes: Some(120),
+                ..BenchOptions::default()
+            },
+        );
+        let held: Vec<usize> = at_120.iter().map(Size::init_claims).collect();
+        assert_eq!(held, [0, 600, 1190]);
+        assert_eq!(
+            label(
+                workload("SchedulingBasic").unwrap(),
+                size("5000Nodes", 5000, 0, 1),
+                Mode::Native
+            ),
+            "SchedulingBasic 5000 nodes native"
+        );
+    }
+
+    #[test]
+    fn a_dra_pod_template_takes_one_claim_from_its_namespace_s_template() {
+        let p = template(POD_WITH_CLAIM_TEMPLATE).unwrap();
+        assert_eq!(p.resource_claims.len(), 1);
+        assert_eq!(
+            p.resource_claims[0].source,
+            berth_sdk::ClaimSource::TemplateName("test-claim-template".into())
+        );
+        assert_eq!(p.requests().milli_cpu, 0);
+    }
+
+    #[test]
+    fn wasm_over_native_compares_time_per_measured_pod() {
+        let result = |mode, measured_pods, seconds| BenchResult {
+            workload: "W".into(),
+            size: None,
+            nodes: 2,
+            init_pods: 0,
+            measured_pods,
+            mode,
+            pods_per_second: measured_pods as f64 / seconds,
+            p50_ms: 0.1,
+            p99_ms: 0.2,
+            peak_rss_mib: 1.0,
+            scheduled: measured_pods,
+            pod_groups: None,
+            pods_per_group: None,
+            devices_per_node: None,
+            held_claims: None,
+            seconds,
+            cores: 2,
+            wasm_over_native: None,
+        };
+        // The same pods: the wall times' ratio.
+        let r = wasm_over_native(
+            &result(Mode::Wasm, 1000, 2.0),
+            &result(Mode::Native, 1000, 1.0),
+        );
+        assert_eq!(r, Some(2.0));
+        // A steady state: both ran 10 s, native made three times the pods.
+        let r = wasm_over_native(
+            &result(Mode::Wasm, 1000, 10.0),
+            &result(Mode::Native, 3000, 10.0),
+        );
+        assert_eq!(r, Some(3.0));
+        assert_eq!(
+            wasm_over_native(
+                &result(Mode::Wasm, 1000, 1.0),
+                &result(Mode::Native, 0, 1.0)
+            ),
+            None
+        );
     }
 
     #[test]

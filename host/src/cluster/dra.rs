@@ -493,7 +493,13 @@ pub enum DraChange {
 pub fn released_by_pod(dra: &Dra, uid: &str) -> Vec<DraChange> {
     // The cluster's copies: what is assumed of a claim is the scheduler's, not the
     // controller's.
-    let mut claims: Vec<Arc<ResourceClaim>> = dra.read().claims.values().cloned().collect();
+    let mut claims: Vec<Arc<ResourceClaim>> = dra
+        .read()
+        .claims
+        .values()
+        .filter(|c| c.is_for_pod(uid) || c.is_reserved_for(uid))
+        .cloned()
+        .collect();
     claims.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     claims
         .into_iter()
@@ -518,6 +524,44 @@ pub fn released_by_pod(dra: &Dra, uid: &str) -> Vec<DraChange> {
             Some(DraChange::Claim(released))
         })
         .collect()
+}
+
+/// The resourceclaim controller of the embedded cluster (`simulate`, `bench`): for
+/// each entry of the pod's `spec.resourceClaims` that names a template and has no
+/// claim yet, the claim made from the template (owned by the pod, named as the API
+/// server's `generateName` would), recorded in the pod's
+/// `status.resourceClaimStatuses`. Answers the claims to create, or `None`, changing
+/// nothing, while one of the templates does not exist. A claim made before (the pod
+/// applied again) is recorded but not made twice.
+pub fn claims_from_templates(dra: &Dra, pod: &mut berth_sdk::Pod) -> Option<Vec<ResourceClaim>> {
+    use crate::cluster::manifest::dra::{claim_for_pod, claim_suffix};
+    let mut made = Vec::new();
+    for entry in &pod.resource_claims {
+        let berth_sdk::ClaimSource::TemplateName(template) = &entry.source else {
+            continue;
+        };
+        if pod.resource_claim_status(&entry.name).is_some() {
+            continue;
+        }
+        let t = dra.template(&pod.namespace, template)?;
+        let claim = claim_for_pod(&t, pod, &entry.name, &claim_suffix(pod, &entry.name));
+        let exists = dra
+            .claim(&claim.namespace, &claim.name)
+            .is_some_and(|c| c.is_for_pod(&pod.uid));
+        made.push((entry.name.clone(), claim, exists));
+    }
+    let mut claims = Vec::with_capacity(made.len());
+    for (entry, claim, exists) in made {
+        pod.resource_claim_statuses
+            .push(berth_sdk::PodResourceClaimStatus {
+                name: entry,
+                resource_claim_name: Some(claim.name.clone()),
+            });
+        if !exists {
+            claims.push(claim);
+        }
+    }
+    Some(claims)
 }
 
 #[cfg(test)]

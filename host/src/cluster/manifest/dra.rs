@@ -895,6 +895,19 @@ pub fn claim_for_pod(
     }
 }
 
+/// The suffix the API server's `generateName` gives a claim made for a pod: five
+/// characters, here derived from the pod's UID and the entry so that the embedded
+/// cluster makes the same name each time it replays a pod.
+pub fn claim_suffix(pod: &berth_sdk::Pod, entry: &str) -> String {
+    use sha2::Digest;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let hash = sha2::Sha256::digest(format!("{}/{entry}", pod.uid).as_bytes());
+    hash.iter()
+        .take(5)
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
+}
+
 /// The annotation kube-controller-manager puts on a claim made from a template: the
 /// name of the pod's entry of `spec.resourceClaims` it was made for.
 pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
