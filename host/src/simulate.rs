@@ -1283,23 +1283,26 @@ mod tests {
         })
     }
 
-    /// Runs the documents of `text` natively and answers the scheduler and timeline.
-    fn timeline_of(text: &str) -> (Scheduler, Timeline) {
-        let _turn = native_turn();
+    /// The native scheduler and the documents of `text`, not applied yet.
+    fn loaded(text: &str) -> (Scheduler, Vec<Document>) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("dra.yaml");
         std::fs::write(&file, text).unwrap();
-        let runtime = runtime();
         let mut opts = SimulateOptions {
             files: vec![file],
             ..SimulateOptions::default()
         };
         opts.scheduler.framework.native = true;
         let Loaded {
-            mut scheduler,
-            docs,
-            ..
-        } = load(runtime, &opts).unwrap();
+            scheduler, docs, ..
+        } = load(runtime(), &opts).unwrap();
+        (scheduler, docs)
+    }
+
+    /// Runs the documents of `text` natively and answers the scheduler and timeline.
+    fn timeline_of(text: &str) -> (Scheduler, Timeline) {
+        let _turn = native_turn();
+        let (mut scheduler, docs) = loaded(text);
         let mut timeline = Timeline::default();
         for doc in docs {
             timeline.apply(&mut scheduler, doc).unwrap();
@@ -1416,22 +1419,10 @@ mod tests {
 
     #[test]
     fn explain_shows_the_devices_reserve_would_assume_and_leaves_nothing_assumed() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("dra.yaml");
         let waiter = "apiVersion: v1\nkind: Pod\nmetadata: {name: waiter}\nspec: {resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}], containers: [{name: c}]}\n";
         let cluster = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\nspec: {selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n1-gpus}\nspec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}\n---\n";
-        std::fs::write(&file, format!("{cluster}{TEMPLATE}---\n{waiter}")).unwrap();
         let _turn = native_turn();
-        let mut opts = SimulateOptions {
-            files: vec![file],
-            ..SimulateOptions::default()
-        };
-        opts.scheduler.framework.native = true;
-        let Loaded {
-            mut scheduler,
-            docs,
-            ..
-        } = load(runtime(), &opts).unwrap();
+        let (mut scheduler, docs) = loaded(&format!("{cluster}{TEMPLATE}---\n{waiter}"));
         let mut timeline = Timeline::default();
         for doc in docs {
             timeline.apply(&mut scheduler, doc).unwrap();

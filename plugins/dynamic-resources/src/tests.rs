@@ -756,6 +756,19 @@ fn class_parameters_cel_runtime_error() {
     });
 }
 
+/// PostFilter after the pod with claim name found no node: its claim is allocated
+/// for WORKER and the only node is another one.
+fn post_filter_elsewhere() -> PostFilterResult {
+    let p = plugin();
+    let store = MemoryState::default();
+    let state = CycleState::new(&store);
+    let pod = pod_with_claim_name();
+    let (pre, filters) = filter_all(&p, &state, &pod, &[node("other")]);
+    assert!(pre.is_success());
+    assert_eq!(filters[0], Status::unresolvable(ERR_NOT_AVAILABLE));
+    p.post_filter(&state, &pod, &[], &NoDryRun)
+}
+
 #[test]
 fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_deallocates_it() {
     // Upstream's "deallocate" cases: allocated for a node the pod cannot use, and
@@ -771,14 +784,7 @@ fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_deallocates_it(
     }];
     for claim in [allocated_claim(), own] {
         with_host(world(vec![claim], vec![class()], vec![]), |host| {
-            let p = plugin();
-            let store = MemoryState::default();
-            let state = CycleState::new(&store);
-            let pod = pod_with_claim_name();
-            let (pre, filters) = filter_all(&p, &state, &pod, &[node("other")]);
-            assert!(pre.is_success());
-            assert_eq!(filters[0], Status::unresolvable(ERR_NOT_AVAILABLE));
-            let post = p.post_filter(&state, &pod, &[], &NoDryRun);
+            let post = post_filter_elsewhere();
             assert_eq!(
                 post.status,
                 Status::unschedulable("deallocation of ResourceClaim completed")
@@ -795,12 +801,7 @@ fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_deallocates_it(
     let mut c = allocated_claim();
     c.status.reserved_for = vec![ConsumerReference::pod("x", "x-uid")];
     with_host(world(vec![c], vec![class()], vec![]), |host| {
-        let p = plugin();
-        let store = MemoryState::default();
-        let state = CycleState::new(&store);
-        let pod = pod_with_claim_name();
-        filter_all(&p, &state, &pod, &[node("other")]);
-        let post = p.post_filter(&state, &pod, &[], &NoDryRun);
+        let post = post_filter_elsewhere();
         assert_eq!(post.status, Status::unschedulable("still not schedulable"));
         assert!(host.world().written.is_empty());
     });
@@ -810,20 +811,15 @@ fn an_allocated_claim_elsewhere_is_not_available_and_post_filter_deallocates_it(
         world(vec![allocated_claim()], vec![class()], vec![]),
         |host| {
             host.world().write_error = Some("the object has been modified".into());
-            let p = plugin();
-            let store = MemoryState::default();
-            let state = CycleState::new(&store);
-            let pod = pod_with_claim_name();
-            filter_all(&p, &state, &pod, &[node("other")]);
-            let post = p.post_filter(&state, &pod, &[], &NoDryRun);
+            let post = post_filter_elsewhere();
             assert_eq!(post.status.code, Code::Error);
             assert!(
-            post.status
-                .message()
-                .contains("deallocate resourceclaim default/my-pod-my-resource: the object has been modified"),
-            "{:?}",
-            post.status
-        );
+                post.status.message().contains(
+                    "deallocate resourceclaim default/my-pod-my-resource: the object has been modified"
+                ),
+                "{:?}",
+                post.status
+            );
         },
     );
 }
