@@ -625,22 +625,7 @@ impl Timeline {
         };
         self.reported.retain(|u| u != &uid);
         scheduler.delete_pod(&uid);
-        for change in crate::cluster::dra::released_by_pod(scheduler.dra(), &uid) {
-            scheduler.apply_dra(change);
-        }
-        true
-    }
-
-    /// The resourceclaim controller: makes the claims of the pod's template entries
-    /// (`cluster::dra::claims_from_templates`). Answers false, changing nothing, when
-    /// a template does not exist yet.
-    fn make_claims(&self, scheduler: &mut Scheduler, pod: &mut Pod) -> bool {
-        let Some(claims) = crate::cluster::dra::claims_from_templates(scheduler.dra(), pod) else {
-            return false;
-        };
-        for claim in claims {
-            scheduler.apply_dra(DraChange::Claim(claim));
-        }
+        scheduler.release_claims_of(&uid);
         true
     }
 
@@ -651,7 +636,7 @@ impl Timeline {
             let Some(mut pod) = self.awaiting_templates.remove(&key) else {
                 continue;
             };
-            if self.make_claims(scheduler, &mut pod) {
+            if scheduler.make_claims_from_templates(&mut pod) {
                 scheduler.update_pod(pod).map_err(DocumentProblem::Pod)?;
             } else {
                 self.awaiting_templates.insert(key, pod);
@@ -893,7 +878,7 @@ impl Timeline {
         mut pod: Pod,
     ) -> Result<(), DocumentProblem> {
         let key = pod.key();
-        if pod.node_name.is_empty() && !self.make_claims(scheduler, &mut pod) {
+        if pod.node_name.is_empty() && !scheduler.make_claims_from_templates(&mut pod) {
             self.awaiting_templates.insert(key.clone(), pod.clone());
         }
         self.labels.insert(key.clone(), pod.labels.clone());

@@ -6,7 +6,7 @@
 //! claims allocated before measuring without a pod (`allocResourceClaims`).
 
 use super::{BenchError, Size};
-use crate::cluster::dra::{DraChange, claims_from_templates};
+use crate::cluster::dra::DraChange;
 use crate::cluster::manifest::{self, Object};
 use crate::scheduler::Scheduler;
 use berth_sdk::Pod;
@@ -238,23 +238,10 @@ fn allocation(node: &str, device: usize) -> AllocationResult {
 /// Makes a pod's claims from its templates, as the embedded cluster's resourceclaim
 /// controller does, and puts them into the scheduler; the pod records them.
 pub(super) fn make_claims(s: &mut Scheduler, pod: &mut Pod) -> Result<(), BenchError> {
-    if pod.resource_claims.is_empty() {
+    if pod.resource_claims.is_empty() || s.make_claims_from_templates(pod) {
         return Ok(());
     }
-    let claims = claims_from_templates(s.dra(), pod)
-        .ok_or_else(|| BenchError::NoTemplate { pod: pod.key() })?;
-    for c in claims {
-        s.apply_dra(DraChange::Claim(c));
-    }
-    Ok(())
-}
-
-/// Releases a gone pod's claims as the embedded cluster's resourceclaim controller
-/// does (`cluster::dra::released_by_pod`): the claims made for it are deleted.
-pub(super) fn delete_claims(s: &mut Scheduler, pod: &Pod) {
-    for change in crate::cluster::dra::released_by_pod(s.dra(), &pod.uid) {
-        s.apply_dra(change);
-    }
+    Err(BenchError::NoTemplate { pod: pod.key() })
 }
 
 /// The devices the claims made for `pod` were given.

@@ -102,7 +102,7 @@ pub(super) fn run(
             };
             seen(s, &p, &node);
             s.delete_pod(&p.uid);
-            dra::delete_claims(s, &p);
+            s.release_claims_of(&p.uid);
             out.bound += 1;
         }
         outstanding = still;

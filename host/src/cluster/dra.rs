@@ -139,6 +139,12 @@ pub enum AssumeError {
     },
 }
 
+/// The `resourceVersion` the embedded cluster gives an object it changes: one more
+/// than `version` (0 when it is not a number).
+pub fn next_version(version: &str) -> String {
+    (version.parse::<u64>().unwrap_or(0) + 1).to_string()
+}
+
 /// Whether `version` is older than `than`: numerically when both are numbers (as
 /// the API server's are, and upstream's assume cache compares them), else whenever
 /// they differ (the cluster's copy is not the one written).
@@ -519,8 +525,7 @@ pub fn released_by_pod(dra: &Dra, uid: &str) -> Vec<DraChange> {
                 released.status.allocation = None;
                 released.status.devices.clear();
             }
-            let version: u64 = c.resource_version.parse().unwrap_or(0);
-            released.resource_version = (version + 1).to_string();
+            released.resource_version = next_version(&c.resource_version);
             Some(DraChange::Claim(released))
         })
         .collect()

@@ -349,8 +349,7 @@ impl Binder for MemoryCluster {
         let mut written = (*current).clone();
         written.status.allocation = claim.status.allocation.clone();
         written.status.reserved_for = claim.status.reserved_for.clone();
-        let version: u64 = current.resource_version.parse().unwrap_or(0);
-        written.resource_version = (version + 1).to_string();
+        written.resource_version = crate::cluster::dra::next_version(&current.resource_version);
         dra.set_claim(written.clone());
         // The watch of a real cluster would report it: the queue hears of it.
         self.storage_changes

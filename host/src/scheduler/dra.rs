@@ -25,6 +25,27 @@ impl Scheduler {
         }
     }
 
+    /// The embedded cluster's resourceclaim controller for a new pod: makes the
+    /// claims of its template entries (`cluster::dra::claims_from_templates`; the pod
+    /// records them). False, changing nothing, when a template does not exist yet.
+    pub fn make_claims_from_templates(&mut self, pod: &mut berth_sdk::Pod) -> bool {
+        let Some(claims) = crate::cluster::dra::claims_from_templates(&self.dra, pod) else {
+            return false;
+        };
+        for claim in claims {
+            self.apply_dra(DraChange::Claim(claim));
+        }
+        true
+    }
+
+    /// The embedded cluster's resourceclaim controller once the pod of `uid` is gone
+    /// (`cluster::dra::released_by_pod`).
+    pub fn release_claims_of(&mut self, uid: &str) {
+        for change in crate::cluster::dra::released_by_pod(&self.dra, uid) {
+            self.apply_dra(change);
+        }
+    }
+
     /// A `resource.k8s.io` object appeared (`old` none) or changed, already in the
     /// view: the event that may make pods DynamicResources rejected schedulable.
     pub(super) fn dra_event(&mut self, resource: EventResource, old: Option<Object>, new: Object) {

@@ -274,9 +274,7 @@ impl Scheduler {
                 self.recorder.preempted(v, p, node);
                 self.delete_pod(&v.uid);
                 // Nor a resourceclaim controller: the victim's devices are let go here.
-                for change in crate::cluster::dra::released_by_pod(&self.dra, &v.uid) {
-                    self.apply_dra(change);
-                }
+                self.release_claims_of(&v.uid);
             }
             if !ended.all_evicted {
                 for (p, _) in &ended.preemptors {
