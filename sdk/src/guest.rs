@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.9.0";
+pub const WIT_VERSION: &str = "0.9.1";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -971,6 +971,22 @@ impl IntoWit for Result<Vec<i64>, sdk::Status> {
     type Wit = Result<Vec<i64>, w::Status>;
     fn into_wit(self) -> Self::Wit {
         self.map_err(status_to_wit)
+    }
+}
+
+impl IntoWit for Result<Vec<crate::SignFragment>, sdk::Status> {
+    type Wit = Result<Vec<ex::sign::SignFragment>, w::Status>;
+    fn into_wit(self) -> Self::Wit {
+        self.map(|fragments| {
+            fragments
+                .into_iter()
+                .map(|f| ex::sign::SignFragment {
+                    key: f.key,
+                    value: f.value,
+                })
+                .collect()
+        })
+        .map_err(status_to_wit)
     }
 }
 

@@ -68,6 +68,7 @@ mod plugin;
 pub mod points;
 pub mod preemption;
 pub mod quantity;
+pub mod sign;
 pub mod testing;
 pub mod types;
 pub mod validation;
@@ -92,6 +93,7 @@ pub use preemption::{
     PreFilterExtensions, least_budget_violations,
 };
 pub use serde_json;
+pub use sign::{Sign, SignFragment};
 pub use types::{
     CPU, ClaimSource, Code, Container, ContainerExtendedResourceRequest, EPHEMERAL_STORAGE,
     ExtensionPoint, HostPort, ImageState, Labels, MEMORY, Node, NodeInfo, PODS, Pod,

@@ -3,6 +3,7 @@
 
 use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
 use crate::preemption::{DryRun, PostFilter, PostFilterResult, PreFilterExtensions};
+use crate::sign::{Sign, SignFragment};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use crate::workload::{
     NormalizePlacementScore, Placement, PlacementFeasible, PlacementGenerate, PlacementProgress,
@@ -497,6 +498,8 @@ vtable! {
     /// PodGroupPostFilter.
     pod_group_post_filter: fn(&T, &CycleState, &PodGroup, &[&NodeInfo]) -> PodGroupPostFilterResult =
         T::pod_group_post_filter, if PodGroupPostFilter, PodGroupPostFilter;
+    /// SignPod.
+    sign_pod: fn(&T, &Pod) -> Result<Vec<SignFragment>, Status> = T::sign_pod, if Sign, SignPod;
 }
 
 /// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
@@ -510,7 +513,7 @@ pub trait Registered: Plugin {
 /// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `pre_filter_extensions`,
 /// `filter`, `post_filter`, `pre_score`, `score`, `normalize_score`, `reserve`, `permit`,
 /// `pre_bind`, `bind`, `post_bind`, `placement_score`, `normalize_placement_score`,
-/// `placement_feasible`, `placement_generate`, `pod_group_post_filter`.
+/// `placement_feasible`, `placement_generate`, `pod_group_post_filter`, `sign_pod`.
 #[macro_export]
 macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {

@@ -19,6 +19,7 @@
 use crate::events::{ClusterEvent, Object, QueueingHint};
 use crate::plugin::{CycleState, PreFilterResult, VTable};
 use crate::preemption::{DryRun, PostFilterResult};
+use crate::sign::SignFragment;
 use crate::types::{NodeInfo, Pod, Status};
 use crate::workload::{
     Placement, PlacementProgress, PodGroup, PodGroupAssignments, PodGroupPostFilterResult,
@@ -202,6 +203,14 @@ macro_rules! for_each_extension_point {
                 calls: [
                     group { pod_group_post_filter "PodGroupPostFilter" pod_group_post_filter call_pod_group_post_filter pod_group_post_filter
                         () -> $crate::PodGroupPostFilterResult },
+                ],
+            }
+            optional interface sign {
+                points: [],
+                also: [SignPod sign_pod "signPod" "Sign a pod: the parts of it the plugin's filtering and scoring read (opportunistic batching)."],
+                calls: [
+                    cycle { sign_pod "SignPod" sign_pod call_sign_pod sign
+                        () -> ::std::result::Result<::std::vec::Vec<$crate::SignFragment>, $crate::Status> },
                 ],
             }
         }
@@ -751,6 +760,24 @@ pub fn generate_placements<T>(
     })
 }
 
+/// SignPod: the cycle's pod's fragments.
+#[inline]
+pub fn sign_pod<T>(
+    plugin: &T,
+    vt: &VTable<T>,
+    _state: &CycleState,
+    pod: Option<&Pod>,
+    _replica: &impl Replica,
+) -> Result<Vec<SignFragment>, Status> {
+    let Some(f) = vt.sign_pod else {
+        return Err(not_implemented("signPod"));
+    };
+    let Some(pod) = pod else {
+        return Err(no_cycle());
+    };
+    f(plugin, pod)
+}
+
 /// PodGroupPostFilter, with every node of the replica (the victims are among their
 /// pods).
 #[inline]
@@ -844,6 +871,7 @@ mod tests {
                 E::PlacementGenerate,
                 E::PlacementFeasible,
                 E::PodGroupPostFilter,
+                E::SignPod,
             ]
         );
         assert_eq!(
@@ -851,7 +879,9 @@ mod tests {
             E::ALL
                 .iter()
                 .copied()
-                .filter(|p| *p != E::NormalizeScore && *p != E::NormalizePlacementScore)
+                .filter(
+                    |p| ![E::NormalizeScore, E::NormalizePlacementScore, E::SignPod].contains(p)
+                )
                 .collect::<Vec<_>>()
         );
         let names: Vec<&str> = E::ALL.iter().map(|p| p.as_str()).collect();
@@ -875,13 +905,18 @@ mod tests {
                 "normalizePlacementScore",
                 "placementGenerate",
                 "placementFeasible",
-                "podGroupPostFilter"
+                "podGroupPostFilter",
+                "signPod"
             ]
         );
         for p in E::ALL {
             assert_eq!(E::from_name(p.as_str()), Some(p));
         }
-        assert_eq!(E::from_name("signPod"), None);
+        assert_eq!(E::from_name("signPod"), Some(E::SignPod));
+        assert!(
+            !E::CONFIGURABLE.contains(&E::SignPod),
+            "profiles do not configure SignPod: the host asks every plugin that implements it"
+        );
         assert!(
             E::PreFilter < E::Filter && E::Bind < E::PostBind,
             "Ord follows the table"

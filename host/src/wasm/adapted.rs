@@ -66,13 +66,15 @@ use bindings08::berth::scheduler::{types as w08, workload as wl08};
 pub(crate) mod exports07 {
     pub(crate) use super::bindings::exports::berth::scheduler::*;
     pub(crate) use crate::wasm::bindings::exports::berth::scheduler::{
-        placement_feasible, placement_generate, pod_group_post_filter,
+        placement_feasible, placement_generate, pod_group_post_filter, sign,
     };
 }
 
-/// The 0.8 track's exports: every interface of the current track.
+/// The 0.8 track's exports, and the optional interface added on the 0.9 track
+/// (SignPod, 0.9.1), which no 0.8 module has either.
 pub(crate) mod exports08 {
     pub(crate) use super::bindings08::exports::berth::scheduler::*;
+    pub(crate) use crate::wasm::bindings::exports::berth::scheduler::sign;
 }
 
 /// A value of one track's bindings as the other's: the same serde form, fields the
@@ -595,6 +597,11 @@ calls!(pod_group_post_filter {
         = st: St,
         ~ group: &wl::PodGroup
     ) -> ex::pod_group_post_filter::PodGroupPostFilterResult;
+});
+
+// Added on the 0.9 track (0.9.1): no 0.7 or 0.8 module has it.
+calls!(sign {
+    fn call_sign_pod(= st: St) -> Result<Vec<ex::sign::SignFragment>, w::Status>;
 });
 
 #[cfg(test)]

@@ -670,6 +670,23 @@ impl FromWit<Result<Vec<i64>, w::Status>> for Result<Vec<i64>, sdk::Status> {
     }
 }
 
+impl FromWit<Result<Vec<ex::sign::SignFragment>, w::Status>>
+    for Result<Vec<berth_sdk::SignFragment>, sdk::Status>
+{
+    fn from_wit(r: Result<Vec<ex::sign::SignFragment>, w::Status>) -> Self {
+        r.map(|fragments| {
+            fragments
+                .into_iter()
+                .map(|f| berth_sdk::SignFragment {
+                    key: f.key,
+                    value: f.value,
+                })
+                .collect()
+        })
+        .map_err(status_from_wit)
+    }
+}
+
 impl FromWit<Result<i64, w::Status>> for Result<i64, sdk::Status> {
     fn from_wit(r: Result<i64, w::Status>) -> Self {
         r.map_err(status_from_wit)
