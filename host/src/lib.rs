@@ -26,6 +26,7 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod config_cli;
+pub mod features;
 pub mod framework;
 pub mod live;
 pub mod metrics;

@@ -60,6 +60,10 @@ struct RunArgs {
     /// A KubeSchedulerConfiguration (or BerthConfiguration) file.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Feature gates, as kube-scheduler's flag: `OpportunisticBatching=false` turns
+    /// opportunistic batching off (on by default).
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    feature_gates: Option<String>,
     /// Read the configuration from this ConfigMap through the API, and watch it
     /// (instead of --config); module paths are relative to the working directory.
     #[arg(long, value_name = "NAMESPACE/NAME", conflicts_with = "config")]
@@ -182,6 +186,10 @@ struct BenchArgs {
     /// Worker threads for Filter and Score (default: the number of cores).
     #[arg(long)]
     parallelism: Option<usize>,
+    /// Feature gates, as kube-scheduler's flag: `OpportunisticBatching=false` turns
+    /// opportunistic batching off (on by default).
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    feature_gates: Option<String>,
     /// Where compiled plugin components are cached.
     #[arg(long)]
     cache_dir: Option<PathBuf>,
@@ -289,6 +297,10 @@ struct SimulateArgs {
     /// wasm components.
     #[arg(long)]
     native: bool,
+    /// Feature gates, as kube-scheduler's flag: `OpportunisticBatching=false` turns
+    /// opportunistic batching off (on by default).
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    feature_gates: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -327,6 +339,9 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
     let mut scheduler = SchedulerOptions::default();
     scheduler.framework.seed = args.seed;
     scheduler.framework.native = args.native;
+    if let Some(list) = &args.feature_gates {
+        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
+    }
     if let Some(p) = args.parallelism {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");
         scheduler.framework.parallelism = p;
@@ -484,6 +499,9 @@ fn bench_churn(args: BenchArgs, lifecycles: usize) -> anyhow::Result<ExitCode> {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");
         scheduler.framework.parallelism = p;
     }
+    if let Some(list) = &args.feature_gates {
+        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
+    }
     let defaults = berth::bench::ChurnOptions::default();
     let nodes = args.nodes.unwrap_or(defaults.nodes);
     anyhow::ensure!(nodes > 0, "--nodes must be at least 1");
@@ -517,6 +535,9 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = args.parallelism {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");
         scheduler.framework.parallelism = p;
+    }
+    if let Some(list) = &args.feature_gates {
+        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
     }
     if let Some(n) = args.nodes {
         anyhow::ensure!(n > 0, "--nodes must be at least 1");
@@ -567,6 +588,9 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
     let runtime = runtime(&args.cache_dir, args.no_cache)?;
     let mut scheduler = SchedulerOptions::default();
     scheduler.framework.native = args.native;
+    if let Some(list) = &args.feature_gates {
+        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
+    }
     if let Some(p) = args.parallelism {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");
         scheduler.framework.parallelism = p;

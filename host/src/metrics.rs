@@ -76,6 +76,8 @@ struct Inner {
     plugin_reloads: IntCounterVec,
     shadow_cycles: IntCounterVec,
     shadow_disagreements: IntCounterVec,
+    batch_attempts: IntCounterVec,
+    batch_flushes: IntCounterVec,
 }
 
 fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
@@ -248,6 +250,18 @@ impl Metrics {
                 "berth_shadow_disagreements_total",
                 "Cycles on which a plugin's shadow candidate answered otherwise, per kind: filter (a PreFilter or Filter verdict), score (a normalized score), node (the node that would be picked), error (the candidate failed).",
                 &["plugin", "kind"],
+            ),
+            batch_attempts: counter(
+                &r,
+                "scheduler_batch_attempts_total",
+                "Scheduling cycles of pods in a batchable profile (opportunistic batching), per result: hint_used (placed on the node a previous cycle ranked next, without filtering or scoring the others), hint_not_used (the hint did not fit; the cycle ran in full), no_hint (no usable batch).",
+                &["profile", "result"],
+            ),
+            batch_flushes: counter(
+                &r,
+                "scheduler_batch_cache_flushed_total",
+                "Times a profile's batch (a previous cycle's ranked nodes) was thrown away, per reason.",
+                &["profile", "reason"],
             ),
             registry: r,
         };
@@ -460,6 +474,31 @@ impl Metrics {
             .plugin_reloads
             .with_label_values(&[plugin, result])
             .get()
+    }
+
+    /// A cycle of a batchable profile ended with `result` (`hint_used`,
+    /// `hint_not_used`, `no_hint`).
+    pub fn count_batch_attempt(&self, profile: &str, result: &str) {
+        self.inner
+            .batch_attempts
+            .with_label_values(&[profile, result])
+            .inc();
+    }
+
+    /// Cycles of `profile` that ended with `result` so far.
+    pub fn batch_attempts(&self, profile: &str, result: &str) -> u64 {
+        self.inner
+            .batch_attempts
+            .with_label_values(&[profile, result])
+            .get()
+    }
+
+    /// A profile's batch was thrown away for `reason`.
+    pub fn count_batch_flush(&self, profile: &str, reason: &str) {
+        self.inner
+            .batch_flushes
+            .with_label_values(&[profile, reason])
+            .inc();
     }
 
     /// A shadow candidate of `plugin` was compared on one cycle.

@@ -137,6 +137,10 @@ pub struct PodReport {
     pub message: String,
     /// Scheduling attempts.
     pub attempts: u32,
+    /// Placed from the batch of an earlier cycle (opportunistic batching): filtered
+    /// on that node alone, not scored. Absent from JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub batched: bool,
 }
 
 /// A pod group at the end of the run, as a whole.
@@ -225,6 +229,8 @@ pub struct Summary {
     pub scheduled: usize,
     /// Pods left pending.
     pub unschedulable: usize,
+    /// Of the pods bound, those placed from a batch (opportunistic batching).
+    pub batched: usize,
     /// Wall time of the scheduling (not of loading).
     pub seconds: f64,
 }
@@ -357,8 +363,13 @@ impl Report {
         } else {
             format!(", {} evicted", self.evicted.len())
         };
+        let batched = if self.summary.batched == 0 {
+            String::new()
+        } else {
+            format!(" ({} from a batch)", self.summary.batched)
+        };
         out.push_str(&format!(
-            "{} scheduled, {} unschedulable{evicted}, {} pods in {:.3} s ({:.0} pods/s)\n",
+            "{} scheduled{batched}, {} unschedulable{evicted}, {} pods in {:.3} s ({:.0} pods/s)\n",
             self.summary.scheduled,
             self.summary.unschedulable,
             self.pods.len(),
@@ -1130,6 +1141,7 @@ fn run(runtime: &Arc<Runtime>, opts: &SimulateOptions, record: bool) -> Result<R
             node: o.node.clone(),
             message: o.message.clone(),
             attempts: o.attempts,
+            batched: o.batched,
         });
     }
     let scheduled = pods.iter().filter(|p| p.node.is_some()).count();
@@ -1174,6 +1186,7 @@ fn run(runtime: &Arc<Runtime>, opts: &SimulateOptions, record: bool) -> Result<R
         groups,
         summary: Summary {
             scheduled,
+            batched: pods.iter().filter(|p| p.batched).count(),
             unschedulable: pods.len() - scheduled,
             seconds,
         },

@@ -2,6 +2,7 @@
 //! for the scheduling thread, one per worker thread, one per binding cycle in flight),
 //! and the runner of each extension point in upstream's order.
 
+mod batch;
 mod explain;
 mod failures;
 mod fit_error;
@@ -23,7 +24,7 @@ pub use fit_error::{Diagnosis, FitError};
 pub use group_preemption::GroupPostFilterVerdict;
 pub use placement::{Feasibility, PlacementScores};
 pub use preemption::PostFilterVerdict;
-pub use schedule::{NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
+pub use schedule::{Cycle, NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
 pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};
 
 use crate::config::Profile;
@@ -86,6 +87,10 @@ pub struct FrameworkOptions {
     /// Run the built-in plugins as their native twins (compiled into the host)
     /// instead of as wasm components; modules a configuration names stay wasm.
     pub native: bool,
+    /// Opportunistic batching (upstream's `OpportunisticBatching` feature gate, on
+    /// by default): a profile whose filtering and scoring plugins all sign pods
+    /// reuses a cycle's ranking for the next pods of the same signature.
+    pub batching: bool,
 }
 
 impl Default for FrameworkOptions {
@@ -96,6 +101,7 @@ impl Default for FrameworkOptions {
             percentage_of_nodes_to_score: 0,
             seed: 0,
             native: false,
+            batching: true,
         }
     }
 }
@@ -285,6 +291,13 @@ pub struct Framework {
     rng: Mutex<StdRng>,
     /// Candidates run beside live plugins (shadow runs).
     shadows: Vec<shadow::ShadowSlot>,
+    /// The plugins whose fragments sign a pod (every PreFilter, Filter, PreScore and
+    /// Score plugin).
+    signers: Vec<usize>,
+    /// Batching is on and every signer implements SignPod.
+    batchable: bool,
+    /// The ranked nodes of the last full cycle, for the next pods of its signature.
+    batch: Mutex<batch::Batch>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -390,6 +403,14 @@ impl Framework {
             })?;
             plugins[i].only_for = inst.only_for_pods_with().to_vec();
         }
+        let signers = Self::signers(&points);
+        let batchable = options.batching
+            && signers.iter().all(|&i| {
+                plugins[i]
+                    .module
+                    .extension_points()
+                    .contains(&ExtensionPoint::SignPod)
+            });
         let fw = Framework {
             scheduler_name: profile.scheduler_name.clone(),
             metrics: services.metrics.clone(),
@@ -411,6 +432,9 @@ impl Framework {
             next_start: Mutex::new(0),
             rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
             shadows: Vec::new(),
+            batchable,
+            signers,
+            batch: Mutex::new(batch::Batch::default()),
         };
         Ok(fw)
     }

@@ -2,6 +2,7 @@
 //! round-robin start until `numFeasibleNodesToFind` nodes fit, PreScore, Score and
 //! NormalizeScore, weights, and a random choice among the best.
 
+use super::batch::{BatchResult, Scored};
 use super::shadow::CycleRecord;
 use super::{CyclePod, CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use crate::cache::Snapshot;
@@ -42,11 +43,25 @@ pub enum ScheduleOutcome {
         evaluated: usize,
         /// How many of them fit.
         feasible: usize,
+        /// The node came from the batch of an earlier cycle (opportunistic
+        /// batching): only it was filtered, nothing was scored.
+        batched: bool,
     },
     /// No node fits; PostFilter's verdict when the profile has PostFilter plugins.
     Unschedulable(FitError, Option<super::PostFilterVerdict>),
     /// A plugin failed.
     Error(PluginError),
+}
+
+/// Which of the scheduler's cycles an attempt is: its number (one per pod or pod
+/// group popped, across the profiles) and when it began on the scheduler's clock
+/// (virtual in `simulate` and the bench, so that batching there is repeatable).
+#[derive(Clone, Copy, Debug)]
+pub struct Cycle {
+    /// The cycle's number.
+    pub number: u64,
+    /// When it began.
+    pub at: std::time::Duration,
 }
 
 /// How many feasible nodes to find before Filter stops, as upstream: every node
@@ -251,6 +266,62 @@ impl Framework {
         Ok((survivors, failures))
     }
 
+    /// Runs the PreScore plugins over `feasible`: the plugins that will not score
+    /// this cycle (they do not take part, answered Skip, or failed open).
+    pub(super) fn run_pre_score(
+        &self,
+        pod: &CyclePod,
+        state: &CycleState,
+        snapshot: &Snapshot,
+        feasible: &[u32],
+    ) -> Result<HashSet<usize>, PluginError> {
+        let mut skip_score: HashSet<usize> = HashSet::new();
+        let mut timer = self.time_point("PreScore");
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::PreScore) {
+            if !self.takes_part(i, pod, state) {
+                skip_score.insert(i);
+                continue;
+            }
+            let mut pre_score = || -> Result<Status, PluginError> {
+                let inst = main.get(i, &self.plugins)?;
+                inst.sync_for(snapshot, &[], pod)?;
+                let t = self.plugin_clock(state);
+                let status = inst.pre_score(state, pod, feasible)?;
+                self.observe_plugin(i, "PreScore", status.code.as_str(), t);
+                match status.code {
+                    Code::Success | Code::Skip => Ok(status),
+                    _ => Err(self.pod_failure(i, "PreScore", pod, &status)),
+                }
+            };
+            match pre_score() {
+                Ok(status) if status.code == Code::Success => {}
+                Ok(_) => {
+                    skip_score.insert(i);
+                }
+                Err(e) => {
+                    // Fail-open: the plugin does not score this cycle.
+                    self.scoring_failed(i, pod, e)?;
+                    skip_score.insert(i);
+                }
+            }
+        }
+        timer.status = "Success";
+        Ok(skip_score)
+    }
+
+    /// Score on the scheduling thread's instances, for a few nodes.
+    pub(super) fn score_chunk_main(
+        &self,
+        state: &CycleState,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        chunk: &[u32],
+        scorers: &[(usize, i64)],
+    ) -> Vec<Result<Vec<i64>, PluginError>> {
+        self.score_chunk(Runner::Main, state, pod, snapshot, chunk, scorers)
+    }
+
     fn score_chunk(
         &self,
         runner: Runner,
@@ -287,7 +358,9 @@ impl Framework {
     /// `within` restricts the nodes to a pod group's placement: the others are not
     /// candidates, nor counted in the FitError, and PreFilter and PreScore plugins see
     /// the placement's nodes as the whole cluster (`berth_sdk::PLACEMENT_NODES`), as
-    /// upstream runs such a cycle on a snapshot of the placement.
+    /// upstream runs such a cycle on a snapshot of the placement. With `cycle` (the
+    /// scheduler's count and clock) the attempt may batch ([`super::batch`]); without
+    /// it (a pod group's member) it runs in full and leaves the batch alone.
     pub fn schedule_pod(
         &self,
         pod: &CyclePod,
@@ -295,6 +368,7 @@ impl Framework {
         nominated: &NominatedPods,
         post_filter: bool,
         within: Option<&HashSet<String>>,
+        cycle: Option<Cycle>,
     ) -> ScheduleOutcome {
         let state = CycleState::sampled().with_participants(self.participants(pod, snapshot));
         let mut skip_filter: HashSet<usize> = HashSet::new();
@@ -307,6 +381,7 @@ impl Framework {
             &mut skip_filter,
             &mut record,
             within,
+            cycle,
         ) {
             Ok(o) => o,
             Err(e) => return ScheduleOutcome::Error(e),
@@ -384,6 +459,7 @@ impl Framework {
         skip_filter: &mut HashSet<usize>,
         record: &mut Option<CycleRecord>,
         within: Option<&HashSet<String>>,
+        cycle: Option<Cycle>,
     ) -> Result<ScheduleOutcome, PluginError> {
         // The nodes of the attempt: every node, or a pod group's placement's.
         let placement_slots: Option<Vec<u32>> = within.map(|w| {
@@ -571,9 +647,63 @@ impl Framework {
                     state,
                     evaluated: 1,
                     feasible: 1,
+                    batched: false,
                 });
             }
         }
+
+        // Opportunistic batching: a pod signed like the last one may go to the node
+        // the last full cycle ranked next, filtered alone.
+        let batching = cycle.filter(|_| within.is_none() && record.is_none() && self.batchable());
+        let signature = match batching {
+            Some(_) => self.sign(pod, &state, snapshot)?,
+            None => None,
+        };
+        let mut hinted = false;
+        if let (Some(c), Some(sig)) = (batching, signature.as_deref()) {
+            let mut fits = |slot: u32| -> Result<bool, PluginError> {
+                let (ok, _) = self.filter_chunk(
+                    Runner::Main,
+                    &state,
+                    pod,
+                    snapshot,
+                    &[slot],
+                    &filters_for_pod,
+                    &overlays,
+                )?;
+                Ok(!ok.is_empty())
+            };
+            if let Some(slot) = self.batch_hint(pod, sig, c, &state, snapshot, &mut fits)? {
+                hinted = true;
+                if candidates.contains(&slot) && fits(slot)? {
+                    let node = snapshot
+                        .node(slot)
+                        .map(|n| n.name().to_owned())
+                        .unwrap_or_default();
+                    self.store_batch(
+                        signature,
+                        c,
+                        &node,
+                        BatchResult::HintUsed,
+                        &[],
+                        None,
+                        snapshot,
+                    );
+                    return Ok(ScheduleOutcome::Scheduled {
+                        node,
+                        state,
+                        evaluated: 1,
+                        feasible: 1,
+                        batched: true,
+                    });
+                }
+            }
+        }
+        let batch_result = if hinted {
+            BatchResult::HintNotUsed
+        } else {
+            BatchResult::NoHint
+        };
 
         // Filter, from the round-robin start, until enough nodes fit.
         let n = candidates.len();
@@ -678,49 +808,21 @@ impl Framework {
             rec.picked = (feasible.len() == 1).then(|| feasible[0]);
         }
         if feasible.len() == 1 {
+            let node = name_of(feasible[0]);
+            if let Some(c) = batching {
+                self.store_batch(signature, c, &node, batch_result, &feasible, None, snapshot);
+            }
             return Ok(ScheduleOutcome::Scheduled {
-                node: name_of(feasible[0]),
+                node,
                 state,
                 evaluated: processed,
                 feasible: 1,
+                batched: false,
             });
         }
 
         // PreScore.
-        let mut skip_score: HashSet<usize> = HashSet::new();
-        {
-            let mut timer = self.time_point("PreScore");
-            let mut main = lock(&self.main);
-            for &(i, _) in self.at(ExtensionPoint::PreScore) {
-                if !self.takes_part(i, pod, &state) {
-                    skip_score.insert(i);
-                    continue;
-                }
-                let mut pre_score = || -> Result<Status, PluginError> {
-                    let inst = main.get(i, &self.plugins)?;
-                    inst.sync_for(snapshot, &[], pod)?;
-                    let t = self.plugin_clock(&state);
-                    let status = inst.pre_score(&state, pod, &feasible)?;
-                    self.observe_plugin(i, "PreScore", status.code.as_str(), t);
-                    match status.code {
-                        Code::Success | Code::Skip => Ok(status),
-                        _ => Err(self.pod_failure(i, "PreScore", pod, &status)),
-                    }
-                };
-                match pre_score() {
-                    Ok(status) if status.code == Code::Success => {}
-                    Ok(_) => {
-                        skip_score.insert(i);
-                    }
-                    Err(e) => {
-                        // Fail-open: the plugin does not score this cycle.
-                        self.scoring_failed(i, pod, e)?;
-                        skip_score.insert(i);
-                    }
-                }
-            }
-            timer.status = "Success";
-        }
+        let skip_score = self.run_pre_score(pod, &state, snapshot, &feasible)?;
 
         // Score, NormalizeScore, weights.
         let scorers: Vec<(usize, i64)> = self
@@ -730,6 +832,9 @@ impl Framework {
             .filter(|(i, _)| !skip_score.contains(i))
             .collect();
         let mut totals = vec![0i64; feasible.len()];
+        // The raw scores, kept for the batch when every plugin scored.
+        let mut kept_raw: Option<Vec<Vec<i64>>> = signature.as_ref().map(|_| Vec::new());
+        let mut kept_ok = true;
         let mut timer = self.time_point("Score");
         if !scorers.is_empty() {
             let chunks = self.fan_out(&feasible, |w, chunk| {
@@ -750,8 +855,15 @@ impl Framework {
             let mut main = lock(&self.main);
             for (p, &(i, weight)) in scorers.iter().enumerate() {
                 let raw = std::mem::replace(&mut per_plugin[p], Ok(Vec::new()));
+                if let Some(kept) = kept_raw.as_mut() {
+                    match &raw {
+                        Ok(r) => kept.push(r.clone()),
+                        Err(_) => kept_ok = false,
+                    }
+                }
                 let final_scores =
                     self.final_scores(&mut main, &state, pod, i, raw, &feasible, snapshot)?;
+                kept_ok &= final_scores.is_some();
                 if let Some(rec) = record.as_mut()
                     && self.is_shadowed(i)
                     && let Some(s) = &final_scores
@@ -784,16 +896,34 @@ impl Framework {
                 }
             }
         }
+        let node = name_of(feasible[best]);
+        if let Some(c) = batching {
+            let scored = kept_raw.filter(|_| kept_ok).map(|raw| Scored {
+                scorers: scorers.clone(),
+                raw,
+                totals: totals.clone(),
+            });
+            self.store_batch(
+                signature,
+                c,
+                &node,
+                batch_result,
+                &feasible,
+                scored,
+                snapshot,
+            );
+        }
         if let Some(rec) = record.as_mut() {
             rec.scored = true;
             rec.totals = totals;
             rec.picked = Some(feasible[best]);
         }
         Ok(ScheduleOutcome::Scheduled {
-            node: name_of(feasible[best]),
+            node,
             state,
             evaluated: processed,
             feasible: feasible.len(),
+            batched: false,
         })
     }
 }

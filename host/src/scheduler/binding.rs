@@ -25,6 +25,8 @@ pub(super) struct Binding {
     pub(super) node: String,
     pub(super) state: CycleState,
     pub(super) framework: Arc<Framework>,
+    /// Placed from a batch (see [`super::PodOutcome::batched`]).
+    pub(super) batched: bool,
 }
 
 pub(super) struct BindJob {
@@ -236,6 +238,11 @@ impl Scheduler {
                 }
                 let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
                 self.bound_outcome(&b.assumed, b.node.clone(), message, b.qp.attempts);
+                if b.batched
+                    && let Some(o) = self.outcomes.get_mut(&uid)
+                {
+                    o.batched = true;
+                }
                 self.recorder
                     .scheduled(b.framework.scheduler_name(), &b.assumed, &b.node);
                 if deleted {

@@ -213,7 +213,7 @@ impl Scheduler {
                         fw.scheduler_name(),
                         elapsed,
                     );
-                    self.assume_and_permit(fw.clone(), qp, node, state);
+                    self.assume_and_permit(fw.clone(), qp, node, state, false);
                 }
                 (
                     Member::Failed { plugins, message },
@@ -581,7 +581,7 @@ impl Scheduler {
     ) -> Result<Member, String> {
         self.cache.update_snapshot(&mut self.snapshot);
         let wpod = CyclePod::new(pod.clone());
-        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, false, within) {
+        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, false, within, None) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
                 let mut assumed = pod.clone();
                 assumed.node_name = node.clone();

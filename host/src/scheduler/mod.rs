@@ -33,8 +33,8 @@ use crate::cluster::{Binder, Budgets, Change, FailureReason, Namespaces, NoRecor
 use crate::config::Configuration;
 use crate::framework::waiting::{WaitState, WaitingPods};
 use crate::framework::{
-    CyclePod, CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions, NominatedPods,
-    PermitOutcome, PluginError, ScheduleOutcome,
+    Cycle, CyclePod, CycleState, ExplainOptions, Explanation, Framework, FrameworkOptions,
+    NominatedPods, PermitOutcome, PluginError, ScheduleOutcome,
 };
 use crate::metrics::{AttemptResult, Metrics};
 use crate::queue::{
@@ -67,6 +67,9 @@ pub struct PodOutcome {
     pub message: String,
     /// Scheduling attempts so far.
     pub attempts: u32,
+    /// The last attempt placed it from the batch of an earlier cycle (opportunistic
+    /// batching): it was filtered on that node alone and not scored.
+    pub batched: bool,
 }
 
 /// How the scheduler runs.
@@ -283,6 +286,9 @@ pub struct Scheduler {
     /// a binding thread), so that no other pod takes their room meanwhile. The time
     /// is when to ask next; none while a lookup is under way.
     doubtful: HashMap<String, (Binding, String, Option<Duration>)>,
+    /// Scheduling cycles run (one per pod or pod group popped): a profile's batch
+    /// serves only the cycle right after the one that made or used it.
+    cycles: u64,
 }
 
 /// Asks the frameworks' plugins for queueing hints.
@@ -415,6 +421,7 @@ impl Scheduler {
             keep_bound_outcomes: options.keep_bound_outcomes,
             unconfirmed: HashMap::new(),
             doubtful: HashMap::new(),
+            cycles: 0,
         })
     }
 
@@ -829,6 +836,7 @@ impl Scheduler {
                 node,
                 message,
                 attempts,
+                batched: false,
             },
         );
     }
@@ -1067,6 +1075,7 @@ impl Scheduler {
         let Some(qp) = self.queue.pop() else {
             return false;
         };
+        self.cycles += 1;
         let Some(fw) = self.framework_for(&qp.pod.scheduler_name).cloned() else {
             // The profile is gone; nothing here can schedule it.
             self.queue.done(&qp.pod.uid);
@@ -1079,16 +1088,35 @@ impl Scheduler {
         let mut qp = qp;
         qp.pod.default_selector = self.default_selector(&qp.pod);
         let started = Instant::now();
+        let started_at = self.clock.now();
         self.cache.update_snapshot(&mut self.snapshot);
         let wpod = CyclePod::new(qp.pod.clone());
-        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, true, None) {
-            ScheduleOutcome::Scheduled { node, state, .. } => {
+        match fw.schedule_pod(
+            &wpod,
+            &self.snapshot,
+            &self.nominated,
+            true,
+            None,
+            Some(Cycle {
+                number: self.cycles,
+                at: started_at,
+            }),
+        ) {
+            ScheduleOutcome::Scheduled {
+                node,
+                state,
+                batched,
+                ..
+            } => {
+                if batched {
+                    tracing::debug!(pod = %qp.pod.key(), %node, "placed from the batch of an earlier cycle");
+                }
                 self.metrics.observe_attempt(
                     AttemptResult::Scheduled,
                     fw.scheduler_name(),
                     started.elapsed(),
                 );
-                self.assume_and_permit(fw, qp, node, state);
+                self.assume_and_permit(fw, qp, node, state, batched);
             }
             ScheduleOutcome::Unschedulable(fit, verdict) => {
                 self.metrics.observe_attempt(
@@ -1137,12 +1165,14 @@ impl Scheduler {
         true
     }
 
+    /// `batched`: the node came from a batch (see [`PodOutcome::batched`]).
     fn assume_and_permit(
         &mut self,
         fw: Arc<Framework>,
         qp: QueuedPod,
         node: String,
         state: CycleState,
+        batched: bool,
     ) {
         let mut assumed = qp.pod.clone();
         assumed.node_name = node.clone();
@@ -1172,6 +1202,7 @@ impl Scheduler {
                         node,
                         state,
                         framework: fw,
+                        batched,
                     },
                 );
                 self.start_binding(&uid);
@@ -1197,6 +1228,7 @@ impl Scheduler {
                         node,
                         state,
                         framework: fw,
+                        batched,
                     },
                 );
             }
