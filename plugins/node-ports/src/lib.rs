@@ -101,19 +101,11 @@ impl EnqueueExtensions for NodePorts {
     }
 }
 
-/// The host ports a pod holds while it runs, as upstream's `GetHostPorts`: those of
-/// its containers and of its sidecars (init containers with `restartPolicy: Always`).
-/// Plain init containers have exited before the containers start, so their ports do
-/// not stay taken.
+/// The host ports a pod holds while it runs, as upstream's `GetHostPorts`
+/// ([`Pod::running_host_ports`]: its containers' and its sidecars'; plain init
+/// containers have exited before the containers start).
 pub fn pod_host_ports(pod: &Pod) -> Vec<HostPort> {
-    pod.init_containers
-        .iter()
-        .filter(|c| c.restartable)
-        .chain(&pod.containers)
-        .flat_map(|c| &c.ports)
-        .filter(|p| p.port > 0)
-        .cloned()
-        .collect()
+    pod.running_host_ports().cloned().collect()
 }
 
 /// `(ip, protocol)` with upstream's defaults for empty values.
