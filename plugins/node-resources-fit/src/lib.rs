@@ -780,7 +780,7 @@ mod tests {
         use berth_sdk::{ExtensionPoint as E, Registered};
         assert_eq!(
             NodeResourcesFit::vtable().extension_points(),
-            [E::PreFilter, E::Filter, E::PreScore, E::Score]
+            [E::PreFilter, E::Filter, E::PreScore, E::Score, E::SignPod]
         );
     }
 }
