@@ -251,7 +251,10 @@ mod tests {
             ..Pod::default()
         };
         assert_eq!(images(&pod(&["a"], &["b"])), images(&pod(&["b"], &["a"])));
-        assert_eq!(images(&pod(&[], &["b", "a"])), images(&pod(&[], &["a", "b"])));
+        assert_eq!(
+            images(&pod(&[], &["b", "a"])),
+            images(&pod(&[], &["a", "b"]))
+        );
         assert_ne!(images(&pod(&["a"], &["b"])), images(&pod(&[], &["b"])));
         assert_ne!(images(&pod(&[], &["a", "a"])), images(&pod(&[], &["a"])));
     }
@@ -299,7 +302,10 @@ mod tests {
         assert_ne!(sign(&two("c", "d")), sign(&two("d", "c")));
         // A generic ephemeral volume's claim is the pod's own.
         let ephemeral = pod("a", vec![volume("scratch", VolumeSource::Ephemeral)]);
-        assert_eq!(volumes(&ephemeral).unwrap_err().code, crate::Code::Unschedulable);
+        assert_eq!(
+            volumes(&ephemeral).unwrap_err().code,
+            crate::Code::Unschedulable
+        );
     }
 
     #[test]

@@ -295,7 +295,10 @@ mod tests {
         let two = pod(&["gcr.io/40", "gcr.io/300"]);
         assert_ne!(sign(&two), sign(&pod(&["gcr.io/40", "gcr.io/250"])));
         // One container more with an image already asked for: counted again.
-        assert_ne!(sign(&two), sign(&pod(&["gcr.io/40", "gcr.io/300", "gcr.io/40"])));
+        assert_ne!(
+            sign(&two),
+            sign(&pod(&["gcr.io/40", "gcr.io/300", "gcr.io/40"]))
+        );
         let mut with_init = two.clone();
         with_init.init_containers.push(container("gcr.io/2000"));
         assert_ne!(sign(&two), sign(&with_init));
@@ -305,7 +308,13 @@ mod tests {
         moved.name = "other".into();
         moved.init_containers.push(container("gcr.io/40"));
         assert_eq!(sign(&with_init), sign(&moved));
-        let nodes = || vec![node_40_300_2000("a"), node_250_10("b"), node_600_40_900("c")];
+        let nodes = || {
+            vec![
+                node_40_300_2000("a"),
+                node_250_10("b"),
+                node_600_40_900("c"),
+            ]
+        };
         assert_eq!(scores(&with_init, nodes()), scores(&moved, nodes()));
     }
 

@@ -450,7 +450,12 @@ fn pods_with_terms_of_their_own_are_not_signable() {
 fn signs_the_namespace_and_labels_existing_terms_select_by() {
     let p = plugin();
     let sign = |b: PodBuilder| p.sign_pod(&b.obj()).unwrap();
-    let web = || pod().name("a").namespace("subteam1.team1").labels(&[("app", "web")]);
+    let web = || {
+        pod()
+            .name("a")
+            .namespace("subteam1.team1")
+            .labels(&[("app", "web")])
+    };
     assert_ne!(sign(web()), sign(web().labels(&[("tier", "front")])));
     assert_ne!(sign(web()), sign(web().namespace("subteam1.team2")));
     // Another pod with the same namespace and labels, elsewhere different.

@@ -269,10 +269,19 @@ mod tests {
                 .sign_pod(&Pod::default())
                 .unwrap()
         };
-        let ab = sign(vec![mock(FEATURE_A, true, None), mock(FEATURE_B, true, None)]);
-        let ba = sign(vec![mock(FEATURE_B, true, None), mock(FEATURE_A, true, None)]);
+        let ab = sign(vec![
+            mock(FEATURE_A, true, None),
+            mock(FEATURE_B, true, None),
+        ]);
+        let ba = sign(vec![
+            mock(FEATURE_B, true, None),
+            mock(FEATURE_A, true, None),
+        ]);
         assert_eq!(ab, ba);
-        let a = sign(vec![mock(FEATURE_A, true, None), mock(FEATURE_B, false, None)]);
+        let a = sign(vec![
+            mock(FEATURE_A, true, None),
+            mock(FEATURE_B, false, None),
+        ]);
         assert_ne!(ab, a);
     }
 

@@ -718,7 +718,10 @@ mod tests {
         split.labels = [("app".to_owned(), "x".to_owned())].into();
         assert_eq!(sign(&base), sign(&split));
         let node = node_with(32, &pod(&[&[("cpu", 7), ("memory", 1)]]));
-        assert_eq!(filter(&base, &Pod::default()), filter(&split, &Pod::default()));
+        assert_eq!(
+            filter(&base, &Pod::default()),
+            filter(&split, &Pod::default())
+        );
         assert_eq!(
             filter_with(FitArgs::default(), &base, &node),
             filter_with(FitArgs::default(), &split, &node)

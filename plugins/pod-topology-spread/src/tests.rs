@@ -2142,5 +2142,8 @@ fn pods_it_does_not_spread_sign_with_nothing() {
     // Without default constraints a default selector spreads nothing.
     let selected = pod("c").default_selector(foo());
     assert_eq!(signed(&list_plugin(), &selected), vec![]);
-    assert_eq!(signed(&list_plugin(), &a), signed(&list_plugin(), &selected));
+    assert_eq!(
+        signed(&list_plugin(), &a),
+        signed(&list_plugin(), &selected)
+    );
 }

@@ -243,7 +243,12 @@ mod tests {
     fn signs_the_tolerations_alone() {
         let sign = |p: &Pod| TaintToleration.sign_pod(p).unwrap();
         let a = tol("dedicated", TolerationOperator::Equal, "gpu", None);
-        let b = tol("spot", TolerationOperator::Exists, "", Some(TaintEffect::PreferNoSchedule));
+        let b = tol(
+            "spot",
+            TolerationOperator::Exists,
+            "",
+            Some(TaintEffect::PreferNoSchedule),
+        );
         let both = pod(vec![a.clone(), b.clone()]);
         assert_ne!(sign(&both), sign(&pod(vec![a.clone()])));
         let mut other_value = a.clone();
