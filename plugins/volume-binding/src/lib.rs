@@ -995,9 +995,9 @@ impl PreBind for VolumeBinding {
 }
 
 impl Sign for VolumeBinding {
-    /// PreFilter reads the claims (each found in the pod's namespace, an ephemeral volume's
-    /// by the pod's name and owned by its UID), Filter and Score only what PreFilter
-    /// stored: the volume signer covers them, and refuses ephemeral volumes.
+    /// PreFilter reads the claims (each found in the pod's namespace; an ephemeral
+    /// volume's by the pod's name, and owned by its UID), Filter and Score only what
+    /// PreFilter stored: the volume signer covers them, and refuses ephemeral volumes.
     fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
         Ok(vec![sign::volumes(pod)?])
     }
