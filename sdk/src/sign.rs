@@ -63,12 +63,12 @@ pub const TOLERATIONS: &str = "spec.tolerations";
 pub const NODE_AFFINITY: &str = "spec.nodeSelector+affinity.nodeAffinity";
 /// Key: `spec.nodeName`.
 pub const NODE_NAME: &str = "spec.nodeName";
-/// Key: the host ports the containers ask for.
+/// Key: the host ports the containers and sidecars hold.
 pub const HOST_PORTS: &str = "spec.containers[*].ports[*].hostPort";
-/// Key: `spec.volumes`.
+/// Key: `spec.volumes` (the sources, and the namespace their claims are in).
 pub const VOLUMES: &str = "spec.volumes";
-/// Key: the containers' images.
-pub const IMAGES: &str = "spec.containers[*].image";
+/// Key: the images of the containers and init containers.
+pub const IMAGES: &str = "spec.initContainers+containers[*].image";
 /// Key: the namespace and labels other pods' affinity terms select the pod by.
 pub const LABELS: &str = "metadata.namespace+labels";
 /// Key: the node features the pod needs (NodeDeclaredFeatures).
@@ -105,28 +105,59 @@ pub fn node_name(pod: &Pod) -> SignFragment {
     SignFragment::json(NODE_NAME, &pod.node_name)
 }
 
-/// The host ports the pod asks for, as a sorted set.
+/// The host ports the pod holds while it runs ([`Pod::running_host_ports`]: its
+/// containers' and sidecars', as NodePorts checks them), as a sorted set (whether a
+/// port conflicts does not depend on the order or on repeats). A plain init
+/// container's port is left out: it is given back before the pod runs, and two pods
+/// that differ only there are judged alike.
 pub fn host_ports(pod: &Pod) -> SignFragment {
-    let mut ports: Vec<_> = pod.host_ports().collect();
+    let mut ports: Vec<_> = pod.running_host_ports().collect();
     ports.sort_unstable();
     ports.dedup();
     SignFragment::json(HOST_PORTS, &ports)
 }
 
-/// The pod's volumes, as scheduling reads them.
-pub fn volumes(pod: &Pod) -> SignFragment {
-    let mut v: Vec<String> = pod
+/// The pod's volumes as the volume plugins read them (VolumeBinding, VolumeZone,
+/// VolumeRestrictions, NodeVolumeLimits): each volume's source in the pod's order
+/// (claims are looked at, and bound, in that order), and the pod's namespace when a
+/// volume names a PersistentVolumeClaim (claims are looked up in it). A volume of a
+/// kind scheduling does not check (emptyDir, configMap, secret, the projected
+/// service account token with its generated name, ...) counts only as being there:
+/// its name is read by no plugin, and keeping it would tell apart every pod of a
+/// workload.
+///
+/// Unsignable when the pod has a generic ephemeral volume: its claim is named after
+/// the pod (`<pod>-<volume>`) and must be owned by it, so no two pods read the same
+/// claim.
+pub fn volumes(pod: &Pod) -> Result<SignFragment, Status> {
+    use crate::volumes::VolumeSource;
+    if pod
         .volumes
         .iter()
-        .map(|v| serde_json::to_string(v).unwrap_or_default())
-        .collect();
-    v.sort_unstable();
-    SignFragment::json(VOLUMES, &v)
+        .any(|v| matches!(v.source, VolumeSource::Ephemeral))
+    {
+        return Err(Status::unschedulable(
+            "pods with generic ephemeral volumes are not signable: their claims are the pod's own",
+        ));
+    }
+    let sources: Vec<&VolumeSource> = pod.volumes.iter().map(|v| &v.source).collect();
+    let claims = sources
+        .iter()
+        .any(|s| matches!(s, VolumeSource::PersistentVolumeClaim { .. }));
+    let namespace = claims.then_some(pod.namespace.as_str());
+    Ok(SignFragment::json(VOLUMES, &(namespace, sources)))
 }
 
-/// The images of the pod's containers (as ImageLocality reads them).
+/// The images of the pod's containers, init containers included, as ImageLocality
+/// reads them: sorted, with repeats (it sums a score per container and counts the
+/// containers, so how many use an image matters, their order does not).
 pub fn images(pod: &Pod) -> SignFragment {
-    let mut i: Vec<&str> = pod.containers.iter().map(|c| c.image.as_str()).collect();
+    let mut i: Vec<&str> = pod
+        .init_containers
+        .iter()
+        .chain(&pod.containers)
+        .map(|c| c.image.as_str())
+        .collect();
     i.sort_unstable();
     SignFragment::json(IMAGES, &i)
 }
@@ -167,6 +198,114 @@ mod tests {
             ..Pod::default()
         };
         assert_ne!(tolerations(&a), tolerations(&c));
+    }
+
+    fn port(port: i32) -> crate::HostPort {
+        crate::HostPort {
+            host_ip: String::new(),
+            protocol: "TCP".into(),
+            port,
+        }
+    }
+
+    fn container(image: &str, ports: &[i32], restartable: bool) -> crate::Container {
+        crate::Container {
+            image: image.into(),
+            ports: ports.iter().map(|&p| port(p)).collect(),
+            restartable,
+            ..crate::Container::default()
+        }
+    }
+
+    #[test]
+    fn host_ports_are_those_the_running_pod_holds() {
+        let plain = Pod {
+            init_containers: vec![container("", &[80], false)],
+            ..Pod::default()
+        };
+        let sidecar = Pod {
+            init_containers: vec![container("", &[80], true)],
+            ..Pod::default()
+        };
+        let main = Pod {
+            containers: vec![container("", &[80, 80], false)],
+            ..Pod::default()
+        };
+        // A plain init container's port is free again once the pod runs: as none.
+        assert_eq!(host_ports(&plain), host_ports(&Pod::default()));
+        // A sidecar's is held, like a container's (repeats count once).
+        assert_ne!(host_ports(&plain), host_ports(&sidecar));
+        assert_eq!(host_ports(&sidecar), host_ports(&main));
+        let other = Pod {
+            containers: vec![container("", &[81], false)],
+            ..Pod::default()
+        };
+        assert_ne!(host_ports(&main), host_ports(&other));
+    }
+
+    #[test]
+    fn images_count_init_containers_and_repeats() {
+        let pod = |init: &[&str], main: &[&str]| Pod {
+            init_containers: init.iter().map(|i| container(i, &[], false)).collect(),
+            containers: main.iter().map(|i| container(i, &[], false)).collect(),
+            ..Pod::default()
+        };
+        assert_eq!(images(&pod(&["a"], &["b"])), images(&pod(&["b"], &["a"])));
+        assert_eq!(
+            images(&pod(&[], &["b", "a"])),
+            images(&pod(&[], &["a", "b"]))
+        );
+        assert_ne!(images(&pod(&["a"], &["b"])), images(&pod(&[], &["b"])));
+        assert_ne!(images(&pod(&[], &["a", "a"])), images(&pod(&[], &["a"])));
+    }
+
+    fn volume(name: &str, source: crate::VolumeSource) -> crate::Volume {
+        crate::Volume {
+            name: name.into(),
+            source,
+        }
+    }
+
+    fn claim(name: &str) -> crate::VolumeSource {
+        crate::VolumeSource::PersistentVolumeClaim {
+            claim_name: name.into(),
+            read_only: false,
+        }
+    }
+
+    #[test]
+    fn volumes_sign_sources_in_order_and_the_namespace_of_claims() {
+        use crate::VolumeSource;
+        let pod = |namespace: &str, volumes: Vec<crate::Volume>| Pod {
+            namespace: namespace.into(),
+            volumes,
+            ..Pod::default()
+        };
+        let sign = |p: &Pod| volumes(p).expect("signable");
+        // Volumes scheduling does not check count as there, whatever their names.
+        let token = |n: &str| volume(n, VolumeSource::Other);
+        assert_eq!(
+            sign(&pod("a", vec![token("kube-api-access-x1")])),
+            sign(&pod("b", vec![token("kube-api-access-y2")]))
+        );
+        assert_ne!(sign(&pod("a", vec![token("t")])), sign(&pod("a", vec![])));
+        // A claim is looked up in the pod's namespace.
+        let data = |ns: &str| pod(ns, vec![volume("data", claim("c"))]);
+        assert_eq!(sign(&data("a")), sign(&data("a")));
+        assert_ne!(sign(&data("a")), sign(&data("b")));
+        assert_ne!(
+            sign(&data("a")),
+            sign(&pod("a", vec![volume("data", claim("d"))]))
+        );
+        // Claims are bound in the pod's order.
+        let two = |x: &str, y: &str| pod("a", vec![volume("x", claim(x)), volume("y", claim(y))]);
+        assert_ne!(sign(&two("c", "d")), sign(&two("d", "c")));
+        // A generic ephemeral volume's claim is the pod's own.
+        let ephemeral = pod("a", vec![volume("scratch", VolumeSource::Ephemeral)]);
+        assert_eq!(
+            volumes(&ephemeral).unwrap_err().code,
+            crate::Code::Unschedulable
+        );
     }
 
     #[test]

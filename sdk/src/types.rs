@@ -591,6 +591,19 @@ impl Pod {
             .flat_map(|c| c.ports.iter())
             .filter(|p| p.port > 0)
     }
+
+    /// The host ports the pod holds while it runs, as upstream's `GetHostPorts`: those
+    /// of its containers and of its sidecars (init containers with `restartPolicy:
+    /// Always`). Plain init containers have exited before the containers start, so
+    /// their ports do not stay taken. What NodePorts checks for the pod it places.
+    pub fn running_host_ports(&self) -> impl Iterator<Item = &HostPort> {
+        self.init_containers
+            .iter()
+            .filter(|c| c.restartable)
+            .chain(&self.containers)
+            .flat_map(|c| c.ports.iter())
+            .filter(|p| p.port > 0)
+    }
 }
 
 /// CPU that scoring assumes for a container that requests none (millicores).

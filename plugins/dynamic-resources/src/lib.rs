@@ -47,8 +47,8 @@ use berth_sdk::preemption::DryRun;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
     Filter, NodeInfo, NormalizeScore, Object, Plugin, Pod, PostFilter, PostFilterResult, PreBind,
-    PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueingHint, Reserve, Score, StateKey,
-    Status,
+    PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueingHint, Reserve, Score, Sign,
+    SignFragment, StateKey, Status, sign,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -789,7 +789,27 @@ impl PreBind for DynamicResources {
     }
 }
 
-berth_sdk::export_plugin!(DynamicResources: queueing_hint, pre_enqueue, pre_filter, filter, post_filter, pre_score, score, normalize_score, reserve, pre_bind);
+impl Sign for DynamicResources {
+    /// A pod with claims cannot be signed, as upstream: whether its devices can be
+    /// allocated on a node depends on the claims' state and on the devices the pods
+    /// placed before it took (and a claim may be shared). The same goes for a pod
+    /// whose DRA-backed extended resources the scheduler has made a claim for
+    /// (`status.extendedResourceClaimStatus`). Any other pod is skipped by PreFilter
+    /// and left alone by Filter and Score: it signs with no fragment.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        if !pod.resource_claims.is_empty() {
+            return sign::unsignable("pods with resource claims are not signable");
+        }
+        if pod.extended_resource_claim_status.is_some() {
+            return sign::unsignable(
+                "pods with a claim for DRA-backed extended resources are not signable",
+            );
+        }
+        Ok(Vec::new())
+    }
+}
+
+berth_sdk::export_plugin!(DynamicResources: queueing_hint, pre_enqueue, pre_filter, filter, post_filter, pre_score, score, normalize_score, reserve, pre_bind, sign_pod);
 
 #[cfg(test)]
 mod tests;

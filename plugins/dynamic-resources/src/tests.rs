@@ -1311,3 +1311,55 @@ fn events_are_upstreams() {
         [berth_sdk::PodFeature::ResourceClaims]
     );
 }
+
+// ------------------------------------------------------------------ SignPod
+
+#[test]
+fn pods_with_claims_are_not_signable() {
+    let p = plugin();
+    let mut extended = Pod {
+        namespace: NS.into(),
+        name: POD.into(),
+        ..Pod::default()
+    };
+    extended.extended_resource_claim_status = Some(berth_sdk::PodExtendedResourceClaimStatus {
+        resource_claim_name: "my-pod-extended-resources".into(),
+        request_mappings: vec![],
+    });
+    for pod in [
+        pod_with_claim_name(),
+        pod_with_claim_template(),
+        pod_with_claim_template_in_status(),
+        extended,
+    ] {
+        assert_eq!(p.sign_pod(&pod).unwrap_err().code, Code::Unschedulable);
+    }
+}
+
+#[test]
+fn pods_without_claims_sign_with_nothing() {
+    let p = plugin();
+    let a = Pod {
+        namespace: NS.into(),
+        name: "a".into(),
+        ..Pod::default()
+    };
+    let mut b = Pod {
+        namespace: "other".into(),
+        name: "b".into(),
+        labels: [("app".to_owned(), "x".to_owned())].into(),
+        ..Pod::default()
+    };
+    // An extended resource no claim was made for is NodeResourcesFit's to check.
+    b.containers.push(berth_sdk::Container {
+        requests: [("example.com/gpu".to_owned(), 1)].into(),
+        ..berth_sdk::Container::default()
+    });
+    assert_eq!(p.sign_pod(&a).unwrap(), vec![]);
+    assert_eq!(p.sign_pod(&a).unwrap(), p.sign_pod(&b).unwrap());
+    // And the plugin has nothing to do for either.
+    let store = MemoryState::default();
+    let state = CycleState::new(&store);
+    assert_eq!(p.pre_filter(&state, &a, &[]).status, Status::skip());
+    assert_eq!(p.pre_filter(&state, &b, &[]).status, Status::skip());
+}

@@ -9,8 +9,8 @@
 
 use berth_sdk::helpers::{wide_div, wide_mul};
 use berth_sdk::{
-    CycleState, ImageState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, StateKey,
-    Status,
+    CycleState, ImageState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, Sign,
+    SignFragment, StateKey, Status, sign,
 };
 
 /// A mebibyte.
@@ -158,7 +158,15 @@ impl Score for ImageLocality {
     }
 }
 
-berth_sdk::export_plugin!(ImageLocality: pre_score, score);
+impl Sign for ImageLocality {
+    /// PreScore and Score read the images of the containers and init containers,
+    /// and how many there are ([`sign::images`]).
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::images(pod)])
+    }
+}
+
+berth_sdk::export_plugin!(ImageLocality: pre_score, score, sign_pod);
 
 #[cfg(test)]
 mod tests {
@@ -281,6 +289,35 @@ mod tests {
     }
 
     /// PreScore over every node, then Score on each, as the host runs them.
+    #[test]
+    fn signs_the_images_of_every_container() {
+        let sign = |p: &Pod| ImageLocality.sign_pod(p).unwrap();
+        let two = pod(&["gcr.io/40", "gcr.io/300"]);
+        assert_ne!(sign(&two), sign(&pod(&["gcr.io/40", "gcr.io/250"])));
+        // One container more with an image already asked for: counted again.
+        assert_ne!(
+            sign(&two),
+            sign(&pod(&["gcr.io/40", "gcr.io/300", "gcr.io/40"]))
+        );
+        let mut with_init = two.clone();
+        with_init.init_containers.push(container("gcr.io/2000"));
+        assert_ne!(sign(&two), sign(&with_init));
+        // The same images in another order, on another pod: the same fragments and
+        // scores.
+        let mut moved = pod(&["gcr.io/2000", "gcr.io/300"]);
+        moved.name = "other".into();
+        moved.init_containers.push(container("gcr.io/40"));
+        assert_eq!(sign(&with_init), sign(&moved));
+        let nodes = || {
+            vec![
+                node_40_300_2000("a"),
+                node_250_10("b"),
+                node_600_40_900("c"),
+            ]
+        };
+        assert_eq!(scores(&with_init, nodes()), scores(&moved, nodes()));
+    }
+
     fn scores(p: &Pod, mut nodes: Vec<NodeInfo>) -> Vec<i64> {
         count_images(&mut nodes);
         let store = MemoryState::default();

@@ -33,7 +33,8 @@ use std::sync::{Arc, Mutex};
 
 use berth_sdk::{
     Code, CycleState, DomainMemo, Filter, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
-    PreFilterExtensions, PreFilterResult, PreScore, Score, StateKey, Status,
+    PreFilterExtensions, PreFilterResult, PreScore, Score, Sign, SignFragment, StateKey, Status,
+    sign,
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -309,6 +310,22 @@ impl NormalizeScore for InterPodAffinity {
     }
 }
 
+impl Sign for InterPodAffinity {
+    /// A pod with terms of its own (affinity or anti-affinity, required or
+    /// preferred) cannot be signed: its verdicts count the pods its terms select,
+    /// which the pods placed before it in a batch change. Any other pod is judged by
+    /// the existing pods' terms, which select it by its namespace (and that
+    /// namespace's labels) and its labels ([`terms::PodKey`] without terms): those are
+    /// signed.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        let a = &pod.affinity;
+        if !a.pod_affinity.is_empty() || !a.pod_anti_affinity.is_empty() {
+            return sign::unsignable("pods with pod affinity or anti-affinity are not signable");
+        }
+        Ok(vec![sign::labels(pod)])
+    }
+}
+
 berth_sdk::export_plugin!(
     InterPodAffinity: queueing_hint,
     pre_filter,
@@ -316,7 +333,8 @@ berth_sdk::export_plugin!(
     filter,
     pre_score,
     score,
-    normalize_score
+    normalize_score,
+    sign_pod
 );
 
 #[cfg(test)]

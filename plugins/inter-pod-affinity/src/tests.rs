@@ -254,7 +254,8 @@ fn exports_its_extension_points_and_wants_pods() {
             E::Filter,
             E::PreScore,
             E::Score,
-            E::NormalizeScore
+            E::NormalizeScore,
+            E::SignPod
         ]
     );
     assert!(InterPodAffinity::vtable().pre_filter_extensions.is_some());
@@ -428,4 +429,56 @@ fn counts_kept_across_cycles_are_those_of_a_full_walk() {
         &[&i1, &i3, &unstamped],
         "a node without a stamp changed",
     );
+}
+
+#[test]
+fn pods_with_terms_of_their_own_are_not_signable() {
+    let p = plugin();
+    let t = || term(vec![expr("app", Exists, &[])], "zone");
+    for incoming in [
+        pod().affinity(t()),
+        pod().anti(t()),
+        pod().preferred(5, t()),
+        pod().preferred_anti(5, t()),
+    ] {
+        let err = p.sign_pod(&incoming.obj()).unwrap_err();
+        assert_eq!(err.code, Code::Unschedulable);
+    }
+}
+
+#[test]
+fn signs_the_namespace_and_labels_existing_terms_select_by() {
+    let p = plugin();
+    let sign = |b: PodBuilder| p.sign_pod(&b.obj()).unwrap();
+    let web = || {
+        pod()
+            .name("a")
+            .namespace("subteam1.team1")
+            .labels(&[("app", "web")])
+    };
+    assert_ne!(sign(web()), sign(web().labels(&[("tier", "front")])));
+    assert_ne!(sign(web()), sign(web().namespace("subteam1.team2")));
+    // Another pod with the same namespace and labels, elsewhere different.
+    let mut other = web().name("b").obj();
+    other.tolerations.push(berth_sdk::Toleration {
+        key: "k".into(),
+        operator: berth_sdk::TolerationOperator::Exists,
+        value: String::new(),
+        effect: None,
+        toleration_seconds: None,
+    });
+    other.node_selector = labels(&[("zone", "z1")]);
+    assert_eq!(sign(web()), p.sign_pod(&other).unwrap());
+    // Existing pods' terms judge both alike.
+    let nodes = [node("n1", &[("zone", "z1")]), node("n2", &[("zone", "z2")])];
+    let existing = [pod()
+        .name("e")
+        .namespace("subteam1.team1")
+        .node("n1")
+        .anti_in("app", "zone", &["web"])
+        .obj()];
+    let (_, a) = run_filter(&p, &web().obj(), &nodes, &existing);
+    let (_, b) = run_filter(&p, &other, &nodes, &existing);
+    assert_eq!(a, b);
+    assert_eq!(a, [existing_fails(), ok()]);
 }

@@ -29,7 +29,8 @@ use std::collections::BTreeSet;
 use berth_sdk::affinity::{NodeSelectorOperator, NodeSelectorTerm, PreferredSchedulingTerm};
 use berth_sdk::{
     CycleState, Filter, MAX_NODE_SCORE, Node, NodeInfo, NormalizeScore, Plugin, Pod, PreFilter,
-    PreFilterResult, PreScore, Score, Status, helpers::default_normalize_score,
+    PreFilterResult, PreScore, Score, Sign, SignFragment, Status, helpers::default_normalize_score,
+    sign,
 };
 
 pub use args::NodeAffinityArgs;
@@ -216,13 +217,22 @@ impl NormalizeScore for NodeAffinity {
     }
 }
 
+impl Sign for NodeAffinity {
+    /// PreFilter, Filter, PreScore and Score read the pod's `nodeSelector` and node
+    /// affinity; `addedAffinity` is the instance's, the same for every pod.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::node_affinity(pod)])
+    }
+}
+
 berth_sdk::export_plugin!(
     NodeAffinity: queueing_hint,
     pre_filter,
     filter,
     pre_score,
     score,
-    normalize_score
+    normalize_score,
+    sign_pod
 );
 
 #[cfg(test)]

@@ -649,3 +649,30 @@ fn preferred_match_fields_score_by_node_name() {
         Some(vec![100, 33, 100])
     );
 }
+
+#[test]
+fn signs_the_node_selector_and_node_affinity() {
+    let pl = default_plugin();
+    let sign = |p: &Pod| pl.sign_pod(p).unwrap();
+    let zone_a = with_selector(&[("zone", "a")]);
+    assert_ne!(sign(&zone_a), sign(&with_selector(&[("zone", "b")])));
+    assert_ne!(sign(&zone_a), sign(&with_selector(&[])));
+    let required = |v: &str| with_required(vec![exprs(vec![req("zone", In, &[v])])]);
+    assert_ne!(sign(&required("a")), sign(&required("b")));
+    let preferred = |weight: i32| {
+        with_preferred(vec![PreferredSchedulingTerm {
+            weight,
+            preference: exprs(vec![req("ssd", Exists, &[])]),
+        }])
+    };
+    assert_ne!(sign(&preferred(1)), sign(&preferred(2)));
+    assert_ne!(sign(&preferred(1)), sign(&with_selector(&[])));
+    // What the plugin does not read does not count.
+    let elsewhere = Pod {
+        name: "other".into(),
+        namespace: "ns".into(),
+        labels: labels(&[("app", "x")]),
+        ..zone_a.clone()
+    };
+    assert_eq!(sign(&zone_a), sign(&elsewhere));
+}

@@ -10,18 +10,20 @@
 //!
 //! The plugin takes no args.
 //!
+//! SignPod signs the features inferred, in name order: they are all PreFilter and
+//! Filter go by.
+//!
 //! What Berth cannot do yet: upstream also skips a pod whose resize is deferred (behind
 //! `InPlacePodVerticalScalingSchedulerPreemption`), which the record cannot tell
-//! either, and signs pods for opportunistic batching, an extension point Berth does
-//! not have.
+//! either.
 
 pub mod features;
 
 use berth_sdk::events::node_change;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
-    Filter, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint, StateKey,
-    Status,
+    Filter, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint, Sign,
+    SignFragment, StateKey, Status, sign,
 };
 use features::{Feature, PodInfo, SpecFacts, Version};
 
@@ -171,7 +173,24 @@ impl EnqueueExtensions for NodeDeclaredFeatures {
     }
 }
 
-berth_sdk::export_plugin!(NodeDeclaredFeatures: queueing_hint, pre_filter, filter);
+impl Sign for NodeDeclaredFeatures {
+    /// The features the pod needs, as PreFilter infers them (from its spec, at the
+    /// instance's version), sorted by name: Filter asks only whether the node
+    /// declares each, so their order does not matter.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        let mut features = self.required(pod);
+        features.sort_unstable();
+        features.dedup();
+        Ok(vec![SignFragment::json(sign::FEATURES, &features)])
+    }
+}
+
+berth_sdk::export_plugin!(
+    NodeDeclaredFeatures: queueing_hint,
+    pre_filter,
+    filter,
+    sign_pod
+);
 
 #[cfg(test)]
 mod tests {
@@ -213,6 +232,57 @@ mod tests {
             result.status.code,
             state.value(&PRE_FILTER_STATE).map(|v| (*v).clone()),
         )
+    }
+
+    #[test]
+    fn signs_the_features_the_pod_needs() {
+        let plugin = NodeDeclaredFeatures::new(berth_sdk::serde_json::Value::Null).unwrap();
+        let sign = |p: &Pod| plugin.sign_pod(p).unwrap();
+        let host_network = |host_users: Option<bool>| Pod {
+            host_network: true,
+            host_users,
+            ..Pod::default()
+        };
+        let needs = host_network(Some(false));
+        assert_ne!(sign(&needs), sign(&Pod::default()));
+        assert_eq!(
+            sign(&needs),
+            [SignFragment::json(
+                sign::FEATURES,
+                &["UserNamespacesHostNetworkSupport"]
+            )]
+        );
+        // The host network alone needs nothing: signed as a pod without it.
+        assert_eq!(sign(&host_network(None)), sign(&Pod::default()));
+        let elsewhere = Pod {
+            name: "other".into(),
+            labels: [("app".to_owned(), "x".to_owned())].into(),
+            ..host_network(Some(false))
+        };
+        assert_eq!(sign(&needs), sign(&elsewhere));
+    }
+
+    #[test]
+    fn signs_features_in_name_order_whatever_the_registry_order() {
+        let sign = |registry| {
+            NodeDeclaredFeatures::with_registry(registry, v(35))
+                .sign_pod(&Pod::default())
+                .unwrap()
+        };
+        let ab = sign(vec![
+            mock(FEATURE_A, true, None),
+            mock(FEATURE_B, true, None),
+        ]);
+        let ba = sign(vec![
+            mock(FEATURE_B, true, None),
+            mock(FEATURE_A, true, None),
+        ]);
+        assert_eq!(ab, ba);
+        let a = sign(vec![
+            mock(FEATURE_A, true, None),
+            mock(FEATURE_B, false, None),
+        ]);
+        assert_ne!(ab, a);
     }
 
     // Upstream's TestPreFilter (its "plugin disabled" case has no counterpart: the

@@ -3,7 +3,7 @@
 
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
-    Filter, NodeInfo, Object, Plugin, Pod, QueueingHint, Status,
+    Filter, NodeInfo, Object, Plugin, Pod, QueueingHint, Sign, SignFragment, Status, sign,
 };
 
 /// The reason upstream gives.
@@ -86,7 +86,14 @@ impl Filter for NodeName {
     }
 }
 
-berth_sdk::export_plugin!(NodeName: queueing_hint, filter);
+impl Sign for NodeName {
+    /// Filter reads only `spec.nodeName`.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::node_name(pod)])
+    }
+}
+
+berth_sdk::export_plugin!(NodeName: queueing_hint, filter, sign_pod);
 
 #[cfg(test)]
 mod tests {
@@ -104,6 +111,24 @@ mod tests {
             ..Node::default()
         });
         NodeName.filter(&CycleState::new(&store), &pod, &node)
+    }
+
+    #[test]
+    fn signs_the_node_name_alone() {
+        let sign = |p: &Pod| NodeName.sign_pod(p).unwrap();
+        let on = |name: &str| Pod {
+            node_name: name.into(),
+            ..Pod::default()
+        };
+        assert_ne!(sign(&on("a")), sign(&on("b")));
+        assert_ne!(sign(&on("a")), sign(&on("")));
+        let elsewhere = Pod {
+            name: "other".into(),
+            namespace: "ns".into(),
+            labels: [("app".to_owned(), "x".to_owned())].into(),
+            ..on("a")
+        };
+        assert_eq!(sign(&on("a")), sign(&elsewhere));
     }
 
     // The cases of upstream's TestNodeName.

@@ -10,7 +10,7 @@
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
     Filter, HostPort, NodeInfo, Object, Plugin, Pod, PreFilter, PreFilterResult, QueueingHint,
-    StateKey, Status,
+    Sign, SignFragment, StateKey, Status, sign,
 };
 
 /// The CycleState key of the pod's host ports, written by PreFilter (upstream's key).
@@ -101,19 +101,11 @@ impl EnqueueExtensions for NodePorts {
     }
 }
 
-/// The host ports a pod holds while it runs, as upstream's `GetHostPorts`: those of
-/// its containers and of its sidecars (init containers with `restartPolicy: Always`).
-/// Plain init containers have exited before the containers start, so their ports do
-/// not stay taken.
+/// The host ports a pod holds while it runs, as upstream's `GetHostPorts`
+/// ([`Pod::running_host_ports`]: its containers' and its sidecars'; plain init
+/// containers have exited before the containers start).
 pub fn pod_host_ports(pod: &Pod) -> Vec<HostPort> {
-    pod.init_containers
-        .iter()
-        .filter(|c| c.restartable)
-        .chain(&pod.containers)
-        .flat_map(|c| &c.ports)
-        .filter(|p| p.port > 0)
-        .cloned()
-        .collect()
+    pod.running_host_ports().cloned().collect()
 }
 
 /// `(ip, protocol)` with upstream's defaults for empty values.
@@ -180,7 +172,15 @@ impl Filter for NodePorts {
     }
 }
 
-berth_sdk::export_plugin!(NodePorts: queueing_hint, pre_filter, filter);
+impl Sign for NodePorts {
+    /// PreFilter reads the host ports the running pod holds ([`pod_host_ports`]);
+    /// Filter only what PreFilter stored.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::host_ports(pod)])
+    }
+}
+
+berth_sdk::export_plugin!(NodePorts: queueing_hint, pre_filter, filter, sign_pod);
 
 #[cfg(test)]
 mod tests {
@@ -208,6 +208,39 @@ mod tests {
             }],
             ..Pod::default()
         }
+    }
+
+    #[test]
+    fn signs_the_host_ports_the_running_pod_holds() {
+        let sign = |p: &Pod| NodePorts.sign_pod(p).unwrap();
+        let a = pod(&["TCP/127.0.0.1/8080"]);
+        assert_ne!(sign(&a), sign(&pod(&["TCP/127.0.0.1/8081"])));
+        assert_ne!(sign(&a), sign(&pod(&["UDP/127.0.0.1/8080"])));
+        assert_ne!(sign(&a), sign(&pod(&["TCP/10.0.0.1/8080"])));
+        assert_ne!(sign(&a), sign(&pod(&[])));
+        // A sidecar's port is held like a container's; a plain init container's is
+        // not, and PreFilter then finds no port at all.
+        let init = |restartable: bool| Pod {
+            init_containers: vec![Container {
+                ports: vec![port("TCP/127.0.0.1/8080")],
+                restartable,
+                ..Container::default()
+            }],
+            ..Pod::default()
+        };
+        assert_eq!(sign(&init(true)), sign(&a));
+        assert_eq!(sign(&init(false)), sign(&Pod::default()));
+        assert_ne!(sign(&init(true)), sign(&init(false)));
+        // The order of the ports and what else the pod says do not count.
+        let elsewhere = Pod {
+            name: "other".into(),
+            labels: [("app".to_owned(), "x".to_owned())].into(),
+            ..pod(&["UDP/127.0.0.1/53", "TCP/127.0.0.1/8080"])
+        };
+        assert_eq!(
+            sign(&elsewhere),
+            sign(&pod(&["TCP/127.0.0.1/8080", "UDP/127.0.0.1/53"]))
+        );
     }
 
     fn node_with(pods: &[Pod]) -> NodeInfo {

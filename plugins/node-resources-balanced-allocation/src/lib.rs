@@ -21,7 +21,8 @@ pub mod args;
 
 use berth_sdk::helpers::{NodeResource, allocatable_and_requested_of};
 use berth_sdk::{
-    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, StateKey, Status,
+    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, Pod, PreScore, Score, Sign, SignFragment,
+    StateKey, Status, sign,
 };
 
 pub use args::{BalancedAllocationArgs, ResourceSpec};
@@ -174,7 +175,16 @@ impl Score for BalancedAllocation {
     }
 }
 
-berth_sdk::export_plugin!(BalancedAllocation: pre_score, score);
+impl Sign for BalancedAllocation {
+    /// PreScore and Score read the pod's effective requests (containers, init
+    /// containers and sidecars, resize state, pod-level resources, overhead), signed
+    /// as computed ([`sign::resources`], which NodeResourcesFit shares).
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::resources(pod)])
+    }
+}
+
+berth_sdk::export_plugin!(BalancedAllocation: pre_score, score, sign_pod);
 
 #[cfg(test)]
 mod tests {
@@ -274,6 +284,30 @@ mod tests {
 
     fn default_plugin() -> BalancedAllocation {
         BalancedAllocation::with_args(BalancedAllocationArgs::default())
+    }
+
+    #[test]
+    fn signs_the_requests_it_scores() {
+        let plugin = default_plugin();
+        let sign = |p: &Pod| plugin.sign_pod(p).unwrap();
+        assert_ne!(sign(&cpu_and_memory()), sign(&cpu_only()));
+        let mut pod_level = cpu_only();
+        pod_level.resources = Some(berth_sdk::ResourceRequirements {
+            requests: list(&[("memory", 5000)]),
+            limits: ResourceList::new(),
+        });
+        assert_ne!(sign(&cpu_only()), sign(&pod_level));
+        // The same requests in one container, on another pod: the same fragments and
+        // the same scores.
+        let mut merged = pod(&[&[("cpu", 3000), ("memory", 5000)]]);
+        merged.name = "other".into();
+        merged.labels = [("app".to_owned(), "x".to_owned())].into();
+        assert_eq!(sign(&cpu_and_memory()), sign(&merged));
+        let nodes = [node("n", 4000, 10000, &[], &[&cpu_only()])];
+        assert_eq!(
+            scores(&plugin, &cpu_and_memory(), &nodes),
+            scores(&plugin, &merged, &nodes)
+        );
     }
 
     // The cases of upstream's TestNodeResourcesBalancedAllocation.

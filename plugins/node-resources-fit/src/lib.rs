@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use berth_sdk::{
     Code, CycleState, Filter, NodeInfo, Plugin, Pod, PreFilter, PreFilterResult, PreScore,
-    Resources, Score, StateKey, Status,
+    Resources, Score, Sign, SignFragment, StateKey, Status, sign,
 };
 use serde::{Deserialize, Serialize};
 
@@ -272,7 +272,27 @@ impl Score for NodeResourcesFit {
     }
 }
 
-berth_sdk::export_plugin!(NodeResourcesFit: queueing_hint, pre_filter, filter, pre_score, score);
+impl Sign for NodeResourcesFit {
+    /// PreFilter and Filter read the pod's effective requests, PreScore and Score its
+    /// non-zero requests: both computed from the containers, init containers and
+    /// sidecars, the in-place resize state, the pod-level resources and the overhead,
+    /// and signed as computed ([`sign::resources`]). Extended resources backed by
+    /// DRA are not modelled here (they are checked against the node's allocatable as
+    /// any extended resource), so nothing else of the pod is read; the args are the
+    /// instance's.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::resources(pod)])
+    }
+}
+
+berth_sdk::export_plugin!(
+    NodeResourcesFit: queueing_hint,
+    pre_filter,
+    filter,
+    pre_score,
+    score,
+    sign_pod
+);
 
 #[cfg(test)]
 mod tests {
@@ -668,6 +688,53 @@ mod tests {
     }
 
     #[test]
+    fn signs_what_filter_and_score_read_of_the_requests() {
+        let plugin = NodeResourcesFit::with_args(FitArgs::default());
+        let sign = |p: &Pod| plugin.sign_pod(p).unwrap();
+        let base = pod(&[&[("cpu", 2), ("memory", 4)]]);
+        assert_ne!(sign(&base), sign(&pod(&[&[("cpu", 3), ("memory", 4)]])));
+        // Pod-level requests take the containers' place.
+        let mut pod_level = base.clone();
+        pod_level.resources = Some(berth_sdk::ResourceRequirements {
+            requests: list(&[("cpu", 8)]),
+            limits: ResourceList::new(),
+        });
+        assert_ne!(sign(&base), sign(&pod_level));
+        // An infeasible resize counts what the kubelet allocated.
+        let mut resized = base.clone();
+        resized.containers[0].allocated = Some(list(&[("cpu", 1), ("memory", 4)]));
+        resized.resize_infeasible = true;
+        assert_ne!(sign(&base), sign(&resized));
+        let mut overhead = base.clone();
+        overhead.overhead = list(&[("cpu", 1)]);
+        assert_ne!(sign(&base), sign(&overhead));
+        // Equal requests, but a container without requests gets scoring's defaults.
+        assert_ne!(sign(&pod(&[])), sign(&pod(&[&[]])));
+        // Split over two containers, the same requests (and non-zero requests): the
+        // same fragments, and the same verdict and score on any node.
+        let mut split = pod(&[&[("cpu", 1), ("memory", 2)], &[("cpu", 1), ("memory", 2)]]);
+        split.name = "other".into();
+        split.containers[0].name = "x".into();
+        split.labels = [("app".to_owned(), "x".to_owned())].into();
+        assert_eq!(sign(&base), sign(&split));
+        let node = node_with(32, &pod(&[&[("cpu", 7), ("memory", 1)]]));
+        assert_eq!(
+            filter(&base, &Pod::default()),
+            filter(&split, &Pod::default())
+        );
+        assert_eq!(
+            filter_with(FitArgs::default(), &base, &node),
+            filter_with(FitArgs::default(), &split, &node)
+        );
+        let store = MemoryState::default();
+        let state = CycleState::new(&store);
+        assert_eq!(
+            plugin.score(&state, &base, &node),
+            plugin.score(&state, &split, &node)
+        );
+    }
+
+    #[test]
     fn filter_without_pre_filter_is_an_error() {
         let plugin = NodeResourcesFit::with_args(FitArgs::default());
         let store = MemoryState::default();
@@ -716,7 +783,7 @@ mod tests {
         use berth_sdk::{ExtensionPoint as E, Registered};
         assert_eq!(
             NodeResourcesFit::vtable().extension_points(),
-            [E::PreFilter, E::Filter, E::PreScore, E::Score]
+            [E::PreFilter, E::Filter, E::PreScore, E::Score, E::SignPod]
         );
     }
 }

@@ -4,8 +4,8 @@
 use berth_sdk::events::node_change;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
-    Filter, NodeInfo, Object, Plugin, Pod, QueueingHint, Status, Taint, TaintEffect,
-    types::tolerations_tolerate_taint,
+    Filter, NodeInfo, Object, Plugin, Pod, QueueingHint, Sign, SignFragment, Status, Taint,
+    TaintEffect, sign, types::tolerations_tolerate_taint,
 };
 
 /// The taint key that stands for `spec.unschedulable`.
@@ -119,7 +119,15 @@ impl EnqueueExtensions for NodeUnschedulable {
     }
 }
 
-berth_sdk::export_plugin!(NodeUnschedulable: queueing_hint, filter);
+impl Sign for NodeUnschedulable {
+    /// Filter reads only the pod's tolerations (whether one tolerates the
+    /// unschedulable taint).
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::tolerations(pod)])
+    }
+}
+
+berth_sdk::export_plugin!(NodeUnschedulable: queueing_hint, filter, sign_pod);
 
 #[cfg(test)]
 mod tests {
@@ -149,6 +157,23 @@ mod tests {
             effect,
             toleration_seconds: None,
         }
+    }
+
+    #[test]
+    fn signs_the_tolerations_alone() {
+        let sign = |p: &Pod| NodeUnschedulable.sign_pod(p).unwrap();
+        let tolerating = Pod {
+            tolerations: vec![tol(TAINT_NODE_UNSCHEDULABLE, Some(TaintEffect::NoSchedule))],
+            ..Pod::default()
+        };
+        assert_ne!(sign(&tolerating), sign(&Pod::default()));
+        let elsewhere = Pod {
+            name: "other".into(),
+            labels: [("app".to_owned(), "x".to_owned())].into(),
+            node_name: "n1".into(),
+            ..tolerating.clone()
+        };
+        assert_eq!(sign(&tolerating), sign(&elsewhere));
     }
 
     #[test]

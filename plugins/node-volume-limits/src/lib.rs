@@ -19,7 +19,7 @@
 use berth_sdk::{
     ActionType, ClusterEvent, CsiNode, CycleState, EnqueueExtensions, EventRegistration,
     EventResource, Filter, NodeInfo, Object, PersistentVolumeSource, Plugin, Pod, PreFilter,
-    PreFilterResult, QueueingHint, Status, VolumeSource,
+    PreFilterResult, QueueingHint, Sign, SignFragment, Status, VolumeSource, sign,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -365,7 +365,15 @@ impl EnqueueExtensions for NodeVolumeLimits {
     }
 }
 
-berth_sdk::export_plugin!(NodeVolumeLimits: queueing_hint, pre_filter, filter);
+impl Sign for NodeVolumeLimits {
+    /// PreFilter and Filter read the volumes that may attach: inline in-tree disks, and
+    /// claims (found in the pod's namespace, an ephemeral volume's owned by the pod).
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::volumes(pod)?])
+    }
+}
+
+berth_sdk::export_plugin!(NodeVolumeLimits: queueing_hint, pre_filter, filter, sign_pod);
 
 #[cfg(test)]
 mod tests {
@@ -454,5 +462,53 @@ mod tests {
         assert_eq!(hint(added("data")), Ok(QueueingHint::Queue));
         assert_eq!(hint(added("p-v1")), Ok(QueueingHint::Queue));
         assert_eq!(hint(added("other")), Ok(QueueingHint::QueueSkip));
+    }
+
+    #[test]
+    fn signs_the_volumes_it_reads() {
+        use berth_sdk::{Code as C, Volume as V, VolumeSource as S};
+        let plugin = NodeVolumeLimits::new(berth_sdk::serde_json::Value::Null).unwrap();
+        let vpod = |ns: &str, volumes: &[(&str, S)]| Pod {
+            namespace: ns.into(),
+            name: "p".into(),
+            volumes: volumes
+                .iter()
+                .map(|(name, source)| V {
+                    name: (*name).into(),
+                    source: source.clone(),
+                })
+                .collect(),
+            ..Pod::default()
+        };
+        let sign = |p: &Pod| plugin.sign_pod(p).unwrap();
+        let claim = |name: &str| S::PersistentVolumeClaim {
+            claim_name: name.into(),
+            read_only: false,
+        };
+        let data = vpod("a", &[("data", claim("c1"))]);
+        assert_ne!(sign(&data), sign(&vpod("a", &[("data", claim("c2"))])));
+        // Claims are looked up in the pod's namespace.
+        assert_ne!(sign(&data), sign(&vpod("b", &[("data", claim("c1"))])));
+        let ebs = |id: &str| S::AwsElasticBlockStore {
+            volume_id: id.into(),
+            read_only: false,
+        };
+        assert_ne!(
+            sign(&vpod("a", &[("d", ebs("vol-1"))])),
+            sign(&vpod("a", &[("d", ebs("vol-2"))]))
+        );
+        // What no volume plugin reads: other pods' names, labels, the names of
+        // volumes scheduling does not check.
+        let mut elsewhere = vpod("a", &[("token-x1", S::Other), ("data", claim("c1"))]);
+        elsewhere.name = "q".into();
+        elsewhere.labels = [("app".to_owned(), "x".to_owned())].into();
+        let with_token = vpod("a", &[("token-y2", S::Other), ("data", claim("c1"))]);
+        assert_eq!(sign(&with_token), sign(&elsewhere));
+        // A generic ephemeral volume's claim is the pod's own.
+        let ephemeral = vpod("a", &[("scratch", S::Ephemeral)]);
+        assert_eq!(
+            plugin.sign_pod(&ephemeral).unwrap_err().code,
+            C::Unschedulable
+        );
     }
 }

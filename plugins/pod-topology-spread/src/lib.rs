@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use berth_sdk::types::{NodeAffinity, TopologySpreadConstraint, WhenUnsatisfiable};
 use berth_sdk::{
     CycleState, DomainMemo, Filter, Labels, NodeInfo, Plugin, Pod, PreFilter, PreFilterExtensions,
-    PreFilterResult, StateKey, Status, Toleration,
+    PreFilterResult, Sign, SignFragment, StateKey, Status, Toleration, sign,
 };
 use serde::{Deserialize, Serialize};
 
@@ -443,6 +443,40 @@ impl Filter for PodTopologySpread {
     }
 }
 
+impl Sign for PodTopologySpread {
+    /// A spread is not a matter of the pod and the node alone: whether a node keeps
+    /// the skew, and how it scores, depends on where the other pods the constraints
+    /// select went, and the first pod of a batch placed moves those counts for the
+    /// next. So a pod this plugin spreads cannot be signed: one with constraints of
+    /// its own, any pod while the args list default constraints (`List`), and, under
+    /// `System` defaulting, any pod the defaults reach, which is one with a
+    /// [`Pod::default_selector`]. Berth is stricter here than what PreFilter applies
+    /// (an empty default selector spreads nothing, but refuses signing all the same):
+    /// the selector comes from the Services and workloads of the cluster, so whether
+    /// it spreads is not the pod's own to say. A pod none of this reaches is skipped
+    /// by PreFilter and PreScore, and signs with no fragment.
+    ///
+    /// Upstream refuses every pod while any default constraints apply, the `System`
+    /// ones included; Berth signs, under `System`, the pods nothing selects, for
+    /// which the cycle runs no spreading at all.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        if !pod.topology_spread_constraints.is_empty() {
+            return sign::unsignable("pods with topology spread constraints are not signable");
+        }
+        if !self.system_defaulted && !self.default_constraints.is_empty() {
+            return sign::unsignable(
+                "pods are not signable while PodTopologySpread has default constraints",
+            );
+        }
+        if self.system_defaulted && pod.default_selector.is_some() {
+            return sign::unsignable(
+                "pods that a Service or workload selects are not signable: the system default constraints spread them",
+            );
+        }
+        Ok(Vec::new())
+    }
+}
+
 berth_sdk::export_plugin!(
     PodTopologySpread: queueing_hint,
     pre_filter,
@@ -450,7 +484,8 @@ berth_sdk::export_plugin!(
     filter,
     pre_score,
     score,
-    normalize_score
+    normalize_score,
+    sign_pod
 );
 
 #[cfg(test)]

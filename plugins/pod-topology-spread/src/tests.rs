@@ -1984,7 +1984,8 @@ fn the_plugin_asks_for_pods_and_exports_every_extension_point() {
             E::Filter,
             E::PreScore,
             E::Score,
-            E::NormalizeScore
+            E::NormalizeScore,
+            E::SignPod
         ]
     );
     assert!(PodTopologySpread::vtable().pre_filter_extensions.is_some());
@@ -2102,4 +2103,47 @@ fn counts_kept_across_cycles_are_those_of_a_full_walk() {
         );
         before = infos;
     }
+}
+
+#[test]
+fn pods_it_spreads_are_not_signable() {
+    let unsignable = |plugin: &PodTopologySpread, p: &P| {
+        assert_eq!(
+            plugin.sign_pod(&p.0).unwrap_err().code,
+            Code::Unschedulable,
+            "{:?}",
+            p.0.name
+        )
+    };
+    let constrained = pod("p").spread(1, "zone", DoNotSchedule, foo());
+    unsignable(&system_plugin(), &constrained);
+    unsignable(&list_plugin(), &constrained);
+    let soft = pod("p").spread(1, "zone", ScheduleAnyway, foo());
+    unsignable(&system_plugin(), &soft);
+    // System defaulting spreads the pods a Service or workload selects.
+    unsignable(&system_plugin(), &pod("p").default_selector(foo()));
+    unsignable(
+        &system_plugin(),
+        &pod("p").default_selector(Some(LabelSelector::default())),
+    );
+    // Default constraints of the args: every pod.
+    let listed = list_defaults(&[(1, "zone", ScheduleAnyway)]);
+    unsignable(&listed, &pod("p"));
+    unsignable(&listed, &pod("p").default_selector(foo()));
+}
+
+#[test]
+fn pods_it_does_not_spread_sign_with_nothing() {
+    let signed = |plugin: &PodTopologySpread, p: &P| plugin.sign_pod(&p.0).unwrap();
+    let a = pod("a").label("foo", "1");
+    let b = pod("b").label("bar", "2").namespace("other").on("n1");
+    assert_eq!(signed(&system_plugin(), &a), vec![]);
+    assert_eq!(signed(&system_plugin(), &a), signed(&system_plugin(), &b));
+    // Without default constraints a default selector spreads nothing.
+    let selected = pod("c").default_selector(foo());
+    assert_eq!(signed(&list_plugin(), &selected), vec![]);
+    assert_eq!(
+        signed(&list_plugin(), &a),
+        signed(&list_plugin(), &selected)
+    );
 }

@@ -6,8 +6,8 @@ use berth_sdk::events::node_change;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
     Filter, MAX_NODE_SCORE, Node, NodeInfo, NormalizeScore, Object, Plugin, Pod, PreScore,
-    QueueingHint, Score, StateKey, Status, Taint, TaintEffect, Toleration,
-    helpers::default_normalize_score, types::find_untolerated_taint,
+    QueueingHint, Score, Sign, SignFragment, StateKey, Status, Taint, TaintEffect, Toleration,
+    helpers::default_normalize_score, sign, types::find_untolerated_taint,
 };
 
 /// The CycleState key of what PreScore computes (upstream's key).
@@ -187,12 +187,20 @@ impl NormalizeScore for TaintToleration {
     }
 }
 
+impl Sign for TaintToleration {
+    /// Filter, PreScore and Score read only the pod's tolerations.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::tolerations(pod)])
+    }
+}
+
 berth_sdk::export_plugin!(
     TaintToleration: queueing_hint,
     filter,
     pre_score,
     score,
-    normalize_score
+    normalize_score,
+    sign_pod
 );
 
 #[cfg(test)]
@@ -229,6 +237,30 @@ mod tests {
             tolerations,
             ..Pod::default()
         }
+    }
+
+    #[test]
+    fn signs_the_tolerations_alone() {
+        let sign = |p: &Pod| TaintToleration.sign_pod(p).unwrap();
+        let a = tol("dedicated", TolerationOperator::Equal, "gpu", None);
+        let b = tol(
+            "spot",
+            TolerationOperator::Exists,
+            "",
+            Some(TaintEffect::PreferNoSchedule),
+        );
+        let both = pod(vec![a.clone(), b.clone()]);
+        assert_ne!(sign(&both), sign(&pod(vec![a.clone()])));
+        let mut other_value = a.clone();
+        other_value.value = "cpu".into();
+        assert_ne!(sign(&both), sign(&pod(vec![other_value, b.clone()])));
+        // The order of the tolerations, and what else the pod says, do not count.
+        let elsewhere = Pod {
+            name: "pod2".into(),
+            labels: [("app".to_owned(), "x".to_owned())].into(),
+            ..pod(vec![b, a])
+        };
+        assert_eq!(sign(&both), sign(&elsewhere));
     }
 
     fn node(name: &str, taints: Vec<Taint>) -> NodeInfo {

@@ -30,8 +30,8 @@ use berth_sdk::{
     ANNOTATION_BIND_COMPLETED, ActionType, ClaimRef, ClusterEvent, Code, CycleState,
     EnqueueExtensions, EventRegistration, EventResource, Filter, Labels, NO_PROVISIONER, NodeInfo,
     Object, PersistentVolume, PersistentVolumeClaim, Plugin, Pod, PreBind, PreFilter,
-    PreFilterResult, PreScore, QueueingHint, Reserve, Score, Status, VolumeBindingMode, VolumeMode,
-    VolumePhase, VolumeSource,
+    PreFilterResult, PreScore, QueueingHint, Reserve, Score, Sign, SignFragment, Status,
+    VolumeBindingMode, VolumeMode, VolumePhase, VolumeSource, sign,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -994,7 +994,16 @@ impl PreBind for VolumeBinding {
     }
 }
 
-berth_sdk::export_plugin!(VolumeBinding: queueing_hint, pre_filter, filter, pre_score, score, reserve, pre_bind);
+impl Sign for VolumeBinding {
+    /// PreFilter reads the claims (each found in the pod's namespace; an ephemeral
+    /// volume's by the pod's name, and owned by its UID), Filter and Score only what
+    /// PreFilter stored: the volume signer covers them, and refuses ephemeral volumes.
+    fn sign_pod(&self, pod: &Pod) -> Result<Vec<SignFragment>, Status> {
+        Ok(vec![sign::volumes(pod)?])
+    }
+}
+
+berth_sdk::export_plugin!(VolumeBinding: queueing_hint, pre_filter, filter, pre_score, score, reserve, pre_bind, sign_pod);
 
 #[cfg(test)]
 mod tests {
@@ -1119,6 +1128,50 @@ mod tests {
                 .unwrap()
                 .name,
             "pre"
+        );
+    }
+
+    #[test]
+    fn signs_the_volumes_it_reads() {
+        use berth_sdk::{Code as C, Volume as V, VolumeSource as S};
+        let plugin = VolumeBinding::new(berth_sdk::serde_json::Value::Null).unwrap();
+        let vpod = |ns: &str, volumes: &[(&str, S)]| Pod {
+            namespace: ns.into(),
+            name: "p".into(),
+            volumes: volumes
+                .iter()
+                .map(|(name, source)| V {
+                    name: (*name).into(),
+                    source: source.clone(),
+                })
+                .collect(),
+            ..Pod::default()
+        };
+        let sign = |p: &Pod| plugin.sign_pod(p).unwrap();
+        let claim = |name: &str| S::PersistentVolumeClaim {
+            claim_name: name.into(),
+            read_only: false,
+        };
+        let data = vpod("a", &[("data", claim("c1"))]);
+        assert_ne!(sign(&data), sign(&vpod("a", &[("data", claim("c2"))])));
+        // Claims are looked up in the pod's namespace.
+        assert_ne!(sign(&data), sign(&vpod("b", &[("data", claim("c1"))])));
+        assert_ne!(
+            sign(&vpod("a", &[("x", claim("c1")), ("y", claim("c2"))])),
+            sign(&vpod("a", &[("x", claim("c2")), ("y", claim("c1"))]))
+        );
+        // What no volume plugin reads: other pods' names, labels, the names of
+        // volumes scheduling does not check.
+        let mut elsewhere = vpod("a", &[("token-x1", S::Other), ("data", claim("c1"))]);
+        elsewhere.name = "q".into();
+        elsewhere.labels = [("app".to_owned(), "x".to_owned())].into();
+        let with_token = vpod("a", &[("token-y2", S::Other), ("data", claim("c1"))]);
+        assert_eq!(sign(&with_token), sign(&elsewhere));
+        // A generic ephemeral volume's claim is the pod's own.
+        let ephemeral = vpod("a", &[("scratch", S::Ephemeral)]);
+        assert_eq!(
+            plugin.sign_pod(&ephemeral).unwrap_err().code,
+            C::Unschedulable
         );
     }
 }
