@@ -69,6 +69,14 @@ pub(super) struct Scored {
     pub(super) totals: Vec<i64>,
 }
 
+/// The node a batch offers a pod.
+pub(super) struct Hint {
+    /// The node.
+    pub(super) slot: u32,
+    /// Whether the pod fits there, when the hint's own filtering already told.
+    pub(super) fits: Option<bool>,
+}
+
 /// How a batchable cycle ended, for the metrics.
 pub(super) enum BatchResult {
     HintUsed,
@@ -199,7 +207,9 @@ impl Framework {
     /// The node the batch offers `pod` in cycle `cycle`, if it can be trusted: the
     /// best of the kept nodes, after the node the last pod went to was filtered for
     /// this pod and, if it still fits, scored and ranked again. `filter` runs the
-    /// cycle's Filter plugins on one node (true: it fits).
+    /// cycle's Filter plugins on a few nodes and answers those that fit. The node the
+    /// last pod went to and the best kept one are filtered in one call; the answer
+    /// says whether the hint fits when that call already told.
     #[allow(clippy::too_many_arguments, reason = "the cycle's inputs")]
     pub(super) fn batch_hint(
         &self,
@@ -208,8 +218,8 @@ impl Framework {
         cycle: Cycle,
         state: &CycleState,
         snapshot: &Snapshot,
-        filter: &mut dyn FnMut(u32) -> Result<bool, PluginError>,
-    ) -> Result<Option<u32>, PluginError> {
+        filter: &mut dyn FnMut(&[u32]) -> Result<Vec<u32>, PluginError>,
+    ) -> Result<Option<Hint>, PluginError> {
         let mut batch = lock(&self.batch);
         let Some(ranked) = &batch.ranked else {
             return Ok(None);
@@ -236,22 +246,34 @@ impl Framework {
             self.flush(&mut batch, "node_missing");
             return Ok(None);
         };
+        // The best kept node, filtered with the last pod's node: if the latter no
+        // longer fits (or is not ranked above it again), it is the hint.
+        let head = batch
+            .ranked
+            .as_ref()
+            .and_then(|r| r.nodes.last())
+            .and_then(|n| snapshot.slot_of(&n.name))
+            .filter(|&h| h != slot);
+        let asked: Vec<u32> = std::iter::once(slot).chain(head).collect();
+        let fit = filter(&asked)?;
         // The node the last pod went to: if this pod fits there too, it competes
         // again with its new score.
-        if filter(slot)? && !self.rescore(&mut batch, pod, state, snapshot, slot, &chosen)? {
+        if fit.contains(&slot) && !self.rescore(&mut batch, pod, state, snapshot, slot, &chosen)? {
             return Ok(None);
         }
         let Some(best) = batch.ranked.as_mut().and_then(|r| r.nodes.pop()) else {
             return Ok(None);
         };
-        Ok(match snapshot.slot_of(&best.name) {
-            Some(s) => Some(s),
-            None => {
-                // Gone since: no hint, and the batch is stale.
-                self.flush(&mut batch, "node_missing");
-                None
-            }
-        })
+        let Some(best_slot) = snapshot.slot_of(&best.name) else {
+            // Gone since: no hint, and the batch is stale.
+            self.flush(&mut batch, "node_missing");
+            return Ok(None);
+        };
+        let fits = asked.contains(&best_slot).then(|| fit.contains(&best_slot));
+        Ok(Some(Hint {
+            slot: best_slot,
+            fits,
+        }))
     }
 
     /// Scores the node in `slot` (named `name`) for `pod` and ranks it among the

@@ -661,23 +661,28 @@ impl Framework {
         };
         let mut hinted = false;
         if let (Some(c), Some(sig)) = (batching, signature.as_deref()) {
-            let mut fits = |slot: u32| -> Result<bool, PluginError> {
+            let mut fitting = |slots: &[u32]| -> Result<Vec<u32>, PluginError> {
                 let (ok, _) = self.filter_chunk(
                     Runner::Main,
                     &state,
                     pod,
                     snapshot,
-                    &[slot],
+                    slots,
                     &filters_for_pod,
                     &overlays,
                 )?;
-                Ok(!ok.is_empty())
+                Ok(ok)
             };
-            if let Some(slot) = self.batch_hint(pod, sig, c, &state, snapshot, &mut fits)? {
+            if let Some(hint) = self.batch_hint(pod, sig, c, &state, snapshot, &mut fitting)? {
                 hinted = true;
-                if candidates.contains(&slot) && fits(slot)? {
+                let fits = candidates.contains(&hint.slot)
+                    && match hint.fits {
+                        Some(known) => known,
+                        None => !fitting(&[hint.slot])?.is_empty(),
+                    };
+                if fits {
                     let node = snapshot
-                        .node(slot)
+                        .node(hint.slot)
                         .map(|n| n.name().to_owned())
                         .unwrap_or_default();
                     self.store_batch(
