@@ -14,8 +14,8 @@ use crate::plugin::{CallError, CyclePod, PluginCalls, Simulation, WhatIf};
 use berth_sdk::node_list::NodeList;
 use berth_sdk::points::{self, Replica};
 use berth_sdk::{
-    AffinityCounts, ClusterEvent, CycleState, ExtensionPoint, HostApi, Labels, LogLevel, NodeInfo,
-    Object, Pod, PostFilterResult, QueueingHint, Registered, StateStore, Status, VTable,
+    AffinityCounts, ClusterEvent, CycleState, HostApi, Labels, LogLevel, NodeInfo, Object, Pod,
+    PostFilterResult, QueueingHint, Registered, StateStore, Status, VTable,
 };
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -31,7 +31,10 @@ pub struct Twin {
     /// The plugin's name.
     pub name: &'static str,
     new: fn(serde_json::Value) -> Result<Box<dyn PluginCalls>, String>,
-    points: fn() -> Vec<ExtensionPoint>,
+    /// The framework takes a plugin's points from its component; the tests compare
+    /// the twin's own.
+    #[cfg(test)]
+    points: fn() -> Vec<berth_sdk::ExtensionPoint>,
 }
 
 impl std::fmt::Debug for Twin {
@@ -64,7 +67,8 @@ impl Twin {
 
     /// The extension points the plugin type implements (its table's), as its
     /// component's metadata lists them.
-    pub fn extension_points(&self) -> Vec<ExtensionPoint> {
+    #[cfg(test)]
+    pub fn extension_points(&self) -> Vec<berth_sdk::ExtensionPoint> {
         (self.points)()
     }
 }
@@ -79,6 +83,7 @@ fn twin<T: Registered + Send>() -> Twin {
                 view: View::default(),
             }))
         },
+        #[cfg(test)]
         points: || T::vtable().extension_points(),
     }
 }
@@ -691,7 +696,7 @@ mod tests {
     #[test]
     fn every_default_filter_and_score_plugin_signs_pods_as_wasm_and_native() {
         use crate::wasm::{Runtime, RuntimeOptions};
-        use ExtensionPoint as E;
+        use berth_sdk::ExtensionPoint as E;
         // The suite's cache of compiled components (<target>/tmp/component-cache).
         let exe = std::env::current_exe().unwrap();
         let runtime = Runtime::new(RuntimeOptions {
