@@ -31,6 +31,10 @@ pub struct Twin {
     /// The plugin's name.
     pub name: &'static str,
     new: fn(serde_json::Value) -> Result<Box<dyn PluginCalls>, String>,
+    /// The framework takes a plugin's points from its component; the tests compare
+    /// the twin's own.
+    #[cfg(test)]
+    points: fn() -> Vec<berth_sdk::ExtensionPoint>,
 }
 
 impl std::fmt::Debug for Twin {
@@ -60,6 +64,13 @@ impl Twin {
         };
         (self.new)(args).map_err(TwinError::Refused)
     }
+
+    /// The extension points the plugin type implements (its table's), as its
+    /// component's metadata lists them.
+    #[cfg(test)]
+    pub fn extension_points(&self) -> Vec<berth_sdk::ExtensionPoint> {
+        (self.points)()
+    }
 }
 
 fn twin<T: Registered + Send>() -> Twin {
@@ -72,6 +83,8 @@ fn twin<T: Registered + Send>() -> Twin {
                 view: View::default(),
             }))
         },
+        #[cfg(test)]
+        points: || T::vtable().extension_points(),
     }
 }
 
@@ -675,5 +688,80 @@ mod tests {
         assert!(h.write_resource_claim_status(&wanted).is_err());
         assert!(h.device_classes().is_empty() && h.resource_slices().is_empty());
         assert!(h.csi_storage_capacities_of_class("fast").is_empty());
+    }
+
+    /// Opportunistic batching runs for a profile only when each of its PreFilter,
+    /// Filter, PreScore and Score plugins signs pods: in the default profile every
+    /// one does, as its component and as its native twin.
+    #[test]
+    fn every_default_filter_and_score_plugin_signs_pods_as_wasm_and_native() {
+        use crate::wasm::{Runtime, RuntimeOptions};
+        use berth_sdk::ExtensionPoint as E;
+        // The suite's cache of compiled components (<target>/tmp/component-cache).
+        let exe = std::env::current_exe().unwrap();
+        let runtime = Runtime::new(RuntimeOptions {
+            cache_dir: Some(exe.ancestors().nth(3).unwrap().join("tmp/component-cache")),
+            ..RuntimeOptions::default()
+        })
+        .unwrap();
+        let config = crate::config::Configuration::parse("x", "{}").unwrap();
+        let specs = config.resolve_profiles("x").unwrap();
+        let modules =
+            crate::framework::registry::load_modules(&runtime, &[], &specs[0].plugin_names())
+                .unwrap();
+        let profile = &crate::config::expand_profiles(&specs, "x", &modules).unwrap()[0];
+        let mut names: Vec<&str> = [E::PreFilter, E::Filter, E::PreScore, E::Score]
+            .iter()
+            .flat_map(|&p| profile.plugins_at(p))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(
+            names,
+            [
+                "DynamicResources",
+                "ImageLocality",
+                "InterPodAffinity",
+                "NodeAffinity",
+                "NodeDeclaredFeatures",
+                "NodeName",
+                "NodePorts",
+                "NodeResourcesBalancedAllocation",
+                "NodeResourcesFit",
+                "NodeUnschedulable",
+                "NodeVolumeLimits",
+                "PodTopologySpread",
+                "TaintToleration",
+                "VolumeBinding",
+                "VolumeRestrictions",
+                "VolumeZone",
+            ]
+        );
+        let twins = registry();
+        for name in names {
+            assert!(
+                modules[name].extension_points().contains(&E::SignPod),
+                "{name}'s component does not implement SignPod"
+            );
+            let twin = twins
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} has no twin"));
+            assert!(
+                twin.extension_points().contains(&E::SignPod),
+                "{name}'s native twin does not implement SignPod"
+            );
+        }
+        // A plugin that does not sign (DefaultBinder only binds) is told apart.
+        assert!(
+            !modules["DefaultBinder"]
+                .extension_points()
+                .contains(&E::SignPod)
+        );
+        assert!(
+            !twins["DefaultBinder"]
+                .extension_points()
+                .contains(&E::SignPod)
+        );
     }
 }

@@ -765,14 +765,23 @@ impl ProfileSpec {
                         field(&format!("{at}.enabled[{k}]")),
                         format!("unknown plugin {:?}", p.name),
                     ),
-                    Some(pts) if !pts.contains(&point) => err(
-                        field(&format!("{at}.enabled[{k}]")),
-                        format!(
-                            "plugin {:?} does not implement {at} (it implements {})",
-                            p.name,
-                            describe(&pts)
-                        ),
-                    ),
+                    Some(pts) if !pts.contains(&point) => {
+                        // The points a profile can enable it at: not those that come
+                        // with another (NormalizeScore) or that the host asks of every
+                        // plugin implementing them (SignPod).
+                        let configurable: Vec<ExtensionPoint> = pts
+                            .into_iter()
+                            .filter(|p| CONFIGURABLE_POINTS.contains(p))
+                            .collect();
+                        err(
+                            field(&format!("{at}.enabled[{k}]")),
+                            format!(
+                                "plugin {:?} does not implement {at} (it implements {})",
+                                p.name,
+                                describe(&configurable)
+                            ),
+                        )
+                    }
                     Some(_) => {}
                 }
                 if !point.weighted() && p.weight.is_some() {
@@ -1481,26 +1490,36 @@ mod tests {
 
     /// The extension points of Berth's built-in plugins (what their modules declare;
     /// tests/tests/components.rs checks the expansion against the real modules), and
-    /// two custom plugins.
+    /// two custom plugins. (SignPod and NormalizeScore are not configured: expanding
+    /// leaves them out, and so does a message naming where a plugin may go.)
     fn implements(name: &str) -> Option<Vec<ExtensionPoint>> {
         Some(match name {
             "SchedulingGates" => vec![E::PreEnqueue],
             "PrioritySort" => vec![E::QueueSort],
-            "NodeUnschedulable" | "NodeName" => vec![E::Filter],
-            "TaintToleration" => vec![E::Filter, E::PreScore, E::Score, E::NormalizeScore],
+            "NodeUnschedulable" | "NodeName" => vec![E::Filter, E::SignPod],
+            "TaintToleration" => vec![
+                E::Filter,
+                E::PreScore,
+                E::Score,
+                E::NormalizeScore,
+                E::SignPod,
+            ],
             "NodeAffinity" | "PodTopologySpread" | "InterPodAffinity" => vec![
                 E::PreFilter,
                 E::Filter,
                 E::PreScore,
                 E::Score,
                 E::NormalizeScore,
+                E::SignPod,
             ],
-            "NodePorts" | "NodeDeclaredFeatures" => vec![E::PreFilter, E::Filter],
-            "NodeResourcesFit" => vec![E::PreFilter, E::Filter, E::PreScore, E::Score],
-            "NodeResourcesBalancedAllocation" => vec![E::PreScore, E::Score],
-            "ImageLocality" => vec![E::PreScore, E::Score],
+            "NodePorts" | "NodeDeclaredFeatures" => vec![E::PreFilter, E::Filter, E::SignPod],
+            "NodeResourcesFit" => {
+                vec![E::PreFilter, E::Filter, E::PreScore, E::Score, E::SignPod]
+            }
+            "NodeResourcesBalancedAllocation" => vec![E::PreScore, E::Score, E::SignPod],
+            "ImageLocality" => vec![E::PreScore, E::Score, E::SignPod],
             "VolumeRestrictions" | "NodeVolumeLimits" | "VolumeZone" => {
-                vec![E::PreFilter, E::Filter]
+                vec![E::PreFilter, E::Filter, E::SignPod]
             }
             "VolumeBinding" => vec![
                 E::PreFilter,
@@ -1509,6 +1528,7 @@ mod tests {
                 E::Score,
                 E::Reserve,
                 E::PreBind,
+                E::SignPod,
             ],
             "DynamicResources" => vec![
                 E::PreEnqueue,
@@ -1520,10 +1540,11 @@ mod tests {
                 E::NormalizeScore,
                 E::Reserve,
                 E::PreBind,
+                E::SignPod,
             ],
             "DefaultBinder" => vec![E::Bind],
             "GangScheduling" => vec![E::PreEnqueue, E::PlacementFeasible],
-            "Custom" => vec![E::Filter, E::Score],
+            "Custom" => vec![E::Filter, E::Score, E::NormalizeScore, E::SignPod],
             "Gate" => vec![E::Permit],
             _ => return None,
         })
