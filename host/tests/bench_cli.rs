@@ -250,3 +250,47 @@ fn a_churn_keeps_memory_for_live_pods_only() {
     let growth = r["rss_growth_mib"].as_f64().unwrap();
     assert!(growth < 12.0, "RSS grew {growth} MiB over 25,000 pods: {r}");
 }
+
+#[test]
+fn batching_workloads_place_pods_from_a_batch_unless_the_gate_is_off() {
+    let run = |gate: &str| {
+        let out = berth(&[
+            "bench",
+            "--nodes",
+            "10",
+            "--output",
+            "json",
+            "--workload",
+            "HostPortConflict",
+            "--workload",
+            "ResourceSaturation",
+            "--feature-gates",
+            gate,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json_lines(&out)
+    };
+    let on = run("OpportunisticBatching=true");
+    assert_eq!(on.len(), 2, "{on:?}");
+    for r in &on {
+        // Upstream's integration size: ten nodes, ten pods, one pod per node.
+        assert_eq!(r["nodes"], 10, "{r}");
+        assert_eq!(r["scheduled"], r["measured_pods"], "{r}");
+        // The first pod's cycle ranks the nodes; the nine after it take the next
+        // one each.
+        assert_eq!(r["batched"], 9, "{r}");
+    }
+    let off = run("OpportunisticBatching=false");
+    for r in &off {
+        assert_eq!(r["scheduled"], r["measured_pods"], "{r}");
+        assert_eq!(r["batched"], 0, "{r}");
+    }
+
+    let out = berth(&["bench", "--quick", "--feature-gates", "Batching=true"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("unknown feature gate \"Batching\""),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -403,6 +403,35 @@ spec:
       requests: {cpu: 3000m, memory: 500Mi}
 "#;
 
+// upstream's `templates/pod-hostport-80.yaml`: host port 80, so one pod per node
+// (the HostPortConflict workload of `batching/`).
+const POD_HOST_PORT_80: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: pod}
+spec:
+  containers:
+  - name: pause
+    image: registry.k8s.io/pause:3.10.1
+    ports: [{containerPort: 80, hostPort: 80}]
+    resources:
+      requests: {cpu: 100m, memory: 100Mi}
+"#;
+
+// upstream's `templates/pod-saturation.yaml`: 3 CPUs of a 4-CPU node, so one pod per
+// node (the ResourceSaturation workload of `batching/`).
+const POD_SATURATION: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: pod}
+spec:
+  containers:
+  - name: pause
+    image: registry.k8s.io/pause:3.10.1
+    resources:
+      requests: {cpu: "3", memory: 1Gi}
+"#;
+
 // A PodGroup's member, as upstream's `podgroup/*/templates/*-pod.yaml`: 100m CPU and
 // 100Mi requested; its `podGroupName` is set per pod.
 const POD_GROUP_MEMBER: &str = r#"
@@ -436,7 +465,7 @@ spec:
 "#;
 
 /// The workloads, with upstream's node and pod counts.
-pub const WORKLOADS: [Workload; 11] = [
+pub const WORKLOADS: [Workload; 13] = [
     Workload {
         name: "SchedulingBasic",
         sizes: &[
@@ -625,6 +654,40 @@ pub const WORKLOADS: [Workload; 11] = [
         groups: Groups::None,
         measure_pod_name: "test-dra",
     },
+    // upstream's `batching/` workloads (opportunistic batching's best case: each pod
+    // takes a node the next cannot use). Upstream runs them with PodTopologySpread's
+    // default constraints turned off so that its pods can be signed; Berth signs a pod
+    // that nothing selects under system defaulting, so the default profile serves.
+    Workload {
+        name: "HostPortConflict",
+        sizes: &[
+            size("10Nodes_10Pods", 10, 0, 10),
+            size("5000Nodes_5000Pods", 5000, 0, 5000),
+            size("20000Nodes_20000Pods", 20000, 0, 20000),
+        ],
+        zones: Zones::None,
+        init_template: POD_HOST_PORT_80,
+        measure_template: POD_HOST_PORT_80,
+        init_namespace: "default",
+        measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
+    },
+    Workload {
+        name: "ResourceSaturation",
+        sizes: &[
+            size("10Nodes_10Pods", 10, 0, 10),
+            size("5000Nodes_5000Pods", 5000, 0, 5000),
+            size("20000Nodes_20000Pods", 20000, 0, 20000),
+        ],
+        zones: Zones::None,
+        init_template: POD_SATURATION,
+        measure_template: POD_SATURATION,
+        init_namespace: "default",
+        measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
+    },
 ];
 
 /// How much smaller than upstream's 500-node size `--quick` runs a workload.
@@ -731,6 +794,9 @@ pub struct BenchResult {
     pub peak_rss_mib: f64,
     /// Measured pods that were bound.
     pub scheduled: usize,
+    /// Scheduling attempts while measuring that placed a pod from the batch of an
+    /// earlier cycle (opportunistic batching).
+    pub batched: u64,
     /// The measured pods' PodGroups, for a pod group workload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_groups: Option<usize>,
@@ -1219,9 +1285,14 @@ pub fn run_one(
     reset_peak_rss();
     let label = label(w, size, mode);
     // Measured before the scheduler is dropped (which joins its threads).
-    let (seconds, peak, mut latencies, measured_pods, scheduled) = match size.steady {
+    let batched_so_far = |s: &Scheduler| {
+        s.metrics()
+            .batch_attempts(crate::config::DEFAULT_SCHEDULER_NAME, "hint_used")
+    };
+    let (seconds, peak, mut latencies, measured_pods, scheduled, batched) = match size.steady {
         None => {
             let (mut s, _, measured) = prepare(runtime, w, size, mode, options, progress)?;
+            let batched_before = batched_so_far(&s);
             let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
             let start = Instant::now();
             let mut last_report = start;
@@ -1254,10 +1325,12 @@ pub fn run_one(
                 latencies,
                 size.measure_pods,
                 scheduled,
+                batched_so_far(&s) - batched_before,
             )
         }
         Some(duration) => {
             let (mut s, clock, _) = setup(runtime, w, size, mode, options, progress)?;
+            let batched_before = batched_so_far(&s);
             let template = template(w.measure_template)?;
             progress(&format!(
                 "{label}: {} pods pending at a time for {} s; measuring",
@@ -1274,7 +1347,15 @@ pub fn run_one(
                 progress,
             )?;
             let seconds = start.elapsed().as_secs_f64();
-            (seconds, peak_rss_mib(), run.latencies, run.made, run.bound)
+            let batched = batched_so_far(&s) - batched_before;
+            (
+                seconds,
+                peak_rss_mib(),
+                run.latencies,
+                run.made,
+                run.bound,
+                batched,
+            )
         }
     };
     latencies.sort_unstable();
@@ -1294,6 +1375,7 @@ pub fn run_one(
         p99_ms: percentile(&latencies, 0.99),
         peak_rss_mib: peak,
         scheduled,
+        batched,
         pod_groups: (size.pods_per_group > 0).then(|| size.pod_groups()),
         pods_per_group: (size.pods_per_group > 0).then_some(size.pods_per_group),
         devices_per_node: (size.devices.per_node > 0).then_some(size.devices.per_node),
@@ -1385,8 +1467,9 @@ pub fn to_text(results: &[BenchResult]) -> String {
         "wasm/native",
         "groups",
         "devices",
+        "batched",
     ];
-    let rows: Vec<[String; 12]> = results
+    let rows: Vec<[String; 13]> = results
         .iter()
         .map(|r| {
             [
@@ -1409,6 +1492,11 @@ pub fn to_text(results: &[BenchResult]) -> String {
                     (Some(d), Some(0) | None) => format!("{d}/node"),
                     (Some(d), Some(h)) => format!("{d}/node {h} held"),
                     _ => String::new(),
+                },
+                if r.batched > 0 {
+                    r.batched.to_string()
+                } else {
+                    String::new()
                 },
             ]
         })
@@ -1616,6 +1704,7 @@ mod tests {
             p99_ms: 0.2,
             peak_rss_mib: 1.0,
             scheduled: measured_pods,
+            batched: 0,
             pod_groups: None,
             pods_per_group: None,
             devices_per_node: None,
