@@ -249,10 +249,11 @@ fn plugin_new_writes_crates_that_test_build_check_and_run() {
             .iter()
             .map(|p| p.as_str().unwrap())
             .collect();
+        // The templates sign pods, so that their profiles may batch.
         let want: &[&str] = if point == "filter" {
-            &["filter"]
+            &["filter", "signPod"]
         } else {
-            &["score", "normalizeScore"]
+            &["score", "normalizeScore", "signPod"]
         };
         assert_eq!(points, want);
     }
@@ -333,7 +334,8 @@ fn plugin_check_answers_good_and_refused_modules_exactly() {
         "plugin            NodeUnschedulable\n",
         "version           0.1.0\n",
         &format!("WIT               berth:scheduler@{v} (current; {speaks})\n"),
-        "extension points  filter\n",
+        // SignPod too: NodeUnschedulable signs pods by their tolerations.
+        "extension points  filter, signPod\n",
         &format!("imports           berth:scheduler/types@{v}\n"),
         "filter on berth-check-node: Success\n",
         "ok: the scheduler would load this module\n",
@@ -695,7 +697,7 @@ fn a_plugin_in_python_builds_loads_and_schedules() {
     assert_eq!(report["refused"], serde_json::Value::Null);
     assert_eq!(
         report["extension_points"],
-        serde_json::json!(["score", "normalizeScore"])
+        serde_json::json!(["score", "normalizeScore", "signPod"])
     );
 
     // The same harness as for Rust plugins.
@@ -743,7 +745,7 @@ fn a_plugin_in_python_builds_loads_and_schedules() {
         [
             "default/web-1  quiet  1 attempt",
             "default/web-2  quiet  1 attempt",
-            "2 scheduled, 0 unschedulable, 2",
+            "2 scheduled (1 from a batch), 0 unschedulable, 2",
         ],
         "{report}"
     );

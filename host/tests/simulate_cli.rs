@@ -35,7 +35,7 @@ fn simulate_places_the_example_and_explains_the_pod_that_fits_nowhere() {
         "{text}"
     );
     assert!(
-        lines[5].starts_with("4 scheduled, 1 unschedulable, 5 pods in "),
+        lines[5].starts_with("4 scheduled (1 from a batch), 1 unschedulable, 5 pods in "),
         "{text}"
     );
 }
@@ -51,7 +51,23 @@ fn simulate_json_has_exactly_the_documented_shape() {
     assert_eq!(pods.len(), 5);
     for p in pods {
         let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["attempts", "message", "name", "namespace", "node"]);
+        // `batched` only on a pod placed from a batch: web-2, signed like web-1.
+        if p["name"] == "web-2" {
+            assert_eq!(
+                keys,
+                [
+                    "attempts",
+                    "batched",
+                    "message",
+                    "name",
+                    "namespace",
+                    "node"
+                ]
+            );
+            assert_eq!(p["batched"], true);
+        } else {
+            assert_eq!(keys, ["attempts", "message", "name", "namespace", "node"]);
+        }
     }
     assert_eq!(pods[0]["node"], "small-1");
     assert_eq!(
@@ -63,9 +79,10 @@ fn simulate_json_has_exactly_the_documented_shape() {
     let summary = v["summary"].as_object().unwrap();
     assert_eq!(
         summary.keys().collect::<Vec<_>>(),
-        ["scheduled", "seconds", "unschedulable"]
+        ["batched", "scheduled", "seconds", "unschedulable"]
     );
     assert_eq!(summary["scheduled"], 4);
+    assert_eq!(summary["batched"], 1);
     assert_eq!(summary["unschedulable"], 1);
     assert!(summary["seconds"].as_f64().unwrap() >= 0.0);
 }

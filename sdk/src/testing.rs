@@ -706,6 +706,35 @@ pub fn component_outcomes(
     Ok(outcomes)
 }
 
+/// Checks a volume plugin's SignPod: it signs a pod by its volumes and nothing else,
+/// with the shared signer ([`crate::sign::volumes`], tested there), and cannot sign a
+/// pod with a generic ephemeral volume.
+pub fn check_signs_by_volumes(sign: impl Fn(&Pod) -> Result<Vec<crate::SignFragment>, Status>) {
+    use crate::volumes::{Volume, VolumeSource};
+    let claim = |name: &str| VolumeSource::PersistentVolumeClaim {
+        claim_name: name.into(),
+        read_only: false,
+    };
+    let with = |source: VolumeSource| Pod {
+        namespace: "a".into(),
+        name: "p".into(),
+        volumes: vec![Volume {
+            name: "data".into(),
+            source,
+        }],
+        ..Pod::default()
+    };
+    for p in [with(claim("c1")), with(claim("c2")), Pod::default()] {
+        let want = crate::sign::volumes(&p).expect("signable");
+        assert_eq!(sign(&p), Ok(vec![want]), "{p:?}");
+    }
+    let ephemeral = with(VolumeSource::Ephemeral);
+    assert_eq!(
+        sign(&ephemeral).map_err(|s| s.code),
+        Err(crate::Code::Unschedulable)
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

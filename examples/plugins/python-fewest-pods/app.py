@@ -117,6 +117,17 @@ class Score(exports.Score):
         return [(s - lo) * MAX_NODE_SCORE // (hi - lo) for s in scores]
 
 
+class Sign(exports.Sign):
+    """SignPod (WIT 0.9.1): Score reads only the node (its pods and capacity), so
+    every pod signs alike and opportunistic batching may reuse a cycle's ranking."""
+
+    def implemented(self) -> list:
+        return ["signPod"]
+
+    def sign_pod(self, state: CycleState) -> list:
+        return []
+
+
 # The extension points FewestPods does not implement: the host never calls them
 # (Plugin.info does not list them), but the world exports them all.
 class QueueSort(exports.QueueSort):

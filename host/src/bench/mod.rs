@@ -464,6 +464,30 @@ spec:
     resourceClaimTemplateName: test-claim-template
 "#;
 
+/// Upstream's `batching/` sizes (its integration size, 20000 nodes), and 5000 nodes
+/// as the other workloads.
+const ONE_POD_PER_NODE_SIZES: &[Size] = &[
+    size("10Nodes_10Pods", 10, 0, 10),
+    size("5000Nodes_5000Pods", 5000, 0, 5000),
+    size("20000Nodes_20000Pods", 20000, 0, 20000),
+];
+
+/// A workload of upstream's `batching/`: pods of `template` on as many nodes, each
+/// taking a node the next cannot use.
+const fn one_pod_per_node(name: &'static str, template: &'static str) -> Workload {
+    Workload {
+        name,
+        sizes: ONE_POD_PER_NODE_SIZES,
+        zones: Zones::None,
+        init_template: template,
+        measure_template: template,
+        init_namespace: "default",
+        measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
+    }
+}
+
 /// The workloads, with upstream's node and pod counts.
 pub const WORKLOADS: [Workload; 13] = [
     Workload {
@@ -658,36 +682,8 @@ pub const WORKLOADS: [Workload; 13] = [
     // takes a node the next cannot use). Upstream runs them with PodTopologySpread's
     // default constraints turned off so that its pods can be signed; Berth signs a pod
     // that nothing selects under system defaulting, so the default profile serves.
-    Workload {
-        name: "HostPortConflict",
-        sizes: &[
-            size("10Nodes_10Pods", 10, 0, 10),
-            size("5000Nodes_5000Pods", 5000, 0, 5000),
-            size("20000Nodes_20000Pods", 20000, 0, 20000),
-        ],
-        zones: Zones::None,
-        init_template: POD_HOST_PORT_80,
-        measure_template: POD_HOST_PORT_80,
-        init_namespace: "default",
-        measure_namespace: "default",
-        groups: Groups::None,
-        measure_pod_name: "measured",
-    },
-    Workload {
-        name: "ResourceSaturation",
-        sizes: &[
-            size("10Nodes_10Pods", 10, 0, 10),
-            size("5000Nodes_5000Pods", 5000, 0, 5000),
-            size("20000Nodes_20000Pods", 20000, 0, 20000),
-        ],
-        zones: Zones::None,
-        init_template: POD_SATURATION,
-        measure_template: POD_SATURATION,
-        init_namespace: "default",
-        measure_namespace: "default",
-        groups: Groups::None,
-        measure_pod_name: "measured",
-    },
+    one_pod_per_node("HostPortConflict", POD_HOST_PORT_80),
+    one_pod_per_node("ResourceSaturation", POD_SATURATION),
 ];
 
 /// How much smaller than upstream's 500-node size `--quick` runs a workload.

@@ -69,6 +69,9 @@ pub(super) struct Scored {
     pub(super) totals: Vec<i64>,
 }
 
+/// The cycle's Filter plugins run on a few nodes (by slot): those that fit.
+pub(super) type FitFilter<'a> = dyn FnMut(&[u32]) -> Result<Vec<u32>, PluginError> + 'a;
+
 /// The node a batch offers a pod.
 pub(super) struct Hint {
     /// The node.
@@ -218,7 +221,7 @@ impl Framework {
         cycle: Cycle,
         state: &CycleState,
         snapshot: &Snapshot,
-        filter: &mut dyn FnMut(&[u32]) -> Result<Vec<u32>, PluginError>,
+        filter: &mut FitFilter<'_>,
     ) -> Result<Option<Hint>, PluginError> {
         let mut batch = lock(&self.batch);
         let Some(ranked) = &batch.ranked else {
@@ -299,12 +302,7 @@ impl Framework {
                 return Ok(false);
             }
         };
-        let scorers: Vec<(usize, i64)> = self
-            .at(ExtensionPoint::Score)
-            .iter()
-            .copied()
-            .filter(|(i, _)| !skip_score.contains(i))
-            .collect();
+        let scorers = self.scorers(&skip_score);
         if scorers != ranked.scorers {
             self.flush(batch, "rescore_error");
             return Ok(false);

@@ -310,6 +310,15 @@ impl Framework {
         Ok(skip_score)
     }
 
+    /// The Score plugins (index, weight) that score this cycle: all but `skip`.
+    pub(super) fn scorers(&self, skip: &HashSet<usize>) -> Vec<(usize, i64)> {
+        self.at(ExtensionPoint::Score)
+            .iter()
+            .copied()
+            .filter(|(i, _)| !skip.contains(i))
+            .collect()
+    }
+
     /// Score on the scheduling thread's instances, for a few nodes.
     pub(super) fn score_chunk_main(
         &self,
@@ -830,12 +839,7 @@ impl Framework {
         let skip_score = self.run_pre_score(pod, &state, snapshot, &feasible)?;
 
         // Score, NormalizeScore, weights.
-        let scorers: Vec<(usize, i64)> = self
-            .at(ExtensionPoint::Score)
-            .iter()
-            .copied()
-            .filter(|(i, _)| !skip_score.contains(i))
-            .collect();
+        let scorers = self.scorers(&skip_score);
         let mut totals = vec![0i64; feasible.len()];
         // The raw scores, kept for the batch when every plugin scored.
         let mut kept_raw: Option<Vec<Vec<i64>>> = signature.as_ref().map(|_| Vec::new());

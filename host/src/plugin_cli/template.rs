@@ -186,7 +186,7 @@ fn lib_rs(plugin: &str, point: Point) -> String {
 //! ```
 
 use berth_sdk::serde_json::Value;
-use berth_sdk::{{CycleState, Filter, NodeInfo, Plugin, Pod, Status}};
+use berth_sdk::{{CycleState, Filter, NodeInfo, Plugin, Pod, Sign, SignFragment, Status}};
 
 /// The label this plugin looks for unless the args name another.
 pub const DEFAULT_LABEL: &str = "example.com/drain";
@@ -220,7 +220,17 @@ impl Filter for {plugin} {{
     }}
 }}
 
-berth_sdk::export_plugin!({plugin}: filter);
+/// SignPod: what of the pod this plugin's Filter and Score read, so that the
+/// scheduler may place a pod signed like the last one from that cycle's ranking
+/// (opportunistic batching). This plugin reads only the node: every pod signs alike.
+/// Sign what it reads of the pod if you make it read some (`berth_sdk::sign`).
+impl Sign for {plugin} {{
+    fn sign_pod(&self, _pod: &Pod) -> Result<Vec<SignFragment>, Status> {{
+        Ok(Vec::new())
+    }}
+}}
+
+berth_sdk::export_plugin!({plugin}: filter, sign_pod);
 
 #[cfg(test)]
 mod cases;
@@ -254,7 +264,10 @@ mod tests {{
 
 use berth_sdk::helpers::default_normalize_score;
 use berth_sdk::serde_json::Value;
-use berth_sdk::{{CycleState, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Plugin, Pod, Score, Status}};
+use berth_sdk::{{
+    CycleState, MAX_NODE_SCORE, NodeInfo, NormalizeScore, Plugin, Pod, Score, Sign, SignFragment,
+    Status,
+}};
 
 /// The label this plugin reads unless the args name another.
 pub const DEFAULT_LABEL: &str = "example.com/preference";
@@ -295,7 +308,17 @@ impl NormalizeScore for {plugin} {{
     }}
 }}
 
-berth_sdk::export_plugin!({plugin}: score, normalize_score);
+/// SignPod: what of the pod this plugin's Filter and Score read, so that the
+/// scheduler may place a pod signed like the last one from that cycle's ranking
+/// (opportunistic batching). This plugin reads only the node: every pod signs alike.
+/// Sign what it reads of the pod if you make it read some (`berth_sdk::sign`).
+impl Sign for {plugin} {{
+    fn sign_pod(&self, _pod: &Pod) -> Result<Vec<SignFragment>, Status> {{
+        Ok(Vec::new())
+    }}
+}}
+
+berth_sdk::export_plugin!({plugin}: score, normalize_score, sign_pod);
 
 #[cfg(test)]
 mod cases;

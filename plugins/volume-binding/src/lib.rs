@@ -1132,46 +1132,9 @@ mod tests {
     }
 
     #[test]
-    fn signs_the_volumes_it_reads() {
-        use berth_sdk::{Code as C, Volume as V, VolumeSource as S};
+    fn signs_pods_by_their_volumes() {
+        use berth_sdk::Sign;
         let plugin = VolumeBinding::new(berth_sdk::serde_json::Value::Null).unwrap();
-        let vpod = |ns: &str, volumes: &[(&str, S)]| Pod {
-            namespace: ns.into(),
-            name: "p".into(),
-            volumes: volumes
-                .iter()
-                .map(|(name, source)| V {
-                    name: (*name).into(),
-                    source: source.clone(),
-                })
-                .collect(),
-            ..Pod::default()
-        };
-        let sign = |p: &Pod| plugin.sign_pod(p).unwrap();
-        let claim = |name: &str| S::PersistentVolumeClaim {
-            claim_name: name.into(),
-            read_only: false,
-        };
-        let data = vpod("a", &[("data", claim("c1"))]);
-        assert_ne!(sign(&data), sign(&vpod("a", &[("data", claim("c2"))])));
-        // Claims are looked up in the pod's namespace.
-        assert_ne!(sign(&data), sign(&vpod("b", &[("data", claim("c1"))])));
-        assert_ne!(
-            sign(&vpod("a", &[("x", claim("c1")), ("y", claim("c2"))])),
-            sign(&vpod("a", &[("x", claim("c2")), ("y", claim("c1"))]))
-        );
-        // What no volume plugin reads: other pods' names, labels, the names of
-        // volumes scheduling does not check.
-        let mut elsewhere = vpod("a", &[("token-x1", S::Other), ("data", claim("c1"))]);
-        elsewhere.name = "q".into();
-        elsewhere.labels = [("app".to_owned(), "x".to_owned())].into();
-        let with_token = vpod("a", &[("token-y2", S::Other), ("data", claim("c1"))]);
-        assert_eq!(sign(&with_token), sign(&elsewhere));
-        // A generic ephemeral volume's claim is the pod's own.
-        let ephemeral = vpod("a", &[("scratch", S::Ephemeral)]);
-        assert_eq!(
-            plugin.sign_pod(&ephemeral).unwrap_err().code,
-            C::Unschedulable
-        );
+        berth_sdk::testing::check_signs_by_volumes(|p| plugin.sign_pod(p));
     }
 }
