@@ -42,6 +42,7 @@ const LAYERS: &[&[&str]] = &[
         "watch",
         "plugin_cli",
         "config_cli",
+        "features",
     ],
     // The live loop: a thread that drives a Scheduler.
     &["live"],
