@@ -9,7 +9,7 @@ use berth::cluster::memory::MemoryCluster;
 use berth::config::Configuration;
 use berth::framework::ExplainOptions;
 use berth::scheduler::{Scheduler, SchedulerOptions};
-use berth_tests::{apply, runtime};
+use berth_tests::{apply, plugin_calls, runtime};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -133,6 +133,21 @@ fn identical_pods_go_to_a_best_node_of_a_full_cycle() {
         attempts(&s, "hint_used"),
         "the outcomes say which pods came from a batch"
     );
+    // The pods differ only in name and UID: one template, signed once by each
+    // (built-in) plugin.
+    assert_eq!(plugin_calls(&s, "NodeName", "SignPod"), 1);
+    assert_eq!(plugin_calls(&s, "NodeResourcesFit", "SignPod"), 1);
+    // A pod that asks for more is another template.
+    apply(
+        &mut s,
+        &pods(PODS + 1, "")
+            .split("---\n")
+            .nth(PODS)
+            .unwrap()
+            .replace("cpu: '1'", "cpu: '2'"),
+    );
+    s.run_until_idle();
+    assert_eq!(plugin_calls(&s, "NodeResourcesFit", "SignPod"), 2);
 
     // Without batching, every cycle is a full one.
     let mut off = scheduler(&Configuration::default(), false);

@@ -28,6 +28,34 @@ use std::time::Duration;
 /// (a pod deleted, a node added) are not seen by a batch, so it must not live long.
 pub const MAX_BATCH_AGE: Duration = Duration::from_millis(500);
 
+/// Pod templates signed lately (see [`Framework::template_key`]): at most
+/// [`TEMPLATES_KEPT`], the oldest forgotten first.
+#[derive(Default)]
+pub(super) struct Templates {
+    signed: std::collections::HashMap<String, Option<String>>,
+    order: std::collections::VecDeque<String>,
+}
+
+/// How many pod templates' signatures a profile keeps.
+const TEMPLATES_KEPT: usize = 256;
+
+impl Templates {
+    fn get(&self, key: &str) -> Option<Option<String>> {
+        self.signed.get(key).cloned()
+    }
+
+    fn put(&mut self, key: String, signature: Option<String>) {
+        if self.signed.len() >= TEMPLATES_KEPT
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.signed.remove(&oldest);
+        }
+        if self.signed.insert(key.clone(), signature).is_none() {
+            self.order.push_back(key);
+        }
+    }
+}
+
 /// A profile's batch: the ranked nodes of the last full cycle, and the last cycle.
 #[derive(Default)]
 pub(super) struct Batch {
@@ -139,6 +167,45 @@ impl Framework {
     /// (it answered Unschedulable, or failed: a failure is logged and only turns
     /// batching off for the pod).
     pub(super) fn sign(
+        &self,
+        pod: &CyclePod,
+        state: &CycleState,
+        snapshot: &Snapshot,
+    ) -> Result<Option<String>, PluginError> {
+        let key = self.template_key(pod, state);
+        if let Some(k) = &key
+            && let Some(known) = lock(&self.templates).get(k)
+        {
+            return Ok(known);
+        }
+        let signature = self.sign_with_plugins(pod, state, snapshot)?;
+        if let Some(k) = key {
+            lock(&self.templates).put(k, signature.clone());
+        }
+        Ok(signature)
+    }
+
+    /// The pod's template, as the key its signature is kept under: the pod without
+    /// its name and UID, and the plugins that take part in its cycle. `None` when a
+    /// signer is not a built-in plugin: only of those is it known that their
+    /// fragments do not read the pod's identity (pods of one ReplicaSet differ in
+    /// nothing else, so they share one signing).
+    fn template_key(&self, pod: &CyclePod, state: &CycleState) -> Option<String> {
+        if !self.signers_builtin {
+            return None;
+        }
+        let mut template = pod.pod().clone();
+        template.uid.clear();
+        template.name.clear();
+        let taking_part: Vec<bool> = self
+            .signers
+            .iter()
+            .map(|&i| self.takes_part(i, pod, state))
+            .collect();
+        serde_json::to_string(&(taking_part, template)).ok()
+    }
+
+    fn sign_with_plugins(
         &self,
         pod: &CyclePod,
         state: &CycleState,

@@ -296,6 +296,11 @@ pub struct Framework {
     signers: Vec<usize>,
     /// Batching is on and every signer implements SignPod.
     batchable: bool,
+    /// Every signer is a built-in plugin, whose fragments never read a pod's name or
+    /// UID: a pod template's signature may be kept.
+    signers_builtin: bool,
+    /// Signatures of pod templates signed lately.
+    templates: Mutex<batch::Templates>,
     /// The ranked nodes of the last full cycle, for the next pods of its signature.
     batch: Mutex<batch::Batch>,
 }
@@ -404,6 +409,9 @@ impl Framework {
             plugins[i].only_for = inst.only_for_pods_with().to_vec();
         }
         let signers = Self::signers(&points);
+        let signers_builtin = signers
+            .iter()
+            .all(|&i| registry::is_builtin(&plugins[i].module));
         let batchable = options.batching
             && signers.iter().all(|&i| {
                 plugins[i]
@@ -433,6 +441,8 @@ impl Framework {
             rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
             shadows: Vec::new(),
             batchable,
+            signers_builtin,
+            templates: Mutex::new(batch::Templates::default()),
             signers,
             batch: Mutex::new(batch::Batch::default()),
         };

@@ -309,9 +309,7 @@ async fn pods_bound_elsewhere_or_deleted_during_their_binding_cycle() {
     eventually(30, "taken waiting at Permit", waiting("taken")).await;
     // Bound to the node Berth did not choose (the log line names Berth's).
     let chosen_b = berth.log_text().lines().any(|l| {
-        l.contains("waiting at Permit")
-            && l.contains("default/taken")
-            && l.contains("node-b")
+        l.contains("waiting at Permit") && l.contains("default/taken") && l.contains("node-b")
     });
     let elsewhere = if chosen_b { "node-a" } else { "node-b" };
     let taken = api.get("taken").await.unwrap();
