@@ -17,7 +17,7 @@
 //! plugins implements SignPod, and no shadow runs beside it (a shadow compares whole
 //! cycles).
 
-use super::schedule::Cycle;
+use super::schedule::{Cycle, Runner};
 use super::{CyclePod, CycleState, Framework, PluginError, lock};
 use crate::cache::Snapshot;
 use berth_sdk::{Code, ExtensionPoint};
@@ -374,7 +374,7 @@ impl Framework {
             self.flush(batch, "rescore_error");
             return Ok(false);
         }
-        let fresh = self.score_chunk_main(state, pod, snapshot, &[slot], &scorers);
+        let fresh = self.score_chunk(Runner::Main, state, pod, snapshot, &[slot], &scorers);
         let mut raw_of_new: Vec<i64> = Vec::with_capacity(scorers.len());
         for r in fresh {
             match r {

@@ -22,7 +22,7 @@ const MIN_ROUND: usize = 256;
 
 /// Which instances run a share of a fanned-out batch.
 #[derive(Clone, Copy, Debug)]
-enum Runner {
+pub(super) enum Runner {
     /// The scheduling thread's own set, which PreFilter and PreScore use too: a batch
     /// run inline needs no second set of instances to begin the cycle and catch up.
     Main,
@@ -319,19 +319,9 @@ impl Framework {
             .collect()
     }
 
-    /// Score on the scheduling thread's instances, for a few nodes.
-    pub(super) fn score_chunk_main(
-        &self,
-        state: &CycleState,
-        pod: &CyclePod,
-        snapshot: &Snapshot,
-        chunk: &[u32],
-        scorers: &[(usize, i64)],
-    ) -> Vec<Result<Vec<i64>, PluginError>> {
-        self.score_chunk(Runner::Main, state, pod, snapshot, chunk, scorers)
-    }
-
-    fn score_chunk(
+    /// Score of `chunk` by `scorers` on `runner`'s instances: per scorer, its scores
+    /// or its failure.
+    pub(super) fn score_chunk(
         &self,
         runner: Runner,
         state: &CycleState,
