@@ -125,8 +125,8 @@ impl BatchResult {
     }
 }
 
-/// Sorts ranked nodes best last; among equal totals the node ranked earlier in the
-/// cycle's order comes out first.
+/// Sorts ranked nodes best last; among equal totals the node earlier in `nodes`
+/// comes out (is popped) first.
 fn rank(nodes: &mut [RankedNode]) {
     // A stable sort by total keeps the cycle's order among equals; reversing that
     // order first makes the earliest of equals the last, popped first.
@@ -417,12 +417,9 @@ impl Framework {
         for (n, t) in ranked.nodes.iter_mut().zip(totals) {
             n.total = t;
         }
-        // The kept nodes were best last; the rescored one goes where its total puts
-        // it, after the earlier of equals.
-        let mut nodes = std::mem::take(&mut ranked.nodes);
-        nodes.reverse();
-        nodes.sort_by_key(|n| n.total);
-        ranked.nodes = nodes;
+        // The kept nodes were best last, the rescored one appended: it goes where
+        // its total puts it, after the earlier of equals.
+        rank(&mut ranked.nodes);
         Ok(true)
     }
 
