@@ -154,13 +154,15 @@ enum Compare {
 struct BenchArgs {
     /// Run only this workload (repeatable): SchedulingBasic, SchedulingNodeAffinity,
     /// TopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
-    /// PreemptionBasic, Unschedulable, GangScheduling, BasicScheduling,
-    /// SchedulingWithResourceClaimTemplate, SteadyStateClusterResourceClaimTemplate;
+    /// PreemptionBasic, PreemptionAsync, Unschedulable, GangScheduling,
+    /// BasicScheduling, SchedulingWithResourceClaimTemplate,
+    /// SteadyStateClusterResourceClaimTemplate, HostPortConflict, ResourceSaturation;
     /// NAME/SIZE runs one size (GangScheduling/5000Nodes_1000Gangs_3000Pods).
     #[arg(long)]
     workload: Vec<String>,
-    /// Run only the sizes with this many nodes (500 or 5000, 100 or 5000 for the pod
-    /// group workloads, 2, 100, 200 or 500 for the DRA ones; another count runs the
+    /// Run only the sizes with this many nodes (500 or 5000, 5 too for
+    /// PreemptionAsync, 100 or 5000 for the pod group workloads, 2, 100, 200 or 500
+    /// for the DRA ones, 10, 5000 or 20000 for the batching ones; another count runs the
     /// nearest sizes' pods on that many nodes).
     #[arg(long)]
     nodes: Option<usize>,

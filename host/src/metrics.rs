@@ -392,6 +392,14 @@ impl Metrics {
             .inc();
     }
 
+    /// Preemption attempts so far.
+    pub fn preemption_attempts(&self) -> u64 {
+        self.inner
+            .preemption_attempts
+            .with_label_values(&[] as &[&str])
+            .get()
+    }
+
     /// The victims of one preemption.
     pub fn observe_preemption_victims(&self, victims: usize) {
         self.inner

@@ -294,3 +294,42 @@ fn batching_workloads_place_pods_from_a_batch_unless_the_gate_is_off() {
         stderr(&out)
     );
 }
+
+#[test]
+fn preemption_async_places_the_measured_pods_while_preemptors_arrive() {
+    let out = berth(&[
+        "bench",
+        "--workload",
+        "PreemptionAsync/5Nodes",
+        "--output",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", stdout(&out));
+    let r = &lines[0];
+    // Upstream's integration size: 5 nodes, 4 low-priority pods on each, 5 measured.
+    assert_eq!(r["nodes"], 5, "{r}");
+    assert_eq!(r["init_pods"], 20, "{r}");
+    assert_eq!(r["measured_pods"], 5, "{r}");
+    // The measured pods are small and always fit, preemptors or not.
+    assert_eq!(r["scheduled"], 5, "{r}");
+    // The churn made its first preemptor as the measurement began, and the pod,
+    // needing three CPUs on nodes with 0.4 free, went through preemption.
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("churn pods made while measuring"))
+        .unwrap_or_else(|| panic!("no churn line in {err}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // "PreemptionAsync 5 nodes wasm: C churn pods made while measuring, A preemption
+    // attempts"
+    let [.., churned, attempts] = numbers[..] else {
+        panic!("{line}")
+    };
+    assert!(churned >= 1, "{line}");
+    assert!(attempts >= 1, "{line}");
+}

@@ -183,6 +183,18 @@ pub struct Workload {
     measure_template: &'static str,
     init_namespace: &'static str,
     measure_namespace: &'static str,
+    /// Pods created while the measured pods are scheduled (upstream's `churn`
+    /// opcode in `create` mode); none for most workloads.
+    churn: Option<Churn>,
+}
+
+/// Upstream's `churn` in `create` mode: a pod of `template` created every `every` of
+/// wall time, from the start of the measurement to its end. Its pods are not measured
+/// (they compete with the measured ones, as upstream's do).
+#[derive(Clone, Copy, Debug)]
+struct Churn {
+    template: &'static str,
+    every: Duration,
 }
 
 const fn size(name: &'static str, nodes: usize, init_pods: usize, measure_pods: usize) -> Size {
@@ -485,11 +497,12 @@ const fn one_pod_per_node(name: &'static str, template: &'static str) -> Workloa
         measure_namespace: "default",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
     }
 }
 
 /// The workloads, with upstream's node and pod counts.
-pub const WORKLOADS: [Workload; 13] = [
+pub const WORKLOADS: [Workload; 14] = [
     Workload {
         name: "SchedulingBasic",
         sizes: &[
@@ -503,6 +516,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "default",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
     },
     Workload {
         name: "SchedulingNodeAffinity",
@@ -517,6 +531,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "default",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
     },
     Workload {
         name: "TopologySpreading",
@@ -531,6 +546,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "default",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
     },
     Workload {
         name: "SchedulingPodAntiAffinity",
@@ -545,6 +561,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "sched-1",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
     },
     Workload {
         name: "SchedulingPodAffinity",
@@ -559,6 +576,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "sched-1",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
     },
     Workload {
         // Nodes full of low-priority pods; each measured pod must evict three.
@@ -574,6 +592,30 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "default",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
+    },
+    Workload {
+        // Upstream's PreemptionAsync: nodes as PreemptionBasic's (four low-priority
+        // pods on each, 3.6 of 4 CPUs), a high-priority pod that must evict three of
+        // them arriving every 200 ms, and the measured pods small ones that always
+        // fit: how fast pods are placed while preemptions run beside them.
+        name: "PreemptionAsync",
+        sizes: &[
+            size("5Nodes", 5, 20, 5),
+            size("500Nodes", 500, 2000, 500),
+            size("5000Nodes", 5000, 20000, 5000),
+        ],
+        zones: Zones::None,
+        init_template: POD_LOW_PRIORITY,
+        measure_template: POD_DEFAULT,
+        init_namespace: "default",
+        measure_namespace: "default",
+        groups: Groups::None,
+        measure_pod_name: "measured",
+        churn: Some(Churn {
+            template: POD_HIGH_PRIORITY,
+            every: Duration::from_millis(200),
+        }),
     },
     Workload {
         name: "Unschedulable",
@@ -588,6 +630,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "default",
         groups: Groups::None,
         measure_pod_name: "measured",
+        churn: None,
     },
     Workload {
         // Upstream's `podgroup/gangscheduling`: gangs of 3 and of 1000 or 5000, each
@@ -610,6 +653,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "gang-ns-0",
         groups: Groups::Gang,
         measure_pod_name: "test-gang-scheduling",
+        churn: None,
     },
     Workload {
         // Upstream's `podgroup/basicscheduling`: the same shapes, PodGroups with the
@@ -632,6 +676,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "basic-ns-0",
         groups: Groups::Basic,
         measure_pod_name: "test-basic-scheduling",
+        churn: None,
     },
     Workload {
         // Upstream's `dra` SchedulingWithResourceClaimTemplate: every pod's claim is
@@ -652,6 +697,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "test",
         groups: Groups::None,
         measure_pod_name: "test-dra",
+        churn: None,
     },
     Workload {
         // Upstream's `dra` SteadyStateClusterResourceClaimTemplate: claims without a
@@ -677,6 +723,7 @@ pub const WORKLOADS: [Workload; 13] = [
         measure_namespace: "test",
         groups: Groups::None,
         measure_pod_name: "test-dra",
+        churn: None,
     },
     // upstream's `batching/` workloads (opportunistic batching's best case: each pod
     // takes a node the next cannot use). Upstream runs them with PodTopologySpread's
@@ -1092,8 +1139,15 @@ fn add(s: &mut Scheduler, mut p: Pod) -> Result<String, BenchError> {
     Ok(uid)
 }
 
-/// [`setup`], then the measured pods added (not yet scheduled); with the uids of the
-/// initial and measured pods.
+/// A scheduler [`prepare`]d: its clock and the uids of the initial and measured pods.
+struct Prepared {
+    scheduler: Scheduler,
+    clock: Arc<RealClock>,
+    initial: Vec<String>,
+    measured: Vec<String>,
+}
+
+/// [`setup`], then the measured pods added (not yet scheduled).
 fn prepare(
     runtime: &Arc<Runtime>,
     w: &Workload,
@@ -1101,9 +1155,9 @@ fn prepare(
     mode: Mode,
     options: &SchedulerOptions,
     progress: &mut dyn FnMut(&str),
-) -> Result<(Scheduler, Vec<String>, Vec<String>), BenchError> {
+) -> Result<Prepared, BenchError> {
     let measure_template = template(w.measure_template)?;
-    let (mut s, _, initial) = setup(runtime, w, size, mode, options, progress)?;
+    let (mut s, clock, initial) = setup(runtime, w, size, mode, options, progress)?;
     let label = label(w, size, mode);
     let adding = Instant::now();
     let measured = (0..size.measure_pods)
@@ -1118,7 +1172,12 @@ fn prepare(
             n => format!(" ({n} PodGroups of {})", size.pods_per_group),
         },
     ));
-    Ok((s, initial, measured))
+    Ok(Prepared {
+        scheduler: s,
+        clock,
+        initial,
+        measured,
+    })
 }
 
 /// The measured pods of a steady state, as [`steady::run`] makes them.
@@ -1196,7 +1255,12 @@ pub fn placed(
             .unwrap_or_default(),
     };
     if size.steady.is_none() {
-        let (mut s, initial, measured) = prepare(runtime, w, size, mode, options, &mut |_| {})?;
+        let Prepared {
+            scheduler: mut s,
+            initial,
+            measured,
+            ..
+        } = prepare(runtime, w, size, mode, options, &mut |_| {})?;
         s.run_until_idle();
         let pods = initial
             .iter()
@@ -1287,12 +1351,40 @@ pub fn run_one(
     };
     let (seconds, peak, mut latencies, measured_pods, scheduled, batched) = match size.steady {
         None => {
-            let (mut s, _, measured) = prepare(runtime, w, size, mode, options, progress)?;
+            let Prepared {
+                scheduler: mut s,
+                clock,
+                measured,
+                ..
+            } = prepare(runtime, w, size, mode, options, progress)?;
             let batched_before = batched_so_far(&s);
+            let churn = w
+                .churn
+                .map(|c| Ok::<_, BenchError>((template(c.template)?, c.every)))
+                .transpose()?;
+            let mut churned: u32 = 0;
             let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
             let start = Instant::now();
             let mut last_report = start;
             loop {
+                if let Some((template, every)) = &churn {
+                    // Upstream's churn makes its pods beside the scheduler, at its
+                    // pace whatever the scheduler does: every pod due by now is made
+                    // before the next attempt.
+                    while start.elapsed() >= *every * churned {
+                        add(
+                            &mut s,
+                            make_pod(template, w.measure_namespace, "churn", churned as usize),
+                        )?;
+                        churned += 1;
+                    }
+                    // As the scheduler's own loop: results taken in, and pods whose
+                    // backoff ended (the preemptors, once their victims are gone)
+                    // back in activeQ.
+                    let now = crate::clock::Clock::now(&*clock);
+                    s.poll(now);
+                    s.flush_backoff(now);
+                }
                 let t = Instant::now();
                 if !s.schedule_one() {
                     break;
@@ -1301,15 +1393,30 @@ pub fn run_one(
                 if last_report.elapsed() >= Duration::from_secs(5) {
                     last_report = Instant::now();
                     progress(&format!(
-                        "{label}: {} attempts, {:.1} s",
+                        "{label}: {} attempts{}, {:.1} s",
                         latencies.len(),
+                        if churn.is_some() {
+                            format!(" ({churned} churn pods made)")
+                        } else {
+                            String::new()
+                        },
                         start.elapsed().as_secs_f64()
                     ));
                 }
             }
-            // Wait for the binding cycles still under way (and retry what can be
-            // retried).
-            s.run_until_idle();
+            if churn.is_some() {
+                progress(&format!(
+                    "{label}: {churned} churn pods made while measuring, {} preemption attempts",
+                    s.metrics().preemption_attempts()
+                ));
+                // The binding cycles of the last pods; the churn's pods still
+                // waiting (preemptors in backoff) are not what is measured.
+                s.finish_in_flight(Duration::from_secs(60));
+            } else {
+                // Wait for the binding cycles still under way (and retry what can be
+                // retried).
+                s.run_until_idle();
+            }
             let seconds = start.elapsed().as_secs_f64();
             let scheduled = measured
                 .iter()
