@@ -9,7 +9,9 @@
 //! is counted, whichever scheduler runs.
 
 use crate::bench::cores;
-use crate::cluster::kube::{KubeCluster, KubeError, KubeOptions};
+use crate::cluster::Binder;
+use crate::cluster::Recorder;
+use crate::cluster::kube::{KubeBinder, KubeCluster, KubeError, KubeOptions, KubeRecorder};
 use crate::run::{RunError, RunOptions, run};
 use crate::wasm::Runtime;
 use futures::{StreamExt, TryStreamExt};
@@ -56,6 +58,9 @@ pub enum ApiBenchError {
         #[source]
         error: CreateError,
     },
+    /// The `--bind-only` binds could not be waited for.
+    #[error("the binds of --bind-only: {0}")]
+    Binds(String),
     /// `--scheduler-command` has no program.
     #[error("--scheduler-command is empty")]
     EmptyCommand,
@@ -119,6 +124,11 @@ pub struct ApiBenchOptions {
     /// A command that runs the scheduler under test (split on whitespace); without
     /// it, Berth runs in this process.
     pub scheduler_command: Option<String>,
+    /// No scheduler: the benchmark binds each measured pod itself, round-robin over
+    /// the nodes, with Berth's binder and event recorder and as many binds in flight
+    /// as `berth run` allows: what the API server takes with no scheduling work, the
+    /// ceiling of this workload on it.
+    pub bind_only: bool,
     /// Berth's own options, when it runs in this process.
     pub run: RunOptions,
     /// Give up after this long without a new bind.
@@ -289,6 +299,69 @@ fn watch_bound(
     (watch, rx)
 }
 
+/// `--bind-only`: binds every measured pod round-robin over the nodes, each bind
+/// followed by its Scheduled event, as Berth's binding threads do (the same binder,
+/// recorder and limits, `DEFAULT_PARALLEL_BINDINGS` threads). Answers a task that
+/// ends with the number of binds that failed.
+async fn bind_all(
+    opts: &ApiBenchOptions,
+    pods: &Api<k8s::Pod>,
+) -> Result<tokio::task::JoinHandle<usize>, ApiBenchError> {
+    let cluster = KubeCluster::connect(&KubeOptions {
+        kubeconfig: opts.kubeconfig.clone(),
+        // No client-side limit: the API server's own rate is what is measured.
+        qps: 0.0,
+        burst: 1,
+    })
+    .await?;
+    let handle = tokio::runtime::Handle::current();
+    let binder = KubeBinder::new(cluster.clone(), handle.clone());
+    let recorder = KubeRecorder::start(cluster, &handle);
+    let listed = pods
+        .list(&ListParams::default().labels("berth.dev/bench=measure"))
+        .await?;
+    let jobs: Vec<(berth_sdk::Pod, String)> = listed
+        .items
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let pod = berth_sdk::Pod {
+                namespace: p.metadata.namespace.unwrap_or_default(),
+                name: p.metadata.name.unwrap_or_default(),
+                uid: p.metadata.uid.unwrap_or_default(),
+                ..berth_sdk::Pod::default()
+            };
+            (pod, format!("node-{}", i % opts.nodes.max(1)))
+        })
+        .collect();
+    let jobs = Arc::new(std::sync::Mutex::new(jobs));
+    Ok(tokio::task::spawn_blocking(move || {
+        let threads: Vec<_> = (0..crate::scheduler::DEFAULT_PARALLEL_BINDINGS)
+            .map(|_| {
+                let (jobs, binder, recorder) = (jobs.clone(), binder.clone(), recorder.clone());
+                std::thread::spawn(move || {
+                    let mut failed = 0;
+                    loop {
+                        let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                        let Some((pod, node)) = job else {
+                            return failed;
+                        };
+                        match binder.bind(&pod, &node) {
+                            Ok(()) => recorder.scheduled(
+                                crate::config::DEFAULT_SCHEDULER_NAME,
+                                &pod,
+                                &node,
+                            ),
+                            Err(_) => failed += 1,
+                        }
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap_or(0)).sum()
+    }))
+}
+
 /// Connects, checks that the cluster has no nodes (the counts would be wrong
 /// otherwise), and makes the benchmark's namespace and `nodes` nodes; answers the
 /// namespace's pods.
@@ -365,7 +438,13 @@ async fn api_bench(
     // Watch the measured pods before the scheduler starts.
     let (watch, mut rx) = watch_bound(&pods);
 
+    let binds = if opts.bind_only {
+        Some(bind_all(opts, &pods).await?)
+    } else {
+        None
+    };
     let (scheduler, mut child, stop) = match &opts.scheduler_command {
+        _ if opts.bind_only => ("bind-only".to_owned(), None, None),
         Some(cmd) => {
             let mut words = cmd.split_whitespace().map(str::to_owned);
             let program = words.next().ok_or(ApiBenchError::EmptyCommand)?;
@@ -423,6 +502,14 @@ async fn api_bench(
         }
     }
     watch.abort();
+    if let Some(binds) = binds {
+        let failed = binds
+            .await
+            .map_err(|e| ApiBenchError::Binds(e.to_string()))?;
+        if failed > 0 {
+            progress(&format!("{failed} binds failed"));
+        }
+    }
     drop(child);
     if let Some((stop_tx, task)) = stop {
         let _ = stop_tx.send(());

@@ -210,6 +210,12 @@ struct BenchArgs {
     /// kube-scheduler) instead of Berth in this process.
     #[arg(long, requires = "api")]
     scheduler_command: Option<String>,
+    /// With --api: no scheduler; the benchmark binds each measured pod itself
+    /// (round-robin over the nodes, each bind followed by its Scheduled event, with
+    /// Berth's binder and as many binds at once as `berth run`): the API server's own
+    /// ceiling for the workload.
+    #[arg(long, requires = "api", conflicts_with_all = ["scheduler_command", "churn", "config"])]
+    bind_only: bool,
     /// With --api: Berth's configuration (clientConnection.qps and burst, profiles).
     #[arg(long, requires = "api")]
     config: Option<PathBuf>,
@@ -455,6 +461,7 @@ fn bench_api(args: BenchArgs) -> anyhow::Result<ExitCode> {
         init_pods: args.init_pods.unwrap_or(1000),
         measure_pods: args.measure_pods.unwrap_or(1000),
         scheduler_command: args.scheduler_command,
+        bind_only: args.bind_only,
         run: berth::run::RunOptions {
             config: args.config,
             kubeconfig: None,

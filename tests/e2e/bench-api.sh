@@ -6,7 +6,8 @@
 #
 # Both schedulers run as their own process with the client limit raised
 # (qps = burst = 5000), so the client's rate limit is not what is measured. Prints one
-# JSON line per scheduler (berth bench's --output json).
+# JSON line per scheduler (berth bench's --output json), then one for the API server's
+# own ceiling: no scheduler, the bench binding each pod itself (`--bind-only`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nodes=${1:-5000} init=${2:-1000} measure=${3:-1000}
@@ -22,7 +23,7 @@ one() { # one NAME
   dir=$(mktemp -d /tmp/berth-bench-api.XXXXXX)
   trap 'bash '"$script"' stop '"$dir"'; rm -rf '"$dir" RETURN
   bash $script start "$dir" >/dev/null
-  local cmd
+  local cmd=()
   case $1 in
     berth)
       cat > "$dir/berth.yaml" <<EOF
@@ -30,7 +31,7 @@ apiVersion: berth.dev/v1alpha1
 kind: BerthConfiguration
 clientConnection: {kubeconfig: $dir/kubeconfig, qps: 5000, burst: 5000}
 EOF
-      cmd="$berth run --config $dir/berth.yaml"
+      cmd=(--scheduler-command "$berth run --config $dir/berth.yaml")
       ;;
     kube-scheduler)
       cat > "$dir/kube-scheduler.yaml" <<EOF
@@ -39,12 +40,17 @@ kind: KubeSchedulerConfiguration
 clientConnection: {kubeconfig: $dir/kubeconfig, qps: 5000, burst: 5000}
 leaderElection: {leaderElect: false}
 EOF
-      cmd="$ks_bin/kube-scheduler --config $dir/kube-scheduler.yaml --port=0 --secure-port=0"
+      cmd=(--scheduler-command "$ks_bin/kube-scheduler --config $dir/kube-scheduler.yaml --port=0 --secure-port=0")
+      ;;
+    bind-only)
+      # No scheduler: the bench binds the pods itself (Berth's binder and events).
+      cmd=(--bind-only)
       ;;
   esac
   "$berth" bench --api --kubeconfig "$dir/kubeconfig" --nodes "$nodes" --init-pods "$init" \
-    --measure-pods "$measure" --scheduler-command "$cmd" --output json
+    --measure-pods "$measure" "${cmd[@]}" --output json
 }
 
 one berth
 one kube-scheduler
+one bind-only
