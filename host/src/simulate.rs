@@ -432,23 +432,36 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Loaded, Simula
             "<default configuration>".to_owned(),
         ),
     };
-    let mut docs = Vec::new();
-    for f in &opts.files {
-        docs.extend(manifest::load_file(f)?);
-    }
+    let cluster = Arc::new(MemoryCluster::new());
+    let clock = Arc::new(VirtualClock::default());
+    // The files are read while the profiles' modules load: two cores, one each.
+    let (docs, scheduler) = std::thread::scope(|scope| {
+        let reading = scope.spawn(|| {
+            let mut docs = Vec::new();
+            for f in &opts.files {
+                docs.extend(manifest::load_file(f)?);
+            }
+            Ok::<_, SimulateError>(docs)
+        });
+        let scheduler = Scheduler::new(
+            runtime,
+            &config,
+            &config_name,
+            &opts.scheduler,
+            cluster.clone(),
+            clock,
+        );
+        let docs = reading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // A file's error is the one to tell first, as when the files were read first.
+        (docs, scheduler)
+    });
+    let docs = docs?;
+    let scheduler = scheduler?;
     if let Some(warning) = manifest::ignored_kinds_warning(&docs) {
         tracing::warn!("{warning}");
     }
-    let cluster = Arc::new(MemoryCluster::new());
-    let clock = Arc::new(VirtualClock::default());
-    let scheduler = Scheduler::new(
-        runtime,
-        &config,
-        &config_name,
-        &opts.scheduler,
-        cluster.clone(),
-        clock,
-    )?;
     Ok(Loaded {
         scheduler,
         cluster,
@@ -1068,7 +1081,13 @@ struct Ran {
 
 /// Loads the files and runs them as a timeline; reports every pending pod.
 pub fn simulate(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Report, SimulateError> {
-    Ok(run(runtime, opts, false)?.report)
+    let Ran {
+        report, scheduler, ..
+    } = run(runtime, opts, false)?;
+    // Freeing every pod, node and plugin instance of a large run takes a while, and
+    // nothing waits for it: the report is ready now.
+    std::thread::spawn(move || drop(scheduler));
+    Ok(report)
 }
 
 /// What `berth simulate --serve` serves.
