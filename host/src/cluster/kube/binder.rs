@@ -79,6 +79,72 @@ impl KubeBinder {
     }
 }
 
+impl KubeBinder {
+    /// Before a claim's first allocation is written, its delete-protection finalizer
+    /// goes on in a normal update, as upstream's DynamicResources adds it: an allocated
+    /// claim is then not deleted while its devices are in use. Reads the claim (it must
+    /// still be at `claim.resource_version`, else a conflict, as the status write
+    /// would be) and answers the version the status write is to name.
+    fn protect_claim(
+        &self,
+        api: &Api<k8s_openapi::api::resource::v1::ResourceClaim>,
+        claim: &berth_sdk::dra::ResourceClaim,
+        what: &str,
+    ) -> Result<String, WriteError> {
+        let limiter = self.cluster.bind_limiter.clone();
+        let current = match self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(BIND_TIMEOUT, api.get(&claim.name)).await
+        }) {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(api_error(what, &e)),
+            Err(_) => return Err(no_answer(what)),
+        };
+        let now = current
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        if now != claim.resource_version {
+            return Err(WriteError::Conflict(format!(
+                "{what}: the claim changed since version {} (now {now})",
+                claim.resource_version
+            )));
+        }
+        let mut finalizers = current.metadata.finalizers.clone().unwrap_or_default();
+        let allocated = current
+            .status
+            .as_ref()
+            .is_some_and(|s| s.allocation.is_some());
+        if allocated || finalizers.iter().any(|f| f == CLAIM_FINALIZER) {
+            return Ok(now);
+        }
+        finalizers.push(CLAIM_FINALIZER.to_owned());
+        // A merge patch naming the version read: applied to that version only.
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": now, "finalizers": finalizers},
+        });
+        let r = self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(
+                BIND_TIMEOUT,
+                api.patch(&claim.name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await
+        });
+        let what = format!("{what}: adding its finalizer {CLAIM_FINALIZER}");
+        match r {
+            Ok(Ok(updated)) => Ok(updated.metadata.resource_version.unwrap_or_default()),
+            Ok(Err(e)) => Err(api_error(&what, &e)),
+            Err(_) => Err(no_answer(&what)),
+        }
+    }
+}
+
+/// The finalizer that keeps an allocated ResourceClaim until it is deallocated
+/// (`resourceapi.Finalizer`).
+pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+
 impl Binder for KubeBinder {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), WriteError> {
         if self.fenced.load(Ordering::SeqCst) {
@@ -304,7 +370,13 @@ impl Binder for KubeBinder {
         if self.fenced.load(Ordering::SeqCst) {
             return Err(fenced("allocating devices"));
         }
-        let mut metadata = serde_json::json!({"resourceVersion": claim.resource_version});
+        let api: Api<k8s_openapi::api::resource::v1::ResourceClaim> =
+            Api::namespaced(self.cluster.client.clone(), &claim.namespace);
+        let mut version = claim.resource_version.clone();
+        if claim.status.allocation.is_some() {
+            version = self.protect_claim(&api, claim, &what)?;
+        }
+        let mut metadata = serde_json::json!({"resourceVersion": version});
         if !claim.uid.is_empty() {
             metadata["uid"] = claim.uid.clone().into();
         }
@@ -320,8 +392,6 @@ impl Binder for KubeBinder {
                 "reservedFor": dra::reserved_for_json(&claim.status.reserved_for),
             },
         });
-        let api: Api<k8s_openapi::api::resource::v1::ResourceClaim> =
-            Api::namespaced(self.cluster.client.clone(), &claim.namespace);
         let limiter = self.cluster.bind_limiter.clone();
         let r = self.block_on(async {
             limiter.acquire().await;
@@ -410,34 +480,70 @@ mod tests {
         c
     }
 
-    /// An API server holding the claim at resourceVersion 42: a status patch naming
-    /// that version is applied (and answered at 43), any other is a conflict.
-    fn server(req: &fake::Request) -> Answer {
-        assert_eq!(
-            req.path,
-            "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/trainer-0-gpu-x7k2q/status"
-        );
-        assert_eq!(req.method, "PATCH");
-        assert_eq!(req.content_type, "application/merge-patch+json");
-        if req.body["metadata"]["resourceVersion"] != "42" {
-            return fake::status(
-                409,
-                "Conflict",
-                "Operation cannot be fulfilled on resourceclaims.resource.k8s.io \"trainer-0-gpu-x7k2q\": the object has been modified; please apply your changes to the latest version and try again",
-            );
+    const CLAIM_PATH: &str =
+        "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/trainer-0-gpu-x7k2q";
+
+    /// The claim as an API server holds it: its version, finalizers and status.
+    struct Held {
+        version: u64,
+        finalizers: Vec<String>,
+        status: serde_json::Value,
+    }
+
+    impl Held {
+        fn object(&self) -> serde_json::Value {
+            json!({
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "name": "trainer-0-gpu-x7k2q", "namespace": "ml", "uid": "3c1e",
+                    "resourceVersion": self.version.to_string(),
+                    "finalizers": self.finalizers,
+                },
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+                "status": self.status,
+            })
         }
-        let mut o = json!({
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "trainer-0-gpu-x7k2q", "namespace": "ml", "uid": "3c1e", "resourceVersion": "43"},
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+    }
+
+    /// An API server holding the claim at resourceVersion 42, unallocated: reads answer
+    /// it; a patch (of the object or of its status) naming the version held is
+    /// applied and bumps it, any other is a conflict.
+    fn server() -> impl Fn(&fake::Request) -> Answer + Send + Sync + 'static {
+        let held = std::sync::Mutex::new(Held {
+            version: 42,
+            finalizers: vec!["example.com/audit".into()],
+            status: json!({}),
         });
-        o["status"] = req.body["status"].clone();
-        Answer::Json(200, o)
+        move |req: &fake::Request| {
+            let mut held = held.lock().unwrap();
+            let status = match (req.method.as_str(), req.path.strip_prefix(CLAIM_PATH)) {
+                ("GET", Some("")) => return Answer::Json(200, held.object()),
+                ("PATCH", Some("")) => false,
+                ("PATCH", Some("/status")) => true,
+                _ => panic!("unexpected {} {}", req.method, req.path),
+            };
+            assert_eq!(req.content_type, "application/merge-patch+json");
+            if req.body["metadata"]["resourceVersion"] != held.version.to_string() {
+                return fake::status(
+                    409,
+                    "Conflict",
+                    "Operation cannot be fulfilled on resourceclaims.resource.k8s.io \"trainer-0-gpu-x7k2q\": the object has been modified; please apply your changes to the latest version and try again",
+                );
+            }
+            if status {
+                held.status = req.body["status"].clone();
+            } else {
+                held.finalizers =
+                    serde_json::from_value(req.body["metadata"]["finalizers"].clone()).unwrap();
+            }
+            held.version += 1;
+            Answer::Json(200, held.object())
+        }
     }
 
     #[test]
-    fn a_claim_s_status_is_written_from_its_version_only() {
+    fn a_claim_s_allocation_is_protected_and_written_from_its_version_only() {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -445,41 +551,84 @@ mod tests {
             .unwrap();
         let (client, requests) = {
             let _in = rt.enter();
-            fake::client(server)
+            fake::client(server())
         };
         let binder = KubeBinder::new(fake::cluster(client), rt.handle().clone());
-        let written = binder.write_claim_status(&claim("42")).unwrap();
-        assert_eq!(written.resource_version, "43");
-        assert_eq!(written.status.allocation, claim("42").status.allocation);
-        assert!(written.is_reserved_for("9a8b"));
-        let body = requests.lock().unwrap()[0].body.clone();
-        assert_eq!(
-            body["metadata"],
-            json!({"resourceVersion": "42", "uid": "3c1e"})
-        );
-        assert_eq!(
-            body["status"]["allocation"]["devices"]["results"][0]["device"],
-            "gpu-0"
-        );
-        assert_eq!(
-            body["status"]["reservedFor"],
-            json!([{"resource": "pods", "name": "trainer-0", "uid": "9a8b"}])
-        );
 
-        // A stale version: the API server's conflict, never an overwrite.
+        // A stale version: the API server's answer is a conflict, and nothing is
+        // written.
         let err = binder.write_claim_status(&claim("41")).unwrap_err();
         assert!(matches!(err, WriteError::Conflict(_)), "{err:?}");
-        assert!(
-            err.to_string().starts_with(
-                "writing the status of resourceclaim ml/trainer-0-gpu-x7k2q: Operation cannot be fulfilled"
-            ),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            "writing the status of resourceclaim ml/trainer-0-gpu-x7k2q: the claim changed since version 41 (now 42)"
         );
+        assert_eq!(requests.lock().unwrap().len(), 1);
+
+        // The first allocation: the finalizer joins the claim's own in a normal
+        // update of the version read, then the status names the version that made.
+        let written = binder.write_claim_status(&claim("42")).unwrap();
+        assert_eq!(written.resource_version, "44");
+        assert_eq!(written.status.allocation, claim("42").status.allocation);
+        assert!(written.is_reserved_for("9a8b"));
+        {
+            let reqs = requests.lock().unwrap();
+            let methods: Vec<(&str, &str)> = reqs[1..]
+                .iter()
+                .map(|r| (r.method.as_str(), r.path.as_str()))
+                .collect();
+            let status_path = format!("{CLAIM_PATH}/status");
+            assert_eq!(
+                methods,
+                [
+                    ("GET", CLAIM_PATH),
+                    ("PATCH", CLAIM_PATH),
+                    ("PATCH", status_path.as_str())
+                ]
+            );
+            assert_eq!(
+                reqs[2].body,
+                json!({"metadata": {"resourceVersion": "42", "finalizers": ["example.com/audit", CLAIM_FINALIZER]}})
+            );
+            let body = &reqs[3].body;
+            assert_eq!(
+                body["metadata"],
+                json!({"resourceVersion": "43", "uid": "3c1e"})
+            );
+            assert_eq!(
+                body["status"]["allocation"]["devices"]["results"][0]["device"],
+                "gpu-0"
+            );
+            assert_eq!(
+                body["status"]["reservedFor"],
+                json!([{"resource": "pods", "name": "trainer-0", "uid": "9a8b"}])
+            );
+        }
+
+        // A second pod reserving the allocated (shared) claim: no second finalizer
+        // update, only the status.
+        let mut shared = written.clone();
+        shared
+            .status
+            .reserved_for
+            .push(ConsumerReference::pod("trainer-1", "7c6d"));
+        let again = binder.write_claim_status(&shared).unwrap();
+        assert_eq!(again.resource_version, "45");
+        assert!(again.is_reserved_for("7c6d") && again.is_reserved_for("9a8b"));
+        {
+            let reqs = requests.lock().unwrap();
+            assert_eq!(reqs.len(), 6);
+            assert_eq!(
+                (reqs[4].method.as_str(), reqs[5].path.ends_with("/status")),
+                ("GET", true)
+            );
+        }
+
         binder.fence();
         assert!(matches!(
-            binder.write_claim_status(&claim("42")),
+            binder.write_claim_status(&claim("45")),
             Err(WriteError::Refused(_))
         ));
-        assert_eq!(requests.lock().unwrap().len(), 2);
+        assert_eq!(requests.lock().unwrap().len(), 6);
     }
 }
