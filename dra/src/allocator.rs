@@ -33,32 +33,25 @@ pub const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
 /// (`FirstAvailableDeviceRequestMaxSize`).
 pub const FIRST_AVAILABLE_MAX_SIZE: i64 = 8;
 
-/// Allocates claims from a fixed view of the cluster: the device classes, the
-/// resource slices, what is allocated already, and the taint rules. Built once per
-/// scheduling cycle, asked once per node.
+/// The device classes and resource slices allocators draw from, taint rules applied
+/// to the devices: built once while the devices stand, and shared by the allocators
+/// of every set of allocated claims seen meanwhile.
 #[derive(Debug)]
-pub struct Allocator {
-    features: Features,
+pub struct Devices {
     classes: BTreeMap<String, DeviceClass>,
     slices: Vec<ResourceSlice>,
-    allocated: AllocatedState,
-    selectors: Arc<SelectorCache>,
-    /// How many steps the searches of this allocator took (upstream's
-    /// `NumAllocateOneInvocations`): a measure of its work.
-    steps: AtomicI64,
 }
 
-impl Allocator {
-    /// An allocator over these objects. Taint rules put their taint on the devices
-    /// they select (with device taints on), as upstream's scheduler does before the
+impl Devices {
+    /// The classes and slices, with the taint of each rule on the devices it selects
+    /// (with device taints on), as upstream's scheduler puts them before the
     /// allocator sees the slices.
     pub fn new(
-        features: Features,
+        features: &Features,
         classes: Vec<DeviceClass>,
         mut slices: Vec<ResourceSlice>,
-        allocated: AllocatedState,
         taint_rules: &[DeviceTaintRule],
-    ) -> Allocator {
+    ) -> Devices {
         if features.device_taints && !taint_rules.is_empty() {
             for slice in &mut slices {
                 for device in &mut slice.devices {
@@ -73,10 +66,49 @@ impl Allocator {
                 }
             }
         }
-        Allocator {
-            features,
+        Devices {
             classes: classes.into_iter().map(|c| (c.name.clone(), c)).collect(),
             slices,
+        }
+    }
+}
+
+/// Allocates claims from a fixed view of the cluster: the device classes, the
+/// resource slices, what is allocated already, and the taint rules. Built once per
+/// scheduling cycle, asked once per node.
+#[derive(Debug)]
+pub struct Allocator {
+    features: Features,
+    devices: Arc<Devices>,
+    allocated: AllocatedState,
+    selectors: Arc<SelectorCache>,
+    /// How many steps the searches of this allocator took (upstream's
+    /// `NumAllocateOneInvocations`): a measure of its work.
+    steps: AtomicI64,
+}
+
+impl Allocator {
+    /// An allocator over these objects (see [`Devices::new`] for the taint rules).
+    pub fn new(
+        features: Features,
+        classes: Vec<DeviceClass>,
+        slices: Vec<ResourceSlice>,
+        allocated: AllocatedState,
+        taint_rules: &[DeviceTaintRule],
+    ) -> Allocator {
+        let devices = Arc::new(Devices::new(&features, classes, slices, taint_rules));
+        Allocator::with_devices(features, devices, allocated)
+    }
+
+    /// An allocator over devices already prepared, with `allocated` in use.
+    pub fn with_devices(
+        features: Features,
+        devices: Arc<Devices>,
+        allocated: AllocatedState,
+    ) -> Allocator {
+        Allocator {
+            features,
+            devices,
             allocated,
             selectors: Arc::new(SelectorCache::new()),
             steps: AtomicI64::new(0),
@@ -106,8 +138,9 @@ impl Allocator {
         node: &Node,
         claims: &[&ResourceClaim],
     ) -> Result<Option<Vec<AllocationResult>>, AllocError> {
-        let all: Vec<&ResourceSlice> = self.slices.iter().collect();
+        let all: Vec<&ResourceSlice> = self.devices.slices.iter().collect();
         let for_node: Vec<&ResourceSlice> = self
+            .devices
             .slices
             .iter()
             .filter(|s| match &s.nodes {
@@ -542,6 +575,7 @@ impl<'a> Search<'a> {
         }
         let class = self
             .alloc
+            .devices
             .classes
             .get(&r.device_class_name)
             .ok_or_else(|| {

@@ -56,7 +56,7 @@ mod pools;
 mod score;
 
 pub use allocated::{AllocatedState, AllocatedStateError, ConsumedCapacity};
-pub use allocator::{ALLOCATION_RESULTS_MAX_SIZE, Allocator, FIRST_AVAILABLE_MAX_SIZE};
+pub use allocator::{ALLOCATION_RESULTS_MAX_SIZE, Allocator, Devices, FIRST_AVAILABLE_MAX_SIZE};
 pub use features::Features;
 pub use pools::node_matches;
 pub use score::prioritized_list_score;

@@ -37,12 +37,10 @@
 pub mod args;
 pub mod claims;
 
-use berth_dra::{AllocError, AllocatedState, Allocator, Features, cel::SelectorCache};
+use berth_dra::{AllocError, AllocatedState, Allocator, Devices, Features, cel::SelectorCache};
 use berth_sdk::affinity::NodeSelectorTerm;
 use berth_sdk::dra::host as dra;
-use berth_sdk::dra::{
-    AllocationResult, DeviceClass, DeviceRequest, DeviceTaintRule, ResourceClaim, ResourceSlice,
-};
+use berth_sdk::dra::{AllocationResult, DeviceClass, DeviceRequest, ResourceClaim};
 use berth_sdk::preemption::DryRun;
 use berth_sdk::{
     ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
@@ -120,8 +118,9 @@ pub struct ReservedClaim {
 struct DeviceView {
     generation: u64,
     classes: Vec<DeviceClass>,
-    slices: Vec<ResourceSlice>,
-    rules: Vec<DeviceTaintRule>,
+    /// The classes, slices and taint rules prepared for allocators: every allocator
+    /// built while this view stands shares them, whatever the claims do.
+    devices: Arc<Devices>,
 }
 
 #[derive(Debug, Default)]
@@ -165,11 +164,21 @@ impl DynamicResources {
         {
             return Arc::clone(v);
         }
+        let (classes, slices, rules) = (
+            dra::device_classes(),
+            dra::resource_slices(),
+            dra::device_taint_rules(),
+        );
+        let devices = Arc::new(Devices::new(
+            &self.features,
+            classes.clone(),
+            slices,
+            &rules,
+        ));
         let view = Arc::new(DeviceView {
             generation,
-            classes: dra::device_classes(),
-            slices: dra::resource_slices(),
-            rules: dra::device_taint_rules(),
+            classes,
+            devices,
         });
         self.kept().devices = Some(Arc::clone(&view));
         view
@@ -192,14 +201,8 @@ impl DynamicResources {
         let allocated = AllocatedState::from_claims(&allocated_claims, &self.features)
             .map_err(|e| Status::error(e.to_string()))?;
         let allocator = Arc::new(
-            Allocator::new(
-                self.features,
-                view.classes.clone(),
-                view.slices.clone(),
-                allocated,
-                &view.rules,
-            )
-            .with_selector_cache(Arc::clone(&self.selectors)),
+            Allocator::with_devices(self.features, Arc::clone(&view.devices), allocated)
+                .with_selector_cache(Arc::clone(&self.selectors)),
         );
         self.kept().allocator = Some((key, Arc::clone(&allocator)));
         Ok((key, allocator))

@@ -5,8 +5,8 @@
 use super::*;
 use berth_sdk::dra::{
     AllocatedDeviceStatus, AllocationMode, ConsumerReference, ControllerReference, Device,
-    DeviceCondition, DeviceSelector, DeviceSubRequest, ResourceClaimStatus, ResourcePool,
-    SliceNodes,
+    DeviceCondition, DeviceSelector, DeviceSubRequest, DeviceTaintRule, ResourceClaimStatus,
+    ResourcePool, ResourceSlice, SliceNodes,
 };
 use berth_sdk::preemption::{NodeSimulation, PodDisruptionBudget};
 use berth_sdk::types::{ClaimSource, PodResourceClaim, PodResourceClaimStatus};
