@@ -288,6 +288,58 @@ fn a_provisioner_with_no_capacity_on_a_node_is_refused_there_until_a_capacity_ev
     assert!(cluster.bindings().contains_key("uid-app"));
 }
 
+/// StorageCapacityScoring (on by default since 1.37): with nodes alike but for their
+/// storage, a pod whose claim is to be provisioned goes where the claim would use the
+/// smallest share of the class's capacity; VolumeBinding scores it through the
+/// default shape (utilization 0 scores 100, 100 scores 0).
+#[test]
+fn a_claim_to_provision_goes_to_the_node_with_the_most_storage_left() {
+    let cluster = Arc::new(MemoryCluster::new());
+    let mut s = scheduler(cluster.clone());
+    let mut yaml = node("n1", "z1") + &node("n2", "z1") + &node("n3", "z1");
+    yaml += CLASSES;
+    yaml += "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: csi.example.com}\nspec: {storageCapacity: true}\n---\n";
+    yaml += &capacity("n1-cap", "n1", "20Gi");
+    yaml += &capacity("n2-cap", "n2", "100Gi");
+    yaml += &capacity("n3-cap", "n3", "50Gi");
+    yaml += &claim("data", "fast", "10Gi");
+    yaml += &pod_with_claim("app", "data");
+    apply(&mut s, &yaml);
+    let (pod, _) = s.waiting_pod("default/app").expect("queued");
+    let pod = pod.clone();
+    let seen = s
+        .explain(&pod, &berth::framework::ExplainOptions::default())
+        .expect("explained");
+    let volume_scores: BTreeMap<&str, i64> = seen
+        .nodes
+        .iter()
+        .map(|n| {
+            let score = n
+                .scores
+                .iter()
+                .find(|e| e.plugin == "VolumeBinding")
+                .unwrap_or_else(|| panic!("VolumeBinding scored {}: {n:?}", n.node));
+            (n.node.as_str(), score.raw)
+        })
+        .collect();
+    // 10Gi of 20Gi, 100Gi and 50Gi: 50%, 10% and 20% used.
+    assert_eq!(
+        volume_scores,
+        BTreeMap::from([("n1", 50), ("n2", 90), ("n3", 80)])
+    );
+    s.run_until_idle();
+    assert_eq!(s.outcome("uid-app").unwrap().node.as_deref(), Some("n2"));
+    assert_eq!(
+        s.storage()
+            .claim("default", "data")
+            .unwrap()
+            .annotations
+            .get(ANNOTATION_SELECTED_NODE)
+            .map(String::as_str),
+        Some("n2")
+    );
+}
+
 #[test]
 fn plugins_that_need_volumes_or_host_ports_sit_out_the_cycles_of_pods_without_them() {
     let cluster = Arc::new(MemoryCluster::new());

@@ -13,8 +13,12 @@
 //!   provisioner, `allowedTopologies` admits the node, and, when the provisioner's
 //!   CSIDriver publishes its storage capacity, a CSIStorageCapacity of the class
 //!   that the node reaches is big enough).
-//! - **Score**, only when the args give a `shape`: the utilization of the volumes the
-//!   pod would bind, per class, through the shape.
+//! - **Score** (StorageCapacityScoring, on by default since 1.37): the utilization,
+//!   per class, of the pre-provisioned volumes the pod would bind on the node; when
+//!   it would bind none, of the node's storage capacity by the claims to provision
+//!   there (their requests over the capacity of the CSIStorageCapacity that admitted
+//!   them); through the `shape` (by default the emptier the better), averaged over
+//!   the classes.
 //! - **Reserve** assumes the choices in the host (a volume's `claimRef`, a claim's
 //!   selected node), so other cycles do not take them; **Unreserve** drops them.
 //! - **PreBind** writes them through the cluster and waits, up to
@@ -43,7 +47,6 @@ pub const STATE_KEY: &str = "VolumeBinding";
 /// Where Reserve records whether every claim was already bound.
 const ALL_BOUND_KEY: &str = "VolumeBinding/allBound";
 /// Written when some node's choice binds a pre-provisioned volume (Score needs one).
-const STATIC_BINDINGS_KEY: &str = "VolumeBinding/hasStaticBindings";
 
 /// Upstream's `ErrReasonBindConflict`.
 pub const ERR_REASON_BIND_CONFLICT: &str =
@@ -74,8 +77,8 @@ pub struct VolumeBinding {
 pub struct Args {
     /// How long PreBind waits for the claims to be bound.
     pub bind_timeout_seconds: i64,
-    /// The Score shape, scores scaled to 0..=100; empty: Score is off (upstream's
-    /// default, where scoring is behind a feature gate).
+    /// The Score shape, scores scaled to 0..=100 ([`default_shape`] when the args
+    /// give none).
     pub shape: Vec<ShapePoint>,
 }
 
@@ -111,7 +114,9 @@ impl Args {
             ));
         }
         let mut shape = raw.shape.unwrap_or_default();
-        if !shape.is_empty() {
+        if shape.is_empty() {
+            shape = default_shape();
+        } else {
             errs.extend(berth_sdk::helpers::shape_errors(&shape, "shape"));
         }
         if let Some(e) = berth_sdk::validation::aggregate(errs) {
@@ -125,6 +130,22 @@ impl Args {
             shape,
         })
     }
+}
+
+/// The shape when the args give none, as upstream defaults it with
+/// StorageCapacityScoring on (1.37's default): utilization 0 scores 10, 100 scores 0,
+/// so the node with the most room left wins.
+pub fn default_shape() -> Vec<ShapePoint> {
+    vec![
+        ShapePoint {
+            utilization: 0,
+            score: MAX_CUSTOM_PRIORITY_SCORE,
+        },
+        ShapePoint {
+            utilization: MAX_UTILIZATION,
+            score: 0,
+        },
+    ]
 }
 
 /// The pod's claims as PreFilter sorted them (upstream's `PodVolumeClaims`).
@@ -145,6 +166,11 @@ pub struct PodVolumes {
     pub static_bindings: Vec<(PersistentVolume, PersistentVolumeClaim)>,
     /// Claims to provision a volume for on this node.
     pub dynamic_provisions: Vec<PersistentVolumeClaim>,
+    /// For each of `dynamic_provisions`, the capacity of the CSIStorageCapacity
+    /// that admitted it here (upstream's `NodeCapacity`); none when its provisioner
+    /// does not publish capacity (or the claim requests nothing).
+    #[serde(default)]
+    pub provision_capacities: Vec<Option<i64>>,
     /// The node's labels (PreBind checks the volumes' node affinity against them).
     pub node_labels: Labels,
 }
@@ -469,16 +495,20 @@ pub fn find_pod_volumes(
             {
                 unbound_satisfied = false;
                 found.dynamic_provisions.clear();
+                found.provision_capacities.clear();
                 break;
             }
-            if !has_enough_capacity(&class.provisioner, &claim, class_name, labels) {
+            let Some(capacity) = node_capacity(&class.provisioner, &claim, class_name, labels)
+            else {
                 // Upstream answers only "not enough space" here: provisioning would
                 // do, but not on this node.
                 sufficient_storage = false;
                 found.dynamic_provisions.clear();
+                found.provision_capacities.clear();
                 break;
-            }
+            };
             found.dynamic_provisions.push(claim);
+            found.provision_capacities.push(capacity);
         }
     }
     Ok((
@@ -503,19 +533,33 @@ pub fn has_enough_capacity(
     class: &str,
     labels: &Labels,
 ) -> bool {
+    node_capacity(provisioner, claim, class, labels).is_some()
+}
+
+/// [`has_enough_capacity`], answering what Score needs: `None` when there is not
+/// enough; `Some(None)` when capacity is not checked for the claim; `Some(Some(c))`
+/// with the `capacity` of the first CSIStorageCapacity that admits it (upstream's
+/// `NodeCapacity`; one that sets only `maximumVolumeSize` counts as 0, full).
+pub fn node_capacity(
+    provisioner: &str,
+    claim: &PersistentVolumeClaim,
+    class: &str,
+    labels: &Labels,
+) -> Option<Option<i64>> {
     if claim.requested_storage == 0 {
-        return true;
+        return Some(None);
     }
     if !berth_sdk::csi_driver(provisioner).is_some_and(|d| d.storage_capacity) {
-        return true;
+        return Some(None);
     }
     berth_sdk::csi_storage_capacities_of_class(class)
         .iter()
-        .any(|c| {
+        .find(|c| {
             c.storage_class_name == class
                 && volume_limit(c).is_some_and(|limit| limit >= claim.requested_storage)
                 && c.node_topology.as_ref().is_some_and(|t| t.matches(labels))
         })
+        .map(|c| Some(c.capacity.unwrap_or(0)))
 }
 
 /// The largest volume a CSIStorageCapacity admits (upstream's `volumeLimit`):
@@ -865,9 +909,6 @@ impl Filter for VolumeBinding {
                 reasons.into_iter().map(str::to_owned).collect(),
             ),
             Ok((volumes, _)) => {
-                if !volumes.static_bindings.is_empty() {
-                    state.write(STATIC_BINDINGS_KEY, &true);
-                }
                 state.write(&node_key(&node.node.name), &volumes);
                 Status::success()
             }
@@ -878,12 +919,15 @@ impl Filter for VolumeBinding {
 impl PreScore for VolumeBinding {
     fn pre_score(
         &self,
-        state: &CycleState,
-        _pod: &Pod,
+        _state: &CycleState,
+        pod: &Pod,
         _nodes: &[&NodeInfo],
         _all: &[&NodeInfo],
     ) -> Status {
-        if !self.args.shape.is_empty() && state.read::<bool>(STATIC_BINDINGS_KEY) == Some(true) {
+        // With StorageCapacityScoring every pod with claims is scored (the nodes it
+        // would provision on by their storage capacity). A pod without claims would
+        // score 0 everywhere, as upstream scores it: skipped, to the same effect.
+        if pod.claim_names().next().is_some() {
             Status::success()
         } else {
             Status::skip()
@@ -892,12 +936,11 @@ impl PreScore for VolumeBinding {
 }
 
 impl Score for VolumeBinding {
-    /// The utilization the pod's pre-provisioned volumes would have, per class
-    /// (requested over capacity), through the shape, averaged over the classes.
+    /// The utilization per class (requested over capacity) of the pre-provisioned
+    /// volumes the pod would bind on the node or, when it would bind none, of the
+    /// node's storage capacity by the claims it would provision there; through the
+    /// shape, averaged over the classes.
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        if self.args.shape.is_empty() {
-            return Ok(0);
-        }
         let Some(volumes) = state.read::<PodVolumes>(&node_key(&node.node.name)) else {
             return Ok(0);
         };
@@ -908,6 +951,22 @@ impl Score for VolumeBinding {
                 .or_default();
             e.0 += claim.requested_storage;
             e.1 += volume.capacity_storage;
+        }
+        if volumes.static_bindings.is_empty() {
+            for (claim, capacity) in volumes
+                .dynamic_provisions
+                .iter()
+                .zip(&volumes.provision_capacities)
+            {
+                let Some(capacity) = *capacity else {
+                    continue;
+                };
+                // The class's capacity on the node is one figure, however many of
+                // its claims go there: set, not summed.
+                let e = by_class.entry(claim_class(claim)).or_default();
+                e.0 += claim.requested_storage;
+                e.1 = capacity;
+            }
         }
         if by_class.is_empty() {
             return Ok(0);
@@ -1044,7 +1103,15 @@ mod tests {
     fn args_default_validate_and_scale() {
         let a = Args::from_json(berth_sdk::serde_json::Value::Null).unwrap();
         assert_eq!(a.bind_timeout_seconds, 600);
-        assert!(a.shape.is_empty());
+        // StorageCapacityScoring's default shape (1.37): the emptier the better.
+        let emptier_is_better = [(0, 100), (100, 0)];
+        let points = |a: &Args| -> Vec<(i64, i64)> {
+            a.shape.iter().map(|p| (p.utilization, p.score)).collect()
+        };
+        assert_eq!(points(&a), emptier_is_better);
+        // An empty shape is no shape, as upstream's defaulting has it.
+        let a = Args::from_json(json!({"shape": []})).unwrap();
+        assert_eq!(points(&a), emptier_is_better);
         let a = Args::from_json(
             json!({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}),
         )
