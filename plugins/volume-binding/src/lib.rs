@@ -46,7 +46,6 @@ pub mod migration;
 pub const STATE_KEY: &str = "VolumeBinding";
 /// Where Reserve records whether every claim was already bound.
 const ALL_BOUND_KEY: &str = "VolumeBinding/allBound";
-/// Written when some node's choice binds a pre-provisioned volume (Score needs one).
 
 /// Upstream's `ErrReasonBindConflict`.
 pub const ERR_REASON_BIND_CONFLICT: &str =

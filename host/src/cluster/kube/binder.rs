@@ -69,6 +69,33 @@ impl KubeBinder {
         self.fenced.store(true, Ordering::SeqCst);
     }
 
+    /// One request under `limiter` and [`BIND_TIMEOUT`]: its answer, the API
+    /// server's refusal, or `None` when no answer came in time.
+    fn timed<T>(
+        &self,
+        limiter: &super::ratelimit::RateLimiter,
+        request: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Option<Result<T, kube::Error>> {
+        self.block_on(async {
+            limiter.acquire().await;
+            tokio::time::timeout(BIND_TIMEOUT, request).await.ok()
+        })
+    }
+
+    /// [`KubeBinder::timed`], a refusal or no answer as the write error of `what`.
+    fn write<T>(
+        &self,
+        limiter: &super::ratelimit::RateLimiter,
+        what: &str,
+        request: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, WriteError> {
+        match self.timed(limiter, request) {
+            Some(Ok(answer)) => Ok(answer),
+            Some(Err(e)) => Err(api_error(what, &e)),
+            None => Err(no_answer(what)),
+        }
+    }
+
     fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         match Handle::try_current() {
             // Called on a runtime thread (not the case for binding threads): do not
@@ -91,15 +118,8 @@ impl KubeBinder {
         claim: &berth_sdk::dra::ResourceClaim,
         what: &str,
     ) -> Result<String, WriteError> {
-        let limiter = self.cluster.bind_limiter.clone();
-        let current = match self.block_on(async {
-            limiter.acquire().await;
-            tokio::time::timeout(BIND_TIMEOUT, api.get(&claim.name)).await
-        }) {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(api_error(what, &e)),
-            Err(_) => return Err(no_answer(what)),
-        };
+        let limiter = &self.cluster.bind_limiter;
+        let current = self.write(limiter, what, api.get(&claim.name))?;
         let now = current
             .metadata
             .resource_version
@@ -124,20 +144,13 @@ impl KubeBinder {
         let patch = serde_json::json!({
             "metadata": {"resourceVersion": now, "finalizers": finalizers},
         });
-        let r = self.block_on(async {
-            limiter.acquire().await;
-            tokio::time::timeout(
-                BIND_TIMEOUT,
-                api.patch(&claim.name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await
-        });
         let what = format!("{what}: adding its finalizer {CLAIM_FINALIZER}");
-        match r {
-            Ok(Ok(updated)) => Ok(updated.metadata.resource_version.unwrap_or_default()),
-            Ok(Err(e)) => Err(api_error(&what, &e)),
-            Err(_) => Err(no_answer(&what)),
-        }
+        let updated = self.write(
+            limiter,
+            &what,
+            api.patch(&claim.name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )?;
+        Ok(updated.metadata.resource_version.unwrap_or_default())
     }
 }
 
@@ -159,26 +172,18 @@ impl Binder for KubeBinder {
             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         });
-        let limiter = self.cluster.bind_limiter.clone();
-        let r = self.block_on(async {
-            limiter.acquire().await;
-            tokio::time::timeout(
-                BIND_TIMEOUT,
-                api.create_subresource::<_, serde_json::Value>(
-                    "binding",
-                    &pod.name,
-                    &PostParams::default(),
-                    &binding,
-                ),
-            )
-            .await
-        });
         let what = format!("binding {} to {node}", pod.key());
-        match r {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(api_error(&what, &e)),
-            Err(_) => Err(no_answer(&what)),
-        }
+        self.write(
+            &self.cluster.bind_limiter,
+            &what,
+            api.create_subresource::<_, serde_json::Value>(
+                "binding",
+                &pod.name,
+                &PostParams::default(),
+                &binding,
+            ),
+        )
+        .map(drop)
     }
 
     fn nominate(&self, pod: &Pod, node: &str) -> Result<(), WriteError> {
@@ -193,20 +198,15 @@ impl Binder for KubeBinder {
             serde_json::Value::from(node)
         };
         let patch = serde_json::json!({"status": {"nominatedNodeName": value}});
-        let limiter = self.cluster.preemption_limiter.clone();
-        let r = self.block_on(async {
-            limiter.acquire().await;
-            tokio::time::timeout(
-                BIND_TIMEOUT,
-                api.patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await
-        });
+        let r = self.timed(
+            &self.cluster.preemption_limiter,
+            api.patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch)),
+        );
         match r {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
-            Ok(Err(e)) => Err(api_error(&format!("nominating {}", pod.key()), &e)),
-            Err(_) => Err(no_answer(&format!("nominating {}", pod.key()))),
+            Some(Ok(_)) => Ok(()),
+            Some(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
+            Some(Err(e)) => Err(api_error(&format!("nominating {}", pod.key()), &e)),
+            None => Err(no_answer(&format!("nominating {}", pod.key()))),
         }
     }
 
@@ -270,14 +270,9 @@ impl Binder for KubeBinder {
 
     fn lookup(&self, pod: &Pod) -> PodState {
         let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), &pod.namespace);
-        let limiter = self.cluster.bind_limiter.clone();
-        let r = self.block_on(async {
-            limiter.acquire().await;
-            tokio::time::timeout(BIND_TIMEOUT, api.get_opt(&pod.name)).await
-        });
-        match r {
-            Ok(Ok(None)) => PodState::Gone,
-            Ok(Ok(Some(p))) => {
+        match self.timed(&self.cluster.bind_limiter, api.get_opt(&pod.name)) {
+            Some(Ok(None)) => PodState::Gone,
+            Some(Ok(Some(p))) => {
                 if p.metadata.uid.as_deref() != Some(pod.uid.as_str())
                     || p.metadata.deletion_timestamp.is_some()
                 {
@@ -288,11 +283,11 @@ impl Binder for KubeBinder {
                     None => PodState::Pending,
                 }
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 tracing::debug!(pod = %pod.key(), "looking up the pod after a failed bind: {}", error_message(&e));
                 PodState::Unknown
             }
-            Err(_) => PodState::Unknown,
+            None => PodState::Unknown,
         }
     }
 
@@ -392,24 +387,16 @@ impl Binder for KubeBinder {
                 "reservedFor": dra::reserved_for_json(&claim.status.reserved_for),
             },
         });
-        let limiter = self.cluster.bind_limiter.clone();
-        let r = self.block_on(async {
-            limiter.acquire().await;
-            tokio::time::timeout(
-                BIND_TIMEOUT,
-                api.patch_status(&claim.name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await
-        });
-        match r {
-            Ok(Ok(written)) => dra::resource_claim(&written).map_err(|e| {
-                WriteError::Refused(format!(
-                    "{what}: the API server answered a claim Berth cannot read: {e}"
-                ))
-            }),
-            Ok(Err(e)) => Err(api_error(&what, &e)),
-            Err(_) => Err(no_answer(&what)),
-        }
+        let written = self.write(
+            &self.cluster.bind_limiter,
+            &what,
+            api.patch_status(&claim.name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )?;
+        dra::resource_claim(&written).map_err(|e| {
+            WriteError::Refused(format!(
+                "{what}: the API server answered a claim Berth cannot read: {e}"
+            ))
+        })
     }
 
     fn select_node_for_claim(
@@ -426,21 +413,13 @@ impl Binder for KubeBinder {
         let patch = serde_json::json!({
             "metadata": {"annotations": {ANNOTATION_SELECTED_NODE: node}},
         });
-        let limiter = self.cluster.bind_limiter.clone();
-        let r = self.block_on(async {
-            limiter.acquire().await;
-            tokio::time::timeout(
-                BIND_TIMEOUT,
-                api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await
-        });
         let what = format!("selecting node {node} for claim {namespace}/{name}");
-        match r {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(api_error(&what, &e)),
-            Err(_) => Err(no_answer(&what)),
-        }
+        self.write(
+            &self.cluster.bind_limiter,
+            &what,
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .map(drop)
     }
 }
 
@@ -524,7 +503,7 @@ mod tests {
                 _ => panic!("unexpected {} {}", req.method, req.path),
             };
             assert_eq!(req.content_type, "application/merge-patch+json");
-            if req.body["metadata"]["resourceVersion"] != held.version.to_string() {
+            if req.body["metadata"]["resourceVersion"].as_str() != Some(&held.version.to_string()) {
                 return fake::status(
                     409,
                     "Conflict",
