@@ -957,6 +957,7 @@ impl Steps {
                 Some(node) if node_before.as_ref() != Some(node) => bound.push(Placement {
                     pod: key,
                     node: node.clone(),
+                    batched: o.batched,
                 }),
                 None if o.attempts > attempts_before => pending.push(Pending {
                     pod: key,

@@ -660,6 +660,21 @@ fn check_timeline(dom: &Element, page: &Value) {
             want("bound", true),
             "step {i}: bound"
         );
+        // A pod placed from a batch says so, in the JSON and on the page.
+        let batched_shown: Vec<&str> = li
+            .with("data-bound")
+            .iter()
+            .filter(|e| e.attr("data-batched") == Some("true"))
+            .map(|e| e.attr("data-bound").unwrap())
+            .collect();
+        let batched_said: Vec<&str> = s["bound"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["batched"] == true)
+            .map(|x| x["pod"].as_str().unwrap())
+            .collect();
+        assert_eq!(batched_shown, batched_said, "step {i}: from a batch");
         assert_eq!(
             pairs("data-evicted", true),
             want("evicted", true),
@@ -815,6 +830,16 @@ fn the_page_shows_in_chromium_what_its_json_says() {
         "{e}"
     );
     assert!(page["timeline"].as_array().unwrap().len() >= 9);
+    // web-2 is signed like web-1 and placed from web-1's batch (as the report says).
+    let from_batch: Vec<&str> = page["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["bound"].as_array().unwrap())
+        .filter(|b| b["batched"] == true)
+        .map(|b| b["pod"].as_str().unwrap())
+        .collect();
+    assert_eq!(from_batch, ["default/web-2"], "{page}");
 
     // Preemption: the timeline shows the eviction and the preemptor bound after it;
     // nothing is left pending, so the page has no table.

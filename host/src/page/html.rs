@@ -449,9 +449,14 @@ fn step(out: &mut String, i: usize, s: &Step) {
             );
         }
         for b in &s.bound {
+            let (attr, note) = if b.batched {
+                (" data-batched=\"true\"", " (from a batch)")
+            } else {
+                ("", "")
+            };
             let _ = write!(
                 out,
-                "<li class=\"bound\" data-bound=\"{}\" data-node=\"{}\">{} bound to {}</li>",
+                "<li class=\"bound\" data-bound=\"{}\" data-node=\"{}\"{attr}>{} bound to {}{note}</li>",
                 esc(&b.pod),
                 esc(&b.node),
                 esc(&b.pod),

@@ -158,6 +158,10 @@ pub struct Placement {
     pub pod: String,
     /// The node.
     pub node: String,
+    /// Placed from the batch of an earlier cycle (OpportunisticBatching); absent
+    /// when its own cycle filtered and scored the nodes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub batched: bool,
 }
 
 /// A pod preemption evicted.
