@@ -522,23 +522,14 @@ pub fn find_pod_volumes(
 }
 
 /// Whether the provisioner can make the claim's volume where the node reaches it
-/// (upstream's `hasEnoughCapacity`): only a CSIDriver with `storageCapacity` is
-/// checked; then some CSIStorageCapacity of the class whose `nodeTopology` selects
-/// the node's labels must have room for the request. A claim that requests nothing
-/// (0: the API server requires a request, so only a test makes one) is not checked.
-pub fn has_enough_capacity(
-    provisioner: &str,
-    claim: &PersistentVolumeClaim,
-    class: &str,
-    labels: &Labels,
-) -> bool {
-    node_capacity(provisioner, claim, class, labels).is_some()
-}
-
-/// [`has_enough_capacity`], answering what Score needs: `None` when there is not
-/// enough; `Some(None)` when capacity is not checked for the claim; `Some(Some(c))`
-/// with the `capacity` of the first CSIStorageCapacity that admits it (upstream's
-/// `NodeCapacity`; one that sets only `maximumVolumeSize` counts as 0, full).
+/// (upstream's `hasEnoughCapacity`), and what Score needs of it: only a CSIDriver
+/// with `storageCapacity` is checked; then some CSIStorageCapacity of the class whose
+/// `nodeTopology` selects the node's labels must have room for the request. A claim
+/// that requests nothing (0: the API server requires a request, so only a test makes
+/// one) is not checked. `None` when there is not enough; `Some(None)` when capacity is
+/// not checked for the claim; `Some(Some(c))` with the `capacity` of the first
+/// CSIStorageCapacity that admits it (upstream's `NodeCapacity`; one that sets only
+/// `maximumVolumeSize` counts as 0, full).
 pub fn node_capacity(
     provisioner: &str,
     claim: &PersistentVolumeClaim,
