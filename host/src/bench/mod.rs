@@ -1363,6 +1363,7 @@ pub fn run_one(
                 .map(|c| Ok::<_, BenchError>((template(c.template)?, c.every)))
                 .transpose()?;
             let mut churned: u32 = 0;
+            let preemptions_before = s.metrics().preemption_attempts();
             let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
             let start = Instant::now();
             let mut last_report = start;
@@ -1407,7 +1408,7 @@ pub fn run_one(
             if churn.is_some() {
                 progress(&format!(
                     "{label}: {churned} churn pods made while measuring, {} preemption attempts",
-                    s.metrics().preemption_attempts()
+                    s.metrics().preemption_attempts() - preemptions_before
                 ));
                 // The binding cycles of the last pods; the churn's pods still
                 // waiting (preemptors in backoff) are not what is measured.
