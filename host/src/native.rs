@@ -616,6 +616,42 @@ impl HostApi for NativeHost {
         self.dra.assume_written(written.clone());
         Ok(written)
     }
+    fn extended_resource_claim(
+        &self,
+        namespace: &str,
+        pod_uid: &str,
+    ) -> Option<berth_sdk::dra::ResourceClaim> {
+        self.dra
+            .extended_claim(namespace, pod_uid)
+            .map(|c| (*c).clone())
+    }
+    fn create_extended_resource_claim(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, String> {
+        let created = self
+            .binder
+            .create_extended_resource_claim(claim)
+            .map_err(|e| e.to_string())?;
+        self.dra.assume_written(created.clone());
+        Ok(created)
+    }
+    fn delete_extended_resource_claim(&self, namespace: &str, name: &str) -> Result<(), String> {
+        self.binder
+            .delete_extended_resource_claim(namespace, name)
+            .map_err(|e| e.to_string())?;
+        self.dra.remove_claim(namespace, name);
+        Ok(())
+    }
+    fn write_extended_resource_claim_status(
+        &self,
+        pod: &berth_sdk::Pod,
+        status: &berth_sdk::PodExtendedResourceClaimStatus,
+    ) -> Result<(), String> {
+        self.binder
+            .write_extended_resource_claim_status(&pod.namespace, &pod.name, &pod.uid, status)
+            .map_err(|e| e.to_string())
+    }
     fn wait_claim_change(&self, after: u64, timeout_ms: u64) -> (u64, u64) {
         // As wait_storage_change: no cycle pod, so a change or the timeout ends it.
         let end = self.dra.wait_for_claim_change(

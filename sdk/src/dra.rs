@@ -22,6 +22,58 @@ mod wit;
 /// `deviceclass.resource.kubernetes.io/<class name>`.
 pub const IMPLICIT_EXTENDED_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
 
+/// The annotation (set to `"true"`) of the claim the scheduler makes for a pod's
+/// extended resources backed by DRA.
+pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
+    "resource.kubernetes.io/extended-resource-claim";
+
+/// The prefix of the name the claim for a pod's extended resources has until PreBind
+/// creates it: `<extended-resources>/<pod UID>` (not a valid object name, so no claim
+/// in the cluster has it).
+pub const EXTENDED_RESOURCE_CLAIM_IN_MEMORY: &str = "<extended-resources>";
+
+/// The name of the claim for the extended resources of the pod of this UID until
+/// PreBind creates it (see [`EXTENDED_RESOURCE_CLAIM_IN_MEMORY`]).
+pub fn in_memory_extended_claim_name(pod_uid: &str) -> String {
+    format!("{EXTENDED_RESOURCE_CLAIM_IN_MEMORY}/{pod_uid}")
+}
+
+/// Whether `name` is the name of a claim for extended resources not created yet.
+pub fn is_in_memory_extended_claim_name(name: &str) -> bool {
+    name.starts_with(EXTENDED_RESOURCE_CLAIM_IN_MEMORY)
+}
+
+/// The DeviceClass that backs the extended resource `resource` (upstream's
+/// `DeviceClassResolver`): the class named by the implicit
+/// `deviceclass.resource.kubernetes.io/<class>`, or the class whose
+/// `extendedResourceName` it is. When several classes name the same resource,
+/// upstream prefers the newest (by creation time) and then the lowest name; the
+/// records Berth's plugins see carry no creation time, so the lowest name wins.
+pub fn class_for_extended_resource<'a>(
+    classes: &'a [DeviceClass],
+    resource: &str,
+) -> Option<&'a DeviceClass> {
+    if let Some(class) = resource.strip_prefix(IMPLICIT_EXTENDED_RESOURCE_PREFIX) {
+        return classes.iter().find(|c| c.name == class);
+    }
+    classes
+        .iter()
+        .filter(|c| c.extended_resource_name.as_deref() == Some(resource))
+        .min_by(|a, b| a.name.cmp(&b.name))
+}
+
+impl ResourceClaim {
+    /// Whether this is the claim the scheduler made (or will make) for the
+    /// extended resources of the pod of this UID: annotated as such, the pod its
+    /// controlling owner (upstream's `findExtendedResourceClaim`).
+    pub fn is_extended_resource_claim_of(&self, pod_uid: &str) -> bool {
+        self.annotations
+            .get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+            .is_some_and(|v| v == "true")
+            && self.is_for_pod(pod_uid)
+    }
+}
+
 /// The largest number of consumers a claim's `status.reservedFor` may list
 /// (`ResourceClaimReservedForMaxSize`).
 pub const RESERVED_FOR_MAX_SIZE: usize = 256;

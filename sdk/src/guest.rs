@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.9.1";
+pub const WIT_VERSION: &str = "0.9.2";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {

@@ -298,6 +298,37 @@ pub trait HostApi: Send + Sync {
         let _ = after;
         (0, timeout_ms)
     }
+    /// See [`dra::host::extended_resource_claim`].
+    fn extended_resource_claim(
+        &self,
+        namespace: &str,
+        pod_uid: &str,
+    ) -> Option<dra::ResourceClaim> {
+        let _ = (namespace, pod_uid);
+        None
+    }
+    /// See [`dra::host::create_extended_resource_claim`].
+    fn create_extended_resource_claim(
+        &self,
+        claim: &dra::ResourceClaim,
+    ) -> Result<dra::ResourceClaim, String> {
+        let _ = claim;
+        Err(NO_DRA.into())
+    }
+    /// See [`dra::host::delete_extended_resource_claim`].
+    fn delete_extended_resource_claim(&self, namespace: &str, name: &str) -> Result<(), String> {
+        let _ = (namespace, name);
+        Err(NO_DRA.into())
+    }
+    /// See [`dra::host::write_extended_resource_claim_status`].
+    fn write_extended_resource_claim_status(
+        &self,
+        pod: &Pod,
+        status: &PodExtendedResourceClaimStatus,
+    ) -> Result<(), String> {
+        let _ = (pod, status);
+        Err(NO_DRA.into())
+    }
     /// A PodGroup with its members counted (see [`get_pod_group`]).
     fn get_pod_group(&self, namespace: &str, name: &str) -> Option<PodGroupState> {
         let _ = (namespace, name);

@@ -875,9 +875,8 @@ pub enum PodFeature {
     /// ReplicaSet or StatefulSet selects the pod.
     DefaultSelector,
     /// At least one entry in `spec.resourceClaims`, or a request (of a container or
-    /// of the pod) for an extended resource
-    /// ([`is_extended_resource_name`](crate::validation::is_extended_resource_name)),
-    /// which a DeviceClass may back.
+    /// of the pod) for an extended resource a DeviceClass may back
+    /// ([`is_dra_extended_resource_name`](crate::validation::is_dra_extended_resource_name)).
     ResourceClaims,
 }
 
@@ -927,7 +926,7 @@ impl PodFeature {
                         .chain(&pod.init_containers)
                         .flat_map(|c| c.requests.keys())
                         .chain(pod.resources.iter().flat_map(|r| r.requests.keys()))
-                        .any(|name| crate::validation::is_extended_resource_name(name))
+                        .any(|name| crate::validation::is_dra_extended_resource_name(name))
             }
         }
     }

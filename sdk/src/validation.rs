@@ -156,6 +156,14 @@ pub fn is_extended_resource_name(name: &str) -> bool {
         && is_qualified_name(&format!("requests.{name}"))
 }
 
+/// Whether a resource may be an extended resource backed by DRA, as upstream's
+/// `IsDRAExtendedResourceName`: an extended resource, or a DeviceClass's implicit
+/// one (`deviceclass.resource.kubernetes.io/<class>`).
+pub fn is_dra_extended_resource_name(name: &str) -> bool {
+    is_extended_resource_name(name)
+        || name.starts_with(crate::dra::IMPLICIT_EXTENDED_RESOURCE_PREFIX)
+}
+
 /// Whether a resource is kept among a node's scalar resources, as upstream's
 /// `IsScalarResourceName`: extended, hugepages, prefixed native and attachable
 /// volume resources; the resources the scheduler tracks beyond cpu, memory,

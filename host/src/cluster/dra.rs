@@ -274,6 +274,17 @@ impl Dra {
         self.read().shown(&key(namespace, name)).cloned()
     }
 
+    /// The claim made for the extended resources of the pod `pod_uid` in
+    /// `namespace`, as shown (upstream's `findExtendedResourceClaim`); not the one
+    /// assumed at Reserve before it was created.
+    pub fn extended_claim(&self, namespace: &str, pod_uid: &str) -> Option<Arc<ResourceClaim>> {
+        self.claims().into_iter().find(|c| {
+            c.namespace == namespace
+                && !berth_sdk::dra::is_in_memory_extended_claim_name(&c.name)
+                && c.is_extended_resource_claim_of(pod_uid)
+        })
+    }
+
     /// A claim as the cluster has it (what is assumed of it aside).
     pub fn cluster_claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
         self.read().claims.get(&key(namespace, name)).cloned()
@@ -290,13 +301,22 @@ impl Dra {
         out
     }
 
-    /// Every claim, as assumed where it is, by namespace and name.
+    /// Every claim, as assumed where it is, by namespace and name: the claims made
+    /// for pods' extended resources that the cluster does not show yet too (assumed
+    /// at Reserve, or created and written by a binding cycle).
     pub fn claims(&self) -> Vec<Arc<ResourceClaim>> {
         let objects = self.read();
         let mut out: Vec<Arc<ResourceClaim>> = objects
             .claims
             .keys()
             .filter_map(|k| objects.shown(k).cloned())
+            .chain(
+                objects
+                    .assumed
+                    .iter()
+                    .filter(|(k, _)| !objects.claims.contains_key(*k))
+                    .map(|(_, a)| a.claim.clone()),
+            )
             .collect();
         out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
@@ -306,9 +326,24 @@ impl Dra {
     /// to write them: an allocation in flight) until the cluster's copy changes or
     /// [`Dra::restore_claim`]. The claim must be the one in the view: same
     /// `resourceVersion`, as assumed or not.
+    ///
+    /// The claim for a pod's extended resources before PreBind creates it (named
+    /// `<extended-resources>/<pod UID>`) has no copy in the cluster: it is assumed as
+    /// it is, until restored or until the claim created for it is written
+    /// ([`Dra::assume_written`]).
     pub fn assume_claim(&self, claim: ResourceClaim) -> Result<(), AssumeError> {
         let k = key(&claim.namespace, &claim.name);
         let mut objects = self.write(Part::Claims);
+        if berth_sdk::dra::is_in_memory_extended_claim_name(&claim.name) {
+            objects.assumed.insert(
+                k,
+                Assumed {
+                    claim: Arc::new(claim),
+                    in_flight: true,
+                },
+            );
+            return Ok(());
+        }
         let Some(current) = objects.shown(&k) else {
             return Err(AssumeError::NotFound(claim.key()));
         };
@@ -334,13 +369,35 @@ impl Dra {
     /// `resourceVersion`, so that the scheduler sees the write before the watch
     /// does. Nothing is assumed when the cluster's copy has caught up already, or
     /// the claim is gone.
+    ///
+    /// A claim made for a pod's extended resources shows even before the cluster's
+    /// copy first arrives (it was just created), and once written with its
+    /// allocation takes the place of the claim assumed for them at Reserve.
     pub fn assume_written(&self, written: ResourceClaim) {
         let k = key(&written.namespace, &written.name);
         let mut objects = self.write(Part::Claims);
-        let behind = objects
-            .claims
-            .get(&k)
-            .is_some_and(|c| older(&c.resource_version, &written.resource_version));
+        let extended_of = written
+            .controller
+            .as_ref()
+            .filter(|c| written.is_extended_resource_claim_of(&c.uid))
+            .map(|c| c.uid.clone());
+        // Once its allocation is written, the claim created for a pod's extended
+        // resources stands for the one assumed at Reserve (until then that one keeps
+        // its devices given).
+        if let Some(uid) = extended_of
+            .as_ref()
+            .filter(|_| written.status.allocation.is_some())
+        {
+            let in_memory = key(
+                &written.namespace,
+                &berth_sdk::dra::in_memory_extended_claim_name(uid),
+            );
+            objects.assumed.remove(&in_memory);
+        }
+        let behind = match objects.claims.get(&k) {
+            Some(c) => older(&c.resource_version, &written.resource_version),
+            None => extended_of.is_some(),
+        };
         if behind {
             objects.assumed.insert(
                 k,

@@ -1147,7 +1147,7 @@ fn non_empty(s: &Option<String>) -> Option<String> {
 
 /// A stable UID for a pod that has none, so that loading the same manifest twice
 /// gives the same pod: a UUID (version 8, "custom") made of a SHA-256 of its key.
-fn derived_uid(namespace: &str, name: &str) -> String {
+pub(crate) fn derived_uid(namespace: &str, name: &str) -> String {
     use sha2::Digest;
     let hash = sha2::Sha256::digest(format!("{namespace}/{name}").as_bytes());
     let mut b = [0u8; 16];

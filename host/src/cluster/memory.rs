@@ -32,6 +32,8 @@ pub struct MemoryCluster {
     evictions: Mutex<Vec<Eviction>>,
     storage: Mutex<Option<Storage>>,
     dra: Mutex<Option<crate::cluster::dra::Dra>>,
+    /// `status.extendedResourceClaimStatus` written for pods, by UID.
+    extended_statuses: Mutex<BTreeMap<String, berth_sdk::PodExtendedResourceClaimStatus>>,
     storage_changes: Mutex<Vec<(Option<Object>, Object)>>,
     volume_bindings: Mutex<Vec<VolumeBinding>>,
     /// The provisioners are stalled: a claim given a selected node waits.
@@ -95,6 +97,37 @@ impl MemoryCluster {
     pub fn stall_provisioners(&self, stalled: bool) {
         self.provisioners_stalled
             .store(stalled, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The `status.extendedResourceClaimStatus` written for each pod (by UID) whose
+    /// extended resources got devices through a claim.
+    pub fn extended_resource_claim_statuses(
+        &self,
+    ) -> BTreeMap<String, berth_sdk::PodExtendedResourceClaimStatus> {
+        self.extended_statuses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn dra_view(&self, what: &str) -> Result<crate::cluster::dra::Dra, WriteError> {
+        self.dra
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| WriteError::Refused(format!("{what}: no DRA view attached")))
+    }
+
+    /// Remembers a change of a ResourceClaim for the queue, as a watch would report it.
+    fn claim_changed(
+        &self,
+        old: Option<berth_sdk::dra::ResourceClaim>,
+        new: berth_sdk::dra::ResourceClaim,
+    ) {
+        self.storage_changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((old.map(Object::ResourceClaim), Object::ResourceClaim(new)));
     }
 
     fn storage(&self) -> Result<Storage, WriteError> {
@@ -360,6 +393,78 @@ impl Binder for MemoryCluster {
                 Object::ResourceClaim(written.clone()),
             ));
         Ok(written)
+    }
+
+    /// As the API server's create with `generateName`: the name gets a suffix of
+    /// five characters (derived from the pod's UID, so that replays name it alike),
+    /// the claim a UID and its first `resourceVersion`.
+    fn create_extended_resource_claim(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
+        let Some(owner) = claim.controller.clone() else {
+            return Err(WriteError::Refused(
+                "creating a claim for extended resources: it names no pod as its controller".into(),
+            ));
+        };
+        let what = format!(
+            "creating a claim for the extended resources of pod {}/{}",
+            claim.namespace, owner.name
+        );
+        let dra = self.dra_view(&what)?;
+        let pod = Pod {
+            uid: owner.uid.clone(),
+            ..Pod::default()
+        };
+        let suffix = crate::cluster::manifest::dra::claim_suffix(&pod, "extended-resources");
+        let mut created = claim.clone();
+        created.name = format!("{}-extended-resources-{suffix}", owner.name);
+        if dra
+            .cluster_claim(&created.namespace, &created.name)
+            .is_some()
+        {
+            return Err(WriteError::Conflict(format!(
+                "{what}: resourceclaims.resource.k8s.io \"{}\" already exists",
+                created.name
+            )));
+        }
+        created.uid = crate::cluster::manifest::derived_uid(
+            &created.namespace,
+            &format!("resourceclaim/{}", created.name),
+        );
+        created.resource_version = "1".into();
+        created.annotations.insert(
+            berth_sdk::dra::EXTENDED_RESOURCE_CLAIM_ANNOTATION.into(),
+            "true".into(),
+        );
+        created.status = Default::default();
+        dra.set_claim(created.clone());
+        self.claim_changed(None, created.clone());
+        Ok(created)
+    }
+
+    fn delete_extended_resource_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), WriteError> {
+        let dra = self.dra_view(&format!("deleting resourceclaim {namespace}/{name}"))?;
+        dra.remove_claim(namespace, name);
+        Ok(())
+    }
+
+    fn write_extended_resource_claim_status(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        uid: &str,
+        status: &berth_sdk::PodExtendedResourceClaimStatus,
+    ) -> Result<(), WriteError> {
+        self.extended_statuses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uid.to_owned(), status.clone());
+        Ok(())
     }
 
     fn attach_storage(&self, storage: &Storage) {

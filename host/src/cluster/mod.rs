@@ -93,6 +93,49 @@ pub trait Binder: Send + Sync {
         )))
     }
 
+    /// Creates the claim for a pod's extended resources backed by DRA (upstream's
+    /// `createExtendedResourceClaimInAPI`): `claim` names the namespace, the pod as
+    /// controller and the requests; the cluster names it from
+    /// `<pod name>-extended-resources-` and answers it as created.
+    fn create_extended_resource_claim(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
+        Err(WriteError::Refused(format!(
+            "creating a claim for the extended resources of pod {}: this cluster cannot allocate devices",
+            claim.controller.as_ref().map_or("?", |c| c.name.as_str())
+        )))
+    }
+
+    /// Deletes a claim made for a pod's extended resources, its delete-protection
+    /// finalizer dropped first (upstream's `deleteClaim`). A claim already gone is
+    /// no error.
+    fn delete_extended_resource_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), WriteError> {
+        Err(WriteError::Refused(format!(
+            "deleting resourceclaim {namespace}/{name}: this cluster cannot allocate devices"
+        )))
+    }
+
+    /// Records the claim made for the pod's extended resources in its
+    /// `status.extendedResourceClaimStatus` (upstream's
+    /// `patchPodExtendedResourceClaimStatus`).
+    fn write_extended_resource_claim_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        status: &berth_sdk::PodExtendedResourceClaimStatus,
+    ) -> Result<(), WriteError> {
+        let _ = (uid, status);
+        Err(WriteError::Refused(format!(
+            "writing the extended resource claim status of pod {namespace}/{name}: this cluster cannot allocate devices"
+        )))
+    }
+
     /// Gives the cluster the scheduler's view of the dynamic resource allocation
     /// objects, for a cluster that keeps none of its own (the embedded one writes
     /// its claims' statuses there).

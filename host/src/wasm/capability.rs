@@ -56,10 +56,16 @@ pub enum HostCall {
     RestoreResourceClaim,
     /// `dra.write-resource-claim-status`.
     WriteResourceClaimStatus,
+    /// `dra.create-extended-resource-claim`.
+    CreateExtendedResourceClaim,
+    /// `dra.delete-extended-resource-claim`.
+    DeleteExtendedResourceClaim,
+    /// `dra.write-extended-resource-claim-status`.
+    WriteExtendedResourceClaimStatus,
 }
 
 /// Every host call that is checked, in the WIT's order.
-pub const CHECKED: [HostCall; 12] = [
+pub const CHECKED: [HostCall; 15] = [
     HostCall::BindPod,
     HostCall::AllowWaitingPod,
     HostCall::RejectWaitingPod,
@@ -72,6 +78,9 @@ pub const CHECKED: [HostCall; 12] = [
     HostCall::AssumeResourceClaim,
     HostCall::RestoreResourceClaim,
     HostCall::WriteResourceClaimStatus,
+    HostCall::CreateExtendedResourceClaim,
+    HostCall::DeleteExtendedResourceClaim,
+    HostCall::WriteExtendedResourceClaimStatus,
 ];
 
 /// The storage writes' extension points.
@@ -93,6 +102,9 @@ impl HostCall {
             HostCall::AssumeResourceClaim => "assume-resource-claim",
             HostCall::RestoreResourceClaim => "restore-resource-claim",
             HostCall::WriteResourceClaimStatus => "write-resource-claim-status",
+            HostCall::CreateExtendedResourceClaim => "create-extended-resource-claim",
+            HostCall::DeleteExtendedResourceClaim => "delete-extended-resource-claim",
+            HostCall::WriteExtendedResourceClaimStatus => "write-extended-resource-claim-status",
         }
     }
 
@@ -110,6 +122,12 @@ impl HostCall {
             HostCall::RestoreResourceClaim => Some(&["Reserve", "Unreserve"]),
             // PostFilter: upstream's DynamicResources deallocates a claim there.
             HostCall::WriteResourceClaimStatus => Some(&["PostFilter", "PreBind"]),
+            HostCall::CreateExtendedResourceClaim | HostCall::WriteExtendedResourceClaimStatus => {
+                Some(&["PreBind"])
+            }
+            // PostFilter: upstream deletes a claim an earlier attempt made; Unreserve:
+            // one this attempt's PreBind made.
+            HostCall::DeleteExtendedResourceClaim => Some(&["PostFilter", "Unreserve"]),
         }
     }
 
@@ -130,6 +148,10 @@ impl HostCall {
             HostCall::WriteResourceClaimStatus => {
                 "the cycle's pod's ResourceClaims; at PostFilter only to deallocate one no other consumer has reserved"
             }
+            HostCall::CreateExtendedResourceClaim | HostCall::DeleteExtendedResourceClaim => {
+                "the claim for the cycle's pod's extended resources"
+            }
+            HostCall::WriteExtendedResourceClaimStatus => "the cycle's pod's status",
         }
     }
 }
@@ -278,7 +300,9 @@ impl CallScope {
         Ok(())
     }
 
-    /// `Ok` when `call` may act on the ResourceClaim `namespace/name`.
+    /// `Ok` when `call` may act on the ResourceClaim `namespace/name`: one the pod
+    /// names (see [`resource_claim_names`]), or the claim for its extended resources
+    /// before PreBind creates it (`<extended-resources>/<pod UID>`).
     pub fn resource_claim(
         &self,
         call: HostCall,
@@ -287,7 +311,10 @@ impl CallScope {
     ) -> Result<(), String> {
         self.at_point(call)?;
         let pod = self.pod()?;
-        if pod.namespace != namespace || !pod.resource_claims.iter().any(|c| c == name) {
+        let in_memory = berth_sdk::dra::in_memory_extended_claim_name(&pod.uid);
+        if pod.namespace != namespace
+            || !(pod.resource_claims.iter().any(|c| c == name) || name == in_memory)
+        {
             return Err(format!(
                 "{} may act only on the ResourceClaims of the cycle's pod {}/{}, not {namespace}/{name}",
                 call.as_str(),
@@ -310,7 +337,14 @@ impl CallScope {
         current: Option<&ResourceClaim>,
     ) -> Result<(), String> {
         let call = HostCall::WriteResourceClaimStatus;
-        self.resource_claim(call, &written.namespace, &written.name)?;
+        let made_for_pod = self.pod.as_ref().zip(current).is_some_and(|(pod, c)| {
+            c.namespace == pod.namespace && c.is_extended_resource_claim_of(&pod.uid)
+        });
+        if made_for_pod {
+            self.at_point(call)?;
+        } else {
+            self.resource_claim(call, &written.namespace, &written.name)?;
+        }
         if self.point != "PostFilter" {
             return Ok(());
         }
@@ -333,6 +367,68 @@ impl CallScope {
                 written.key(),
                 other.resource,
                 other.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Ok` when `create-extended-resource-claim` may create `claim`: at PreBind, a
+    /// claim of the cycle's pod's namespace whose controller is that pod.
+    pub fn extended_claim_create(&self, claim: &ResourceClaim) -> Result<(), String> {
+        let call = HostCall::CreateExtendedResourceClaim;
+        self.at_point(call)?;
+        let pod = self.pod()?;
+        if claim.namespace != pod.namespace || !claim.is_for_pod(&pod.uid) {
+            return Err(format!(
+                "{} may create only a claim controlled by the cycle's pod {}/{} in its namespace",
+                call.as_str(),
+                pod.namespace,
+                pod.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Ok` when `delete-extended-resource-claim` may delete `current` (the claim as
+    /// the host sees it; `None`: unknown): the claim made for the cycle's pod's
+    /// extended resources (annotated as such, the pod its controller).
+    pub fn extended_claim_delete(
+        &self,
+        namespace: &str,
+        name: &str,
+        current: Option<&ResourceClaim>,
+    ) -> Result<(), String> {
+        let call = HostCall::DeleteExtendedResourceClaim;
+        self.at_point(call)?;
+        let pod = self.pod()?;
+        match current {
+            Some(c)
+                if c.namespace == pod.namespace && c.is_extended_resource_claim_of(&pod.uid) =>
+            {
+                Ok(())
+            }
+            _ => Err(format!(
+                "{} may delete only the claim made for the extended resources of the cycle's pod {}/{}, not {namespace}/{name}",
+                call.as_str(),
+                pod.namespace,
+                pod.name
+            )),
+        }
+    }
+
+    /// `Ok` when `write-extended-resource-claim-status` may write the status of the
+    /// pod `namespace/name` (uid `uid`): at PreBind, the cycle's pod.
+    pub fn pod_status(&self, namespace: &str, name: &str, uid: &str) -> Result<(), String> {
+        let call = HostCall::WriteExtendedResourceClaimStatus;
+        self.at_point(call)?;
+        let pod = self.pod()?;
+        if (pod.namespace.as_str(), pod.name.as_str(), pod.uid.as_str()) != (namespace, name, uid) {
+            return Err(format!(
+                "{} may write only the status of the cycle's pod {}/{} (uid {}), not {namespace}/{name} (uid {uid})",
+                call.as_str(),
+                pod.namespace,
+                pod.name,
+                pod.uid
             ));
         }
         Ok(())

@@ -584,10 +584,13 @@ impl dra::Host for HostCtx {
     ) -> Result<w::ResourceClaim, String> {
         let call = HostCall::WriteResourceClaimStatus;
         let claim = convert::dra::claim_from_wit(claim);
+        // The cluster's copy; for a claim just created for the pod's extended
+        // resources, which the watch may not have shown yet, the one created.
         let current = self
             .services
             .dra
-            .cluster_claim(&claim.namespace, &claim.name);
+            .cluster_claim(&claim.namespace, &claim.name)
+            .or_else(|| self.services.dra.claim(&claim.namespace, &claim.name));
         let check = self.scope.resource_claim_write(&claim, current.as_deref());
         self.checked(call, check)?;
         let Some(writer) = &self.services.claim_writer else {
@@ -600,6 +603,86 @@ impl dra::Host for HostCtx {
         // Shown at once, before the watch brings it.
         self.services.dra.assume_written(written.clone());
         Ok(convert::dra::claim_to_wit(&written))
+    }
+
+    fn extended_resource_claim(
+        &mut self,
+        namespace: String,
+        pod_uid: String,
+    ) -> Option<w::ResourceClaim> {
+        self.services
+            .dra
+            .extended_claim(&namespace, &pod_uid)
+            .map(|c| convert::dra::claim_to_wit(&c))
+    }
+
+    fn create_extended_resource_claim(
+        &mut self,
+        claim: w::ResourceClaim,
+    ) -> Result<w::ResourceClaim, String> {
+        let call = HostCall::CreateExtendedResourceClaim;
+        let claim = convert::dra::claim_from_wit(claim);
+        let check = self.scope.extended_claim_create(&claim);
+        self.checked(call, check)?;
+        let Some(writer) = &self.services.claim_writer else {
+            return Err("create-extended-resource-claim has no cluster to write to".into());
+        };
+        let created = writer
+            .create_extended_resource_claim(&claim)
+            .map_err(|e| e.to_string())?;
+        self.services.dra.assume_written(created.clone());
+        Ok(convert::dra::claim_to_wit(&created))
+    }
+
+    fn delete_extended_resource_claim(
+        &mut self,
+        namespace: String,
+        name: String,
+    ) -> Result<(), String> {
+        let call = HostCall::DeleteExtendedResourceClaim;
+        let current = self.services.dra.claim(&namespace, &name);
+        let check = self
+            .scope
+            .extended_claim_delete(&namespace, &name, current.as_deref());
+        self.checked(call, check)?;
+        let Some(writer) = &self.services.claim_writer else {
+            return Err("delete-extended-resource-claim has no cluster to write to".into());
+        };
+        writer
+            .delete_extended_resource_claim(&namespace, &name)
+            .map_err(|e| e.to_string())?;
+        self.services.dra.remove_claim(&namespace, &name);
+        Ok(())
+    }
+
+    fn write_extended_resource_claim_status(
+        &mut self,
+        namespace: String,
+        pod_name: String,
+        pod_uid: String,
+        status: w::PodExtendedResourceClaimStatus,
+    ) -> Result<(), String> {
+        let call = HostCall::WriteExtendedResourceClaimStatus;
+        let check = self.scope.pod_status(&namespace, &pod_name, &pod_uid);
+        self.checked(call, check)?;
+        let Some(writer) = &self.services.claim_writer else {
+            return Err("write-extended-resource-claim-status has no cluster to write to".into());
+        };
+        let status = berth_sdk::PodExtendedResourceClaimStatus {
+            resource_claim_name: status.resource_claim_name,
+            request_mappings: status
+                .request_mappings
+                .into_iter()
+                .map(|m| berth_sdk::ContainerExtendedResourceRequest {
+                    container_name: m.container_name,
+                    resource_name: m.resource_name,
+                    request_name: m.request_name,
+                })
+                .collect(),
+        };
+        writer
+            .write_extended_resource_claim_status(&namespace, &pod_name, &pod_uid, &status)
+            .map_err(|e| e.to_string())
     }
 
     fn wait_claim_change(&mut self, after: u64, timeout_ms: u64) -> (u64, u64) {

@@ -29,13 +29,17 @@
 //! generations it was built from; a cycle's state names the key, and an instance
 //! that has another builds its own from the host's current view.
 //!
-//! Not modelled: extended resources backed by DRA (`DeviceClass.extendedResourceName`
-//! and the implicit `deviceclass.resource.kubernetes.io/<class>`), the binding
-//! timeout of a claim allocated by an earlier attempt (it needs a clock the sandbox
-//! does not give), and the deallocation PostFilter asks for.
+//! Extended resources backed by DRA (a DeviceClass's `extendedResourceName`, or the
+//! implicit `deviceclass.resource.kubernetes.io/<class>`) are given the same way, on
+//! the nodes that do not advertise them, through one claim the plugin makes for the
+//! pod at PreBind (see [`extended`]).
+//!
+//! Not modelled: the binding timeout of a claim allocated by an earlier attempt (it
+//! needs a clock the sandbox does not give).
 
 pub mod args;
 pub mod claims;
+pub mod extended;
 
 use berth_dra::{AllocError, AllocatedState, Allocator, Devices, Features, cel::SelectorCache};
 use berth_sdk::affinity::NodeSelectorTerm;
@@ -43,10 +47,10 @@ use berth_sdk::dra::host as dra;
 use berth_sdk::dra::{AllocationResult, DeviceClass, DeviceRequest, ResourceClaim};
 use berth_sdk::preemption::DryRun;
 use berth_sdk::{
-    ActionType, ClusterEvent, CycleState, EnqueueExtensions, EventRegistration, EventResource,
-    Filter, NodeInfo, NormalizeScore, Object, Plugin, Pod, PostFilter, PostFilterResult, PreBind,
-    PreEnqueue, PreFilter, PreFilterResult, PreScore, QueueingHint, Reserve, Score, Sign,
-    SignFragment, StateKey, Status, sign,
+    ActionType, ClusterEvent, ContainerExtendedResourceRequest, CycleState, EnqueueExtensions,
+    EventRegistration, EventResource, Filter, NodeInfo, NormalizeScore, Object, Plugin, Pod,
+    PostFilter, PostFilterResult, PreBind, PreEnqueue, PreFilter, PreFilterResult, PreScore,
+    QueueingHint, Reserve, Score, Sign, SignFragment, StateKey, Status, sign,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -58,6 +62,9 @@ pub const STATE_KEY: &str = "DynamicResources";
 static STATE: StateKey<PreFilterState> = StateKey::new(STATE_KEY);
 /// What Reserve assumed, for Unreserve and PreBind.
 const RESERVED_KEY: &str = "DynamicResources/reserved";
+/// The claim PreBind created for the pod's extended resources (namespace, name), for
+/// Unreserve to delete should binding fail after it.
+const CREATED_KEY: &str = "DynamicResources/extended-created";
 
 /// Filter's reason when the allocator finds no devices for the claims on a node.
 pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
@@ -65,6 +72,9 @@ pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
 pub const ERR_NOT_AVAILABLE: &str = "resourceclaim not available on the node";
 /// PreFilter's reason when an allocated claim has no room for the pod.
 pub const ERR_IN_USE: &str = "resourceclaim in use";
+/// Filter's reason while a claim an earlier attempt made for the pod's extended
+/// resources exists (PostFilter deletes it).
+pub const ERR_STALE_EXTENDED: &str = "cannot schedule extended resource claim";
 
 fn node_key(node: &str) -> String {
     format!("{STATE_KEY}/node/{node}")
@@ -96,6 +106,24 @@ pub struct PreFilterState {
     /// The view the allocator of this cycle was built from (`None`: nothing to
     /// allocate).
     pub allocator: Option<AllocatorKey>,
+    /// The pod's extended resources a DeviceClass backs (`None`: it requests none).
+    #[serde(default)]
+    pub extended: Option<extended::ExtendedState>,
+}
+
+/// What Filter found on a node, for Reserve and Score.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct NodeAllocation {
+    /// The allocations of the claims to allocate, in their order.
+    pub results: Vec<AllocationResult>,
+    /// The claim for the pod's extended resources on this node (none when the node
+    /// advertises them all), its allocation and which request serves which
+    /// container.
+    pub extended: Option<(
+        ResourceClaim,
+        AllocationResult,
+        Vec<ContainerExtendedResourceRequest>,
+    )>,
 }
 
 impl PreFilterState {
@@ -111,6 +139,10 @@ pub struct ReservedClaim {
     pub claim: ResourceClaim,
     /// Whether the scheduler allocated it in this cycle.
     pub allocated_here: bool,
+    /// For the claim of the pod's extended resources (not created yet): which
+    /// request serves which container, for the pod's status.
+    #[serde(default)]
+    pub extended: Option<Vec<ContainerExtendedResourceRequest>>,
 }
 
 /// The classes, slices and taint rules of one device generation.
@@ -386,14 +418,20 @@ impl PreFilter for DynamicResources {
             Ok(c) => c,
             Err(reason) => return Status::unresolvable(reason).into(),
         };
-        if claims.is_empty() {
+        let mut view = None;
+        let extended = if requests_dra_extended_resources(pod) {
+            let v = view.get_or_insert_with(|| self.device_view());
+            extended::ExtendedState::of(pod, &v.classes)
+        } else {
+            None
+        };
+        if claims.is_empty() && extended.is_none() {
             return Status::skip().into();
         }
         let mut s = PreFilterState {
             available_on_nodes: vec![None; claims.len()],
             ..PreFilterState::default()
         };
-        let mut view = None;
         for (index, claim) in claims.iter().enumerate() {
             let reserved_here = claim.is_reserved_for(&pod.uid);
             // Berth's claims read with what other cycles assumed: an allocation in
@@ -436,7 +474,9 @@ impl PreFilter for DynamicResources {
                 }
             }
         }
-        if !s.to_allocate.is_empty() {
+        let extended_to_allocate = extended.as_ref().is_some_and(|e| e.stale.is_none());
+        s.extended = extended;
+        if !s.to_allocate.is_empty() || extended_to_allocate {
             match self.current_allocator() {
                 Ok((key, _)) => s.allocator = Some(key),
                 Err(status) => return status.into(),
@@ -448,6 +488,16 @@ impl PreFilter for DynamicResources {
     }
 }
 
+/// Whether the pod requests a resource that a DeviceClass may back (an extended
+/// resource, or a class's implicit one): only then are the classes read.
+fn requests_dra_extended_resources(pod: &Pod) -> bool {
+    pod.containers
+        .iter()
+        .chain(&pod.init_containers)
+        .flat_map(|c| c.requests.iter())
+        .any(|(name, q)| *q > 0 && berth_sdk::validation::is_dra_extended_resource_name(name))
+}
+
 /// The cycle's state, or the Error status upstream gives when it is missing.
 fn read_state(state: &CycleState) -> Result<std::rc::Rc<PreFilterState>, Status> {
     state
@@ -456,12 +506,27 @@ fn read_state(state: &CycleState) -> Result<std::rc::Rc<PreFilterState>, Status>
 }
 
 impl Filter for DynamicResources {
-    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         let s = match read_state(state) {
             Ok(s) => s,
             Err(status) => return status,
         };
-        if s.claims.is_empty() {
+        let mut node_claim = None;
+        if let Some(ext) = &s.extended {
+            if ext.stale.is_some() {
+                // Made by an earlier attempt for the node it chose: PostFilter
+                // deletes it, and the next attempt starts anew.
+                return Status::unresolvable(ERR_STALE_EXTENDED);
+            }
+            match ext.needs_on(node) {
+                Err(reason) => return Status::unresolvable(reason),
+                Ok(needs) if !needs.is_empty() => node_claim = Some(ext.claim_for(pod, &needs)),
+                Ok(_) => {}
+            }
+        }
+        if s.claims.is_empty() && node_claim.is_none() {
+            // No claim of its own, and the node advertises its extended resources:
+            // NodeResourcesFit checks them.
             return Status::success();
         }
         let mut unavailable = Vec::new();
@@ -489,7 +554,10 @@ impl Filter for DynamicResources {
                 Ok(a) => a,
                 Err(status) => return status,
             };
-            let to_allocate = s.claims_to_allocate();
+            let mut to_allocate = s.claims_to_allocate();
+            if let Some((claim, _)) = &node_claim {
+                to_allocate.push(claim);
+            }
             match allocator.allocate(&node.node, &to_allocate) {
                 Ok(Some(results)) if results.len() == to_allocate.len() => {
                     allocations = Some(results)
@@ -505,8 +573,15 @@ impl Filter for DynamicResources {
             }
             return Status::unresolvable(ERR_NOT_AVAILABLE);
         }
-        if let Some(results) = allocations {
-            state.write(&node_key(&node.node.name), &results);
+        if let Some(mut results) = allocations {
+            let extended = node_claim.map(|(claim, mappings)| {
+                let result = results.pop().unwrap_or_default();
+                (claim, result, mappings)
+            });
+            state.write(
+                &node_key(&node.node.name),
+                &NodeAllocation { results, extended },
+            );
         }
         Status::success()
     }
@@ -529,7 +604,7 @@ impl PostFilter for DynamicResources {
             Ok(s) => s,
             Err(status) => return status.into(),
         };
-        if s.claims.is_empty() {
+        if s.claims.is_empty() && s.extended.is_none() {
             return Status::unschedulable("no new claims to deallocate").into();
         }
         for (index, claim) in s.claims.iter().enumerate() {
@@ -548,6 +623,15 @@ impl PostFilter for DynamicResources {
                 }
                 .into();
             }
+        }
+        if let Some(stale) = s.extended.as_ref().and_then(|e| e.stale.as_ref()) {
+            // Made by an earlier attempt whose binding failed: deleted, so that the
+            // next attempt makes one for the node it chooses (upstream's PostFilter).
+            return match dra::delete_extended_resource_claim(&stale.namespace, &stale.name) {
+                Ok(()) => Status::unschedulable("deletion of ResourceClaim completed"),
+                Err(e) => Status::error(format!("delete resourceclaim {}: {e}", stale.key())),
+            }
+            .into();
         }
         Status::unschedulable("still not schedulable").into()
     }
@@ -590,8 +674,9 @@ impl Score for DynamicResources {
             return Ok(0);
         }
         let mut node_results = state
-            .read::<Vec<AllocationResult>>(&node_key(&node.node.name))
+            .read::<NodeAllocation>(&node_key(&node.node.name))
             .unwrap_or_default()
+            .results
             .into_iter();
         let mut claims = Vec::with_capacity(s.claims.len());
         let mut results = Vec::with_capacity(s.claims.len());
@@ -633,22 +718,23 @@ impl Reserve for DynamicResources {
             Ok(s) => s,
             Err(status) => return status,
         };
-        if s.claims.is_empty() {
+        if s.claims.is_empty() && s.extended.is_none() {
             return Status::success();
         }
+        let found = state.read::<NodeAllocation>(&node_key(node));
         let mut results = Vec::new();
         if !s.to_allocate.is_empty() {
-            let Some(found) = state.read::<Vec<AllocationResult>>(&node_key(node)) else {
+            let Some(found) = &found else {
                 return Status::error("claim allocation not found for node");
             };
-            if found.len() != s.to_allocate.len() {
+            if found.results.len() != s.to_allocate.len() {
                 return Status::error(format!(
                     "internal error, have {} allocations, {} claims to allocate",
-                    found.len(),
+                    found.results.len(),
                     s.to_allocate.len()
                 ));
             }
-            results = found;
+            results = found.results.clone();
         }
         let mut results = results.into_iter();
         let mut assumed: Vec<ReservedClaim> = Vec::new();
@@ -670,16 +756,44 @@ impl Reserve for DynamicResources {
             assumed.push(ReservedClaim {
                 claim: changed,
                 allocated_here,
+                extended: None,
+            });
+        }
+        // The claim for the pod's extended resources on this node, if the node gives
+        // them as devices: assumed under its name in the cycle until PreBind makes it.
+        if let Some((claim, result, mappings)) = found.and_then(|f| f.extended) {
+            let mut claim = claim;
+            claim.status.allocation = Some(result);
+            claim.status.reserved_for = vec![claims::consumer(pod)];
+            if let Err(e) = dra::assume_resource_claim(&claim) {
+                restore(&assumed);
+                return Status::error(format!(
+                    "assume the claim for the extended resources of pod {}/{}: {e}",
+                    pod.namespace, pod.name
+                ));
+            }
+            assumed.push(ReservedClaim {
+                claim,
+                allocated_here: true,
+                extended: Some(mappings),
             });
         }
         state.write(RESERVED_KEY, &assumed);
         Status::success()
     }
 
-    /// Restores every claim Reserve assumed; idempotent.
+    /// Restores every claim Reserve assumed, and deletes the claim PreBind made for
+    /// the pod's extended resources, if it got that far (upstream's
+    /// `unreserveExtendedResourceClaim`); idempotent.
     fn unreserve(&self, state: &CycleState, _pod: &Pod, _node: &str) {
         if let Some(assumed) = state.read::<Vec<ReservedClaim>>(RESERVED_KEY) {
             restore(&assumed);
+        }
+        if let Some((namespace, name)) = state.read::<(String, String)>(CREATED_KEY) {
+            // Nothing more to do if it fails: the next attempt finds the claim and
+            // PostFilter deletes it.
+            let _ = dra::delete_extended_resource_claim(&namespace, &name);
+            state.write(CREATED_KEY, &None::<(String, String)>);
         }
     }
 }
@@ -757,6 +871,52 @@ fn bind_claim(r: &ReservedClaim, pod: &Pod) -> Result<ResourceClaim, String> {
     }
 }
 
+/// Creates the claim for the pod's extended resources, writes its allocation and
+/// `reservedFor` (as [`bind_claim`]) and records it in the pod's
+/// `status.extendedResourceClaimStatus` (upstream's `bindClaim` for the special
+/// claim). The created claim is remembered for Unreserve.
+fn bind_extended_claim(
+    state: &CycleState,
+    r: &ReservedClaim,
+    mappings: &[ContainerExtendedResourceRequest],
+    pod: &Pod,
+) -> Result<ResourceClaim, String> {
+    let mut spec_only = r.claim.clone();
+    spec_only.status = Default::default();
+    let created = dra::create_extended_resource_claim(&spec_only)?;
+    state.write(
+        CREATED_KEY,
+        &Some((created.namespace.clone(), created.name.clone())),
+    );
+    let mut with_status = created.clone();
+    with_status.status = r.claim.status.clone();
+    let written = bind_claim(
+        &ReservedClaim {
+            claim: with_status,
+            allocated_here: true,
+            extended: None,
+        },
+        pod,
+    )?;
+    if mappings.is_empty() {
+        return Err(format!(
+            "nil or empty request mappings, no update of pod {}/{} ExtendedResourceClaimStatus",
+            pod.namespace, pod.name
+        ));
+    }
+    let status = berth_sdk::PodExtendedResourceClaimStatus {
+        resource_claim_name: written.name.clone(),
+        request_mappings: mappings.to_vec(),
+    };
+    dra::write_extended_resource_claim_status(pod, &status).map_err(|e| {
+        format!(
+            "update pod {}/{} ExtendedResourceClaimStatus: {e}",
+            pod.namespace, pod.name
+        )
+    })?;
+    Ok(written)
+}
+
 impl PreBind for DynamicResources {
     /// Writes the claims Reserve changed (upstream's `bindClaim`), then waits for the
     /// binding conditions of their devices.
@@ -767,7 +927,11 @@ impl PreBind for DynamicResources {
         };
         let mut written = Vec::with_capacity(reserved.len());
         for r in &reserved {
-            match bind_claim(r, pod) {
+            let result = match &r.extended {
+                Some(mappings) => bind_extended_claim(state, r, mappings, pod),
+                None => bind_claim(r, pod),
+            };
+            match result {
                 Ok(claim) => written.push(claim),
                 Err(e) => return Status::error(e),
             }
@@ -783,6 +947,12 @@ impl PreBind for DynamicResources {
                 if claims::has_binding_conditions(current) {
                     waiting.push(current.clone());
                 }
+            }
+        }
+        // The claim made for the pod's extended resources counts too.
+        for (r, w) in reserved.iter().zip(&written) {
+            if r.extended.is_some() && claims::has_binding_conditions(w) {
+                waiting.push(w.clone());
             }
         }
         if waiting.is_empty() {
@@ -807,6 +977,13 @@ impl Sign for DynamicResources {
             return sign::unsignable(
                 "pods with a claim for DRA-backed extended resources are not signable",
             );
+        }
+        if requests_dra_extended_resources(pod)
+            && extended::backs_any(pod, &self.device_view().classes)
+        {
+            // Each such pod gets devices of its own through a claim: as a pod with
+            // claims.
+            return sign::unsignable("pods with extended resources backed by DRA are not signable");
         }
         Ok(Vec::new())
     }

@@ -90,28 +90,59 @@ struct PreFilterState {
     memory: i64,
     ephemeral_storage: i64,
     scalar: BTreeMap<String, i64>,
+    /// The requested extended resources a DeviceClass backs ([`dra_backed`]).
+    #[serde(default)]
+    dra_backed: BTreeSet<String>,
 }
 
-impl From<&Resources> for PreFilterState {
-    fn from(r: &Resources) -> Self {
+impl PreFilterState {
+    fn of(r: &Resources, dra_backed: BTreeSet<String>) -> Self {
         PreFilterState {
             milli_cpu: r.milli_cpu,
             memory: r.memory,
             ephemeral_storage: r.ephemeral_storage,
             scalar: r.scalar.clone(),
+            dra_backed,
         }
     }
 }
 
-/// PreFilter's state decoded into the requests Filter checks.
+/// PreFilter's state decoded into the requests Filter checks and the extended
+/// resources it leaves to DynamicResources where a node does not advertise them.
 #[derive(Debug, Deserialize)]
 #[serde(from = "PreFilterState")]
-struct Requests(Resources);
+struct Requests(Resources, BTreeSet<String>);
 
 impl From<PreFilterState> for Requests {
-    fn from(s: PreFilterState) -> Self {
-        Requests(s.into())
+    fn from(mut s: PreFilterState) -> Self {
+        let backed = std::mem::take(&mut s.dra_backed);
+        Requests(s.into(), backed)
     }
+}
+
+/// The resources of `request` that a DeviceClass backs (upstream's
+/// `DeviceClassResolver` asked by `shouldDelegateResourceToDRA`): extended resources
+/// named by a class's `extendedResourceName`, or a class's implicit
+/// `deviceclass.resource.kubernetes.io/<class>`. Where a node's allocatable has none of
+/// such a resource, DynamicResources gives the pod devices of the class instead, and
+/// Filter leaves it out. The classes are asked of the host only when the pod requests
+/// a resource that may be so backed.
+pub fn dra_backed(request: &Resources) -> BTreeSet<String> {
+    let names: Vec<&String> = request
+        .scalar
+        .iter()
+        .filter(|(name, q)| **q > 0 && berth_sdk::validation::is_dra_extended_resource_name(name))
+        .map(|(name, _)| name)
+        .collect();
+    if names.is_empty() {
+        return BTreeSet::new();
+    }
+    let classes = berth_sdk::dra::host::device_classes();
+    names
+        .into_iter()
+        .filter(|name| berth_sdk::dra::class_for_extended_resource(&classes, name).is_some())
+        .cloned()
+        .collect()
 }
 
 impl From<PreFilterState> for Resources {
@@ -146,12 +177,14 @@ pub struct InsufficientResource {
 /// Upstream's `fitsRequest`: every resource the node lacks for a pod requesting
 /// `request`, the pod count first, then cpu, memory, ephemeral storage and scalar
 /// resources by name. Extended resources named in `ignored` or whose group (the part
-/// before `/`) is in `ignored_groups` are not checked.
+/// before `/`) is in `ignored_groups` are not checked, nor those of `dra_backed` the
+/// node's allocatable has none of (DynamicResources gives them as devices).
 pub fn fits_request(
     request: &Resources,
     node: &NodeInfo,
     ignored: &BTreeSet<String>,
     ignored_groups: &BTreeSet<String>,
+    dra_backed: &BTreeSet<String>,
 ) -> Vec<InsufficientResource> {
     let mut out = Vec::new();
     let allowed = node.node.allocatable.allowed_pod_number;
@@ -206,6 +239,10 @@ pub fn fits_request(
             }
         }
         let get = |r: &Resources| r.scalar.get(name).copied().unwrap_or(0);
+        if get(alloc) == 0 && dra_backed.contains(name) {
+            // Upstream's shouldDelegateResourceToDRA.
+            continue;
+        }
         check(name, wanted, get(used), get(alloc));
     }
     out
@@ -213,7 +250,9 @@ pub fn fits_request(
 
 impl PreFilter for NodeResourcesFit {
     fn pre_filter(&self, state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> PreFilterResult {
-        state.write(PRE_FILTER_STATE_KEY, &PreFilterState::from(&pod.requests()));
+        let requests = pod.requests();
+        let backed = dra_backed(&requests);
+        state.write(PRE_FILTER_STATE_KEY, &PreFilterState::of(&requests, backed));
         Status::success().into()
     }
 }
@@ -230,6 +269,7 @@ impl Filter for NodeResourcesFit {
             node,
             &self.ignored_resources,
             &self.ignored_resource_groups,
+            &request.1,
         );
         if insufficient.is_empty() {
             return Status::success();
@@ -391,6 +431,7 @@ mod tests {
         let details = fits_request(
             &p.requests(),
             &node_with(32, &existing),
+            &BTreeSet::new(),
             &BTreeSet::new(),
             &BTreeSet::new(),
         );

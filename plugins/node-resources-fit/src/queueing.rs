@@ -23,6 +23,8 @@ use QueueingHint::{Queue, QueueSkip};
 ///   with in-place pod resizing on; Berth's host reports every request decrease.)
 /// - Node Add and UpdateNodeAllocatable. Upstream adds UpdateNodeTaint and
 ///   UpdateNodeLabel only when queueing hints are off, for its preCheck.
+/// - DeviceClass Add and Update: a class may come to back an extended resource the
+///   pod requests (DRAExtendedResource).
 pub fn events() -> Vec<EventRegistration> {
     vec![
         EventRegistration::with_hint(
@@ -36,6 +38,10 @@ pub fn events() -> Vec<EventRegistration> {
         EventRegistration::with_hint(
             EventResource::Node,
             ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
+        ),
+        EventRegistration::with_hint(
+            EventResource::DeviceClass,
+            ActionType::ADD | ActionType::UPDATE,
         ),
     ]
 }
@@ -55,24 +61,66 @@ fn any_requested_grew(wanted: &Resources, before: &Resources, after: &Resources)
 }
 
 /// Upstream's `haveAnyRequestedResourcesIncreased`: more pod slots, or more of a
-/// resource the pod requests.
+/// resource the pod requests, or a requested resource a DeviceClass backs that the
+/// modified node does not advertise (DynamicResources may give it as devices).
 pub fn have_any_requested_resources_increased(pod: &Pod, original: &Node, modified: &Node) -> bool {
     let (before, after) = (&original.allocatable, &modified.allocatable);
     if after.allowed_pod_number > before.allowed_pod_number {
         return true;
     }
-    any_requested_grew(&pod.requests(), before, after)
+    let wanted = pod.requests();
+    any_requested_grew(&wanted, before, after)
+        || crate::dra_backed(&wanted)
+            .iter()
+            .any(|name| after.get(name) == 0)
+}
+
+/// Upstream's `isSchedulableAfterDeviceClassEvent`: a class added whose implicit
+/// extended resource the pod requests, or a class added or updated whose
+/// `extendedResourceName` changed to one the pod requests.
+pub fn is_schedulable_after_device_class_event(
+    pod: &Pod,
+    old: Option<&Object>,
+    new: Option<&Object>,
+) -> Result<QueueingHint, String> {
+    let (original, modified) = objects(old, new, Object::as_device_class, "deviceclass")?;
+    let modified = modified.ok_or("the event has no new device class")?;
+    let requests = pod.requests();
+    let requested = |name: &str| requests.scalar.get(name).is_some_and(|q| *q > 0);
+    match original {
+        Some(o) if o.extended_resource_name == modified.extended_resource_name => {
+            return Ok(QueueSkip);
+        }
+        Some(_) => {}
+        None => {
+            let implicit = format!(
+                "{}{}",
+                berth_sdk::dra::IMPLICIT_EXTENDED_RESOURCE_PREFIX,
+                modified.name
+            );
+            if requested(&implicit) {
+                return Ok(Queue);
+            }
+        }
+    }
+    Ok(match &modified.extended_resource_name {
+        Some(name) if requested(name) => Queue,
+        _ => QueueSkip,
+    })
 }
 
 impl NodeResourcesFit {
     /// Upstream's `isFit`: whether the pod fits the empty node, by Filter's own
     /// checks (the ignored resources included).
     pub fn fits_empty_node(&self, pod: &Pod, node: &Node) -> bool {
+        let requests = pod.requests();
+        let backed = crate::dra_backed(&requests);
         fits_request(
-            &pod.requests(),
+            &requests,
             &NodeInfo::new(node.clone()),
             &self.ignored_resources,
             &self.ignored_resource_groups,
+            &backed,
         )
         .is_empty()
     }
@@ -154,6 +202,7 @@ impl EnqueueExtensions for NodeResourcesFit {
                 self.is_schedulable_after_pod_event(pod, old, new)
             }
             EventResource::Node => self.is_schedulable_after_node_change(pod, old, new),
+            EventResource::DeviceClass => is_schedulable_after_device_class_event(pod, old, new),
             // Not registered: requeue rather than guess.
             _ => Ok(Queue),
         }

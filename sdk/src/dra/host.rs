@@ -148,3 +148,48 @@ pub fn wait_claim_change(after: u64, timeout_ms: u64) -> (u64, u64) {
         (0, timeout_ms)
     )
 }
+
+/// The claim made for the extended resources of the pod of this UID (annotated
+/// `resource.kubernetes.io/extended-resource-claim`, the pod its controlling owner)
+/// in an earlier attempt, as the host sees it.
+pub fn extended_resource_claim(namespace: &str, pod_uid: &str) -> Option<ResourceClaim> {
+    ask!(
+        crate::guest::dra::extended_resource_claim(namespace, pod_uid),
+        |h| h.extended_resource_claim(namespace, pod_uid),
+        None
+    )
+}
+
+/// PreBind only: creates the claim for the cycle's pod's extended resources from
+/// `claim` (its namespace, its controller: the pod, and its requests); the cluster
+/// names it `<pod name>-extended-resources-<suffix>`. Answers it as created.
+pub fn create_extended_resource_claim(claim: &ResourceClaim) -> Result<ResourceClaim, String> {
+    ask!(
+        crate::guest::dra::create_extended_resource_claim(claim),
+        |h| h.create_extended_resource_claim(claim),
+        Err(crate::NO_DRA.into())
+    )
+}
+
+/// PostFilter and Unreserve only: deletes the claim made for the cycle's pod's
+/// extended resources.
+pub fn delete_extended_resource_claim(namespace: &str, name: &str) -> Result<(), String> {
+    ask!(
+        crate::guest::dra::delete_extended_resource_claim(namespace, name),
+        |h| h.delete_extended_resource_claim(namespace, name),
+        Err(crate::NO_DRA.into())
+    )
+}
+
+/// PreBind only: records the claim made for the pod's extended resources in its
+/// `status.extendedResourceClaimStatus`.
+pub fn write_extended_resource_claim_status(
+    pod: &crate::Pod,
+    status: &crate::PodExtendedResourceClaimStatus,
+) -> Result<(), String> {
+    ask!(
+        crate::guest::dra::write_extended_resource_claim_status(pod, status),
+        |h| h.write_extended_resource_claim_status(pod, status),
+        Err(crate::NO_DRA.into())
+    )
+}

@@ -80,3 +80,39 @@ pub(crate) fn write_resource_claim_status(
 pub(crate) fn wait_claim_change(after: u64, timeout_ms: u64) -> (u64, u64) {
     host::wait_claim_change(after, timeout_ms)
 }
+
+pub(crate) fn extended_resource_claim(
+    namespace: &str,
+    pod_uid: &str,
+) -> Option<sdk::ResourceClaim> {
+    host::extended_resource_claim(namespace, pod_uid).map(claim_from_wit)
+}
+
+pub(crate) fn create_extended_resource_claim(
+    claim: &sdk::ResourceClaim,
+) -> Result<sdk::ResourceClaim, String> {
+    host::create_extended_resource_claim(&claim_to_wit(claim)).map(claim_from_wit)
+}
+
+pub(crate) fn delete_extended_resource_claim(namespace: &str, name: &str) -> Result<(), String> {
+    host::delete_extended_resource_claim(namespace, name)
+}
+
+pub(crate) fn write_extended_resource_claim_status(
+    pod: &crate::Pod,
+    status: &crate::PodExtendedResourceClaimStatus,
+) -> Result<(), String> {
+    let status = w::PodExtendedResourceClaimStatus {
+        resource_claim_name: status.resource_claim_name.clone(),
+        request_mappings: status
+            .request_mappings
+            .iter()
+            .map(|m| w::ContainerExtendedResourceRequest {
+                container_name: m.container_name.clone(),
+                resource_name: m.resource_name.clone(),
+                request_name: m.request_name.clone(),
+            })
+            .collect(),
+    };
+    host::write_extended_resource_claim_status(&pod.namespace, &pod.name, &pod.uid, &status)
+}

@@ -399,6 +399,132 @@ impl Binder for KubeBinder {
         })
     }
 
+    /// A create with `generateName: <pod>-extended-resources-`, the annotation, the
+    /// pod as controlling owner and the requests (upstream's
+    /// `createExtendedResourceClaimInAPI`).
+    fn create_extended_resource_claim(
+        &self,
+        claim: &berth_sdk::dra::ResourceClaim,
+    ) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
+        use crate::cluster::manifest::dra;
+        let owner = claim.controller.as_ref().map_or("", |c| c.name.as_str());
+        let what = format!(
+            "creating a claim for the extended resources of pod {}/{owner}",
+            claim.namespace
+        );
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(fenced("allocating devices"));
+        }
+        let body = dra::extended_resource_claim_json(claim)
+            .map_err(|e| WriteError::Refused(format!("{what}: {e}")))?;
+        let body: k8s_openapi::api::resource::v1::ResourceClaim = serde_json::from_value(body)
+            .map_err(|e| WriteError::Refused(format!("{what}: {e}")))?;
+        let api: Api<k8s_openapi::api::resource::v1::ResourceClaim> =
+            Api::namespaced(self.cluster.client.clone(), &claim.namespace);
+        let created = self.write(
+            &self.cluster.bind_limiter,
+            &what,
+            api.create(&PostParams::default(), &body),
+        )?;
+        dra::resource_claim(&created).map_err(|e| {
+            WriteError::Refused(format!(
+                "{what}: the API server answered a claim Berth cannot read: {e}"
+            ))
+        })
+    }
+
+    /// Drops the delete-protection finalizer (a merge patch naming the version read,
+    /// so a claim changed since is a conflict, not overwritten), then deletes the
+    /// claim; a claim already gone is no error (upstream's `deleteClaim`).
+    fn delete_extended_resource_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), WriteError> {
+        let what = format!("deleting resourceclaim {namespace}/{name}");
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(fenced("deleting claims"));
+        }
+        let api: Api<k8s_openapi::api::resource::v1::ResourceClaim> =
+            Api::namespaced(self.cluster.client.clone(), namespace);
+        let limiter = &self.cluster.bind_limiter;
+        let current = match self.write(limiter, &what, api.get(name)) {
+            Ok(c) => c,
+            Err(WriteError::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let finalizers = current.metadata.finalizers.clone().unwrap_or_default();
+        if finalizers.iter().any(|f| f == CLAIM_FINALIZER) {
+            let kept: Vec<&String> = finalizers
+                .iter()
+                .filter(|f| *f != CLAIM_FINALIZER)
+                .collect();
+            let patch = serde_json::json!({
+                "metadata": {
+                    "resourceVersion": current.metadata.resource_version,
+                    "finalizers": kept,
+                },
+            });
+            let step = format!("{what}: dropping its finalizer {CLAIM_FINALIZER}");
+            match self.write(
+                limiter,
+                &step,
+                api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+            ) {
+                Ok(_) => {}
+                Err(WriteError::NotFound(_)) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        match self.write(limiter, &what, api.delete(name, &DeleteParams::default())) {
+            Ok(_) | Err(WriteError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A merge patch of the pod's status naming its UID (a pod replaced by another of
+    /// the same name is refused), as upstream's `PatchPodStatus` of
+    /// `extendedResourceClaimStatus`.
+    fn write_extended_resource_claim_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        status: &berth_sdk::PodExtendedResourceClaimStatus,
+    ) -> Result<(), WriteError> {
+        let what = format!("writing the extended resource claim status of pod {namespace}/{name}");
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(fenced("allocating devices"));
+        }
+        let mappings: Vec<serde_json::Value> = status
+            .request_mappings
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "containerName": m.container_name,
+                    "resourceName": m.resource_name,
+                    "requestName": m.request_name,
+                })
+            })
+            .collect();
+        let patch = serde_json::json!({
+            "metadata": {"uid": uid},
+            "status": {
+                "extendedResourceClaimStatus": {
+                    "resourceClaimName": status.resource_claim_name,
+                    "requestMappings": mappings,
+                },
+            },
+        });
+        let api: Api<k8s::Pod> = Api::namespaced(self.cluster.client.clone(), namespace);
+        self.write(
+            &self.cluster.bind_limiter,
+            &what,
+            api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .map(|_| ())
+    }
+
     fn select_node_for_claim(
         &self,
         namespace: &str,

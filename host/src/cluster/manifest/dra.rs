@@ -1028,6 +1028,62 @@ pub fn allocation_json(a: &AllocationResult) -> serde_json::Value {
     o
 }
 
+/// The claim for a pod's extended resources as the API server takes it at create:
+/// `generateName` from the pod's name, the annotation, the pod as controlling owner,
+/// and its requests (each exactly a count of devices of a class: the only requests
+/// such a claim has; any other is refused, naming it).
+pub fn extended_resource_claim_json(
+    c: &ResourceClaim,
+) -> std::result::Result<serde_json::Value, String> {
+    let Some(owner) = &c.controller else {
+        return Err("the claim names no pod as its controller".into());
+    };
+    let mut requests = Vec::with_capacity(c.spec.requests.len());
+    for r in &c.spec.requests {
+        let DeviceRequest::Exactly(e) = r else {
+            return Err(format!(
+                "request {}: a claim for extended resources asks for exact counts only",
+                r.name()
+            ));
+        };
+        let count = match e.allocation_mode {
+            AllocationMode::ExactCount(count) => count,
+            AllocationMode::All => {
+                return Err(format!(
+                    "request {}: a claim for extended resources asks for exact counts only",
+                    e.name
+                ));
+            }
+        };
+        requests.push(serde_json::json!({
+            "name": e.name,
+            "exactly": {
+                "deviceClassName": e.device_class_name,
+                "allocationMode": "ExactCount",
+                "count": count,
+            },
+        }));
+    }
+    Ok(serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "generateName": format!("{}-extended-resources-", owner.name),
+            "namespace": c.namespace,
+            "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
+            "ownerReferences": [{
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": owner.name,
+                "uid": owner.uid,
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {"devices": {"requests": requests}},
+    }))
+}
+
 /// A claim's `status.reservedFor` in the API's JSON form.
 pub fn reserved_for_json(list: &[ConsumerReference]) -> serde_json::Value {
     list.iter()
