@@ -1495,4 +1495,165 @@ mod tests {
             ]
         );
     }
+
+    /// Runs the documents of `text` natively and answers the scheduler, the timeline
+    /// and the embedded cluster.
+    fn run_natively(text: &str) -> (Scheduler, Timeline, Arc<MemoryCluster>) {
+        let _turn = native_turn();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cluster.yaml");
+        std::fs::write(&file, text).unwrap();
+        let mut opts = SimulateOptions {
+            files: vec![file],
+            ..SimulateOptions::default()
+        };
+        opts.scheduler.framework.native = true;
+        let Loaded {
+            mut scheduler,
+            cluster,
+            docs,
+        } = load(runtime(), &opts).unwrap();
+        let mut timeline = Timeline::default();
+        for doc in docs {
+            timeline.apply(&mut scheduler, doc).unwrap();
+            scheduler.run_until_idle();
+        }
+        (scheduler, timeline, cluster)
+    }
+
+    const EXTENDED: &str = include_str!("../../examples/dra/extended-resources.yaml");
+
+    #[test]
+    fn extended_resources_backed_by_dra_get_devices_through_a_claim_made_for_the_pod() {
+        let (scheduler, timeline, cluster) = run_natively(EXTENDED);
+        let pod = |name: &str| {
+            scheduler
+                .pod(&timeline.pods[&format!("default/{name}")])
+                .unwrap()
+        };
+        // Two GPUs only on dra-node, as devices; one on dp-node, by its device plugin.
+        assert_eq!(pod("trainer").node_name, "dra-node");
+        assert_eq!(pod("inference").node_name, "dp-node");
+        assert_eq!(pod("batch").node_name, "");
+        assert_eq!(pod("fpga-job").node_name, "fpga-node");
+
+        let trainer = pod("trainer");
+        let claim = scheduler
+            .dra()
+            .extended_claim("default", &trainer.uid)
+            .unwrap();
+        assert!(
+            claim.name.starts_with("trainer-extended-resources-"),
+            "{claim:?}"
+        );
+        assert_eq!(
+            claim.annotations["resource.kubernetes.io/extended-resource-claim"],
+            "true"
+        );
+        assert!(claim.is_for_pod(&trainer.uid) && claim.is_reserved_for(&trainer.uid));
+        let allocation = claim.status.allocation.as_ref().unwrap();
+        let mut devices: Vec<&str> = allocation
+            .devices
+            .iter()
+            .map(|d| d.device.as_str())
+            .collect();
+        devices.sort();
+        assert_eq!(devices, ["gpu-0", "gpu-1"]);
+        assert!(
+            allocation
+                .devices
+                .iter()
+                .all(|d| d.request == "container-0-request-1")
+        );
+        // The pod's status names the claim and which request serves its container.
+        let statuses = cluster.extended_resource_claim_statuses();
+        let status = &statuses[&trainer.uid];
+        assert_eq!(status.resource_claim_name, claim.name);
+        assert_eq!(
+            status.request_mappings,
+            [berth_sdk::ContainerExtendedResourceRequest {
+                container_name: "trainer".into(),
+                resource_name: "example.com/gpu".into(),
+                request_name: "container-0-request-1".into(),
+            }]
+        );
+        // The device plugin's GPU needs no claim; the implicit resource gets one.
+        assert!(
+            scheduler
+                .dra()
+                .extended_claim("default", &pod("inference").uid)
+                .is_none()
+        );
+        assert!(!statuses.contains_key(&pod("inference").uid));
+        assert!(
+            scheduler
+                .dra()
+                .extended_claim("default", &pod("fpga-job").uid)
+                .is_some()
+        );
+        // Nothing is left assumed under the name of the cycle's claim.
+        assert!(
+            scheduler
+                .dra()
+                .claims()
+                .iter()
+                .all(|c| !berth_sdk::dra::is_in_memory_extended_claim_name(&c.name))
+        );
+    }
+
+    #[test]
+    fn a_gone_pod_s_extended_resource_claim_is_deleted_and_its_devices_go_to_the_next() {
+        let gone = "apiVersion: v1\nkind: Pod\nmetadata: {name: trainer, namespace: default, annotations: {berth.dev/simulate: delete}}\n";
+        let (scheduler, timeline, _) = run_natively(&format!("{EXTENDED}---\n{gone}"));
+        let batch = scheduler.pod(&timeline.pods["default/batch"]).unwrap();
+        assert_eq!(batch.node_name, "dra-node");
+        let claims: Vec<String> = scheduler
+            .dra()
+            .claims()
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        assert!(
+            !claims.iter().any(|c| c.starts_with("trainer-")),
+            "{claims:?}"
+        );
+        assert!(
+            claims
+                .iter()
+                .any(|c| c.starts_with("batch-extended-resources-")),
+            "{claims:?}"
+        );
+    }
+
+    #[test]
+    fn a_claim_an_earlier_attempt_made_for_the_pod_s_extended_resources_is_deleted_first() {
+        // The claim was made for `p` by an attempt whose binding failed: its requests
+        // were for the node that attempt chose. PostFilter deletes it, and the next
+        // attempt makes the pod a new one.
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\nspec: {extendedResourceName: example.com/gpu, selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n1-gpus}\nspec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: p-extended-resources-old\n  annotations: {resource.kubernetes.io/extended-resource-claim: 'true'}\n  ownerReferences: [{apiVersion: v1, kind: Pod, name: p, uid: 4e1f0c2a-0000-4000-8000-000000000001, controller: true}]\nspec: {devices: {requests: [{name: container-0-request-0, exactly: {deviceClassName: gpu.example.com}}]}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: 4e1f0c2a-0000-4000-8000-000000000001}\nspec: {containers: [{name: c, resources: {requests: {example.com/gpu: '1'}, limits: {example.com/gpu: '1'}}}]}\n";
+        let (mut scheduler, timeline, _) = run_natively(text);
+        let uid = timeline.pods["default/p"].clone();
+        assert!(
+            scheduler
+                .dra()
+                .claim("default", "p-extended-resources-old")
+                .is_none()
+        );
+        assert_eq!(scheduler.pod(&uid).unwrap().node_name, "");
+        // As upstream, no event registered brings the pod back (a claim's deletion is
+        // none): the unschedulable pods' flush does.
+        let _turn = native_turn();
+        scheduler.flush_unschedulable_leftover(std::time::Duration::from_secs(3600));
+        scheduler.run_until_idle();
+        let pod = scheduler.pod(&uid).unwrap();
+        assert_eq!(pod.node_name, "n1");
+        let claim = scheduler.dra().extended_claim("default", &pod.uid).unwrap();
+        assert_ne!(claim.name, "p-extended-resources-old");
+        assert_eq!(
+            claim.status.allocation.as_ref().unwrap().devices[0].device,
+            "gpu-0"
+        );
+        let outcome = scheduler.outcome(&pod.uid).unwrap();
+        assert_eq!(outcome.attempts, 2, "{outcome:?}");
+    }
 }

@@ -295,6 +295,55 @@ fn simulate_allocates_the_dra_example_s_devices_request_by_request() {
 }
 
 #[test]
+fn simulate_gives_extended_resources_as_devices_where_no_device_plugin_does() {
+    // The sandboxed components (the default), as README's example runs them.
+    let out = berth(&["simulate", "examples/dra/extended-resources.yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line_of = |pod: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("default/{pod} ")))
+            .unwrap_or_else(|| panic!("no line for {pod}:\n{text}"))
+            .to_owned()
+    };
+    let node_of = |pod: &str| line_of(pod).split_whitespace().nth(1).unwrap().to_owned();
+    assert_eq!(node_of("trainer"), "dra-node", "{text}");
+    assert_eq!(node_of("inference"), "dp-node", "{text}");
+    assert_eq!(node_of("fpga-job"), "fpga-node", "{text}");
+    assert_eq!(node_of("batch"), "<pending>", "{text}");
+    assert!(
+        line_of("batch").contains(
+            "0/3 nodes are available: 1 Insufficient example.com/gpu, 2 cannot allocate all claims."
+        ),
+        "{text}"
+    );
+    // The claims made for the pods, request by request.
+    let trainer: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("default/trainer-extended-resources-"))
+        .collect();
+    assert_eq!(trainer.len(), 2, "{text}");
+    for (line, device) in trainer.iter().zip(["gpu-0", "gpu-1"]) {
+        assert!(
+            line.ends_with(&format!(
+                "request container-0-request-1: device gpu.example.com/dra-node/{device} (for trainer)"
+            )),
+            "{line}"
+        );
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("default/fpga-job-extended-resources-")
+                && l.ends_with("device fpga.example.com/fpga-node/fpga-0 (for fpga-job)")),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n3 scheduled, 1 unschedulable, 4 pods in "),
+        "{text}"
+    );
+}
+
+#[test]
 fn explain_shows_which_device_each_request_of_the_dra_example_would_get() {
     let out = berth(&[
         "explain",

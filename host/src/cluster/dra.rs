@@ -648,6 +648,60 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_s_extended_resource_claim_is_assumed_before_it_exists_and_yields_to_the_one_written() {
+        use berth_sdk::dra::{
+            ControllerReference, EXTENDED_RESOURCE_CLAIM_ANNOTATION, in_memory_extended_claim_name,
+        };
+        let dra = Dra::new();
+        let mut in_memory = allocated(claim(&in_memory_extended_claim_name("uid-p"), ""));
+        in_memory
+            .annotations
+            .insert(EXTENDED_RESOURCE_CLAIM_ANNOTATION.into(), "true".into());
+        in_memory.controller = Some(ControllerReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: "p".into(),
+            uid: "uid-p".into(),
+        });
+        // Reserve: assumed with no copy in the cluster; its devices are given.
+        dra.assume_claim(in_memory.clone()).unwrap();
+        assert!(dra.allocation_pending("default", &in_memory.name));
+        assert_eq!(dra.allocated_claims().len(), 1);
+        assert!(dra.extended_claim("default", "uid-p").is_none());
+        // PreBind creates it: shown at once, without status; the assumed one keeps
+        // the devices until the allocation is written.
+        let mut created = in_memory.clone();
+        created.name = "p-extended-resources-bcdfg".into();
+        created.resource_version = "1".into();
+        created.status = Default::default();
+        dra.assume_written(created.clone());
+        assert_eq!(
+            dra.extended_claim("default", "uid-p").unwrap().name,
+            created.name
+        );
+        assert_eq!(dra.allocated_claims()[0].name, in_memory.name);
+        // Its allocation written: it stands for the assumed one.
+        let mut written = created.clone();
+        written.resource_version = "2".into();
+        written.status = in_memory.status.clone();
+        dra.assume_written(written.clone());
+        assert!(!dra.allocation_pending("default", &in_memory.name));
+        let allocated: Vec<String> = dra
+            .allocated_claims()
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        assert_eq!(allocated, [created.name.clone()]);
+        // The watch catches up; nothing is left assumed.
+        dra.set_claim(written);
+        assert!(!dra.is_assumed("default", &created.name));
+        assert_eq!(dra.claims().len(), 1);
+        // A restore of the in-memory claim afterwards changes nothing.
+        dra.restore_claim("default", &in_memory.name);
+        assert_eq!(dra.claims().len(), 1);
+    }
+
+    #[test]
     fn a_gone_pod_releases_its_claims_as_the_resourceclaim_controller_does() {
         let dra = Dra::new();
         // Shared by p and q.

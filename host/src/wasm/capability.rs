@@ -533,14 +533,18 @@ mod tests {
             [(HostCall::BindPod, vec!["Bind"])]
         );
         let reserve = granted(&[ExtensionPoint::Filter, ExtensionPoint::Reserve]);
-        assert_eq!(reserve.len(), 6, "{reserve:?}");
+        assert_eq!(reserve.len(), 7, "{reserve:?}");
         assert!(
             reserve
                 .iter()
-                .filter(|(c, _)| *c != HostCall::AssumeResourceClaim)
+                .filter(|(c, _)| !matches!(
+                    c,
+                    HostCall::AssumeResourceClaim | HostCall::DeleteExtendedResourceClaim
+                ))
                 .all(|(_, at)| at == &["Reserve", "Unreserve"])
         );
         assert!(reserve.contains(&(HostCall::AssumeResourceClaim, vec!["Reserve"])));
+        assert!(reserve.contains(&(HostCall::DeleteExtendedResourceClaim, vec!["Unreserve"])));
         assert_eq!(
             granted(&[ExtensionPoint::PreBind])
                 .into_iter()
@@ -554,6 +558,8 @@ mod tests {
                 HostCall::BindVolume,
                 HostCall::SelectNodeForClaim,
                 HostCall::WriteResourceClaimStatus,
+                HostCall::CreateExtendedResourceClaim,
+                HostCall::WriteExtendedResourceClaimStatus,
             ]
         );
         assert!(granted(&[ExtensionPoint::Filter, ExtensionPoint::Permit]).is_empty());
@@ -593,6 +599,100 @@ mod tests {
             .resource_claim(write, "ns", "gpu"),
             Err("no pod is being scheduled at PreBind".into())
         );
+    }
+
+    #[test]
+    fn the_claim_for_the_pod_s_extended_resources_is_made_and_deleted_only_for_it() {
+        use berth_sdk::dra::{
+            ControllerReference, EXTENDED_RESOURCE_CLAIM_ANNOTATION, in_memory_extended_claim_name,
+        };
+        let owned_by = |uid: &str, annotated: bool| {
+            let mut c = ResourceClaim {
+                namespace: "ns".into(),
+                name: "p-extended-resources-bcdfg".into(),
+                controller: Some(ControllerReference {
+                    api_version: "v1".into(),
+                    kind: "Pod".into(),
+                    name: "p".into(),
+                    uid: uid.into(),
+                }),
+                ..ResourceClaim::default()
+            };
+            if annotated {
+                c.annotations
+                    .insert(EXTENDED_RESOURCE_CLAIM_ANNOTATION.into(), "true".into());
+            }
+            c
+        };
+        let ours = owned_by("u1", true);
+        // Created at PreBind only, and only controlled by the cycle's pod.
+        assert!(scope("PreBind").extended_claim_create(&ours).is_ok());
+        let e = scope("Reserve").extended_claim_create(&ours).unwrap_err();
+        assert!(e.contains("only at PreBind"), "{e}");
+        let e = scope("PreBind")
+            .extended_claim_create(&owned_by("u2", true))
+            .unwrap_err();
+        assert!(e.contains("controlled by the cycle's pod ns/p"), "{e}");
+        // Deleted at PostFilter and Unreserve, only the pod's own annotated claim.
+        for point in ["PostFilter", "Unreserve"] {
+            assert!(
+                scope(point)
+                    .extended_claim_delete("ns", &ours.name, Some(&ours))
+                    .is_ok()
+            );
+        }
+        assert!(
+            scope("PreBind")
+                .extended_claim_delete("ns", &ours.name, Some(&ours))
+                .is_err()
+        );
+        for other in [owned_by("u2", true), owned_by("u1", false)] {
+            let e = scope("Unreserve")
+                .extended_claim_delete("ns", &other.name, Some(&other))
+                .unwrap_err();
+            assert!(
+                e.contains("may delete only the claim made for the extended resources"),
+                "{e}"
+            );
+        }
+        assert!(
+            scope("Unreserve")
+                .extended_claim_delete("ns", "gone", None)
+                .is_err()
+        );
+        // Its status written at PreBind, then reserved for the pod, like its own.
+        let mut written = ours.clone();
+        written.status.reserved_for = vec![berth_sdk::dra::ConsumerReference::pod("p", "u1")];
+        assert!(
+            scope("PreBind")
+                .resource_claim_write(&written, Some(&ours))
+                .is_ok()
+        );
+        assert!(
+            scope("PreBind")
+                .resource_claim_write(&written, Some(&owned_by("u2", true)))
+                .is_err()
+        );
+        // Before it is made, Reserve assumes it by its in-memory name.
+        let in_memory = in_memory_extended_claim_name("u1");
+        assert!(
+            scope("Reserve")
+                .resource_claim(HostCall::AssumeResourceClaim, "ns", &in_memory)
+                .is_ok()
+        );
+        assert!(
+            scope("Reserve")
+                .resource_claim(
+                    HostCall::AssumeResourceClaim,
+                    "ns",
+                    &in_memory_extended_claim_name("u2")
+                )
+                .is_err()
+        );
+        // The pod's status: its own, at PreBind.
+        assert!(scope("PreBind").pod_status("ns", "p", "u1").is_ok());
+        assert!(scope("PreBind").pod_status("ns", "q", "u9").is_err());
+        assert!(scope("Reserve").pod_status("ns", "p", "u1").is_err());
     }
 
     #[test]

@@ -248,8 +248,9 @@ pub fn requests_and_mappings(
 
 #[cfg(test)]
 mod tests {
-    //! Upstream's `TestCreateRequestsAndMappings` cases (extendeddynamicresources_test.go)
-    //! in Berth's types, and the per-node choice of `filterExtendedResources`.
+    //! The shapes upstream's request and mapping builder distinguishes (containers,
+    //! plain init containers reusing later requests, init containers sharing the
+    //! largest, sidecars), and the per-node choice of `filterExtendedResources`.
 
     use super::*;
     use berth_sdk::{Node, ResourceList};

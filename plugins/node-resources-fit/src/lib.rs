@@ -573,6 +573,84 @@ mod tests {
     }
 
     #[test]
+    fn extended_resources_backed_by_dra_are_left_where_the_node_has_none() {
+        // Upstream's shouldDelegateResourceToDRA: a resource a DeviceClass backs is not
+        // checked on a node that advertises none of it (DynamicResources gives it as
+        // devices), but is where the node advertises some (a device plugin's).
+        const GPU: &str = "example.com/gpu";
+        const IMPLICIT: &str = "deviceclass.resource.kubernetes.io/gpu.example.com";
+        let backed: BTreeSet<String> = [GPU.to_owned(), IMPLICIT.to_owned()].into();
+        let none = BTreeSet::new();
+        let want = pod(&[&[("cpu", 1), (GPU, 2), (IMPLICIT, 1)]]);
+        let node = node_with(32, &Pod::default());
+        let reasons = |backed: &BTreeSet<String>, node: &NodeInfo| -> Vec<String> {
+            fits_request(&want.requests(), node, &none, &none, backed)
+                .into_iter()
+                .map(|r| r.reason)
+                .collect()
+        };
+        assert!(reasons(&backed, &node).is_empty());
+        assert_eq!(
+            reasons(&none, &node),
+            [
+                "Insufficient deviceclass.resource.kubernetes.io/gpu.example.com",
+                "Insufficient example.com/gpu"
+            ]
+        );
+        // One GPU advertised by a device plugin: checked against it, backed or not.
+        let mut plugin_node = node.clone();
+        plugin_node.node.allocatable.scalar.insert(GPU.into(), 1);
+        assert_eq!(
+            reasons(&backed, &plugin_node),
+            ["Insufficient example.com/gpu"]
+        );
+    }
+
+    #[test]
+    fn a_device_class_requeues_the_pod_when_it_comes_to_back_what_it_requests() {
+        use crate::queueing::is_schedulable_after_device_class_event;
+        use berth_sdk::dra::DeviceClass;
+        use berth_sdk::{Object, QueueingHint};
+        let class = |name: &str, resource: Option<&str>| {
+            Object::DeviceClass(DeviceClass {
+                name: name.into(),
+                uid: String::new(),
+                selectors: Vec::new(),
+                config: Vec::new(),
+                extended_resource_name: resource.map(str::to_owned),
+            })
+        };
+        let gpu_pod = pod(&[&[("example.com/gpu", 1)]]);
+        let implicit_pod = pod(&[&[("deviceclass.resource.kubernetes.io/fast", 1)]]);
+        let hint = |p: &Pod, old: Option<Object>, new: Object| {
+            is_schedulable_after_device_class_event(p, old.as_ref(), Some(&new)).unwrap()
+        };
+        let named = class("fast", Some("example.com/gpu"));
+        assert_eq!(hint(&gpu_pod, None, named.clone()), QueueingHint::Queue);
+        assert_eq!(
+            hint(&implicit_pod, None, class("fast", None)),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            hint(&gpu_pod, None, class("fast", None)),
+            QueueingHint::QueueSkip
+        );
+        // An update that leaves the name as it was changes nothing.
+        assert_eq!(
+            hint(&gpu_pod, Some(named.clone()), named.clone()),
+            QueueingHint::QueueSkip
+        );
+        assert_eq!(
+            hint(&gpu_pod, Some(class("fast", None)), named),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            hint(&gpu_pod, None, class("fast", Some("example.com/fpga"))),
+            QueueingHint::QueueSkip
+        );
+    }
+
+    #[test]
     fn unknown_and_native_scalar_resources_are_enforced() {
         let empty = pod(&[&[]]);
         assert_eq!(

@@ -736,4 +736,159 @@ mod tests {
         ));
         assert_eq!(requests.lock().unwrap().len(), 6);
     }
+
+    /// An API server for the claim made for a pod's extended resources: a create names
+    /// it from `generateName`; a read answers it with the delete-protection finalizer
+    /// until a patch drops it (from the version held); a delete removes it; reads and
+    /// deletes of a claim it does not hold are 404; the pod's status patch is taken.
+    fn extended_server() -> impl Fn(&fake::Request) -> Answer + Send + Sync + 'static {
+        const CLAIMS: &str = "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims";
+        let held: std::sync::Mutex<Option<(serde_json::Value, u64)>> = Default::default();
+        move |req: &fake::Request| {
+            let mut held = held.lock().unwrap();
+            match (req.method.as_str(), req.path.as_str()) {
+                ("POST", CLAIMS) => {
+                    let mut o = req.body.clone();
+                    let name = format!("{}bcdfg", o["metadata"]["generateName"].as_str().unwrap());
+                    o["metadata"]["name"] = name.into();
+                    o["metadata"]["uid"] = "5e6f".into();
+                    o["metadata"]["resourceVersion"] = "1".into();
+                    o["metadata"]["finalizers"] = json!([CLAIM_FINALIZER]);
+                    *held = Some((o.clone(), 1));
+                    Answer::Json(201, o)
+                }
+                ("GET" | "PATCH" | "DELETE", path) if path.starts_with(CLAIMS) => {
+                    let Some((o, version)) = held.as_mut() else {
+                        return fake::not_found();
+                    };
+                    match req.method.as_str() {
+                        "GET" => Answer::Json(200, o.clone()),
+                        "PATCH" => {
+                            assert_eq!(
+                                req.body["metadata"]["resourceVersion"].as_str(),
+                                Some(version.to_string().as_str())
+                            );
+                            o["metadata"]["finalizers"] =
+                                req.body["metadata"]["finalizers"].clone();
+                            *version += 1;
+                            o["metadata"]["resourceVersion"] = version.to_string().into();
+                            Answer::Json(200, o.clone())
+                        }
+                        _ => {
+                            assert_eq!(o["metadata"]["finalizers"], json!([]));
+                            let gone = o.clone();
+                            *held = None;
+                            Answer::Json(200, gone)
+                        }
+                    }
+                }
+                ("PATCH", "/api/v1/namespaces/ml/pods/trainer-0/status") => Answer::Json(
+                    200,
+                    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer-0", "namespace": "ml", "uid": "9a8b"}}),
+                ),
+                _ => panic!("unexpected {} {}", req.method, req.path),
+            }
+        }
+    }
+
+    #[test]
+    fn a_pod_s_extended_resource_claim_is_created_recorded_and_deleted_as_upstream() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (client, requests) = {
+            let _in = rt.enter();
+            fake::client(extended_server())
+        };
+        let binder = KubeBinder::new(fake::cluster(client), rt.handle().clone());
+        let claim = ResourceClaim {
+            namespace: "ml".into(),
+            name: berth_sdk::dra::in_memory_extended_claim_name("9a8b"),
+            controller: Some(berth_sdk::dra::ControllerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: "trainer-0".into(),
+                uid: "9a8b".into(),
+            }),
+            spec: berth_sdk::dra::DeviceClaim {
+                requests: vec![berth_sdk::dra::DeviceRequest::Exactly(
+                    berth_sdk::dra::DeviceSubRequest {
+                        name: "container-0-request-1".into(),
+                        device_class_name: "gpu.example.com".into(),
+                        selectors: Vec::new(),
+                        allocation_mode: berth_sdk::dra::AllocationMode::ExactCount(2),
+                        admin_access: false,
+                        tolerations: Vec::new(),
+                        capacity: Default::default(),
+                    },
+                )],
+                ..Default::default()
+            },
+            ..ResourceClaim::default()
+        };
+        let created = binder.create_extended_resource_claim(&claim).unwrap();
+        assert_eq!(created.name, "trainer-0-extended-resources-bcdfg");
+        assert!(created.is_extended_resource_claim_of("9a8b"));
+        assert_eq!(created.spec, claim.spec);
+        {
+            let reqs = requests.lock().unwrap();
+            let body = &reqs[0].body;
+            assert_eq!(
+                body["metadata"]["generateName"],
+                "trainer-0-extended-resources-"
+            );
+            assert_eq!(
+                body["metadata"]["annotations"],
+                json!({"resource.kubernetes.io/extended-resource-claim": "true"})
+            );
+            assert_eq!(
+                body["metadata"]["ownerReferences"],
+                json!([{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": "9a8b", "controller": true, "blockOwnerDeletion": true}])
+            );
+            assert_eq!(
+                body["spec"]["devices"]["requests"],
+                json!([{"name": "container-0-request-1", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}}])
+            );
+        }
+
+        let status = berth_sdk::PodExtendedResourceClaimStatus {
+            resource_claim_name: created.name.clone(),
+            request_mappings: vec![berth_sdk::ContainerExtendedResourceRequest {
+                container_name: "trainer".into(),
+                resource_name: "example.com/gpu".into(),
+                request_name: "container-0-request-1".into(),
+            }],
+        };
+        binder
+            .write_extended_resource_claim_status("ml", "trainer-0", "9a8b", &status)
+            .unwrap();
+        {
+            let reqs = requests.lock().unwrap();
+            let patch = reqs.last().unwrap();
+            assert_eq!(patch.content_type, "application/merge-patch+json");
+            assert_eq!(
+                patch.body,
+                json!({"metadata": {"uid": "9a8b"}, "status": {"extendedResourceClaimStatus": {
+                    "resourceClaimName": "trainer-0-extended-resources-bcdfg",
+                    "requestMappings": [{"containerName": "trainer", "resourceName": "example.com/gpu", "requestName": "container-0-request-1"}],
+                }}})
+            );
+        }
+
+        // Deleted after its finalizer is dropped from the version read; deleting it
+        // again finds it gone, which is no error.
+        binder
+            .delete_extended_resource_claim("ml", &created.name)
+            .unwrap();
+        binder
+            .delete_extended_resource_claim("ml", &created.name)
+            .unwrap();
+        let methods: Vec<String> = requests.lock().unwrap()[2..]
+            .iter()
+            .map(|r| r.method.clone())
+            .collect();
+        assert_eq!(methods, ["GET", "PATCH", "DELETE", "GET"]);
+    }
 }
