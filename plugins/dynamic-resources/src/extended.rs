@@ -405,6 +405,183 @@ mod tests {
         );
     }
 
+    /// A container requesting only `items` (upstream's `st.MakePod().Res`).
+    fn only(name: &str, items: &[(&str, i64)], restartable: bool) -> Container {
+        Container {
+            name: name.into(),
+            requests: items.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            restartable,
+            ..Container::default()
+        }
+    }
+
+    /// The requests and mappings for `resources` with `classes`, as (name, class,
+    /// count) and (container, resource, request).
+    #[allow(clippy::type_complexity)]
+    fn built(
+        p: &Pod,
+        resources: &[&str],
+        classes: &[(&str, &str)],
+    ) -> (Vec<(String, String, i64)>, Vec<(String, String, String)>) {
+        let resources: BTreeSet<&str> = resources.iter().copied().collect();
+        let classes: BTreeMap<&str, &str> = classes.iter().copied().collect();
+        let (requests, mappings) = requests_and_mappings(p, &resources, &classes);
+        (
+            requests
+                .into_iter()
+                .map(|r| match r {
+                    DeviceRequest::Exactly(r) => {
+                        (r.name.clone(), r.device_class_name.clone(), count(&r))
+                    }
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            mappings
+                .into_iter()
+                .map(|m| (m.container_name, m.resource_name, m.request_name))
+                .collect(),
+        )
+    }
+
+    fn r(name: &str, class: &str, n: i64) -> (String, String, i64) {
+        (name.into(), class.into(), n)
+    }
+
+    fn cer(container: &str, resource: &str, request: &str) -> (String, String, String) {
+        (container.into(), resource.into(), request.into())
+    }
+
+    const EXT: &str = "example.com/gpu";
+    const EXT1: &str = "example.com/gpu1";
+    const EXT_INIT: &str = "example.com/gpuinit";
+    const IMPLICIT_INIT: &str = "deviceclass.resource.kubernetes.io/classInit";
+
+    #[test]
+    fn upstream_s_request_table() {
+        // Test_createRequestsAndMappings_requests, case by case.
+        let pod1 = pod(vec![], vec![only("con0", &[(EXT, 1), (EXT1, 2)], false)]);
+        let pod2 = pod(
+            vec![],
+            vec![
+                only("con0", &[(EXT, 1)], false),
+                only("con1", &[(EXT1, 2)], false),
+            ],
+        );
+        let pod_init = pod(
+            vec![only("init-con0", &[(EXT_INIT, 2)], false)],
+            vec![only("con0", &[(EXT, 1)], false)],
+        );
+        let pod_init2 = pod(
+            vec![
+                only("init-con0", &[(EXT_INIT, 1)], false),
+                only("init-con1", &[(EXT_INIT, 2)], false),
+            ],
+            vec![only("con0", &[(EXT, 1)], false)],
+        );
+        let pod_init3 = pod(
+            vec![
+                only("init-con0", &[(EXT_INIT, 1)], false),
+                only("sidecar-con1", &[(EXT_INIT, 1)], true),
+                only("init-con2", &[(EXT_INIT, 2)], false),
+            ],
+            vec![only("con0", &[(EXT, 1)], false)],
+        );
+        let map = [(EXT, "class")];
+        let map2 = [(EXT, "class"), (EXT1, "class1")];
+        let map_init = [(EXT, "class"), (EXT_INIT, "classInit")];
+        // "nil"
+        assert!(built(&pod1, &[], &[]).0.is_empty());
+        // "one resource match"
+        assert_eq!(
+            built(&pod1, &[EXT], &map).0,
+            [r("container-0-request-0", "class", 1)]
+        );
+        // "one resource match, one resource not match"
+        assert_eq!(
+            built(&pod1, &[EXT, EXT1], &map).0,
+            [r("container-0-request-0", "class", 1)]
+        );
+        // "two resources match"
+        assert_eq!(
+            built(&pod1, &[EXT, EXT1], &map2).0,
+            [
+                r("container-0-request-0", "class", 1),
+                r("container-0-request-1", "class1", 2)
+            ]
+        );
+        // "two containers match"
+        assert_eq!(
+            built(&pod2, &[EXT, EXT1], &map2).0,
+            [
+                r("container-0-request-0", "class", 1),
+                r("container-1-request-0", "class1", 2)
+            ]
+        );
+        // "one init container, one regular container"
+        assert_eq!(
+            built(&pod_init, &[EXT, EXT_INIT], &map_init).0,
+            [
+                r("container-0-request-0", "classInit", 2),
+                r("container-1-request-0", "class", 1)
+            ]
+        );
+        // "two init containers, one regular container"
+        assert_eq!(
+            built(&pod_init2, &[EXT, EXT_INIT], &map_init).0,
+            [
+                r("container-1-request-0", "classInit", 2),
+                r("container-2-request-0", "class", 1)
+            ]
+        );
+        // "three init containers, one sidecar, one regular container"
+        assert_eq!(
+            built(&pod_init3, &[EXT, EXT_INIT], &map_init).0,
+            [
+                r("container-1-request-0", "classInit", 1),
+                r("container-2-request-0", "classInit", 2),
+                r("container-3-request-0", "class", 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn upstream_s_mapping_table_first_cases() {
+        // Test_createRequestsAndMappings_mappings: "one container, two requests" and
+        // "one container, one explicit and one implicit request".
+        let pod1 = pod(vec![], vec![only("con0", &[(EXT, 1), (EXT1, 2)], false)]);
+        assert_eq!(
+            built(&pod1, &[EXT, EXT1], &[(EXT, "class"), (EXT1, "class1")]).1,
+            [
+                cer("con0", EXT, "container-0-request-0"),
+                cer("con0", EXT1, "container-0-request-1")
+            ]
+        );
+        let implicit = pod(
+            vec![only(
+                "init-con0",
+                &[(EXT_INIT, 1), (IMPLICIT_INIT, 2)],
+                false,
+            )],
+            vec![],
+        );
+        assert_eq!(
+            built(
+                &implicit,
+                &[EXT, EXT_INIT, IMPLICIT_INIT],
+                &[
+                    (EXT, "class"),
+                    (EXT_INIT, "classInit"),
+                    (IMPLICIT_INIT, "classInit")
+                ]
+            )
+            .1,
+            [
+                cer("init-con0", IMPLICIT_INIT, "container-0-request-0"),
+                cer("init-con0", EXT_INIT, "container-0-request-1")
+            ]
+        );
+    }
+
     fn node(allocatable: &[(&str, i64)]) -> NodeInfo {
         let mut n = Node {
             name: "n1".into(),
