@@ -282,24 +282,20 @@ mod tests {
         }
     }
 
-    fn plan(p: &Pod) -> (Vec<(String, i64)>, Vec<(String, String)>) {
-        let classes = BTreeMap::from([(GPU, "gpu-class")]);
-        let (requests, mappings) = requests_and_mappings(p, &BTreeSet::from([GPU]), &classes);
+    /// The requests (name, count) and mappings (container, request) for `GPU`.
+    type Plan = (Vec<(String, i64)>, Vec<(String, String)>);
+
+    fn plan(p: &Pod) -> Plan {
+        let (requests, mappings) = built(p, &[GPU], &[(GPU, "gpu-class")]);
         (
             requests
                 .into_iter()
-                .map(|r| match r {
-                    DeviceRequest::Exactly(r) => {
-                        assert_eq!(r.device_class_name, "gpu-class");
-                        (r.name.clone(), count(&r))
-                    }
-                    other => panic!("{other:?}"),
+                .map(|(name, class, n)| {
+                    assert_eq!(class, "gpu-class");
+                    (name, n)
                 })
                 .collect(),
-            mappings
-                .into_iter()
-                .map(|m| (m.container_name, m.request_name))
-                .collect(),
+            mappings.into_iter().map(|(c, _, r)| (c, r)).collect(),
         )
     }
 
