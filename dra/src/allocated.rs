@@ -2,7 +2,7 @@
 //! allow multiple allocations, and the capacity those shares consume.
 
 use crate::Features;
-use berth_sdk::dra::{DeviceId, ResourceClaim};
+use berth_sdk::dra::{DeviceId, DeviceRequestAllocationResult, ResourceClaim};
 use berth_sdk::quantity::QuantityError;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,36 +54,40 @@ impl AllocatedState {
         claims: impl IntoIterator<Item = &'a ResourceClaim>,
         features: &Features,
     ) -> Result<AllocatedState, Box<AllocatedStateError>> {
+        AllocatedState::from_results(&berth_sdk::dra::device_results_of(claims), features)
+    }
+
+    /// The same from the device results of the allocated claims, each with its
+    /// claim's `namespace/name` (what the host's `allocated-device-results` answers).
+    pub fn from_results(
+        results: &[(String, DeviceRequestAllocationResult)],
+        features: &Features,
+    ) -> Result<AllocatedState, Box<AllocatedStateError>> {
         let mut state = AllocatedState::default();
-        for claim in claims {
-            let Some(allocation) = &claim.status.allocation else {
+        for (claim, result) in results {
+            if result.admin_access == Some(true) {
                 continue;
-            };
-            for result in &allocation.devices {
-                if result.admin_access == Some(true) {
-                    continue;
-                }
-                let id = result.device_id();
-                if features.consumable_capacity
-                    && let Some(share) = &result.share_id
-                {
-                    state.shares.insert((id.clone(), share.clone()));
-                    let consumed = state.consumed_capacity.entry(id.clone()).or_default();
-                    for (name, q) in &result.consumed_capacity {
-                        let amount = q.amount().map_err(|error| {
-                            Box::new(AllocatedStateError {
-                                claim: claim.key(),
-                                device: id.clone(),
-                                capacity: name.clone(),
-                                error,
-                            })
-                        })?;
-                        *consumed.entry(name.clone()).or_default() += amount.nanos;
-                    }
-                    continue;
-                }
-                state.devices.insert(id);
             }
+            let id = result.device_id();
+            if features.consumable_capacity
+                && let Some(share) = &result.share_id
+            {
+                state.shares.insert((id.clone(), share.clone()));
+                let consumed = state.consumed_capacity.entry(id.clone()).or_default();
+                for (name, q) in &result.consumed_capacity {
+                    let amount = q.amount().map_err(|error| {
+                        Box::new(AllocatedStateError {
+                            claim: claim.clone(),
+                            device: id.clone(),
+                            capacity: name.clone(),
+                            error,
+                        })
+                    })?;
+                    *consumed.entry(name.clone()).or_default() += amount.nanos;
+                }
+                continue;
+            }
+            state.devices.insert(id);
         }
         // A share that records no consumed capacity consumes none.
         state.consumed_capacity.retain(|_, c| !c.is_empty());

@@ -593,6 +593,12 @@ impl HostApi for NativeHost {
             .map(|c| (**c).clone())
             .collect()
     }
+    fn allocated_device_results(
+        &self,
+    ) -> Vec<(String, berth_sdk::dra::DeviceRequestAllocationResult)> {
+        let claims = self.dra.allocated_claims();
+        berth_sdk::dra::device_results_of(claims.iter().map(|c| &**c))
+    }
     fn claim_allocation_pending(&self, namespace: &str, name: &str) -> bool {
         self.dra.allocation_pending(namespace, name)
     }

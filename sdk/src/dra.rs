@@ -62,6 +62,18 @@ pub fn class_for_extended_resource<'a>(
         .min_by(|a, b| a.name.cmp(&b.name))
 }
 
+/// The device results of `claims`' allocations, each with its claim's
+/// `namespace/name` (what [`host::allocated_device_results`] answers).
+pub fn device_results_of<'a>(
+    claims: impl IntoIterator<Item = &'a ResourceClaim>,
+) -> Vec<(String, DeviceRequestAllocationResult)> {
+    claims
+        .into_iter()
+        .filter_map(|c| Some((c.key(), c.status.allocation.as_ref()?)))
+        .flat_map(|(key, a)| a.devices.iter().map(move |r| (key.clone(), r.clone())))
+        .collect()
+}
+
 impl ResourceClaim {
     /// Whether this is the claim the scheduler made (or will make) for the
     /// extended resources of the pod of this UID: annotated as such, the pod its

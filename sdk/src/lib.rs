@@ -271,6 +271,11 @@ pub trait HostApi: Send + Sync {
     fn allocated_resource_claims(&self) -> Vec<dra::ResourceClaim> {
         Vec::new()
     }
+    /// See [`dra::host::allocated_device_results`]: by default, the results of
+    /// [`HostApi::allocated_resource_claims`].
+    fn allocated_device_results(&self) -> Vec<(String, dra::DeviceRequestAllocationResult)> {
+        dra::device_results_of(&self.allocated_resource_claims())
+    }
     /// See [`dra::host::claim_allocation_pending`].
     fn claim_allocation_pending(&self, namespace: &str, name: &str) -> bool {
         let _ = (namespace, name);

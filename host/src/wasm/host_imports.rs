@@ -554,6 +554,14 @@ impl dra::Host for HostCtx {
             .collect()
     }
 
+    fn allocated_device_results(&mut self) -> Vec<(String, w::DeviceRequestAllocationResult)> {
+        let claims = self.services.dra.allocated_claims();
+        berth_sdk::dra::device_results_of(claims.iter().map(|c| &**c))
+            .iter()
+            .map(|(claim, r)| (claim.clone(), convert::dra::result_to_wit(r)))
+            .collect()
+    }
+
     fn claim_allocation_pending(&mut self, namespace: String, name: String) -> bool {
         self.services.dra.allocation_pending(&namespace, &name)
     }

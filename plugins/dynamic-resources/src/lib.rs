@@ -229,9 +229,11 @@ impl DynamicResources {
             return Ok((key, Arc::clone(a)));
         }
         let view = self.device_view();
-        let allocated_claims = dra::allocated_resource_claims();
-        let allocated = AllocatedState::from_claims(&allocated_claims, &self.features)
-            .map_err(|e| Status::error(e.to_string()))?;
+        // Only the device results cross, not the claims: with thousands of claims
+        // holding devices, the whole claims were most of a cycle's cost in wasm.
+        let allocated =
+            AllocatedState::from_results(&dra::allocated_device_results(), &self.features)
+                .map_err(|e| Status::error(e.to_string()))?;
         let allocator = Arc::new(
             Allocator::with_devices(self.features, Arc::clone(&view.devices), allocated)
                 .with_selector_cache(Arc::clone(&self.selectors)),

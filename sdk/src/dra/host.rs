@@ -97,6 +97,17 @@ pub fn allocated_resource_claims() -> Vec<ResourceClaim> {
     )
 }
 
+/// The device results of every allocated claim (assumed ones included), each with
+/// its claim's `namespace/name`: what [`allocated_resource_claims`] gives an allocator,
+/// at a fraction of the cost across the sandbox boundary.
+pub fn allocated_device_results() -> Vec<(String, super::DeviceRequestAllocationResult)> {
+    ask!(
+        crate::guest::dra::allocated_device_results(),
+        |h| h.allocated_device_results(),
+        Vec::new()
+    )
+}
+
 /// Whether the claim carries an allocation a cycle assumed that the cluster has not
 /// shown yet (upstream's in-flight allocation).
 pub fn claim_allocation_pending(namespace: &str, name: &str) -> bool {

@@ -277,24 +277,43 @@ macro_rules! dra_wit_conversions {
             terms.into_iter().map(node_term_from_wit).collect()
         }
 
+        pub(crate) fn result_from_wit(
+            d: w::DeviceRequestAllocationResult,
+        ) -> sdk::DeviceRequestAllocationResult {
+            sdk::DeviceRequestAllocationResult {
+                request: d.request,
+                driver: d.driver,
+                pool: d.pool,
+                device: d.device,
+                admin_access: d.admin_access,
+                tolerations: d.tolerations.into_iter().map(toleration_from_wit).collect(),
+                binding_conditions: d.binding_conditions,
+                binding_failure_conditions: d.binding_failure_conditions,
+                share_id: d.share_id,
+                consumed_capacity: capacity_requests_from_wit(d.consumed_capacity),
+            }
+        }
+
+        pub(crate) fn result_to_wit(
+            d: &sdk::DeviceRequestAllocationResult,
+        ) -> w::DeviceRequestAllocationResult {
+            w::DeviceRequestAllocationResult {
+                request: d.request.clone(),
+                driver: d.driver.clone(),
+                pool: d.pool.clone(),
+                device: d.device.clone(),
+                admin_access: d.admin_access,
+                tolerations: d.tolerations.iter().map(toleration_to_wit).collect(),
+                binding_conditions: d.binding_conditions.clone(),
+                binding_failure_conditions: d.binding_failure_conditions.clone(),
+                share_id: d.share_id.clone(),
+                consumed_capacity: capacity_requests_to_wit(&d.consumed_capacity),
+            }
+        }
+
         pub(crate) fn allocation_from_wit(r: w::AllocationResult) -> sdk::AllocationResult {
             sdk::AllocationResult {
-                devices: r
-                    .devices
-                    .into_iter()
-                    .map(|d| sdk::DeviceRequestAllocationResult {
-                        request: d.request,
-                        driver: d.driver,
-                        pool: d.pool,
-                        device: d.device,
-                        admin_access: d.admin_access,
-                        tolerations: d.tolerations.into_iter().map(toleration_from_wit).collect(),
-                        binding_conditions: d.binding_conditions,
-                        binding_failure_conditions: d.binding_failure_conditions,
-                        share_id: d.share_id,
-                        consumed_capacity: capacity_requests_from_wit(d.consumed_capacity),
-                    })
-                    .collect(),
+                devices: r.devices.into_iter().map(result_from_wit).collect(),
                 config: r
                     .config
                     .into_iter()
@@ -311,22 +330,7 @@ macro_rules! dra_wit_conversions {
 
         pub(crate) fn allocation_to_wit(r: &sdk::AllocationResult) -> w::AllocationResult {
             w::AllocationResult {
-                devices: r
-                    .devices
-                    .iter()
-                    .map(|d| w::DeviceRequestAllocationResult {
-                        request: d.request.clone(),
-                        driver: d.driver.clone(),
-                        pool: d.pool.clone(),
-                        device: d.device.clone(),
-                        admin_access: d.admin_access,
-                        tolerations: d.tolerations.iter().map(toleration_to_wit).collect(),
-                        binding_conditions: d.binding_conditions.clone(),
-                        binding_failure_conditions: d.binding_failure_conditions.clone(),
-                        share_id: d.share_id.clone(),
-                        consumed_capacity: capacity_requests_to_wit(&d.consumed_capacity),
-                    })
-                    .collect(),
+                devices: r.devices.iter().map(result_to_wit).collect(),
                 config: r
                     .config
                     .iter()

@@ -59,6 +59,13 @@ pub(crate) fn allocated_resource_claims() -> Vec<sdk::ResourceClaim> {
         .collect()
 }
 
+pub(crate) fn allocated_device_results() -> Vec<(String, sdk::DeviceRequestAllocationResult)> {
+    host::allocated_device_results()
+        .into_iter()
+        .map(|(claim, r)| (claim, result_from_wit(r)))
+        .collect()
+}
+
 pub(crate) fn claim_allocation_pending(namespace: &str, name: &str) -> bool {
     host::claim_allocation_pending(namespace, name)
 }
