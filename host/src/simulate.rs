@@ -1303,18 +1303,23 @@ mod tests {
 
     /// The native scheduler and the documents of `text`, not applied yet.
     fn loaded(text: &str) -> (Scheduler, Vec<Document>) {
+        let Loaded {
+            scheduler, docs, ..
+        } = loaded_natively(text);
+        (scheduler, docs)
+    }
+
+    /// The documents of `text` loaded for the native twins, not applied yet.
+    fn loaded_natively(text: &str) -> Loaded {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("dra.yaml");
+        let file = dir.path().join("cluster.yaml");
         std::fs::write(&file, text).unwrap();
         let mut opts = SimulateOptions {
             files: vec![file],
             ..SimulateOptions::default()
         };
         opts.scheduler.framework.native = true;
-        let Loaded {
-            scheduler, docs, ..
-        } = load(runtime(), &opts).unwrap();
-        (scheduler, docs)
+        load(runtime(), &opts).unwrap()
     }
 
     /// Runs the documents of `text` natively and answers the scheduler and timeline.
@@ -1500,19 +1505,11 @@ mod tests {
     /// and the embedded cluster.
     fn run_natively(text: &str) -> (Scheduler, Timeline, Arc<MemoryCluster>) {
         let _turn = native_turn();
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("cluster.yaml");
-        std::fs::write(&file, text).unwrap();
-        let mut opts = SimulateOptions {
-            files: vec![file],
-            ..SimulateOptions::default()
-        };
-        opts.scheduler.framework.native = true;
         let Loaded {
             mut scheduler,
             cluster,
             docs,
-        } = load(runtime(), &opts).unwrap();
+        } = loaded_natively(text);
         let mut timeline = Timeline::default();
         for doc in docs {
             timeline.apply(&mut scheduler, doc).unwrap();

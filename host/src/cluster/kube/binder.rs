@@ -45,6 +45,18 @@ fn fenced(doing: &str) -> WriteError {
     ))
 }
 
+/// The claim the API server answered a write `what` with, as Berth reads it.
+fn answered_claim(
+    what: &str,
+    claim: &k8s_openapi::api::resource::v1::ResourceClaim,
+) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
+    crate::cluster::manifest::dra::resource_claim(claim).map_err(|e| {
+        WriteError::Refused(format!(
+            "{what}: the API server answered a claim Berth cannot read: {e}"
+        ))
+    })
+}
+
 /// Binds pods on a real cluster.
 #[derive(Debug, Clone)]
 pub struct KubeBinder {
@@ -392,11 +404,7 @@ impl Binder for KubeBinder {
             &what,
             api.patch_status(&claim.name, &PatchParams::default(), &Patch::Merge(&patch)),
         )?;
-        dra::resource_claim(&written).map_err(|e| {
-            WriteError::Refused(format!(
-                "{what}: the API server answered a claim Berth cannot read: {e}"
-            ))
-        })
+        answered_claim(&what, &written)
     }
 
     /// A create with `generateName: <pod>-extended-resources-`, the annotation, the
@@ -426,11 +434,7 @@ impl Binder for KubeBinder {
             &what,
             api.create(&PostParams::default(), &body),
         )?;
-        dra::resource_claim(&created).map_err(|e| {
-            WriteError::Refused(format!(
-                "{what}: the API server answered a claim Berth cannot read: {e}"
-            ))
-        })
+        answered_claim(&what, &created)
     }
 
     /// Drops the delete-protection finalizer (a merge patch naming the version read,
