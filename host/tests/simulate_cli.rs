@@ -341,6 +341,19 @@ fn simulate_gives_extended_resources_as_devices_where_no_device_plugin_does() {
         text.contains("\n3 scheduled, 1 unschedulable, 4 pods in "),
         "{text}"
     );
+    // explain shows the devices the claim PreBind would make would get.
+    let out = berth(&[
+        "explain",
+        "--pod",
+        "default/trainer",
+        "examples/dra/extended-resources.yaml",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Devices on dra-node (the best-scoring node), as Reserve would assume them:\n  default/trainer-extended-resources-*  request container-0-request-1: device gpu.example.com/dra-node/gpu-0 (for trainer)\n"),
+        "{text}"
+    );
 }
 
 #[test]

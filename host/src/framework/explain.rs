@@ -115,6 +115,17 @@ pub struct DeviceReport {
     pub reserved_for: Vec<String>,
 }
 
+/// A claim's name as reports show it: the claim for a pod's extended resources that
+/// PreBind has not made yet by the name it will get, its suffix left open.
+fn shown_name(c: &ResourceClaim) -> String {
+    match &c.controller {
+        Some(pod) if berth_sdk::dra::is_in_memory_extended_claim_name(&c.name) => {
+            format!("{}-extended-resources-*", pod.name)
+        }
+        _ => c.name.clone(),
+    }
+}
+
 impl DeviceReport {
     /// One entry per device of each allocated claim, by claim, then in the
     /// allocation's order.
@@ -134,7 +145,7 @@ impl DeviceReport {
                     .flat_map(|a| &a.devices)
                     .map(move |d| DeviceReport {
                         namespace: c.namespace.clone(),
-                        claim: c.name.clone(),
+                        claim: shown_name(c),
                         request: d.request.clone(),
                         device: d.device_id().to_string(),
                         reserved_for: reserved_for.clone(),
@@ -446,7 +457,14 @@ impl Framework {
             })
             .reduce(|a, b| if b.1 > a.1 { b } else { a })
             .map(|(s, _)| name_of(s));
-        let claims = crate::wasm::capability::resource_claim_names(pod.pod());
+        let mut claims = crate::wasm::capability::resource_claim_names(pod.pod());
+        // The claim DynamicResources would make for the pod's extended resources
+        // backed by DRA, under the name Reserve assumes it by (shown only if it did).
+        if berth_sdk::PodFeature::ResourceClaims.of(pod.pod(), false) {
+            claims.push(berth_sdk::dra::in_memory_extended_claim_name(
+                &pod.pod().uid,
+            ));
+        }
         let devices = match best {
             Some(node) if !claims.is_empty() && pod.pod().scheduling_group.is_none() => {
                 Some(self.reserved_devices(&mut main, &state, pod, &node, &claims)?)
