@@ -156,7 +156,8 @@ struct BenchArgs {
     /// TopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
     /// PreemptionBasic, PreemptionAsync, Unschedulable, GangScheduling,
     /// BasicScheduling, SchedulingWithResourceClaimTemplate,
-    /// SteadyStateClusterResourceClaimTemplate, HostPortConflict, ResourceSaturation;
+    /// SteadyStateClusterResourceClaimTemplate, SchedulingWithExtendedResource,
+    /// HostPortConflict, ResourceSaturation;
     /// NAME/SIZE runs one size (GangScheduling/5000Nodes_1000Gangs_3000Pods).
     #[arg(long)]
     workload: Vec<String>,

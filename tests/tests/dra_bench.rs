@@ -1,8 +1,9 @@
 //! The DRA workloads of `berth bench` (upstream's `scheduler_perf/dra`), run small in
-//! wasm and natively: every pod's claim is made from its namespace's template and
-//! given a device of the node the pod lands on, no device goes to two claims at
-//! once, no node gives more devices than it has, and the claims held before
-//! measuring keep theirs. Behaviour only; BENCHMARKS.md has the speed.
+//! wasm and natively: every pod's claim is made from its namespace's template (or,
+//! for a pod asking for an extended resource, by DynamicResources) and given a
+//! device of the node the pod lands on, no device goes to two claims at once, no
+//! node gives more devices than it has, and the claims held before measuring keep
+//! theirs. Behaviour only; BENCHMARKS.md has the speed.
 
 use berth::bench::{Devices, Held, Mode, Placed, Placements, Size, find, placed};
 use berth::scheduler::SchedulerOptions;
@@ -72,6 +73,7 @@ fn template_size(
             plain_nodes: plain,
             per_node,
             held: Held::Empty,
+            classes: 0,
         },
         steady: None,
     }
@@ -157,6 +159,7 @@ fn steady_size(
             plain_nodes: plain,
             per_node,
             held,
+            classes: 0,
         },
         steady: Some(Duration::from_secs(1)),
     }
@@ -192,4 +195,76 @@ fn a_steady_state_cycles_pods_through_the_devices_left_free() {
     for p in &run.pods {
         assert_eq!(device_on_its_node(p).0, "node-1");
     }
+}
+
+fn extended_size(
+    classes: usize,
+    plain: usize,
+    with_devices: usize,
+    per_node: usize,
+    init: usize,
+    measured: usize,
+) -> Size {
+    Size {
+        devices: Devices {
+            classes,
+            ..template_size(plain, with_devices, per_node, init, measured).devices
+        },
+        ..template_size(plain, with_devices, per_node, init, measured)
+    }
+}
+
+#[test]
+fn extended_resources_get_a_device_each_through_the_claim_made_for_the_pod() {
+    let name = "SchedulingWithExtendedResource";
+    // Upstream's `fast`: ten classes, one node of each kind, ten devices, ten pods,
+    // pod <i> asking for example.com/gpu-<i>. Every pod lands on the node with
+    // devices, each with its own.
+    let (_, sizes) = find("SchedulingWithExtendedResource/fast").unwrap();
+    let run = both(name, sizes[0]);
+    assert_eq!(run.pods.len(), 10);
+    let given: BTreeSet<&str> = run
+        .pods
+        .iter()
+        .map(|p| {
+            let (node, d) = device_on_its_node(p);
+            assert_eq!(node, "node-1", "{}", p.uid);
+            d.device.as_str()
+        })
+        .collect();
+    assert_eq!(given.len(), 10, "{given:?}");
+
+    // Initial and measured pods count their indices from 0 each, so both ask for
+    // example.com/gpu-0 to -2 of three classes: eight pods on two nodes of four
+    // devices take every device once.
+    let run = both(name, extended_size(5, 1, 2, 4, 3, 5));
+    let mut by_node: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for p in &run.pods {
+        let (node, d) = device_on_its_node(p);
+        assert!(
+            by_node.entry(node).or_default().insert(d.device.as_str()),
+            "{node}: {} given twice",
+            d.device
+        );
+    }
+    assert_eq!(
+        by_node.keys().copied().collect::<Vec<_>>(),
+        ["node-1", "node-2"]
+    );
+    assert!(
+        by_node.values().all(|given| given.len() == 4),
+        "{by_node:?}"
+    );
+
+    // One pod more than the devices: it stays pending, with no device.
+    let run = both(name, extended_size(5, 1, 2, 4, 4, 5));
+    let pending: Vec<&Placed> = run.pods.iter().filter(|p| p.node.is_none()).collect();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert!(pending[0].devices.is_empty(), "{pending:?}");
+    assert_eq!(
+        run.pods.iter().filter(|p| p.node.is_some()).count(),
+        8,
+        "{:?}",
+        run.pods
+    );
 }

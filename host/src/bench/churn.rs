@@ -226,7 +226,7 @@ pub fn run_churn(
             let n = batch.min(opts.lifecycles - created);
             let mut pods = Vec::with_capacity(n);
             for i in created..created + n {
-                let p = make_pod(&pod_template, NAMESPACE, "pod", i);
+                let p = make_pod(&pod_template, NAMESPACE, "pod", i)?;
                 s.add_pod(p.clone())?;
                 pods.push(p);
             }

@@ -3,7 +3,9 @@
 //! devices (its `createResourceDriver` op: one ResourceSlice per node with the driver,
 //! `maxClaimsPerNode` devices in it), the DeviceClass that selects them, a
 //! ResourceClaimTemplate in each namespace that pods take one device from, and the
-//! claims allocated before measuring without a pod (`allocResourceClaims`).
+//! claims allocated before measuring without a pod (`allocResourceClaims`); for
+//! `dra/extendedresource/performance-config.yaml`, DeviceClasses that each back an
+//! extended resource instead of the class and the templates.
 
 use super::{BenchError, Size};
 use crate::cluster::dra::DraChange;
@@ -12,7 +14,8 @@ use crate::scheduler::Scheduler;
 use berth_sdk::Pod;
 use berth_sdk::affinity::{NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm};
 use berth_sdk::dra::{
-    AllocationResult, DeviceId, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice,
+    AllocationResult, DeviceClass, DeviceId, DeviceRequestAllocationResult, ResourceClaim,
+    ResourceSlice,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -85,6 +88,11 @@ pub struct Devices {
     pub per_node: usize,
     /// What claims hold before measuring.
     pub held: Held,
+    /// DeviceClasses `test-class-<i>` selecting the driver's devices, each backing the
+    /// extended resource `example.com/gpu-<i>` (upstream's `classes`, in
+    /// SchedulingWithExtendedResource), which the pods ask for instead of claims; 0
+    /// for the one class `test-class` that the claim templates name.
+    pub classes: usize,
 }
 
 impl Devices {
@@ -93,6 +101,7 @@ impl Devices {
         plain_nodes: 0,
         per_node: 0,
         held: Held::Empty,
+        classes: 0,
     };
 }
 
@@ -143,11 +152,30 @@ fn slice(node: &str, count: usize) -> Result<ResourceSlice, BenchError> {
     }
 }
 
-/// Puts a DRA workload's objects into the scheduler: the DeviceClass, a slice for
-/// each node from `first_device_node` on (`nodes` names every node), the claim
-/// template in each of `namespaces`, and the claims allocated before measuring, each
-/// on a node picked at random (seeded) among those with a free device, as upstream's
-/// `allocResourceClaims` does. Answers the claims allocated.
+/// The extended resource DeviceClass `test-class-<i>` backs.
+pub fn extended_resource(i: usize) -> String {
+    format!("example.com/gpu-{i}")
+}
+
+/// upstream's `templates/deviceclass-extended-resource.yaml` of index `i`: the class
+/// `test-class-<i>`, the test driver's devices, backing [`extended_resource`] `i`.
+fn extended_resource_class(i: usize) -> Result<DeviceClass, BenchError> {
+    let text = format!(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {{name: test-class-{i}}}\nspec:\n  selectors:\n  - cel: {{expression: 'device.driver == \"{DRIVER}\"'}}\n  extendedResourceName: {}\n",
+        extended_resource(i)
+    );
+    match object(&text)? {
+        Object::DeviceClass(c) => Ok(c),
+        _ => Err(BenchError::TemplateNotA("DeviceClass")),
+    }
+}
+
+/// Puts a DRA workload's objects into the scheduler: a slice for each node from
+/// the size's first with devices on (`nodes` names every node); the DeviceClass and
+/// the claim template in each of `namespaces`, or the classes backing extended
+/// resources when the size has them (and then no template); and the claims allocated
+/// before measuring, each on a node picked at random (seeded) among those with a free
+/// device, as upstream's `allocResourceClaims` does. Answers the claims allocated.
 pub(super) fn install(
     s: &mut Scheduler,
     size: Size,
@@ -155,13 +183,19 @@ pub(super) fn install(
     namespaces: &[&str],
     seed: u64,
 ) -> Result<usize, BenchError> {
-    match object(DEVICE_CLASS)? {
-        Object::DeviceClass(c) => s.apply_dra(DraChange::Class(c)),
-        _ => return Err(BenchError::TemplateNotA("DeviceClass")),
-    }
     let with_devices = &nodes[size.devices.plain_nodes.min(nodes.len())..];
     for node in with_devices {
         s.apply_dra(DraChange::Slice(slice(node, size.devices.per_node)?));
+    }
+    if size.devices.classes > 0 {
+        for i in 0..size.devices.classes {
+            s.apply_dra(DraChange::Class(extended_resource_class(i)?));
+        }
+        return Ok(0);
+    }
+    match object(DEVICE_CLASS)? {
+        Object::DeviceClass(c) => s.apply_dra(DraChange::Class(c)),
+        _ => return Err(BenchError::TemplateNotA("DeviceClass")),
     }
     let Object::ResourceClaimTemplate(template) = object(CLAIM_TEMPLATE)? else {
         return Err(BenchError::TemplateNotA("ResourceClaimTemplate"));
@@ -244,12 +278,16 @@ pub(super) fn make_claims(s: &mut Scheduler, pod: &mut Pod) -> Result<(), BenchE
     Err(BenchError::NoTemplate { pod: pod.key() })
 }
 
-/// The devices the claims made for `pod` were given.
+/// The devices the claims made for `pod` were given: those made from its templates
+/// and the one made for its extended resources (annotated as such, the pod its
+/// controller).
 pub(super) fn devices_of(s: &Scheduler, pod: &Pod) -> Vec<DeviceId> {
+    let dra = s.dra();
     pod.resource_claim_statuses
         .iter()
         .filter_map(|st| st.resource_claim_name.as_ref())
-        .filter_map(|name| s.dra().claim(&pod.namespace, name))
+        .filter_map(|name| dra.claim(&pod.namespace, name))
+        .chain(dra.extended_claim(&pod.namespace, &pod.uid))
         .flat_map(|c| allocated_devices(&c))
         .collect()
 }
@@ -344,6 +382,33 @@ mod tests {
         assert_eq!(pods, [(0, 10), (1000, 1000), (1000, 1000), (2500, 2500)]);
         assert!(w.sizes.iter().all(|s| s.steady.is_none()));
 
+        assert!(w.sizes.iter().all(|s| s.devices.classes == 0));
+
+        // upstream's `dra/extendedresource`: a class per pod index, no claim template.
+        let (w, shape) = sizes("SchedulingWithExtendedResource");
+        assert_eq!(
+            shape,
+            [
+                ("fast", 1, 1, 10, 0),
+                ("2000pods_100nodes", 100, 0, 10, 0),
+                ("5000pods_500nodes", 500, 0, 10, 0),
+            ]
+        );
+        let pods: Vec<(usize, usize, usize)> = w
+            .sizes
+            .iter()
+            .map(|s| (s.devices.classes, s.init_pods, s.measure_pods))
+            .collect();
+        assert_eq!(pods, [(10, 0, 10), (1000, 1000, 1000), (2500, 2500, 2500)]);
+        assert!(w.sizes.iter().all(|s| s.steady.is_none()));
+        // Every pod's index has its class: the initial and the measured pods count
+        // from 0 each.
+        assert!(
+            w.sizes
+                .iter()
+                .all(|s| s.devices.classes >= s.init_pods.max(s.measure_pods))
+        );
+
         let (w, shape) = sizes("SteadyStateClusterResourceClaimTemplate");
         // upstream's initClaims: 0, 500, 990 at 100 nodes; 0, 1000, 1990 at 200; 0,
         // 2500, 4990 at 500.
@@ -370,6 +435,21 @@ mod tests {
             .collect();
         assert_eq!(steady[0], (10, 2));
         assert!(steady[1..].iter().all(|&x| x == (10, 10)), "{steady:?}");
+        assert!(w.sizes.iter().all(|s| s.devices.classes == 0));
+    }
+
+    #[test]
+    fn an_extended_resource_class_backs_the_resource_of_its_index() {
+        let c = extended_resource_class(7).unwrap();
+        assert_eq!(c.name, "test-class-7");
+        assert_eq!(
+            c.extended_resource_name.as_deref(),
+            Some("example.com/gpu-7")
+        );
+        assert_eq!(c.selectors.len(), 1);
+        let classes = [extended_resource_class(0).unwrap(), c];
+        let backing = berth_sdk::dra::class_for_extended_resource(&classes, "example.com/gpu-7");
+        assert_eq!(backing.map(|c| c.name.as_str()), Some("test-class-7"));
     }
 
     #[test]

@@ -226,6 +226,30 @@ const fn with_devices(
             plain_nodes: plain,
             per_node,
             held: Held::Empty,
+            classes: 0,
+        },
+        ..size(name, plain + with_devices, init_pods, measure_pods)
+    }
+}
+
+/// Upstream's `SchedulingWithExtendedResource` size: `classes` DeviceClasses each
+/// backing one extended resource, the nodes and devices as [`with_devices`]'s, and
+/// `init_pods` and `measure_pods` each asking for one of the resource of its index.
+const fn with_extended_resources(
+    name: &'static str,
+    classes: usize,
+    plain: usize,
+    with_devices: usize,
+    per_node: usize,
+    init_pods: usize,
+    measure_pods: usize,
+) -> Size {
+    Size {
+        devices: Devices {
+            plain_nodes: plain,
+            per_node,
+            held: Held::Empty,
+            classes,
         },
         ..size(name, plain + with_devices, init_pods, measure_pods)
     }
@@ -248,6 +272,7 @@ const fn steady(
             plain_nodes: plain,
             per_node: 10,
             held,
+            classes: 0,
         },
         steady: Some(Duration::from_secs(seconds)),
         ..size(name, plain + with_devices, 0, STEADY_PENDING)
@@ -476,6 +501,25 @@ spec:
     resourceClaimTemplateName: test-claim-template
 "#;
 
+// upstream's `dra/templates/pod-with-extended-resource.yaml`: no claim, but one of
+// the extended resource `example.com/gpu-<i>` (`<i>` the pod's index among the pods
+// made with it), which DeviceClass `test-class-<i>` backs: DynamicResources gives the
+// pod a device of that class through a claim it makes for it.
+const POD_WITH_EXTENDED_RESOURCE: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: pod}
+spec:
+  containers:
+  - name: pause
+    image: registry.k8s.io/pause:3.9
+    resources:
+      requests:
+        example.com/gpu-{{.Index}}: 1
+      limits:
+        example.com/gpu-{{.Index}}: 1
+"#;
+
 /// Upstream's `batching/` sizes (its integration size, 20000 nodes), and 5000 nodes
 /// as the other workloads.
 const ONE_POD_PER_NODE_SIZES: &[Size] = &[
@@ -502,7 +546,7 @@ const fn one_pod_per_node(name: &'static str, template: &'static str) -> Workloa
 }
 
 /// The workloads, with upstream's node and pod counts.
-pub const WORKLOADS: [Workload; 14] = [
+pub const WORKLOADS: [Workload; 15] = [
     Workload {
         name: "SchedulingBasic",
         sizes: &[
@@ -725,6 +769,27 @@ pub const WORKLOADS: [Workload; 14] = [
         measure_pod_name: "test-dra",
         churn: None,
     },
+    Workload {
+        // Upstream's `dra/extendedresource` SchedulingWithExtendedResource: pod <i>
+        // (of the initial ones, and of the measured ones) asks for one
+        // `example.com/gpu-<i>`, which no node advertises and DeviceClass
+        // `test-class-<i>` backs with the test driver's devices; DynamicResources
+        // allocates one through a claim it makes for the pod.
+        name: "SchedulingWithExtendedResource",
+        sizes: &[
+            with_extended_resources("fast", 10, 1, 1, 10, 0, 10),
+            with_extended_resources("2000pods_100nodes", 1000, 0, 100, 10, 1000, 1000),
+            with_extended_resources("5000pods_500nodes", 2500, 0, 500, 10, 2500, 2500),
+        ],
+        zones: Zones::None,
+        init_template: POD_WITH_EXTENDED_RESOURCE,
+        measure_template: POD_WITH_EXTENDED_RESOURCE,
+        init_namespace: "init",
+        measure_namespace: "test",
+        groups: Groups::None,
+        measure_pod_name: "test-dra",
+        churn: None,
+    },
     // upstream's `batching/` workloads (opportunistic batching's best case: each pod
     // takes a node the next cannot use). Upstream runs them with PodTopologySpread's
     // default constraints turned off so that its pods can be signed; Berth signs a pod
@@ -906,11 +971,44 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-fn template(text: &str) -> Result<Pod, BenchError> {
+fn parse_pod(text: &str) -> Result<Pod, BenchError> {
     let docs = manifest::load_str("<bench template>", text)?;
     match docs.into_iter().next().map(|d| d.object) {
         Some(Object::Pod(p)) => Ok(p),
         _ => Err(BenchError::TemplateNotPod),
+    }
+}
+
+/// What a pod template has in place of the pod's index among the pods made with it
+/// (upstream's templates are Go templates, and its `createPods` gives them `.Index`);
+/// the one substitution Berth's templates know.
+const INDEX: &str = "{{.Index}}";
+
+/// A pod template, parsed. One that holds [`INDEX`] makes each pod from its text
+/// with the pod's index in that place; the others make copies of one pod.
+#[derive(Clone, Debug)]
+struct PodTemplate {
+    text: &'static str,
+    indexed: bool,
+    /// The pod of index 0 (the only one, when the template holds no [`INDEX`]).
+    first: Pod,
+}
+
+fn template(text: &'static str) -> Result<PodTemplate, BenchError> {
+    Ok(PodTemplate {
+        text,
+        indexed: text.contains(INDEX),
+        first: parse_pod(&text.replace(INDEX, "0"))?,
+    })
+}
+
+impl PodTemplate {
+    /// The pod of index `i` as the template has it (before [`make_pod`] names it).
+    fn at(&self, i: usize) -> Result<Pod, BenchError> {
+        if !self.indexed || i == 0 {
+            return Ok(self.first.clone());
+        }
+        parse_pod(&self.text.replace(INDEX, &i.to_string()))
     }
 }
 
@@ -950,24 +1048,40 @@ fn make_node(i: usize, zones: Zones) -> Node {
     }
 }
 
-fn make_pod(template: &Pod, namespace: &str, prefix: &str, i: usize) -> Pod {
-    let mut p = template.clone();
+/// The `i`th pod of `template` (its index `i`), `<prefix>-<i>` in `namespace`.
+fn make_pod(
+    template: &PodTemplate,
+    namespace: &str,
+    prefix: &str,
+    i: usize,
+) -> Result<Pod, BenchError> {
+    let mut p = template.at(i)?;
     p.namespace = namespace.to_owned();
     p.name = format!("{prefix}-{i}");
-    p.uid = format!("{namespace}-{prefix}-{i}");
-    p
+    p.uid = pod_uid(namespace, prefix, i);
+    Ok(p)
+}
+
+/// The UID of the `i`th pod `<prefix>-<i>` of `namespace`.
+fn pod_uid(namespace: &str, prefix: &str, i: usize) -> String {
+    format!("{namespace}-{prefix}-{i}")
 }
 
 /// The `i`th measured pod; a member of a pod group workload names the group of its
 /// index (pods 0 to `pods_per_group - 1` the first, and so on, as upstream's
 /// templates do).
-fn make_measured(w: &Workload, template: &Pod, size: Size, i: usize) -> Pod {
-    let mut p = make_pod(template, w.measure_namespace, w.measure_pod_name, i);
+fn make_measured(
+    w: &Workload,
+    template: &PodTemplate,
+    size: Size,
+    i: usize,
+) -> Result<Pod, BenchError> {
+    let mut p = make_pod(template, w.measure_namespace, w.measure_pod_name, i)?;
     p.scheduling_group = match w.groups {
         Groups::None => None,
         g => Some(g.group_name(i / size.pods_per_group.max(1))),
     };
-    p
+    Ok(p)
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
@@ -1117,7 +1231,7 @@ fn setup(
         .map(|i| {
             add(
                 &mut s,
-                make_pod(&init_template, w.init_namespace, "init", i),
+                make_pod(&init_template, w.init_namespace, "init", i)?,
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -1161,7 +1275,7 @@ fn prepare(
     let label = label(w, size, mode);
     let adding = Instant::now();
     let measured = (0..size.measure_pods)
-        .map(|i| add(&mut s, make_measured(w, &measure_template, size, i)))
+        .map(|i| add(&mut s, make_measured(w, &measure_template, size, i)?))
         .collect::<Result<Vec<_>, _>>()?;
     progress(&format!(
         "{label}: {} pods added in {:.2} s{}; measuring",
@@ -1183,7 +1297,7 @@ fn prepare(
 /// The measured pods of a steady state, as [`steady::run`] makes them.
 fn steady_pods<'a>(
     w: &'a Workload,
-    template: &'a Pod,
+    template: &'a PodTemplate,
     size: Size,
     label: &'a str,
 ) -> steady::Pods<'a> {
@@ -1300,7 +1414,7 @@ pub fn placed(
     )?;
     // The pods made, in order: those never seen bound were left pending.
     for i in 0..run.made {
-        let uid = make_pod(&template, w.measure_namespace, w.measure_pod_name, i).uid;
+        let uid = pod_uid(w.measure_namespace, w.measure_pod_name, i);
         pods.push(match bound.iter().position(|b| b.uid == uid) {
             Some(k) => bound.swap_remove(k),
             None => Placed {
@@ -1375,7 +1489,7 @@ pub fn run_one(
                     while start.elapsed() >= *every * churned {
                         add(
                             &mut s,
-                            make_pod(template, w.measure_namespace, "churn", churned as usize),
+                            make_pod(template, w.measure_namespace, "churn", churned as usize)?,
                         )?;
                         churned += 1;
                     }
@@ -1621,9 +1735,9 @@ mod tests {
             template(w.measure_template).unwrap();
             assert_eq!(workload(&w.name.to_lowercase()).unwrap().name, w.name);
         }
-        let spread = template(POD_SPREAD).unwrap();
+        let spread = parse_pod(POD_SPREAD).unwrap();
         assert_eq!(spread.topology_spread_constraints.len(), 1);
-        let anti = template(POD_ANTI_AFFINITY).unwrap();
+        let anti = parse_pod(POD_ANTI_AFFINITY).unwrap();
         assert_eq!(anti.affinity.pod_anti_affinity.required.len(), 1);
     }
 
@@ -1688,13 +1802,17 @@ mod tests {
         let member = template(POD_GROUP_MEMBER).unwrap();
         let size = sizes[0];
         let names: Vec<Option<String>> = (0..6)
-            .map(|i| make_measured(gang, &member, size, i).scheduling_group)
+            .map(|i| {
+                make_measured(gang, &member, size, i)
+                    .unwrap()
+                    .scheduling_group
+            })
             .collect();
         assert_eq!(
             names,
             ["gang-0", "gang-0", "gang-0", "gang-1", "gang-1", "gang-1"].map(|g| Some(g.into()))
         );
-        let p = make_measured(gang, &member, size, 4);
+        let p = make_measured(gang, &member, size, 4).unwrap();
         assert_eq!(
             (p.namespace.as_str(), p.name.as_str()),
             ("gang-ns-0", "test-gang-scheduling-4")
@@ -1744,6 +1862,7 @@ mod tests {
         for name in [
             "SchedulingWithResourceClaimTemplate",
             "SteadyStateClusterResourceClaimTemplate",
+            "SchedulingWithExtendedResource",
         ] {
             let w = workload(name).unwrap();
             let quick = sizes_for(
@@ -1785,13 +1904,32 @@ mod tests {
 
     #[test]
     fn a_dra_pod_template_takes_one_claim_from_its_namespace_s_template() {
-        let p = template(POD_WITH_CLAIM_TEMPLATE).unwrap();
+        let p = parse_pod(POD_WITH_CLAIM_TEMPLATE).unwrap();
         assert_eq!(p.resource_claims.len(), 1);
         assert_eq!(
             p.resource_claims[0].source,
             berth_sdk::ClaimSource::TemplateName("test-claim-template".into())
         );
         assert_eq!(p.requests().milli_cpu, 0);
+    }
+
+    #[test]
+    fn an_extended_resource_pod_asks_for_the_resource_of_its_index() {
+        let t = template(POD_WITH_EXTENDED_RESOURCE).unwrap();
+        for (i, p) in [0, 1, 999].map(|i| (i, make_pod(&t, "test", "test-dra", i).unwrap())) {
+            assert_eq!(p.name, format!("test-dra-{i}"));
+            assert!(p.resource_claims.is_empty());
+            let want = berth_sdk::ResourceList::from([(dra::extended_resource(i), 1)]);
+            assert_eq!(p.containers[0].requests, want, "pod {i}");
+            assert_eq!(p.requests().scalar, want, "pod {i}");
+        }
+        // A template without the index makes copies of one pod.
+        let t = template(POD_DEFAULT).unwrap();
+        assert!(!t.indexed);
+        assert_eq!(
+            make_pod(&t, "default", "p", 7).unwrap().requests(),
+            make_pod(&t, "default", "p", 0).unwrap().requests()
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! ones are scheduled. The cluster stays at the same level of use throughout, so what
 //! is measured is scheduling into a cluster that neither fills nor empties.
 
-use super::{BenchError, dra, make_pod};
+use super::{BenchError, PodTemplate, dra, make_pod};
 use crate::clock::Clock;
 use crate::scheduler::Scheduler;
 use berth_sdk::Pod;
@@ -34,7 +34,7 @@ pub(super) struct Steady {
 /// The pods of one steady state: where they come from and how many are pending at once.
 pub(super) struct Pods<'a> {
     /// Each pod is a copy of this one.
-    pub template: &'a Pod,
+    pub template: &'a PodTemplate,
     /// Their namespace.
     pub namespace: &'a str,
     /// Their names' prefix (`<prefix>-<i>`).
@@ -73,7 +73,7 @@ pub(super) fn run(
                 Until::Made(n) => out.made < n,
             }
         {
-            let mut p = make_pod(pods.template, pods.namespace, pods.prefix, out.made);
+            let mut p = make_pod(pods.template, pods.namespace, pods.prefix, out.made)?;
             out.made += 1;
             dra::make_claims(s, &mut p)?;
             s.add_pod(p.clone())?;
