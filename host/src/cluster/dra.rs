@@ -278,11 +278,22 @@ impl Dra {
     /// `namespace`, as shown (upstream's `findExtendedResourceClaim`); not the one
     /// assumed at Reserve before it was created.
     pub fn extended_claim(&self, namespace: &str, pod_uid: &str) -> Option<Arc<ResourceClaim>> {
-        self.claims().into_iter().find(|c| {
+        let objects = self.read();
+        let wanted = |c: &ResourceClaim| {
             c.namespace == namespace
-                && !berth_sdk::dra::is_in_memory_extended_claim_name(&c.name)
+                && c.controller.as_ref().is_some_and(|o| o.uid == pod_uid)
                 && c.is_extended_resource_claim_of(pod_uid)
-        })
+                && !berth_sdk::dra::is_in_memory_extended_claim_name(&c.name)
+        };
+        // Asked at every PreFilter of a pod with such resources: a walk without
+        // copies, the assumed claims first as they hide the cluster's copies.
+        objects
+            .assumed
+            .values()
+            .map(|a| &a.claim)
+            .chain(objects.claims.values())
+            .find(|c| wanted(c))
+            .cloned()
     }
 
     /// A claim as the cluster has it (what is assumed of it aside).

@@ -53,6 +53,9 @@ pub struct NodeResourcesFit {
     scored: Vec<NodeResource>,
     ignored_resources: BTreeSet<String>,
     ignored_resource_groups: BTreeSet<String>,
+    /// The extended resources the DeviceClasses back, by the device generation they
+    /// were read at: read again only when classes change.
+    backed: std::sync::Mutex<Option<(u64, std::sync::Arc<BTreeSet<String>>)>>,
 }
 
 impl NodeResourcesFit {
@@ -62,8 +65,58 @@ impl NodeResourcesFit {
             scored: NodeResource::of_specs(&args.resources),
             ignored_resources: args.ignored_resources.iter().cloned().collect(),
             ignored_resource_groups: args.ignored_resource_groups.iter().cloned().collect(),
+            backed: std::sync::Mutex::new(None),
             args,
         }
+    }
+
+    /// The resources of `request` that a DeviceClass backs (upstream's
+    /// `DeviceClassResolver` asked by `shouldDelegateResourceToDRA`): extended resources
+    /// named by a class's `extendedResourceName`, or a class's implicit
+    /// `deviceclass.resource.kubernetes.io/<class>`. Where a node's allocatable has
+    /// none of such a resource, DynamicResources gives the pod devices of the class
+    /// instead, and Filter leaves it out. The classes are asked of the host only when
+    /// the pod requests a resource that may be so backed, and once per device
+    /// generation.
+    pub fn dra_backed(&self, request: &Resources) -> BTreeSet<String> {
+        let mut names = request
+            .scalar
+            .iter()
+            .filter(|(name, q)| {
+                **q > 0 && berth_sdk::validation::is_dra_extended_resource_name(name)
+            })
+            .map(|(name, _)| name)
+            .peekable();
+        if names.peek().is_none() {
+            return BTreeSet::new();
+        }
+        let backed = self.backed_resources();
+        names.filter(|n| backed.contains(*n)).cloned().collect()
+    }
+
+    /// Every extended resource a DeviceClass backs, explicitly or implicitly.
+    fn backed_resources(&self) -> std::sync::Arc<BTreeSet<String>> {
+        let generation = berth_sdk::dra::host::device_generation();
+        let mut kept = self.backed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((g, backed)) = kept.as_ref()
+            && *g == generation
+        {
+            return std::sync::Arc::clone(backed);
+        }
+        let backed: BTreeSet<String> = berth_sdk::dra::host::device_classes()
+            .into_iter()
+            .flat_map(|c| {
+                let implicit = format!(
+                    "{}{}",
+                    berth_sdk::dra::IMPLICIT_EXTENDED_RESOURCE_PREFIX,
+                    c.name
+                );
+                std::iter::once(implicit).chain(c.extended_resource_name)
+            })
+            .collect();
+        let backed = std::sync::Arc::new(backed);
+        *kept = Some((generation, std::sync::Arc::clone(&backed)));
+        backed
     }
 
     /// The args in force.
@@ -118,31 +171,6 @@ impl From<PreFilterState> for Requests {
         let backed = std::mem::take(&mut s.dra_backed);
         Requests(s.into(), backed)
     }
-}
-
-/// The resources of `request` that a DeviceClass backs (upstream's
-/// `DeviceClassResolver` asked by `shouldDelegateResourceToDRA`): extended resources
-/// named by a class's `extendedResourceName`, or a class's implicit
-/// `deviceclass.resource.kubernetes.io/<class>`. Where a node's allocatable has none of
-/// such a resource, DynamicResources gives the pod devices of the class instead, and
-/// Filter leaves it out. The classes are asked of the host only when the pod requests
-/// a resource that may be so backed.
-pub fn dra_backed(request: &Resources) -> BTreeSet<String> {
-    let names: Vec<&String> = request
-        .scalar
-        .iter()
-        .filter(|(name, q)| **q > 0 && berth_sdk::validation::is_dra_extended_resource_name(name))
-        .map(|(name, _)| name)
-        .collect();
-    if names.is_empty() {
-        return BTreeSet::new();
-    }
-    let classes = berth_sdk::dra::host::device_classes();
-    names
-        .into_iter()
-        .filter(|name| berth_sdk::dra::class_for_extended_resource(&classes, name).is_some())
-        .cloned()
-        .collect()
 }
 
 impl From<PreFilterState> for Resources {
@@ -251,7 +279,7 @@ pub fn fits_request(
 impl PreFilter for NodeResourcesFit {
     fn pre_filter(&self, state: &CycleState, pod: &Pod, _nodes: &[&NodeInfo]) -> PreFilterResult {
         let requests = pod.requests();
-        let backed = dra_backed(&requests);
+        let backed = self.dra_backed(&requests);
         state.write(PRE_FILTER_STATE_KEY, &PreFilterState::of(&requests, backed));
         Status::success().into()
     }

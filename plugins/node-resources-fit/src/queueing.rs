@@ -13,6 +13,7 @@ use berth_sdk::{
 };
 
 use crate::{NodeResourcesFit, fits_request};
+use std::collections::BTreeSet;
 
 use QueueingHint::{Queue, QueueSkip};
 
@@ -63,16 +64,20 @@ fn any_requested_grew(wanted: &Resources, before: &Resources, after: &Resources)
 /// Upstream's `haveAnyRequestedResourcesIncreased`: more pod slots, or more of a
 /// resource the pod requests, or a requested resource a DeviceClass backs that the
 /// modified node does not advertise (DynamicResources may give it as devices).
-pub fn have_any_requested_resources_increased(pod: &Pod, original: &Node, modified: &Node) -> bool {
+/// `backed` names the requested resources a DeviceClass backs
+/// ([`NodeResourcesFit::dra_backed`]).
+pub fn have_any_requested_resources_increased(
+    pod: &Pod,
+    original: &Node,
+    modified: &Node,
+    backed: &BTreeSet<String>,
+) -> bool {
     let (before, after) = (&original.allocatable, &modified.allocatable);
     if after.allowed_pod_number > before.allowed_pod_number {
         return true;
     }
-    let wanted = pod.requests();
-    any_requested_grew(&wanted, before, after)
-        || crate::dra_backed(&wanted)
-            .iter()
-            .any(|name| after.get(name) == 0)
+    any_requested_grew(&pod.requests(), before, after)
+        || backed.iter().any(|name| after.get(name) == 0)
 }
 
 /// Upstream's `isSchedulableAfterDeviceClassEvent`: a class added whose implicit
@@ -114,7 +119,7 @@ impl NodeResourcesFit {
     /// checks (the ignored resources included).
     pub fn fits_empty_node(&self, pod: &Pod, node: &Node) -> bool {
         let requests = pod.requests();
-        let backed = crate::dra_backed(&requests);
+        let backed = self.dra_backed(&requests);
         fits_request(
             &requests,
             &NodeInfo::new(node.clone()),
@@ -181,7 +186,14 @@ impl NodeResourcesFit {
         }
         Ok(match original {
             None => Queue,
-            Some(original) if have_any_requested_resources_increased(pod, original, modified) => {
+            Some(original)
+                if have_any_requested_resources_increased(
+                    pod,
+                    original,
+                    modified,
+                    &self.dra_backed(&pod.requests()),
+                ) =>
+            {
                 Queue
             }
             Some(_) => QueueSkip,
@@ -497,7 +509,7 @@ mod tests {
     // TestHaveAnyRequestedResourcesIncreased.
 
     fn increased(p: &Pod, old: &[(&str, i64)], new: &[(&str, i64)]) -> bool {
-        have_any_requested_resources_increased(p, &node(old), &node(new))
+        have_any_requested_resources_increased(p, &node(old), &node(new), &BTreeSet::new())
     }
 
     fn all_four() -> Pod {
