@@ -60,9 +60,10 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         "{summary}"
     );
     // Any PostFilter plugin may deallocate the pod's own claims that no other
-    // consumer has reserved, as upstream's DynamicResources does there.
+    // consumer has reserved, and delete the claim an earlier attempt made for its
+    // extended resources, as upstream's DynamicResources does there.
     assert!(
-        summary.contains("  may         DefaultPreemption: write-resource-claim-status at PostFilter (the cycle's pod's ResourceClaims; at PostFilter only to deallocate one no other consumer has reserved)\n"),
+        summary.contains("  may         DefaultPreemption: write-resource-claim-status at PostFilter (the cycle's pod's ResourceClaims; at PostFilter only to deallocate one no other consumer has reserved); delete-extended-resource-claim at PostFilter (the claim for the cycle's pod's extended resources)\n"),
         "{summary}"
     );
     assert_eq!(summary.matches("  may ").count(), 4, "{summary}");
