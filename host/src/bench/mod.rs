@@ -221,20 +221,21 @@ const fn with_devices(
     init_pods: usize,
     measure_pods: usize,
 ) -> Size {
-    Size {
-        devices: Devices {
-            plain_nodes: plain,
-            per_node,
-            held: Held::Empty,
-            classes: 0,
-        },
-        ..size(name, plain + with_devices, init_pods, measure_pods)
-    }
+    with_extended_resources(
+        name,
+        0,
+        plain,
+        with_devices,
+        per_node,
+        init_pods,
+        measure_pods,
+    )
 }
 
 /// Upstream's `SchedulingWithExtendedResource` size: `classes` DeviceClasses each
 /// backing one extended resource, the nodes and devices as [`with_devices`]'s, and
-/// `init_pods` and `measure_pods` each asking for one of the resource of its index.
+/// `init_pods` and `measure_pods` each asking for one of the resource of its index
+/// (no classes: [`with_devices`]'s one class and claim templates).
 const fn with_extended_resources(
     name: &'static str,
     classes: usize,
