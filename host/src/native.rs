@@ -596,8 +596,7 @@ impl HostApi for NativeHost {
     fn allocated_device_results(
         &self,
     ) -> Vec<(String, berth_sdk::dra::DeviceRequestAllocationResult)> {
-        let claims = self.dra.allocated_claims();
-        berth_sdk::dra::device_results_of(claims.iter().map(|c| &**c))
+        self.dra.allocated_device_results()
     }
     fn claim_allocation_pending(&self, namespace: &str, name: &str) -> bool {
         self.dra.allocation_pending(namespace, name)

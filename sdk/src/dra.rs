@@ -43,23 +43,33 @@ pub fn is_in_memory_extended_claim_name(name: &str) -> bool {
     name.starts_with(EXTENDED_RESOURCE_CLAIM_IN_MEMORY)
 }
 
-/// The DeviceClass that backs the extended resource `resource` (upstream's
-/// `DeviceClassResolver`): the class named by the implicit
-/// `deviceclass.resource.kubernetes.io/<class>`, or the class whose
-/// `extendedResourceName` it is. When several classes name the same resource,
+/// Which DeviceClass backs each extended resource (upstream's
+/// `DeviceClassResolver`), by resource name: every class backs its implicit
+/// `deviceclass.resource.kubernetes.io/<class>`, and the resource its
+/// `extendedResourceName` names. When several classes name the same resource,
 /// upstream prefers the newest (by creation time) and then the lowest name; the
 /// records Berth's plugins see carry no creation time, so the lowest name wins.
-pub fn class_for_extended_resource<'a>(
-    classes: &'a [DeviceClass],
-    resource: &str,
-) -> Option<&'a DeviceClass> {
-    if let Some(class) = resource.strip_prefix(IMPLICIT_EXTENDED_RESOURCE_PREFIX) {
-        return classes.iter().find(|c| c.name == class);
+pub fn extended_resource_classes(classes: &[DeviceClass]) -> BTreeMap<String, String> {
+    let mut backed = BTreeMap::new();
+    for c in classes {
+        backed.insert(
+            format!("{IMPLICIT_EXTENDED_RESOURCE_PREFIX}{}", c.name),
+            c.name.clone(),
+        );
     }
-    classes
-        .iter()
-        .filter(|c| c.extended_resource_name.as_deref() == Some(resource))
-        .min_by(|a, b| a.name.cmp(&b.name))
+    for c in classes {
+        if let Some(resource) = &c.extended_resource_name {
+            backed
+                .entry(resource.clone())
+                .and_modify(|winner: &mut String| {
+                    if c.name < *winner {
+                        *winner = c.name.clone();
+                    }
+                })
+                .or_insert_with(|| c.name.clone());
+        }
+    }
+    backed
 }
 
 /// The device results of `claims`' allocations, each with its claim's
@@ -663,5 +673,38 @@ pub struct DeviceId {
 impl std::fmt::Display for DeviceId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}/{}", self.driver, self.pool, self.device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(name: &str, resource: Option<&str>) -> DeviceClass {
+        DeviceClass {
+            name: name.into(),
+            uid: String::new(),
+            selectors: Vec::new(),
+            config: Vec::new(),
+            extended_resource_name: resource.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn each_class_backs_its_implicit_resource_and_the_one_it_names() {
+        let backed = extended_resource_classes(&[
+            class("b-gpu", Some("example.com/gpu")),
+            class("a-gpu", Some("example.com/gpu")),
+            class("fpga", None),
+        ]);
+        let get = |r: &str| backed.get(r).map(String::as_str);
+        // Two classes name the same resource: the lowest name backs it.
+        assert_eq!(get("example.com/gpu"), Some("a-gpu"));
+        assert_eq!(
+            get("deviceclass.resource.kubernetes.io/b-gpu"),
+            Some("b-gpu")
+        );
+        assert_eq!(get("deviceclass.resource.kubernetes.io/fpga"), Some("fpga"));
+        assert_eq!(backed.len(), 4);
     }
 }

@@ -41,6 +41,15 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// The requested resources with a quantity that a DeviceClass may back as an
+    /// extended resource ([`is_dra_extended_resource_name`](crate::validation::is_dra_extended_resource_name)).
+    pub fn dra_extended_requests(&self) -> impl Iterator<Item = (&String, i64)> {
+        self.scalar
+            .iter()
+            .filter(|(name, q)| **q > 0 && crate::validation::is_dra_extended_resource_name(name))
+            .map(|(name, q)| (name, *q))
+    }
+
     /// Builds the aggregate from a resource list (`pods` goes to `allowed_pod_number`).
     pub fn from_list(list: &ResourceList) -> Self {
         let mut r = Resources::default();

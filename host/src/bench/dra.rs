@@ -448,8 +448,11 @@ mod tests {
         );
         assert_eq!(c.selectors.len(), 1);
         let classes = [extended_resource_class(0).unwrap(), c];
-        let backing = berth_sdk::dra::class_for_extended_resource(&classes, "example.com/gpu-7");
-        assert_eq!(backing.map(|c| c.name.as_str()), Some("test-class-7"));
+        let backed = berth_sdk::dra::extended_resource_classes(&classes);
+        assert_eq!(
+            backed.get("example.com/gpu-7").map(String::as_str),
+            Some("test-class-7")
+        );
     }
 
     #[test]

@@ -281,7 +281,6 @@ impl Dra {
         let objects = self.read();
         let wanted = |c: &ResourceClaim| {
             c.namespace == namespace
-                && c.controller.as_ref().is_some_and(|o| o.uid == pod_uid)
                 && c.is_extended_resource_claim_of(pod_uid)
                 && !berth_sdk::dra::is_in_memory_extended_claim_name(&c.name)
         };
@@ -310,6 +309,14 @@ impl Dra {
             .collect();
         out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
+    }
+
+    /// The device results of every allocated claim (as assumed), each with its
+    /// claim's `namespace/name`: what the `allocated-device-results` host call answers.
+    pub fn allocated_device_results(
+        &self,
+    ) -> Vec<(String, berth_sdk::dra::DeviceRequestAllocationResult)> {
+        berth_sdk::dra::device_results_of(self.allocated_claims().iter().map(|c| &**c))
     }
 
     /// Every claim, as assumed where it is, by namespace and name: the claims made

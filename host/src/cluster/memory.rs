@@ -364,12 +364,7 @@ impl Binder for MemoryCluster {
         claim: &berth_sdk::dra::ResourceClaim,
     ) -> Result<berth_sdk::dra::ResourceClaim, WriteError> {
         let what = format!("writing the status of resourceclaim {}", claim.key());
-        let dra = self
-            .dra
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or_else(|| WriteError::Refused(format!("{what}: no DRA view attached")))?;
+        let dra = self.dra_view(&what)?;
         let Some(current) = dra.cluster_claim(&claim.namespace, &claim.name) else {
             return Err(WriteError::NotFound(format!("{what}: the claim is gone")));
         };
@@ -385,13 +380,7 @@ impl Binder for MemoryCluster {
         written.resource_version = crate::cluster::dra::next_version(&current.resource_version);
         dra.set_claim(written.clone());
         // The watch of a real cluster would report it: the queue hears of it.
-        self.storage_changes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((
-                Some(Object::ResourceClaim((*current).clone())),
-                Object::ResourceClaim(written.clone()),
-            ));
+        self.claim_changed(Some((*current).clone()), written.clone());
         Ok(written)
     }
 

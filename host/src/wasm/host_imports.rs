@@ -555,8 +555,9 @@ impl dra::Host for HostCtx {
     }
 
     fn allocated_device_results(&mut self) -> Vec<(String, w::DeviceRequestAllocationResult)> {
-        let claims = self.services.dra.allocated_claims();
-        berth_sdk::dra::device_results_of(claims.iter().map(|c| &**c))
+        self.services
+            .dra
+            .allocated_device_results()
             .iter()
             .map(|(claim, r)| (claim.clone(), convert::dra::result_to_wit(r)))
             .collect()

@@ -10,12 +10,10 @@
 //! Reserve assumes it in the host as any claim, Unreserve restores it.
 
 use berth_sdk::dra::{
-    AllocationMode, ControllerReference, DeviceClaim, DeviceClass, DeviceRequest, DeviceSubRequest,
-    EXTENDED_RESOURCE_CLAIM_ANNOTATION, ResourceClaim, class_for_extended_resource,
-    in_memory_extended_claim_name,
+    AllocationMode, ControllerReference, DeviceClaim, DeviceRequest, DeviceSubRequest,
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION, ResourceClaim, in_memory_extended_claim_name,
 };
-use berth_sdk::validation::is_dra_extended_resource_name;
-use berth_sdk::{Container, ContainerExtendedResourceRequest, NodeInfo, Pod};
+use berth_sdk::{Container, ContainerExtendedResourceRequest, NodeInfo, Pod, Resources};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,27 +29,26 @@ pub struct ExtendedState {
     pub stale: Option<ResourceClaim>,
 }
 
-/// Whether a DeviceClass backs any extended resource the pod requests.
-pub fn backs_any(pod: &Pod, classes: &[DeviceClass]) -> bool {
-    pod.requests()
-        .scalar
-        .iter()
-        .any(|(name, q)| *q > 0 && class_for_extended_resource(classes, name).is_some())
+/// Whether a DeviceClass backs any extended resource of `requests` (`backed`: the
+/// classes by the resource they back, [`berth_sdk::dra::extended_resource_classes`]).
+pub fn backs_any(requests: &Resources, backed: &BTreeMap<String, String>) -> bool {
+    requests
+        .dra_extended_requests()
+        .any(|(name, _)| backed.contains_key(name))
 }
 
 impl ExtendedState {
-    /// Upstream's `preFilterExtendedResources`: `None` when the pod requests no
-    /// extended resource a class backs.
-    pub fn of(pod: &Pod, classes: &[DeviceClass]) -> Option<ExtendedState> {
-        let requests: BTreeMap<String, (i64, Option<String>)> = pod
-            .requests()
-            .scalar
-            .into_iter()
-            .filter(|(name, q)| *q > 0 && is_dra_extended_resource_name(name))
-            .map(|(name, q)| {
-                let class = class_for_extended_resource(classes, &name).map(|c| c.name.clone());
-                (name, (q, class))
-            })
+    /// Upstream's `preFilterExtendedResources` for a pod requesting `requests`:
+    /// `None` when a class (of `backed`, [`berth_sdk::dra::extended_resource_classes`]) backs none of
+    /// its extended resources.
+    pub fn of(
+        pod: &Pod,
+        requests: &Resources,
+        backed: &BTreeMap<String, String>,
+    ) -> Option<ExtendedState> {
+        let requests: BTreeMap<String, (i64, Option<String>)> = requests
+            .dra_extended_requests()
+            .map(|(name, q)| (name.clone(), (q, backed.get(name).cloned())))
             .collect();
         if !requests.values().any(|(_, class)| class.is_some()) {
             return None;

@@ -150,6 +150,8 @@ pub struct ReservedClaim {
 struct DeviceView {
     generation: u64,
     classes: Vec<DeviceClass>,
+    /// The class backing each extended resource (`extended_resource_classes`).
+    extended: std::collections::BTreeMap<String, String>,
     /// The classes, slices and taint rules prepared for allocators: every allocator
     /// built while this view stands shares them, whatever the claims do.
     devices: Arc<Devices>,
@@ -209,6 +211,7 @@ impl DynamicResources {
         ));
         let view = Arc::new(DeviceView {
             generation,
+            extended: berth_sdk::dra::extended_resource_classes(&classes),
             classes,
             devices,
         });
@@ -421,9 +424,11 @@ impl PreFilter for DynamicResources {
             Err(reason) => return Status::unresolvable(reason).into(),
         };
         let mut view = None;
-        let extended = if requests_dra_extended_resources(pod) {
+        // The classes are read only when the pod asks for a resource one may back.
+        let requests = pod.requests();
+        let extended = if requests.dra_extended_requests().next().is_some() {
             let v = view.get_or_insert_with(|| self.device_view());
-            extended::ExtendedState::of(pod, &v.classes)
+            extended::ExtendedState::of(pod, &requests, &v.extended)
         } else {
             None
         };
@@ -488,16 +493,6 @@ impl PreFilter for DynamicResources {
         state.set(&STATE, &s);
         Status::success().into()
     }
-}
-
-/// Whether the pod requests a resource that a DeviceClass may back (an extended
-/// resource, or a class's implicit one): only then are the classes read.
-fn requests_dra_extended_resources(pod: &Pod) -> bool {
-    pod.containers
-        .iter()
-        .chain(&pod.init_containers)
-        .flat_map(|c| c.requests.iter())
-        .any(|(name, q)| *q > 0 && berth_sdk::validation::is_dra_extended_resource_name(name))
 }
 
 /// The cycle's state, or the Error status upstream gives when it is missing.
@@ -795,7 +790,7 @@ impl Reserve for DynamicResources {
             // Nothing more to do if it fails: the next attempt finds the claim and
             // PostFilter deletes it.
             let _ = dra::delete_extended_resource_claim(&namespace, &name);
-            state.write(CREATED_KEY, &None::<(String, String)>);
+            state.delete(CREATED_KEY);
         }
     }
 }
@@ -888,7 +883,7 @@ fn bind_extended_claim(
     let created = dra::create_extended_resource_claim(&spec_only)?;
     state.write(
         CREATED_KEY,
-        &Some((created.namespace.clone(), created.name.clone())),
+        &(created.namespace.clone(), created.name.clone()),
     );
     let mut with_status = created.clone();
     with_status.status = r.claim.status.clone();
@@ -980,8 +975,9 @@ impl Sign for DynamicResources {
                 "pods with a claim for DRA-backed extended resources are not signable",
             );
         }
-        if requests_dra_extended_resources(pod)
-            && extended::backs_any(pod, &self.device_view().classes)
+        let requests = pod.requests();
+        if requests.dra_extended_requests().next().is_some()
+            && extended::backs_any(&requests, &self.device_view().extended)
         {
             // Each such pod gets devices of its own through a claim: as a pod with
             // claims.

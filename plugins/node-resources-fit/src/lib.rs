@@ -80,11 +80,7 @@ impl NodeResourcesFit {
     /// generation.
     pub fn dra_backed(&self, request: &Resources) -> BTreeSet<String> {
         let mut names = request
-            .scalar
-            .iter()
-            .filter(|(name, q)| {
-                **q > 0 && berth_sdk::validation::is_dra_extended_resource_name(name)
-            })
+            .dra_extended_requests()
             .map(|(name, _)| name)
             .peekable();
         if names.peek().is_none() {
@@ -103,16 +99,9 @@ impl NodeResourcesFit {
         {
             return std::sync::Arc::clone(backed);
         }
-        let backed: BTreeSet<String> = berth_sdk::dra::host::device_classes()
-            .into_iter()
-            .flat_map(|c| {
-                let implicit = format!(
-                    "{}{}",
-                    berth_sdk::dra::IMPLICIT_EXTENDED_RESOURCE_PREFIX,
-                    c.name
-                );
-                std::iter::once(implicit).chain(c.extended_resource_name)
-            })
+        let classes = berth_sdk::dra::host::device_classes();
+        let backed: BTreeSet<String> = berth_sdk::dra::extended_resource_classes(&classes)
+            .into_keys()
             .collect();
         let backed = std::sync::Arc::new(backed);
         *kept = Some((generation, std::sync::Arc::clone(&backed)));
