@@ -279,6 +279,22 @@ macro_rules! native_calls {
             }))
         }
     };
+    (@dry { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+            ( $($arg:ident : $aty:ty),* ) -> $ret:ty }) => {
+        fn $method(
+            &mut self,
+            state: &HostState,
+            pod: &CyclePod,
+            $($arg: $aty,)*
+            mut dry: Box<dyn WhatIf>,
+        ) -> (Box<dyn WhatIf>, Result<$ret, CallError>) {
+            let lent = NativeDryRun(RefCell::new(&mut *dry));
+            let r = with_state(state, |st| {
+                points::$method(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view $(, $arg)*, &lent)
+            });
+            (dry, Ok(r))
+        }
+    };
     (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
               ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
         fn $method(
@@ -391,6 +407,12 @@ impl berth_sdk::DryRun for NativeDryRun<'_> {
     fn simulate(&self, node: &str) -> Result<Box<dyn berth_sdk::NodeSimulation + '_>, Status> {
         let sim = self.0.borrow_mut().simulate(node)?;
         Ok(Box::new(NativeSimulation { dry: self, sim }))
+    }
+    fn select_victims_on_nodes(
+        &self,
+        nodes: &[&str],
+    ) -> Option<Vec<Result<berth_sdk::NodeVictims, Status>>> {
+        self.0.borrow_mut().select_victims_on_nodes(nodes)
     }
 }
 

@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.9.2";
+pub const WIT_VERSION: &str = "0.9.3";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -807,6 +807,26 @@ impl crate::DryRun for HostDryRun {
             Err(s) => Err(status_from_wit(s)),
         }
     }
+
+    fn select_victims_on_nodes(
+        &self,
+        nodes: &[&str],
+    ) -> Option<Vec<Result<crate::NodeVictims, sdk::Status>>> {
+        let nodes: Vec<String> = nodes.iter().map(|n| (*n).to_owned()).collect();
+        let answers = wit::berth::scheduler::dry_run::select_victims_on_nodes(&nodes)?;
+        Some(
+            answers
+                .into_iter()
+                .map(|r| {
+                    r.map(|v| crate::NodeVictims {
+                        pods: v.pods,
+                        pdb_violations: v.pdb_violations,
+                    })
+                    .map_err(status_from_wit)
+                })
+                .collect(),
+        )
+    }
 }
 
 impl<T: Registered> ex::post_filter::Guest for Export<T> {
@@ -919,6 +939,25 @@ macro_rules! guest_exports {
             .into_wit()
         }
     };
+    (@dry { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+            ( $($arg:ident : $aty:ty),* ) -> $ret:ty }) => {
+        fn $wit(state: &host::CycleState $(, $arg: $aty)*) -> <$ret as IntoWit>::Wit {
+            let store = HostState(state);
+            let state = CycleState::new(&store);
+            with_instance::<T, _>(|inst| {
+                points::$method(
+                    &inst.plugin,
+                    &inst.vtable,
+                    &state,
+                    inst.pod.as_ref(),
+                    &*inst
+                    $(, $arg)*,
+                    &HostDryRun,
+                )
+            })
+            .into_wit()
+        }
+    };
     (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
               ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
         fn $wit(
@@ -985,6 +1024,17 @@ impl IntoWit for Result<Vec<crate::SignFragment>, sdk::Status> {
                     value: f.value,
                 })
                 .collect()
+        })
+        .map_err(status_to_wit)
+    }
+}
+
+impl IntoWit for Result<crate::NodeVictims, sdk::Status> {
+    type Wit = Result<wit::berth::scheduler::dry_run::Victims, w::Status>;
+    fn into_wit(self) -> Self::Wit {
+        self.map(|v| wit::berth::scheduler::dry_run::Victims {
+            pods: v.pods,
+            pdb_violations: v.pdb_violations,
         })
         .map_err(status_to_wit)
     }

@@ -89,8 +89,8 @@ pub use plugin::{
     Reserve, Score, StateKey, StateStore, VTable,
 };
 pub use preemption::{
-    Candidate, DryRun, NodeSimulation, PodDisruptionBudget, PostFilter, PostFilterResult,
-    PreFilterExtensions, least_budget_violations,
+    Candidate, DryRun, NodeSimulation, NodeVictims, PodDisruptionBudget, PostFilter,
+    PostFilterResult, PreFilterExtensions, SelectVictims, least_budget_violations,
 };
 pub use serde_json;
 pub use sign::{Sign, SignFragment};

@@ -2,7 +2,9 @@
 //! macro builds from them.
 
 use crate::events::{ClusterEvent, EventRegistration, Object, QueueingHint};
-use crate::preemption::{DryRun, PostFilter, PostFilterResult, PreFilterExtensions};
+use crate::preemption::{
+    DryRun, NodeVictims, PostFilter, PostFilterResult, PreFilterExtensions, SelectVictims,
+};
 use crate::sign::{Sign, SignFragment};
 use crate::types::{ExtensionPoint, NodeInfo, Pod, Status};
 use crate::workload::{
@@ -500,6 +502,9 @@ vtable! {
         T::pod_group_post_filter, if PodGroupPostFilter, PodGroupPostFilter;
     /// SignPod.
     sign_pod: fn(&T, &Pod) -> Result<Vec<SignFragment>, Status> = T::sign_pod, if Sign, SignPod;
+    /// SelectVictimsOnNode.
+    select_victims_on_node: fn(&T, &CycleState, &Pod, &NodeInfo, &dyn DryRun) -> Result<NodeVictims, Status> =
+        T::select_victims_on_node, if SelectVictims, SelectVictimsOnNode;
 }
 
 /// Implemented by [`plugin_vtable!`](crate::plugin_vtable): the table of a plugin type.
@@ -513,7 +518,8 @@ pub trait Registered: Plugin {
 /// `queueing_hint`, `pre_enqueue`, `queue_sort`, `pre_filter`, `pre_filter_extensions`,
 /// `filter`, `post_filter`, `pre_score`, `score`, `normalize_score`, `reserve`, `permit`,
 /// `pre_bind`, `bind`, `post_bind`, `placement_score`, `normalize_placement_score`,
-/// `placement_feasible`, `placement_generate`, `pod_group_post_filter`, `sign_pod`.
+/// `placement_feasible`, `placement_generate`, `pod_group_post_filter`, `sign_pod`,
+/// `select_victims_on_node`.
 #[macro_export]
 macro_rules! plugin_vtable {
     ($t:ty : $($ep:ident),* $(,)?) => {

@@ -18,7 +18,7 @@
 
 use crate::events::{ClusterEvent, Object, QueueingHint};
 use crate::plugin::{CycleState, PreFilterResult, VTable};
-use crate::preemption::{DryRun, PostFilterResult};
+use crate::preemption::{DryRun, NodeVictims, PostFilterResult};
 use crate::sign::SignFragment;
 use crate::types::{NodeInfo, Pod, Status};
 use crate::workload::{
@@ -211,6 +211,14 @@ macro_rules! for_each_extension_point {
                 calls: [
                     cycle { sign_pod "SignPod" sign_pod call_sign_pod sign
                         () -> ::std::result::Result<::std::vec::Vec<$crate::SignFragment>, $crate::Status> },
+                ],
+            }
+            optional interface select_victims {
+                points: [],
+                also: [SelectVictimsOnNode select_victims_on_node "selectVictimsOnNode" "A PostFilter plugin's dry run of one node, which the host may run for many nodes at once on its workers."],
+                calls: [
+                    dry { select_victims_on_node "SelectVictimsOnNode" select_victims_on_node call_select_victims_on_node select_victims
+                        (slot: u32) -> ::std::result::Result<$crate::NodeVictims, $crate::Status> },
                 ],
             }
         }
@@ -778,6 +786,30 @@ pub fn sign_pod<T>(
     f(plugin, pod)
 }
 
+/// SelectVictimsOnNode on the node of `slot`, with the host's what-if API.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn select_victims_on_node<T>(
+    plugin: &T,
+    vt: &VTable<T>,
+    state: &CycleState,
+    pod: Option<&Pod>,
+    replica: &impl Replica,
+    slot: u32,
+    dry: &dyn DryRun,
+) -> Result<NodeVictims, Status> {
+    let Some(f) = vt.select_victims_on_node else {
+        return Err(not_implemented("selectVictimsOnNode"));
+    };
+    let Some(pod) = pod else {
+        return Err(no_cycle());
+    };
+    match replica.node(slot) {
+        Some(node) => f(plugin, state, pod, node, dry),
+        None => Err(replica.missing(slot)),
+    }
+}
+
 /// PodGroupPostFilter, with every node of the replica (the victims are among their
 /// pods).
 #[inline]
@@ -872,6 +904,7 @@ mod tests {
                 E::PlacementFeasible,
                 E::PodGroupPostFilter,
                 E::SignPod,
+                E::SelectVictimsOnNode,
             ]
         );
         assert_eq!(
@@ -879,9 +912,13 @@ mod tests {
             E::ALL
                 .iter()
                 .copied()
-                .filter(
-                    |p| ![E::NormalizeScore, E::NormalizePlacementScore, E::SignPod].contains(p)
-                )
+                .filter(|p| ![
+                    E::NormalizeScore,
+                    E::NormalizePlacementScore,
+                    E::SignPod,
+                    E::SelectVictimsOnNode
+                ]
+                .contains(p))
                 .collect::<Vec<_>>()
         );
         let names: Vec<&str> = E::ALL.iter().map(|p| p.as_str()).collect();
@@ -906,7 +943,8 @@ mod tests {
                 "placementGenerate",
                 "placementFeasible",
                 "podGroupPostFilter",
-                "signPod"
+                "signPod",
+                "selectVictimsOnNode"
             ]
         );
         for p in E::ALL {

@@ -81,6 +81,41 @@ pub trait DryRun {
     fn pod_disruption_budgets(&self) -> Vec<PodDisruptionBudget>;
     /// Starts a what-if on the node of that name.
     fn simulate(&self, node: &str) -> Result<Box<dyn NodeSimulation + '_>, Status>;
+    /// The plugin's own [`SelectVictims::select_victims_on_node`] for each node (by
+    /// name), run by the host on its workers' instances of the plugin, in parallel;
+    /// one answer per node, in order. `None` when the host does not (a plugin without
+    /// [`SelectVictims`], a host with one worker, a what-if already inside such a
+    /// call): the plugin then runs the nodes itself, which answers the same.
+    fn select_victims_on_nodes(&self, nodes: &[&str]) -> Option<Vec<Result<NodeVictims, Status>>> {
+        let _ = nodes;
+        None
+    }
+}
+
+/// The victims SelectVictimsOnNode chose on one node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeVictims {
+    /// The pods to evict (UIDs), most important first.
+    pub pods: Vec<String>,
+    /// How many of them a PodDisruptionBudget would not allow to go.
+    pub pdb_violations: u32,
+}
+
+/// SelectVictimsOnNode: a PostFilter plugin's dry run of one node (upstream's
+/// `SelectVictimsOnNode`), which the host may run for many nodes at once on its
+/// workers ([`DryRun::select_victims_on_nodes`]). It must answer only from the pod,
+/// the node and the what-ifs, as the answer may come from another instance of the
+/// plugin.
+pub trait SelectVictims: PostFilter {
+    /// The victims on `node` that make room for `pod`: Unschedulable or
+    /// UnschedulableAndUnresolvable when the node is no candidate, Error on failure.
+    fn select_victims_on_node(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        node: &NodeInfo,
+        dry_run: &dyn DryRun,
+    ) -> Result<NodeVictims, Status>;
 }
 
 /// A node where preemption would let the pod in.

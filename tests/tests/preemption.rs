@@ -5,6 +5,7 @@
 //! (after the evictions, on a later attempt) or stay pending with upstream's message,
 //! and exactly the expected pods must be evicted.
 
+use berth::scheduler::SchedulerOptions;
 use berth::simulate::{Report, SimulateOptions, simulate};
 use berth::wasm::Runtime;
 use serde_json::{Map, Value, json};
@@ -178,6 +179,15 @@ fn budget(v: &Value) -> Value {
 }
 
 fn run_case(runtime: &Arc<Runtime>, dir: &Path, case: &Value) -> Result<Report, String> {
+    run_case_with(runtime, dir, case, SchedulerOptions::default())
+}
+
+fn run_case_with(
+    runtime: &Arc<Runtime>,
+    dir: &Path,
+    case: &Value,
+    scheduler: SchedulerOptions,
+) -> Result<Report, String> {
     let name = case["name"].as_str().unwrap();
     let mut docs: Vec<Value> = Vec::new();
     for b in case["pdbs"].as_array().into_iter().flatten() {
@@ -211,11 +221,19 @@ fn run_case(runtime: &Arc<Runtime>, dir: &Path, case: &Value) -> Result<Report, 
         std::fs::write(&path, serde_json::to_string(&cfg).unwrap()).unwrap();
         path
     });
+    let config = config.or_else(|| {
+        case.get("config").map(|cfg| {
+            let path = dir.join(format!("{}.config.yaml", name.replace([' ', '/'], "_")));
+            std::fs::write(&path, serde_json::to_string(cfg).unwrap()).unwrap();
+            path
+        })
+    });
     simulate(
         runtime,
         &SimulateOptions {
             files: vec![file],
             config,
+            scheduler,
             ..SimulateOptions::default()
         },
     )
@@ -297,6 +315,183 @@ fn preemption_follows_kube_scheduler_case_by_case() {
         cases.len(),
         problems.join("\n")
     );
+}
+
+/// The same table with two workers: DefaultPreemption's dry runs then run on the
+/// workers (SelectVictimsOnNode per worker), and every case must come out the same.
+#[test]
+fn preemption_follows_kube_scheduler_with_the_dry_run_on_two_workers() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("preemption/cases.yaml");
+    let table: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let runtime = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    for case in table["cases"].as_array().unwrap() {
+        if case["expect"]["error"].as_bool() == Some(true) {
+            continue;
+        }
+        let mut options = SchedulerOptions::default();
+        options.framework.parallelism = 2;
+        match run_case_with(&runtime, dir.path(), case, options) {
+            Ok(report) => problems.extend(check(case, &report)),
+            Err(e) => problems.push(format!("{}: {e}", case["name"])),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A small deterministic generator (xorshift), so each seed is one cluster.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// A cluster of `seed`: full nodes of low-priority pods (mixed priorities, start
+/// times, budgets), a few nodes of high-priority pods, and pending pods that fit
+/// nowhere without preemption; DefaultPreemption looks for few candidates, so the
+/// search stops inside a batch of dry runs.
+fn seeded_case(seed: u64) -> Value {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let n = 10 + rng.below(40);
+    let mut nodes = Vec::new();
+    let mut pods = Vec::new();
+    for i in 0..n {
+        let node = format!("n{i:02}");
+        nodes.push(json!({"name": node, "cpu": "4"}));
+        let per = 2 + rng.below(3);
+        for j in 0..per {
+            let priority = if rng.below(6) == 0 {
+                2000
+            } else {
+                [0, 10, 100][rng.below(3) as usize]
+            };
+            let app = ["db", "web", "batch"][rng.below(3) as usize];
+            pods.push(json!({
+                "name": format!("{node}-p{j}"),
+                "node": node,
+                "cpu": format!("{}m", 4000 / per - rng.below(200)),
+                "priority": priority,
+                "start": rng.below(20),
+                "labels": {"app": app},
+            }));
+        }
+    }
+    let pending: Vec<Value> = (0..3)
+        .map(|k| {
+            json!({
+                "name": format!("high-{k}"),
+                "cpu": format!("{}m", 1500 + rng.below(2000)),
+                "priority": 1000,
+            })
+        })
+        .collect();
+    json!({
+        "name": format!("seed {seed}"),
+        "nodes": nodes,
+        "pods": pods,
+        "pending": pending,
+        "pdbs": [{"name": "db", "selector": {"app": "db"}, "allowed": rng.below(3)}],
+        "args": {
+            "minCandidateNodesPercentage": rng.below(30),
+            "minCandidateNodesAbsolute": 1 + rng.below(5),
+        },
+    })
+}
+
+/// What a run decided: each pod's node and message, and the evicted pods in order.
+fn outcome(report: &Report) -> (Vec<(String, Option<String>, String)>, Vec<String>) {
+    (
+        report
+            .pods
+            .iter()
+            .map(|p| (p.name.clone(), p.node.clone(), p.message.clone()))
+            .collect(),
+        report.evicted.iter().map(|e| e.name.clone()).collect(),
+    )
+}
+
+#[test]
+fn the_parallel_dry_run_chooses_the_node_and_victims_of_the_sequential_one() {
+    let runtime = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let mut evictions = 0;
+    for seed in 1..=12 {
+        let case = seeded_case(seed);
+        let runs: Vec<_> = [1, 2, 3]
+            .into_iter()
+            .map(|parallelism| {
+                let mut options = SchedulerOptions::default();
+                options.framework.parallelism = parallelism;
+                let report = run_case_with(&runtime, dir.path(), &case, options)
+                    .unwrap_or_else(|e| panic!("seed {seed}, parallelism {parallelism}: {e}"));
+                outcome(&report)
+            })
+            .collect();
+        assert_eq!(runs[0], runs[1], "seed {seed}: one worker and two disagree");
+        assert_eq!(
+            runs[0], runs[2],
+            "seed {seed}: one worker and three disagree"
+        );
+        evictions += runs[0].1.len();
+    }
+    assert!(
+        evictions > 12,
+        "the clusters made too few preemptions ({evictions}) to compare"
+    );
+}
+
+/// A module without the SelectVictimsOnNode export (as every module built before
+/// WIT 0.9.3) is answered `None` when it asks for a batch of dry runs, even with
+/// workers to spare, and still preempts with its own what-ifs.
+#[test]
+fn a_post_filter_module_without_select_victims_still_preempts() {
+    let case = json!({
+        "name": "naive",
+        "nodes": [{"name": "n1", "cpu": "2"}, {"name": "n2", "cpu": "2"}],
+        "pods": [
+            {"name": "a", "node": "n1", "cpu": "2", "priority": 1000},
+            {"name": "b", "node": "n2", "cpu": "1", "priority": 1},
+            {"name": "c", "node": "n2", "cpu": "1", "priority": 2},
+        ],
+        "pending": [{"name": "high", "cpu": "2", "priority": 100}],
+        "config": {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "berth": {"modules": [{
+                "name": "NaivePreemption",
+                "path": berth_artifacts::fixtures::FIXTURE_NAIVE_PREEMPTION,
+            }]},
+            "profiles": [{
+                "schedulerName": "default-scheduler",
+                "plugins": {"postFilter": {
+                    "disabled": [{"name": "DefaultPreemption"}],
+                    "enabled": [{"name": "NaivePreemption"}],
+                }},
+            }],
+        },
+    });
+    let runtime = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    for parallelism in [1, 2] {
+        let mut options = SchedulerOptions::default();
+        options.framework.parallelism = parallelism;
+        let report = run_case_with(&runtime, dir.path(), &case, options).unwrap();
+        let (pods, mut evicted) = outcome(&report);
+        evicted.sort();
+        assert_eq!(evicted, ["b", "c"], "parallelism {parallelism}: {pods:?}");
+        let high = pods.iter().find(|p| p.0 == "high").unwrap();
+        assert_eq!(
+            high.1.as_deref(),
+            Some("n2"),
+            "parallelism {parallelism}: {high:?}"
+        );
+    }
 }
 
 /// A scheduler with the default profile that binds and evicts through `cluster`, on

@@ -194,6 +194,22 @@ impl InstanceSet {
         }
     }
 
+    /// The instance of plugin `i`, taken out of the set (made if need be), for a call
+    /// that lends the set itself to the instance (SelectVictimsOnNode's what-ifs);
+    /// [`InstanceSet::put`] gives it back.
+    fn take(&mut self, i: usize, plugins: &[PluginSlot]) -> Result<PluginInstance, PluginError> {
+        self.get(i, plugins)?;
+        Ok(self.instances[i].take().expect("get made the instance"))
+    }
+
+    /// Gives back an instance [`InstanceSet::take`] took, unless the set made another
+    /// meanwhile.
+    fn put(&mut self, i: usize, inst: PluginInstance) {
+        if self.instances[i].is_none() {
+            self.instances[i] = Some(inst);
+        }
+    }
+
     fn get(
         &mut self,
         i: usize,
@@ -284,7 +300,7 @@ pub struct Framework {
     /// gives it back, so there are as many as binding cycles ever ran at once.
     binding: Mutex<Vec<InstanceSet>>,
     binding_services: HostServices,
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<Arc<rayon::ThreadPool>>,
     budgets: crate::cluster::Budgets,
     percentage_of_nodes_to_score: u32,
     next_start: Mutex<usize>,
@@ -379,7 +395,7 @@ impl Framework {
         }
         let parallelism = options.parallelism.max(1);
         let pool = if parallelism > 1 {
-            Some(
+            Some(Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(parallelism)
                     .thread_name(|i| format!("berth-worker-{i}"))
@@ -388,7 +404,7 @@ impl Framework {
                         source_name: "worker pool".into(),
                         message: e.to_string(),
                     })?,
-            )
+            ))
         } else {
             None
         };

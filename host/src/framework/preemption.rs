@@ -15,7 +15,9 @@ use super::{
 use crate::cache::Snapshot;
 use crate::cluster::Budgets;
 use crate::plugin::{PluginCalls, Simulation, WhatIf};
-use berth_sdk::{Candidate, Code, ExtensionPoint, NodeInfo, Pod, PodDisruptionBudget, Status};
+use berth_sdk::{
+    Candidate, Code, ExtensionPoint, NodeInfo, NodeVictims, Pod, PodDisruptionBudget, Status,
+};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -28,12 +30,86 @@ pub(crate) struct DryRun {
     filters: Vec<usize>,
     /// PreFilter plugins with extensions that did not skip the pod.
     extensions: Vec<usize>,
-    pod: CyclePod,
+    pod: Arc<CyclePod>,
     state: CycleState,
     snapshot: Snapshot,
     /// Pods nominated to each slot with at least the pod's priority (not the pod).
     nominated: HashMap<u32, Vec<Pod>>,
     budgets: Budgets,
+    /// The PostFilter plugin the what-if is lent to.
+    caller: Option<usize>,
+    /// The other workers' instance sets and the pool that runs SelectVictimsOnNode
+    /// over them; `None` for a worker's own what-if, or with one worker.
+    spread: Option<Spread>,
+}
+
+/// What a parallel dry run needs beside worker 0's instance set.
+struct Spread {
+    pool: Arc<rayon::ThreadPool>,
+    /// Workers 1.., each with its own instance set.
+    others: Vec<InstanceSet>,
+}
+
+/// One worker's share of a batch: its what-if (with its instance set), the nodes and
+/// their answers.
+struct Share<'a> {
+    dry: Box<DryRun>,
+    nodes: &'a [&'a str],
+    out: Vec<Result<NodeVictims, Status>>,
+}
+
+impl Share<'_> {
+    /// SelectVictimsOnNode of plugin `caller` for each node of the share, on the
+    /// worker's instance of the plugin.
+    fn run(&mut self, caller: usize) {
+        if self.nodes.is_empty() {
+            return;
+        }
+        let plugins = self.dry.plugins.clone();
+        let name = &plugins[caller].name;
+        let failed = |e: &str| Status::error(format!("plugin {name}: {e}"));
+        let mut inst = match self.dry.set.take(caller, &plugins) {
+            Ok(inst) => inst,
+            Err(e) => {
+                self.out = vec![Err(failed(&e.message)); self.nodes.len()];
+                return;
+            }
+        };
+        if let Err(e) = inst.sync(&self.dry.snapshot) {
+            self.out = vec![Err(failed(&e.describe())); self.nodes.len()];
+            self.dry.set.put(caller, inst);
+            return;
+        }
+        let pod = self.dry.pod.clone();
+        let state = self.dry.state.clone();
+        let snapshot = self.dry.snapshot.clone();
+        // The placeholder is a worker's what-if with no instances, never called.
+        let placeholder = Box::new(
+            self.dry
+                .for_worker(InstanceSet::new(0, self.dry.set.services.clone())),
+        );
+        let mut dry: Box<dyn WhatIf> =
+            std::mem::replace(&mut self.dry, placeholder) as Box<dyn WhatIf>;
+        for node in self.nodes {
+            let Some(slot) = snapshot.slot_of(node) else {
+                self.out.push(Err(Status::error(format!(
+                    "node {node} is not in the snapshot"
+                ))));
+                continue;
+            };
+            let (back, r) = inst.select_victims_on_node(&state, &pod, slot, dry);
+            dry = back;
+            self.out.push(match r {
+                Ok(r) => r,
+                Err(e) => Err(failed(&e.describe())),
+            });
+        }
+        self.dry = dry
+            .into_any()
+            .downcast::<DryRun>()
+            .expect("the call gives back what it was lent");
+        self.dry.set.put(caller, inst);
+    }
 }
 
 impl std::fmt::Debug for DryRun {
@@ -117,12 +193,83 @@ impl WhatIf for DryRun {
         self.run_filters(&sim.state, sim.slot, &sim.info)
     }
 
+    fn select_victims_on_nodes(
+        &mut self,
+        nodes: &[&str],
+    ) -> Option<Vec<Result<NodeVictims, Status>>> {
+        let caller = self.caller?;
+        if !self.plugins[caller]
+            .module
+            .extension_points()
+            .contains(&ExtensionPoint::SelectVictimsOnNode)
+        {
+            return None;
+        }
+        let Spread { pool, others } = self.spread.take()?;
+        let per = nodes.len().div_ceil(others.len() + 1).max(1);
+        let mut chunks = nodes.chunks(per);
+        let services = self.set.services.clone();
+        let own = std::mem::replace(
+            &mut self.set,
+            InstanceSet::new(self.plugins.len(), services),
+        );
+        let mut shares: Vec<Share<'_>> = std::iter::once(own)
+            .chain(others)
+            .map(|set| Share {
+                dry: Box::new(self.for_worker(set)),
+                nodes: chunks.next().unwrap_or_default(),
+                out: Vec::new(),
+            })
+            .collect();
+        // The first share runs on this thread, the others on the pool.
+        pool.in_place_scope(|scope| {
+            let (first, rest) = shares.split_first_mut().expect("one share per worker");
+            for share in rest {
+                if !share.nodes.is_empty() {
+                    scope.spawn(move |_| share.run(caller));
+                }
+            }
+            first.run(caller);
+        });
+        let mut out = Vec::with_capacity(nodes.len());
+        let mut sets = Vec::with_capacity(shares.len());
+        for share in shares {
+            out.extend(share.out);
+            sets.push(share.dry.set);
+        }
+        let mut sets = sets.into_iter();
+        self.set = sets.next().expect("one share per worker");
+        self.spread = Some(Spread {
+            pool,
+            others: sets.collect(),
+        });
+        Some(out)
+    }
+
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         self
     }
 }
 
 impl DryRun {
+    /// A what-if like this one on a worker's instance set, for that worker's share
+    /// of a batch: it runs no batch of its own.
+    fn for_worker(&self, set: InstanceSet) -> DryRun {
+        DryRun {
+            set,
+            plugins: self.plugins.clone(),
+            filters: self.filters.clone(),
+            extensions: self.extensions.clone(),
+            pod: self.pod.clone(),
+            state: self.state.clone(),
+            snapshot: self.snapshot.clone(),
+            nominated: self.nominated.clone(),
+            budgets: self.budgets.clone(),
+            caller: None,
+            spread: None,
+        }
+    }
+
     fn tell_extensions(&mut self, add: bool, state: &CycleState, other: &Pod, slot: u32) -> Status {
         for &i in &self.extensions {
             let inst = match self.set.get(i, &self.plugins) {
@@ -261,16 +408,31 @@ impl Framework {
             let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
             std::mem::replace(&mut *w, empty)
         };
-        let mut dry: Box<dyn WhatIf> = Box::new(DryRun {
+        // The other workers' instances too, for a plugin that has its nodes' dry runs
+        // spread over the workers (SelectVictimsOnNode).
+        let spread = self.pool.as_ref().map(|pool| Spread {
+            pool: pool.clone(),
+            others: self.workers[1..]
+                .iter()
+                .map(|w| {
+                    let mut w = lock(w);
+                    let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
+                    std::mem::replace(&mut *w, empty)
+                })
+                .collect(),
+        });
+        let mut dry = Box::new(DryRun {
             set,
             plugins: self.plugins.clone(),
             filters,
             extensions,
-            pod: CyclePod::new(pod.pod().clone()),
+            pod: Arc::new(CyclePod::new(pod.pod().clone())),
             state: state.clone(),
             snapshot: snapshot.clone(),
             nominated: by_slot,
             budgets: budgets.clone(),
+            caller: None,
+            spread,
         });
         let mut verdict = None;
         let mut failure = None;
@@ -294,8 +456,12 @@ impl Framework {
                     break;
                 }
                 let t = self.plugin_clock(state);
+                dry.caller = Some(i);
                 let (back, r) = inst.post_filter(state, pod, statuses, dry);
-                dry = back;
+                dry = back
+                    .into_any()
+                    .downcast::<DryRun>()
+                    .expect("the PostFilter call gives back what it was lent");
                 let r = match r {
                     Ok(r) => r,
                     Err(e) => {
@@ -367,11 +533,12 @@ impl Framework {
                 }
             }
         }
-        let dry = dry
-            .into_any()
-            .downcast::<DryRun>()
-            .expect("the PostFilter call gives back what it was lent");
         *lock(&self.workers[0]) = dry.set;
+        if let Some(spread) = dry.spread {
+            for (w, set) in self.workers[1..].iter().zip(spread.others) {
+                *lock(w) = set;
+            }
+        }
         if let Some(e) = failure {
             return Err(e);
         }

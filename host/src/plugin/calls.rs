@@ -108,6 +108,17 @@ macro_rules! plugin_calls {
             $($arg: &$aty),*
         ) -> Result<$ret, CallError>;
     };
+    (@dry { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+            ( $($arg:ident : $aty:ty),* ) -> $ret:ty }) => {
+        #[doc = concat!($label, ", for the cycle's pod, with the what-if API lent for the call and given back.")]
+        fn $method(
+            &mut self,
+            state: &CycleState,
+            pod: &CyclePod,
+            $($arg: $aty,)*
+            dry: Box<dyn WhatIf>,
+        ) -> (Box<dyn WhatIf>, Result<$ret, CallError>);
+    };
     (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
               ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
         #[doc = concat!($label, ", for a pod group, with its group cycle's state.")]

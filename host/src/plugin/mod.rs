@@ -13,7 +13,7 @@ pub mod waiting;
 pub use calls::{CyclePod, PluginCalls};
 pub use cycle_state::CycleState;
 
-use berth_sdk::{NodeInfo, Pod, PodDisruptionBudget, Status};
+use berth_sdk::{NodeInfo, NodeVictims, Pod, PodDisruptionBudget, Status};
 
 /// A what-if on one node: the copy of the node and of the cycle state, and the pods
 /// removed from it so far.
@@ -42,6 +42,17 @@ pub trait WhatIf: Send {
     fn add_pod(&mut self, sim: &mut Simulation, uid: &str) -> Status;
     /// Whether the pod passes every Filter plugin on the what-if.
     fn fits(&mut self, sim: &Simulation) -> Status;
+    /// The calling PostFilter plugin's SelectVictimsOnNode for each node (by name),
+    /// on the workers' instances of the plugin; one answer per node, in order.
+    /// `None` when the lender does not run them (the plugin lacks the export, one
+    /// worker, or this is a worker's what-if already): the plugin runs them itself.
+    fn select_victims_on_nodes(
+        &mut self,
+        nodes: &[&str],
+    ) -> Option<Vec<Result<NodeVictims, Status>>> {
+        let _ = nodes;
+        None
+    }
     /// The lender's own type again, when the call gives it back.
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }

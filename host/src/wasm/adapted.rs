@@ -66,15 +66,15 @@ use bindings08::berth::scheduler::{types as w08, workload as wl08};
 pub(crate) mod exports07 {
     pub(crate) use super::bindings::exports::berth::scheduler::*;
     pub(crate) use crate::wasm::bindings::exports::berth::scheduler::{
-        placement_feasible, placement_generate, pod_group_post_filter, sign,
+        placement_feasible, placement_generate, pod_group_post_filter, select_victims, sign,
     };
 }
 
-/// The 0.8 track's exports, and the optional interface added on the 0.9 track
-/// (SignPod, 0.9.1), which no 0.8 module has either.
+/// The 0.8 track's exports, and the optional interfaces added on the 0.9 track
+/// (SignPod, 0.9.1; SelectVictimsOnNode, 0.9.3), which no 0.8 module has either.
 pub(crate) mod exports08 {
     pub(crate) use super::bindings08::exports::berth::scheduler::*;
-    pub(crate) use crate::wasm::bindings::exports::berth::scheduler::sign;
+    pub(crate) use crate::wasm::bindings::exports::berth::scheduler::{select_victims, sign};
 }
 
 /// A value of one track's bindings as the other's: the same serde form, fields the
@@ -602,6 +602,14 @@ calls!(pod_group_post_filter {
 // Added on the 0.9 track (0.9.1): no 0.7 or 0.8 module has it.
 calls!(sign {
     fn call_sign_pod(= st: St) -> Result<Vec<ex::sign::SignFragment>, w::Status>;
+});
+
+// Added on the 0.9 track (0.9.3): no 0.7 or 0.8 module has it.
+calls!(select_victims {
+    fn call_select_victims_on_node(
+        = st: St,
+        = slot: u32
+    ) -> Result<crate::wasm::bindings::berth::scheduler::dry_run::Victims, w::Status>;
 });
 
 #[cfg(test)]

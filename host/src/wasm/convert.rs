@@ -687,6 +687,18 @@ impl FromWit<Result<Vec<ex::sign::SignFragment>, w::Status>>
     }
 }
 
+impl FromWit<Result<super::bindings::berth::scheduler::dry_run::Victims, w::Status>>
+    for Result<berth_sdk::NodeVictims, sdk::Status>
+{
+    fn from_wit(r: Result<super::bindings::berth::scheduler::dry_run::Victims, w::Status>) -> Self {
+        r.map(|v| berth_sdk::NodeVictims {
+            pods: v.pods,
+            pdb_violations: v.pdb_violations,
+        })
+        .map_err(status_from_wit)
+    }
+}
+
 impl FromWit<Result<i64, w::Status>> for Result<i64, sdk::Status> {
     fn from_wit(r: Result<i64, w::Status>) -> Self {
         r.map_err(status_from_wit)

@@ -704,6 +704,29 @@ impl dra::Host for HostCtx {
     }
 }
 
+impl super::bindings::berth::scheduler::dry_run::Host for HostCtx {
+    fn select_victims_on_nodes(
+        &mut self,
+        nodes: Vec<String>,
+    ) -> Option<Vec<Result<super::bindings::berth::scheduler::dry_run::Victims, w::Status>>> {
+        let dry = self.dry_run.as_mut()?;
+        let names: Vec<&str> = nodes.iter().map(String::as_str).collect();
+        let answers = dry.select_victims_on_nodes(&names)?;
+        Some(
+            answers
+                .into_iter()
+                .map(|r| {
+                    r.map(|v| super::bindings::berth::scheduler::dry_run::Victims {
+                        pods: v.pods,
+                        pdb_violations: v.pdb_violations,
+                    })
+                    .map_err(|s| convert::status_to_wit(&s))
+                })
+                .collect(),
+        )
+    }
+}
+
 impl host::HostNodeSimulation for HostCtx {
     fn remove_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
         let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {

@@ -530,6 +530,31 @@ macro_rules! wasm_calls {
             Ok(r)
         }
     };
+    (@dry { $method:ident $label:literal $wit:ident $call:ident $getter:ident
+            ( $($arg:ident : $aty:ty),* ) -> $ret:ty }) => {
+        fn $method(
+            &mut self,
+            state: &CycleState,
+            pod: &CyclePod,
+            $($arg: $aty,)*
+            dry: Box<dyn WhatIf>,
+        ) -> (Box<dyn WhatIf>, Result<$ret, CallError>) {
+            // The what-ifs answer during the call, as during PostFilter.
+            self.store.data_mut().dry_run = Some(dry);
+            let r = self
+                .at_point($label, On::Slots(&[$($arg),*]), state, pod, |b, s, st| {
+                    b.$getter()?.$call(s, st $(, $arg)*)
+                })
+                .map(convert::FromWit::from_wit);
+            let dry = self
+                .store
+                .data_mut()
+                .dry_run
+                .take()
+                .expect("lent for the call");
+            (dry, r)
+        }
+    };
     (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
               ( $($arg:ident : $aty:ty),* ) -> $ret:ty $([len $larg:ident $what:literal])? }) => {
         fn $method(

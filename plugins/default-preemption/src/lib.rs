@@ -10,12 +10,16 @@
 //! still leaves room. The host evicts the victims the plugin names.
 
 use berth_sdk::{
-    Candidate, Code, CycleState, DryRun, NodeInfo, Plugin, Pod, PodDisruptionBudget, PostFilter,
-    PostFilterResult, PreemptionPolicy, Status, args,
+    Candidate, Code, CycleState, DryRun, NodeInfo, NodeVictims, Plugin, Pod, PodDisruptionBudget,
+    PostFilter, PostFilterResult, PreemptionPolicy, SelectVictims, Status, args,
 };
 use serde::Deserialize;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The fewest nodes the dry run asks the host to run at once (upstream runs 16 at a
+/// time); more when more candidates are still wanted.
+const MIN_BATCH: usize = 16;
 
 /// `DefaultPreemptionArgs`, as written in the profile.
 #[derive(Debug, Deserialize)]
@@ -291,6 +295,41 @@ impl DefaultPreemption {
     }
 }
 
+/// The victims the host's workers chose on `node` ([`NodeVictims`]) as the pods of
+/// the node, in the order given; an error names a UID not on the node.
+fn victims_on<'a>(node: &'a NodeInfo, v: NodeVictims) -> Result<Victims<'a>, Status> {
+    let pods = v
+        .pods
+        .iter()
+        .map(|uid| {
+            node.pods.iter().find(|p| &p.uid == uid).ok_or_else(|| {
+                Status::error(format!("victim {uid} is not on node {}", node.name()))
+            })
+        })
+        .collect::<Result<Vec<&Pod>, Status>>()?;
+    Ok(Victims {
+        pods,
+        pdb_violations: v.pdb_violations,
+    })
+}
+
+impl SelectVictims for DefaultPreemption {
+    fn select_victims_on_node(
+        &self,
+        _state: &CycleState,
+        pod: &Pod,
+        node: &NodeInfo,
+        dry: &dyn DryRun,
+    ) -> Result<NodeVictims, Status> {
+        let budgets = dry.pod_disruption_budgets();
+        self.select_victims(pod, node, &budgets, dry)
+            .map(|v| NodeVictims {
+                pods: v.pods.iter().map(|p| p.uid.clone()).collect(),
+                pdb_violations: v.pdb_violations,
+            })
+    }
+}
+
 /// Where the dry run starts among `n` nodes: spread over pods like upstream's random
 /// offset, but repeatable (a hash of the pod's UID), so that a run can be replayed.
 fn offset(pod: &Pod, n: usize) -> usize {
@@ -396,9 +435,37 @@ impl PostFilter for DefaultPreemption {
             let n = potential.len();
             let start = offset(pod, n);
             let wanted = self.num_candidates(n as i32).max(0) as usize;
+            // The host may run the nodes' dry runs in batches on its workers; the
+            // answers are taken in the order the nodes are visited and the search
+            // stops where the one-at-a-time search would, so the candidates are the
+            // same (a batch's nodes past the stop are dry-run for nothing).
+            let mut batched = true;
+            let mut answers: VecDeque<Result<NodeVictims, Status>> = VecDeque::new();
             for k in 0..n {
                 let node = potential[(start + k) % n];
-                match self.select_victims(pod, node, &budgets, dry) {
+                if answers.is_empty() && batched {
+                    let need = wanted.saturating_sub(fine.len() + violating.len());
+                    let size = need.max(MIN_BATCH).min(n - k);
+                    let names: Vec<&str> = (k..k + size)
+                        .map(|j| potential[(start + j) % n].name())
+                        .collect();
+                    match dry.select_victims_on_nodes(&names) {
+                        Some(a) if a.len() == size => answers = a.into(),
+                        Some(a) => {
+                            return Status::error(format!(
+                                "preemption: the host answered {} dry runs for {size} nodes",
+                                a.len()
+                            ))
+                            .into();
+                        }
+                        None => batched = false,
+                    }
+                }
+                let selected = match answers.pop_front() {
+                    Some(answer) => answer.and_then(|v| victims_on(node, v)),
+                    None => self.select_victims(pod, node, &budgets, dry),
+                };
+                match selected {
                     Ok(v) if v.pods.is_empty() => statuses.push(Status::error(format!(
                         "expected at least one victim pod on node {:?}",
                         node.name()
@@ -446,7 +513,11 @@ impl PostFilter for DefaultPreemption {
 
 mod group;
 
-berth_sdk::export_plugin!(DefaultPreemption: post_filter, pod_group_post_filter);
+berth_sdk::export_plugin!(
+    DefaultPreemption: post_filter,
+    select_victims_on_node,
+    pod_group_post_filter
+);
 
 #[cfg(test)]
 mod tests {
