@@ -404,8 +404,11 @@ fn seeded_case(seed: u64) -> Value {
     })
 }
 
+/// Each pod's name, node and message.
+type Placements = Vec<(String, Option<String>, String)>;
+
 /// What a run decided: each pod's node and message, and the evicted pods in order.
-fn outcome(report: &Report) -> (Vec<(String, Option<String>, String)>, Vec<String>) {
+fn outcome(report: &Report) -> (Placements, Vec<String>) {
     (
         report
             .pods
