@@ -16,7 +16,8 @@ use crate::cache::Snapshot;
 use crate::cluster::Budgets;
 use crate::plugin::{PluginCalls, Simulation, WhatIf};
 use berth_sdk::{
-    Candidate, Code, ExtensionPoint, NodeInfo, NodeVictims, Pod, PodDisruptionBudget, Status,
+    Candidate, Code, EventResource, ExtensionPoint, NodeInfo, NodeVictims, Pod,
+    PodDisruptionBudget, Status,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -26,8 +27,12 @@ use std::sync::Arc;
 pub(crate) struct DryRun {
     set: InstanceSet,
     plugins: Arc<[PluginSlot]>,
-    /// Filter plugins that did not skip the pod at PreFilter.
-    filters: Vec<usize>,
+    /// Filter plugins that did not skip the pod at PreFilter, each with whether it
+    /// is blind to the pods on a node ([`blind_to_pods`]).
+    filters: Vec<(usize, bool)>,
+    /// What the pod-blind Filter plugins answered for a node in this dry run: the
+    /// same for every what-if of the node, so each is asked once per node.
+    blind_verdicts: HashMap<(usize, u32), Status>,
     /// PreFilter plugins with extensions that did not skip the pod.
     extensions: Vec<usize>,
     pod: Arc<CyclePod>,
@@ -118,6 +123,22 @@ impl std::fmt::Debug for DryRun {
             .field("pod", &self.pod.key())
             .finish_non_exhaustive()
     }
+}
+
+/// Whether a Filter plugin answers the same for a node whatever pods are on it: it
+/// registers no event of assigned pods (a pod it rejected could not become
+/// schedulable by pods coming or going, so its verdict does not depend on them) and
+/// keeps no PreFilter state that pods on a node change (no PreFilter extensions). A
+/// plugin that registers every event (no list) is not. The dry run then asks it once
+/// per node instead of once per what-if (NodeUnschedulable, NodeName, TaintToleration
+/// and NodeAffinity are such plugins).
+fn blind_to_pods(module: &crate::wasm::Module) -> bool {
+    !module.pre_filter_extensions()
+        && module.events().is_some_and(|events| {
+            !events
+                .iter()
+                .any(|r| r.event.resource == EventResource::AssignedPod)
+        })
 }
 
 fn error_status(e: impl std::fmt::Display) -> Status {
@@ -259,6 +280,7 @@ impl DryRun {
             set,
             plugins: self.plugins.clone(),
             filters: self.filters.clone(),
+            blind_verdicts: HashMap::new(),
             extensions: self.extensions.clone(),
             pod: self.pod.clone(),
             state: self.state.clone(),
@@ -301,7 +323,13 @@ impl DryRun {
         // Native twins hold node infos by reference: one copy of the what-if node,
         // made when the first of them needs it, serves them all.
         let mut shared: Option<Arc<NodeInfo>> = None;
-        for &i in &self.filters {
+        for &(i, blind) in &self.filters {
+            if blind && let Some(s) = self.blind_verdicts.get(&(i, slot)) {
+                if s.is_success() {
+                    continue;
+                }
+                return s.clone();
+            }
             let inst = match self.set.get(i, &self.plugins) {
                 Ok(inst) => inst,
                 Err(e) => return error_status(e),
@@ -323,13 +351,18 @@ impl DryRun {
             if let Err(e) = synced {
                 return error_status(e);
             }
-            match inst.filter(state, &self.pod, &[slot]) {
-                Ok(rejected) => {
-                    if let Some((_, s)) = rejected.into_iter().next() {
-                        return s;
-                    }
-                }
+            let s = match inst.filter(state, &self.pod, &[slot]) {
+                Ok(rejected) => match rejected.into_iter().next() {
+                    Some((_, s)) => s,
+                    None => Status::success(),
+                },
                 Err(e) => return error_status(e),
+            };
+            if blind && s.code != Code::Error {
+                self.blind_verdicts.insert((i, slot), s.clone());
+            }
+            if !s.is_success() {
+                return s;
             }
         }
         Status::success()
@@ -376,11 +409,12 @@ impl Framework {
             return Ok(None);
         }
         let mut timer = self.time_point("PostFilter");
-        let filters: Vec<usize> = self
+        let filters: Vec<(usize, bool)> = self
             .at(ExtensionPoint::Filter)
             .iter()
             .map(|&(i, _)| i)
             .filter(|i| !skip_filter.contains(i))
+            .map(|i| (i, blind_to_pods(&self.plugins[i].module)))
             .collect();
         let extensions: Vec<usize> = self
             .at(ExtensionPoint::PreFilter)
@@ -425,6 +459,7 @@ impl Framework {
             set,
             plugins: self.plugins.clone(),
             filters,
+            blind_verdicts: HashMap::new(),
             extensions,
             pod: Arc::new(CyclePod::new(pod.pod().clone())),
             state: state.clone(),
@@ -552,5 +587,53 @@ impl Framework {
             }
         }
         Ok(verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default profile's Filter plugins that read only the node object are asked
+    /// once per node in a dry run; those that count pods, ports or volumes on it (or
+    /// keep PreFilter state that pods change) on every what-if.
+    #[test]
+    fn filters_blind_to_pods_are_those_registering_no_assigned_pod_event() {
+        use crate::wasm::{Runtime, RuntimeOptions};
+        let exe = std::env::current_exe().unwrap();
+        let runtime = Runtime::new(RuntimeOptions {
+            cache_dir: Some(exe.ancestors().nth(3).unwrap().join("tmp/component-cache")),
+            ..RuntimeOptions::default()
+        })
+        .unwrap();
+        let names: Vec<String> = [
+            "NodeUnschedulable",
+            "NodeName",
+            "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "InterPodAffinity",
+            "PodTopologySpread",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let modules = super::super::registry::load_modules(&runtime, &[], &names).unwrap();
+        let blind: Vec<&str> = names
+            .iter()
+            .filter(|n| blind_to_pods(&modules[n.as_str()]))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            blind,
+            [
+                "NodeUnschedulable",
+                "NodeName",
+                "TaintToleration",
+                "NodeAffinity"
+            ]
+        );
     }
 }
