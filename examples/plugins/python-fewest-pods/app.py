@@ -130,6 +130,16 @@ class Sign(exports.Sign):
 
 # The extension points FewestPods does not implement: the host never calls them
 # (Plugin.info does not list them), but the world exports them all.
+class SelectVictims(exports.SelectVictims):
+    """SelectVictimsOnNode (WIT 0.9.3): FewestPods has no PostFilter, so none of it."""
+
+    def implemented(self) -> list:
+        return []
+
+    def select_victims_on_node(self, state: CycleState, slot: int):
+        raise Err(_not_implemented("SelectVictimsOnNode"))
+
+
 class QueueSort(exports.QueueSort):
     def sort_key(self, pod):
         return [-pod.priority]
