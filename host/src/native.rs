@@ -758,19 +758,12 @@ mod tests {
     /// one does, as its component and as its native twin.
     #[test]
     fn every_default_filter_and_score_plugin_signs_pods_as_wasm_and_native() {
-        use crate::wasm::{Runtime, RuntimeOptions};
         use berth_sdk::ExtensionPoint as E;
-        // The suite's cache of compiled components (<target>/tmp/component-cache).
-        let exe = std::env::current_exe().unwrap();
-        let runtime = Runtime::new(RuntimeOptions {
-            cache_dir: Some(exe.ancestors().nth(3).unwrap().join("tmp/component-cache")),
-            ..RuntimeOptions::default()
-        })
-        .unwrap();
+        let runtime = crate::wasm::test_runtime();
         let config = crate::config::Configuration::parse("x", "{}").unwrap();
         let specs = config.resolve_profiles("x").unwrap();
         let modules =
-            crate::framework::registry::load_modules(&runtime, &[], &specs[0].plugin_names())
+            crate::framework::registry::load_modules(runtime, &[], &specs[0].plugin_names())
                 .unwrap();
         let profile = &crate::config::expand_profiles(&specs, "x", &modules).unwrap()[0];
         let mut names: Vec<&str> = [E::PreFilter, E::Filter, E::PreScore, E::Score]

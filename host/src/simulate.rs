@@ -1286,19 +1286,8 @@ mod tests {
         TURN.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One runtime, with the suite's cache of compiled components
-    /// (<target>/tmp/component-cache, as the integration tests keep it).
     fn runtime() -> &'static Arc<Runtime> {
-        static RUNTIME: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
-        RUNTIME.get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let target = exe.ancestors().nth(3).unwrap();
-            Runtime::new(crate::wasm::RuntimeOptions {
-                cache_dir: Some(target.join("tmp").join("component-cache")),
-                ..crate::wasm::RuntimeOptions::default()
-            })
-            .unwrap()
-        })
+        crate::wasm::test_runtime()
     }
 
     /// The native scheduler and the documents of `text`, not applied yet.

@@ -204,6 +204,25 @@ pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// One runtime for a test binary, with the suite's cache of compiled components
+/// (`<target>/tmp/component-cache`, as the integration tests keep it).
+#[cfg(test)]
+pub(crate) fn test_runtime() -> &'static Arc<Runtime> {
+    static RUNTIME: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let target = exe
+            .ancestors()
+            .nth(3)
+            .expect("<target>/release/deps/<test>");
+        Runtime::new(RuntimeOptions {
+            cache_dir: Some(target.join("tmp").join("component-cache")),
+            ..RuntimeOptions::default()
+        })
+        .expect("a runtime")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

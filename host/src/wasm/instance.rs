@@ -116,6 +116,24 @@ pub struct Instance {
 }
 
 impl Instance {
+    /// Runs `call` with the what-if API lent to the store, for the host calls the
+    /// plugin makes during it, and gives it back.
+    fn lending<R>(
+        &mut self,
+        dry: Box<dyn WhatIf>,
+        call: impl FnOnce(&mut Self) -> R,
+    ) -> (Box<dyn WhatIf>, R) {
+        self.store.data_mut().dry_run = Some(dry);
+        let r = call(self);
+        let dry = self
+            .store
+            .data_mut()
+            .dry_run
+            .take()
+            .expect("lent for the call");
+        (dry, r)
+    }
+
     /// The module this instance runs.
     pub fn module(&self) -> &Arc<Module> {
         &self.module
@@ -540,19 +558,12 @@ macro_rules! wasm_calls {
             dry: Box<dyn WhatIf>,
         ) -> (Box<dyn WhatIf>, Result<$ret, CallError>) {
             // The what-ifs answer during the call, as during PostFilter.
-            self.store.data_mut().dry_run = Some(dry);
-            let r = self
-                .at_point($label, On::Slots(&[$($arg),*]), state, pod, |b, s, st| {
+            self.lending(dry, |inst| {
+                inst.at_point($label, On::Slots(&[$($arg),*]), state, pod, |b, s, st| {
                     b.$getter()?.$call(s, st $(, $arg)*)
                 })
-                .map(convert::FromWit::from_wit);
-            let dry = self
-                .store
-                .data_mut()
-                .dry_run
-                .take()
-                .expect("lent for the call");
-            (dry, r)
+                .map(convert::FromWit::from_wit)
+            })
         }
     };
     (@group { $method:ident $label:literal $wit:ident $call:ident $getter:ident
@@ -647,17 +658,12 @@ berth_sdk::for_each_extension_point!(wasm_calls (
                 status: convert::status_to_wit(s),
             })
             .collect();
-        self.store.data_mut().dry_run = Some(dry);
-        let r = self.at_point("PostFilter", On::Nothing, state, pod, |b, s, st| {
-            b.post_filter()?
-                .call_post_filter(s, st, &statuses)
+        let (dry, r) = self.lending(dry, |inst| {
+            inst.at_point("PostFilter", On::Nothing, state, pod, |b, s, st| {
+                b.post_filter()?
+                    .call_post_filter(s, st, &statuses)
+            })
         });
-        let dry = self
-            .store
-            .data_mut()
-            .dry_run
-            .take()
-            .expect("lent for the call");
         let r = r.map(|r| berth_sdk::PostFilterResult {
             status: convert::status_from_wit(r.status),
             nominated_node_name: r.nominated_node_name,

@@ -20,6 +20,8 @@ mod output;
 pub mod sandbox;
 
 pub use cache::CacheError;
+#[cfg(test)]
+pub(crate) use engine::test_runtime;
 pub use engine::{Runtime, RuntimeError, RuntimeOptions};
 pub use instance::Instance;
 pub use limits::{Limits, MemoryBudget};
