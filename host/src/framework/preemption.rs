@@ -158,11 +158,14 @@ impl WhatIf for DryRun {
         let info = self
             .snapshot
             .node(slot)
-            .cloned()
+            .map(|info| NodeInfo {
+                stamp: 0,
+                ..info.clone()
+            })
             .ok_or_else(|| Status::error(format!("node {node} is not in the snapshot")))?;
         Ok(Simulation {
             slot,
-            info,
+            info: Arc::new(info),
             state: self.state.deep_clone(),
             removed: Vec::new(),
         })
@@ -172,7 +175,7 @@ impl WhatIf for DryRun {
         let Some(pod) = sim.info.pods.iter().find(|p| p.uid == uid).cloned() else {
             return Status::error(format!("pod {uid} is not on node {}", sim.info.name()));
         };
-        sim.info.remove_pod(&pod);
+        Arc::make_mut(&mut sim.info).remove_pod(&pod);
         let status = self.tell_extensions(false, &sim.state, &pod, sim.slot);
         sim.removed.push(pod);
         status
@@ -186,7 +189,7 @@ impl WhatIf for DryRun {
             ));
         };
         let pod = sim.removed.swap_remove(i);
-        sim.info.add_pod(&pod);
+        Arc::make_mut(&mut sim.info).add_pod(&pod);
         self.tell_extensions(true, &sim.state, &pod, sim.slot)
     }
 
@@ -195,12 +198,12 @@ impl WhatIf for DryRun {
     /// `RunFilterPluginsWithNominatedPods`).
     fn fits(&mut self, sim: &Simulation) -> Status {
         if let Some(nominated) = self.nominated.get(&sim.slot).cloned() {
-            let mut info = sim.info.clone();
+            let mut info = Arc::clone(&sim.info);
             let state = sim.state.deep_clone();
             for p in &nominated {
                 let mut p = p.clone();
                 p.node_name = info.name().to_owned();
-                info.add_pod(&p);
+                Arc::make_mut(&mut info).add_pod(&p);
                 let s = self.tell_extensions(true, &state, &p, sim.slot);
                 if !s.is_success() {
                     return s;
@@ -319,10 +322,31 @@ impl DryRun {
         Status::success()
     }
 
-    fn run_filters(&mut self, state: &CycleState, slot: u32, info: &NodeInfo) -> Status {
-        // Native twins hold node infos by reference: one copy of the what-if node,
-        // made when the first of them needs it, serves them all.
-        let mut shared: Option<Arc<NodeInfo>> = None;
+    /// Runs the Filter plugins on the what-if node `info` until one rejects it. The
+    /// native twins share `info` for the calls and let it go after them, so that the
+    /// next change of the what-if does not copy it.
+    fn run_filters(&mut self, state: &CycleState, slot: u32, info: &Arc<NodeInfo>) -> Status {
+        debug_assert_eq!(info.stamp, 0, "a what-if node carries no stamp");
+        let mut lent = Vec::new();
+        let status = self.run_filters_lending(state, slot, info, &mut lent);
+        for i in lent {
+            if let Ok(inst) = self.set.get(i, &self.plugins)
+                && let Err(e) = inst.sync(&self.snapshot)
+            {
+                return error_status(e);
+            }
+        }
+        status
+    }
+
+    /// [`DryRun::run_filters`], noting in `lent` the native twins given `info`.
+    fn run_filters_lending(
+        &mut self,
+        state: &CycleState,
+        slot: u32,
+        info: &Arc<NodeInfo>,
+        lent: &mut Vec<usize>,
+    ) -> Status {
         for &(i, blind) in &self.filters {
             if blind && let Some(s) = self.blind_verdicts.get(&(i, slot)) {
                 if s.is_success() {
@@ -336,16 +360,11 @@ impl DryRun {
             };
             let synced = match inst {
                 PluginInstance::Native(twin) => {
-                    let copy = shared.get_or_insert_with(|| {
-                        Arc::new(NodeInfo {
-                            stamp: 0,
-                            ..info.clone()
-                        })
-                    });
-                    twin.sync_overlaid_shared(&self.snapshot, slot, copy)
+                    lent.push(i);
+                    twin.sync_overlaid_shared(&self.snapshot, slot, info)
                 }
                 PluginInstance::Wasm(inst) => {
-                    PluginCalls::sync_overlaid(inst, &self.snapshot, &[(slot, info)])
+                    PluginCalls::sync_overlaid(inst, &self.snapshot, &[(slot, &**info)])
                 }
             };
             if let Err(e) = synced {
@@ -599,13 +618,7 @@ mod tests {
     /// keep PreFilter state that pods change) on every what-if.
     #[test]
     fn filters_blind_to_pods_are_those_registering_no_assigned_pod_event() {
-        use crate::wasm::{Runtime, RuntimeOptions};
-        let exe = std::env::current_exe().unwrap();
-        let runtime = Runtime::new(RuntimeOptions {
-            cache_dir: Some(exe.ancestors().nth(3).unwrap().join("tmp/component-cache")),
-            ..RuntimeOptions::default()
-        })
-        .unwrap();
+        let runtime = crate::wasm::test_runtime();
         let names: Vec<String> = [
             "NodeUnschedulable",
             "NodeName",
@@ -620,7 +633,7 @@ mod tests {
         ]
         .map(str::to_owned)
         .to_vec();
-        let modules = super::super::registry::load_modules(&runtime, &[], &names).unwrap();
+        let modules = super::super::registry::load_modules(runtime, &[], &names).unwrap();
         let blind: Vec<&str> = names
             .iter()
             .filter(|n| blind_to_pods(&modules[n.as_str()]))

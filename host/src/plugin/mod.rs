@@ -21,8 +21,9 @@ use berth_sdk::{NodeInfo, NodeVictims, Pod, PodDisruptionBudget, Status};
 pub struct Simulation {
     /// The node's slot in the snapshot.
     pub slot: u32,
-    /// The copy of the node.
-    pub info: NodeInfo,
+    /// The copy of the node (its stamp 0: a what-if), shared with the native twins
+    /// that judge it and copied on write only while one still holds it.
+    pub info: std::sync::Arc<NodeInfo>,
     /// The copy of the cycle state.
     pub state: CycleState,
     /// The pods removed from the copy, in order.
