@@ -39,8 +39,12 @@ pub(crate) struct DryRun {
     state: CycleState,
     snapshot: Snapshot,
     /// Pods nominated to each slot with at least the pod's priority (not the pod).
-    nominated: HashMap<u32, Vec<Pod>>,
+    /// Shared with the workers' what-ifs.
+    nominated: Arc<HashMap<u32, Vec<Pod>>>,
     budgets: Budgets,
+    /// The native twins given the what-if node in the current Filter pass (kept to
+    /// reuse its allocation).
+    lent: Vec<usize>,
     /// The PostFilter plugin the what-if is lent to.
     caller: Option<usize>,
     /// The other workers' instance sets and the pool that runs SelectVictimsOnNode
@@ -58,7 +62,8 @@ struct Spread {
 /// One worker's share of a batch: its what-if (with its instance set), the nodes and
 /// their answers.
 struct Share<'a> {
-    dry: Box<DryRun>,
+    /// Taken while lent to the plugin's calls.
+    dry: Option<Box<DryRun>>,
     nodes: &'a [&'a str],
     out: Vec<Result<NodeVictims, Status>>,
 }
@@ -70,31 +75,28 @@ impl Share<'_> {
         if self.nodes.is_empty() {
             return;
         }
-        let plugins = self.dry.plugins.clone();
+        let mut dry = self.dry.take().expect("a share's what-if is its own");
+        let plugins = dry.plugins.clone();
         let name = &plugins[caller].name;
         let failed = |e: &str| Status::error(format!("plugin {name}: {e}"));
-        let mut inst = match self.dry.set.take(caller, &plugins) {
+        let mut inst = match dry.set.take(caller, &plugins) {
             Ok(inst) => inst,
             Err(e) => {
                 self.out = vec![Err(failed(&e.message)); self.nodes.len()];
+                self.dry = Some(dry);
                 return;
             }
         };
-        if let Err(e) = inst.sync(&self.dry.snapshot) {
+        if let Err(e) = inst.sync(&dry.snapshot) {
             self.out = vec![Err(failed(&e.describe())); self.nodes.len()];
-            self.dry.set.put(caller, inst);
+            dry.set.put(caller, inst);
+            self.dry = Some(dry);
             return;
         }
-        let pod = self.dry.pod.clone();
-        let state = self.dry.state.clone();
-        let snapshot = self.dry.snapshot.clone();
-        // The placeholder is a worker's what-if with no instances, never called.
-        let placeholder = Box::new(
-            self.dry
-                .for_worker(InstanceSet::new(0, self.dry.set.services.clone())),
-        );
-        let mut dry: Box<dyn WhatIf> =
-            std::mem::replace(&mut self.dry, placeholder) as Box<dyn WhatIf>;
+        let pod = dry.pod.clone();
+        let state = dry.state.clone();
+        let snapshot = dry.snapshot.clone();
+        let mut lent: Box<dyn WhatIf> = dry;
         for node in self.nodes {
             let Some(slot) = snapshot.slot_of(node) else {
                 self.out.push(Err(Status::error(format!(
@@ -102,18 +104,19 @@ impl Share<'_> {
                 ))));
                 continue;
             };
-            let (back, r) = inst.select_victims_on_node(&state, &pod, slot, dry);
-            dry = back;
+            let (back, r) = inst.select_victims_on_node(&state, &pod, slot, lent);
+            lent = back;
             self.out.push(match r {
                 Ok(r) => r,
                 Err(e) => Err(failed(&e.describe())),
             });
         }
-        self.dry = dry
+        let mut dry = lent
             .into_any()
             .downcast::<DryRun>()
             .expect("the call gives back what it was lent");
-        self.dry.set.put(caller, inst);
+        dry.set.put(caller, inst);
+        self.dry = Some(dry);
     }
 }
 
@@ -240,7 +243,7 @@ impl WhatIf for DryRun {
         let mut shares: Vec<Share<'_>> = std::iter::once(own)
             .chain(others)
             .map(|set| Share {
-                dry: Box::new(self.for_worker(set)),
+                dry: Some(Box::new(self.for_worker(set))),
                 nodes: chunks.next().unwrap_or_default(),
                 out: Vec::new(),
             })
@@ -259,7 +262,7 @@ impl WhatIf for DryRun {
         let mut sets = Vec::with_capacity(shares.len());
         for share in shares {
             out.extend(share.out);
-            sets.push(share.dry.set);
+            sets.push(share.dry.expect("given back after the run").set);
         }
         let mut sets = sets.into_iter();
         self.set = sets.next().expect("one share per worker");
@@ -288,7 +291,8 @@ impl DryRun {
             pod: self.pod.clone(),
             state: self.state.clone(),
             snapshot: self.snapshot.clone(),
-            nominated: self.nominated.clone(),
+            nominated: Arc::clone(&self.nominated),
+            lent: Vec::new(),
             budgets: self.budgets.clone(),
             caller: None,
             spread: None,
@@ -327,15 +331,18 @@ impl DryRun {
     /// next change of the what-if does not copy it.
     fn run_filters(&mut self, state: &CycleState, slot: u32, info: &Arc<NodeInfo>) -> Status {
         debug_assert_eq!(info.stamp, 0, "a what-if node carries no stamp");
-        let mut lent = Vec::new();
-        let status = self.run_filters_lending(state, slot, info, &mut lent);
-        for i in lent {
+        let mut lent = std::mem::take(&mut self.lent);
+        lent.clear();
+        let mut status = self.run_filters_lending(state, slot, info, &mut lent);
+        for &i in &lent {
             if let Ok(inst) = self.set.get(i, &self.plugins)
                 && let Err(e) = inst.sync(&self.snapshot)
             {
-                return error_status(e);
+                status = error_status(e);
+                break;
             }
         }
+        self.lent = lent;
         status
     }
 
@@ -483,7 +490,8 @@ impl Framework {
             pod: Arc::new(CyclePod::new(pod.pod().clone())),
             state: state.clone(),
             snapshot: snapshot.clone(),
-            nominated: by_slot,
+            nominated: Arc::new(by_slot),
+            lent: Vec::new(),
             budgets: budgets.clone(),
             caller: None,
             spread,
