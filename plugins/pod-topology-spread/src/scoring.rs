@@ -45,8 +45,14 @@ struct PreScoreState {
 
 /// Upstream's `topologyNormalizingWeight`: `ln(size + 2)`, so constraints over few
 /// domains are not watered down by ones over many.
+///
+/// `libm::log`, not `f64::ln`: std's calls the platform's C library (glibc natively,
+/// wasi-libc in the guest), whose last bit differs from Go's `math.Log` for about 1%
+/// of sizes, and between the two for some (size 277860), while a twin must score as
+/// its component does. libm's is the FreeBSD algorithm Go's follows, in plain Rust:
+/// the same bits on every target, and Go's bits for every size below 10^6.
 pub fn topology_normalizing_weight(size: usize) -> f64 {
-    (size as f64 + 2.0).ln()
+    libm::log(size as f64 + 2.0)
 }
 
 /// Upstream's `scoreForCount`: `maxSkew - 1` is added so that small differences

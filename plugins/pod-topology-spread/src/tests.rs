@@ -1480,6 +1480,33 @@ fn prescore_weights() {
     assert!((topology_normalizing_weight(4) - 6f64.ln()).abs() < 1e-12);
 }
 
+/// The weights are Go's `math.Log(float64(size + 2))` to the bit, whatever the
+/// platform's C library says: glibc's last bit differs for sizes 1, 12, 46, 72, 174
+/// and 4833, and wasi-libc's from glibc's for 277860.
+#[test]
+fn prescore_weights_are_upstreams_bits() {
+    let go_math_log = [
+        (0, 0x3fe6_2e42_fefa_39ef),
+        (1, 0x3ff1_93ea_7aad_030a),
+        (2, 0x3ff6_2e42_fefa_39ef),
+        (3, 0x3ff9_c041_f7ed_8d33),
+        (4, 0x3ffc_ab0b_fa2a_2002),
+        (12, 0x4005_1cca_16d7_bba8),
+        (46, 0x400e_f838_3c50_bb74),
+        (72, 0x4011_375c_d6fc_ab1c),
+        (174, 0x4014_ae93_5b3c_b89e),
+        (4833, 0x4020_f79f_30f6_1004),
+        (277_860, 0x4029_11db_c61c_360a),
+    ];
+    for (size, bits) in go_math_log {
+        assert_eq!(
+            topology_normalizing_weight(size).to_bits(),
+            bits,
+            "ln({size} + 2)"
+        );
+    }
+}
+
 #[test]
 fn score_and_normalize_without_prescore_state_are_errors() {
     let store = MemoryState::default();
