@@ -23,12 +23,12 @@
 
 use berth_sdk::dra::{Device, DeviceAttribute};
 use berth_sdk::quantity::{Amount, Format, Quantity};
-use cel::common::traits::{Container, Indexer, Iterable, Sizer};
+use cel::common::traits::{self, Container, Indexer, Iterable, Sizer, Zeroer};
 use cel::common::types::{
     BOOL_TYPE, CelBool, CelDouble, CelInt, CelMap, CelMapKey, CelString, INT_TYPE, Kind,
     STRING_TYPE, Type,
 };
-use cel::common::value::{CowVal, StaticVal, Val};
+use cel::common::value::{Builtin, BuiltinRef, CowVal, StaticVal, Val};
 use cel::{Context, Env, ExecutionError, Program, Value};
 use std::any::Any;
 use std::cmp::Ordering;
@@ -231,7 +231,7 @@ fn qualified<'a>(name: &'a str, driver: &'a str) -> (&'a str, &'a str) {
 }
 
 /// The `device` variable for one device.
-fn device_value(driver: &str, device: &Device) -> Result<CelMap<'static>, String> {
+fn device_value(driver: &str, device: &Device) -> Result<OrderedMap, String> {
     let mut attributes: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>> = HashMap::new();
     for (name, attribute) in &device.attributes {
         let value: Box<dyn Val> = match attribute {
@@ -259,16 +259,16 @@ fn device_value(driver: &str, device: &Device) -> Result<CelMap<'static>, String
             .insert(CelMapKey::from(id.to_owned()), Box::new(value));
     }
     let nest = |m: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>>| {
-        DomainMap(CelMap::from(
+        DomainMap(OrderedMap(CelMap::from(
             m.into_iter()
                 .map(|(k, v)| {
                     (
                         CelMapKey::from(k),
-                        Box::new(CelMap::from(v)) as Box<dyn Val>,
+                        Box::new(OrderedMap(CelMap::from(v))) as Box<dyn Val>,
                     )
                 })
                 .collect::<HashMap<_, _>>(),
-        ))
+        )))
     };
     let fields: HashMap<CelMapKey<'static>, Box<dyn Val>> = HashMap::from([
         (
@@ -288,13 +288,117 @@ fn device_value(driver: &str, device: &Device) -> Result<CelMap<'static>, String
             Box::new(nest(capacity)),
         ),
     ]);
-    Ok(CelMap::from(fields))
+    Ok(OrderedMap(CelMap::from(fields)))
+}
+
+/// A CEL map whose comprehensions (`all`, `exists`, `map`, `filter`, ...) visit its
+/// keys in order. The `cel` crate's maps visit them in the order of a std `HashMap`,
+/// seeded at random in every native process (and otherwise in the guest): a list
+/// built from the keys, and which error a comprehension reports, would change from
+/// run to run and between a twin and its component. (Upstream's order, a Go map's,
+/// is random too.) To the rest of the language it is the crate's map, `==` from
+/// either side and conversions included, hence the built-in views (`as_builtin`,
+/// hidden in the crate's docs: `attribute_maps_compare_as_maps` checks them).
+#[derive(Debug, Clone)]
+struct OrderedMap(CelMap<'static>);
+
+impl Val for OrderedMap {
+    fn get_type(&self) -> &Type {
+        self.0.get_type()
+    }
+
+    fn cel_type() -> &'static Type {
+        <CelMap<'static> as Val>::cel_type()
+    }
+
+    fn as_container(&self) -> Option<&dyn Container> {
+        self.0.as_container()
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        self.0.as_indexer()
+    }
+
+    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    where
+        Self: 'v,
+    {
+        Box::new(self.0).into_indexer()
+    }
+
+    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn as_sizer(&self) -> Option<&dyn Sizer> {
+        self.0.as_sizer()
+    }
+
+    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
+        self.0.as_zeroer()
+    }
+
+    fn equals(&self, other: &dyn Val) -> bool {
+        self.0.equals(other)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+
+    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
+    where
+        Self: 'v,
+    {
+        BuiltinRef::Map(&self.0)
+    }
+
+    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
+    where
+        Self: 'v,
+    {
+        Some(Builtin::Map(self.0))
+    }
+}
+
+impl StaticVal for OrderedMap {}
+
+impl Iterable for OrderedMap {
+    fn iter<'b, 'v>(&'b self) -> Box<dyn traits::Iterator<'b, 'v> + 'b>
+    where
+        Self: 'v,
+    {
+        // Sorted when a comprehension asks, which selectors seldom do: building the
+        // map for every device costs nothing more. Keys are unique, so no ties.
+        let mut keys: Vec<&'b CelMapKey<'static>> = self.0.inner().keys().collect();
+        keys.sort_unstable();
+        Box::new(SortedKeys(keys.into_iter()))
+    }
+}
+
+/// The keys of an [`OrderedMap`], in order.
+struct SortedKeys<'b>(std::vec::IntoIter<&'b CelMapKey<'static>>);
+
+impl<'b, 'v> traits::Iterator<'b, 'v> for SortedKeys<'b> {
+    fn next(&mut self) -> Option<&'b (dyn Val + 'v)> {
+        self.0.next().map(|k| k.inner())
+    }
 }
 
 /// `device.attributes` and `device.capacity`: a map by domain that reads an unknown
 /// domain as an empty map, as upstream's `newStringInterfaceMapWithDefault`.
 #[derive(Debug, Clone)]
-struct DomainMap(CelMap<'static>);
+struct DomainMap(OrderedMap);
 
 impl Val for DomainMap {
     fn get_type(&self) -> &Type {

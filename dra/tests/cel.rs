@@ -235,3 +235,77 @@ fn expressions_compile_once() {
     cache.get_or_compile("true");
     assert_eq!(cache.len(), 2);
 }
+
+/// A device of `DRIVER` with attributes `a00`..`a15` in its own domain, one in each of
+/// `d0.example.com`..`d7.example.com`, and a string and a bool beside the ints.
+fn many_attributes() -> Device {
+    let mut attributes: BTreeMap<String, DeviceAttribute> = (0..16)
+        .map(|i| (format!("a{i:02}"), DeviceAttribute::Int(i)))
+        .chain((0..8).map(|i| (format!("d{i}.example.com/x"), DeviceAttribute::Int(i))))
+        .collect();
+    attributes.insert(
+        "other.example.com/s".into(),
+        DeviceAttribute::String("s".into()),
+    );
+    attributes.insert("other.example.com/b".into(), DeviceAttribute::Bool(true));
+    Device {
+        attributes,
+        ..gpu()
+    }
+}
+
+fn eval_many(expr: &str) -> Result<bool, CelError> {
+    SelectorCache::new()
+        .get_or_compile(expr)
+        .device_matches(DRIVER, &many_attributes())
+}
+
+/// Comprehensions visit a map's keys in order, so a list built from them, and the
+/// error a comprehension reports, are the same in every run and on every target (the
+/// `cel` crate's own maps follow a std `HashMap`, seeded at random per process).
+#[test]
+fn comprehensions_visit_keys_in_order() {
+    let names: Vec<String> = (0..16).map(|i| format!("\"a{i:02}\"")).collect();
+    let expr = format!(
+        "device.attributes[\"{DRIVER}\"].map(k, k) == [{}]",
+        names.join(", ")
+    );
+    assert_eq!(eval_many(&expr), Ok(true), "{expr}");
+    let domains: Vec<String> = (0..8)
+        .map(|i| format!("\"d{i}.example.com\""))
+        .chain([format!("\"{DRIVER}\""), "\"other.example.com\"".into()])
+        .collect();
+    let expr = format!("device.attributes.map(d, d) == [{}]", domains.join(", "));
+    assert_eq!(eval_many(&expr), Ok(true), "{expr}");
+    let expr =
+        r#"device.map(k, k) == ["allowMultipleAllocations", "attributes", "capacity", "driver"]"#;
+    assert_eq!(eval_many(expr), Ok(true), "{expr}");
+    let expr = r#"device.capacity.map(d, d) == ["dra.example.com", "other.example.com"]"#;
+    assert_eq!(eval_many(expr), Ok(true), "{expr}");
+    // Both values (`b`, a bool, and `s`, a string) fail the comparison; the error
+    // reported is the last key's, every time.
+    let expr = r#"device.attributes["other.example.com"].all(k, device.attributes["other.example.com"][k] > 0)"#;
+    for _ in 0..8 {
+        assert_eq!(
+            eval_many(expr),
+            Err(CelError::Runtime {
+                expression: expr.into(),
+                message: "found no matching overload for '_>_' applied to '(string, int)'".into(),
+            })
+        );
+    }
+}
+
+/// The maps of `device` are still plain CEL maps to the rest of the language.
+#[test]
+fn attribute_maps_compare_as_maps() {
+    yes(r#"device.attributes["other.example.com"] == {"zone": "east"}"#);
+    yes(r#"{"zone": "east"} == device.attributes["other.example.com"]"#);
+    no(r#"{"zone": "west"} == device.attributes["other.example.com"]"#);
+    yes(r#"device.attributes["other.example.com"] != {}"#);
+    yes(r#"size(device.attributes["dra.example.com"]) == 4"#);
+    yes(r#""zone" in device.attributes["other.example.com"]"#);
+    yes(r#"device.attributes["other.example.com"].exists(k, k == "zone")"#);
+    yes(r#"device.attributes["other.example.com"].filter(k, true).size() == 1"#);
+    yes(r#"device.attributes["none.example.com"].map(k, k) == []"#);
+}
