@@ -93,6 +93,10 @@ impl NodePart<'_> {
 }
 
 /// Sums by topology key, then value: what [`DomainTotals::table`] answers.
+///
+/// Iterated, it lists the domains in no defined order: a hash table's, which depends
+/// on what the memo saw before and differs between a native twin and its component.
+/// Look domains up, or sort them, before an answer depends on their order.
 pub type DomainCounts = FastHashMap<String, FastHashMap<String, i64>>;
 
 /// The kept state: the key it is for, each node's stamp and additions (by position
@@ -356,13 +360,21 @@ impl DomainTotals<'_> {
     }
 
     /// Every domain of `table` some node added to (even 0), as (topology key, value,
-    /// sum).
+    /// sum), in order of key, then value: whatever a plugin builds from the list is
+    /// the same in every run and on every target (see [`DomainCounts`]).
     pub fn domains(&self, table: usize) -> impl Iterator<Item = (&str, &str, i64)> {
-        self.table(table).iter().flat_map(|(key, by_value)| {
-            by_value
-                .iter()
-                .map(move |(value, sum)| (key.as_str(), value.as_str(), *sum))
-        })
+        let mut all: Vec<(&str, &str, i64)> = self
+            .table(table)
+            .iter()
+            .flat_map(|(key, by_value)| {
+                by_value
+                    .iter()
+                    .map(move |(value, sum)| (key.as_str(), value.as_str(), *sum))
+            })
+            .collect();
+        // Each (key, value) is listed once: no ties.
+        all.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        all.into_iter()
     }
 
     /// Whether any node added anything, to any table.
@@ -537,6 +549,37 @@ mod tests {
             );
         }
         assert_eq!(walked, 2);
+    }
+
+    #[test]
+    fn domains_are_listed_in_order_of_key_then_value() {
+        let memo: DomainMemo<u32> = DomainMemo::new();
+        let a = node("a", "z1", 0, 1);
+        let mut want: Vec<(String, String, i64)> = Vec::new();
+        for key in ["zone", "host"] {
+            for i in 0..16 {
+                want.push((key.to_owned(), format!("v{i:02}"), i));
+            }
+        }
+        let listed: Vec<(String, String, i64)> = memo.count(
+            0,
+            &[&a],
+            |_, part| {
+                // Added in reverse, so that neither this order nor the hash's is the
+                // order asked for.
+                for (key, value, n) in want.iter().rev() {
+                    part.add(0, key, value, *n);
+                }
+            },
+            |totals| {
+                totals
+                    .domains(0)
+                    .map(|(k, v, n)| (k.to_owned(), v.to_owned(), n))
+                    .collect()
+            },
+        );
+        want.sort();
+        assert_eq!(listed, want);
     }
 
     #[test]
