@@ -241,6 +241,10 @@ struct Location {
 struct RequestData<'a> {
     request: Request<'a>,
     class: &'a DeviceClass,
+    /// How many devices it asks for (upstream's Go `int`, 64 bits), on every target.
+    count: i64,
+    /// `count`, for the search: capped just past the claim limit, where any larger
+    /// count fails alike, so that it fits a 32-bit `usize` as well.
     num_devices: usize,
     /// For `All`: the devices, chosen up front.
     all_devices: Vec<Location>,
@@ -446,7 +450,9 @@ impl<'a> Search<'a> {
     /// devices each needs (for `All`: which ones).
     fn prepare(&mut self) -> Result<(), AllocError> {
         for (ci, claim) in self.claims.iter().enumerate() {
-            let mut min_devices = 0usize;
+            // Not in `usize`, which has 32 bits in the guest: exact on every target, so
+            // that a twin and its component refuse the same claims with the same count.
+            let mut min_devices = 0i128;
             for (ri, request) in claim.spec.requests.iter().enumerate() {
                 match request {
                     DeviceRequest::Exactly(r) => {
@@ -469,7 +475,7 @@ impl<'a> Search<'a> {
                             },
                             key,
                         )?;
-                        min_devices += data.num_devices;
+                        min_devices += i128::from(data.count);
                         self.requests.insert(key, data);
                     }
                     DeviceRequest::FirstAvailable { name, subrequests } => {
@@ -488,7 +494,7 @@ impl<'a> Search<'a> {
                                 s.name
                             )));
                         }
-                        let mut fewest = usize::MAX;
+                        let mut fewest: Option<i64> = None;
                         for (si, s) in subrequests.iter().enumerate() {
                             let key = RequestKey {
                                 claim: ci,
@@ -502,16 +508,16 @@ impl<'a> Search<'a> {
                                 },
                                 key,
                             )?;
-                            fewest = fewest.min(data.num_devices);
+                            fewest = Some(fewest.map_or(data.count, |f| f.min(data.count)));
                             self.requests.insert(key, data);
                         }
-                        if fewest != usize::MAX {
-                            min_devices += fewest;
+                        if let Some(fewest) = fewest {
+                            min_devices += i128::from(fewest);
                         }
                     }
                 }
             }
-            if min_devices > ALLOCATION_RESULTS_MAX_SIZE {
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE as i128 {
                 return Err(AllocError::Invalid(format!(
                     "claim {}: number of requested devices {min_devices} exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}",
                     claim_ref(claim)
@@ -589,19 +595,22 @@ impl<'a> Search<'a> {
         let mut data = RequestData {
             request,
             class,
+            count: 0,
             num_devices: 0,
             all_devices: Vec::new(),
             selected_sub: 0,
         };
         match r.allocation_mode {
             AllocationMode::ExactCount(n) => {
-                data.num_devices = usize::try_from(n).map_err(|_| {
-                    AllocError::Invalid(format!(
+                if n < 0 {
+                    return Err(AllocError::Invalid(format!(
                         "claim {}, request {}: exact count {n} is invalid",
                         claim_ref(claim),
                         request.name()
-                    ))
-                })?;
+                    )));
+                }
+                data.count = n;
+                data.num_devices = n.min(ALLOCATION_RESULTS_MAX_SIZE as i64 + 1) as usize;
             }
             AllocationMode::All => {
                 for pi in 0..self.pools.len() {
@@ -642,6 +651,7 @@ impl<'a> Search<'a> {
                     }
                 }
                 data.num_devices = data.all_devices.len();
+                data.count = i64::try_from(data.num_devices).unwrap_or(i64::MAX);
             }
         }
         Ok(data)

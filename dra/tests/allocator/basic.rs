@@ -562,6 +562,45 @@ fn too_many_devices_single_request() {
     );
 }
 
+/// Counts are 64-bit on every target: one past what a 32-bit `usize` holds (the
+/// guest's) is refused for the claim limit with its own value, as natively.
+#[test]
+fn a_count_past_32_bits_exceeds_the_claim_limit() {
+    expect_error(
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![request(REQ0, CLASS_A, 5_000_000_000)],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            ..Case::default()
+        },
+        "claim claim-0: number of requested devices 5000000000 exceeds the claim limit of 32",
+    );
+}
+
+/// The counts of a claim add up without overflowing, in the guest as natively.
+#[test]
+fn huge_counts_add_up_exactly() {
+    expect_error(
+        Case {
+            claims: vec![claim_with_requests(
+                CLAIM0,
+                vec![],
+                vec![
+                    request(REQ0, CLASS_A, i64::MAX),
+                    request(REQ1, CLASS_A, i64::MAX),
+                    request("req-2", CLASS_A, i64::MAX),
+                ],
+            )],
+            classes: vec![class(CLASS_A, DRIVER_A)],
+            ..Case::default()
+        },
+        "number of requested devices 27670116110564327421 exceeds the claim limit of 32",
+    );
+}
+
 #[test]
 fn many_devices_okay() {
     expect_none(Case {

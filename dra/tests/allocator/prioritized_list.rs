@@ -905,3 +905,33 @@ fn prioritized_list_max_allocation_allocation_mode_all() {
         Some(42),
     );
 }
+
+/// A subrequest asking for more devices than a 32-bit `usize` holds (the guest's)
+/// is passed over for the next one, as natively.
+#[test]
+fn a_subrequest_count_past_32_bits_is_passed_over() {
+    let mut c = claim(CLAIM0);
+    c.spec.requests = vec![prioritized(
+        REQ0,
+        vec![
+            sub_request(SUB_REQ0, CLASS_A, 5_000_000_000),
+            sub_request(SUB_REQ1, CLASS_B, 1),
+        ],
+    )];
+    expect_results(
+        Case {
+            features: features(|f| f.prioritized_list = true),
+            claims: vec![c],
+            classes: vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)],
+            slices: vec![
+                slice_with_one_device(SLICE1, Nodes::Name(NODE1), POOL1.into(), DRIVER_A),
+                slice_with_one_device(SLICE2, Nodes::Name(NODE1), POOL2.into(), DRIVER_B),
+            ],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1, false)],
+        )],
+    );
+}
