@@ -68,7 +68,10 @@ impl<T: Serialize + DeserializeOwned> Memo<T> {
     fn save(&self, state: &CycleState, id_key: &StateKey<u64>, key: &str, value: T) {
         // Encoding plain data into a Vec cannot fail.
         let bytes = postcard::to_allocvec(&value).unwrap_or_default();
-        // `DefaultHasher::new` has fixed keys: every instance computes the same id.
+        // `DefaultHasher::new` has fixed keys: the id does not depend on a process's
+        // seed. Equal states may still get different ids (the counts' hash order, the
+        // guest's 32-bit length prefix); a reader then decodes again, which costs time
+        // only.
         let mut hasher = DefaultHasher::new();
         bytes.hash(&mut hasher);
         let id = hasher.finish();
