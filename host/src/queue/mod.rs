@@ -106,6 +106,10 @@ pub struct QueuedPod {
     pub last_failure: Option<String>,
     /// When its first scheduling attempt began (the start of the scheduling SLI).
     pub initial_attempt: Option<std::time::Instant>,
+    /// The number of its first scheduling attempt among all the queue's attempts:
+    /// the order of first attempts, for what must not read the wall clock (a pod
+    /// group cycle's order of its members).
+    pub first_attempt: Option<u64>,
     /// Its QueueSort key or PreEnqueue gate could not be had (the plugin failed):
     /// both are asked again before it may enter activeQ ([`SchedulingQueue::take_regating`]).
     pub regate: bool,
@@ -133,6 +137,7 @@ impl QueuedPod {
             gated_by: None,
             last_failure: None,
             initial_attempt: None,
+            first_attempt: None,
             regate: false,
         }
     }
@@ -212,6 +217,8 @@ pub type IncomingCounts = HashMap<(String, QueueName), u64>;
 pub struct SchedulingQueue {
     config: QueueConfig,
     next_seq: u64,
+    /// Pods taken for a scheduling attempt so far (see [`QueuedPod::first_attempt`]).
+    attempts_taken: u64,
     active_heap: BinaryHeap<Reverse<(Vec<i64>, u64, Entity)>>,
     active: HashMap<String, QueuedPod>,
     /// The QueueSort key of each pod group the scheduler keyed; a member of a group
@@ -257,6 +264,12 @@ impl SchedulingQueue {
             config,
             ..Self::default()
         }
+    }
+
+    /// The number the next pod taken for a first attempt gets (see
+    /// [`QueuedPod::first_attempt`]).
+    pub fn next_first_attempt(&self) -> u64 {
+        self.attempts_taken
     }
 
     /// The settings.
@@ -557,6 +570,10 @@ impl SchedulingQueue {
         qp.attempts += 1;
         qp.initial_attempt
             .get_or_insert_with(std::time::Instant::now);
+        if qp.first_attempt.is_none() {
+            qp.first_attempt = Some(self.attempts_taken);
+        }
+        self.attempts_taken += 1;
         let since = self.next_event_id;
         *self.in_flight_since.entry(since).or_default() += 1;
         let flight = InFlight {
@@ -743,7 +760,7 @@ impl SchedulingQueue {
         let label = event_label(&event);
         // A gated pod is asked of its gating plugin (upstream's `GatingPlugin`): when
         // the event may let it in, its key and gate are asked again.
-        let candidates: Vec<(String, bool)> = self
+        let mut candidates: Vec<(QueueOrder, bool)> = self
             .unschedulable
             .iter()
             .filter(|(_, q)| match &q.gated_by {
@@ -758,10 +775,11 @@ impl SchedulingQueue {
                     ) == QueueingHint::Queue
                 }
             })
-            .map(|(uid, q)| (uid.clone(), q.gated_by.is_some()))
+            .map(|(_, q)| (QueueOrder::of(q), q.gated_by.is_some()))
             .collect();
+        candidates.sort_unstable();
         let moved = candidates.len();
-        for (uid, gated) in candidates {
+        for (QueueOrder(_, _, uid), gated) in candidates {
             if gated {
                 self.release_hold(&uid);
             } else if let Some(qp) = self.unschedulable.remove(&uid) {
@@ -947,13 +965,14 @@ impl SchedulingQueue {
     /// seconds, as upstream).
     pub fn flush_unschedulable_leftover(&mut self, now: Duration) -> usize {
         let limit = self.config.max_in_unschedulable;
-        let old: Vec<String> = self
+        let mut old: Vec<QueueOrder> = self
             .unschedulable
-            .iter()
-            .filter(|(_, q)| q.gated_by.is_none() && now.saturating_sub(q.timestamp) > limit)
-            .map(|(uid, _)| uid.clone())
+            .values()
+            .filter(|q| q.gated_by.is_none() && now.saturating_sub(q.timestamp) > limit)
+            .map(QueueOrder::of)
             .collect();
-        for uid in &old {
+        old.sort_unstable();
+        for QueueOrder(_, _, uid) in &old {
             if let Some(qp) = self.unschedulable.remove(uid) {
                 self.requeue(qp, now, "UnschedulableTimeout");
             }
@@ -1122,14 +1141,15 @@ impl SchedulingQueue {
     /// replaced or reconfigured, and the new version may decide otherwise. Gated pods
     /// stay (see [`SchedulingQueue::gated_by`]). Returns how many moved.
     pub fn move_rejected_by(&mut self, plugins: &BTreeSet<String>, now: Duration) -> usize {
-        let moving: Vec<String> = self
+        let mut moving: Vec<QueueOrder> = self
             .unschedulable
-            .iter()
-            .filter(|(_, q)| q.gated_by.is_none())
-            .filter(|(_, q)| q.unschedulable_plugins.iter().any(|p| plugins.contains(p)))
-            .map(|(uid, _)| uid.clone())
+            .values()
+            .filter(|q| q.gated_by.is_none())
+            .filter(|q| q.unschedulable_plugins.iter().any(|p| plugins.contains(p)))
+            .map(QueueOrder::of)
             .collect();
-        for uid in &moving {
+        moving.sort_unstable();
+        for QueueOrder(_, _, uid) in &moving {
             if let Some(qp) = self.unschedulable.remove(uid) {
                 self.requeue(qp, now, "PluginReload");
             }
@@ -1139,11 +1159,28 @@ impl SchedulingQueue {
 
     /// The gated pods a PreEnqueue plugin among `plugins` keeps out.
     pub fn gated_by(&self, plugins: &BTreeSet<String>) -> Vec<Pod> {
-        self.unschedulable
+        let mut gated: Vec<&QueuedPod> = self
+            .unschedulable
             .values()
             .filter(|q| q.gated_by.as_ref().is_some_and(|p| plugins.contains(p)))
-            .map(|q| q.pod.clone())
-            .collect()
+            .collect();
+        gated.sort_unstable_by_key(|q| QueueOrder::of(q));
+        gated.into_iter().map(|q| q.pod.clone()).collect()
+    }
+}
+
+/// The order in which pods leave the unschedulable set together (after an event, a
+/// flush, a reload): the earlier queued first, as upstream's queue orders pods of equal
+/// sort keys by timestamp; then the order they last entered activeQ or backoffQ; then
+/// UID. The set is a hash map, whose order differs from one process to the next:
+/// pods moved in it would pop in a different order on every run, since pods of equal
+/// keys pop in the order they were pushed.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct QueueOrder(Duration, u64, String);
+
+impl QueueOrder {
+    fn of(q: &QueuedPod) -> Self {
+        QueueOrder(q.timestamp, q.seq, q.pod.uid.clone())
     }
 }
 

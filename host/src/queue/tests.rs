@@ -936,3 +936,65 @@ fn a_pod_waiting_for_its_claims_moves_when_they_are_made() {
     q.update(made, vec![0], None, secs(20), &GeneratedClaims);
     assert_eq!(q.queue_of("a"), Some(QueueName::Active));
 }
+
+/// Pods an event moves together leave the unschedulable set in queue order (each
+/// one's timestamp, then the order it was queued), not in the set's hash order, which
+/// differs from one process to the next: pods of equal keys then pop in the same
+/// order on every run, into activeQ and through backoffQ alike.
+#[test]
+fn pods_an_event_moves_together_pop_in_queue_order_on_every_run() {
+    // Failed in this order, half at t=0 and half at t=1; the last to fail first.
+    let names: Vec<String> = (0..40).map(|i| format!("p{i:02}")).collect();
+    let failed_order = |q: &mut SchedulingQueue| {
+        for n in names.iter().rev() {
+            q.add(pod(n), vec![0], None, secs(0));
+        }
+        let popped: Vec<QueuedPod> = std::iter::from_fn(|| q.pop()).collect();
+        for (i, p) in popped.into_iter().enumerate() {
+            let at = if i < 20 { secs(0) } else { secs(1) };
+            q.requeue_failed(p, plugins(&["Fit"]), "no".into(), at, &Oracle::default());
+        }
+    };
+    let expected: Vec<String> = names.iter().rev().cloned().collect();
+
+    // Backoffs over: straight to activeQ.
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    failed_order(&mut q);
+    assert_eq!(
+        q.on_event(
+            node_add(),
+            None,
+            None,
+            secs(10),
+            &fit_oracle(QueueingHint::Queue)
+        ),
+        40
+    );
+    assert_eq!(pop_order(&mut q), expected);
+
+    // Still backing off: through backoffQ.
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    failed_order(&mut q);
+    q.on_event(
+        node_add(),
+        None,
+        None,
+        Duration::from_millis(500),
+        &fit_oracle(QueueingHint::Queue),
+    );
+    q.flush_backoff(secs(10));
+    assert_eq!(pop_order(&mut q), expected);
+
+    // Unschedulable too long: flushed in the same order.
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    failed_order(&mut q);
+    assert_eq!(q.flush_unschedulable_leftover(secs(1000)), 40);
+    q.flush_backoff(secs(1000));
+    assert_eq!(pop_order(&mut q), expected);
+
+    // A reloaded plugin's rejections: the same.
+    let mut q = SchedulingQueue::new(QueueConfig::default());
+    failed_order(&mut q);
+    assert_eq!(q.move_rejected_by(&plugins(&["Fit"]), secs(10)), 40);
+    assert_eq!(pop_order(&mut q), expected);
+}

@@ -55,8 +55,10 @@ pub(super) struct Trial {
 }
 
 /// Upstream's order of a pod group cycle's members: highest priority first, then by
-/// first attempt (a sort that is stable keeps the queue's order of equals).
-fn cycle_order(a: (&Pod, Option<Instant>), b: (&Pod, Option<Instant>)) -> std::cmp::Ordering {
+/// first attempt (a sort that is stable keeps the queue's order of equals). The
+/// order of first attempts is the queue's count, not the wall clock, whose readings
+/// may tie or not depending on the machine.
+fn cycle_order(a: (&Pod, Option<u64>), b: (&Pod, Option<u64>)) -> std::cmp::Ordering {
     b.0.priority.cmp(&a.0.priority).then(a.1.cmp(&b.1))
 }
 
@@ -131,8 +133,7 @@ impl Scheduler {
         let started = Instant::now();
         let mut members = self.take_members(&first, &group);
         members.insert(0, first);
-        members
-            .sort_by(|a, b| cycle_order((&a.pod, a.initial_attempt), (&b.pod, b.initial_attempt)));
+        members.sort_by(|a, b| cycle_order((&a.pod, a.first_attempt), (&b.pod, b.first_attempt)));
         for qp in &mut members {
             qp.pod.default_selector = self.default_selector(&qp.pod);
             // A member nominated by an earlier preemption is placed for real in this
@@ -481,22 +482,26 @@ impl Scheduler {
         // Members whose gates are to be asked again are, as the loop would before
         // its next pop.
         self.regate();
-        let mut members: Vec<(Pod, Option<Instant>)> = self
+        let mut members: Vec<(Pod, Option<u64>)> = self
             .pod_groups
             .members_in(&group.namespace, &group.name, MemberState::Pending)
             .into_iter()
             .filter(|uid| *uid != pod.uid)
             .filter_map(|uid| self.queue.get(&uid))
             .filter(|qp| qp.gated_by.is_none() && qp.pod.scheduler_name == pod.scheduler_name)
-            .map(|qp| (qp.pod.clone(), qp.initial_attempt))
+            .map(|qp| (qp.pod.clone(), qp.first_attempt))
             .collect();
         // As the cycle would take them were `pod` popped now: it first, the others
         // in name order; a member never tried before gets its first attempt then.
         members.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        let own = self.queue.get(&pod.uid).and_then(|qp| qp.initial_attempt);
+        let own = self.queue.get(&pod.uid).and_then(|qp| qp.first_attempt);
         members.insert(0, (pod.clone(), own));
+        let mut next = self.queue.next_first_attempt();
         for (_, first) in &mut members {
-            first.get_or_insert_with(Instant::now);
+            first.get_or_insert_with(|| {
+                next += 1;
+                next - 1
+            });
         }
         members.sort_by(|a, b| cycle_order((&a.0, a.1), (&b.0, b.1)));
         for (p, _) in &mut members {
