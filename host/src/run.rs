@@ -190,6 +190,8 @@ async fn run_until(
     let clock: Arc<dyn Clock> = Arc::new(RealClock::default());
     let mut scheduler_options = options.scheduler.clone();
     scheduler_options.confirm_bindings = true;
+    // The loop never waits on a bind against an API server.
+    scheduler_options.settle_bindings = false;
     scheduler_options.keep_bound_outcomes = false;
     let runtime = runtime.clone();
     let loop_clock = clock.clone();

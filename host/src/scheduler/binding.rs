@@ -14,7 +14,7 @@ use crate::framework::{CyclePod, CycleState, Framework, PluginError};
 use crate::queue::QueuedPod;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Object, Pod};
 use std::collections::BTreeSet;
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,14 @@ pub(super) enum Job {
     },
 }
 
+/// A job and its number: jobs are numbered in the order the loop hands them out, and
+/// an embedded run takes their results in in that order (see
+/// [`Scheduler::settle_bindings`]).
+pub(super) type Numbered<T> = (u64, T);
+
+/// The loop's ends of the binding threads: where jobs go, where results come.
+pub(super) type BindingThreads = (PoolSender<Numbered<Job>>, Receiver<Numbered<BindResult>>);
+
 /// What the binding threads report.
 pub(super) enum BindResult {
     /// A binding cycle ended; when it failed, where the cluster has the pod.
@@ -69,13 +77,13 @@ pub(super) fn spawn_binders(
     n: usize,
     binder: Arc<dyn Binder>,
     waker: Arc<RwLock<Option<Waker>>>,
-) -> Result<(PoolSender<Job>, Receiver<BindResult>), SchedulerError> {
-    let (res_tx, res_rx) = channel::<BindResult>();
+) -> Result<BindingThreads, SchedulerError> {
+    let (res_tx, res_rx) = channel::<Numbered<BindResult>>();
     let jobs = spawn_pool(n, super::MAX_WAITING_BINDINGS, "berth-binding", move || {
         let res_tx = res_tx.clone();
         let waker = waker.clone();
         let binder = binder.clone();
-        move |job: Job| {
+        move |(number, job): Numbered<Job>| {
             let done = match job {
                 Job::Bind(job) => {
                     let result = job.framework.bind(&job.state, &job.pod, &job.node);
@@ -92,7 +100,7 @@ pub(super) fn spawn_binders(
                     state: binder.lookup(&pod),
                 },
             };
-            if res_tx.send(done).is_err() {
+            if res_tx.send((number, done)).is_err() {
                 return false;
             }
             wake(&waker);
@@ -106,6 +114,25 @@ pub(super) fn spawn_binders(
 /// How often the cluster is asked again about a pod whose bind may have happened.
 const DOUBT_RECHECK: Duration = Duration::from_secs(1);
 
+/// How often [`Scheduler::settle_bindings`] looks again whether a running binding
+/// cycle has started waiting on the cluster (which reports nothing).
+const SETTLE_POLL: Duration = Duration::from_millis(1);
+
+/// What an object the embedded cluster changed while binding is, for ordering those
+/// changes: its kind, namespace and name.
+fn object_identity(o: &Object) -> (&'static str, String) {
+    match o {
+        Object::PersistentVolume(v) => ("PersistentVolume", v.name.clone()),
+        Object::PersistentVolumeClaim(c) => (
+            "PersistentVolumeClaim",
+            format!("{}/{}", c.namespace, c.name),
+        ),
+        Object::ResourceClaim(c) => ("ResourceClaim", format!("{}/{}", c.namespace, c.name)),
+        // Not written while binding; kept in the order they came.
+        _ => ("", String::new()),
+    }
+}
+
 impl Scheduler {
     /// Asks the cluster again, on a binding thread, about the pods whose bind may
     /// have happened and whose time has come.
@@ -117,18 +144,14 @@ impl Scheduler {
             .map(|(uid, (b, _, _))| (uid.clone(), b.assumed.clone()))
             .collect();
         for (uid, pod) in due {
-            if self
-                .bind_tx
-                .send(Job::Lookup {
-                    uid: uid.clone(),
-                    pod,
-                })
-                .is_err()
-            {
+            let job = Job::Lookup {
+                uid: uid.clone(),
+                pod,
+            };
+            if !self.send_bind_job(job) {
                 // No binding thread is left to ask: the pod stays in doubt.
                 continue;
             }
-            self.bindings_in_flight += 1;
             if let Some(d) = self.doubtful.get_mut(&uid) {
                 d.2 = None;
             }
@@ -163,35 +186,61 @@ impl Scheduler {
             pod: CyclePod::new(b.assumed.clone()),
             node: b.node.clone(),
         };
-        match self.bind_tx.send(Job::Bind(job)) {
-            Ok(()) => self.bindings_in_flight += 1,
+        if !self.send_bind_job(Job::Bind(job)) {
             // It never ran: the pod is not bound.
-            Err(_) => self.finish_binding(
+            self.finish_binding(
                 uid.to_owned(),
                 Err(PluginError {
                     plugin: "Bind".into(),
                     message: "the binding threads are gone".into(),
                 }),
                 Some(PodState::Pending),
-            ),
+            );
         }
     }
 
+    /// Hands a job to the binding threads, numbered; false when no thread is left
+    /// to run it.
+    fn send_bind_job(&mut self, job: Job) -> bool {
+        let number = self.bind_jobs_sent;
+        if self.bind_tx.send((number, job)).is_err() {
+            return false;
+        }
+        self.bind_jobs_sent += 1;
+        self.bindings_in_flight += 1;
+        true
+    }
+
+    /// Takes in what the binding threads finished; with `block`, waits for at least
+    /// one result first when any job is in flight. In an embedded run (see
+    /// [`super::SchedulerOptions::settle_bindings`]) it first waits for every
+    /// running job to end, so that what the loop sees does not depend on how fast
+    /// the threads ran.
     pub(super) fn drain_bind_results(&mut self, block: bool) {
         self.take_preemptions_ended();
-        if block
-            && self.bindings_in_flight > 0
-            && let Ok(done) = self.bind_rx.recv()
-        {
-            self.bind_done(done);
-        }
-        while let Ok(done) = self.bind_rx.try_recv() {
-            self.bind_done(done);
+        if self.settle {
+            self.settle_bindings(block);
+        } else {
+            if block
+                && self.bindings_in_flight > 0
+                && let Ok((_, done)) = self.bind_rx.recv()
+            {
+                self.bind_done(done);
+            }
+            while let Ok((_, done)) = self.bind_rx.try_recv() {
+                self.bind_done(done);
+            }
         }
         // What the embedded cluster's volume controller and claim status writes
         // changed while binding: already in the storage and DRA views; the queue
-        // hears of it here.
-        for (old, new) in self.binder.take_storage_changes() {
+        // hears of it here. Two binding cycles on two threads may have written
+        // them interleaved: an embedded run hears of them object by object (each
+        // object's changes in the order they were made), not in the threads' order.
+        let mut changes = self.binder.take_storage_changes();
+        if self.settle {
+            changes.sort_by_cached_key(|(_, new)| object_identity(new));
+        }
+        for (old, new) in changes {
             match &new {
                 Object::PersistentVolume(_) => {
                     self.storage_event(EventResource::PersistentVolume, old, new);
@@ -204,6 +253,46 @@ impl Scheduler {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Waits until every job on the binding threads has ended or waits on the
+    /// cluster (a PreBind waiting for a volume controller: an input whose timing the
+    /// run does not decide), then takes the results in, in the order the jobs were
+    /// handed out. So an embedded run's binding results reach the loop at points the
+    /// run fixes (before each scheduling cycle and each poll), never when a thread
+    /// happens to finish: the same input, profile and seed give the same
+    /// placements however fast the machine or its binding threads are.
+    ///
+    /// With `block`, and every job in flight waiting on the cluster, waits until one
+    /// of them ends.
+    pub(super) fn settle_bindings(&mut self, block: bool) {
+        loop {
+            while let Ok((number, done)) = self.bind_rx.try_recv() {
+                self.bind_arrived.insert(number, done);
+            }
+            let waiting = self.bind_tx.parked();
+            let running = self
+                .bindings_in_flight
+                .saturating_sub(self.bind_arrived.len() + waiting);
+            let wait_for_one =
+                running > 0 || (block && self.bind_arrived.is_empty() && waiting > 0);
+            if !wait_for_one {
+                break;
+            }
+            // A running job either reports or starts waiting on the cluster, which
+            // sends nothing: look at the count again now and then.
+            match self.bind_rx.recv_timeout(SETTLE_POLL) {
+                Ok((number, done)) => {
+                    self.bind_arrived.insert(number, done);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // Every binding thread is gone: nothing more will come.
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        while let Some((_, done)) = self.bind_arrived.pop_first() {
+            self.bind_done(done);
         }
     }
 
@@ -360,10 +449,13 @@ impl Scheduler {
             let _ = self.cache.forget_pod(&uid);
             self.queue.done(&uid);
         }
+        while let Some((_, done)) = self.bind_arrived.pop_first() {
+            self.bind_done(done);
+        }
         while self.bindings_in_flight > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.bind_rx.recv_timeout(left) {
-                Ok(done) => self.bind_done(done),
+                Ok((_, done)) => self.bind_done(done),
                 Err(_) => break,
             }
         }

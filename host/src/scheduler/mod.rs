@@ -83,8 +83,8 @@ pub struct SchedulerOptions {
     /// clock forward to its backoff (a cluster event can still retry it).
     pub max_attempts: u32,
     /// Binding cycles that may run at once, each on its own thread and plugin
-    /// instances. The embedded cluster binds at once, so the default is 1 (which also
-    /// keeps `simulate` repeatable); `berth run` uses [`DEFAULT_PARALLEL_BINDINGS`].
+    /// instances. The embedded cluster binds at once, so the default is 1;
+    /// `berth run` uses [`DEFAULT_PARALLEL_BINDINGS`].
     pub parallel_bindings: usize,
     /// Keep a bound pod assumed until the cluster reports it bound (a watch event),
     /// as upstream's cache does. The embedded cluster confirms a binding at once.
@@ -96,6 +96,15 @@ pub struct SchedulerOptions {
     /// scheduler keeps the outcomes of pending pods only, so that its memory follows
     /// what is pending, not every pod it ever bound.
     pub keep_bound_outcomes: bool,
+    /// Take in binding results at points the run fixes: before each scheduling cycle
+    /// (and each poll) the loop waits until every binding cycle under way has ended
+    /// (or waits on the cluster, for a volume controller say) and takes their results
+    /// in, in the order the cycles started. So an embedded run places the same pods
+    /// on the same nodes whatever the speed of the machine and of its threads (a
+    /// binding cycle no longer overlaps the next scheduling cycle). `berth run` turns
+    /// it off: against an API server the order of events is the server's anyway, and
+    /// the loop must not wait on a bind.
+    pub settle_bindings: bool,
 }
 
 impl Default for SchedulerOptions {
@@ -108,6 +117,7 @@ impl Default for SchedulerOptions {
             confirm_bindings: false,
             assumed_pod_expiry: Some(DEFAULT_ASSUMED_POD_EXPIRY),
             keep_bound_outcomes: true,
+            settle_bindings: true,
         }
     }
 }
@@ -260,8 +270,15 @@ pub struct Scheduler {
     /// by UID, the pod and its plugin's message.
     not_ready: HashMap<String, (Pod, String)>,
     waker: Arc<RwLock<Option<Waker>>>,
-    bind_tx: PoolSender<Job>,
-    bind_rx: Receiver<BindResult>,
+    bind_tx: PoolSender<binding::Numbered<Job>>,
+    bind_rx: Receiver<binding::Numbered<BindResult>>,
+    /// Jobs handed to the binding threads so far (the next one's number).
+    bind_jobs_sent: u64,
+    /// Results received and not yet taken in, by job number (see
+    /// [`Scheduler::settle_bindings`]).
+    bind_arrived: std::collections::BTreeMap<u64, BindResult>,
+    /// See [`SchedulerOptions::settle_bindings`].
+    settle: bool,
     /// The preemption threads, and the preemptors waiting for them.
     preemption: Preemptions,
     binding: HashMap<String, Binding>,
@@ -349,16 +366,6 @@ impl Scheduler {
             .map_err(SchedulerError::Refused)?;
         let generation = Arc::new(built.generation);
         let frameworks = generation.frameworks.clone();
-        if options.framework.native {
-            crate::native::install_host(crate::native::NativeHost {
-                binder: binder.clone(),
-                namespaces: services.namespaces.clone(),
-                waiting: services.waiting.clone(),
-                storage: services.storage.clone(),
-                pod_groups: services.pod_groups.clone(),
-                dra: services.dra.clone(),
-            });
-        }
         binder.attach_storage(&services.storage);
         binder.attach_dra(&services.dra);
         // A binding cycle waiting for its volumes or claims lets another binding
@@ -409,6 +416,9 @@ impl Scheduler {
             waker,
             bind_tx,
             bind_rx,
+            bind_jobs_sent: 0,
+            bind_arrived: std::collections::BTreeMap::new(),
+            settle: options.settle_bindings,
             preemption,
             binding: HashMap::new(),
             bindings_in_flight: 0,
@@ -1071,6 +1081,11 @@ impl Scheduler {
     /// Pops one pod and runs its scheduling cycle (the binding cycle goes on apart);
     /// false when activeQ is empty.
     pub fn schedule_one(&mut self) -> bool {
+        if self.settle {
+            // The binding cycles of earlier pods end before this cycle begins (see
+            // `SchedulerOptions::settle_bindings`).
+            self.drain_bind_results(false);
+        }
         self.regate();
         let Some(qp) = self.queue.pop() else {
             return false;

@@ -113,6 +113,11 @@ impl<J> PoolSender<J> {
         }
         Ok(())
     }
+
+    /// Jobs whose worker waits on the cluster now (see [`park_current`]).
+    pub(super) fn parked(&self) -> usize {
+        self.0.lock().parked
+    }
 }
 
 impl<J> Drop for PoolSender<J> {
