@@ -6,12 +6,13 @@
 //!
 //! The scheduler runs as `berth run` configures it: bindings are confirmed by the
 //! cluster's report, bound pods' outcomes are not kept, binding cycles run on the
-//! binding threads. Pods come in batches; a batch is deleted once `live_batches`
+//! binding threads; but, as every embedded run, on a paced virtual clock with its
+//! binding results taken in at fixed points, so two runs make the same placements. Pods come in batches; a batch is deleted once `live_batches`
 //! newer batches are bound, so the nodes always hold pods and every deletion is a
 //! bound pod's.
 
 use super::{BenchError, Mode, POD_DEFAULT, Zones, cores, make_node, make_pod, template};
-use crate::clock::RealClock;
+use crate::clock::VirtualClock;
 use crate::cluster::{Binder, WriteError};
 use crate::config::Configuration;
 use crate::scheduler::{Bookkeeping, DEFAULT_PARALLEL_BINDINGS, Scheduler, SchedulerOptions};
@@ -192,7 +193,7 @@ pub fn run_churn(
         "<default configuration>",
         &options,
         cluster.clone(),
-        Arc::new(RealClock::default()),
+        Arc::new(VirtualClock::paced()),
     )?;
     s.add_or_update_namespace(NAMESPACE, Labels::new());
     for i in 0..opts.nodes {

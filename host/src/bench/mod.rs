@@ -2,7 +2,12 @@
 //! (`test/integration/scheduler_perf/config/performance-config.yaml`, the pod group
 //! test cases of `test/integration/scheduler_perf/podgroup/`, and the dynamic
 //! resource allocation ones of `test/integration/scheduler_perf/dra/`) run on the
-//! embedded cluster with a real clock.
+//! embedded cluster, on a paced virtual clock (`VirtualClock::paced`): what the
+//! scheduler decides reads only virtual time, which moves when the scheduler waits,
+//! so a workload's placements are the same on any machine (as `berth simulate`'s),
+//! while the wall time measured still includes every wait. The one exception is a
+//! workload with churn (pods made every so often of wall time, as upstream's
+//! `churn`): there the wall clock is an input, read before each attempt.
 //!
 //! Each run builds a fresh scheduler, adds the nodes (and a DRA workload's devices,
 //! device class, claim templates and claims held before measuring), adds and
@@ -15,7 +20,7 @@
 //! deleted once bound and replaced (`steady.rs`); its pods per second are those bound
 //! per second of the whole run.
 
-use crate::clock::RealClock;
+use crate::clock::VirtualClock;
 use crate::cluster::manifest::{self, ManifestError, Object};
 use crate::cluster::memory::MemoryCluster;
 use crate::cluster::pod_groups::{PodGroupObject, PodGroupPolicy};
@@ -1178,20 +1183,26 @@ fn label(w: &Workload, size: Size, mode: Mode) -> String {
 /// A scheduler with the workload's nodes (and a DRA workload's devices, class, claim
 /// templates and the claims that hold devices before measuring), its initial pods
 /// placed and its PodGroups created; with the clock it runs on and the uids of the
-/// initial pods.
+/// initial pods. A measured run's clock is `paced` (its waits cost wall time); a run
+/// that only asks where pods land need not wait.
 fn setup(
     runtime: &Arc<Runtime>,
     w: &Workload,
     size: Size,
     mode: Mode,
     options: &SchedulerOptions,
+    paced: bool,
     progress: &mut dyn FnMut(&str),
-) -> Result<(Scheduler, Arc<RealClock>, Vec<String>), BenchError> {
+) -> Result<(Scheduler, Arc<VirtualClock>, Vec<String>), BenchError> {
     let init_template = template(w.init_template)?;
     let mut options = options.clone();
     options.framework.native = mode == Mode::Native;
     let cluster = Arc::new(MemoryCluster::new());
-    let clock = Arc::new(RealClock::default());
+    let clock = Arc::new(if paced {
+        VirtualClock::paced()
+    } else {
+        VirtualClock::default()
+    });
     let mut s = Scheduler::new(
         runtime,
         &Configuration::default(),
@@ -1257,7 +1268,7 @@ fn add(s: &mut Scheduler, mut p: Pod) -> Result<String, BenchError> {
 /// A scheduler [`prepare`]d: its clock and the uids of the initial and measured pods.
 struct Prepared {
     scheduler: Scheduler,
-    clock: Arc<RealClock>,
+    clock: Arc<VirtualClock>,
     initial: Vec<String>,
     measured: Vec<String>,
 }
@@ -1269,10 +1280,11 @@ fn prepare(
     size: Size,
     mode: Mode,
     options: &SchedulerOptions,
+    paced: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Prepared, BenchError> {
     let measure_template = template(w.measure_template)?;
-    let (mut s, clock, initial) = setup(runtime, w, size, mode, options, progress)?;
+    let (mut s, clock, initial) = setup(runtime, w, size, mode, options, paced, progress)?;
     let label = label(w, size, mode);
     let adding = Instant::now();
     let measured = (0..size.measure_pods)
@@ -1375,7 +1387,7 @@ pub fn placed(
             initial,
             measured,
             ..
-        } = prepare(runtime, w, size, mode, options, &mut |_| {})?;
+        } = prepare(runtime, w, size, mode, options, false, &mut |_| {})?;
         s.run_until_idle();
         let pods = initial
             .iter()
@@ -1392,7 +1404,7 @@ pub fn placed(
             device_conflicts,
         });
     }
-    let (mut s, clock, initial) = setup(runtime, w, size, mode, options, &mut |_| {})?;
+    let (mut s, clock, initial) = setup(runtime, w, size, mode, options, false, &mut |_| {})?;
     let mut pods: Vec<Placed> = initial.iter().map(|uid| at(&s, uid)).collect();
     let template = template(w.measure_template)?;
     let label = label(w, size, mode);
@@ -1471,7 +1483,7 @@ pub fn run_one(
                 clock,
                 measured,
                 ..
-            } = prepare(runtime, w, size, mode, options, progress)?;
+            } = prepare(runtime, w, size, mode, options, true, progress)?;
             let batched_before = batched_so_far(&s);
             let churn = w
                 .churn
@@ -1496,7 +1508,9 @@ pub fn run_one(
                     }
                     // As the scheduler's own loop: results taken in, and pods whose
                     // backoff ended (the preemptors, once their victims are gone)
-                    // back in activeQ.
+                    // back in activeQ. The churn comes at a wall-clock pace, so the
+                    // scheduler's clock follows the wall clock here.
+                    clock.catch_up();
                     let now = crate::clock::Clock::now(&*clock);
                     s.poll(now);
                     s.flush_backoff(now);
@@ -1548,7 +1562,7 @@ pub fn run_one(
             )
         }
         Some(duration) => {
-            let (mut s, clock, _) = setup(runtime, w, size, mode, options, progress)?;
+            let (mut s, clock, _) = setup(runtime, w, size, mode, options, true, progress)?;
             let batched_before = batched_so_far(&s);
             let template = template(w.measure_template)?;
             progress(&format!(
