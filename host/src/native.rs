@@ -25,12 +25,16 @@ fn missing_node(slot: u32) -> Status {
     Status::error(format!("node slot {slot} is not in the snapshot"))
 }
 
+/// Builds a twin's instance from its args, reaching a host.
+type MakeTwin =
+    fn(serde_json::Value, Option<Arc<dyn HostApi>>) -> Result<Box<dyn PluginCalls>, String>;
+
 /// A native twin: what its component's metadata says, and how to build it.
 #[derive(Clone, Copy)]
 pub struct Twin {
     /// The plugin's name.
     pub name: &'static str,
-    new: fn(serde_json::Value) -> Result<Box<dyn PluginCalls>, String>,
+    new: MakeTwin,
     /// The framework takes a plugin's points from its component; the tests compare
     /// the twin's own.
     #[cfg(test)]
@@ -55,14 +59,19 @@ pub enum TwinError {
 }
 
 impl Twin {
-    /// Builds an instance from its args (JSON; empty is null).
-    pub fn instantiate(&self, args_json: &str) -> Result<Box<dyn PluginCalls>, TwinError> {
+    /// Builds an instance from its args (JSON; empty is null) whose calls reach
+    /// `host` (none: the process-wide one a plugin's own tests install, if any).
+    pub fn instantiate(
+        &self,
+        args_json: &str,
+        host: Option<Arc<dyn HostApi>>,
+    ) -> Result<Box<dyn PluginCalls>, TwinError> {
         let args = if args_json.trim().is_empty() {
             serde_json::Value::Null
         } else {
             serde_json::from_str(args_json).map_err(TwinError::ArgsNotJson)?
         };
-        (self.new)(args).map_err(TwinError::Refused)
+        (self.new)(args, host).map_err(TwinError::Refused)
     }
 
     /// The extension points the plugin type implements (its table's), as its
@@ -76,11 +85,12 @@ impl Twin {
 fn twin<T: Registered + Send>() -> Twin {
     Twin {
         name: T::NAME,
-        new: |args| {
+        new: |args, host| {
             Ok(Box::new(NativeInstance {
                 plugin: T::new(args)?,
                 vtable: T::vtable(),
                 view: View::default(),
+                host,
             }))
         },
         #[cfg(test)]
@@ -147,6 +157,20 @@ struct NativeInstance<T> {
     plugin: T,
     vtable: VTable<T>,
     view: View,
+    /// What the plugin's host calls reach: its scheduler's services, scoped to each
+    /// call (see [`berth_sdk::with_native_host`]), so that two schedulers in one
+    /// process never answer each other's plugins.
+    host: Option<Arc<dyn HostApi>>,
+}
+
+impl<T> NativeInstance<T> {
+    /// Runs a call into the plugin with its host answering on this thread.
+    fn scoped<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.host {
+            Some(h) => berth_sdk::with_native_host(h, f),
+            None => f(),
+        }
+    }
 }
 
 /// A native instance's view of the nodes: the snapshot's shared node infos by slot
@@ -263,7 +287,7 @@ macro_rules! native_calls {
     };
     (@pod { $method:ident $label:literal $wit:ident $call:ident $getter:ident -> $ret:ty }) => {
         fn $method(&mut self, pod: &CyclePod) -> Result<$ret, CallError> {
-            Ok(points::$method(&self.plugin, &self.vtable, pod.pod()))
+            Ok(self.scoped(|| points::$method(&self.plugin, &self.vtable, pod.pod())))
         }
     };
     (@cycle { $method:ident $label:literal $wit:ident $call:ident $getter:ident
@@ -274,9 +298,9 @@ macro_rules! native_calls {
             pod: &CyclePod,
             $($arg: &$aty),*
         ) -> Result<$ret, CallError> {
-            Ok(with_state(state, |st| {
+            Ok(self.scoped(|| with_state(state, |st| {
                 points::$method(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view $(, $arg)*)
-            }))
+            })))
         }
     };
     (@dry { $method:ident $label:literal $wit:ident $call:ident $getter:ident
@@ -289,9 +313,9 @@ macro_rules! native_calls {
             mut dry: Box<dyn WhatIf>,
         ) -> (Box<dyn WhatIf>, Result<$ret, CallError>) {
             let lent = NativeDryRun(RefCell::new(&mut *dry));
-            let r = with_state(state, |st| {
+            let r = self.scoped(|| with_state(state, |st| {
                 points::$method(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view $(, $arg)*, &lent)
-            });
+            }));
             (dry, Ok(r))
         }
     };
@@ -303,9 +327,9 @@ macro_rules! native_calls {
             group: &berth_sdk::PodGroup,
             $($arg: &$aty),*
         ) -> Result<$ret, CallError> {
-            Ok(with_state(state, |st| {
+            Ok(self.scoped(|| with_state(state, |st| {
                 points::$method(&self.plugin, &self.vtable, st, group, &self.view $(, $arg)*)
-            }))
+            })))
         }
     };
 }
@@ -348,7 +372,7 @@ berth_sdk::for_each_extension_point!(native_calls (
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> Result<Result<QueueingHint, String>, CallError> {
-        Ok(points::queueing_hint(&self.plugin, &self.vtable, event, pod, old, new))
+        Ok(self.scoped(|| points::queueing_hint(&self.plugin, &self.vtable, event, pod, old, new)))
     }
 
     fn pod_on_node(
@@ -359,9 +383,9 @@ berth_sdk::for_each_extension_point!(native_calls (
         other: &Pod,
         slot: u32,
     ) -> Result<Status, CallError> {
-        Ok(with_state(state, |st| {
+        Ok(self.scoped(|| with_state(state, |st| {
             points::pod_on_node(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view, add, other, slot)
-        }))
+        })))
     }
 
     fn post_filter(
@@ -372,9 +396,9 @@ berth_sdk::for_each_extension_point!(native_calls (
         mut dry: Box<dyn WhatIf>,
     ) -> (Box<dyn WhatIf>, Result<PostFilterResult, CallError>) {
         let lent = NativeDryRun(RefCell::new(&mut *dry));
-        let r = with_state(state, |st| {
+        let r = self.scoped(|| with_state(state, |st| {
             points::post_filter(&self.plugin, &self.vtable, st, Some(pod.pod()), &self.view, statuses, &lent)
-        });
+        }));
         (dry, Ok(r))
     }
 ));
@@ -445,8 +469,8 @@ impl berth_sdk::GroupSimulation for NativeGroupSimulation {
 }
 
 /// What native plugins reach through the SDK's host API: the cluster's binder, the
-/// namespaces, the pods waiting at Permit. Installed process-wide with
-/// [`install_host`].
+/// namespaces, the pods waiting at Permit; one per instance set, made from its
+/// services ([`NativeHost::of`]).
 pub struct NativeHost {
     /// Where bindings go.
     pub binder: Arc<dyn Binder>,
@@ -693,10 +717,25 @@ impl HostApi for NativeHost {
     }
 }
 
-/// Installs the host API native plugins talk to. The SDK keeps one per process: the
-/// last scheduler built with native plugins wins.
-pub fn install_host(host: NativeHost) {
-    berth_sdk::set_native_host(Arc::new(host));
+impl NativeHost {
+    /// The host a native instance of an instance set with `services` talks to: its
+    /// scheduler's cluster, views and waiting pods. None when the set reaches no
+    /// cluster (a trial instance). A native twin is trusted: a scheduling set's
+    /// instance reaches the binder a binding set's does.
+    pub fn of(services: &crate::wasm::module::HostServices) -> Option<Arc<dyn HostApi>> {
+        let binder = services
+            .binder
+            .clone()
+            .or_else(|| services.claim_writer.clone())?;
+        Some(Arc::new(NativeHost {
+            binder,
+            namespaces: services.namespaces.clone(),
+            waiting: services.waiting.clone(),
+            storage: services.storage.clone(),
+            pod_groups: services.pod_groups.clone(),
+            dra: services.dra.clone(),
+        }))
+    }
 }
 
 #[cfg(test)]

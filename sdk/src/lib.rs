@@ -136,7 +136,8 @@ pub enum LogLevel {
 
 /// What a plugin can ask of the scheduler. In the sandbox the host answers through
 /// WIT imports; natively (unit tests, native builds run by the host) whoever runs the
-/// plugin installs one with [`set_native_host`].
+/// plugin scopes one to each call with [`with_native_host`] (or installs one for the
+/// whole process with [`set_native_host`]).
 pub trait HostApi: Send + Sync {
     /// Writes a log line.
     fn log(&self, level: LogLevel, message: &str);
@@ -484,18 +485,44 @@ pub fn with_view_affinity_counts<R>(counts: AffinityCounts, f: impl FnOnce() -> 
 static NATIVE_HOST: std::sync::RwLock<Option<std::sync::Arc<dyn HostApi>>> =
     std::sync::RwLock::new(None);
 
-/// Installs the host that native runs of plugins talk to (process-wide).
+/// Installs the host that native runs of plugins talk to when no call has a host of
+/// its own ([`with_native_host`]): process-wide, for a plugin's own native tests.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn set_native_host(host: std::sync::Arc<dyn HostApi>) {
     *NATIVE_HOST.write().unwrap_or_else(|e| e.into_inner()) = Some(host);
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+thread_local! {
+    static SCOPED_HOST: std::cell::RefCell<Option<std::sync::Arc<dyn HostApi>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` (a native call into a plugin) with `host` answering the plugin's host
+/// calls on this thread. A host that runs several schedulers in one process (tests,
+/// a what-if beside a live scheduler) scopes each plugin call to its own scheduler's
+/// host this way, rather than sharing one process-wide.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn with_native_host<R>(host: &std::sync::Arc<dyn HostApi>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<std::sync::Arc<dyn HostApi>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            SCOPED_HOST.with(|h| *h.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(SCOPED_HOST.with(|h| h.borrow_mut().replace(host.clone())));
+    f()
+}
+
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn native_host() -> Option<std::sync::Arc<dyn HostApi>> {
-    NATIVE_HOST
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+    SCOPED_HOST.with(|h| h.borrow().clone()).or_else(|| {
+        NATIVE_HOST
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    })
 }
 
 /// The CSIStorageCapacities of a StorageClass (what its provisioner can still make,

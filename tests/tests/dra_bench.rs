@@ -9,7 +9,6 @@ use berth::bench::{Devices, Held, Mode, Placed, Placements, Size, find, placed};
 use berth::scheduler::SchedulerOptions;
 use berth_sdk::dra::DeviceId;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
 use std::time::Duration;
 
 const DRIVER: &str = "test-driver.cdi.k8s.io";
@@ -21,21 +20,13 @@ fn options() -> SchedulerOptions {
     options
 }
 
-/// Held by a native run: native twins reach the host through one process-wide handle
-/// (the last scheduler built installs it), so one native run at a time in this
-/// process.
-static NATIVE: Mutex<()> = Mutex::new(());
-
 /// Runs `name` at `size` as wasm and natively; both must place every pod and give
 /// every device alike.
 fn both(name: &str, size: Size) -> Placements {
     let (w, _) = find(name).unwrap();
     let runtime = berth_tests::runtime();
     let wasm = placed(&runtime, w, size, Mode::Wasm, &options()).expect("wasm run");
-    let native = {
-        let _one = NATIVE.lock().unwrap_or_else(|e| e.into_inner());
-        placed(&runtime, w, size, Mode::Native, &options()).expect("native run")
-    };
+    let native = placed(&runtime, w, size, Mode::Native, &options()).expect("native run");
     assert_eq!(wasm, native, "{name}: wasm and native differ");
     assert_eq!(wasm.pods.len(), size.placed_pods(), "{name}");
     assert!(

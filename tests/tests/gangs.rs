@@ -46,9 +46,6 @@ fn plain(name: &str, cpu: &str) -> String {
     )
 }
 
-/// Held by a native run (see [`run_with`]).
-static NATIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Runs the timeline with the plugins as components and natively; both must place
 /// every pod alike. The report of the components' run.
 fn run(name: &str, timeline: &str) -> Report {
@@ -62,9 +59,6 @@ fn run_with(name: &str, timeline: &str, config: Option<&str>) -> Report {
     let config = config.map(|c| write(dir.path(), "config.yaml", c));
     let mut reports = Vec::new();
     for native in [false, true] {
-        // Native twins reach the host through one process-wide handle (the last
-        // scheduler built installs it): one native run at a time in this process.
-        let _one = native.then(|| NATIVE.lock().unwrap_or_else(|e| e.into_inner()));
         let mut scheduler = SchedulerOptions::default();
         scheduler.framework.native = native;
         scheduler.framework.seed = 3;

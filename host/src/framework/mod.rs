@@ -226,7 +226,7 @@ impl InstanceSet {
         if stale {
             let inst = match &p.native {
                 Some(twin) => twin
-                    .instantiate(&p.args_json)
+                    .instantiate(&p.args_json, crate::native::NativeHost::of(&self.services))
                     .map(PluginInstance::Native)
                     .map_err(|e| PluginError {
                         plugin: p.name.clone(),
@@ -894,9 +894,9 @@ mod tests {
         }
         let fit = &reg["NodeResourcesFit"];
         assert_eq!(fit.name, "NodeResourcesFit");
-        assert!(fit.instantiate("").is_ok());
+        assert!(fit.instantiate("", None).is_ok());
         let bad = fit
-            .instantiate("{not json")
+            .instantiate("{not json", None)
             .err()
             .expect("bad JSON is refused");
         assert!(
