@@ -476,8 +476,9 @@ struct Timeline {
     pods: HashMap<String, String>,
     /// Pods' labels by `namespace/name`, for a ReplicaSet's adoption count.
     labels: HashMap<String, berth_sdk::Labels>,
-    /// The workload controllers, by kind, namespace and name.
-    workloads: HashMap<(String, String, String), Controlled>,
+    /// The workload controllers, by kind, namespace and name (ordered: controllers
+    /// create their next pods in this order).
+    workloads: std::collections::BTreeMap<(String, String, String), Controlled>,
     nodes: std::collections::HashSet<String>,
     /// Pending pods of Berth's profiles, by UID, in order of first appearance.
     reported: Vec<String>,
@@ -485,8 +486,8 @@ struct Timeline {
     classes: HashMap<String, PriorityClass>,
     /// Pods naming a ResourceClaimTemplate that did not exist when they came, by
     /// `namespace/name`: their claims are made when it appears, as the resourceclaim
-    /// controller makes them.
-    awaiting_templates: HashMap<String, Pod>,
+    /// controller makes them (ordered: their updates reach the queue in this order).
+    awaiting_templates: std::collections::BTreeMap<String, Pod>,
 }
 
 /// What a workload controller of the timeline has done and has yet to do.
@@ -1279,13 +1280,6 @@ mod tests {
     use super::*;
     use crate::cluster::manifest::load_str;
 
-    /// Native plugins reach the host through one process-wide host API, which the
-    /// last scheduler built installs: tests that schedule natively take turns.
-    fn native_turn() -> std::sync::MutexGuard<'static, ()> {
-        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        TURN.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn runtime() -> &'static Arc<Runtime> {
         crate::wasm::test_runtime()
     }
@@ -1313,7 +1307,6 @@ mod tests {
 
     /// Runs the documents of `text` natively and answers the scheduler and timeline.
     fn timeline_of(text: &str) -> (Scheduler, Timeline) {
-        let _turn = native_turn();
         let (mut scheduler, docs) = loaded(text);
         let mut timeline = Timeline::default();
         for doc in docs {
@@ -1433,7 +1426,6 @@ mod tests {
     fn explain_shows_the_devices_reserve_would_assume_and_leaves_nothing_assumed() {
         let waiter = "apiVersion: v1\nkind: Pod\nmetadata: {name: waiter}\nspec: {resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}], containers: [{name: c}]}\n";
         let cluster = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\nspec: {selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n1-gpus}\nspec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}, devices: [{name: gpu-0}]}\n---\n";
-        let _turn = native_turn();
         let (mut scheduler, docs) = loaded(&format!("{cluster}{TEMPLATE}---\n{waiter}"));
         let mut timeline = Timeline::default();
         for doc in docs {
@@ -1493,7 +1485,6 @@ mod tests {
     /// Runs the documents of `text` natively and answers the scheduler, the timeline
     /// and the embedded cluster.
     fn run_natively(text: &str) -> (Scheduler, Timeline, Arc<MemoryCluster>) {
-        let _turn = native_turn();
         let Loaded {
             mut scheduler,
             cluster,
@@ -1628,7 +1619,6 @@ mod tests {
         assert_eq!(scheduler.pod(&uid).unwrap().node_name, "");
         // As upstream, no event registered brings the pod back (a claim's deletion is
         // none): the unschedulable pods' flush does.
-        let _turn = native_turn();
         scheduler.flush_unschedulable_leftover(std::time::Duration::from_secs(3600));
         scheduler.run_until_idle();
         let pod = scheduler.pod(&uid).unwrap();

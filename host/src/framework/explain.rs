@@ -478,8 +478,13 @@ impl Framework {
             None
         } else {
             // Each node's first rejection, or the PreFilter rejection, as PostFilter
-            // receives them in a cycle.
-            let prefilter_status = rejected_by.values().next().cloned();
+            // receives them in a cycle: the first in profile order, as the cycle stops
+            // at it.
+            let prefilter_status = self
+                .at(ExtensionPoint::PreFilter)
+                .iter()
+                .find_map(|(i, _)| rejected_by.get(i))
+                .cloned();
             let statuses: Vec<(u32, Status)> = slots
                 .iter()
                 .map(|&s| {

@@ -81,7 +81,10 @@ pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usiz
     n.max(MIN_FEASIBLE_NODES)
 }
 
-type ChunkResult = Result<(Vec<u32>, Vec<(u32, usize, Status)>), PluginError>;
+type ChunkResult = Result<ChunkPassed, PluginError>;
+
+/// A chunk's nodes that passed, and those that failed (slot, plugin, status).
+type ChunkPassed = (Vec<u32>, Vec<(u32, usize, Status)>);
 
 /// Pods nominated to nodes (by preemption), by node name: later cycles count them
 /// on their node.
@@ -176,6 +179,40 @@ impl Framework {
                 .collect()
             }
             _ => vec![f(Runner::Main, items)],
+        }
+    }
+
+    /// The chunks' results, or the failure that one chunk, had it held every node,
+    /// would have stopped at: of the failures of several chunks, the plugin first in
+    /// `filters` (each chunk runs the plugins in that order), then the earliest
+    /// chunk. So which failure a pod's cycle reports does not depend on how many
+    /// workers split the nodes.
+    fn first_failure(
+        &self,
+        results: Vec<ChunkResult>,
+        filters: &[usize],
+    ) -> Result<Vec<ChunkPassed>, PluginError> {
+        let position = |e: &PluginError| {
+            filters
+                .iter()
+                .position(|&i| self.plugins[i].name == e.plugin)
+                .unwrap_or(usize::MAX)
+        };
+        let mut ok = Vec::with_capacity(results.len());
+        let mut failure: Option<PluginError> = None;
+        for r in results {
+            match r {
+                Ok(r) => ok.push(r),
+                Err(e) => {
+                    if failure.as_ref().is_none_or(|f| position(&e) < position(f)) {
+                        failure = Some(e);
+                    }
+                }
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(ok),
         }
     }
 
@@ -733,8 +770,8 @@ impl Framework {
             // passed in order.
             let mut passed: Vec<u32> = Vec::with_capacity(round.len());
             let mut failed: Vec<(u32, usize, Status)> = Vec::new();
-            for r in results {
-                let (ok, bad) = r?;
+            for r in self.first_failure(results, &filters)? {
+                let (ok, bad) = r;
                 passed.extend(ok);
                 failed.extend(bad);
             }

@@ -204,10 +204,18 @@ impl HostCtx {
         &mut self,
         question: group_what_if::GroupAsk,
     ) -> Result<group_what_if::GroupAnswer, Status> {
+        self.in_host(|_| group_what_if::ask(question))
+    }
+
+    /// Runs `f`, work the host does on the plugin's behalf (a what-if, which runs
+    /// other plugins), without counting its time against the call's deadline: a
+    /// PostFilter's dry run on a slow or busy machine must not turn into a deadline
+    /// trap that a fast machine, or the native twin, never sees.
+    fn in_host<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let started = std::time::Instant::now();
-        let answer = group_what_if::ask(question);
+        let r = f(self);
         self.waited += started.elapsed();
-        answer
+        r
     }
 }
 
@@ -451,13 +459,13 @@ impl host::Host for HostCtx {
     }
 
     fn simulate(&mut self, node: String) -> Result<Resource<Simulation>, w::Status> {
-        let Some(dry) = self.dry_run.as_mut() else {
-            return Err(convert::status_to_wit(&Status::error(
-                "simulate is only available during PostFilter",
-            )));
-        };
-        let sim = dry
-            .simulate(&node)
+        let sim = self
+            .in_host(|h| match h.dry_run.as_mut() {
+                Some(dry) => dry.simulate(&node),
+                None => Err(Status::error(
+                    "simulate is only available during PostFilter",
+                )),
+            })
             .map_err(|s| convert::status_to_wit(&s))?;
         self.table
             .push(sim)
@@ -709,9 +717,8 @@ impl super::bindings::berth::scheduler::dry_run::Host for HostCtx {
         &mut self,
         nodes: Vec<String>,
     ) -> Option<Vec<Result<super::bindings::berth::scheduler::dry_run::Victims, w::Status>>> {
-        let dry = self.dry_run.as_mut()?;
         let names: Vec<&str> = nodes.iter().map(String::as_str).collect();
-        let answers = dry.select_victims_on_nodes(&names)?;
+        let answers = self.in_host(|h| h.dry_run.as_mut()?.select_victims_on_nodes(&names))?;
         Some(
             answers
                 .into_iter()
@@ -729,24 +736,24 @@ impl super::bindings::berth::scheduler::dry_run::Host for HostCtx {
 
 impl host::HostNodeSimulation for HostCtx {
     fn remove_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
-        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+        let status = self.in_host(|h| match (h.table.get_mut(&this), h.dry_run.as_mut()) {
             (Ok(sim), Some(dry)) => dry.remove_pod(sim, &uid),
             _ => Status::error("the what-if is over: its PostFilter call returned"),
-        };
+        });
         convert::status_to_wit(&status)
     }
     fn add_pod(&mut self, this: Resource<Simulation>, uid: String) -> w::Status {
-        let status = match (self.table.get_mut(&this), self.dry_run.as_mut()) {
+        let status = self.in_host(|h| match (h.table.get_mut(&this), h.dry_run.as_mut()) {
             (Ok(sim), Some(dry)) => dry.add_pod(sim, &uid),
             _ => Status::error("the what-if is over: its PostFilter call returned"),
-        };
+        });
         convert::status_to_wit(&status)
     }
     fn fits(&mut self, this: Resource<Simulation>) -> w::Status {
-        let status = match (self.table.get(&this), self.dry_run.as_mut()) {
+        let status = self.in_host(|h| match (h.table.get(&this), h.dry_run.as_mut()) {
             (Ok(sim), Some(dry)) => dry.fits(sim),
             _ => Status::error("the what-if is over: its PostFilter call returned"),
-        };
+        });
         convert::status_to_wit(&status)
     }
     fn drop(&mut self, rep: Resource<Simulation>) -> wasmtime::Result<()> {

@@ -7,8 +7,13 @@
 //!   and a sleep returns at once (the clock is frozen, so no time passes);
 //! - `wasi:random/insecure-seed` (what std's `HashMap` keys come from) answers a fixed
 //!   seed and `wasi:random/insecure` a fixed, non-repeating pseudo-random stream
-//!   (SplitMix64), the same in every instance: a std `HashMap` works and a plugin
-//!   stays deterministic;
+//!   (SplitMix64), starting afresh in every instance: a std `HashMap` works, and an
+//!   instance's draws and maps repeat from run to run. Not from instance to instance:
+//!   std seeds its keys once per thread and moves them on for each map made, so a
+//!   map's iteration order depends on the instance's history (which worker it serves,
+//!   how many maps it made, whether it was rebuilt after a trap), and natively on the
+//!   process. A plugin whose answer must not depend on that sorts, or uses an ordered
+//!   map, wherever iteration order reaches an answer (the built-in plugins do);
 //! - `wasi:random/random`, the source meant for secrets, is always the host's real
 //!   randomness. Entropy reaches nothing outside the sandbox, so it is no privilege;
 //!   a predictable answer would be a plugin's secret silently guessable, and a trap
