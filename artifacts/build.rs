@@ -56,50 +56,31 @@ fn main() {
 
     ensure_target_installed();
 
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.arg("build")
-        .arg("--release")
-        .arg("--target")
-        .arg(TARGET)
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        // Symbols stay (trap backtraces name functions); debug info goes.
-        .args(["--config", "profile.release.debug=false"])
-        .args(["--config", "profile.release.strip=\"debuginfo\""])
-        // One codegen unit with the SDK inlined into the plugin: the per-node calls
-        // of Filter and Score run through SDK helpers.
-        .args(["--config", "profile.release.lto=true"])
-        .args(["--config", "profile.release.codegen-units=1"]);
-    for (name, _) in plugins.iter().chain(&fixtures) {
-        cmd.arg("-p").arg(name);
-    }
-    // Flags meant for the host build must not leak into the wasm build.
-    for var in [
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_PRIMARY_PACKAGE",
-        "CARGO_MAKEFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
-        cmd.env_remove(var);
-    }
-    let output = cmd
-        .output()
-        .expect("failed to run cargo for the plugin components");
-    if !output.status.success() {
-        panic!(
-            "building the plugin components for {TARGET} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    // The plugins as the scheduler runs them: one codegen unit with the SDK inlined
+    // into the plugin (the per-node calls of Filter and Score run through SDK
+    // helpers). The fixtures only have to behave, not to be fast: built without LTO,
+    // each takes seconds rather than the half minute a whole-program optimization
+    // of std, serde and the SDK costs per crate.
+    build(
+        &root,
+        &target_dir,
+        PLUGIN_PROFILE,
+        &plugins,
+        &[
+            "profile.release.lto=true",
+            "profile.release.codegen-units=1",
+        ],
+    );
+    build(
+        &root,
+        &target_dir,
+        FIXTURE_PROFILE,
+        &fixtures,
+        &["profile.fixtures.inherits=\"release\""],
+    );
 
-    let wasm_dir = target_dir.join(TARGET).join("release");
+    let wasm_dir = target_dir.join(TARGET).join(PLUGIN_PROFILE);
+    let fixture_dir = target_dir.join(TARGET).join(FIXTURE_PROFILE);
     let mut src = String::new();
     src.push_str("/// The built-in plugin components, one per crate in plugins/.\n");
     src.push_str("pub const PLUGINS: &[Artifact] = &[\n");
@@ -117,7 +98,7 @@ fn main() {
         "/// Test fixtures (tests/fixtures/*): paths of their components.\npub mod fixtures {\n",
     );
     for (name, _) in &fixtures {
-        let path = wasm_path(&wasm_dir, name);
+        let path = wasm_path(&fixture_dir, name);
         let konst = name.to_uppercase().replace('-', "_");
         writeln!(
             src,
@@ -141,6 +122,70 @@ fn main() {
     }
     src.push_str("}\n");
     std::fs::write(out_dir.join("artifacts.rs"), src).expect("write artifacts.rs");
+}
+
+/// The cargo profile the plugins are built with (`release`, tuned by [`build`]'s
+/// `--config`s), and the one of the test fixtures.
+const PLUGIN_PROFILE: &str = "release";
+const FIXTURE_PROFILE: &str = "fixtures";
+
+/// Builds `crates` for wasm32-wasip2 with `profile` (and `configs` on top of the
+/// settings every component gets) into `target_dir`.
+fn build(
+    root: &Path,
+    target_dir: &Path,
+    profile: &str,
+    crates: &[(String, PathBuf)],
+    configs: &[&str],
+) {
+    if crates.is_empty() {
+        return;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build")
+        .arg("--profile")
+        .arg(profile)
+        .arg("--target")
+        .arg(TARGET)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"));
+    for config in configs {
+        cmd.args(["--config", config]);
+    }
+    // Symbols stay (trap backtraces name functions); debug info goes.
+    cmd.args(["--config", &format!("profile.{profile}.debug=false")])
+        .args([
+            "--config",
+            &format!("profile.{profile}.strip=\"debuginfo\""),
+        ]);
+    for (name, _) in crates {
+        cmd.arg("-p").arg(name);
+    }
+    // Flags meant for the host build must not leak into the wasm build.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_MAKEFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    let output = cmd
+        .output()
+        .expect("failed to run cargo for the plugin components");
+    if !output.status.success() {
+        panic!(
+            "building the {profile} components for {TARGET} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 fn wasm_path(dir: &Path, crate_name: &str) -> PathBuf {
