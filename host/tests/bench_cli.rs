@@ -1,7 +1,7 @@
 //! `berth bench` (and the native twins it compares against) end to end, as a user
 //! runs it. No timing is asserted: only that the runs happen and report sane fields.
 
-mod common;
+use crate::common;
 
 use common::{berth, stderr, stdout};
 use std::process::Output;

@@ -1,6 +1,6 @@
 //! `berth config validate` and `berth config default` as an operator runs them.
 
-mod common;
+use crate::common;
 
 use common::{berth, stderr, stdout};
 

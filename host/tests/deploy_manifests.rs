@@ -3,7 +3,7 @@
 //! server), the ConfigMap must hold a configuration Berth loads, and the Deployment
 //! must run Berth with flags it knows and probe the endpoints it serves.
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};

@@ -6,9 +6,7 @@
 //! bytes changed not served), and a running scheduler that follows a tag to a new
 //! push through the registry poll and a reload's checks.
 
-mod common;
-#[path = "common/registry.rs"]
-mod registry;
+use crate::{common, registry};
 
 use berth::cluster::Change;
 use berth::cluster::memory::MemoryCluster;

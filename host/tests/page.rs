@@ -9,7 +9,7 @@
 //!
 //! Without Chromium the test fails, saying how to install it.
 
-mod common;
+use crate::common;
 
 use common::{component_cache, workspace};
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! `berth simulate` end to end, as a user runs it.
 
-mod common;
+use crate::common;
 
 use common::{berth, stderr, stdout};
 

@@ -2,18 +2,8 @@
 //! volumes, kube-controller-manager), built from Debian's source package by
 //! `tests/e2e/apiserver.sh` and started on loopback, one at a time.
 //!
-//! One test binary for the whole tier: each of these files instantiates the same
-//! kube-rs and tokio code, and as separate binaries they were compiled (and linked)
-//! six times over.
-
-#[path = "../common/apiserver.rs"]
-mod apiserver;
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../common/proxy.rs"]
-mod proxy;
-#[path = "../common/registry.rs"]
-mod registry;
+//! The tier's tests start one API server at a time (see `apiserver::serial`); the
+//! rest of this binary's tests run beside them.
 
 mod cluster;
 mod endpoints;
