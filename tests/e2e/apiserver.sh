@@ -30,6 +30,7 @@
 # kube-apiserver (and etcd, kube-controller-manager); then nothing is built. Building needs root for apt-get
 # (Debian 12: golang-go, etcd-server, rsync and the kubernetes source package, 1.20.2).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 cache="${BERTH_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth-e2e}"
 k8s_version=1.20.2
@@ -49,11 +50,8 @@ apt_ready() {
     sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
       > /etc/apt/sources.list.d/berth-deb-src.sources
   fi
-  log "apt-get update"
-  apt-get update -qq >&2
-  log "apt-get install golang-go etcd-server rsync"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go etcd-server rsync dpkg-dev \
-    golang-github-modern-go-reflect2-dev >&2
+  apt_install apiserver.sh golang-go etcd-server rsync dpkg-dev golang-github-modern-go-reflect2-dev \
+    || die "could not install the packages kube-apiserver is built with"
   mkdir -p "$cache"
   touch "$cache/.apt-ready-$build_id"
 }

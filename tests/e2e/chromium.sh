@@ -6,6 +6,7 @@
 #                          test runs ($BERTH_CHROMIUM, else /usr/bin/chromium) is
 #                          missing (needs root for apt-get; Debian 12)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 log() { echo "chromium.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -20,10 +21,7 @@ case "${1:-}" in
     fi
     command -v apt-get >/dev/null || die "apt-get not found: install Chromium and set BERTH_CHROMIUM to it"
     [ "$(id -u)" = 0 ] || die "installing chromium needs root for apt-get (or set BERTH_CHROMIUM)"
-    log "apt-get update"
-    apt-get update -qq >&2
-    log "apt-get install chromium"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+    apt_install chromium.sh chromium || die "could not install chromium"
     [ -x "$browser" ] || die "apt-get installed chromium, but $browser is still missing"
     log "installed: $("$browser" --version)"
     ;;

@@ -8,6 +8,7 @@
 #                          from starting: the tests start their own registries, each
 #                          on a free loopback port with its own storage and htpasswd.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 log() { echo "registry.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -27,14 +28,10 @@ install() {
     chmod 755 "$policy"
     placed=1
   fi
-  log "apt-get update"
-  apt-get update -qq >&2
-  log "apt-get install docker-registry"
   local rc=0
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 \
-    docker-registry >&2 || rc=$?
+  apt_install registry.sh docker-registry || rc=$?
   [ -n "$placed" ] && rm -f "$policy"
-  [ "$rc" = 0 ] || die "apt-get install docker-registry failed ($rc)"
+  [ "$rc" = 0 ] || die "could not install docker-registry"
   [ -x /usr/bin/docker-registry ] || die "docker-registry installed, but /usr/bin/docker-registry is missing"
   log "installed $(/usr/bin/docker-registry --version 2>/dev/null || echo docker-registry)"
 }
