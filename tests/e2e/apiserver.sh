@@ -1,84 +1,99 @@
 #!/usr/bin/env bash
 # A real kube-apiserver and etcd on loopback, for Berth's end-to-end tests.
 #
-#   apiserver.sh build                 build (once) kube-apiserver from Debian's source
-#                                      package into the cache; print the bin directory
+#   apiserver.sh build                 build (once) kube-apiserver, kube-controller-manager
+#                                      and etcd from Go modules (./controlplane) into the
+#                                      cache; print the bin directory
 #   apiserver.sh build-scheduler       the same for kube-scheduler (for `berth bench --api`)
 #   apiserver.sh build-controller-manager
-#                                      the same for kube-controller-manager (the
-#                                      PersistentVolume controller of the volume tests)
-#   apiserver.sh start DIR [--rbac]    start etcd and kube-apiserver on free loopback ports;
+#                                      the same as build (kept for its callers)
+#   apiserver.sh start DIR [--rbac] [--runtime-config=GROUP/VERSION=BOOL,...]
+#                                      start etcd and kube-apiserver on free loopback ports;
 #                                      DIR gets the certificates, tokens, logs, a kubeconfig
 #                                      (DIR/kubeconfig) and DIR/env (ports and pids). With
 #                                      --rbac, authorization is Node,RBAC (else AlwaysAllow).
+#                                      --runtime-config turns API versions on or off beyond
+#                                      the default (which adds scheduling.k8s.io/v1beta1),
+#                                      for a server that serves less.
 #                                      Static tokens (DIR/tokens.csv, all modes):
 #                                        berth-admin-token    admin, system:masters
 #                                        berth-sa-token       Berth's ServiceAccount
 #                                        berth-nobody-token   berth-e2e-nobody, no roles
 #                                        berth-monitor-token  berth-e2e-monitor, no roles
 #                                                             (tests bind it as they need)
-#   apiserver.sh start-controller-manager DIR
+#   apiserver.sh start-controller-manager DIR [CONTROLLERS]
 #                                      start kube-controller-manager against DIR's API
-#                                      server, running only the PersistentVolume binder
-#                                      (as admin; log: DIR/controller-manager.log)
+#                                      server, running only CONTROLLERS (its --controllers;
+#                                      default: the PersistentVolume binder, the
+#                                      ResourceClaim controller, the ephemeral volume
+#                                      controller and the garbage collector), as admin;
+#                                      log: DIR/controller-manager.log
 #   apiserver.sh stop DIR              stop them all
 #   apiserver.sh kill-apiserver DIR    kill -9 the API server only (fault tests)
 #   apiserver.sh start-apiserver DIR   start it again on the same port, same etcd
 #
-# Binaries are cached in $BERTH_E2E_CACHE (default $XDG_CACHE_HOME/berth-e2e, else
-# ~/.cache/berth-e2e). $BERTH_E2E_BIN may name a directory that already holds
-# kube-apiserver (and etcd, kube-controller-manager); then nothing is built. Building needs root for apt-get
-# (Debian 12: golang-go, etcd-server, rsync and the kubernetes source package, 1.20.2).
+# The control plane is Kubernetes 1.37.2, built with Go (1.26 or newer on PATH) from the
+# module in ./controlplane: k8s.io/kubernetes v1.37.2 with its staging modules at
+# v0.37.2, and etcd at the version Kubernetes requires. The API server serves
+# resource.k8s.io/v1 (DRA) and, with GenericWorkload on, scheduling.k8s.io/v1beta1
+# (Workload, PodGroup). Binaries are cached in $BERTH_E2E_CACHE (default
+# $XDG_CACHE_HOME/berth-e2e, else ~/.cache/berth-e2e), one directory per version and
+# module contents; the module cache is Go's own. $BERTH_E2E_BIN may name a directory
+# that already holds kube-apiserver, etcd and kube-controller-manager (and
+# kube-scheduler for the benchmarks); then nothing is built.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 cache="${BERTH_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth-e2e}"
-k8s_version=1.20.2
-# Kubernetes 1.20 vendors reflect2 1.0.1, whose map iteration crashes the API server
-# (SIGSEGV while encoding any object with a map) when built with Go >= 1.18, as
-# Debian 12's Go is; the tree is built with Debian's reflect2 1.0.2 instead.
-build_id="$k8s_version-reflect2-1.0.2"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+module="$here/controlplane"
+k8s_version=1.37.2
+# The go.mod, go.sum and etcd's main decide what is built: a change to them is a new build.
+build_id="$k8s_version-$(cat "$module/go.mod" "$module/go.sum" "$module/etcd/main.go" | sha256sum | cut -c1-12)"
 
 log() { echo "apiserver.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-apt_ready() {
-  [ -f "$cache/.apt-ready-$build_id" ] && return 0
-  command -v apt-get >/dev/null || die "apt-get not found: set BERTH_E2E_BIN to a directory with kube-apiserver and etcd"
-  [ "$(id -u)" = 0 ] || die "building kube-apiserver needs root for apt-get (or set BERTH_E2E_BIN)"
-  if [ ! -f /etc/apt/sources.list.d/berth-deb-src.sources ]; then
-    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
-      > /etc/apt/sources.list.d/berth-deb-src.sources
-  fi
-  apt_install apiserver.sh golang-go etcd-server rsync dpkg-dev golang-github-modern-go-reflect2-dev \
-    || die "could not install the packages kube-apiserver is built with"
-  mkdir -p "$cache"
-  touch "$cache/.apt-ready-$build_id"
+# Go as k8s.io/kubernetes v1.37.2 asks (go.mod: go 1.26.0); Debian 12's golang-go (1.19)
+# is too old, and the build never switches toolchains behind the caller's back.
+go_ready() {
+  command -v go >/dev/null \
+    || die "go not found: building the control plane needs Go 1.26 or newer on PATH (or set BERTH_E2E_BIN)"
+  local v
+  v=$(GOTOOLCHAIN=local go env GOVERSION)
+  case "$v" in
+    go1.2[6-9]*|go1.[3-9][0-9]*|go[2-9]*) ;;
+    *) die "$(command -v go) is $v: building Kubernetes $k8s_version needs Go 1.26 or newer (or set BERTH_E2E_BIN)" ;;
+  esac
 }
 
-# Unpack Debian's kubernetes source package once; print the tree.
-source_tree() {
-  local src="$cache/src"
-  if [ ! -f "$src/.unpacked-$build_id" ]; then
-    apt_ready
-    rm -rf "$src" && mkdir -p "$src"
-    log "apt-get source kubernetes"
-    (cd "$src" && apt-get source --download-only kubernetes >&2)
-    local dsc
-    dsc=$(ls "$src"/kubernetes_*.dsc | head -1)
-    (cd "$src" && dpkg-source --no-check -x "$dsc" tree >&2)
-    mkdir -p "$src/tree/.go/src/k8s.io"
-    ln -sfn ../../.. "$src/tree/.go/src/k8s.io/kubernetes"
-    local reflect2=/usr/share/gocode/src/github.com/modern-go/reflect2
-    [ -f "$reflect2/reflect2.go" ] || die "$reflect2 missing (package golang-github-modern-go-reflect2-dev)"
-    rm -rf "$src/tree/vendor/github.com/modern-go/reflect2"
-    cp -r "$reflect2" "$src/tree/vendor/github.com/modern-go/reflect2"
-    touch "$src/.unpacked-$build_id"
-  fi
-  echo "$src/tree"
+# go_build NAME PACKAGE...: build the packages (main packages, named by import path or
+# ./etcd) into the cache's bin directory at once, sharing what they have in common.
+go_build() {
+  local bin="$cache/$build_id/bin" names="$1"; shift
+  go_ready
+  log "building $names $k8s_version from Go modules (minutes, once; modules from the Go proxy)"
+  local ldflags="-s -w" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags="$ldflags -X $pkg.gitVersion=v$k8s_version -X $pkg.gitMajor=${k8s_version%%.*}"
+    ldflags="$ldflags -X $pkg.gitMinor=$(echo "$k8s_version" | cut -d. -f2) -X $pkg.gitTreeState=clean"
+  done
+  # Built aside and moved in whole, so that a build interrupted or run twice at once
+  # never leaves a partial program where build_cmd looks.
+  mkdir -p "$bin"
+  local out
+  out=$(mktemp -d "$bin.XXXXXX")
+  (cd "$module" && GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
+    go build -trimpath -ldflags "$ldflags" -o "$out/" "$@" >&2) \
+    || { rm -rf "$out"; die "go build of $names failed (module: $module)"; }
+  local f
+  for f in "$out"/*; do mv -f "$f" "$bin/"; done
+  rmdir "$out"
 }
 
-# build_cmd NAME: make WHAT=cmd/NAME in the source tree, copy the binary to the cache.
+# build_cmd NAME: the directory holding the program NAME (kube-apiserver,
+# kube-controller-manager, kube-scheduler or etcd), built into the cache when missing.
+# kube-apiserver, kube-controller-manager and etcd build together (the tests need all
+# three); kube-scheduler alone (only the benchmarks race it).
 build_cmd() {
   local name=$1 bin="$cache/$build_id/bin"
   if [ -n "${BERTH_E2E_BIN:-}" ]; then
@@ -87,22 +102,18 @@ build_cmd() {
     return
   fi
   if [ ! -x "$bin/$name" ]; then
-    local tree
-    tree=$(source_tree)
-    log "building $name $k8s_version (a few minutes, once)"
-    (cd "$tree" && GOPATH="$tree/.go" GOFLAGS=-mod=vendor CGO_ENABLED=0 GO111MODULE=off \
-      make WHAT="cmd/$name" >&2) || die "make WHAT=cmd/$name failed"
-    mkdir -p "$bin"
-    cp "$(find "$tree/_output" -type f -name "$name" -perm -u+x | head -1)" "$bin/$name.tmp"
-    mv "$bin/$name.tmp" "$bin/$name"
+    case "$name" in
+      kube-scheduler) go_build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler ;;
+      *) go_build "kube-apiserver, kube-controller-manager and etcd" \
+           k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./etcd ;;
+    esac
+    [ -x "$bin/$name" ] || die "the build made no $bin/$name"
   fi
   echo "$bin"
 }
 
 etcd_bin() {
-  if [ -n "${BERTH_E2E_BIN:-}" ] && [ -x "$BERTH_E2E_BIN/etcd" ]; then echo "$BERTH_E2E_BIN/etcd"; return; fi
-  command -v etcd >/dev/null || apt_ready
-  command -v etcd || die "etcd not found after installing etcd-server"
+  echo "$(build_cmd etcd)/etcd"
 }
 
 # free_ports N: N distinct loopback ports nobody listens on, below the kernel's
@@ -131,6 +142,17 @@ for port in candidates:
         break
 print(" ".join(map(str, found)))
 PY
+}
+
+# wait_for_pid SECONDS PID COMMAND...: until COMMAND succeeds; gives up early when the
+# process PID (the one being waited for) has exited.
+wait_for_pid() {
+  local deadline=$((SECONDS + $1)) pid=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || return 1
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.2
+  done
 }
 
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
@@ -187,6 +209,7 @@ start_apiserver() {
   . "$d/env"
   local bin
   bin=$(build_cmd kube-apiserver)
+  log "starting kube-apiserver ($("$bin/kube-apiserver" --version)) on port $APISERVER_PORT"
   "$bin/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
@@ -199,23 +222,30 @@ start_apiserver() {
     --service-account-signing-key-file="$d/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
     --authorization-mode="$AUTHZ" \
+    --endpoint-reconciler-type=none \
+    --feature-gates=GenericWorkload=true \
+    --runtime-config="$RUNTIME_CONFIG" \
     --disable-admission-plugins=TaintNodesByCondition,ServiceAccount \
     --max-requests-inflight=2000 --max-mutating-requests-inflight=1000 \
     --cert-dir="$d/certs" \
     >> "$d/apiserver.log" 2>&1 &
-  echo $! > "$d/apiserver.pid"
-  if ! wait_for 120 "kube-apiserver /readyz" \
+  local pid=$!
+  echo "$pid" > "$d/apiserver.pid"
+  if ! wait_for_pid 120 "$pid" \
       curl -sf --cacert "$d/ca.crt" -H "Authorization: Bearer berth-admin-token" \
       "https://127.0.0.1:$APISERVER_PORT/readyz"; then
     tail -30 "$d/apiserver.log" >&2
+    kill -0 "$pid" 2>/dev/null || die "kube-apiserver exited (log: $d/apiserver.log)"
     die "kube-apiserver did not become ready within 120 s (log: $d/apiserver.log)"
   fi
 }
 
-# Only the PersistentVolume binder, with the admin's token (no per-controller service
-# accounts), no leader election and no serving port (secure or insecure).
+# Only the controllers asked for, with the admin's token (no per-controller service
+# accounts), no leader election and no serving port.
+default_controllers=persistentvolume-binder-controller,resourceclaim-controller,ephemeral-volume-controller,garbage-collector-controller
 cmd_start_controller_manager() {
-  local d=${1:?usage: apiserver.sh start-controller-manager DIR}
+  local d=${1:?usage: apiserver.sh start-controller-manager DIR [CONTROLLERS]}
+  local controllers=${2:-$default_controllers}
   [ -d "$d" ] || die "$d: no such directory"
   d=$(cd "$d" && pwd)
   [ -f "$d/kubeconfig" ] || die "$d/kubeconfig missing: start the API server first (apiserver.sh start $d)"
@@ -229,32 +259,58 @@ cmd_start_controller_manager() {
   [ -f "$log" ] && from=$(wc -l < "$log")
   "$bin/kube-controller-manager" \
     --kubeconfig="$d/kubeconfig" \
-    --controllers=persistentvolume-binder \
+    --controllers="$controllers" \
+    --feature-gates=GenericWorkload=true \
     --use-service-account-credentials=false \
     --leader-elect=false \
-    --port=0 --secure-port=0 \
+    --secure-port=0 \
     >> "$log" 2>&1 &
   local pid=$! deadline=$((SECONDS + 60))
   echo "$pid" > "$d/controller-manager.pid"
-  # Ready once the controller has listed volumes, claims, classes, pods and nodes.
-  until awk -v from="$from" 'NR > from && /Caches are synced for persistent volume/ { found = 1; exit }
-      END { exit !found }' "$log"; do
+  # Ready once every controller asked for has started and every informer it waits for
+  # has synced: each logs "Waiting for caches to sync" when it starts waiting and
+  # "Caches are synced" when done (without naming itself in the text log), so all the
+  # controllers' start messages must be there and the two counts equal.
+  local starts=() c
+  for c in ${controllers//,/ }; do
+    case "$c" in
+      persistentvolume-binder-controller) starts+=("Starting persistent volume controller") ;;
+      resourceclaim-controller) starts+=("Starting resource claim controller") ;;
+      ephemeral-volume-controller) starts+=("Starting ephemeral volume controller") ;;
+      garbage-collector-controller) starts+=("Garbage collector: all resource monitors have synced") ;;
+      *) die "start-controller-manager: $c: not a controller this script knows how to wait for" ;;
+    esac
+  done
+  until tail -n "+$((from + 1))" "$log" | awk -v want="$(printf '%s\n' "${starts[@]}")" '
+      BEGIN { n = split(want, w, "\n"); for (i = 1; i <= n; i++) if (w[i] != "") need[w[i]] = 1 }
+      /"Waiting for caches to sync"/ { waiting++ }
+      /"Caches are synced"/ { synced++ }
+      { for (m in need) if (index($0, m)) delete need[m] }
+      END { left = 0; for (m in need) left++; exit !(left == 0 && waiting > 0 && synced >= waiting) }'; do
     if ! kill -0 "$pid" 2>/dev/null; then
       tail -n "+$((from + 1))" "$log" | tail -30 >&2
       rm -f "$d/controller-manager.pid"
       die "kube-controller-manager exited (log: $log)"
     fi
     if [ $SECONDS -ge $deadline ]; then
-      tail -n "+$((from + 1))" "$log" | tail -30 >&2
-      die "kube-controller-manager did not sync the PersistentVolume controller within 60 s (log: $log)"
+      tail -n "+$((from + 1))" "$log" | grep -v "is disabled" | tail -30 >&2
+      die "kube-controller-manager's controllers ($controllers) did not sync within 60 s (log: $log)"
     fi
     sleep 0.2
   done
 }
 
 cmd_start() {
-  local d=${1:?usage: apiserver.sh start DIR [--rbac]} authz=AlwaysAllow
-  [ "${2:-}" = "--rbac" ] && authz=Node,RBAC
+  local d=${1:?usage: apiserver.sh start DIR [--rbac] [--runtime-config=...]} authz=AlwaysAllow
+  local runtime_config=scheduling.k8s.io/v1beta1=true arg
+  shift
+  for arg in "$@"; do
+    case "$arg" in
+      --rbac) authz=Node,RBAC ;;
+      --runtime-config=*) runtime_config="$runtime_config,${arg#--runtime-config=}" ;;
+      *) die "start: unknown argument $arg (expected --rbac or --runtime-config=GROUP/VERSION=BOOL,...)" ;;
+    esac
+  done
   mkdir -p "$d" && d=$(cd "$d" && pwd)
   build_cmd kube-apiserver >/dev/null
   local etcd
@@ -267,6 +323,7 @@ cmd_start() {
 ETCD_PORT=$etcd_port
 APISERVER_PORT=$api_port
 AUTHZ=$authz
+RUNTIME_CONFIG=$runtime_config
 EOF
   "$etcd" --data-dir="$d/etcd" --name=berth-e2e \
     --listen-client-urls="http://127.0.0.1:$etcd_port" \
@@ -297,11 +354,14 @@ stop_pid() { # stop_pid PIDFILE SIGNAL
 }
 
 case "${1:-}" in
-  build) build_cmd kube-apiserver; etcd_bin >/dev/null ;;
+  build|build-controller-manager)
+    bin=$(build_cmd kube-apiserver)
+    log "$("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p') in $bin"
+    echo "$bin"
+    ;;
   build-scheduler) build_cmd kube-scheduler ;;
-  build-controller-manager) build_cmd kube-controller-manager ;;
   start) shift; cmd_start "$@" ;;
-  start-controller-manager) cmd_start_controller_manager "${2:-}" ;;
+  start-controller-manager) cmd_start_controller_manager "${2:-}" "${3:-}" ;;
   stop)
     d=${2:?usage: apiserver.sh stop DIR}
     stop_pid "$d/controller-manager.pid" TERM
@@ -310,5 +370,5 @@ case "${1:-}" in
     ;;
   kill-apiserver) stop_pid "${2:?DIR}/apiserver.pid" KILL ;;
   start-apiserver) start_apiserver "${2:?DIR}" ;;
-  *) echo "usage: apiserver.sh build|build-scheduler|build-controller-manager|start DIR [--rbac]|start-controller-manager DIR|stop DIR|kill-apiserver DIR|start-apiserver DIR" >&2; exit 2 ;;
+  *) echo "usage: apiserver.sh build|build-scheduler|build-controller-manager|start DIR [--rbac] [--runtime-config=...]|start-controller-manager DIR [CONTROLLERS]|stop DIR|kill-apiserver DIR|start-apiserver DIR" >&2; exit 2 ;;
 esac

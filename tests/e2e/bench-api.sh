@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `berth bench --api` beside upstream kube-scheduler built from the same Debian source
-# package, each on a fresh API server on loopback, same workload, one run each.
+# `berth bench --api` beside upstream kube-scheduler of the same Kubernetes release as
+# the API server (1.37.2, built from Go modules by apiserver.sh), each on a fresh API
+# server on loopback, same workload, one run each.
 #
 #   tests/e2e/bench-api.sh [NODES [INIT_PODS [MEASURED_PODS]]]     (default 5000 1000 1000)
 #
@@ -35,12 +36,12 @@ EOF
       ;;
     kube-scheduler)
       cat > "$dir/kube-scheduler.yaml" <<EOF
-apiVersion: kubescheduler.config.k8s.io/v1beta1
+apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection: {kubeconfig: $dir/kubeconfig, qps: 5000, burst: 5000}
 leaderElection: {leaderElect: false}
 EOF
-      cmd=(--scheduler-command "$ks_bin/kube-scheduler --config $dir/kube-scheduler.yaml --port=0 --secure-port=0")
+      cmd=(--scheduler-command "$ks_bin/kube-scheduler --config $dir/kube-scheduler.yaml --secure-port=0")
       ;;
     bind-only)
       # No scheduler: the bench binds the pods itself (Berth's binder and events).

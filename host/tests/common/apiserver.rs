@@ -5,7 +5,9 @@
 use crate::common::{component_cache, workspace};
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::rbac::v1 as rbac;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::discovery::{self, Scope};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -87,9 +89,10 @@ impl ApiServer {
     }
 
     /// Starts kube-controller-manager against this API server (with the admin
-    /// kubeconfig), running only the PersistentVolume binder, and waits until that
-    /// controller has synced; building it first if the cache has none. Stopped with
-    /// the rest on drop; its log is DIR/controller-manager.log.
+    /// kubeconfig), running only the PersistentVolume binder, the ResourceClaim and
+    /// ephemeral volume controllers and the garbage collector, and waits until they
+    /// have synced. Stopped with the rest on drop; its log is
+    /// DIR/controller-manager.log.
     pub fn start_controller_manager(&self) {
         run_script(&[
             "start-controller-manager",
@@ -422,5 +425,74 @@ pub async fn apply_deploy_rbac(client: &kube::Client) {
             };
             r.unwrap_or_else(|e| panic!("{file}: {e}"));
         }
+    }
+}
+
+/// Creates an object given as JSON (of a kind k8s-openapi may not know), in
+/// `default` when namespaced.
+pub async fn create_object(client: &kube::Client, v: Value) -> DynamicObject {
+    let obj: DynamicObject = serde_json::from_value(v).unwrap();
+    let types = obj.types.clone().unwrap();
+    let gvk = kube::api::GroupVersionKind::try_from(&types).unwrap();
+    let (resource, caps) = discovery::pinned_kind(client, &gvk)
+        .await
+        .unwrap_or_else(|e| panic!("{gvk:?}: {e}"));
+    let api: Api<DynamicObject> = match caps.scope {
+        Scope::Namespaced => Api::namespaced_with(client.clone(), "default", &resource),
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    api.create(&PostParams::default(), &obj)
+        .await
+        .unwrap_or_else(|e| panic!("creating {} {:?}: {e}", types.kind, obj.metadata.name))
+}
+
+/// Reads an object of `default` as JSON (the resource named by its plural).
+pub async fn get_object(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    plural: &str,
+    name: &str,
+) -> Value {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+    serde_json::to_value(
+        api.get(name)
+            .await
+            .unwrap_or_else(|e| panic!("{kind} {name}: {e}")),
+    )
+    .unwrap()
+}
+
+/// A pod in `default` requesting `cpu` (for the default scheduler name), with `extra`
+/// merged in ([`merge_json`]).
+pub fn pod_json(name: &str, cpu: &str, extra: Value) -> Value {
+    let mut p = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "containers": [{
+                "name": "c",
+                "image": "registry.example/app:1",
+                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+            }],
+        },
+    });
+    merge_json(&mut p, extra);
+    p
+}
+
+/// Merges `from` into `into`: objects key by key, anything else replaced.
+pub fn merge_json(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge_json(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
     }
 }

@@ -1,6 +1,6 @@
 //! The end-to-end tier: `berth run` against a real kube-apiserver and etcd (and, for
-//! volumes, kube-controller-manager), built from Debian's source package by
-//! `tests/e2e/apiserver.sh` and started on loopback, one at a time.
+//! volumes and device claims, kube-controller-manager) of Kubernetes 1.37.2, built
+//! from Go modules by `tests/e2e/apiserver.sh` and started on loopback, one at a time.
 //!
 //! The tier's tests start one API server at a time (see `apiserver::serial`); the
 //! rest of this binary's tests run beside them.

@@ -2,10 +2,9 @@
 //! and etcd (tests/e2e/apiserver.sh): the RBAC objects of deploy/ suffice, replicas
 //! take turns through a Lease, a leader that cannot renew stops, SIGTERM shuts down
 //! without losing a pod, `/readyz` waits for the state to be listed and `/metrics`
-//! counts what happened. (1.20 serves no PodGroups, and a `scheduling.k8s.io` CRD
-//! cannot stand in for them there: the built-in group's handler answers 404 for any
-//! resource of that group it does not serve itself. The PodGroup watcher and the
-//! status writes are tested against a stand-in in `cluster::kube`'s unit tests.)
+//! counts what happened. The first test's API server serves no PodGroups
+//! (scheduling.k8s.io/v1beta1 turned off), as releases before 1.37 do; PodGroups
+//! served are tested in `deploy.rs` and `pod_groups.rs`.
 
 use crate::apiserver::*;
 use crate::proxy::{Fault, FaultProxy};
@@ -115,7 +114,8 @@ fn pods(from: usize, to: usize) -> Vec<k8s::Pod> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
     let _serial = serial().await;
-    let server = ApiServer::start_with(&["--rbac"]);
+    let server =
+        ApiServer::start_with(&["--rbac", "--runtime-config=scheduling.k8s.io/v1beta1=false"]);
     let admin = server.client().await;
     create_nodes(
         &admin,
@@ -272,8 +272,8 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
         !after.to_lowercase().contains("forbidden"),
         "a call was denied once the role existed:\n{after}"
     );
-    // This API server (1.20) serves no PodGroups: said once, as a warning, and the
-    // scheduler synced and scheduled without them (above).
+    // This API server serves no PodGroups (scheduling.k8s.io/v1beta1 off): said once,
+    // as a warning, and the scheduler synced and scheduled without them (above).
     let warning = "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or v1alpha3): \
                    pods naming a pod group wait at PreEnqueue until it appears";
     let lines: Vec<&str> = log.lines().filter(|l| l.contains(warning)).collect();

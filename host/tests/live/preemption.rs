@@ -12,9 +12,7 @@ use crate::proxy::{Fault, FaultProxy};
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
-};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use std::collections::{BTreeMap, BTreeSet};
 
 const NS: &str = "default";
@@ -57,20 +55,18 @@ async fn create_priority_class(client: &kube::Client, name: &str, value: i32) {
         .expect("create priority class");
 }
 
-/// A PodDisruptionBudget over `app` that allows no disruption, in the version this API
-/// server serves (policy/v1beta1 before Kubernetes 1.21). No disruption controller
-/// runs here, so its status never allows one.
+/// A PodDisruptionBudget over `app` that allows no disruption (policy/v1). No
+/// disruption controller runs here, so its status never allows one.
 async fn create_budget(client: &kube::Client, name: &str, app: &str) {
-    let gvk = GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "poddisruptionbudgets");
-    let pdb: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "policy/v1beta1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}},
-    }))
-    .unwrap();
-    Api::<DynamicObject>::namespaced_with(client.clone(), NS, &resource)
+    let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}},
+        }))
+        .unwrap();
+    Api::namespaced(client.clone(), NS)
         .create(&PostParams::default(), &pdb)
         .await
         .expect("create pod disruption budget");
