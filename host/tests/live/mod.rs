@@ -6,6 +6,7 @@
 //! rest of this binary's tests run beside them.
 
 mod cluster;
+mod deploy;
 mod endpoints;
 mod from_cluster;
 mod hot_swap;
