@@ -7,10 +7,13 @@
 
 mod cluster;
 mod deploy;
+mod dra;
 mod endpoints;
 mod from_cluster;
 mod hot_swap;
 mod not_ready;
 mod operations;
+mod pod_groups;
+mod pod_level;
 mod preemption;
 mod volumes;
