@@ -22,6 +22,15 @@ enum Command {
     /// Schedule the pending pods of manifest files on an embedded cluster.
     Simulate(SimulateCommand),
     /// Schedule the pods of a Kubernetes cluster, until SIGINT or SIGTERM.
+    ///
+    /// Kubernetes versions: Berth follows kube-scheduler 1.37 and is tested against
+    /// kube-apiserver 1.37.2. On an API server that serves less (found by discovery at
+    /// start), the kinds it lacks are said once as a warning and scheduling goes on
+    /// without them: resource.k8s.io/v1 (DRA, 1.34 and later; pods with claims
+    /// wait), scheduling.k8s.io/v1beta1 PodGroups (1.37 with GenericWorkload on; pods
+    /// naming a group wait), CSIStorageCapacities (1.24 and later; a driver that
+    /// publishes capacity has none).
+    #[command(verbatim_doc_comment)]
     Run(RunArgs),
     /// Show every plugin's answer for one pending pod on every node.
     Explain(ExplainArgs),
