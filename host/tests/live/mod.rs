@@ -16,4 +16,5 @@ mod operations;
 mod pod_groups;
 mod pod_level;
 mod preemption;
+mod resize;
 mod volumes;
