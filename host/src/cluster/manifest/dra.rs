@@ -724,7 +724,7 @@ fn device(d: &k8s::Device, per_device: bool, path: &str) -> Result<Device> {
                 {
                     return Err(alpha(
                         join(&cp, "compatibilityGroups"),
-                        "DRAPartitionableDevices compatibility groups",
+                        "DRADeviceCompatibilityGroups",
                     ));
                 }
                 Ok(DeviceCounterConsumption {
@@ -772,7 +772,7 @@ pub fn resource_slice(s: &k8s::ResourceSlice) -> Result<ResourceSlice> {
     {
         return Err(alpha(
             "spec.partitionTypeAttribute".into(),
-            "DRAPartitionTypes",
+            "DRAPartitionableDevicesType",
         ));
     }
     if spec
@@ -782,7 +782,7 @@ pub fn resource_slice(s: &k8s::ResourceSlice) -> Result<ResourceSlice> {
     {
         return Err(alpha(
             "spec.skipNodeOperations".into(),
-            "DRASkipNodeOperations",
+            "DRAOptionalNodeOperations",
         ));
     }
     let mut choices = Vec::new();
