@@ -69,8 +69,9 @@ struct RunArgs {
     /// A KubeSchedulerConfiguration (or BerthConfiguration) file.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Feature gates, as kube-scheduler's flag: `OpportunisticBatching=false` turns
-    /// opportunistic batching off (on by default).
+    /// Feature gates, as kube-scheduler 1.37.2's flag: every gate it accepts, at its
+    /// default; `OpportunisticBatching=false` turns opportunistic batching off; a gate
+    /// Berth cannot follow is refused by name (README, "Feature gates").
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
     /// Read the configuration from this ConfigMap through the API, and watch it
@@ -198,8 +199,9 @@ struct BenchArgs {
     /// Worker threads for Filter and Score (default: the number of cores).
     #[arg(long)]
     parallelism: Option<usize>,
-    /// Feature gates, as kube-scheduler's flag: `OpportunisticBatching=false` turns
-    /// opportunistic batching off (on by default).
+    /// Feature gates, as kube-scheduler 1.37.2's flag: every gate it accepts, at its
+    /// default; `OpportunisticBatching=false` turns opportunistic batching off; a gate
+    /// Berth cannot follow is refused by name (README, "Feature gates").
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
     /// Where compiled plugin components are cached.
@@ -315,10 +317,23 @@ struct SimulateArgs {
     /// wasm components.
     #[arg(long)]
     native: bool,
-    /// Feature gates, as kube-scheduler's flag: `OpportunisticBatching=false` turns
-    /// opportunistic batching off (on by default).
+    /// Feature gates, as kube-scheduler 1.37.2's flag: every gate it accepts, at its
+    /// default; `OpportunisticBatching=false` turns opportunistic batching off; a gate
+    /// Berth cannot follow is refused by name (README, "Feature gates").
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
+}
+
+/// Applies `--feature-gates` (kube-scheduler's gates, `berth::features`), warning of
+/// the gates set to a value that changes nothing Berth decides.
+fn feature_gates(
+    list: &str,
+    framework: &mut berth::framework::FrameworkOptions,
+) -> anyhow::Result<()> {
+    for warning in berth::features::apply(list, framework).map_err(anyhow::Error::msg)? {
+        tracing::warn!("{warning}");
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -358,7 +373,7 @@ fn options(args: &SimulateArgs) -> anyhow::Result<(std::sync::Arc<Runtime>, Simu
     scheduler.framework.seed = args.seed;
     scheduler.framework.native = args.native;
     if let Some(list) = &args.feature_gates {
-        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
+        feature_gates(list, &mut scheduler.framework)?;
     }
     if let Some(p) = args.parallelism {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");
@@ -519,7 +534,7 @@ fn bench_churn(args: BenchArgs, lifecycles: usize) -> anyhow::Result<ExitCode> {
         scheduler.framework.parallelism = p;
     }
     if let Some(list) = &args.feature_gates {
-        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
+        feature_gates(list, &mut scheduler.framework)?;
     }
     let defaults = berth::bench::ChurnOptions::default();
     let nodes = args.nodes.unwrap_or(defaults.nodes);
@@ -556,7 +571,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         scheduler.framework.parallelism = p;
     }
     if let Some(list) = &args.feature_gates {
-        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
+        feature_gates(list, &mut scheduler.framework)?;
     }
     if let Some(n) = args.nodes {
         anyhow::ensure!(n > 0, "--nodes must be at least 1");
@@ -608,7 +623,7 @@ fn live(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut scheduler = SchedulerOptions::default();
     scheduler.framework.native = args.native;
     if let Some(list) = &args.feature_gates {
-        berth::features::apply(list, &mut scheduler.framework).map_err(anyhow::Error::msg)?;
+        feature_gates(list, &mut scheduler.framework)?;
     }
     if let Some(p) = args.parallelism {
         anyhow::ensure!(p > 0, "--parallelism must be at least 1");

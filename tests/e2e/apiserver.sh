@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A real kube-apiserver and etcd on loopback, for Berth's end-to-end tests.
 #
-#   apiserver.sh build                 build (once) kube-apiserver, kube-controller-manager
-#                                      and etcd from Go modules (./controlplane) into the
-#                                      cache; print the bin directory
+#   apiserver.sh build                 build (once) kube-apiserver, kube-controller-manager,
+#                                      etcd and featuregates (kube-scheduler's gates) from
+#                                      Go modules (./controlplane) into the cache; print
+#                                      the bin directory
 #   apiserver.sh build-scheduler       the same for kube-scheduler (for `berth bench --api`)
 #   apiserver.sh build-controller-manager
 #                                      the same as build (kept for its callers)
@@ -47,8 +48,8 @@ cache="${BERTH_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth-e2e}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 module="$here/controlplane"
 k8s_version=1.37.2
-# The go.mod, go.sum and etcd's main decide what is built: a change to them is a new build.
-build_id="$k8s_version-$(cat "$module/go.mod" "$module/go.sum" "$module/etcd/main.go" | sha256sum | cut -c1-12)"
+# The module's files decide what is built: a change to any of them is a new build.
+build_id="$k8s_version-$(cd "$module" && find . -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)"
 
 log() { echo "apiserver.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -91,9 +92,10 @@ go_build() {
 }
 
 # build_cmd NAME: the directory holding the program NAME (kube-apiserver,
-# kube-controller-manager, kube-scheduler or etcd), built into the cache when missing.
-# kube-apiserver, kube-controller-manager and etcd build together (the tests need all
-# three); kube-scheduler alone (only the benchmarks race it).
+# kube-controller-manager, kube-scheduler, etcd or featuregates), built into the cache
+# when missing. All but kube-scheduler build together (the tests need them; featuregates
+# prints kube-scheduler's feature gates); kube-scheduler alone (only the benchmarks
+# race it).
 build_cmd() {
   local name=$1 bin="$cache/$build_id/bin"
   if [ -n "${BERTH_E2E_BIN:-}" ]; then
@@ -104,8 +106,9 @@ build_cmd() {
   if [ ! -x "$bin/$name" ]; then
     case "$name" in
       kube-scheduler) go_build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler ;;
-      *) go_build "kube-apiserver, kube-controller-manager and etcd" \
-           k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./etcd ;;
+      *) go_build "kube-apiserver, kube-controller-manager, etcd and featuregates" \
+           k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+           ./etcd ./featuregates ;;
     esac
     [ -x "$bin/$name" ] || die "the build made no $bin/$name"
   fi

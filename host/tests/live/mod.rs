@@ -9,6 +9,7 @@ mod cluster;
 mod deploy;
 mod dra;
 mod endpoints;
+mod feature_gates;
 mod from_cluster;
 mod hot_swap;
 mod not_ready;

@@ -1,0 +1,429 @@
+//! `--feature-gates`: kube-scheduler's flag, with kube-scheduler's gates.
+//!
+//! Every gate kube-scheduler 1.37.2 accepts ([`KUBE_SCHEDULER_1_37`]: Kubernetes'
+//! own with client-go's, the generic API server's, zpages', logging's and metrics')
+//! is accepted by the same name, with upstream's default and lock, so that a
+//! kube-scheduler command line moves to Berth as it is:
+//!
+//! - a name kube-scheduler does not know is refused with its words
+//!   (`unrecognized feature gate: NAME`), and so is a locked gate set against its
+//!   lock (`cannot set feature gate NAME to false, feature is locked to true`);
+//! - a gate that changes what kube-scheduler decides ([`SCHEDULING`]) is either
+//!   followed (Berth turns the feature on or off as told) or fixed: Berth behaves as
+//!   with the gate at one value, accepts that value, and refuses the other by name
+//!   with the reason, rather than ignoring it;
+//! - any other gate changes nothing Berth decides: its default is accepted silently,
+//!   the other value with a warning that it has no effect here.
+
+mod kube_1_37;
+
+use crate::framework::FrameworkOptions;
+pub use kube_1_37::KUBE_SCHEDULER_1_37;
+
+/// A gate's maturity, as kube-scheduler's `--help` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Off by default, may change or go.
+    Alpha,
+    /// Usually on by default, close to its final form.
+    Beta,
+    /// Generally available; usually locked on.
+    Ga,
+    /// On its way out.
+    Deprecated,
+}
+
+impl Stage {
+    /// The name kube-scheduler prints: ALPHA, BETA, GA, DEPRECATED.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Alpha => "ALPHA",
+            Stage::Beta => "BETA",
+            Stage::Ga => "GA",
+            Stage::Deprecated => "DEPRECATED",
+        }
+    }
+}
+
+/// One of kube-scheduler's gates, as it is in the release named by the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gate {
+    /// The name `--feature-gates` takes (case-sensitive).
+    pub name: &'static str,
+    /// On unless told otherwise.
+    pub default: bool,
+    /// Setting it to the other value is refused.
+    pub locked: bool,
+    /// Its maturity.
+    pub stage: Stage,
+}
+
+/// What Berth does with a gate that changes scheduling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InBerth {
+    /// Berth follows the gate: `--feature-gates` turns the feature on or off.
+    Follows,
+    /// Berth behaves as with the gate at `on`, whatever it is set to: that value is
+    /// accepted, the other refused with `why`.
+    Fixed {
+        /// The value Berth behaves as with.
+        on: bool,
+        /// Why the other value is refused.
+        why: &'static str,
+    },
+    /// Berth has the feature, in part, and behaves as with the gate on, lacking `gap`:
+    /// on is accepted, off refused.
+    Partly {
+        /// What of the feature Berth lacks.
+        gap: &'static str,
+    },
+}
+
+impl InBerth {
+    /// The value Berth behaves as with, when it does not follow the gate.
+    pub fn fixed_at(self) -> Option<bool> {
+        match self {
+            InBerth::Follows => None,
+            InBerth::Fixed { on, .. } => Some(on),
+            InBerth::Partly { .. } => Some(true),
+        }
+    }
+}
+
+const NOT_YET: &str = "Berth does not have this feature yet";
+const ALWAYS: &str = "Berth has this feature and cannot turn it off yet";
+
+/// The gates kube-scheduler 1.37.2 reads when it schedules (`pkg/scheduler` and its
+/// plugins, and the default profile's plugins), each with what Berth does with it.
+/// The README lists them, with where Berth differs from upstream's default.
+pub const SCHEDULING: &[(&str, InBerth)] = &[
+    ("CompositePodGroup", fixed(false, NOT_YET)),
+    ("DRAAdminAccess", fixed(true, ALWAYS)),
+    ("DRAConsumableCapacity", fixed(true, ALWAYS)),
+    ("DRADerivedAttributes", fixed(false, NOT_YET)),
+    (
+        "DRADeviceBindingConditions",
+        partly("Filter does not yet reject a claim whose binding conditions timed out"),
+    ),
+    ("DRADeviceCompatibilityGroups", fixed(false, NOT_YET)),
+    ("DRADeviceTaintRules", fixed(true, ALWAYS)),
+    ("DRADeviceTaints", fixed(true, ALWAYS)),
+    (
+        "DRAExtendedResource",
+        partly(
+            "scoring does not count devices for an extended resource backed by DRA that \
+             the scoring strategy names",
+        ),
+    ),
+    (
+        "DRAFractionalCapacityRange",
+        fixed(
+            false,
+            "Berth rounds capacity ranges in whole units, not milli-units, yet",
+        ),
+    ),
+    ("DRAListTypeAttributes", fixed(false, NOT_YET)),
+    ("DRANodeAllocatableResources", fixed(false, NOT_YET)),
+    ("DRAOptionalNodeOperations", fixed(false, NOT_YET)),
+    ("DRAPartitionableDevices", fixed(true, ALWAYS)),
+    ("DRAPrioritizedList", fixed(true, ALWAYS)),
+    ("DRAResourceClaimDeviceStatus", fixed(true, ALWAYS)),
+    (
+        "DRASchedulerFilterTimeout",
+        fixed(
+            false,
+            "DynamicResources' filterTimeout is not applied yet: its Filter is bounded by \
+             the sandbox's call deadline only",
+        ),
+    ),
+    ("DRAWorkloadResourceClaims", fixed(false, NOT_YET)),
+    ("DynamicResourceAllocation", fixed(true, ALWAYS)),
+    (
+        "GenericWorkload",
+        fixed(
+            true,
+            "Berth schedules pod groups as groups whenever the API server serves \
+             PodGroups, and cannot turn that off yet",
+        ),
+    ),
+    (
+        "InPlacePodLevelResourcesVerticalScaling",
+        fixed(
+            false,
+            "pod-level resources are counted from the spec, not yet from the pod's status",
+        ),
+    ),
+    ("InPlacePodVerticalScaling", fixed(true, ALWAYS)),
+    (
+        "InPlacePodVerticalScalingSchedulerPreemption",
+        fixed(false, NOT_YET),
+    ),
+    ("InterPodAffinityHostnameFastPath", fixed(false, NOT_YET)),
+    ("MatchLabelKeysInPodTopologySpread", fixed(true, ALWAYS)),
+    ("NodeDeclaredFeatures", fixed(true, ALWAYS)),
+    (
+        "NodeInclusionPolicyInPodTopologySpread",
+        fixed(true, ALWAYS),
+    ),
+    (
+        "NominatedNodeNameForExpectation",
+        fixed(
+            false,
+            "Berth writes nominatedNodeName for preemption only, not yet before a bind",
+        ),
+    ),
+    ("OpportunisticBatching", InBerth::Follows),
+    (
+        "PodGroupPreemptionPolicy",
+        fixed(
+            true,
+            "Berth takes a PodGroup's spec.preemptionPolicy and cannot ignore it yet",
+        ),
+    ),
+    ("PodLevelResources", fixed(true, ALWAYS)),
+    (
+        "SchedulerAsyncAPICalls",
+        fixed(
+            true,
+            "Berth makes its status and nomination calls off the scheduling loop (without \
+             upstream's merging of one pod's calls) and cannot make them in the loop",
+        ),
+    ),
+    ("SchedulerAsyncPreemption", fixed(true, ALWAYS)),
+    (
+        "SchedulerPopFromBackoffQ",
+        fixed(
+            false,
+            "Berth pops pods from the active queue only, not yet from the backoff queue",
+        ),
+    ),
+    ("SchedulerPreQueueingHints", fixed(false, NOT_YET)),
+    ("StorageCapacityScoring", fixed(true, ALWAYS)),
+    ("TaintTolerationComparisonOperators", fixed(false, NOT_YET)),
+    ("TopologyAwareWorkloadScheduling", fixed(false, NOT_YET)),
+    (
+        "VolumeAttributesClass",
+        partly("a claim's volumeAttributesClassName is not yet matched to a volume's"),
+    ),
+    (
+        "VolumeLimitScaling",
+        fixed(
+            false,
+            "CSIDriver's preventPodSchedulingIfMissing is not read yet",
+        ),
+    ),
+];
+
+const fn fixed(on: bool, why: &'static str) -> InBerth {
+    InBerth::Fixed { on, why }
+}
+
+const fn partly(gap: &'static str) -> InBerth {
+    InBerth::Partly { gap }
+}
+
+/// kube-scheduler 1.37.2's gate `name`.
+pub fn gate(name: &str) -> Option<&'static Gate> {
+    KUBE_SCHEDULER_1_37
+        .binary_search_by(|g| g.name.cmp(name))
+        .ok()
+        .map(|i| &KUBE_SCHEDULER_1_37[i])
+}
+
+/// What Berth does with `name`, when it is a gate that changes scheduling.
+pub fn in_berth(name: &str) -> Option<InBerth> {
+    SCHEDULING
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, what)| *what)
+}
+
+/// Applies a `--feature-gates` value (`Name=true,Other=false`) to the framework's
+/// options, entry by entry as kube-scheduler reads them. An error names the entry
+/// and what was wrong with it, and the options keep what the entries before it set.
+/// The answer lists what to warn of: gates set to a value that changes nothing
+/// Berth decides.
+pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, String> {
+    let mut warnings = Vec::new();
+    for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, value) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("--feature-gates: {entry:?} is not NAME=true or NAME=false"))?;
+        let (name, value) = (name.trim(), value.trim());
+        let on = match value.to_ascii_lowercase().as_str() {
+            "true" => true,
+            "false" => false,
+            _ => {
+                return Err(format!(
+                    "--feature-gates: {name}={value:?}: the value must be true or false"
+                ));
+            }
+        };
+        let Some(g) = gate(name) else {
+            return Err(format!(
+                "--feature-gates: unrecognized feature gate: {name} (not a gate of \
+                 kube-scheduler 1.37.2; the names are case-sensitive)"
+            ));
+        };
+        if g.locked && on != g.default {
+            return Err(format!(
+                "--feature-gates: cannot set feature gate {name} to {on}, feature is locked to {}",
+                g.default
+            ));
+        }
+        match in_berth(name) {
+            Some(InBerth::Follows) => match name {
+                "OpportunisticBatching" => options.batching = on,
+                _ => unreachable!("{name} is followed but not applied"),
+            },
+            Some(InBerth::Fixed { on: berth, why }) => {
+                if on != berth {
+                    return Err(format!(
+                        "--feature-gates: {name}={on}: Berth schedules as with {name}={berth} \
+                         ({why}; kube-scheduler 1.37.2's default is {})",
+                        g.default
+                    ));
+                }
+            }
+            Some(InBerth::Partly { gap }) => {
+                if !on {
+                    return Err(format!(
+                        "--feature-gates: {name}=false: Berth has this feature ({gap}) and \
+                         cannot turn it off yet"
+                    ));
+                }
+            }
+            None if name == "AllAlpha" || name == "AllBeta" => {
+                if on != g.default {
+                    return Err(format!(
+                        "--feature-gates: {name}={on}: Berth does not turn a whole stage on or \
+                         off; name the gates (see the README's feature gates)"
+                    ));
+                }
+            }
+            None => {
+                if on != g.default {
+                    warnings.push(format!(
+                        "--feature-gates: {name}={on} changes nothing Berth decides (a {} gate \
+                         kube-scheduler accepts; it does not change scheduling)",
+                        g.stage.as_str()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_and_names_every_scheduling_gate() {
+        for w in KUBE_SCHEDULER_1_37.windows(2) {
+            assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
+        }
+        for (name, what) in SCHEDULING {
+            let g = gate(name).unwrap_or_else(|| panic!("{name} is not a 1.37.2 gate"));
+            // A locked gate Berth cannot follow is fixed at its lock (or partly there).
+            if let Some(on) = what.fixed_at() {
+                assert!(!g.locked || on == g.default, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_readme_lists_every_scheduling_gate_as_berth_has_it() {
+        let readme = include_str!("../../../README.md");
+        for (name, what) in SCHEDULING {
+            let prefix = format!("| `{name}` |");
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("the README's feature gates have no row for {name}"));
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let g = gate(name).unwrap();
+            let upstream = if g.default { "on" } else { "off" };
+            assert!(cells[2].starts_with(upstream), "{row}");
+            let berth = match what {
+                InBerth::Follows => "follows the flag",
+                InBerth::Fixed { on: true, .. } => "on",
+                InBerth::Fixed { on: false, .. } => "off",
+                InBerth::Partly { .. } => "on, in part",
+            };
+            assert_eq!(cells[3], berth, "{row}");
+        }
+    }
+
+    #[test]
+    fn batching_is_on_by_default_and_the_flag_turns_it_off() {
+        let mut o = FrameworkOptions::default();
+        assert!(o.batching);
+        apply("OpportunisticBatching=false", &mut o).unwrap();
+        assert!(!o.batching);
+        apply(" OpportunisticBatching = True ", &mut o).unwrap();
+        assert!(o.batching);
+    }
+
+    #[test]
+    fn defaults_are_accepted_and_what_berth_cannot_do_is_refused_by_name() {
+        let mut o = FrameworkOptions::default();
+        // Every gate at kube-scheduler's default is accepted, silently, except the
+        // ones Berth is fixed the other way.
+        for g in KUBE_SCHEDULER_1_37 {
+            let answer = apply(&format!("{}={}", g.name, g.default), &mut o);
+            match in_berth(g.name).and_then(InBerth::fixed_at) {
+                Some(on) if on != g.default => {
+                    let e = answer.unwrap_err();
+                    assert!(e.contains(g.name), "{e}");
+                }
+                _ => assert_eq!(answer, Ok(vec![]), "{}", g.name),
+            }
+        }
+        assert!(o.batching);
+        // Berth has DRAConsumableCapacity and cannot turn it off.
+        let e = apply("DRAConsumableCapacity=false", &mut o).unwrap_err();
+        assert!(e.contains("DRAConsumableCapacity=false"), "{e}");
+        assert!(e.contains("cannot turn it off"), "{e}");
+        // Nor does it have CompositePodGroup.
+        let e = apply("CompositePodGroup=true", &mut o).unwrap_err();
+        assert!(e.contains("does not have this feature yet"), "{e}");
+        // GenericWorkload: on in Berth, off by default upstream; true is accepted.
+        assert_eq!(apply("GenericWorkload=true", &mut o), Ok(vec![]));
+        let e = apply("GenericWorkload=false", &mut o).unwrap_err();
+        assert!(e.contains("default is false"), "{e}");
+        // A locked gate, in kube-scheduler's words.
+        let e = apply("DynamicResourceAllocation=false", &mut o).unwrap_err();
+        assert!(
+            e.contains("cannot set feature gate DynamicResourceAllocation to false, feature is locked to true"),
+            "{e}"
+        );
+        // A gate that changes no scheduling: accepted, with a warning.
+        let w = apply("ContextualLogging=false", &mut o).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("changes nothing Berth decides"), "{}", w[0]);
+    }
+
+    #[test]
+    fn bad_entries_are_refused_by_name() {
+        let mut o = FrameworkOptions::default();
+        let e = apply("OpportunisticBatchin=false", &mut o).unwrap_err();
+        assert!(
+            e.contains("unrecognized feature gate: OpportunisticBatchin "),
+            "{e}"
+        );
+        let e = apply("opportunisticbatching=false", &mut o).unwrap_err();
+        assert!(e.contains("case-sensitive"), "{e}");
+        let e = apply("OpportunisticBatching=no", &mut o).unwrap_err();
+        assert!(e.contains("must be true or false"), "{e}");
+        let e = apply("OpportunisticBatching", &mut o).unwrap_err();
+        assert!(e.contains("is not NAME=true"), "{e}");
+        let e = apply("OpportunisticBatching=false,AllAlpha=true", &mut o).unwrap_err();
+        assert!(e.contains("AllAlpha=true"), "{e}");
+        assert!(
+            !o.batching,
+            "the entries before a refused one are applied, as kube-scheduler's"
+        );
+    }
+}
