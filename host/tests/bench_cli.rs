@@ -289,7 +289,7 @@ fn batching_workloads_place_pods_from_a_batch_unless_the_gate_is_off() {
     let out = berth(&["bench", "--quick", "--feature-gates", "Batching=true"]);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("unknown feature gate \"Batching\""),
+        stderr(&out).contains("unrecognized feature gate: Batching "),
         "{}",
         stderr(&out)
     );
