@@ -496,3 +496,32 @@ pub fn merge_json(into: &mut Value, from: Value) {
         (a, b) => *a = b,
     }
 }
+
+/// The driver (and DeviceClass) of the tests' devices.
+pub const GPU_CLASS: &str = "gpu.example.com";
+
+/// The DeviceClass every device of [`GPU_CLASS`]'s driver belongs to.
+pub fn gpu_class() -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": GPU_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{GPU_CLASS}'")}}]},
+    })
+}
+
+/// The ResourceSlice a driver would publish for `node`'s devices, (name, model) each.
+pub fn gpu_slice(node: &str, devices: &[(&str, &str)]) -> Value {
+    let devices: Vec<Value> = devices
+        .iter()
+        .map(|(name, model)| json!({"name": name, "attributes": {"model": {"string": model}}}))
+        .collect();
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": format!("{node}-gpus")},
+        "spec": {
+            "driver": GPU_CLASS, "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    })
+}

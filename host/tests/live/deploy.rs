@@ -313,29 +313,10 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
     )
     .await;
     // Two devices on node-a, of a class every device of the driver belongs to.
+    create_object(&admin, gpu_class()).await;
     create_object(
         &admin,
-        json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": "gpu.example.com"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]},
-        }),
-    )
-    .await;
-    create_object(
-        &admin,
-        json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": "node-a-gpus"},
-            "spec": {
-                "driver": "gpu.example.com", "nodeName": "node-a",
-                "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
-                "devices": [
-                    {"name": "gpu-0", "attributes": {"model": {"string": "a100"}}},
-                    {"name": "gpu-1", "attributes": {"model": {"string": "a100"}}},
-                ],
-            },
-        }),
+        gpu_slice("node-a", &[("gpu-0", "a100"), ("gpu-1", "a100")]),
     )
     .await;
     create_object(
@@ -344,7 +325,7 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": "one-gpu", "namespace": "default"},
             "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}},
+                {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS}},
             ]}}},
         }),
     )

@@ -12,23 +12,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-const CLASS: &str = "gpu.example.com";
-
-fn slice(node: &str, devices: &[(&str, &str)]) -> Value {
-    let devices: Vec<Value> = devices
-        .iter()
-        .map(|(name, model)| json!({"name": name, "attributes": {"model": {"string": model}}}))
-        .collect();
-    json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-        "metadata": {"name": format!("{node}-gpus")},
-        "spec": {
-            "driver": CLASS, "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
-        },
-    })
-}
+const CLASS: &str = GPU_CLASS;
 
 /// A pod using the claims named (claim name in the pod => template or claim).
 fn dra_pod(name: &str, claims: &[(&str, Value)]) -> Value {
@@ -147,21 +131,13 @@ async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
         ],
     )
     .await;
+    create_object(&admin, gpu_class()).await;
     create_object(
         &admin,
-        json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": CLASS},
-            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{CLASS}'")}}]},
-        }),
+        gpu_slice("node-a", &[("gpu-0", "a100"), ("gpu-1", "a100")]),
     )
     .await;
-    create_object(
-        &admin,
-        slice("node-a", &[("gpu-0", "a100"), ("gpu-1", "a100")]),
-    )
-    .await;
-    create_object(&admin, slice("node-b", &[("gpu-0", "h100")])).await;
+    create_object(&admin, gpu_slice("node-b", &[("gpu-0", "h100")])).await;
     let model = |m: &str| json!([{"cel": {"expression": format!("device.attributes['{CLASS}'].model == '{m}'")}}]);
     // One claim for two pods: node-b's h100.
     create_object(
