@@ -428,22 +428,43 @@ pub async fn apply_deploy_rbac(client: &kube::Client) {
     }
 }
 
-/// Creates an object given as JSON (of a kind k8s-openapi may not know), in
-/// `default` when namespaced.
-pub async fn create_object(client: &kube::Client, v: Value) -> DynamicObject {
-    let obj: DynamicObject = serde_json::from_value(v).unwrap();
-    let types = obj.types.clone().unwrap();
+/// The API for `obj`'s kind, found by discovery: in its namespace (`default` when it
+/// names none) when the kind is namespaced.
+pub async fn api_for(client: &kube::Client, obj: &DynamicObject) -> Api<DynamicObject> {
+    let types = obj.types.clone().expect("apiVersion and kind");
     let gvk = kube::api::GroupVersionKind::try_from(&types).unwrap();
     let (resource, caps) = discovery::pinned_kind(client, &gvk)
         .await
         .unwrap_or_else(|e| panic!("{gvk:?}: {e}"));
-    let api: Api<DynamicObject> = match caps.scope {
-        Scope::Namespaced => Api::namespaced_with(client.clone(), "default", &resource),
+    match caps.scope {
+        Scope::Namespaced => Api::namespaced_with(
+            client.clone(),
+            obj.metadata.namespace.as_deref().unwrap_or("default"),
+            &resource,
+        ),
         Scope::Cluster => Api::all_with(client.clone(), &resource),
-    };
-    api.create(&PostParams::default(), &obj)
+    }
+}
+
+/// Creates an object given as JSON (of a kind k8s-openapi may not know), in
+/// `default` when namespaced and it names no namespace.
+pub async fn create_object(client: &kube::Client, v: Value) -> DynamicObject {
+    let obj: DynamicObject = serde_json::from_value(v).unwrap();
+    api_for(client, &obj)
         .await
-        .unwrap_or_else(|e| panic!("creating {} {:?}: {e}", types.kind, obj.metadata.name))
+        .create(&PostParams::default(), &obj)
+        .await
+        .unwrap_or_else(|e| panic!("creating {:?} {:?}: {e}", obj.types, obj.metadata.name))
+}
+
+/// The pods of `default` bound so far: name to node.
+pub async fn bound_pods(client: &kube::Client) -> std::collections::BTreeMap<String, String> {
+    list_pods(client, "default")
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|p| node_of(p).map(|n| (name_of(p), n)))
+        .collect()
 }
 
 /// Reads an object of `default` as JSON (the resource named by its plural).

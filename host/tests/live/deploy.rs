@@ -8,7 +8,6 @@ use crate::common::workspace;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::rbac::v1 as rbac;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::discovery::{self, Scope};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -263,27 +262,15 @@ async fn deploy_grants_differ_from_the_bootstrap_kube_scheduler_roles_only_as_ex
 async fn apply_deploy(client: &kube::Client) {
     for (file, v) in deploy_documents() {
         let obj: DynamicObject = serde_json::from_value(v.clone()).unwrap();
-        let types = obj.types.clone().expect("apiVersion and kind");
-        let gvk = kube::api::GroupVersionKind::try_from(&types).unwrap();
-        let (resource, caps) = discovery::pinned_kind(client, &gvk)
-            .await
-            .unwrap_or_else(|e| panic!("{file}: {gvk:?}: {e}"));
         let name = obj.metadata.name.clone().unwrap();
-        let api: Api<DynamicObject> = match caps.scope {
-            Scope::Namespaced => Api::namespaced_with(
-                client.clone(),
-                obj.metadata.namespace.as_deref().unwrap_or("default"),
-                &resource,
-            ),
-            Scope::Cluster => Api::all_with(client.clone(), &resource),
-        };
+        let api = api_for(client, &obj).await;
         api.patch(
             &name,
             &PatchParams::apply("kubectl").force(),
             &Patch::Apply(&obj),
         )
         .await
-        .unwrap_or_else(|e| panic!("{file}: applying {} {name}: {e}", types.kind));
+        .unwrap_or_else(|e| panic!("{file}: applying {name}: {e}"));
     }
 }
 

@@ -92,21 +92,12 @@ fn reserved_for(claim: &Value) -> Vec<String> {
     v
 }
 
-async fn bound(admin: &kube::Client) -> BTreeMap<String, String> {
-    list_pods(admin, "default")
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|p| node_of(p).map(|n| (name_of(p), n)))
-        .collect()
-}
-
 async fn wait_bound(admin: &kube::Client, names: &[&str]) -> BTreeMap<String, String> {
     let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     eventually(60, &format!("{names:?} bound"), || {
         let (admin, names) = (admin.clone(), names.clone());
         async move {
-            let b = bound(&admin).await;
+            let b = bound_pods(&admin).await;
             if names.iter().all(|n| b.contains_key(n)) {
                 Ok(b)
             } else {

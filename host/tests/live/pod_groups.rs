@@ -28,15 +28,6 @@ async fn condition(admin: &kube::Client, name: &str) -> Option<Value> {
         .cloned()
 }
 
-async fn bound(admin: &kube::Client) -> BTreeMap<String, String> {
-    list_pods(admin, "default")
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|p| node_of(p).map(|n| (name_of(p), n)))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gang_that_does_not_fit_binds_nothing_then_lands_whole_when_a_node_comes() {
     let _serial = serial().await;
@@ -106,7 +97,12 @@ async fn a_gang_that_does_not_fit_binds_nothing_then_lands_whole_when_a_node_com
     assert_eq!(waiting.get("observedGeneration"), None, "{waiting:#}");
     // Nothing of the gang bound, then or a moment later.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(bound(&admin).await, BTreeMap::new(), "{}", berth.log_text());
+    assert_eq!(
+        bound_pods(&admin).await,
+        BTreeMap::new(),
+        "{}",
+        berth.log_text()
+    );
     // Each member says it waits for its group.
     for i in 0..3 {
         let p = pods.get(&format!("train-{i}")).await.unwrap();
@@ -119,7 +115,7 @@ async fn a_gang_that_does_not_fit_binds_nothing_then_lands_whole_when_a_node_com
     let all = eventually(60, "the gang bound whole", || {
         let admin = admin.clone();
         async move {
-            let b = bound(&admin).await;
+            let b = bound_pods(&admin).await;
             if b.len() == 3 {
                 Ok(b)
             } else {
