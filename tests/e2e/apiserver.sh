@@ -158,14 +158,6 @@ wait_for_pid() {
   done
 }
 
-wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
-  local deadline=$((SECONDS + $1)) what=$2; shift 2
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 0.2
-  done
-}
-
 make_certs() {
   local d=$1
   [ -f "$d/ca.crt" ] && return
@@ -337,7 +329,7 @@ EOF
     --unsafe-no-fsync \
     > "$d/etcd.log" 2>&1 &
   echo $! > "$d/etcd.pid"
-  wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" \
+  wait_for_pid 30 "$(cat "$d/etcd.pid")" curl -sf "http://127.0.0.1:$etcd_port/health" \
     || { tail -20 "$d/etcd.log" >&2; die "etcd did not start (log: $d/etcd.log)"; }
   start_apiserver "$d"
   write_kubeconfig "$d" "$api_port" berth-admin-token "$d/kubeconfig"
