@@ -23,9 +23,14 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Checks the configuration in `path`; on success a one-line summary per profile, on
-/// failure every problem found, one per line.
-pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<String>> {
+/// Checks the configuration in `path` under the feature gates in `gates` (as set by
+/// `--feature-gates`); on success a one-line summary per profile, on failure every
+/// problem found, one per line.
+pub fn validate(
+    runtime: &Arc<Runtime>,
+    path: &Path,
+    gates: &FrameworkOptions,
+) -> Result<String, Vec<String>> {
     let file = path.display().to_string();
     let lines = |e: ConfigError| -> Vec<String> {
         e.into_list().into_iter().map(|e| e.to_string()).collect()
@@ -42,7 +47,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             .into_iter()
             .map(|e| e.to_string()),
     );
-    let (specs, problems) = config.resolve_profiles_lenient(&file);
+    let (specs, problems) = config.resolve_profiles_lenient(&file, gates.generic_workload);
     found.extend(problems.into_iter().map(|e| e.to_string()));
     let sources = config.modules();
     let mut errors: Vec<String> = Vec::new();
@@ -128,7 +133,7 @@ pub fn validate(runtime: &Arc<Runtime>, path: &Path) -> Result<String, Vec<Strin
             pod_groups: Default::default(),
             dra: Default::default(),
         },
-        options: FrameworkOptions::default(),
+        options: gates.clone(),
     };
     if let Err(e) = builder.build(&config, &file, None, None) {
         return Err(vec![match e.field {
@@ -215,15 +220,19 @@ pub enum DefaultConfigError {
 }
 
 /// The effective default configuration as a `KubeSchedulerConfiguration`, with the
-/// default profile's `multiPoint` list and, as comments, what it expands to.
-pub fn default_configuration(runtime: &Arc<Runtime>) -> Result<String, DefaultConfigError> {
+/// default profile's `multiPoint` list and, as comments, what it expands to, under
+/// the feature gates in `gates`.
+pub fn default_configuration(
+    runtime: &Arc<Runtime>,
+    gates: &FrameworkOptions,
+) -> Result<String, DefaultConfigError> {
     let config = Configuration::default();
-    let specs = config.resolve_profiles("<default>")?;
+    let specs = config.resolve_profiles("<default>", gates.generic_workload)?;
     let modules = load_modules(runtime, &[], &specs[0].plugin_names())?;
     let profile = &expand_profiles(&specs, "<default>", &modules)?[0];
     let le = LeaderElectionConfig::default().resolve("<default>")?;
     let queue = crate::queue::QueueConfig::default();
-    let multi_point: Vec<serde_json::Value> = default_multi_point()
+    let multi_point: Vec<serde_json::Value> = default_multi_point(gates.generic_workload)
         .into_iter()
         .map(|p| match p.weight {
             Some(w) => serde_json::json!({"name": p.name, "weight": w}),

@@ -27,8 +27,9 @@ enum Command {
     /// kube-apiserver 1.37.2. On an API server that serves less (found by discovery at
     /// start), the kinds it lacks are said once as a warning and scheduling goes on
     /// without them: resource.k8s.io/v1 (DRA, 1.34 and later; pods with claims
-    /// wait), scheduling.k8s.io/v1beta1 PodGroups (1.37 with GenericWorkload on; pods
-    /// naming a group wait), CSIStorageCapacities (1.24 and later; a driver that
+    /// wait), scheduling.k8s.io/v1beta1 PodGroups (1.37 with the API server's
+    /// GenericWorkload on; read only with --feature-gates GenericWorkload=true, then
+    /// pods naming a group wait), CSIStorageCapacities (1.24 and later; a driver that
     /// publishes capacity has none).
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
@@ -55,12 +56,20 @@ enum ConfigCommand {
         /// Where compiled plugin components are cached.
         #[arg(long)]
         cache_dir: Option<PathBuf>,
+        /// Feature gates the configuration is checked under, as `berth run` takes them
+        /// (`GenericWorkload=true` adds GangScheduling to the default profile).
+        #[arg(long, value_name = "NAME=BOOL,...")]
+        feature_gates: Option<String>,
     },
     /// Print the effective default configuration (a KubeSchedulerConfiguration).
     Default {
         /// Where compiled plugin components are cached.
         #[arg(long)]
         cache_dir: Option<PathBuf>,
+        /// Feature gates, as `berth run` takes them (`GenericWorkload=true` adds
+        /// GangScheduling to the default profile).
+        #[arg(long, value_name = "NAME=BOOL,...")]
+        feature_gates: Option<String>,
     },
 }
 
@@ -757,9 +766,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => live(args),
         Command::Plugin(cmd) => Ok(berth::plugin_cli::run(cmd)?),
         Command::Bench(args) => bench(args),
-        Command::Config(ConfigCommand::Validate { file, cache_dir }) => {
+        Command::Config(ConfigCommand::Validate {
+            file,
+            cache_dir,
+            feature_gates: gates,
+        }) => {
             let runtime = runtime(&cache_dir, false)?;
-            match berth::config_cli::validate(&runtime, &file) {
+            let mut framework = berth::framework::FrameworkOptions::default();
+            if let Some(list) = &gates {
+                feature_gates(list, &mut framework)?;
+            }
+            match berth::config_cli::validate(&runtime, &file, &framework) {
                 Ok(summary) => {
                     print!("{summary}");
                     Ok(ExitCode::SUCCESS)
@@ -773,9 +790,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Command::Config(ConfigCommand::Default { cache_dir }) => {
+        Command::Config(ConfigCommand::Default {
+            cache_dir,
+            feature_gates: gates,
+        }) => {
             let runtime = runtime(&cache_dir, false)?;
-            print!("{}", berth::config_cli::default_configuration(&runtime)?);
+            let mut framework = berth::framework::FrameworkOptions::default();
+            if let Some(list) = &gates {
+                feature_gates(list, &mut framework)?;
+            }
+            print!(
+                "{}",
+                berth::config_cli::default_configuration(&runtime, &framework)?
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain(args) => {

@@ -800,7 +800,7 @@ mod tests {
         use berth_sdk::ExtensionPoint as E;
         let runtime = crate::wasm::test_runtime();
         let config = crate::config::Configuration::parse("x", "{}").unwrap();
-        let specs = config.resolve_profiles("x").unwrap();
+        let specs = config.resolve_profiles("x", false).unwrap();
         let modules =
             crate::framework::registry::load_modules(runtime, &[], &specs[0].plugin_names())
                 .unwrap();

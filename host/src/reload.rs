@@ -409,7 +409,7 @@ impl Builder {
         snapshot: Option<&Snapshot>,
     ) -> Result<Built, ReloadError> {
         let specs = config
-            .resolve_profiles(file)
+            .resolve_profiles(file, self.options.generic_workload)
             .map_err(|e| ReloadError::config(file, e))?;
         let builtins = registry::builtin_plugins();
         let unknown = config.unknown_plugin_settings(file, |name| builtins.contains_key(name));

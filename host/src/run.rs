@@ -162,7 +162,8 @@ async fn run_until(
         burst: cc.burst.unwrap_or(crate::cluster::kube::DEFAULT_BURST),
     };
     // Profiles and modules are checked before the server is asked anything.
-    let specs = config.resolve_profiles(&config_name)?;
+    let specs =
+        config.resolve_profiles(&config_name, options.scheduler.framework.generic_workload)?;
     let mut names: Vec<String> = Vec::new();
     for p in &specs {
         for n in p.plugin_names() {
@@ -319,7 +320,12 @@ async fn run_until(
         }
         None => None,
     };
-    let watchers = start_watchers(&cluster, &handle, live.sender());
+    let watchers = start_watchers(
+        &cluster,
+        &handle,
+        live.sender(),
+        options.scheduler.framework.generic_workload,
+    );
     tracing::info!(server = %cluster.server, "berth is running");
     let mut stop = stop;
     let mut stopped = false;

@@ -462,6 +462,17 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Loaded, Simula
     if let Some(warning) = manifest::ignored_kinds_warning(&docs) {
         tracing::warn!("{warning}");
     }
+    let groups = docs
+        .iter()
+        .filter(|d| matches!(d.object, Object::PodGroup(_)))
+        .count();
+    if groups > 0 && !scheduler.generic_workload() {
+        tracing::warn!(
+            "{groups} PodGroup(s) not scheduled as groups: GenericWorkload is off (kube-scheduler \
+             1.37's default), so their pods are scheduled one by one; \
+             `--feature-gates GenericWorkload=true` schedules them as groups"
+        );
+    }
     Ok(Loaded {
         scheduler,
         cluster,

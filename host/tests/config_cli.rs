@@ -28,20 +28,16 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     let out = berth(&["config", "validate", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
+    // GenericWorkload is off by default, as upstream's: no GangScheduling.
     assert!(
-        summary.contains("profile default-scheduler: 21 plugins\n"),
-        "{summary}"
-    );
-    // GangScheduling: members of a pod group wait at PreEnqueue for their group, and
-    // the pod group cycle asks it whether the group can be placed.
-    assert!(
-        summary.contains("  preEnqueue  SchedulingGates, DynamicResources, GangScheduling\n"),
+        summary.contains("profile default-scheduler: 20 plugins\n"),
         "{summary}"
     );
     assert!(
-        summary.contains("  placementFeasible GangScheduling\n"),
+        summary.contains("  preEnqueue  SchedulingGates, DynamicResources\n"),
         "{summary}"
     );
+    assert!(!summary.contains("GangScheduling"), "{summary}");
     assert!(
         summary.contains("  postFilter  DynamicResources, DefaultPreemption\n"),
         "{summary}"
@@ -78,6 +74,50 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     assert!(
         summary.contains("  preBind     VolumeBinding, DynamicResources\n"),
         "{summary}"
+    );
+}
+
+/// With `--feature-gates GenericWorkload=true` the default profile has GangScheduling,
+/// as kube-scheduler's does with the gate on; the printed configuration loads back
+/// under the same gates with the same plugins.
+#[test]
+fn generic_workload_adds_gang_scheduling_to_the_default_profile() {
+    let gates = "--feature-gates=GenericWorkload=true";
+    let out = berth(&["config", "default", gates]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("name: GangScheduling\n"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("default.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let out = berth(&["config", "validate", gates, file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = stdout(&out);
+    assert!(
+        summary.contains("profile default-scheduler: 21 plugins\n"),
+        "{summary}"
+    );
+    // GangScheduling: members of a pod group wait at PreEnqueue for their group, and
+    // the pod group cycle asks it whether the group can be placed.
+    assert!(
+        summary.contains("  preEnqueue  SchedulingGates, DynamicResources, GangScheduling\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("  placementFeasible GangScheduling\n"),
+        "{summary}"
+    );
+    // A gate Berth cannot follow is refused by name here too.
+    let out = berth(&[
+        "config",
+        "default",
+        "--feature-gates=CompositePodGroup=true",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("CompositePodGroup"),
+        "{}",
+        stderr(&out)
     );
 }
 

@@ -106,7 +106,8 @@ fn every_manifest_parses_into_its_kubernetes_type() {
     let config = config.unwrap();
     let text = &config.data.as_ref().unwrap()["config.yaml"];
     let c = berth::config::Configuration::parse("deploy/20-configmap.yaml", text).unwrap();
-    c.resolve_profiles("deploy/20-configmap.yaml").unwrap();
+    c.resolve_profiles("deploy/20-configmap.yaml", false)
+        .unwrap();
     let plugin_memory = c
         .total_memory_limit()
         .expect("berth.totalMemoryLimit is set");

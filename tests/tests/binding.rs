@@ -973,7 +973,7 @@ fn a_plugin_granted_another_plugin_s_waits_lets_them_go() {
             berth_artifacts::fixtures::FIXTURE_GANG
         ),
     );
-    let valid = berth::config_cli::validate(&runtime(), &file).unwrap();
+    let valid = berth::config_cli::validate(&runtime(), &file, &Default::default()).unwrap();
     assert!(
         valid.contains("  may         Hostile: allow-waiting-pod, reject-waiting-pod for the waits of Gang too (sandbox.grants.waitsOf)\n"),
         "{valid}"

@@ -281,7 +281,8 @@ fn bad_plugin_args_are_refused_at_start_with_the_plugin_name() {
 #[test]
 fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_modules() {
     let c = Configuration::parse("x", "{}").unwrap();
-    let specs = c.resolve_profiles("x").unwrap();
+    // With GenericWorkload on: GangScheduling is there (without, see below).
+    let specs = c.resolve_profiles("x", true).unwrap();
     assert_eq!(specs.len(), 1);
     let modules = load_modules(&runtime(), &[], &specs[0].plugin_names()).unwrap();
     let p = &berth::config::expand_profiles(&specs, "x", &modules).unwrap()[0];
@@ -389,6 +390,17 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
     );
     for point in [E::Permit, E::PostBind] {
         assert!(at(point).is_empty(), "{point:?}: {:?}", at(point));
+    }
+    // With GenericWorkload off (the default) the same list lacks GangScheduling only.
+    let off = c.resolve_profiles("x", false).unwrap();
+    let q = &berth::config::expand_profiles(&off, "x", &modules).unwrap()[0];
+    for (point, plugins) in &p.points {
+        let without: Vec<(String, i64)> = plugins
+            .iter()
+            .filter(|(n, _)| n != "GangScheduling")
+            .cloned()
+            .collect();
+        assert_eq!(q.plugins_at(*point), without, "{point:?}");
     }
 }
 

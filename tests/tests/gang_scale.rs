@@ -71,6 +71,7 @@ fn a_gang_of_1000_with_one_member_that_fits_nowhere_binds_nothing() {
     for native in [false, true] {
         let mut options = SchedulerOptions::default();
         options.framework.native = native;
+        options.framework.generic_workload = true;
         let mut s = Scheduler::new(
             &runtime(),
             &Configuration::default(),

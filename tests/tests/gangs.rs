@@ -1,13 +1,22 @@
 //! Workload-aware scheduling end to end, as upstream's pod group integration tests
 //! (`test/integration/scheduler/podgroup/`) run it: PodGroups and their members as
-//! `berth simulate` timelines on the default profile (GangScheduling included), each
-//! run with the plugins as wasm components and as their native twins, which must
-//! agree.
+//! `berth simulate` timelines on the default profile with `GenericWorkload` on
+//! (GangScheduling included), each run with the plugins as wasm components and as
+//! their native twins, which must agree; and what the default (`GenericWorkload` off)
+//! does with the same objects.
 
 use berth::scheduler::SchedulerOptions;
 use berth::simulate::{GroupReport, Report, SimulateOptions, explain, simulate};
 use berth_tests::{runtime, write};
 use std::collections::BTreeMap;
+
+/// The scheduler's options with `GenericWorkload` on, as upstream's pod group
+/// integration tests run (`--feature-gates GenericWorkload=true`).
+fn gated() -> SchedulerOptions {
+    let mut o = SchedulerOptions::default();
+    o.framework.generic_workload = true;
+    o
+}
 
 /// A node with `cpu` cores.
 fn node(name: &str, cpu: u32) -> String {
@@ -59,7 +68,7 @@ fn run_with(name: &str, timeline: &str, config: Option<&str>) -> Report {
     let config = config.map(|c| write(dir.path(), "config.yaml", c));
     let mut reports = Vec::new();
     for native in [false, true] {
-        let mut scheduler = SchedulerOptions::default();
+        let mut scheduler = gated();
         scheduler.framework.native = native;
         scheduler.framework.seed = 3;
         let opts = SimulateOptions {
@@ -101,6 +110,45 @@ fn bound_of(r: &Report, prefix: &str) -> usize {
         .iter()
         .filter(|p| p.name.starts_with(prefix) && p.node.is_some())
         .count()
+}
+
+/// With `GenericWorkload` off (1.37's default) kube-scheduler knows no PodGroups: a
+/// gang's members are scheduled one by one, as many as fit, and nothing speaks of
+/// the group.
+#[test]
+fn without_generic_workload_members_are_scheduled_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let timeline = node("n1", 2)
+        + &node("n2", 2)
+        + &node("n3", 2)
+        + &gang("big", 4)
+        + &members("big", 4, "1500m");
+    let file = write(dir.path(), "off.yaml", &timeline);
+    for native in [false, true] {
+        let mut scheduler = SchedulerOptions::default();
+        assert!(!scheduler.framework.generic_workload);
+        scheduler.framework.native = native;
+        let opts = SimulateOptions {
+            files: vec![file.clone()],
+            config: None,
+            cluster: None,
+            scheduler,
+        };
+        let r = simulate(&runtime(), &opts).unwrap();
+        assert_eq!(bound_of(&r, "big-"), 3, "{r:#?}");
+        assert!(r.groups.is_empty(), "{r:#?}");
+        assert_eq!(
+            message(&r, "big-3"),
+            "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are \
+             available: 3 No preemption victims found for incoming pod.",
+            "{r:#?}"
+        );
+        let e = explain(&runtime(), &opts, "default/big-3").unwrap();
+        assert!(e.pod_group.is_none(), "{e:#?}");
+    }
+    // The same objects with the gate on: the gang binds nothing.
+    let r = run("on", &timeline);
+    assert_eq!(bound_of(&r, "big-"), 0, "{r:#?}");
 }
 
 #[test]
@@ -191,7 +239,7 @@ fn explain_shows_a_member_its_group_s_cycle() {
         files: vec![file],
         config: None,
         cluster: None,
-        scheduler: SchedulerOptions::default(),
+        scheduler: gated(),
     };
     let e = explain(&runtime(), &opts, "default/big-1").unwrap();
     let g = e
@@ -365,7 +413,7 @@ fn a_bad_pod_group_names_its_field() {
         files: vec![file],
         config: None,
         cluster: None,
-        scheduler: SchedulerOptions::default(),
+        scheduler: gated(),
     };
     let e = simulate(&runtime(), &opts).unwrap_err().to_string();
     assert!(
@@ -622,7 +670,7 @@ fn a_pod_group_post_filter_naming_a_higher_victim_is_refused() {
         files: vec![file],
         config: Some(config),
         cluster: None,
-        scheduler: SchedulerOptions::default(),
+        scheduler: gated(),
     };
     let r = simulate(&runtime(), &opts).unwrap();
     assert!(evicted(&r).is_empty(), "{r:#?}");
@@ -658,7 +706,7 @@ fn explain_shows_what_preemption_would_do_for_the_group() {
             files: vec![file],
             config: None,
             cluster: None,
-            scheduler: SchedulerOptions::default(),
+            scheduler: gated(),
         };
         explain(&runtime(), &opts, "default/train-0").unwrap()
     };

@@ -442,7 +442,7 @@ fn a_profile_weighs_placement_score_plugins() {
         "config.yaml",
         "modules:\n- name: Gang\n  path: gang.wasm\nprofiles:\n- plugins:\n    permit:\n      enabled: [{name: Gang}]\n    placementScore:\n      enabled: [{name: Gang, weight: 3}]\n",
     );
-    let out = berth::config_cli::validate(&runtime(), &config).unwrap();
+    let out = berth::config_cli::validate(&runtime(), &config, &Default::default()).unwrap();
     assert!(out.contains("  placementScore Gang(3)\n"), "{out}");
     assert!(out.contains("  permit      Gang\n"), "{out}");
 
@@ -451,7 +451,7 @@ fn a_profile_weighs_placement_score_plugins() {
         "weighted-permit.yaml",
         "modules:\n- name: Gang\n  path: gang.wasm\nprofiles:\n- plugins:\n    permit:\n      enabled: [{name: Gang, weight: 2}]\n",
     );
-    let errors = berth::config_cli::validate(&runtime(), &config).unwrap_err();
+    let errors = berth::config_cli::validate(&runtime(), &config, &Default::default()).unwrap_err();
     assert!(
         errors.iter().any(|e| e.contains("permit.enabled[0].weight")
             && e.contains("weights apply to score and placementScore plugins only")),

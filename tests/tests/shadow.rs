@@ -107,7 +107,7 @@ fn a_scoring_candidate_reports_exactly_the_pods_it_would_place_elsewhere() {
     std::fs::copy(FIXTURE_PREFER_FIRST_NODE, dir.path().join("first.wasm")).unwrap();
     std::fs::copy(FIXTURE_PREFER_LAST_NODE, dir.path().join("last.wasm")).unwrap();
     let config = write_preference_config(dir.path(), "first.wasm", Some("last.wasm"));
-    let valid = berth::config_cli::validate(&runtime(), &config).unwrap();
+    let valid = berth::config_cli::validate(&runtime(), &config, &Default::default()).unwrap();
     assert!(
         valid.contains(&format!(
             "  shadow      NodePreference: candidate {}\n",

@@ -1197,6 +1197,11 @@ fn setup(
     let init_template = template(w.init_template)?;
     let mut options = options.clone();
     options.framework.native = mode == Mode::Native;
+    // Upstream's pod group workloads run with `featureGates: {GenericWorkload: true}`
+    // (their performance-config.yaml), whatever the command line says.
+    if !matches!(w.groups, Groups::None) {
+        options.framework.generic_workload = true;
+    }
     let cluster = Arc::new(MemoryCluster::new());
     let clock = Arc::new(if paced {
         VirtualClock::paced()

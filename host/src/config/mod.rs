@@ -601,7 +601,8 @@ impl Profile {
 
 /// Upstream's default profile: one `multiPoint` list, restricted to the plugins Berth
 /// ships, in upstream's order, with upstream's score weights (`None`: no weight given).
-pub fn default_multi_point() -> Vec<PluginRef> {
+/// GangScheduling comes last, and only with `GenericWorkload` on, as upstream adds it.
+pub fn default_multi_point(generic_workload: bool) -> Vec<PluginRef> {
     [
         ("SchedulingGates", None),
         ("PrioritySort", None),
@@ -626,6 +627,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         ("GangScheduling", None),
     ]
     .into_iter()
+    .filter(|(name, _)| generic_workload || *name != "GangScheduling")
     .map(|(name, weight)| PluginRef {
         name: name.to_owned(),
         weight,
@@ -1193,9 +1195,14 @@ impl Configuration {
 
     /// The profiles after merging with the defaults (upstream's rules; a
     /// configuration with no profiles has one default profile), before `multiPoint`
-    /// is expanded. Every problem is reported, not only the first.
-    pub fn resolve_profiles(&self, file: &str) -> Result<Vec<ProfileSpec>, ConfigError> {
-        let (specs, errors) = self.resolve_profiles_lenient(file);
+    /// is expanded. Every problem is reported, not only the first. `generic_workload` is
+    /// the `GenericWorkload` gate, which decides whether the defaults have GangScheduling.
+    pub fn resolve_profiles(
+        &self,
+        file: &str,
+        generic_workload: bool,
+    ) -> Result<Vec<ProfileSpec>, ConfigError> {
+        let (specs, errors) = self.resolve_profiles_lenient(file, generic_workload);
         if errors.is_empty() {
             Ok(specs)
         } else {
@@ -1205,7 +1212,11 @@ impl Configuration {
 
     /// [`Configuration::resolve_profiles`], returning what could be resolved beside the
     /// problems (for reporting every problem at once).
-    pub fn resolve_profiles_lenient(&self, file: &str) -> (Vec<ProfileSpec>, Vec<ConfigError>) {
+    pub fn resolve_profiles_lenient(
+        &self,
+        file: &str,
+        generic_workload: bool,
+    ) -> (Vec<ProfileSpec>, Vec<ConfigError>) {
         let profiles = if self.profiles.is_empty() {
             vec![ProfileConfig::default()]
         } else {
@@ -1213,7 +1224,7 @@ impl Configuration {
         };
         let mut errors: Vec<ConfigError> = Vec::new();
         let mut out: Vec<ProfileSpec> = Vec::new();
-        let defaults = default_multi_point();
+        let defaults = default_multi_point(generic_workload);
         for (i, p) in profiles.iter().enumerate() {
             let field = |f: &str| format!("profiles[{i}].{f}");
             let mut invalid = |f: String, message: String| {
@@ -1552,7 +1563,7 @@ mod tests {
 
     fn expand_one(text: &str) -> Result<Profile, ConfigError> {
         let c = Configuration::parse("c.yaml", text)?;
-        let specs = c.resolve_profiles("c.yaml")?;
+        let specs = c.resolve_profiles("c.yaml", false)?;
         specs[0].expand("c.yaml", &implements)
     }
 
@@ -1563,8 +1574,11 @@ mod tests {
             .collect()
     }
 
-    /// The default profile, expanded: upstream's order at every point.
-    pub(crate) fn expected_default_points() -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
+    /// The default profile, expanded: upstream's order at every point (with
+    /// GangScheduling when `GenericWorkload` is on).
+    pub(crate) fn expected_default_points(
+        generic_workload: bool,
+    ) -> BTreeMap<ExtensionPoint, Vec<(String, i64)>> {
         let list = |names: &[(&str, i64)]| -> Vec<(String, i64)> {
             names.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect()
         };
@@ -1581,16 +1595,12 @@ mod tests {
             ("DynamicResources", 1),
             ("NodeDeclaredFeatures", 1),
         ];
-        BTreeMap::from([
-            (
-                E::PreEnqueue,
-                list(&[
-                    ("SchedulingGates", 1),
-                    ("DynamicResources", 1),
-                    ("GangScheduling", 1),
-                ]),
-            ),
-            (E::PlacementFeasible, list(&[("GangScheduling", 1)])),
+        let mut pre_enqueue = vec![("SchedulingGates", 1), ("DynamicResources", 1)];
+        if generic_workload {
+            pre_enqueue.push(("GangScheduling", 1));
+        }
+        let mut points = BTreeMap::from([
+            (E::PreEnqueue, list(&pre_enqueue)),
             (E::QueueSort, list(&[("PrioritySort", 1)])),
             (E::PreFilter, list(&prefilter)),
             (
@@ -1650,20 +1660,49 @@ mod tests {
                 list(&[("VolumeBinding", 1), ("DynamicResources", 1)]),
             ),
             (E::Bind, list(&[("DefaultBinder", 1)])),
-        ])
+        ]);
+        if generic_workload {
+            points.insert(E::PlacementFeasible, list(&[("GangScheduling", 1)]));
+        }
+        points
     }
 
     #[test]
     fn empty_config_is_the_default_profile() {
         let p = expand_one("{}").unwrap();
         assert_eq!(p.scheduler_name, DEFAULT_SCHEDULER_NAME);
-        assert_eq!(p.points, expected_default_points());
+        assert_eq!(p.points, expected_default_points(false));
         // The same, said as upstream says it.
         let p = expand_one(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n",
         )
         .unwrap();
-        assert_eq!(p.points, expected_default_points());
+        assert_eq!(p.points, expected_default_points(false));
+    }
+
+    /// Upstream adds GangScheduling to the default profile only with `GenericWorkload`
+    /// on (off by default in 1.37); a profile may still enable it by name.
+    #[test]
+    fn gang_scheduling_is_a_default_plugin_only_with_generic_workload() {
+        let c = Configuration::parse("c.yaml", "{}").unwrap();
+        let on = c.resolve_profiles("c.yaml", true).unwrap()[0]
+            .expand("c.yaml", &implements)
+            .unwrap();
+        assert_eq!(on.points, expected_default_points(true));
+        assert!(
+            !default_multi_point(false)
+                .iter()
+                .any(|p| p.name == "GangScheduling")
+        );
+        assert_eq!(
+            default_multi_point(true).last().unwrap().name,
+            "GangScheduling"
+        );
+        let named = expand_one(
+            "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: GangScheduling}]\n",
+        )
+        .unwrap();
+        assert_eq!(named.points, expected_default_points(true));
     }
 
     #[test]
@@ -1802,7 +1841,7 @@ profiles:
   percentageOfNodesToScore: 100
 "#;
         let c = Configuration::parse("up.yaml", text).unwrap();
-        let specs = c.resolve_profiles("up.yaml").unwrap();
+        let specs = c.resolve_profiles("up.yaml", false).unwrap();
         let p0 = specs[0].expand("up.yaml", &implements).unwrap();
         assert_eq!(
             p0.plugins_at(E::Score)[0],
@@ -1818,7 +1857,7 @@ profiles:
         );
         let p1 = specs[1].expand("up.yaml", &implements).unwrap();
         assert_eq!(p1.percentage_of_nodes_to_score, Some(100));
-        assert_eq!(p1.points, expected_default_points());
+        assert_eq!(p1.points, expected_default_points(false));
         let q = c.queue_config(crate::queue::QueueConfig::default());
         assert_eq!(q.initial_backoff, std::time::Duration::from_secs(2));
         assert_eq!(q.max_backoff, std::time::Duration::from_secs(20));
@@ -1852,7 +1891,7 @@ profiles:
 - schedulerName: default-scheduler
 "#;
         let c = Configuration::parse("c.yaml", text).unwrap();
-        let e = c.resolve_profiles("c.yaml").unwrap_err().to_string();
+        let e = c.resolve_profiles("c.yaml", false).unwrap_err().to_string();
         // DynamicResources ships: enabling it again is no error, only the duplicate is.
         assert_eq!(
             e,
@@ -1974,7 +2013,7 @@ profiles:
             "profiles:\n- plugins:\n    score:\n      enabled: [{name: X, weight: -1}]\n",
         )
         .unwrap();
-        let e = c.resolve_profiles("c.yaml").unwrap_err();
+        let e = c.resolve_profiles("c.yaml", false).unwrap_err();
         assert_eq!(
             e.to_string(),
             "c.yaml: profiles[0].plugins.score.enabled[0].weight: -1 is negative"
@@ -1985,7 +2024,7 @@ profiles:
             "profiles:\n- plugins:\n    queueSort:\n      disabled: [{name: '*'}]\n",
         )
         .unwrap();
-        let e = c.resolve_profiles("c.yaml").unwrap()[0]
+        let e = c.resolve_profiles("c.yaml", false).unwrap()[0]
             .expand("c.yaml", &implements)
             .unwrap_err();
         assert!(

@@ -2,6 +2,7 @@
 //! name, default, lock and stage, sorted by name. Written from what
 //! `tests/e2e/controlplane/featuregates` prints (upstream's registry, built from
 //! k8s.io/kubernetes v1.37.2); `host/tests/live/feature_gates.rs` compares the two.
+//! The dependencies are those `pkg/features/kube_features.go` declares.
 
 use super::{Gate, Stage};
 
@@ -564,4 +565,140 @@ pub const KUBE_SCHEDULER_1_37: &[Gate] = &[
     g("WindowsGracefulNodeShutdown", true, false, Stage::Beta),
     g("WindowsHostNetwork", false, false, Stage::Deprecated),
     g("WorkloadWithJob", false, false, Stage::Alpha),
+];
+
+/// What each gate depends on (upstream checks them after every gate is set: a
+/// gate that is on needs each of these on too), sorted by gate.
+pub const DEPENDS: &[(&str, &[&str])] = &[
+    ("ClusterTrustBundleProjection", &["ClusterTrustBundle"]),
+    (
+        "CompositePodGroup",
+        &["GenericWorkload", "TopologyAwareWorkloadScheduling"],
+    ),
+    ("DRAAdminAccess", &["DynamicResourceAllocation"]),
+    ("DRAConsumableCapacity", &["DynamicResourceAllocation"]),
+    ("DRADerivedAttributes", &["DynamicResourceAllocation"]),
+    (
+        "DRADeviceBindingConditions",
+        &["DynamicResourceAllocation", "DRAResourceClaimDeviceStatus"],
+    ),
+    (
+        "DRADeviceCompatibilityGroups",
+        &["DynamicResourceAllocation", "DRAPartitionableDevices"],
+    ),
+    ("DRADeviceTaintRules", &["DRADeviceTaints"]),
+    ("DRADeviceTaints", &["DynamicResourceAllocation"]),
+    ("DRAExtendedResource", &["DynamicResourceAllocation"]),
+    ("DRAFractionalCapacityRange", &["DRAConsumableCapacity"]),
+    ("DRAListTypeAttributes", &["DynamicResourceAllocation"]),
+    (
+        "DRANodeAllocatableResources",
+        &["DynamicResourceAllocation"],
+    ),
+    (
+        "DRAOptionalNodeOperations",
+        &["DynamicResourceAllocation", "NodeDeclaredFeatures"],
+    ),
+    ("DRAPartitionableDevices", &["DynamicResourceAllocation"]),
+    (
+        "DRAPartitionableDevicesType",
+        &[
+            "DynamicResourceAllocation",
+            "DRAPartitionableDevices",
+            "DRAResourcePoolStatus",
+        ],
+    ),
+    ("DRAPrioritizedList", &["DynamicResourceAllocation"]),
+    (
+        "DRAResourceClaimGranularStatusAuthorization",
+        &["DynamicResourceAllocation", "DRAResourceClaimDeviceStatus"],
+    ),
+    ("DRAResourcePoolStatus", &["DynamicResourceAllocation"]),
+    ("DRASchedulerFilterTimeout", &["DynamicResourceAllocation"]),
+    (
+        "DRAWorkloadResourceClaims",
+        &["DynamicResourceAllocation", "GenericWorkload"],
+    ),
+    ("DeclarativeValidationTakeover", &["DeclarativeValidation"]),
+    ("DisableAllocatorDualWrite", &["MultiCIDRServiceAllocator"]),
+    ("EventedPLEG", &["PLEGOnDemandRelist"]),
+    ("ExtendWebSocketsToKubelet", &["NodeDeclaredFeatures"]),
+    (
+        "GracefulNodeShutdownBasedOnPodPriority",
+        &["GracefulNodeShutdown"],
+    ),
+    ("H2CContainerProbe", &["NodeDeclaredFeatures"]),
+    ("ImageVolumeWithDigest", &["ImageVolume"]),
+    (
+        "InPlacePodLevelResourcesVerticalScaling",
+        &[
+            "InPlacePodVerticalScaling",
+            "PodLevelResources",
+            "NodeDeclaredFeatures",
+        ],
+    ),
+    (
+        "InPlacePodVerticalScalingExclusiveCPUs",
+        &["InPlacePodVerticalScaling"],
+    ),
+    (
+        "InPlacePodVerticalScalingExclusiveMemory",
+        &["InPlacePodVerticalScaling"],
+    ),
+    (
+        "InPlacePodVerticalScalingInitContainers",
+        &["InPlacePodVerticalScaling", "NodeDeclaredFeatures"],
+    ),
+    (
+        "InPlacePodVerticalScalingMemoryBackedVolumes",
+        &["InPlacePodVerticalScaling", "NodeDeclaredFeatures"],
+    ),
+    (
+        "InPlacePodVerticalScalingSchedulerPreemption",
+        &["InPlacePodVerticalScaling"],
+    ),
+    (
+        "KubeletAllocatedPodsEndpoint",
+        &["InPlacePodVerticalScaling"],
+    ),
+    (
+        "MatchLabelKeysInPodTopologySpreadSelectorMerge",
+        &["MatchLabelKeysInPodTopologySpread"],
+    ),
+    ("NodeControllerLeaseCircuitBreaker", &["AtomicFIFO"]),
+    ("PodGroupPreemptionPolicy", &["GenericWorkload"]),
+    ("PodLevelResourceManagers", &["PodLevelResources"]),
+    ("PodLevelResourcesFixDefaulting", &["PodLevelResources"]),
+    (
+        "PodLevelResourcesFixKubeletQOSClass",
+        &["PodLevelResources"],
+    ),
+    ("ProcMountType", &["UserNamespacesSupport"]),
+    ("ResourceHealthStatus", &["DynamicResourceAllocation"]),
+    ("ResourceHealthStatusMessage", &["ResourceHealthStatus"]),
+    (
+        "RestartAllContainersOnContainerExits",
+        &["ContainerRestartRules", "NodeDeclaredFeatures"],
+    ),
+    (
+        "ServiceAccountTokenNodeBinding",
+        &["ServiceAccountTokenNodeBindingValidation"],
+    ),
+    ("StaleControllerConsistencyDaemonSet", &["AtomicFIFO"]),
+    ("StaleControllerConsistencyHPA", &["AtomicFIFO"]),
+    ("StaleControllerConsistencyJob", &["AtomicFIFO"]),
+    ("StaleControllerConsistencyReplicaSet", &["AtomicFIFO"]),
+    ("StaleControllerConsistencyStatefulSet", &["AtomicFIFO"]),
+    ("StorageVersionAPI", &["APIServerIdentity"]),
+    ("TopologyAwareWorkloadScheduling", &["GenericWorkload"]),
+    (
+        "UnknownVersionInteroperabilityProxy",
+        &["APIServerIdentity"],
+    ),
+    (
+        "UserNamespacesHostNetworkSupport",
+        &["UserNamespacesSupport", "NodeDeclaredFeatures"],
+    ),
+    ("WindowsGracefulNodeShutdown", &["GracefulNodeShutdown"]),
+    ("WorkloadWithJob", &["GenericWorkload"]),
 ];

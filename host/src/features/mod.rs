@@ -18,7 +18,7 @@
 mod kube_1_37;
 
 use crate::framework::FrameworkOptions;
-pub use kube_1_37::KUBE_SCHEDULER_1_37;
+pub use kube_1_37::{DEPENDS, KUBE_SCHEDULER_1_37};
 
 /// A gate's maturity, as kube-scheduler's `--help` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,14 +138,7 @@ pub const SCHEDULING: &[(&str, InBerth)] = &[
     ),
     ("DRAWorkloadResourceClaims", fixed(false, NOT_YET)),
     ("DynamicResourceAllocation", fixed(true, ALWAYS)),
-    (
-        "GenericWorkload",
-        fixed(
-            true,
-            "Berth schedules pod groups as groups whenever the API server serves \
-             PodGroups, and cannot turn that off yet",
-        ),
-    ),
+    ("GenericWorkload", InBerth::Follows),
     (
         "InPlacePodLevelResourcesVerticalScaling",
         fixed(
@@ -245,6 +238,7 @@ pub fn in_berth(name: &str) -> Option<InBerth> {
 /// Berth decides.
 pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
+    let mut set: Vec<(&str, bool)> = Vec::new();
     for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, value) = entry
             .split_once('=')
@@ -271,9 +265,12 @@ pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, 
                 g.default
             ));
         }
+        set.retain(|(n, _)| *n != g.name);
+        set.push((g.name, on));
         match in_berth(name) {
             Some(InBerth::Follows) => match name {
                 "OpportunisticBatching" => options.batching = on,
+                "GenericWorkload" => options.generic_workload = on,
                 _ => unreachable!("{name} is followed but not applied"),
             },
             Some(InBerth::Fixed { on: berth, why }) => {
@@ -312,7 +309,35 @@ pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, 
             }
         }
     }
+    unmet_dependencies(&set)?;
     Ok(warnings)
+}
+
+/// Upstream's check once every entry is set: each gate that is on (as given, else by
+/// default) needs the gates it depends on to be on; the first gate, by name, that
+/// does not have them is refused in kube-scheduler's words.
+fn unmet_dependencies(set: &[(&str, bool)]) -> Result<(), String> {
+    let on = |name: &str| {
+        set.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .or_else(|| gate(name).map(|g| g.default))
+            .unwrap_or(false)
+    };
+    for (name, needs) in DEPENDS {
+        if !on(name) {
+            continue;
+        }
+        let off: Vec<&str> = needs.iter().copied().filter(|d| !on(d)).collect();
+        if !off.is_empty() {
+            return Err(format!(
+                "--feature-gates: {name} is enabled, but depends on features that are \
+                 disabled: [{}]",
+                off.join(" ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -367,6 +392,49 @@ mod tests {
     }
 
     #[test]
+    fn generic_workload_is_off_by_default_and_follows_the_flag() {
+        let mut o = FrameworkOptions::default();
+        assert!(!o.generic_workload);
+        assert_eq!(apply("GenericWorkload=true", &mut o), Ok(vec![]));
+        assert!(o.generic_workload);
+        assert_eq!(apply("GenericWorkload=false", &mut o), Ok(vec![]));
+        assert!(!o.generic_workload);
+    }
+
+    /// A gate that is on needs what it depends on, checked once every entry is set
+    /// (so the order of the entries does not matter), in kube-scheduler's words.
+    #[test]
+    fn dependencies_are_checked_after_every_entry_as_upstream() {
+        let mut o = FrameworkOptions::default();
+        let e = apply("PodGroupPreemptionPolicy=true", &mut o).unwrap_err();
+        assert!(
+            e.ends_with(
+                "PodGroupPreemptionPolicy is enabled, but depends on features that are \
+                 disabled: [GenericWorkload]"
+            ),
+            "{e}"
+        );
+        let e = apply(
+            "GenericWorkload=true,PodGroupPreemptionPolicy=true,GenericWorkload=false",
+            &mut o,
+        )
+        .unwrap_err();
+        assert!(e.contains("[GenericWorkload]"), "{e}");
+        assert_eq!(
+            apply("PodGroupPreemptionPolicy=true,GenericWorkload=true", &mut o),
+            Ok(vec![])
+        );
+        assert!(o.generic_workload);
+        for (name, needs) in DEPENDS {
+            assert!(gate(name).is_some(), "{name}");
+            for d in *needs {
+                assert!(gate(d).is_some(), "{name} needs {d}");
+            }
+        }
+        assert!(DEPENDS.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
     fn defaults_are_accepted_and_what_berth_cannot_do_is_refused_by_name() {
         let mut o = FrameworkOptions::default();
         // Every gate at kube-scheduler's default is accepted, silently, except the
@@ -389,10 +457,6 @@ mod tests {
         // Nor does it have CompositePodGroup.
         let e = apply("CompositePodGroup=true", &mut o).unwrap_err();
         assert!(e.contains("does not have this feature yet"), "{e}");
-        // GenericWorkload: on in Berth, off by default upstream; true is accepted.
-        assert_eq!(apply("GenericWorkload=true", &mut o), Ok(vec![]));
-        let e = apply("GenericWorkload=false", &mut o).unwrap_err();
-        assert!(e.contains("default is false"), "{e}");
         // A locked gate, in kube-scheduler's words.
         let e = apply("DynamicResourceAllocation=false", &mut o).unwrap_err();
         assert!(

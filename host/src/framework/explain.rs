@@ -466,7 +466,11 @@ impl Framework {
             ));
         }
         let devices = match best {
-            Some(node) if !claims.is_empty() && pod.pod().scheduling_group.is_none() => {
+            // A group's member reserves its devices in the group's cycle, not alone.
+            Some(node)
+                if !claims.is_empty()
+                    && !(self.generic_workload && pod.pod().scheduling_group.is_some()) =>
+            {
                 Some(self.reserved_devices(&mut main, &state, pod, &node, &claims)?)
             }
             _ => None,

@@ -91,6 +91,11 @@ pub struct FrameworkOptions {
     /// by default): a profile whose filtering and scoring plugins all sign pods
     /// reuses a cycle's ranking for the next pods of the same signature.
     pub batching: bool,
+    /// Pod groups scheduled as groups (upstream's `GenericWorkload` feature gate, beta
+    /// and off by default in 1.37): when off, Berth neither watches PodGroups nor
+    /// Workloads, its default profile has no GangScheduling, and a pod naming a
+    /// scheduling group is scheduled like any other pod, as kube-scheduler does.
+    pub generic_workload: bool,
 }
 
 impl Default for FrameworkOptions {
@@ -102,6 +107,7 @@ impl Default for FrameworkOptions {
             seed: 0,
             native: false,
             batching: true,
+            generic_workload: false,
         }
     }
 }
@@ -312,6 +318,9 @@ pub struct Framework {
     signers: Vec<usize>,
     /// Batching is on and every signer implements SignPod.
     batchable: bool,
+    /// The `GenericWorkload` gate: whether a pod with a scheduling group is scheduled
+    /// in its group's cycle rather than alone.
+    generic_workload: bool,
     /// Every signer is a built-in plugin, whose fragments never read a pod's name or
     /// UID: a pod template's signature may be kept.
     signers_builtin: bool,
@@ -457,6 +466,7 @@ impl Framework {
             rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
             shadows: Vec::new(),
             batchable,
+            generic_workload: options.generic_workload,
             signers_builtin,
             templates: Mutex::new(batch::Templates::default()),
             signers,

@@ -117,8 +117,12 @@ impl Scheduler {
     /// The PodGroup `pod` is scheduled with: its `spec.schedulingGroup`, when the
     /// cluster has that PodGroup. A member of a group the cluster lacks is scheduled
     /// alone (GangScheduling holds such pods back at PreEnqueue; with it disabled,
-    /// nothing waits for the object).
+    /// nothing waits for the object). None with GenericWorkload off, as upstream's
+    /// queue has it: every pod is then scheduled alone.
     pub(super) fn group_of(&self, pod: &Pod) -> Option<PodGroupObject> {
+        if !self.generic_workload {
+            return None;
+        }
         let name = pod.scheduling_group.as_deref()?;
         self.pod_groups.get(&pod.namespace, name)
     }
@@ -638,7 +642,11 @@ impl Scheduler {
 
     /// A PodGroup appeared or changed: its waiting members are let past their gates
     /// again, or retried (a gang's `minCount` lowered may let it fit).
+    /// With GenericWorkload off the scheduler knows no PodGroups, as upstream's cache.
     pub fn add_or_update_pod_group(&mut self, group: PodGroupObject) {
+        if !self.generic_workload {
+            return;
+        }
         let old = self.pod_groups.set(group.clone());
         if old.as_ref() == Some(&group) {
             return;
@@ -664,6 +672,9 @@ impl Scheduler {
     /// A PodGroup is gone: its members stay where they are (a member popped now is
     /// scheduled alone; GangScheduling holds back the ones its PreEnqueue asks next).
     pub fn remove_pod_group(&mut self, namespace: &str, name: &str) {
+        if !self.generic_workload {
+            return;
+        }
         self.pod_groups.remove(namespace, name);
         self.queue
             .forget_group(&(namespace.to_owned(), name.to_owned()));

@@ -306,6 +306,9 @@ pub struct Scheduler {
     /// Scheduling cycles run (one per pod or pod group popped): a profile's batch
     /// serves only the cycle right after the one that made or used it.
     cycles: u64,
+    /// The `GenericWorkload` gate: off, PodGroups and Workloads are ignored and every
+    /// pod is scheduled alone, as kube-scheduler 1.37 does by default.
+    generic_workload: bool,
 }
 
 /// Asks the frameworks' plugins for queueing hints.
@@ -397,7 +400,10 @@ impl Scheduler {
             shadows_view,
             cache: {
                 let mut cache = Cache::new();
-                cache.track_groups(services.pod_groups.clone());
+                // With GenericWorkload off no group is known, so members count in none.
+                if options.framework.generic_workload {
+                    cache.track_groups(services.pod_groups.clone());
+                }
                 cache
             },
             queue,
@@ -432,6 +438,7 @@ impl Scheduler {
             unconfirmed: HashMap::new(),
             doubtful: HashMap::new(),
             cycles: 0,
+            generic_workload: options.framework.generic_workload,
         })
     }
 
@@ -497,13 +504,23 @@ impl Scheduler {
     /// A `scheduling.k8s.io` Workload appeared or changed. Scheduling does not read
     /// it (a PodGroup carries its template's policy), so no pod moves: `explain` and
     /// `simulate` say which template each group was made from.
+    /// With GenericWorkload off the scheduler knows no Workloads, as upstream's.
     pub fn add_or_update_workload(&mut self, workload: WorkloadObject) {
-        self.pod_groups.set_workload(workload);
+        if self.generic_workload {
+            self.pod_groups.set_workload(workload);
+        }
     }
 
     /// A Workload is gone; the PodGroups made from it stay and are scheduled.
     pub fn remove_workload(&mut self, namespace: &str, name: &str) {
-        self.pod_groups.remove_workload(namespace, name);
+        if self.generic_workload {
+            self.pod_groups.remove_workload(namespace, name);
+        }
+    }
+
+    /// Whether pod groups are scheduled as groups (the `GenericWorkload` gate).
+    pub fn generic_workload(&self) -> bool {
+        self.generic_workload
     }
 
     /// The pod with this UID as the scheduler has it now: on a node or assumed, or
@@ -871,8 +888,11 @@ impl Scheduler {
             return Ok(());
         };
         // A member counts in its group before its own gate is asked (GangScheduling
-        // lets it in once enough members exist, itself included).
-        if let Some(group) = &pod.scheduling_group {
+        // lets it in once enough members exist, itself included). With GenericWorkload
+        // off a pod's schedulingGroup means nothing to the scheduler.
+        if let Some(group) = &pod.scheduling_group
+            && self.generic_workload
+        {
             self.pod_groups
                 .set_member(&pod.uid, &pod.namespace, group, MemberState::Pending);
         }
@@ -889,12 +909,14 @@ impl Scheduler {
         let now = self.clock.now();
         self.queue.add(pod.clone(), key, gate, now);
         // Upstream's UnscheduledPod/Add, which GangScheduling registers: a new member
-        // may complete a gang that waits.
-        self.event(
-            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
-            None,
-            Some(Object::Pod(pod)),
-        );
+        // may complete a gang that waits. Upstream sends it only with GenericWorkload on.
+        if self.generic_workload {
+            self.event(
+                ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
+                None,
+                Some(Object::Pod(pod)),
+            );
+        }
         Ok(())
     }
 

@@ -332,7 +332,17 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
     let config = dir.join("deploy-config.yaml");
     std::fs::write(&config, deploy_config()).unwrap();
     let sa = dir.join("kubeconfig-sa");
-    let berth = Berth::run_in(dir, &sa, &["--config", config.to_str().unwrap()]);
+    // With the gate deploy/30-deployment.yaml names for pod groups (this API server
+    // serves them).
+    let berth = Berth::run_in(
+        dir,
+        &sa,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--feature-gates=GenericWorkload=true",
+        ],
+    );
 
     // deploy/'s profile serves `schedulerName: berth`.
     let ours = |mut extra: Value| {

@@ -130,7 +130,14 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
     // Started as the ServiceAccount before its role exists: it cannot list anything
     // and must not claim to be ready.
     let sa = server.dir.path().join("kubeconfig-sa");
-    let mut berth = start(server.dir.path(), "berth", &sa, port);
+    // With pod groups asked for (GenericWorkload on), on a server that serves none.
+    let mut berth = start_with(
+        server.dir.path(),
+        "berth",
+        &sa,
+        port,
+        &["--feature-gates=GenericWorkload=true"],
+    );
     let body = eventually(60, "/readyz answering", || async {
         http_get(port, "/readyz").await
     })
@@ -272,8 +279,9 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
         !after.to_lowercase().contains("forbidden"),
         "a call was denied once the role existed:\n{after}"
     );
-    // This API server serves no PodGroups (scheduling.k8s.io/v1beta1 off): said once,
-    // as a warning, and the scheduler synced and scheduled without them (above).
+    // This API server serves no PodGroups (scheduling.k8s.io/v1beta1 off) and Berth was
+    // asked for them: said once, as a warning, and the scheduler synced and scheduled
+    // without them (above).
     let warning = "the API server serves no PodGroups (scheduling.k8s.io/v1beta1 or v1alpha3): \
                    pods naming a pod group wait at PreEnqueue until it appears";
     let lines: Vec<&str> = log.lines().filter(|l| l.contains(warning)).collect();

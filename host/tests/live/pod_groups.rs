@@ -66,7 +66,14 @@ async fn a_gang_that_does_not_fit_binds_nothing_then_lands_whole_when_a_node_com
     )
     .await;
     let dir = server.dir.path();
-    let berth = Berth::run_in(dir, &server.kubeconfig(), &["--leader-elect=false"]);
+    let berth = Berth::run_in(
+        dir,
+        &server.kubeconfig(),
+        &[
+            "--leader-elect=false",
+            "--feature-gates=GenericWorkload=true",
+        ],
+    );
     let pods: Api<k8s::Pod> = Api::namespaced(admin.clone(), "default");
     // Three members of 2 CPUs on two nodes of 2: two would fit, the gang does not.
     for i in 0..3 {

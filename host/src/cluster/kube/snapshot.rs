@@ -82,6 +82,9 @@ pub async fn snapshot(cluster: &KubeCluster) -> Result<ClusterSnapshot, Snapshot
         &tokio::runtime::Handle::current(),
         tx,
         Mode::ListOnce(failures_tx.clone()),
+        // The snapshot holds what the cluster has; the scheduler's own gate decides
+        // whether it schedules the PodGroups as groups.
+        true,
     );
     let classes = {
         let api: Api<k8s_openapi::api::scheduling::v1::PriorityClass> =

@@ -37,13 +37,16 @@ use tokio::task::JoinHandle;
 
 /// Starts the watchers on `handle`'s runtime; they run until aborted. Each change
 /// goes to `tx` as a `T` (the scheduling loop's input), so that this backend needs
-/// nothing of the loop above it.
+/// nothing of the loop above it. PodGroups and Workloads are watched only with
+/// `generic_workload` (the `GenericWorkload` gate), as kube-scheduler starts their
+/// informer only then.
 pub fn start_watchers<T: From<Change> + Send + 'static>(
     cluster: &KubeCluster,
     handle: &Handle,
     tx: Sender<T>,
+    generic_workload: bool,
 ) -> Vec<JoinHandle<()>> {
-    start(cluster, handle, tx, Mode::Watch)
+    start(cluster, handle, tx, Mode::Watch, generic_workload)
 }
 
 /// How the tasks of [`start`] read their kinds.
@@ -57,12 +60,14 @@ pub(super) enum Mode {
 }
 
 /// One task per kind the scheduler reads, each reading it as `mode` says; the last
-/// to have listed sends [`Change::Synced`].
+/// to have listed sends [`Change::Synced`]. PodGroups and Workloads only with
+/// `pod_groups`.
 pub(super) fn start<T: From<Change> + Send + 'static>(
     cluster: &KubeCluster,
     handle: &Handle,
     tx: Sender<T>,
     mode: Mode,
+    pod_groups: bool,
 ) -> Vec<JoinHandle<()>> {
     let mut s = Spawner {
         client: cluster.client.clone(),
@@ -95,8 +100,10 @@ pub(super) fn start<T: From<Change> + Send + 'static>(
         Change::NamespaceDeleted,
     );
     s.budgets();
-    s.pod_groups();
-    s.workloads();
+    if pod_groups {
+        s.pod_groups();
+        s.workloads();
+    }
     s.storage();
     s.dra();
     s.selectors::<k8s::Service>("services", "Service");
