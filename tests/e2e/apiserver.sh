@@ -2,12 +2,11 @@
 # A real kube-apiserver and etcd on loopback, for Berth's end-to-end tests.
 #
 #   apiserver.sh build                 build (once) kube-apiserver, kube-controller-manager,
-#                                      etcd and featuregates (kube-scheduler's gates) from
-#                                      Go modules (./controlplane) into the cache; print
-#                                      the bin directory
-#   apiserver.sh build-scheduler       the same for kube-scheduler (for `berth bench --api`)
-#   apiserver.sh build-controller-manager
-#                                      the same as build (kept for its callers)
+#                                      kube-scheduler, etcd and featuregates (kube-scheduler's
+#                                      gates) from Go modules (./controlplane) into the
+#                                      cache; print the bin directory
+#   apiserver.sh build-scheduler, build-controller-manager
+#                                      the same as build (kept for their callers)
 #   apiserver.sh start DIR [--rbac] [--runtime-config=GROUP/VERSION=BOOL,...]
 #                                      start etcd and kube-apiserver on free loopback ports;
 #                                      DIR gets the certificates, tokens, logs, a kubeconfig
@@ -40,8 +39,8 @@
 # (Workload, PodGroup). Binaries are cached in $BERTH_E2E_CACHE (default
 # $XDG_CACHE_HOME/berth-e2e, else ~/.cache/berth-e2e), one directory per version and
 # module contents; the module cache is Go's own. $BERTH_E2E_BIN may name a directory
-# that already holds kube-apiserver, etcd and kube-controller-manager (and
-# kube-scheduler for the benchmarks); then nothing is built.
+# that already holds kube-apiserver, etcd, kube-controller-manager, kube-scheduler and
+# featuregates; then nothing is built.
 set -euo pipefail
 
 cache="${BERTH_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth-e2e}"
@@ -93,9 +92,8 @@ go_build() {
 
 # build_cmd NAME: the directory holding the program NAME (kube-apiserver,
 # kube-controller-manager, kube-scheduler, etcd or featuregates), built into the cache
-# when missing. All but kube-scheduler build together (the tests need them; featuregates
-# prints kube-scheduler's feature gates); kube-scheduler alone (only the benchmarks
-# race it).
+# when missing, all together in one go build (featuregates prints kube-scheduler's
+# feature gates; the tests race kube-scheduler against Berth on the same objects).
 build_cmd() {
   local name=$1 bin="$cache/$build_id/bin"
   if [ -n "${BERTH_E2E_BIN:-}" ]; then
@@ -104,12 +102,9 @@ build_cmd() {
     return
   fi
   if [ ! -x "$bin/$name" ]; then
-    case "$name" in
-      kube-scheduler) go_build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler ;;
-      *) go_build "kube-apiserver, kube-controller-manager, etcd and featuregates" \
-           k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-           ./etcd ./featuregates ;;
-    esac
+    go_build "kube-apiserver, kube-controller-manager, kube-scheduler, etcd and featuregates" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler ./etcd ./featuregates
     [ -x "$bin/$name" ] || die "the build made no $bin/$name"
   fi
   echo "$bin"
@@ -349,12 +344,12 @@ stop_pid() { # stop_pid PIDFILE SIGNAL
 }
 
 case "${1:-}" in
-  build|build-controller-manager)
+  build|build-controller-manager|build-scheduler)
+    build_cmd kube-scheduler >/dev/null
     bin=$(build_cmd kube-apiserver)
     log "$("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p') in $bin"
     echo "$bin"
     ;;
-  build-scheduler) build_cmd kube-scheduler ;;
   start) shift; cmd_start "$@" ;;
   start-controller-manager) cmd_start_controller_manager "${2:-}" "${3:-}" ;;
   stop)

@@ -230,6 +230,55 @@ impl Drop for Berth {
     }
 }
 
+/// kube-scheduler 1.37.2 (built by `tests/e2e/apiserver.sh build`) against an API
+/// server, with its admin kubeconfig and no leader election; killed on drop.
+pub struct KubeScheduler {
+    child: Child,
+    /// Its stderr.
+    pub log: PathBuf,
+}
+
+impl KubeScheduler {
+    /// Starts it with `--feature-gates=GATES`; `name` names its log in the server's
+    /// directory.
+    pub fn start(server: &ApiServer, gates: &str, name: &str) -> Self {
+        let bin = PathBuf::from(run_script(&["build"]).trim());
+        let dir = server.dir.path();
+        let config = dir.join(format!("{name}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+                 clientConnection: {{kubeconfig: {}}}\nleaderElection: {{leaderElect: false}}\n",
+                server.kubeconfig().display()
+            ),
+        )
+        .unwrap();
+        let log = dir.join(format!("{name}.log"));
+        let child = Command::new(bin.join("kube-scheduler"))
+            .arg(format!("--config={}", config.display()))
+            .arg("--secure-port=0")
+            .arg(format!("--feature-gates={gates}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start kube-scheduler");
+        KubeScheduler { child, log }
+    }
+
+    /// What it logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for KubeScheduler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Polls `f` every 100 ms until it answers `Some`, or fails after `secs` seconds with
 /// `what` and the last answer's description.
 pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T

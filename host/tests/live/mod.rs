@@ -11,6 +11,7 @@ mod dra;
 mod endpoints;
 mod feature_gates;
 mod from_cluster;
+mod gates;
 mod hot_swap;
 mod not_ready;
 mod operations;
