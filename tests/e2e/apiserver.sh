@@ -193,6 +193,13 @@ current-context: e2e
 EOF
 }
 
+# The API server's gates beyond its defaults: GenericWorkload serves Workload and
+# PodGroup; the two alpha gates let pods carry the fields from which kube-scheduler
+# infers a declared feature (hostNetwork with hostUsers: false is refused without
+# UserNamespacesHostNetworkSupport, and bindMountOptions dropped without
+# VolumeBindMountOptions).
+apiserver_gates=GenericWorkload=true,UserNamespacesHostNetworkSupport=true,VolumeBindMountOptions=true
+
 start_apiserver() {
   local d=$1
   # shellcheck disable=SC1091
@@ -213,7 +220,7 @@ start_apiserver() {
     --service-cluster-ip-range=10.0.0.0/24 \
     --authorization-mode="$AUTHZ" \
     --endpoint-reconciler-type=none \
-    --feature-gates=GenericWorkload=true \
+    --feature-gates="$apiserver_gates" \
     --runtime-config="$RUNTIME_CONFIG" \
     --disable-admission-plugins=TaintNodesByCondition,ServiceAccount \
     --max-requests-inflight=2000 --max-mutating-requests-inflight=1000 \

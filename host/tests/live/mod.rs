@@ -6,6 +6,7 @@
 //! rest of this binary's tests run beside them.
 
 mod cluster;
+mod declared_features;
 mod deploy;
 mod dra;
 mod endpoints;
