@@ -78,6 +78,7 @@ struct Inner {
     shadow_disagreements: IntCounterVec,
     batch_attempts: IntCounterVec,
     batch_flushes: IntCounterVec,
+    kinds_forbidden: IntGaugeVec,
 }
 
 fn buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
@@ -132,6 +133,16 @@ impl Metrics {
         )
         .expect("valid metric");
         r.register(Box::new(unschedulable_pods.clone()))
+            .expect("unique name");
+        let kinds_forbidden = IntGaugeVec::new(
+            Opts::new(
+                "berth_list_forbidden",
+                "1 while the API server forbids the scheduler to list the kind (403; pods whose scheduling needs it wait), 0 once it may list it again; per kind (resource.group).",
+            ),
+            &["kind"],
+        )
+        .expect("valid metric");
+        r.register(Box::new(kinds_forbidden.clone()))
             .expect("unique name");
         let inner = Inner {
             schedule_attempts: counter(
@@ -263,6 +274,7 @@ impl Metrics {
                 "Times a profile's batch (a previous cycle's ranked nodes) was thrown away, per reason.",
                 &["profile", "reason"],
             ),
+            kinds_forbidden,
             registry: r,
         };
         Metrics {
@@ -499,6 +511,14 @@ impl Metrics {
             .batch_attempts
             .with_label_values(&[profile, result])
             .get()
+    }
+
+    /// Whether the scheduler may not list `kind` (see [`crate::cluster::access`]).
+    pub fn set_kind_forbidden(&self, kind: &str, forbidden: bool) {
+        self.inner
+            .kinds_forbidden
+            .with_label_values(&[kind])
+            .set(i64::from(forbidden));
     }
 
     /// A profile's batch was thrown away for `reason`.

@@ -296,6 +296,7 @@ async fn run_until(
         heartbeat: Some(live.heartbeat()),
         loop_input: Some(live.sender()),
         page: None,
+        access: Some(cluster.access.clone()),
     });
     let server = match &options.serve {
         Some(serve) => {

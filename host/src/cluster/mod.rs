@@ -1,5 +1,6 @@
 //! Where pods and nodes come from and where bindings go.
 
+pub mod access;
 pub mod affinity;
 pub mod dra;
 pub mod kube;
@@ -359,8 +360,20 @@ pub enum Change {
     },
     /// A `resource.k8s.io` object appeared, changed or is gone.
     Dra(dra::DraChange),
-    /// Every source has listed its objects once: the scheduler's view is complete.
+    /// Every source has listed its objects once: the scheduler's view is complete
+    /// (a kind the scheduler may not list counts as listed, and empty).
     Synced,
+    /// The scheduler may not list a kind (the API server answered 403): pods whose
+    /// scheduling needs it wait (see [`access`]).
+    KindForbidden {
+        /// The kind, as [`access::qualified`] names it.
+        kind: String,
+        /// The API server's words.
+        message: String,
+    },
+    /// A kind the scheduler could not list is listed now, its objects reported
+    /// before this: the pods that waited for it are tried again.
+    KindAllowed(String),
 }
 
 /// The namespaces of the cluster and their labels, shared with plugin instances

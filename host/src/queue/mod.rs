@@ -1137,10 +1137,16 @@ impl SchedulingQueue {
     }
 
     /// Unschedulable pods that one of `plugins` rejected (their last attempt) move to
-    /// backoffQ or activeQ, as after an event that may help them: those plugins were
-    /// replaced or reconfigured, and the new version may decide otherwise. Gated pods
+    /// backoffQ or activeQ, as after an event that may help them (`event` names it
+    /// in the incoming-pods metric): those plugins were replaced or reconfigured, and
+    /// the new version may decide otherwise, or what they waited for came. Gated pods
     /// stay (see [`SchedulingQueue::gated_by`]). Returns how many moved.
-    pub fn move_rejected_by(&mut self, plugins: &BTreeSet<String>, now: Duration) -> usize {
+    pub fn move_rejected_by(
+        &mut self,
+        plugins: &BTreeSet<String>,
+        now: Duration,
+        event: &str,
+    ) -> usize {
         let mut moving: Vec<QueueOrder> = self
             .unschedulable
             .values()
@@ -1151,7 +1157,7 @@ impl SchedulingQueue {
         moving.sort_unstable();
         for QueueOrder(_, _, uid) in &moving {
             if let Some(qp) = self.unschedulable.remove(uid) {
-                self.requeue(qp, now, "PluginReload");
+                self.requeue(qp, now, event);
             }
         }
         moving.len()

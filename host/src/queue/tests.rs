@@ -417,7 +417,10 @@ fn a_reloaded_plugin_moves_the_pods_it_rejected_and_only_those() {
     }
     assert_eq!(q.queue_of("fit"), Some(QueueName::Unschedulable));
     // Long after the backoff: straight to activeQ.
-    assert_eq!(q.move_rejected_by(&plugins(&["Fit", "Gate"]), secs(60)), 1);
+    assert_eq!(
+        q.move_rejected_by(&plugins(&["Fit", "Gate"]), secs(60), "PluginReload"),
+        1
+    );
     assert_eq!(q.queue_of("fit"), Some(QueueName::Active));
     assert_eq!(q.queue_of("ports"), Some(QueueName::Unschedulable));
     assert_eq!(q.queue_of("gated"), Some(QueueName::Gated));
@@ -995,6 +998,9 @@ fn pods_an_event_moves_together_pop_in_queue_order_on_every_run() {
     // A reloaded plugin's rejections: the same.
     let mut q = SchedulingQueue::new(QueueConfig::default());
     failed_order(&mut q);
-    assert_eq!(q.move_rejected_by(&plugins(&["Fit"]), secs(10)), 40);
+    assert_eq!(
+        q.move_rejected_by(&plugins(&["Fit"]), secs(10), "PluginReload"),
+        40
+    );
     assert_eq!(pop_order(&mut q), expected);
 }

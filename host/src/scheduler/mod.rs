@@ -25,6 +25,7 @@ pub use swap::SwapReport;
 
 use crate::cache::{Cache, CacheError, Snapshot};
 use crate::clock::Clock;
+use crate::cluster::access;
 use crate::cluster::dra::Dra;
 use crate::cluster::manifest::PodSelector;
 use crate::cluster::pod_groups::{MemberState, PodGroups, WorkloadObject};
@@ -309,6 +310,9 @@ pub struct Scheduler {
     /// The `GenericWorkload` gate: off, PodGroups and Workloads are ignored and every
     /// pod is scheduled alone, as kube-scheduler 1.37 does by default.
     generic_workload: bool,
+    /// The kinds the scheduler may not list, with the API server's words: pods whose
+    /// scheduling needs one wait (see [`crate::cluster::access`]).
+    forbidden: std::collections::BTreeMap<String, String>,
 }
 
 /// Asks the frameworks' plugins for queueing hints.
@@ -323,6 +327,11 @@ impl HintOracle for Oracle<'_> {
         old: Option<&Object>,
         new: Option<&Object>,
     ) -> QueueingHint {
+        // A pod waiting for a kind the scheduler may not list moves when the kind is
+        // allowed (`Scheduler::allow_kind`), not on a plugin's event.
+        if plugin == access::LIST_ACCESS {
+            return QueueingHint::QueueSkip;
+        }
         match self
             .0
             .iter()
@@ -439,6 +448,7 @@ impl Scheduler {
             doubtful: HashMap::new(),
             cycles: 0,
             generic_workload: options.framework.generic_workload,
+            forbidden: std::collections::BTreeMap::new(),
         })
     }
 
@@ -497,8 +507,53 @@ impl Scheduler {
             }
             Change::Dra(c) => self.apply_dra(c),
             Change::Synced => {}
+            Change::KindForbidden { kind, message } => self.forbid_kind(kind, message),
+            Change::KindAllowed(kind) => self.allow_kind(&kind),
         }
         Ok(())
+    }
+
+    /// The scheduler may not list `kind`: pods whose scheduling needs it wait, from
+    /// their next attempt on.
+    pub fn forbid_kind(&mut self, kind: String, message: String) {
+        self.metrics.set_kind_forbidden(&kind, true);
+        self.forbidden.insert(kind, message);
+        // Pods a PreEnqueue plugin holds back for want of the kind's objects are let
+        // in, to wait for the kind itself (see `gate`).
+        let gates: BTreeSet<String> = self
+            .queue
+            .waiting()
+            .filter_map(|q| q.gated_by.clone())
+            .collect();
+        let now = self.clock.now();
+        for pod in self.queue.gated_by(&gates) {
+            if !pod.scheduling_gates.is_empty()
+                || access::waiting_message(&pod, &self.forbidden).is_none()
+            {
+                continue;
+            }
+            let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {
+                continue;
+            };
+            match self.gate(&fw, &pod) {
+                Ok((key, gate)) => {
+                    self.queue
+                        .update(pod, key, gate, now, &Oracle(&self.frameworks))
+                }
+                Err(e) => self.enqueue_failed(pod, &e),
+            }
+        }
+    }
+
+    /// `kind` is listed again: the pods that waited for it are tried again.
+    pub fn allow_kind(&mut self, kind: &str) {
+        self.metrics.set_kind_forbidden(kind, false);
+        if self.forbidden.remove(kind).is_some() {
+            let waiting = BTreeSet::from([access::LIST_ACCESS.to_owned()]);
+            let now = self.clock.now();
+            let moved = self.queue.move_rejected_by(&waiting, now, "KindAllowed");
+            tracing::debug!(kind, moved, "may list it again: its pods are tried again");
+        }
     }
 
     /// A `scheduling.k8s.io` Workload appeared or changed. Scheduling does not read
@@ -793,6 +848,14 @@ impl Scheduler {
         let wpod = CyclePod::new(pod.clone());
         let key = fw.sort_key(&wpod)?;
         self.key_group_of(fw, pod)?;
+        if pod.scheduling_gates.is_empty()
+            && access::waiting_message(pod, &self.forbidden).is_some()
+        {
+            // PreEnqueue plugins would judge it on a view without the kind
+            // (DynamicResources: its claim "not found"); its cycle says what it waits
+            // for instead.
+            return Ok((key, None));
+        }
         let gate = fw
             .pre_enqueue(&wpod)?
             .map(|(plugin, status)| (plugin.clone(), format!("{plugin}: {}", status.message())))
@@ -1120,6 +1183,18 @@ impl Scheduler {
         };
         if let Some(group) = self.group_of(&qp.pod) {
             self.schedule_group(fw, qp, group);
+            return true;
+        }
+        if let Some(message) = access::waiting_message(&qp.pod, &self.forbidden) {
+            // Placed on a view without the kind, it could land where it cannot run
+            // (or take devices or volumes someone else holds): it waits.
+            self.metrics.observe_attempt(
+                AttemptResult::Unschedulable,
+                fw.scheduler_name(),
+                Duration::ZERO,
+            );
+            let waiting = BTreeSet::from([access::LIST_ACCESS.to_owned()]);
+            self.fail(qp, waiting, FailureReason::Unschedulable, message);
             return true;
         }
         let mut qp = qp;

@@ -193,7 +193,7 @@ impl Scheduler {
             }
         }
         let now = self.clock.now();
-        let moved = self.queue.move_rejected_by(&changed, now);
+        let moved = self.queue.move_rejected_by(&changed, now, "PluginReload");
         let mut regated = 0;
         for pod in self.queue.gated_by(&changed) {
             let Some(fw) = self.framework_for(&pod.scheduler_name).cloned() else {

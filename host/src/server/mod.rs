@@ -149,12 +149,17 @@ pub struct Health {
     pub loop_input: Option<std::sync::mpsc::Sender<crate::live::Input>>,
     /// The page, for `/` (HTML) and `/page.json` (none: not served).
     pub page: Option<crate::page::PageView>,
+    /// The kinds the scheduler may not list, named in `/readyz?verbose` (none: no API
+    /// server to be refused by).
+    pub access: Option<Arc<crate::cluster::access::ListAccess>>,
 }
 
-/// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`).
+/// A result of one check, upstream-style (`[+]name ok` / `[-]name failed: why`); a
+/// passing check may say more (`[+]name ok: note`).
 struct Check {
     name: &'static str,
     failure: Option<String>,
+    note: Option<String>,
 }
 
 impl Health {
@@ -172,6 +177,7 @@ impl Health {
             heartbeat: None,
             loop_input: None,
             page: None,
+            access: None,
         }
     }
 
@@ -179,6 +185,7 @@ impl Health {
         let mut checks = vec![Check {
             name: "ping",
             failure: None,
+            note: None,
         }];
         if let Some((status, lease)) = &self.leader {
             let failure = match status.since_last_renewal() {
@@ -190,6 +197,7 @@ impl Health {
             checks.push(Check {
                 name: "leaderElection",
                 failure,
+                note: None,
             });
         }
         if let Some(beat) = &self.heartbeat {
@@ -198,6 +206,7 @@ impl Health {
                 name: "scheduler-loop",
                 failure: (age > LOOP_STALL)
                     .then(|| format!("the scheduling loop last went round {}s ago", age.as_secs())),
+                note: None,
             });
         }
         checks
@@ -209,13 +218,36 @@ impl Health {
             name: "sched-handler-sync",
             failure: (!self.synced.load(Ordering::Relaxed))
                 .then(|| "the cluster state has not been listed yet".into()),
+            note: None,
         });
+        if let Some(access) = &self.access {
+            // Not a failure: the scheduler schedules every pod that does not need a
+            // forbidden kind, and a cluster may deny a kind on purpose (no DRA, no
+            // volumes). It is said here, in the log, the metric and the pods' status.
+            let forbidden = access.forbidden();
+            let note = (!forbidden.is_empty()).then(|| {
+                let kinds: Vec<String> = forbidden
+                    .iter()
+                    .map(|(kind, why)| format!("{kind} ({why})"))
+                    .collect();
+                format!(
+                    "may not list {}; pods whose scheduling needs them wait",
+                    kinds.join(", ")
+                )
+            });
+            checks.push(Check {
+                name: "list-access",
+                failure: None,
+                note,
+            });
+        }
         checks.push(Check {
             name: "shutdown",
             failure: self
                 .shutting_down
                 .load(Ordering::Relaxed)
                 .then(|| "shutting down".into()),
+            note: None,
         });
         checks
     }
@@ -526,7 +558,10 @@ fn report(kind: &str, checks: &[Check], verbose: bool) -> Response<Full<Bytes>> 
     let mut body = String::new();
     for c in checks {
         match &c.failure {
-            None => body.push_str(&format!("[+]{} ok\n", c.name)),
+            None => match &c.note {
+                None => body.push_str(&format!("[+]{} ok\n", c.name)),
+                Some(note) => body.push_str(&format!("[+]{} ok: {note}\n", c.name)),
+            },
             Some(why) => body.push_str(&format!("[-]{} failed: {why}\n", c.name)),
         }
     }
@@ -801,6 +836,42 @@ mod tests {
         task.abort();
     }
 
+    /// A kind the scheduler may not list is named on `/readyz?verbose`, and does not
+    /// fail it: the scheduler schedules the pods that do not need it.
+    #[tokio::test]
+    async fn readyz_names_the_kinds_the_scheduler_may_not_list() {
+        let access = Arc::new(crate::cluster::access::ListAccess::default());
+        let health = Arc::new(Health {
+            access: Some(access.clone()),
+            ..Arc::into_inner(health()).unwrap()
+        });
+        let server = Server::bind(&open("127.0.0.1:0", Tls::None), health)
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+        let (_, body) = get(addr, "/readyz?verbose").await;
+        assert!(body.contains("[+]list-access ok\n"), "{body}");
+        access.forbid("resourceslices.resource.k8s.io", "slices are forbidden");
+        access.forbid("deviceclasses.resource.k8s.io", "classes are forbidden");
+        assert_eq!(get(addr, "/readyz").await, (200, "ok".into()));
+        let (status, body) = get(addr, "/readyz?verbose").await;
+        assert_eq!(status, 200);
+        assert!(
+            body.contains(
+                "[+]list-access ok: may not list deviceclasses.resource.k8s.io (classes are \
+                 forbidden), resourceslices.resource.k8s.io (slices are forbidden); pods whose \
+                 scheduling needs them wait\n"
+            ),
+            "{body}"
+        );
+        access.allow("deviceclasses.resource.k8s.io");
+        access.allow("resourceslices.resource.k8s.io");
+        let (_, body) = get(addr, "/readyz?verbose").await;
+        assert!(body.contains("[+]list-access ok\n"), "{body}");
+        task.abort();
+    }
+
     #[tokio::test]
     async fn readyz_waits_for_sync_and_shutdown_fails_it() {
         let health = Arc::new(Health {
@@ -821,6 +892,7 @@ mod tests {
             heartbeat: None,
             loop_input: None,
             page: None,
+            access: None,
         });
         let server = Server::bind(&open("127.0.0.1:0", Tls::None), health.clone())
             .await
@@ -920,6 +992,7 @@ mod tests {
             heartbeat: None,
             loop_input: None,
             page: None,
+            access: None,
         });
         let first = Server::bind(&open("127.0.0.1:0", Tls::SelfSigned), health.clone())
             .await

@@ -14,6 +14,7 @@ mod feature_gates;
 mod from_cluster;
 mod gates;
 mod hot_swap;
+mod list_access;
 mod not_ready;
 mod operations;
 mod pod_groups;

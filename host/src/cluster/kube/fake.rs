@@ -120,5 +120,6 @@ pub fn cluster(client: kube::Client) -> KubeCluster {
         event_limiter: Arc::new(RateLimiter::new(0.0, 0)),
         preemption_limiter: Arc::new(RateLimiter::new(0.0, 0)),
         pod_groups: Arc::default(),
+        access: Arc::default(),
     }
 }

@@ -109,6 +109,8 @@ pub struct KubeCluster {
     /// The PodGroups as the watcher last saw them, which the recorder writes their
     /// condition from.
     pub pod_groups: Arc<PodGroupStatuses>,
+    /// The kinds the watchers may not list, for the health endpoints.
+    pub access: Arc<crate::cluster::access::ListAccess>,
 }
 
 impl std::fmt::Debug for KubeCluster {
@@ -172,6 +174,7 @@ impl KubeCluster {
             event_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
             preemption_limiter: Arc::new(RateLimiter::new(options.qps, options.burst)),
             pod_groups: Arc::default(),
+            access: Arc::default(),
         })
     }
 }

@@ -6,10 +6,17 @@
 //! the watch was down, so each watcher remembers the objects it reported and, when a
 //! relist ends, reports as deleted those it no longer lists. When every watcher has
 //! listed once, the loop is told [`Change::Synced`] and starts scheduling.
+//!
+//! A kind the scheduler may not list (403 on its list) counts as listed, and empty:
+//! it is said once, marked in the cluster's [`ListAccess`] and told to the loop
+//! ([`Change::KindForbidden`]), whose pods that need it wait; the list is retried
+//! with the watcher's backoff, and once it succeeds the loop is told
+//! [`Change::KindAllowed`].
 
 use super::KubeCluster;
 use super::pod_group_status::PodGroupStatuses;
 use crate::cluster::Change;
+use crate::cluster::access::{self, ListAccess};
 use crate::cluster::dra::DraChange;
 use crate::cluster::manifest::dra;
 use crate::cluster::manifest::pod_group::pod_group_from_json;
@@ -72,6 +79,7 @@ pub(super) fn start<T: From<Change> + Send + 'static>(
     let mut s = Spawner {
         client: cluster.client.clone(),
         pod_groups: cluster.pod_groups.clone(),
+        access: cluster.access.clone(),
         handle,
         mode,
         tx,
@@ -120,6 +128,8 @@ struct Spawner<'a, T> {
     client: kube::Client,
     /// Kept up to date by the PodGroup watcher, for the recorder.
     pod_groups: Arc<PodGroupStatuses>,
+    /// The kinds the watchers may not list.
+    access: Arc<ListAccess>,
     handle: &'a Handle,
     mode: Mode,
     tx: Sender<T>,
@@ -150,6 +160,10 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             + 'static,
     {
         self.pending.fetch_add(1, Ordering::AcqRel);
+        let access = KindAccess {
+            name: access::qualified(kind, &K::group(&())),
+            access: self.access.clone(),
+        };
         self.tasks.push(self.handle.spawn(watch::<K, T>(
             self.mode.clone(),
             Api::all(self.client.clone()),
@@ -159,6 +173,7 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             deleted,
             self.tx.clone(),
             self.pending.clone(),
+            access,
         )));
     }
 
@@ -187,6 +202,7 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
         let tx = self.tx.clone();
         let pending = self.pending.clone();
         let mode = self.mode.clone();
+        let list_access = self.access.clone();
         self.tasks.push(self.handle.spawn(async move {
             let Some(resource) = served(&client, group, versions, plural).await else {
                 tracing::warn!("{unserved}");
@@ -198,6 +214,10 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
             tracing::debug!(version = %resource.api_version, "{plural}: served");
             on_served(&resource);
             let api: Api<DynamicObject> = Api::all_with(client, &resource);
+            let access = KindAccess {
+                name: access::qualified(plural, &resource.group),
+                access: list_access,
+            };
             watch(
                 mode,
                 api,
@@ -207,6 +227,7 @@ impl<T: From<Change> + Send + 'static> Spawner<'_, T> {
                 deleted,
                 tx,
                 pending,
+                access,
             )
             .await;
         }));
@@ -647,6 +668,12 @@ async fn list_once<K, T: From<Change>>(
     }
 }
 
+/// A kind's name in messages ([`access::qualified`]) and where its access is kept.
+struct KindAccess {
+    name: String,
+    access: Arc<ListAccess>,
+}
+
 /// Reads one kind as `mode` says: watches it (below), or lists it once
 /// ([`list_once`]).
 #[allow(
@@ -665,6 +692,8 @@ async fn watch<K, T: From<Change>>(
     deleted: impl Fn(String) -> Change,
     tx: Sender<T>,
     pending: Arc<AtomicUsize>,
+    // Where a 403 on the list is marked.
+    access: KindAccess,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + Debug + Send + 'static,
 {
@@ -710,9 +739,51 @@ async fn watch<K, T: From<Change>>(
                     }
                     known = seen;
                 }
+                if access.access.allow(&access.name) {
+                    tracing::info!(
+                        kind = %access.name,
+                        "listed {}: the scheduler may list it now, and the pods that waited for it are tried again",
+                        access.name
+                    );
+                    if !send(Change::KindAllowed(access.name.clone())) {
+                        return;
+                    }
+                }
                 if !synced {
                     synced = true;
                     tracing::debug!("{kind}: listed");
+                    if pending.fetch_sub(1, Ordering::AcqRel) == 1 && !send(Change::Synced) {
+                        return;
+                    }
+                }
+            }
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(status)))
+                if status.code == 403 =>
+            {
+                let why = if status.message.is_empty() {
+                    format!("{} ({})", status.reason, status.code)
+                } else {
+                    status.message.clone()
+                };
+                if access.access.forbid(&access.name, &why) {
+                    tracing::warn!(
+                        kind = %access.name,
+                        "the scheduler may not list {}: pods whose scheduling needs it wait, \
+                         the rest are scheduled; retrying with backoff until it may: {why}",
+                        access.name
+                    );
+                    if !send(Change::KindForbidden {
+                        kind: access.name.clone(),
+                        message: why,
+                    }) {
+                        return;
+                    }
+                } else {
+                    tracing::debug!(kind = %access.name, "still forbidden, retrying: {why}");
+                }
+                // Listed, as far as waiting goes: empty.
+                if !synced {
+                    synced = true;
                     if pending.fetch_sub(1, Ordering::AcqRel) == 1 && !send(Change::Synced) {
                         return;
                     }
@@ -869,6 +940,7 @@ mod tests {
             Spawner {
                 client: cluster.client.clone(),
                 pod_groups: cluster.pod_groups.clone(),
+                access: cluster.access.clone(),
                 handle,
                 mode,
                 tx,
@@ -1516,6 +1588,108 @@ mod tests {
         assert!(requests.lock().unwrap().iter().all(|r| r.method == "GET"));
         for t in s.tasks {
             t.abort();
+        }
+    }
+
+    /// What a 1.37 API server answers an account without `list` on DeviceClasses.
+    const FORBIDDEN_CLASSES: &str = "deviceclasses.resource.k8s.io is forbidden: User \"system:serviceaccount:kube-system:berth\" cannot list resource \"deviceclasses\" in API group \"resource.k8s.io\" at the cluster scope";
+
+    #[tokio::test]
+    async fn a_kind_the_account_may_not_list_counts_as_listed_and_is_retried_until_allowed() {
+        let log = Log::default();
+        let _log = log.start();
+        let allowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let grant = allowed.clone();
+        let quiet = Mutex::new(Vec::new());
+        let answer = move |r: &fake::Request| {
+            if r.path == DRA {
+                return dra_discovery();
+            }
+            let Some(plural) = r.path.strip_prefix("/apis/resource.k8s.io/v1/") else {
+                return fake::not_found();
+            };
+            if plural == "deviceclasses" && !allowed.load(Ordering::SeqCst) {
+                return fake::status(403, "Forbidden", FORBIDDEN_CLASSES);
+            }
+            if r.is_watch() {
+                let (tx, rx) = mpsc::unbounded();
+                quiet.lock().unwrap().push(tx);
+                return Answer::Events(rx);
+            }
+            let items = match plural {
+                "deviceclasses" => vec![json!({
+                    "metadata": {"name": "gpu.example.com", "uid": "c1", "resourceVersion": "10"},
+                    "spec": {"selectors": [{"cel": {"expression": "true"}}]},
+                })],
+                _ => Vec::new(),
+            };
+            Answer::Json(200, dra_list("Any", items))
+        };
+        let (client, _requests) = fake::client(answer);
+        let cluster = fake::cluster(client);
+        let (mut s, rx) = spawner(&cluster, Mode::Watch);
+        s.dra();
+
+        // Forbidden: told to the loop, marked, and counted as listed, so that the
+        // four others' lists complete the sync.
+        let mut changes = vec![
+            summary_of_access(&next(&rx).await),
+            summary_of_access(&next(&rx).await),
+        ];
+        changes.sort();
+        assert_eq!(
+            changes,
+            [
+                format!("forbidden deviceclasses.resource.k8s.io: {FORBIDDEN_CLASSES}"),
+                "synced".to_owned(),
+            ]
+        );
+        assert_eq!(
+            cluster.access.forbidden().into_iter().collect::<Vec<_>>(),
+            [(
+                "deviceclasses.resource.k8s.io".to_owned(),
+                FORBIDDEN_CLASSES.to_owned()
+            )]
+        );
+        // Retried with backoff, said once.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert!(rx.try_recv().is_err(), "nothing more while still forbidden");
+        assert_eq!(
+            log.text()
+                .matches("the scheduler may not list deviceclasses.resource.k8s.io")
+                .count(),
+            1,
+            "{}",
+            log.text()
+        );
+        assert!(log.text().contains(FORBIDDEN_CLASSES), "{}", log.text());
+
+        // Granted: the next retry lists the classes, then says the kind is allowed.
+        grant.store(true, Ordering::SeqCst);
+        let mut changes = Vec::new();
+        for _ in 0..2 {
+            changes.push(summary_of_access(&next(&rx).await));
+        }
+        assert_eq!(
+            changes,
+            [
+                "class gpu.example.com [DeviceSelector { expression: \"true\" }]",
+                "allowed deviceclasses.resource.k8s.io",
+            ]
+        );
+        assert!(cluster.access.forbidden().is_empty());
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(rx.try_recv().is_err(), "synced once, allowed once");
+        for t in s.tasks {
+            t.abort();
+        }
+    }
+
+    fn summary_of_access(c: &Change) -> String {
+        match c {
+            Change::KindForbidden { kind, message } => format!("forbidden {kind}: {message}"),
+            Change::KindAllowed(kind) => format!("allowed {kind}"),
+            other => dra_summary(other),
         }
     }
 
