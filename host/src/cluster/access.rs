@@ -8,7 +8,9 @@
 //! pods that do wait, unschedulable, with a message naming the kind, rather than be
 //! placed on a view that misses it (a device claim allocated without the slices, a
 //! volume bound without the claims). The watcher keeps asking, with backoff, so that
-//! a grant made later is picked up and those pods are tried again.
+//! a grant made later is picked up and those pods are tried again. Pods and nodes
+//! are the exception ([`ESSENTIAL`]): no pod can be scheduled without them, so a 403
+//! on either keeps the scheduler unsynced, and not ready, until it may list them.
 
 use berth_sdk::Pod;
 use berth_sdk::volumes::VolumeSource;
@@ -22,6 +24,10 @@ pub const LIST_ACCESS: &str = "ListAccess";
 
 /// Nodes: every pod needs them.
 pub const NODES: &str = "nodes";
+
+/// The kinds without which nothing can be scheduled: a 403 on one is said and
+/// retried, but never counts as listed.
+pub const ESSENTIAL: &[&str] = &["pods", NODES];
 /// Namespaces: pod (anti-)affinity terms with a namespace selector read their labels.
 pub const NAMESPACES: &str = "namespaces";
 /// The kinds a pod with PersistentVolumeClaims (or generic ephemeral volumes) needs:

@@ -100,19 +100,25 @@ async fn group_conditions(admin: &kube::Client, ns: &str) -> Vec<(String, String
     out
 }
 
-/// Creates `objects` and `pods` in a new namespace `ns`, has `who` schedule them with
-/// `--feature-gates=GATES`, and returns what it left; the scheduler is then stopped
-/// and the pods removed (bound ones too: no kubelet holds them), so that the nodes are
-/// free for the next run.
+/// Creates the cluster-scoped objects `cluster` (nodes, slices), and `objects` and
+/// `pods` in a new namespace `ns`, has `who` schedule them with
+/// `--feature-gates=GATES`, and returns what it left; the scheduler is then stopped,
+/// the pods removed (bound ones too: no kubelet holds them) and `cluster` deleted, so
+/// that the next run starts on the same room.
 async fn run(
     server: &ApiServer,
     who: Scheduler,
     ns: &str,
     gates: &str,
+    cluster: &[Value],
     objects: &[Value],
     pods: &[Value],
 ) -> Outcome {
     let admin = server.client().await;
+    let mut made = Vec::new();
+    for o in cluster {
+        made.push(create_object(&admin, o.clone()).await);
+    }
     let namespaces: Api<k8s::Namespace> = Api::all(admin.clone());
     namespaces
         .create(
@@ -176,6 +182,14 @@ async fn run(
         }
     })
     .await;
+    for o in made {
+        let name = o.metadata.name.clone().unwrap();
+        api_for(&admin, &o)
+            .await
+            .delete(&name, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("deleting {name}: {e}"));
+    }
     outcome
 }
 
@@ -226,6 +240,7 @@ async fn generic_workload_off_and_on_as_kube_scheduler() {
             Scheduler::Upstream,
             &format!("{tag}-upstream"),
             gates,
+            &[],
             &objects,
             &pods,
         )
@@ -235,6 +250,7 @@ async fn generic_workload_off_and_on_as_kube_scheduler() {
             Scheduler::Berth,
             &format!("{tag}-berth"),
             gates,
+            &[],
             &objects,
             &pods,
         )
@@ -262,5 +278,82 @@ async fn generic_workload_off_and_on_as_kube_scheduler() {
                 assert_eq!(berth.groups, upstream.groups, "{berth:#?}\n{upstream:#?}");
             }
         }
+    }
+}
+
+/// A node whose one device draws on counters its pool shares (a partitionable
+/// device): the driver publishes the counters in one slice and the device in another.
+fn partitionable_node() -> Vec<Value> {
+    let pool = json!({"name": "dra-node", "generation": 1, "resourceSliceCount": 2});
+    vec![
+        serde_json::to_value(node("dra-node", "4", "8Gi", 110)).unwrap(),
+        json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "dra-node-counters"},
+            "spec": {
+                "driver": GPU_CLASS, "nodeName": "dra-node", "pool": pool,
+                "sharedCounters": [{"name": "gpu-0-memory", "counters": {"memory": {"value": "8Gi"}}}],
+            },
+        }),
+        json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "dra-node-gpus"},
+            "spec": {
+                "driver": GPU_CLASS, "nodeName": "dra-node", "pool": pool,
+                "devices": [{
+                    "name": "gpu-0-whole",
+                    "consumesCounters": [{"counterSet": "gpu-0-memory", "counters": {"memory": {"value": "8Gi"}}}],
+                }],
+            },
+        }),
+    ]
+}
+
+/// `DRAPartitionableDevices` on (the default) and off: with it on, both schedulers
+/// give the pod's claim the device that draws on shared counters; with it off, both
+/// leave such a device out, and the pod is unschedulable in the same words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_partitionable_devices_on_and_off_as_kube_scheduler() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let admin = server.client().await;
+    create_object(&admin, gpu_class()).await;
+    let claim = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "gpu"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS}}]}},
+    });
+    let pod = pod_json(
+        "trainer",
+        "1",
+        json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}}),
+    );
+    for (tag, gates) in [
+        ("on", "DRAPartitionableDevices=true"),
+        ("off", "DRAPartitionableDevices=false"),
+    ] {
+        let mut outcomes = Vec::new();
+        for who in [Scheduler::Upstream, Scheduler::Berth] {
+            let ns = format!("{tag}-{}", format!("{who:?}").to_lowercase());
+            outcomes.push(
+                run(
+                    &server,
+                    who,
+                    &ns,
+                    gates,
+                    &partitionable_node(),
+                    std::slice::from_ref(&claim),
+                    std::slice::from_ref(&pod),
+                )
+                .await,
+            );
+        }
+        let (upstream, berth) = (&outcomes[0], &outcomes[1]);
+        assert_eq!(
+            upstream.bound(),
+            usize::from(tag == "on"),
+            "{gates}: {upstream:#?}"
+        );
+        assert_eq!(berth, upstream, "{gates}: Berth and kube-scheduler differ");
     }
 }

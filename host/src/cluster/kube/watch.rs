@@ -781,8 +781,9 @@ async fn watch<K, T: From<Change>>(
                 } else {
                     tracing::debug!(kind = %access.name, "still forbidden, retrying: {why}");
                 }
-                // Listed, as far as waiting goes: empty.
-                if !synced {
+                // Listed, as far as waiting goes: empty; but never pods or nodes,
+                // without which the scheduler is not ready.
+                if !synced && !access::ESSENTIAL.contains(&access.name.as_str()) {
                     synced = true;
                     if pending.fetch_sub(1, Ordering::AcqRel) == 1 && !send(Change::Synced) {
                         return;
