@@ -132,6 +132,8 @@ pub fn validate(
             storage: Storage::new(),
             pod_groups: Default::default(),
             dra: Default::default(),
+            // The framework gives its plugins its options' gates.
+            gates: Default::default(),
         },
         options: gates.clone(),
     };

@@ -11,6 +11,7 @@ use crate::plugin::CycleState as HostState;
 use crate::plugin::group_what_if;
 use crate::plugin::waiting::WaitingPods;
 use crate::plugin::{CallError, CyclePod, PluginCalls, Simulation, WhatIf};
+use crate::wasm::module::FeatureGates;
 use berth_sdk::node_list::NodeList;
 use berth_sdk::points::{self, Replica};
 use berth_sdk::{
@@ -86,8 +87,13 @@ fn twin<T: Registered + Send>() -> Twin {
     Twin {
         name: T::NAME,
         new: |args, host| {
+            // `new` reads its host too (the feature gates), as in a component.
+            let plugin = match &host {
+                Some(h) => berth_sdk::with_native_host(h, || T::new(args))?,
+                None => T::new(args)?,
+            };
             Ok(Box::new(NativeInstance {
-                plugin: T::new(args)?,
+                plugin,
                 vtable: T::vtable(),
                 view: View::default(),
                 host,
@@ -484,6 +490,8 @@ pub struct NativeHost {
     pub pod_groups: crate::cluster::pod_groups::PodGroups,
     /// The dynamic resource allocation objects.
     pub dra: crate::cluster::dra::Dra,
+    /// kube-scheduler's feature gates as the scheduler runs.
+    pub gates: FeatureGates,
 }
 
 impl HostApi for NativeHost {
@@ -501,6 +509,9 @@ impl HostApi for NativeHost {
     }
     fn namespace_labels(&self, namespace: &str) -> Option<Labels> {
         self.namespaces.labels(namespace)
+    }
+    fn feature_gate(&self, name: &str) -> Option<bool> {
+        self.gates.get(name)
     }
     fn waiting_pods(&self) -> Vec<berth_sdk::WaitingPod> {
         self.waiting.list()
@@ -719,14 +730,22 @@ impl HostApi for NativeHost {
 
 impl NativeHost {
     /// The host a native instance of an instance set with `services` talks to: its
-    /// scheduler's cluster, views and waiting pods. None when the set reaches no
-    /// cluster (a trial instance). A native twin is trusted: a scheduling set's
-    /// instance reaches the binder a binding set's does.
+    /// scheduler's cluster, views and waiting pods. When the set reaches no cluster
+    /// (a trial instance), a host of the feature gates alone, so that a plugin reads
+    /// the same gates as its component would; none when there are no gates either. A
+    /// native twin is trusted: a scheduling set's instance reaches the binder a
+    /// binding set's does.
     pub fn of(services: &crate::wasm::module::HostServices) -> Option<Arc<dyn HostApi>> {
-        let binder = services
+        let Some(binder) = services
             .binder
             .clone()
-            .or_else(|| services.claim_writer.clone())?;
+            .or_else(|| services.claim_writer.clone())
+        else {
+            if services.gates == FeatureGates::default() {
+                return None;
+            }
+            return Some(Arc::new(GatesOnly(services.gates.clone())));
+        };
         Some(Arc::new(NativeHost {
             binder,
             namespaces: services.namespaces.clone(),
@@ -734,7 +753,33 @@ impl NativeHost {
             storage: services.storage.clone(),
             pod_groups: services.pod_groups.clone(),
             dra: services.dra.clone(),
+            gates: services.gates.clone(),
         }))
+    }
+}
+
+/// The host of a native instance that reaches no cluster: it answers the feature
+/// gates, and nothing else.
+struct GatesOnly(FeatureGates);
+
+impl HostApi for GatesOnly {
+    fn log(&self, level: LogLevel, message: &str) {
+        match level {
+            LogLevel::Trace => tracing::trace!(native = true, "{message}"),
+            LogLevel::Debug => tracing::debug!(native = true, "{message}"),
+            LogLevel::Info => tracing::info!(native = true, "{message}"),
+            LogLevel::Warn => tracing::warn!(native = true, "{message}"),
+            LogLevel::Error => tracing::error!(native = true, "{message}"),
+        }
+    }
+    fn bind_pod(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
+        Err("a trial instance binds nothing".to_owned())
+    }
+    fn namespace_labels(&self, _namespace: &str) -> Option<Labels> {
+        None
+    }
+    fn feature_gate(&self, name: &str) -> Option<bool> {
+        self.0.get(name)
     }
 }
 
@@ -755,6 +800,7 @@ mod tests {
             storage: Storage::new(),
             pod_groups: crate::cluster::pod_groups::PodGroups::default(),
             dra: dra.clone(),
+            gates: FeatureGates::default(),
         }
     }
 

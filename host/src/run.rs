@@ -194,6 +194,7 @@ async fn run_until(
     // The loop never waits on a bind against an API server.
     scheduler_options.settle_bindings = false;
     scheduler_options.keep_bound_outcomes = false;
+    crate::features::complete(&mut scheduler_options.framework);
     let runtime = runtime.clone();
     let loop_clock = clock.clone();
     let config_for_build = config.clone();

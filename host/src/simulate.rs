@@ -434,6 +434,9 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Loaded, Simula
     };
     let cluster = Arc::new(MemoryCluster::new());
     let clock = Arc::new(VirtualClock::default());
+    // The plugins read every feature gate, set or not.
+    let mut scheduler_options = opts.scheduler.clone();
+    crate::features::complete(&mut scheduler_options.framework);
     // The files are read while the profiles' modules load: two cores, one each.
     let (docs, scheduler) = std::thread::scope(|scope| {
         let reading = scope.spawn(|| {
@@ -447,7 +450,7 @@ fn load(runtime: &Arc<Runtime>, opts: &SimulateOptions) -> Result<Loaded, Simula
             runtime,
             &config,
             &config_name,
-            &opts.scheduler,
+            &scheduler_options,
             cluster.clone(),
             clock,
         );

@@ -27,7 +27,7 @@ use wit::berth::scheduler::workload as wl;
 use wit::exports::berth::scheduler as ex;
 
 /// The version of the WIT package this SDK was built against.
-pub const WIT_VERSION: &str = "0.9.3";
+pub const WIT_VERSION: &str = "0.9.4";
 
 /// One live plugin instance and its replica of the nodes, indexed by slot.
 struct Instance<T> {
@@ -226,6 +226,11 @@ pub fn allow_waiting_pod(uid: &str, plugin: &str) {
 /// Rejects a waiting pod.
 pub fn reject_waiting_pod(uid: &str, plugin: &str, message: &str) {
     host::reject_waiting_pod(uid, plugin, message)
+}
+
+/// A kube-scheduler feature gate as the host runs.
+pub fn feature_gate(name: &str) -> Option<bool> {
+    host::feature_gate(name)
 }
 
 /// The labels of a namespace, if the host knows it.

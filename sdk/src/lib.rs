@@ -145,6 +145,11 @@ pub trait HostApi: Send + Sync {
     fn bind_pod(&self, pod: &Pod, node: &str) -> Result<(), String>;
     /// The labels of a namespace.
     fn namespace_labels(&self, namespace: &str) -> Option<Labels>;
+    /// A kube-scheduler feature gate as the scheduler runs (see [`feature_gate`]).
+    fn feature_gate(&self, name: &str) -> Option<bool> {
+        let _ = name;
+        None
+    }
     /// The pods waiting at Permit.
     fn waiting_pods(&self) -> Vec<WaitingPod> {
         Vec::new()
@@ -567,6 +572,19 @@ pub fn namespace_labels(namespace: &str) -> Option<Labels> {
     return guest::namespace_labels(namespace);
     #[cfg(not(target_arch = "wasm32"))]
     native_host().and_then(|h| h.namespace_labels(namespace))
+}
+
+/// The value of one of kube-scheduler 1.37's feature gates (`"DRAPartitionableDevices"`)
+/// as the scheduler runs: the value `--feature-gates` set, else the value the host
+/// behaves as with, else the gate's default. `None` for a name kube-scheduler does
+/// not know, from a host older than WIT 0.9.4's, or natively with no host (a
+/// plugin's own tests): then the plugin keeps kube-scheduler's default. The answer
+/// does not change while the scheduler runs, so `Plugin::new` may read it once.
+pub fn feature_gate(name: &str) -> Option<bool> {
+    #[cfg(target_arch = "wasm32")]
+    return guest::feature_gate(name);
+    #[cfg(not(target_arch = "wasm32"))]
+    native_host().and_then(|h| h.feature_gate(name))
 }
 
 /// A PersistentVolumeClaim of the cluster, by namespace and name; `None` when there

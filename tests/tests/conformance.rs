@@ -214,6 +214,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
             storage,
             pod_groups: Default::default(),
             dra,
+            gates: Default::default(),
         };
         let fw = match Framework::new(&profile, &modules, &options, &services) {
             Ok(fw) => fw,

@@ -11,7 +11,9 @@ use berth::plugin_cli;
 use berth::simulate::{SimulateOptions, simulate};
 use berth::wasm::abi::{Policy, Support, WIT_VERSION};
 use berth::wasm::module::HostServices;
-use berth_artifacts::fixtures::{FIXTURE_GANG, FIXTURE_WIT_0_7_0, FIXTURE_WIT_0_8_2};
+use berth_artifacts::fixtures::{
+    FIXTURE_GANG, FIXTURE_WIT_0_7_0, FIXTURE_WIT_0_8_2, FIXTURE_WIT_0_9_3,
+};
 use berth_sdk::{
     ExtensionPoint, Placement, Plugin, PodGroup, PodGroupAssignments, ProposedAssignment,
     Registered,
@@ -241,6 +243,45 @@ fn a_0_8_2_module_loads_through_the_adapter_and_filters_and_scores() {
         report.to_text()
     );
     filters_and_scores_in_a_profile(FIXTURE_WIT_0_8_2);
+}
+
+/// The sha256 of `wit/scheduler.wit` at 0.9.3 (as at commit f7f2130, before
+/// `host.feature-gate`), which `fixture-wit-0-9-3` keeps: the frozen WIT is never
+/// edited.
+const FROZEN_0_9_3_WIT_SHA256: &str =
+    "6bc3f3f0a64a726838e984c760fbe5cfa63b928d38d3ddde8c64b943b68be5af";
+
+/// A module of an older patch of the track, built against 0.9.3 (before 0.9.4 added
+/// `feature-gate` to the `host` import), loads as it is and schedules alike.
+#[test]
+fn a_0_9_3_module_loads_as_an_older_patch_and_filters_and_scores() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fixture-wit-0-9-3/wit/scheduler.wit");
+    let text = std::fs::read(&path).unwrap();
+    let sha: String = Sha256::digest(&text)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        sha,
+        FROZEN_0_9_3_WIT_SHA256,
+        "{} was edited: it is the WIT 0.9.3 modules were built against, and stays as it was",
+        path.display()
+    );
+    let module = runtime().load_file(Path::new(FIXTURE_WIT_0_9_3)).unwrap();
+    assert_eq!(module.name(), "AvoidAndRank");
+    assert_eq!(module.wit_version(), "0.9.3");
+    assert_eq!(Policy::current().classify("0.9.3"), Support::OlderPatch);
+    let report = plugin_cli::check(&runtime(), Path::new(FIXTURE_WIT_0_9_3), "{}");
+    assert_eq!(report.refused, None, "{}", report.to_text());
+    assert!(
+        report
+            .to_text()
+            .contains("(supported: an older patch of the 0.9 track;"),
+        "{}",
+        report.to_text()
+    );
+    filters_and_scores_in_a_profile(FIXTURE_WIT_0_9_3);
 }
 
 /// Schedules three pods with the AvoidAndRank module at `fixture` in a profile.

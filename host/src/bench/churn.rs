@@ -181,6 +181,7 @@ pub fn run_churn(
     let sample_every = opts.sample_every.max(1);
     let mut options = opts.scheduler.clone();
     options.framework.native = opts.native;
+    crate::features::complete(&mut options.framework);
     // As `berth run`: the cluster's report confirms a binding, bound pods' outcomes
     // are not kept, binding cycles run on their threads.
     options.confirm_bindings = true;

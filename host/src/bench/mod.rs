@@ -1202,6 +1202,7 @@ fn setup(
     if !matches!(w.groups, Groups::None) {
         options.framework.generic_workload = true;
     }
+    crate::features::complete(&mut options.framework);
     let cluster = Arc::new(MemoryCluster::new());
     let clock = Arc::new(if paced {
         VirtualClock::paced()

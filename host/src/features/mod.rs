@@ -231,12 +231,45 @@ pub fn in_berth(name: &str) -> Option<InBerth> {
         .map(|(_, what)| *what)
 }
 
+/// The value Berth runs gate `name` with when `--feature-gates` leaves it: for a gate
+/// it cannot follow, the value it behaves as with, else kube-scheduler's default.
+fn unset(name: &str) -> Option<bool> {
+    let g = gate(name)?;
+    Some(
+        in_berth(name)
+            .and_then(InBerth::fixed_at)
+            .unwrap_or(g.default),
+    )
+}
+
+/// kube-scheduler 1.37.2's gate `name` as Berth runs with `options`: the value
+/// `--feature-gates` set, else the value Berth behaves as with for a gate it cannot
+/// follow, else upstream's default. None for a name kube-scheduler does not know.
+/// This is what plugins read (`feature-gate`).
+pub fn effective(name: &str, options: &FrameworkOptions) -> Option<bool> {
+    gate(name)?;
+    options.gates.get(name).or_else(|| unset(name))
+}
+
+/// Gives every gate kube-scheduler 1.37.2 knows its [`effective`] value in the
+/// options' gates, which the framework hands to its plugins: the commands call it
+/// (and [`apply`] does), so that a plugin reads every gate, set or not.
+pub fn complete(options: &mut FrameworkOptions) {
+    for g in KUBE_SCHEDULER_1_37 {
+        if let Some(on) = effective(g.name, options) {
+            options.gates.set(g.name, on);
+        }
+    }
+}
+
 /// Applies a `--feature-gates` value (`Name=true,Other=false`) to the framework's
 /// options, entry by entry as kube-scheduler reads them. An error names the entry
 /// and what was wrong with it, and the options keep what the entries before it set.
 /// The answer lists what to warn of: gates set to a value that changes nothing
-/// Berth decides.
+/// Berth decides. Every accepted entry is kept in [`FrameworkOptions::gates`], for
+/// the plugins to read.
 pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, String> {
+    complete(options);
     let mut warnings = Vec::new();
     let mut set: Vec<(&str, bool)> = Vec::new();
     for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -308,6 +341,7 @@ pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, 
                 }
             }
         }
+        options.gates.set(name, on);
     }
     unmet_dependencies(&set)?;
     Ok(warnings)
@@ -467,6 +501,38 @@ mod tests {
         let w = apply("ContextualLogging=false", &mut o).unwrap();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("changes nothing Berth decides"), "{}", w[0]);
+    }
+
+    #[test]
+    fn plugins_read_a_gate_as_set_else_as_berth_behaves_else_upstream_s_default() {
+        let mut o = FrameworkOptions::default();
+        assert_eq!(effective("NoSuchGate", &o), None);
+        assert_eq!(effective("OpportunisticBatching", &o), Some(true));
+        assert_eq!(effective("ContextualLogging", &o), Some(true));
+        // On upstream, off in Berth (fixed): Berth's value.
+        assert_eq!(effective("DRASchedulerFilterTimeout", &o), Some(false));
+        // The options hold no gate until they are completed.
+        assert_eq!(o.gates.get("OpportunisticBatching"), None);
+        complete(&mut o);
+        for g in KUBE_SCHEDULER_1_37 {
+            assert_eq!(o.gates.get(g.name), effective(g.name, &o), "{}", g.name);
+        }
+        assert_eq!(o.gates.get("DRASchedulerFilterTimeout"), Some(false));
+        // What the flag sets, followed or not, is what plugins read.
+        let w = apply(
+            "OpportunisticBatching=false,ContextualLogging=false",
+            &mut o,
+        )
+        .unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(o.gates.get("OpportunisticBatching"), Some(false));
+        assert_eq!(o.gates.get("ContextualLogging"), Some(false));
+        assert_eq!(effective("ContextualLogging", &o), Some(false));
+        // `apply` completes too; a refused entry is not kept.
+        let mut o = FrameworkOptions::default();
+        apply("DRASchedulerFilterTimeout=true", &mut o).unwrap_err();
+        assert_eq!(o.gates.get("DRASchedulerFilterTimeout"), Some(false));
+        assert_eq!(o.gates.get("DynamicResourceAllocation"), Some(true));
     }
 
     #[test]

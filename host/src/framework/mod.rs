@@ -30,7 +30,7 @@ pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};
 use crate::config::Profile;
 use crate::native::Twin;
 use crate::plugin::CallError;
-use crate::wasm::module::HostServices;
+use crate::wasm::module::{FeatureGates, HostServices};
 use crate::wasm::{Instance, LoadError, Module};
 use berth_sdk::{Code, ExtensionPoint, Status};
 use rand::SeedableRng;
@@ -84,6 +84,9 @@ pub struct FrameworkOptions {
     pub percentage_of_nodes_to_score: u32,
     /// Seed of the tie-breaking random choice.
     pub seed: u64,
+    /// kube-scheduler's feature gates as Berth runs, which plugins read
+    /// (`feature-gate`): filled in by `berth::features`.
+    pub gates: FeatureGates,
     /// Run the built-in plugins as their native twins (compiled into the host)
     /// instead of as wasm components; modules a configuration names stay wasm.
     pub native: bool,
@@ -105,6 +108,7 @@ impl Default for FrameworkOptions {
                 .min(std::thread::available_parallelism().map_or(1, |n| n.get())),
             percentage_of_nodes_to_score: 0,
             seed: 0,
+            gates: FeatureGates::default(),
             native: false,
             batching: true,
             generic_workload: false,
@@ -343,6 +347,11 @@ impl Framework {
         options: &FrameworkOptions,
         services: &HostServices,
     ) -> Result<Self, FrameworkError> {
+        // The plugins read the gates of the options the framework runs with.
+        let services = &HostServices {
+            gates: options.gates.clone(),
+            ..services.clone()
+        };
         let twins = if options.native {
             crate::native::registry()
         } else {

@@ -365,6 +365,8 @@ impl Scheduler {
             storage: Storage::new(),
             pod_groups: PodGroups::new(),
             dra: Dra::new(),
+            // The framework gives its plugins its options' gates.
+            gates: Default::default(),
         };
         let builder = Builder {
             runtime: runtime.clone(),

@@ -15,7 +15,7 @@
 use std::fmt;
 
 /// The WIT package version this host speaks (the `package` line of `wit/`).
-pub const WIT_VERSION: &str = "0.9.3";
+pub const WIT_VERSION: &str = "0.9.4";
 
 /// Earlier tracks whose modules this host still loads through an adapter, each by
 /// its last version: that version's WIT kept beside the current one

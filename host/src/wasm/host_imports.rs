@@ -14,6 +14,7 @@ use crate::plugin::group_what_if::{self, GroupSimulationHandle};
 use crate::plugin::waiting::WaitingPods;
 use crate::plugin::{CycleState, Simulation, WhatIf};
 use berth_sdk::Status;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -142,6 +143,31 @@ pub struct HostServices {
     /// What `write-resource-claim-status` reaches: the cluster, for scheduling and
     /// binding instances alike (the call's capability check says when and what).
     pub claim_writer: Option<Arc<dyn Binder>>,
+    /// What `feature-gate` answers (the framework puts its options' gates here).
+    pub gates: FeatureGates,
+}
+
+/// kube-scheduler's feature gates as the scheduler runs, by name: what plugins read
+/// (`feature-gate`). Empty until `berth::features` fills it in: a host used as a
+/// library without it knows no gate, and its plugins keep their own defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeatureGates(Arc<BTreeMap<String, bool>>);
+
+impl FeatureGates {
+    /// The gate's value; none for a name it does not hold.
+    pub fn get(&self, name: &str) -> Option<bool> {
+        self.0.get(name).copied()
+    }
+
+    /// Sets a gate (shared copies keep what they had).
+    pub fn set(&mut self, name: &str, on: bool) {
+        Arc::make_mut(&mut self.0).insert(name.to_owned(), on);
+    }
+
+    /// Every gate held, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.0.iter().map(|(n, on)| (n.as_str(), *on))
+    }
 }
 
 impl WasiView for HostCtx {
@@ -470,6 +496,10 @@ impl host::Host for HostCtx {
         self.table
             .push(sim)
             .map_err(|e| convert::status_to_wit(&Status::error(format!("resource table: {e}"))))
+    }
+
+    fn feature_gate(&mut self, name: String) -> Option<bool> {
+        self.services.gates.get(&name)
     }
 
     fn namespace_labels(&mut self, namespace: String) -> Option<Vec<(String, String)>> {

@@ -18,7 +18,7 @@ use wasmtime::component::{Component, ResourceTable};
 // What this module held before the engine, the host imports and the instances moved
 // out of it, still reachable at `wasm::module::...`.
 pub use super::engine::{Runtime, RuntimeOptions};
-pub use super::host_imports::{HostCtx, HostServices};
+pub use super::host_imports::{FeatureGates, HostCtx, HostServices};
 pub use super::instance::{Instance, WitPod, pod_to_wit};
 
 pub use super::abi::WIT_VERSION;
