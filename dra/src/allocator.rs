@@ -939,7 +939,10 @@ impl<'a> Search<'a> {
         if !self.features().partitionable_devices && !device.consumes_counters.is_empty() {
             return Ok(None);
         }
+        // Shared already: by a share that consumed capacity, by one that consumed
+        // none (recorded as a share alone), or by a share of this search.
         let capacity_in_use = self.alloc.allocated.consumed_capacity.contains_key(&id)
+            || self.alloc.allocated.shares.iter().any(|(d, _)| *d == id)
             || self.allocating_capacity.contains_key(&id);
         let mut counters = false;
         // A share of a device whose capacity is in use already counts its

@@ -941,3 +941,49 @@ fn consumable_capacity_with_partitionable_device_multiple_capacity_pools() {
         )],
     );
 }
+
+#[test]
+fn allow_multiple_allocations_share_without_consumed_capacity_counts_its_counters_once() {
+    // A share allocated earlier that consumed no capacity (the device defines none)
+    // is recorded as a share alone: the device is in use, its counters are taken
+    // once, and a further share does not take them again (upstream's
+    // `deviceCapacityInUse` looks at the shares too).
+    let mut state = berth_dra::AllocatedState::default();
+    state
+        .shares
+        .insert((id(DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID.to_owned()));
+    let mut device = multi(DEVICE1);
+    device.consumes_counters = vec![consumption(COUNTER_SET1, &[(CAPACITY0, "1")])];
+    expect_results(
+        Case {
+            features: features(|f| {
+                f.partitionable_devices = true;
+                f.consumable_capacity = true;
+            }),
+            claims: vec![asking(CLAIM0, None)],
+            allocated_state: state,
+            classes: multi_class(),
+            slices: vec![
+                slice_with_devices(
+                    SLICE1,
+                    Nodes::Name(NODE1),
+                    resource_pool(POOL1, 2),
+                    DRIVER_A,
+                    vec![device],
+                ),
+                slice_with_counter_sets(
+                    SLICE2,
+                    Nodes::Name(NODE1),
+                    resource_pool(POOL1, 2),
+                    DRIVER_A,
+                    vec![counter_set(COUNTER_SET1, &[(CAPACITY0, "1")])],
+                ),
+            ],
+            ..Case::default()
+        },
+        vec![allocation(
+            local_node_selector(NODE1),
+            vec![share(REQ0, DEVICE1, &[])],
+        )],
+    );
+}
