@@ -177,9 +177,14 @@ impl DynamicResources {
     /// The plugin with these args, the allocator following kube-scheduler 1.37's
     /// default feature gates.
     pub fn with_args(args: Args) -> Self {
+        DynamicResources::with_features(args, Features::default())
+    }
+
+    /// The plugin with these args, the allocator following `features`.
+    pub fn with_features(args: Args, features: Features) -> Self {
         DynamicResources {
             args,
-            features: Features::default(),
+            features,
             selectors: Arc::new(SelectorCache::new()),
             kept: Mutex::new(Kept::default()),
         }
@@ -348,8 +353,14 @@ impl DynamicResources {
 impl Plugin for DynamicResources {
     const NAME: &'static str = "DynamicResources";
 
+    /// The allocator follows the scheduler's DRA feature gates, as upstream's `New`
+    /// maps them (`AllocatorFeatures`); a gate the host does not answer keeps its
+    /// default.
     fn new(args: berth_sdk::serde_json::Value) -> Result<Self, String> {
-        Ok(DynamicResources::with_args(Args::from_json(args)?))
+        Ok(DynamicResources::with_features(
+            Args::from_json(args)?,
+            Features::from_gates(berth_sdk::feature_gate),
+        ))
     }
 
     // A pod without claims is skipped by PreFilter and left alone everywhere else.
