@@ -11,6 +11,7 @@ mod conformance;
 mod declared_features;
 mod determinism;
 mod dra_bench;
+mod dra_gates;
 mod gang_scale;
 mod gangs;
 mod hotswap;

@@ -99,7 +99,7 @@ const ALWAYS: &str = "Berth has this feature and cannot turn it off yet";
 pub const SCHEDULING: &[(&str, InBerth)] = &[
     ("CompositePodGroup", fixed(false, NOT_YET)),
     ("DRAAdminAccess", fixed(true, ALWAYS)),
-    ("DRAConsumableCapacity", fixed(true, ALWAYS)),
+    ("DRAConsumableCapacity", InBerth::Follows),
     ("DRADerivedAttributes", fixed(false, NOT_YET)),
     (
         "DRADeviceBindingConditions",
@@ -125,7 +125,7 @@ pub const SCHEDULING: &[(&str, InBerth)] = &[
     ("DRAListTypeAttributes", fixed(false, NOT_YET)),
     ("DRANodeAllocatableResources", fixed(false, NOT_YET)),
     ("DRAOptionalNodeOperations", fixed(false, NOT_YET)),
-    ("DRAPartitionableDevices", fixed(true, ALWAYS)),
+    ("DRAPartitionableDevices", InBerth::Follows),
     ("DRAPrioritizedList", fixed(true, ALWAYS)),
     ("DRAResourceClaimDeviceStatus", fixed(true, ALWAYS)),
     (
@@ -231,6 +231,10 @@ pub fn in_berth(name: &str) -> Option<InBerth> {
         .map(|(_, what)| *what)
 }
 
+/// The followed gates that only plugins read (DynamicResources' allocator, through
+/// `feature-gate`): the host has nothing of its own to switch.
+const READ_BY_PLUGINS: &[&str] = &["DRAConsumableCapacity", "DRAPartitionableDevices"];
+
 /// The value Berth runs gate `name` with when `--feature-gates` leaves it: for a gate
 /// it cannot follow, the value it behaves as with, else kube-scheduler's default.
 fn unset(name: &str) -> Option<bool> {
@@ -301,6 +305,7 @@ pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, 
         set.retain(|(n, _)| *n != g.name);
         set.push((g.name, on));
         match in_berth(name) {
+            Some(InBerth::Follows) if READ_BY_PLUGINS.contains(&name) => {}
             Some(InBerth::Follows) => match name {
                 "OpportunisticBatching" => options.batching = on,
                 "GenericWorkload" => options.generic_workload = on,
@@ -484,9 +489,9 @@ mod tests {
             }
         }
         assert!(o.batching);
-        // Berth has DRAConsumableCapacity and cannot turn it off.
-        let e = apply("DRAConsumableCapacity=false", &mut o).unwrap_err();
-        assert!(e.contains("DRAConsumableCapacity=false"), "{e}");
+        // Berth has DRADeviceTaints and cannot turn it off yet.
+        let e = apply("DRADeviceTaints=false", &mut o).unwrap_err();
+        assert!(e.contains("DRADeviceTaints=false"), "{e}");
         assert!(e.contains("cannot turn it off"), "{e}");
         // Nor does it have CompositePodGroup.
         let e = apply("CompositePodGroup=true", &mut o).unwrap_err();
@@ -533,6 +538,29 @@ mod tests {
         apply("DRASchedulerFilterTimeout=true", &mut o).unwrap_err();
         assert_eq!(o.gates.get("DRASchedulerFilterTimeout"), Some(false));
         assert_eq!(o.gates.get("DynamicResourceAllocation"), Some(true));
+    }
+
+    #[test]
+    fn the_dra_gates_dynamic_resources_follows_reach_its_gates() {
+        let mut o = FrameworkOptions::default();
+        assert_eq!(apply("", &mut o), Ok(vec![]));
+        assert_eq!(o.gates.get("DRAPartitionableDevices"), Some(true));
+        assert_eq!(o.gates.get("DRAConsumableCapacity"), Some(true));
+        let w = apply(
+            "DRAPartitionableDevices=false,DRAConsumableCapacity=false",
+            &mut o,
+        );
+        assert_eq!(w, Ok(vec![]));
+        assert_eq!(o.gates.get("DRAPartitionableDevices"), Some(false));
+        assert_eq!(o.gates.get("DRAConsumableCapacity"), Some(false));
+        // Nothing else moved.
+        assert!(o.batching);
+        assert_eq!(o.gates.get("DRADeviceTaints"), Some(true));
+        apply("DRAConsumableCapacity=true", &mut o).unwrap();
+        assert_eq!(o.gates.get("DRAConsumableCapacity"), Some(true));
+        for name in READ_BY_PLUGINS {
+            assert_eq!(in_berth(name), Some(InBerth::Follows), "{name}");
+        }
     }
 
     #[test]
