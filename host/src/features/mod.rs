@@ -252,6 +252,12 @@ fn unset(name: &str) -> Option<bool> {
 /// This is what plugins read (`feature-gate`).
 pub fn effective(name: &str, options: &FrameworkOptions) -> Option<bool> {
     gate(name)?;
+    // The gates the host follows have fields of their own, which callers may set.
+    match name {
+        "OpportunisticBatching" => return Some(options.batching),
+        "GenericWorkload" => return Some(options.generic_workload),
+        _ => {}
+    }
     options.gates.get(name).or_else(|| unset(name))
 }
 

@@ -283,23 +283,26 @@ async fn generic_workload_off_and_on_as_kube_scheduler() {
 
 /// A node whose one device draws on counters its pool shares (a partitionable
 /// device): the driver publishes the counters in one slice and the device in another.
-fn partitionable_node() -> Vec<Value> {
-    let pool = json!({"name": "dra-node", "generation": 1, "resourceSliceCount": 2});
+/// Named after the run, so that a claim an earlier run allocated (its pods gone, the
+/// claim kept) holds no device of this one.
+fn partitionable_node(run: &str) -> Vec<Value> {
+    let name = format!("dra-{run}");
+    let pool = json!({"name": name, "generation": 1, "resourceSliceCount": 2});
     vec![
-        serde_json::to_value(node("dra-node", "4", "8Gi", 110)).unwrap(),
+        serde_json::to_value(node(&name, "4", "8Gi", 110)).unwrap(),
         json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": "dra-node-counters"},
+            "metadata": {"name": format!("{name}-counters")},
             "spec": {
-                "driver": GPU_CLASS, "nodeName": "dra-node", "pool": pool,
+                "driver": GPU_CLASS, "nodeName": name, "pool": pool,
                 "sharedCounters": [{"name": "gpu-0-memory", "counters": {"memory": {"value": "8Gi"}}}],
             },
         }),
         json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": "dra-node-gpus"},
+            "metadata": {"name": format!("{name}-gpus")},
             "spec": {
-                "driver": GPU_CLASS, "nodeName": "dra-node", "pool": pool,
+                "driver": GPU_CLASS, "nodeName": name, "pool": pool,
                 "devices": [{
                     "name": "gpu-0-whole",
                     "consumesCounters": [{"counterSet": "gpu-0-memory", "counters": {"memory": {"value": "8Gi"}}}],
@@ -341,7 +344,7 @@ async fn dra_partitionable_devices_on_and_off_as_kube_scheduler() {
                     who,
                     &ns,
                     gates,
-                    &partitionable_node(),
+                    &partitionable_node(&ns),
                     std::slice::from_ref(&claim),
                     std::slice::from_ref(&pod),
                 )
