@@ -465,12 +465,10 @@ impl Framework {
                 &pod.pod().uid,
             ));
         }
+        // A group's member reserves its devices in the group's cycle, not alone.
+        let in_group = self.generic_workload && pod.pod().scheduling_group.is_some();
         let devices = match best {
-            // A group's member reserves its devices in the group's cycle, not alone.
-            Some(node)
-                if !claims.is_empty()
-                    && !(self.generic_workload && pod.pod().scheduling_group.is_some()) =>
-            {
+            Some(node) if !claims.is_empty() && !in_group => {
                 Some(self.reserved_devices(&mut main, &state, pod, &node, &claims)?)
             }
             _ => None,
