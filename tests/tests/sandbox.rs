@@ -581,7 +581,7 @@ fn a_memory_bomb_in_every_instance_at_once_stays_under_the_total_bound() {
     let valid = berth::config_cli::validate(&rt, &config, &Default::default()).unwrap();
     assert!(
         valid.contains(
-            "plugin memory: 777 instances at most (1 + 4 workers + 32 binding cycles per plugin and profile), 198912Mi in the worst case; bounded by berth.totalMemoryLimit: 200Mi\n"
+            "plugin memory: 740 instances at most (1 + 4 workers + 32 binding cycles per plugin and profile), 189440Mi in the worst case; bounded by berth.totalMemoryLimit: 200Mi\n"
         ),
         "{valid}"
     );
