@@ -516,6 +516,22 @@ pub async fn bound_pods(client: &kube::Client) -> std::collections::BTreeMap<Str
         .collect()
 }
 
+/// Waits until every pod of `default` named in `names` is bound; all bound pods then.
+pub async fn wait_bound(
+    admin: &kube::Client,
+    names: &[&str],
+) -> std::collections::BTreeMap<String, String> {
+    eventually(60, &format!("{names:?} bound"), || async {
+        let b = bound_pods(admin).await;
+        if names.iter().all(|n| b.contains_key(*n)) {
+            Ok(b)
+        } else {
+            Err(format!("bound: {b:?}"))
+        }
+    })
+    .await
+}
+
 /// Reads an object of `default` as JSON (the resource named by its plural).
 pub async fn get_object(
     client: &kube::Client,

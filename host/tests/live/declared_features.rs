@@ -13,7 +13,6 @@ use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// What a kubelet would write: the node's declared features (kept sorted, as the API
@@ -109,19 +108,6 @@ async fn failed_scheduling(admin: &kube::Client, name: &str) -> Vec<String> {
             Err("none yet".to_owned())
         } else {
             Ok(notes)
-        }
-    })
-    .await
-}
-
-/// Waits until every pod of `names` is bound; returns every bound pod -> node.
-async fn wait_bound(admin: &kube::Client, names: &[&str]) -> BTreeMap<String, String> {
-    eventually(60, &format!("{names:?} bound"), || async {
-        let b = bound_pods(admin).await;
-        if names.iter().all(|n| b.contains_key(*n)) {
-            Ok(b)
-        } else {
-            Err(format!("bound: {b:?}"))
         }
     })
     .await

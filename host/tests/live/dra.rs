@@ -10,7 +10,6 @@ use crate::apiserver::*;
 use k8s_openapi::api::core::v1 as k8s;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 const CLASS: &str = GPU_CLASS;
 
@@ -90,22 +89,6 @@ fn reserved_for(claim: &Value) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-async fn wait_bound(admin: &kube::Client, names: &[&str]) -> BTreeMap<String, String> {
-    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    eventually(60, &format!("{names:?} bound"), || {
-        let (admin, names) = (admin.clone(), names.clone());
-        async move {
-            let b = bound_pods(&admin).await;
-            if names.iter().all(|n| b.contains_key(n)) {
-                Ok(b)
-            } else {
-                Err(format!("bound: {b:?}"))
-            }
-        }
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
