@@ -18,7 +18,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
         "{text}"
     );
     assert!(
-        text.contains("#   filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, DynamicResources, NodeDeclaredFeatures\n"),
+        text.contains("#   filter: NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, DynamicResources, NodeDeclaredFeatures\n"),
         "{text}"
     );
     // What it prints is a configuration Berth loads, with the same profile.

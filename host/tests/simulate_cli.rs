@@ -617,8 +617,8 @@ fn explain_prints_every_filter_and_score() {
         assert_eq!(
             plugins,
             [
-                "NodeUnschedulable",
                 "NodeName",
+                "NodeUnschedulable",
                 "TaintToleration",
                 "NodeResourcesFit"
             ],

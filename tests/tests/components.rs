@@ -329,8 +329,8 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
     assert_eq!(
         at(E::Filter),
         ones(&[
-            "NodeUnschedulable",
             "NodeName",
+            "NodeUnschedulable",
             "TaintToleration",
             "NodeAffinity",
             "NodePorts",
@@ -368,7 +368,7 @@ fn the_default_multi_point_list_expands_to_upstream_s_order_with_the_real_module
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
-            ("DynamicResources", 1),
+            ("DynamicResources", 2),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1)
         ]

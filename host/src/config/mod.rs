@@ -606,8 +606,8 @@ pub fn default_multi_point(generic_workload: bool) -> Vec<PluginRef> {
     [
         ("SchedulingGates", None),
         ("PrioritySort", None),
-        ("NodeUnschedulable", None),
         ("NodeName", None),
+        ("NodeUnschedulable", None),
         ("TaintToleration", Some(3)),
         ("NodeAffinity", Some(2)),
         ("NodePorts", None),
@@ -618,7 +618,7 @@ pub fn default_multi_point(generic_workload: bool) -> Vec<PluginRef> {
         ("VolumeZone", None),
         ("PodTopologySpread", Some(2)),
         ("InterPodAffinity", Some(2)),
-        ("DynamicResources", None),
+        ("DynamicResources", Some(2)),
         ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", Some(1)),
         ("ImageLocality", Some(1)),
@@ -1606,8 +1606,8 @@ mod tests {
             (
                 E::Filter,
                 list(&[
-                    ("NodeUnschedulable", 1),
                     ("NodeName", 1),
+                    ("NodeUnschedulable", 1),
                     ("TaintToleration", 1),
                     ("NodeAffinity", 1),
                     ("NodePorts", 1),
@@ -1646,7 +1646,7 @@ mod tests {
                     ("VolumeBinding", 1),
                     ("PodTopologySpread", 2),
                     ("InterPodAffinity", 2),
-                    ("DynamicResources", 1),
+                    ("DynamicResources", 2),
                     ("NodeResourcesBalancedAllocation", 1),
                     ("ImageLocality", 1),
                 ]),
