@@ -30,7 +30,7 @@ fn simulate_places_the_example_and_explains_the_pod_that_fits_nowhere() {
     assert!(lines[4].starts_with("default/huge"), "{text}");
     assert!(
         lines[4].ends_with(
-            "1 attempt   0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            "1 attempt   0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
         ),
         "{text}"
     );
@@ -636,7 +636,7 @@ fn explain_prints_every_filter_and_score() {
     assert_eq!(taint["code"], "UnschedulableAndUnresolvable");
     assert_eq!(
         taint["reasons"][0],
-        "node(s) had untolerated taint {dedicated: gpu}"
+        "node(s) had untolerated taint(s)"
     );
     let small = nodes.iter().find(|n| n["node"] == "small-1").unwrap();
     assert_eq!(small["feasible"], true);

@@ -1,6 +1,8 @@
 //! End-to-end tests live in `tests/tests/`; this library holds what several of them
 //! share.
 
+pub mod differential;
+
 use berth::cluster::manifest::{Object, load_str};
 use berth::scheduler::Scheduler;
 use berth::wasm::{Runtime, RuntimeOptions};

@@ -10,6 +10,7 @@ mod components;
 mod conformance;
 mod declared_features;
 mod determinism;
+mod differential;
 mod dra_bench;
 mod dra_gates;
 mod gang_scale;

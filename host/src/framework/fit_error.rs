@@ -32,7 +32,7 @@ pub struct FitError {
 }
 
 impl std::fmt::Display for FitError {
-    /// `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.`
+    /// `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s).`
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
         if let Some(msg) = &self.diagnosis.pre_filter_msg {
@@ -110,11 +110,11 @@ mod tests {
                     (0, Status::unschedulable("Insufficient cpu")),
                     (
                         1,
-                        Status::unresolvable("node(s) had untolerated taint {dedicated: gpu}"),
+                        Status::unresolvable("node(s) had untolerated taint(s)"),
                     ),
                     (
                         2,
-                        Status::unresolvable("node(s) had untolerated taint {dedicated: gpu}"),
+                        Status::unresolvable("node(s) had untolerated taint(s)"),
                     ),
                 ],
                 ..Diagnosis::default()
@@ -122,7 +122,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}."
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s)."
         );
     }
 

@@ -107,13 +107,9 @@ impl EnqueueExtensions for TaintToleration {
     }
 }
 
-/// The reason upstream gives for an untolerated taint.
-pub fn err_reason_untolerated(taint: &Taint) -> String {
-    format!(
-        "node(s) had untolerated taint {{{}: {}}}",
-        taint.key, taint.value
-    )
-}
+/// The reason upstream (1.37) gives for an untolerated taint: the taint itself is
+/// not named in a status, which events and pod conditions carry.
+pub const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
 
 impl Filter for TaintToleration {
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
@@ -121,7 +117,7 @@ impl Filter for TaintToleration {
         match find_untolerated_taint(&node.node.taints, &pod.tolerations, is_hard) {
             None => Status::success(),
             // Preemption cannot remove a taint.
-            Some(taint) => Status::unresolvable(err_reason_untolerated(taint)),
+            Some(_) => Status::unresolvable(ERR_REASON_UNTOLERATED),
         }
     }
 }
@@ -305,7 +301,7 @@ mod tests {
         assert_eq!(status.code, Code::UnschedulableAndUnresolvable);
         assert_eq!(
             status.reasons,
-            ["node(s) had untolerated taint {dedicated: user1}"]
+            ["node(s) had untolerated taint(s)"]
         );
     }
 
@@ -322,7 +318,7 @@ mod tests {
         let status = filter(&p, vec![taint("dedicated", "user1", NoSchedule)]);
         assert_eq!(
             status,
-            Status::unresolvable("node(s) had untolerated taint {dedicated: user1}")
+            Status::unresolvable("node(s) had untolerated taint(s)")
         );
     }
 
@@ -352,7 +348,7 @@ mod tests {
         let status = filter(&p, vec![taint("foo", "bar", NoSchedule)]);
         assert_eq!(
             status,
-            Status::unresolvable("node(s) had untolerated taint {foo: bar}")
+            Status::unresolvable("node(s) had untolerated taint(s)")
         );
     }
 
@@ -383,7 +379,7 @@ mod tests {
         ];
         assert_eq!(
             filter(&pod(vec![]), taints),
-            Status::unresolvable("node(s) had untolerated taint {b: 2}")
+            Status::unresolvable("node(s) had untolerated taint(s)")
         );
     }
 
