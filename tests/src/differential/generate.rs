@@ -65,6 +65,23 @@ impl Case {
     }
 }
 
+impl Case {
+    /// Whether the case is one an API server could hold, the way the generator
+    /// writes it (the shrinker keeps to these): every pod has a container, every
+    /// node states how many pods it takes (where Berth deliberately assumes the
+    /// kubelet's 110 for a manifest that says nothing, upstream reads 0; see the
+    /// README's differences).
+    pub fn is_valid(&self) -> bool {
+        self.docs.iter().all(|d| match d["kind"].as_str() {
+            Some("Pod") => d["spec"]["containers"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty() && c.iter().all(|c| c.get("name").is_some())),
+            Some("Node") => d["status"]["allocatable"]["pods"].is_string(),
+            _ => true,
+        })
+    }
+}
+
 const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
 const APPS: &[&str] = &["web", "db", "cache"];
 const IMAGES: &[&str] = &[

@@ -317,7 +317,7 @@ fn remove_at(case: &Case, path: &[Step]) -> Option<Case> {
         }
         _ => return None,
     }
-    Some(c)
+    c.is_valid().then_some(c)
 }
 
 /// Where the shrunk cases of a run go: `BERTH_DIFFERENTIAL_OUT`, else
