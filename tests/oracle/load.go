@@ -82,18 +82,58 @@ var strictDecoder = serializerjson.NewSerializerWithOptions(serializerjson.Defau
 // A line that separates YAML documents.
 var separator = regexp.MustCompile(`^---\s*(#.*)?$`)
 
-// parseFiles decodes the files, in order.
-func parseFiles(files []string) (*parsed, error) {
+// parseFiles decodes the files, in order. A file decoded before (same path, size and
+// modification time) is not decoded again: serve's requests often share files.
+func (c *fileCache) parseFiles(files []string) (*parsed, error) {
 	p := &parsed{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		one, err := c.parseFile(f)
 		if err != nil {
-			return nil, inputErrorf("%v", err)
-		}
-		if err := p.parseText(f, data); err != nil {
 			return nil, err
 		}
+		if one.config != nil {
+			if p.config != nil {
+				return nil, inputErrorf("%s: a second KubeSchedulerConfiguration (the first: %s)", one.configSource, p.configSource)
+			}
+			p.config, p.configSource = one.config, one.configSource
+		}
+		p.objects = append(p.objects, one.objects...)
+		p.warnings = append(p.warnings, one.warnings...)
 	}
+	return p, nil
+}
+
+// fileCache keeps the last decodings of files (the objects are copied before use).
+type fileCache struct {
+	entries map[string]fileEntry
+}
+
+type fileEntry struct {
+	size    int64
+	modTime int64
+	parsed  *parsed
+}
+
+func (c *fileCache) parseFile(f string) (*parsed, error) {
+	info, err := os.Stat(f)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	if e, ok := c.entries[f]; ok && e.size == info.Size() && e.modTime == info.ModTime().UnixNano() {
+		return e.parsed, nil
+	}
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	p := &parsed{}
+	if err := p.parseText(f, data); err != nil {
+		return nil, err
+	}
+	if c.entries == nil || len(c.entries) >= 1024 {
+		c.entries = map[string]fileEntry{}
+	}
+	c.entries[f] = fileEntry{size: info.Size(), modTime: info.ModTime().UnixNano(), parsed: p}
 	return p, nil
 }
 
