@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"reflect"
 
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -17,7 +20,9 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/apis/scheduling"
+	podregistry "k8s.io/kubernetes/pkg/registry/core/pod"
 	volumeutil "k8s.io/kubernetes/pkg/volume/util"
 
 	// The API server's defaulting functions for the objects read, in legacyscheme.
@@ -109,10 +114,11 @@ func buildCluster(p *parsed) (*cluster, error) {
 		}
 		switch o := obj.(type) {
 		case *v1.Pod:
+			if err := prepareForCreate(o); err != nil {
+				return nil, fmt.Errorf("%s: %v", e.source, err)
+			}
 			pods = append(pods, o)
 			podSources = append(podSources, e.source)
-		case *v1.Node:
-			c.nodes = append(c.nodes, o)
 		case *schedulingv1.PriorityClass:
 			classes[o.Name] = o
 		case *resourcev1.ResourceClaimTemplate:
@@ -125,8 +131,6 @@ func buildCluster(p *parsed) (*cluster, error) {
 			pvcs = append(pvcs, o)
 		case *v1.PersistentVolume:
 			pvs = append(pvs, o)
-		case *schedulingv1beta1.PodGroup:
-			c.podGroups = append(c.podGroups, o)
 		}
 		c.objects = append(c.objects, obj)
 	}
@@ -162,16 +166,85 @@ func buildCluster(p *parsed) (*cluster, error) {
 			claims[claim.Namespace+"/"+claim.Name] = claim
 			c.objects = append(c.objects, claim)
 		}
-		switch {
-		case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
-			// Not in the scheduler's pod informer (its field selector leaves them out).
-		case pod.Spec.NodeName != "":
-			c.boundPods = append(c.boundPods, pod)
-		default:
-			c.pendingPods = append(c.pendingPods, pod)
+	}
+
+	// What the informers get: the objects as the API server stores and serves them
+	// (encoded: empty lists and maps become absent ones).
+	objects := c.objects
+	c.objects = c.objects[:0]
+	for _, obj := range objects {
+		obj, err := roundTrip(obj)
+		if err != nil {
+			return nil, err
 		}
+		switch o := obj.(type) {
+		case *v1.Node:
+			c.nodes = append(c.nodes, o)
+		case *schedulingv1beta1.PodGroup:
+			c.podGroups = append(c.podGroups, o)
+		case *v1.Pod:
+			switch {
+			case o.Status.Phase == v1.PodSucceeded || o.Status.Phase == v1.PodFailed:
+				// Not in the scheduler's pod informer (its field selector leaves
+				// them out).
+				continue
+			case o.Spec.NodeName != "":
+				c.boundPods = append(c.boundPods, o)
+			default:
+				c.pendingPods = append(c.pendingPods, o)
+			}
+		}
+		c.objects = append(c.objects, obj)
 	}
 	return c, nil
+}
+
+// roundTrip encodes and decodes an object, as storing it in the API server and
+// reading it back does.
+func roundTrip(obj runtime.Object) (runtime.Object, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// prepareForCreate runs the API server's pod strategy on a pod being created
+// (pkg/registry/core/pod Strategy.PrepareForCreate, on the internal type): it drops
+// the fields of disabled features, merges matchLabelKeys and mismatchLabelKeys into
+// the pod (anti-)affinity terms' and topology spread constraints' selectors, and
+// defaults pod-level resources. The strategy also resets the status; a cluster file's
+// pod keeps the status it states (the kubelet's and controllers' writes since), only
+// its empty phase, QoS class and conditions are taken from the strategy's.
+func prepareForCreate(pod *v1.Pod) error {
+	internal := &api.Pod{}
+	if err := legacyscheme.Scheme.Convert(pod, internal, nil); err != nil {
+		return err
+	}
+	podregistry.Strategy.PrepareForCreate(context.Background(), internal)
+	prepared := &v1.Pod{}
+	if err := legacyscheme.Scheme.Convert(internal, prepared, nil); err != nil {
+		return err
+	}
+	status := pod.Status
+	if status.Phase == "" {
+		status.Phase = prepared.Status.Phase
+	}
+	if status.QOSClass == "" {
+		status.QOSClass = prepared.Status.QOSClass
+	}
+	if len(status.Conditions) == 0 {
+		status.Conditions = prepared.Status.Conditions
+	}
+	gvk := pod.GroupVersionKind()
+	*pod = *prepared
+	pod.Status = status
+	pod.SetGroupVersionKind(gvk)
+	return nil
 }
 
 // derivedUID: a stable UID for an object that states none (the API server would make

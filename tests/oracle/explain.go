@@ -80,7 +80,11 @@ func (e *pluginFailure) Error() string {
 // explain mirrors Berth's Framework::explain: every PreFilter plugin, then every
 // Filter plugin on every node (no stopping at the first failure), then PreScore,
 // Score and NormalizeScore over the feasible nodes; each plugin called directly.
-func (w *world) explain(pod *v1.Pod) (*Explanation, error) {
+//
+// scoreNodes, when not nil, are the nodes to score instead, in that order, feasible
+// or not (as Berth's ExplainOptions.score_nodes, for conformance cases written from
+// upstream's score tests).
+func (w *world) explain(pod *v1.Pod, scoreNodes []string) (*Explanation, error) {
 	ctx := w.ctx
 	listed := w.fw.ListPlugins()
 	nodeInfos, err := w.snapshot.NodeInfos().List()
@@ -164,13 +168,25 @@ func (w *world) explain(pod *v1.Pod) (*Explanation, error) {
 		return true
 	}
 
-	// PreScore, Score and NormalizeScore over the feasible nodes.
+	// PreScore, Score and NormalizeScore over the feasible nodes (or those asked).
 	var feasibleNodes []fwk.NodeInfo
 	var feasibleIndex []int
+	anyFeasible := false
 	for i, n := range nodeInfos {
 		if feasible(i) {
-			feasibleNodes = append(feasibleNodes, n)
-			feasibleIndex = append(feasibleIndex, i)
+			anyFeasible = true
+			if scoreNodes == nil {
+				feasibleNodes = append(feasibleNodes, n)
+				feasibleIndex = append(feasibleIndex, i)
+			}
+		}
+	}
+	for _, name := range scoreNodes {
+		for i, n := range nodeInfos {
+			if names[i] == name {
+				feasibleNodes = append(feasibleNodes, n)
+				feasibleIndex = append(feasibleIndex, i)
+			}
 		}
 	}
 	scores := make([][]ScoreEntry, len(nodeInfos))
@@ -236,7 +252,7 @@ func (w *world) explain(pod *v1.Pod) (*Explanation, error) {
 		}
 		out.Nodes[i] = n
 	}
-	if len(feasibleNodes) == 0 {
+	if !anyFeasible {
 		if err := w.failure(pod, nodeInfos, out); err != nil {
 			return nil, err
 		}

@@ -40,7 +40,8 @@ func inputErrorf(format string, args ...any) error {
 }
 
 const usage = `usage:
-  berth-oracle explain --pod NAMESPACE/NAME [--config FILE] [--feature-gates A=true,B=false] FILE...
+  berth-oracle explain --pod NAMESPACE/NAME [--config FILE] [--feature-gates A=true,B=false]
+                       [--score-nodes N1,N2...] FILE...
   berth-oracle serve
 `
 
@@ -53,6 +54,8 @@ type request struct {
 	Config       string   `json:"config"`
 	ConfigYAML   string   `json:"config_yaml"`
 	FeatureGates string   `json:"feature_gates"`
+	// Score exactly these nodes, in this order, feasible or not (see explain).
+	ScoreNodes []string `json:"score_nodes"`
 }
 
 // oracle holds what requests share: the gates and, per gate setting, the registry.
@@ -154,7 +157,12 @@ func (o *oracle) run(ctx context.Context, req *request) (*Explanation, []string,
 		return nil, c.warnings, err
 	}
 	defer w.close()
-	e, err := w.explain(target)
+	for _, n := range req.ScoreNodes {
+		if _, err := w.snapshot.Get(n); err != nil {
+			return nil, c.warnings, inputErrorf("score_nodes: no node %q", n)
+		}
+	}
+	e, err := w.explain(target, req.ScoreNodes)
 	return e, c.warnings, err
 }
 
@@ -202,7 +210,7 @@ func explainCommand(o *oracle, args []string) int {
 		a := args[i]
 		flag, value, hasValue := strings.Cut(a, "=")
 		switch flag {
-		case "--pod", "--config", "--feature-gates":
+		case "--pod", "--config", "--feature-gates", "--score-nodes":
 			if !hasValue {
 				if i+1 >= len(args) {
 					fmt.Fprintf(os.Stderr, "berth-oracle: %s needs a value\n%s", flag, usage)
@@ -218,6 +226,8 @@ func explainCommand(o *oracle, args []string) int {
 				req.Config = value
 			case "--feature-gates":
 				req.FeatureGates = value
+			case "--score-nodes":
+				req.ScoreNodes = strings.Split(value, ",")
 			}
 		case "--":
 			req.Files = append(req.Files, args[i+1:]...)
