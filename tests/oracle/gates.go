@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
@@ -27,15 +28,34 @@ type gates struct {
 	current string
 }
 
+// The defaults, copied once (before any request swaps the gates).
+var (
+	pristineOnce sync.Once
+	pristine     featuregate.MutableVersionedFeatureGate
+	pristineErr  error
+)
+
 func newGates() (*gates, error) {
-	gate := utilfeature.DefaultMutableFeatureGate
-	if err := logsapi.AddFeatureGates(gate); err != nil {
-		return nil, fmt.Errorf("logging feature gates: %w", err)
+	pristineOnce.Do(func() {
+		gate := utilfeature.DefaultMutableFeatureGate
+		if err := logsapi.AddFeatureGates(gate); err != nil {
+			pristineErr = fmt.Errorf("logging feature gates: %w", err)
+			return
+		}
+		if err := metricsfeatures.AddFeatureGates(gate); err != nil {
+			pristineErr = fmt.Errorf("metrics feature gates: %w", err)
+			return
+		}
+		pristine = gate.DeepCopy()
+	})
+	if pristineErr != nil {
+		return nil, pristineErr
 	}
-	if err := metricsfeatures.AddFeatureGates(gate); err != nil {
-		return nil, fmt.Errorf("metrics feature gates: %w", err)
-	}
-	return &gates{pristine: gate.DeepCopy()}, nil
+	// A new oracle starts from the defaults, whatever an earlier one applied.
+	fg := pristine.DeepCopy()
+	utilfeature.DefaultMutableFeatureGate = fg
+	utilfeature.DefaultFeatureGate = fg
+	return &gates{pristine: pristine}, nil
 }
 
 // apply makes spec ("A=true,B=false", as --feature-gates takes it) the process's
