@@ -77,6 +77,16 @@ func (e *pluginFailure) Error() string {
 	return fmt.Sprintf("%s %s: %s: %s", e.plugin, e.point, e.status.Code(), e.status.Message())
 }
 
+// pluginAs is the profile's plugin name, as the extension point's interface.
+func pluginAs[T any](w *world, name string) (T, error) {
+	pl, ok := w.plugins[name].(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("the framework lists plugin %q at an extension point it does not implement (or the registry made no %q)", name, name)
+	}
+	return pl, nil
+}
+
 // explain mirrors Berth's Framework::explain: every PreFilter plugin, then every
 // Filter plugin on every node (no stopping at the first failure), then PreScore,
 // Score and NormalizeScore over the feasible nodes; each plugin called directly.
@@ -113,7 +123,10 @@ func (w *world) explain(pod *v1.Pod, scoreNodes []string) (*Explanation, error) 
 	skip := sets.New[string]()
 	rejectedBy := map[string]*fwk.Status{}
 	for _, p := range listed.PreFilter.Enabled {
-		pl := w.plugins[p.Name].(fwk.PreFilterPlugin)
+		pl, err := pluginAs[fwk.PreFilterPlugin](w, p.Name)
+		if err != nil {
+			return nil, err
+		}
 		result, status := pl.PreFilter(ctx, state, pod, nodeInfos)
 		out.PreFilter = append(out.PreFilter, statusOf(p.Name, status))
 		switch {
@@ -147,7 +160,10 @@ func (w *world) explain(pod *v1.Pod, scoreNodes []string) (*Explanation, error) 
 			}
 			continue
 		}
-		pl := w.plugins[p.Name].(fwk.FilterPlugin)
+		pl, err := pluginAs[fwk.FilterPlugin](w, p.Name)
+		if err != nil {
+			return nil, err
+		}
 		for i, n := range nodeInfos {
 			status := pl.Filter(ctx, state, pod, n)
 			// A node the PreFilter result left out already has this plugin's entry.
@@ -193,7 +209,10 @@ func (w *world) explain(pod *v1.Pod, scoreNodes []string) (*Explanation, error) 
 	if len(feasibleNodes) > 0 {
 		skipScore := sets.New[string]()
 		for _, p := range listed.PreScore.Enabled {
-			pl := w.plugins[p.Name].(fwk.PreScorePlugin)
+			pl, err := pluginAs[fwk.PreScorePlugin](w, p.Name)
+			if err != nil {
+				return nil, err
+			}
 			status := pl.PreScore(ctx, state, pod, feasibleNodes)
 			switch {
 			case status.IsSuccess():
@@ -208,7 +227,10 @@ func (w *world) explain(pod *v1.Pod, scoreNodes []string) (*Explanation, error) 
 			raw := make([]int64, len(feasibleNodes))
 			normalized := make([]int64, len(feasibleNodes))
 			if !skipScore.Has(p.Name) {
-				pl := w.plugins[p.Name].(fwk.ScorePlugin)
+				pl, err := pluginAs[fwk.ScorePlugin](w, p.Name)
+				if err != nil {
+					return nil, err
+				}
 				list := make(fwk.NodeScoreList, len(feasibleNodes))
 				for k, n := range feasibleNodes {
 					s, status := pl.Score(ctx, state, pod, n)
