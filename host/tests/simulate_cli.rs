@@ -634,10 +634,7 @@ fn explain_prints_every_filter_and_score() {
         .find(|f| f["plugin"] == "TaintToleration")
         .unwrap();
     assert_eq!(taint["code"], "UnschedulableAndUnresolvable");
-    assert_eq!(
-        taint["reasons"][0],
-        "node(s) had untolerated taint(s)"
-    );
+    assert_eq!(taint["reasons"][0], "node(s) had untolerated taint(s)");
     let small = nodes.iter().find(|n| n["node"] == "small-1").unwrap();
     assert_eq!(small["feasible"], true);
     let scores = small["scores"].as_array().unwrap();
@@ -786,7 +783,7 @@ fn the_volume_plugins_place_the_volumes_example_and_other_kinds_are_named_in_a_w
     );
     assert!(text.contains("5 scheduled, 1 unschedulable"), "{text}");
     assert!(
-        text.contains("0/2 nodes are available: 2 node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode."),
+        text.contains("0/2 nodes are available: 2 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod."),
         "{text}"
     );
     assert!(

@@ -27,10 +27,16 @@ pub fn component_cache() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test binary's path");
+        // Test binaries live in <target>/<profile>/deps, this crate's programs in
+        // <target>/<profile>.
+        let in_deps = exe
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d == "deps");
         let target = exe
             .ancestors()
-            .nth(3)
-            .expect("a test binary in <target>/<profile>/deps");
+            .nth(if in_deps { 3 } else { 2 })
+            .expect("a binary in <target>/<profile>");
         target.join("tmp").join("component-cache")
     })
     .clone()

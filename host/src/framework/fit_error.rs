@@ -22,6 +22,10 @@ pub struct Diagnosis {
     pub unschedulable_plugins: Vec<String>,
 }
 
+/// What a cycle says of a pod when the cluster has no node, as upstream's
+/// `ErrNoNodesAvailable`.
+pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
+
 /// A pod that fits no node, as kube-scheduler's `FitError`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FitError {
@@ -33,7 +37,12 @@ pub struct FitError {
 
 impl std::fmt::Display for FitError {
     /// `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s).`
+    /// With no node at all, upstream's `ErrNoNodesAvailable`: `no nodes available to
+    /// schedule pods` (its cycle stops before PreFilter and PostFilter).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.num_all_nodes == 0 {
+            return f.write_str(NO_NODES_AVAILABLE);
+        }
         write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
         if let Some(msg) = &self.diagnosis.pre_filter_msg {
             // The PreFilter status stands for every node; listing them would repeat it.
@@ -59,7 +68,9 @@ impl std::fmt::Display for FitError {
 impl FitError {
     fn write_post_filter(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.diagnosis.post_filter_msg {
-            Some(msg) if !msg.is_empty() => write!(f, " {}.", msg.trim_end_matches('.')),
+            // As upstream: the message as PostFilter gave it (preemption's ends in
+            // a full stop of its own; an Error's does not).
+            Some(msg) if !msg.is_empty() => write!(f, " {msg}"),
             _ => Ok(()),
         }
     }
@@ -102,20 +113,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_cluster_without_nodes_says_so_as_upstream() {
+        let e = FitError {
+            num_all_nodes: 0,
+            diagnosis: Diagnosis::default(),
+        };
+        assert_eq!(e.to_string(), "no nodes available to schedule pods");
+    }
+
+    #[test]
     fn message_counts_reasons_like_upstream() {
         let e = FitError {
             num_all_nodes: 3,
             diagnosis: Diagnosis {
                 node_statuses: vec![
                     (0, Status::unschedulable("Insufficient cpu")),
-                    (
-                        1,
-                        Status::unresolvable("node(s) had untolerated taint(s)"),
-                    ),
-                    (
-                        2,
-                        Status::unresolvable("node(s) had untolerated taint(s)"),
-                    ),
+                    (1, Status::unresolvable("node(s) had untolerated taint(s)")),
+                    (2, Status::unresolvable("node(s) had untolerated taint(s)")),
                 ],
                 ..Diagnosis::default()
             },

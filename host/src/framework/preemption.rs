@@ -607,10 +607,9 @@ impl Framework {
         if let Some(v) = &verdict {
             timer.status = v.status.code.as_str();
             if v.status.code == Code::Error {
-                return Err(PluginError {
-                    plugin: v.plugin.clone(),
-                    message: v.status.message(),
-                });
+                // As upstream's RunPostFilterPlugins: an Error ends the phase; the
+                // cycle logs it and the pod waits with it after its FitError.
+                tracing::error!(plugin = %v.plugin, pod = %pod.key(), "PostFilter: {}", v.status.message());
             }
         }
         Ok(verdict)

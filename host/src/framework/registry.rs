@@ -126,7 +126,7 @@ pub fn load_modules_with(
         let module = if let Some(src) = sources.iter().find(|s| &s.name == name) {
             load_source(runtime, src, sandbox(name))?
         } else if let Some(artifact) = builtins.get(name) {
-            runtime.load_with(
+            runtime.load_builtin(
                 &format!("{BUILTIN_PREFIX}{}", artifact.crate_name),
                 artifact.bytes,
                 sandbox(name),

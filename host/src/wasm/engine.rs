@@ -67,6 +67,12 @@ pub struct Runtime {
     /// Every instance's memory together (see [`MemoryBudget`]).
     pub(super) memory: Arc<MemoryBudget>,
     cache: Option<ComponentCache>,
+    /// The built-in plugins' components, compiled (or read from the cache) once per
+    /// runtime: their bytes are part of the program and never change, so every
+    /// scheduler built after the first (tests, `explain`, shadow and what-if
+    /// profiles) skips hashing, reading and checking them again. Keyed by the bytes'
+    /// address and length; the SHA-256 kept beside each is the module's.
+    builtins: std::sync::Mutex<std::collections::HashMap<(usize, usize), (String, Component)>>,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -130,6 +136,7 @@ impl Runtime {
             options,
             memory: Arc::default(),
             cache,
+            builtins: Default::default(),
             stop_ticker,
         }))
     }
@@ -162,6 +169,26 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// The SHA-256 and compiled component of bytes that are part of the program (a
+    /// built-in plugin), made once per runtime.
+    pub(super) fn builtin_component(
+        &self,
+        source_name: &str,
+        bytes: &'static [u8],
+    ) -> Result<(String, Component), LoadError> {
+        let key = (bytes.as_ptr() as usize, bytes.len());
+        if let Some(found) = self.builtins.lock().expect("builtins").get(&key) {
+            return Ok(found.clone());
+        }
+        let sha256 = hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        let component = self.compile_cached(source_name, &sha256, bytes)?;
+        self.builtins
+            .lock()
+            .expect("builtins")
+            .insert(key, (sha256.clone(), component.clone()));
+        Ok((sha256, component))
+    }
+
     pub(super) fn compile_cached(
         &self,
         source_name: &str,

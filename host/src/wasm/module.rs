@@ -115,6 +115,30 @@ impl Runtime {
     ) -> Result<Arc<Module>, LoadError> {
         let sha256 = hex(&Sha256::digest(bytes));
         let component = self.compile_cached(source_name, &sha256, bytes)?;
+        self.link_module(source_name, bytes, sha256, component, sandbox)
+    }
+
+    /// [`Runtime::load_with`] for the bytes of a built-in plugin, which are part of
+    /// the program: compiled once per runtime, however many schedulers load them.
+    pub fn load_builtin(
+        self: &Arc<Self>,
+        source_name: &str,
+        bytes: &'static [u8],
+        sandbox: Sandbox,
+    ) -> Result<Arc<Module>, LoadError> {
+        let (sha256, component) = self.builtin_component(source_name, bytes)?;
+        self.link_module(source_name, bytes, sha256, component, sandbox)
+    }
+
+    /// Links a compiled component against the plugin world and reads its metadata.
+    fn link_module(
+        self: &Arc<Self>,
+        source_name: &str,
+        bytes: &[u8],
+        sha256: String,
+        component: wasmtime::component::Component,
+        sandbox: Sandbox,
+    ) -> Result<Arc<Module>, LoadError> {
         // Before linking: wasmtime would link a newer patch of the host's track by
         // its semver-compatible names, and the policy refuses it.
         let (wit_version, adapted_track) = self

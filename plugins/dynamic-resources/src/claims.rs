@@ -37,8 +37,10 @@ pub fn pod_claims(pod: &Pod) -> Result<Vec<ResourceClaim>, String> {
             continue;
         };
         let Some(claim) = berth_sdk::dra::host::resource_claim(&pod.namespace, name) else {
+            // As upstream's claim tracker (an assume cache) says it.
             return Err(format!(
-                "resourceclaim.resource.k8s.io \"{name}\" not found"
+                "could not find ResourceClaim \"{}/{name}\"",
+                pod.namespace
             ));
         };
         if claim.terminating {

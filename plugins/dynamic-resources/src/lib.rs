@@ -328,8 +328,8 @@ impl DynamicResources {
             for c in claims {
                 let Some(current) = dra::resource_claim(&c.namespace, &c.name) else {
                     return Status::error(format!(
-                        "resourceclaim.resource.k8s.io \"{}\" not found",
-                        c.name
+                        "could not find ResourceClaim \"{}/{}\"",
+                        c.namespace, c.name
                     ));
                 };
                 match claims::ready_for_binding(&current) {
@@ -608,9 +608,12 @@ impl PostFilter for DynamicResources {
         _nodes: &[(&NodeInfo, Status)],
         _dry_run: &dyn DryRun,
     ) -> PostFilterResult {
-        let s = match read_state(state) {
-            Ok(s) => s,
-            Err(status) => return status.into(),
+        // No state: an earlier PreFilter rejected the pod before this plugin's ran,
+        // so it has no claim to free. Upstream 1.37.2 answers Error "not found" here,
+        // which ends its PostFilter phase and tails its FailedScheduling message;
+        // Berth lets preemption say why it cannot help (the README lists this).
+        let Some(s) = state.value(&STATE) else {
+            return Status::unschedulable("no new claims to deallocate").into();
         };
         if s.claims.is_empty() && s.extended.is_none() {
             return Status::unschedulable("no new claims to deallocate").into();

@@ -434,13 +434,13 @@ fn wrong_claim() {
 }
 
 #[test]
-fn no_claim_object_is_named_as_the_lister_does() {
+fn no_claim_object_is_named_as_the_claim_tracker_does() {
     with_host(world(vec![], vec![class()], vec![]), |_| {
         let store = MemoryState::default();
         let state = CycleState::new(&store);
         let pod = pod_with_claim_name();
         let want =
-            Status::unresolvable("resourceclaim.resource.k8s.io \"my-pod-my-resource\" not found");
+            Status::unresolvable("could not find ResourceClaim \"default/my-pod-my-resource\"");
         assert_eq!(plugin().pre_enqueue(&pod), want);
         assert_eq!(plugin().pre_filter(&state, &pod, &[]).status, want);
     });

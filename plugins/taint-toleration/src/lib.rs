@@ -299,10 +299,7 @@ mod tests {
     fn no_tolerations_cannot_land_on_a_tainted_node() {
         let status = filter(&pod(vec![]), vec![taint("dedicated", "user1", NoSchedule)]);
         assert_eq!(status.code, Code::UnschedulableAndUnresolvable);
-        assert_eq!(
-            status.reasons,
-            ["node(s) had untolerated taint(s)"]
-        );
+        assert_eq!(status.reasons, ["node(s) had untolerated taint(s)"]);
     }
 
     #[test]

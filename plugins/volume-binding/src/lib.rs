@@ -51,7 +51,7 @@ const ALL_BOUND_KEY: &str = "VolumeBinding/allBound";
 pub const ERR_REASON_BIND_CONFLICT: &str =
     "node(s) didn't find available persistent volumes to bind";
 /// Upstream's `ErrReasonNodeConflict`.
-pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
+pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) didn't match PersistentVolume's node affinity";
 /// Upstream's `ErrReasonPVNotExist`.
 pub const ERR_REASON_PV_NOT_EXIST: &str =
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";

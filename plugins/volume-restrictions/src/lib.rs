@@ -29,8 +29,7 @@ static PRE_FILTER_STATE: StateKey<PreFilterState> = StateKey::new(PRE_FILTER_STA
 /// The reason upstream gives for a disk conflict.
 pub const ERR_REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
 /// The reason upstream gives when a ReadWriteOncePod claim is in use.
-pub const ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: &str =
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
+pub const ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: &str = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
 
 /// The plugin.
 pub struct VolumeRestrictions;

@@ -4,7 +4,9 @@
 //! native) and with upstream kube-scheduler 1.37.2's plugins (the Go oracle in
 //! tests/oracle), and prints progress, then a summary; each kind of divergence is
 //! shrunk to a cluster file in the output directory. Exits 1 on any divergence or
-//! error. `--dump` only writes the cases' cluster files to the output directory.
+//! error. `--dump` only writes the cases' cluster files to the output directory;
+//! `--show-explained` prints each divergence the README explains, with its case's
+//! file (kept in the output directory's `cases/`).
 
 use berth_tests::differential::{Differential, generate, oracle_bin, out_dir};
 use std::path::PathBuf;
@@ -16,8 +18,9 @@ fn main() {
     let mut out: Option<PathBuf> = None;
     let mut native = true;
     let mut dump = false;
+    let mut show_explained = false;
     let mut args = std::env::args().skip(1);
-    let usage = "usage: differential [--seed N] [--cases N] [--out DIR] [--no-native] [--dump]";
+    let usage = "usage: differential [--seed N] [--cases N] [--out DIR] [--no-native] [--dump] [--show-explained]";
     while let Some(a) = args.next() {
         let mut value = |name: &str| {
             args.next()
@@ -29,6 +32,7 @@ fn main() {
             "--out" => out = Some(PathBuf::from(value("--out"))),
             "--no-native" => native = false,
             "--dump" => dump = true,
+            "--show-explained" => show_explained = true,
             "-h" | "--help" => {
                 println!("{usage}");
                 return;
@@ -49,9 +53,15 @@ fn main() {
         return;
     }
     let bin = oracle_bin().unwrap_or_else(|e| fail(&e));
-    let mut d =
-        Differential::new(berth_tests::runtime(), &bin).unwrap_or_else(|e| fail(&e));
+    let mut d = Differential::new(berth_tests::runtime(), &bin).unwrap_or_else(|e| fail(&e));
     d.native = native;
+    d.show_explained = show_explained;
+    if show_explained {
+        // The cases named must stay to be read.
+        d.keep = Some(out.join("cases"));
+        std::fs::create_dir_all(out.join("cases"))
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
+    }
     let start = Instant::now();
     let mut last = Instant::now();
     let summary = d.run(seed, cases, &out, |s| {

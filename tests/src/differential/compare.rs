@@ -13,7 +13,36 @@ pub struct Divergence {
     pub node: Option<String>,
     /// Berth's answer and the oracle's.
     pub detail: String,
+    /// When the divergence is one the README lists (upstream is wrong, or Berth
+    /// differs on purpose): which.
+    pub explained: Option<&'static Explained>,
 }
+
+/// A divergence the README lists, with the reason.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Explained {
+    /// Its name in the README's list.
+    pub id: &'static str,
+    /// Why Berth answers otherwise.
+    pub why: &'static str,
+}
+
+/// Upstream 1.37.2's NodeResourcesFit builds its scorer without the PodLevelResources
+/// gate (`NewFit` never passes it on; NodeResourcesBalancedAllocation does), so its
+/// score counts the containers' requests of a pod with pod-level resources.
+pub const FIT_SCORE_IGNORES_POD_LEVEL: Explained = Explained {
+    id: "fit-score-ignores-pod-level-resources",
+    why: "upstream's NodeResourcesFit score ignores pod-level resources; Berth scores the pod-level requests, as its Filter and BalancedAllocation do",
+};
+
+/// When a PreFilter before DynamicResources' rejects the pod, DynamicResources'
+/// PostFilter finds no state of its own and answers Error "not found", which ends
+/// upstream's PostFilter phase (no preemption is tried) and its FailedScheduling
+/// message.
+pub const DRA_POST_FILTER_NOT_FOUND: Explained = Explained {
+    id: "dra-postfilter-not-found",
+    why: "upstream's DynamicResources PostFilter errors when an earlier PreFilter rejected the pod, so its message ends in \"not found\" and preemption is skipped; Berth's DynamicResources has nothing to do there and preemption runs",
+};
 
 impl std::fmt::Display for Divergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,17 +99,21 @@ fn nodes(v: &Value) -> BTreeMap<String, &Value> {
 }
 
 /// Compares one explanation (Berth's, as `berth explain --output json` prints it)
-/// with the oracle's.
-pub fn explanations(berth: &Value, oracle: &Value) -> Vec<Divergence> {
+/// with the oracle's, for the pod `pod` (its manifest).
+pub fn explanations(berth: &Value, oracle: &Value, pod: &Value) -> Vec<Divergence> {
     let mut out = Vec::new();
     let mut diff = |what: String, node: Option<&String>, b: String, o: String| {
         out.push(Divergence {
             what,
             node: node.cloned(),
             detail: format!("berth {b}, upstream {o}"),
+            explained: None,
         });
     };
-    let (bp, op) = (statuses(&berth["prefilter"]), statuses(&oracle["prefilter"]));
+    let (bp, op) = (
+        statuses(&berth["prefilter"]),
+        statuses(&oracle["prefilter"]),
+    );
     let plugins: BTreeSet<&String> = bp.keys().chain(op.keys()).collect();
     for p in plugins {
         // Success and "not a PreFilter plugin" mean the same to the cycle.
@@ -89,7 +122,12 @@ pub fn explanations(berth: &Value, oracle: &Value) -> Vec<Divergence> {
                 .filter(|(c, r)| !(c == "Success" && r.is_empty()))
         };
         if norm(bp.get(p)) != norm(op.get(p)) {
-            diff(format!("prefilter {p}"), None, show(bp.get(p)), show(op.get(p)));
+            diff(
+                format!("prefilter {p}"),
+                None,
+                show(bp.get(p)),
+                show(op.get(p)),
+            );
         }
     }
     let (bn, on) = (nodes(berth), nodes(oracle));
@@ -107,9 +145,8 @@ pub fn explanations(berth: &Value, oracle: &Value) -> Vec<Divergence> {
         let (bf, of) = (statuses(&b["filters"]), statuses(&o["filters"]));
         let plugins: BTreeSet<&String> = bf.keys().chain(of.keys()).collect();
         for p in plugins {
-            let norm = |s: Option<&(String, Vec<String>)>| {
-                s.cloned().filter(|(c, _)| c != "Success")
-            };
+            let norm =
+                |s: Option<&(String, Vec<String>)>| s.cloned().filter(|(c, _)| c != "Success");
             if norm(bf.get(p)) != norm(of.get(p)) {
                 diff(
                     format!("filter {p}"),
@@ -177,13 +214,22 @@ pub fn explanations(berth: &Value, oracle: &Value) -> Vec<Divergence> {
             }
         }
     }
+    let pod_level = pod["spec"]["resources"]["requests"].is_object()
+        || pod["spec"]["resources"]["limits"].is_object();
+    for d in &mut out {
+        if pod_level && d.what == "score NodeResourcesFit" {
+            d.explained = Some(&FIT_SCORE_IGNORES_POD_LEVEL);
+        }
+    }
     dedup(out)
 }
 
 /// One entry per `what` (a weight differs on every node alike).
 fn dedup(v: Vec<Divergence>) -> Vec<Divergence> {
     let mut seen = BTreeSet::new();
-    v.into_iter().filter(|d| seen.insert(d.what.clone())).collect()
+    v.into_iter()
+        .filter(|d| seen.insert(d.what.clone()))
+        .collect()
 }
 
 /// The nodes the oracle ranks highest (upstream picks one of them at random).
@@ -210,8 +256,14 @@ pub fn best_nodes(oracle: &Value) -> BTreeSet<String> {
 
 /// Compares what Berth's cycle did with the oracle: the node it chose is one the
 /// oracle ranks highest; a pod that fits nowhere (and preempts nothing) waits with
-/// kube-scheduler's FailedScheduling message, word for word.
-pub fn cycle(outcome: &CycleOutcome, oracle: &Value) -> Vec<Divergence> {
+/// kube-scheduler's FailedScheduling message, word for word. `scores_explained`: the
+/// explanations differed only where the README says they do, which may move the
+/// best node.
+pub fn cycle(
+    outcome: &CycleOutcome,
+    oracle: &Value,
+    scores_explained: Option<&'static Explained>,
+) -> Vec<Divergence> {
     let mut out = Vec::new();
     let best = best_nodes(oracle);
     let nominated = oracle["post_filter"]["nominated_node"]
@@ -222,6 +274,7 @@ pub fn cycle(outcome: &CycleOutcome, oracle: &Value) -> Vec<Divergence> {
             what: "selected node".into(),
             node: None,
             detail: format!("berth {n}, upstream one of {best:?}"),
+            explained: scores_explained,
         }),
         (Some(n), true) if nominated.is_none() => out.push(Divergence {
             what: "selected node".into(),
@@ -229,6 +282,7 @@ pub fn cycle(outcome: &CycleOutcome, oracle: &Value) -> Vec<Divergence> {
             detail: format!(
                 "berth bound to {n}, upstream: no node fits and preemption nominates none"
             ),
+            explained: None,
         }),
         (None, false) => out.push(Divergence {
             what: "selected node".into(),
@@ -237,14 +291,21 @@ pub fn cycle(outcome: &CycleOutcome, oracle: &Value) -> Vec<Divergence> {
                 "berth left the pod pending ({}), upstream one of {best:?}",
                 outcome.message
             ),
+            explained: None,
         }),
         (None, true) => {
             let want = oracle["message"].as_str().unwrap_or_default();
             if outcome.message != want {
+                // Upstream's "<filters>. not found" where Berth goes on to preemption.
+                let explained = want
+                    .strip_suffix(" not found")
+                    .filter(|head| outcome.message.starts_with(head))
+                    .map(|_| &DRA_POST_FILTER_NOT_FOUND);
                 out.push(Divergence {
                     what: "FailedScheduling message".into(),
                     node: None,
                     detail: format!("berth {:?}, upstream {want:?}", outcome.message),
+                    explained,
                 });
             }
             if let Some(n) = nominated {
@@ -252,6 +313,7 @@ pub fn cycle(outcome: &CycleOutcome, oracle: &Value) -> Vec<Divergence> {
                     what: "preemption".into(),
                     node: None,
                     detail: format!("berth preempted nothing, upstream nominates {n}"),
+                    explained: None,
                 });
             }
         }

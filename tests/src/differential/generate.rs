@@ -55,7 +55,10 @@ impl Case {
     /// The cluster file's text: one JSON document per `---`, which YAML readers
     /// (Berth's and the Go one's) both take.
     pub fn to_file_text(&self) -> String {
-        let mut out = format!("# differential case, seed {}; pod {}\n", self.seed, self.pod);
+        let mut out = format!(
+            "# differential case, seed {}; pod {}\n",
+            self.seed, self.pod
+        );
         for d in &self.docs {
             out.push_str("---\n");
             out.push_str(&serde_json::to_string(d).expect("JSON"));
@@ -73,10 +76,27 @@ impl Case {
     /// README's differences).
     pub fn is_valid(&self) -> bool {
         self.docs.iter().all(|d| match d["kind"].as_str() {
-            Some("Pod") => d["spec"]["containers"]
-                .as_array()
-                .is_some_and(|c| !c.is_empty() && c.iter().all(|c| c.get("name").is_some())),
-            Some("Node") => d["status"]["allocatable"]["pods"].is_string(),
+            Some("Pod") => {
+                d["spec"]["containers"]
+                    .as_array()
+                    .is_some_and(|c| !c.is_empty() && c.iter().all(|c| c.get("name").is_some()))
+                    && d["spec"]["volumes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .all(|v| {
+                            v.get("persistentVolumeClaim")
+                                .is_none_or(|c| c["claimName"].is_string())
+                        })
+            }
+            Some("Node") => {
+                d["status"]["allocatable"]["pods"].is_string()
+                    && d["status"]["images"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .all(|i| i["sizeBytes"].is_u64() && i["names"].is_array())
+            }
             _ => true,
         })
     }
@@ -105,14 +125,20 @@ const CSI_DRIVER: &str = "csi.example.com";
 /// CSI volumes, CSINodes with attach limits, claims bound, unbound and
 /// ReadWriteOncePod (some held by running pods).
 fn volumes(r: &mut Rng, ns: &str, nodes: &[String], docs: &mut Vec<Value>, pod: &mut Value) {
-    docs.push(json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    docs.push(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
         "metadata": {"name": "immediate"}, "provisioner": CSI_DRIVER,
-        "volumeBindingMode": "Immediate"}));
-    docs.push(json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "volumeBindingMode": "Immediate"}),
+    );
+    docs.push(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
         "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
-        "volumeBindingMode": "WaitForFirstConsumer"}));
-    docs.push(json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
-        "metadata": {"name": CSI_DRIVER}, "spec": {"attachRequired": true}}));
+        "volumeBindingMode": "WaitForFirstConsumer"}),
+    );
+    docs.push(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+        "metadata": {"name": CSI_DRIVER}, "spec": {"attachRequired": true}}),
+    );
     for n in nodes {
         if r.chance(0.5) {
             docs.push(json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
@@ -147,7 +173,11 @@ fn volumes(r: &mut Rng, ns: &str, nodes: &[String], docs: &mut Vec<Value>, pod: 
     // A zonal CSI volume, bound.
     if r.chance(0.6) {
         let zone = r.pick(ZONES);
-        let mode = if r.chance(0.3) { "ReadWriteOncePod" } else { "ReadWriteOnce" };
+        let mode = if r.chance(0.3) {
+            "ReadWriteOncePod"
+        } else {
+            "ReadWriteOnce"
+        };
         docs.push(json!({"apiVersion": "v1", "kind": "PersistentVolume",
             "metadata": {"name": "zonal", "labels": {"topology.kubernetes.io/zone": zone}},
             "spec": {"capacity": {"storage": "10Gi"}, "accessModes": [mode],
@@ -177,7 +207,7 @@ fn volumes(r: &mut Rng, ns: &str, nodes: &[String], docs: &mut Vec<Value>, pod: 
         }
     }
     // A claim of a class bound at once, still unbound.
-    if r.chance(0.15) {
+    if r.chance(0.05) {
         docs.push(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": "pending-data", "namespace": ns, "uid": "uid-pending-data"},
             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "immediate",
@@ -226,7 +256,10 @@ fn device_selector(r: &mut Rng) -> String {
             "device.capacity[\"{GPU_DRIVER}\"].memory.compareTo(quantity(\"{}Gi\")) >= 0",
             r.pick(&[16, 40, 80])
         ),
-        2 => format!("device.attributes[\"{GPU_DRIVER}\"].index < {}", r.range(1, 3)),
+        2 => format!(
+            "device.attributes[\"{GPU_DRIVER}\"].index < {}",
+            r.range(1, 3)
+        ),
         _ => format!(
             "device.attributes[\"{GPU_DRIVER}\"].model in [\"{}\", \"{}\"]",
             r.pick(MODELS),
@@ -243,10 +276,15 @@ pub fn case(seed: u64) -> Case {
         "metadata": {"name": "default", "labels": {"kubernetes.io/metadata.name": "default"}}}));
     docs.push(json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "team-a", "team": "a"}}}));
-    let n_nodes = r.range(1, 5) as usize;
+    let n_nodes = r.range(1, 6) as usize;
     let nodes: Vec<String> = (0..n_nodes).map(|i| format!("node-{i}")).collect();
+    // An image has one size wherever it is (a kubelet reports the image's size).
+    let sizes: Vec<u64> = IMAGES
+        .iter()
+        .map(|_| r.pick(&[5u64, 30, 200, 900]) * 1024 * 1024)
+        .collect();
     for name in &nodes {
-        docs.push(node(&mut r, name));
+        docs.push(node(&mut r, name, &sizes));
     }
     let dra = r.chance(0.2);
     let mut devices: Vec<(String, String)> = Vec::new();
@@ -264,7 +302,9 @@ pub fn case(seed: u64) -> Case {
     }
     let n_pods = r.range(0, 8);
     for i in 0..n_pods {
-        let on = r.pick(&nodes.iter().map(String::as_str).collect::<Vec<_>>()).to_owned();
+        let on = r
+            .pick(&nodes.iter().map(String::as_str).collect::<Vec<_>>())
+            .to_owned();
         let mut pod = existing_pod(&mut r, i, &on, &nodes);
         // A pod on a node with devices may hold one, through a claim allocated to it.
         let free: Vec<usize> = (0..devices.len()).filter(|&d| devices[d].0 == on).collect();
@@ -307,10 +347,13 @@ pub fn case(seed: u64) -> Case {
             }
             requests.push(json!({"name": format!("req-{k}"), "exactly": exactly}));
         }
-        docs.push(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        docs.push(
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": "claim-incoming", "namespace": ns, "uid": "uid-claim-incoming"},
-            "spec": {"devices": {"requests": requests}}}));
-        pod["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": "claim-incoming"}]);
+            "spec": {"devices": {"requests": requests}}}),
+        );
+        pod["spec"]["resourceClaims"] =
+            json!([{"name": "gpu", "resourceClaimName": "claim-incoming"}]);
         pod["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "gpu"}]);
     }
     docs.push(pod);
@@ -337,7 +380,7 @@ fn quantity_mem(mi: u64) -> String {
     }
 }
 
-fn node(r: &mut Rng, name: &str) -> Value {
+fn node(r: &mut Rng, name: &str, sizes: &[u64]) -> Value {
     let mut labels = Map::new();
     labels.insert("kubernetes.io/hostname".into(), name.into());
     labels.insert("kubernetes.io/os".into(), "linux".into());
@@ -353,22 +396,29 @@ fn node(r: &mut Rng, name: &str) -> Value {
     let mut alloc = Map::new();
     alloc.insert(
         "cpu".into(),
-        quantity_cpu(r.pick(&[500, 1000, 2000, 4000, 8000])).into(),
+        quantity_cpu(r.pick(&[1000, 2000, 4000, 8000, 16000])).into(),
     );
     alloc.insert(
         "memory".into(),
-        quantity_mem(r.pick(&[512, 1024, 2048, 4096, 8192, 16384])).into(),
+        quantity_mem(r.pick(&[1024, 2048, 4096, 8192, 16384])).into(),
     );
-    alloc.insert("pods".into(), r.pick(&[2u64, 4, 110]).to_string().into());
-    if r.chance(0.3) {
+    alloc.insert(
+        "pods".into(),
+        r.pick(&[3u64, 8, 110, 110]).to_string().into(),
+    );
+    if r.chance(0.5) {
         alloc.insert(GPU.into(), r.range(0, 4).to_string().into());
     }
-    if r.chance(0.3) {
-        alloc.insert("ephemeral-storage".into(), r.pick(&["1Gi", "20Gi"]).into());
+    if r.chance(0.8) {
+        alloc.insert(
+            "ephemeral-storage".into(),
+            r.pick(&["1Gi", "20Gi", "100Gi"]).into(),
+        );
     }
     let mut spec = Map::new();
     let mut taints = Vec::new();
-    for _ in 0..r.range(0, 2) {
+    let n_taints = if r.chance(0.6) { 0 } else { r.range(1, 2) };
+    for _ in 0..n_taints {
         let effect = r.pick(&["NoSchedule", "PreferNoSchedule", "NoExecute"]);
         let key = r.pick(&["dedicated", "gpu"]);
         if taints
@@ -383,7 +433,7 @@ fn node(r: &mut Rng, name: &str) -> Value {
         }
         taints.push(t);
     }
-    if r.chance(0.08) {
+    if r.chance(0.04) {
         spec.insert("unschedulable".into(), true.into());
         taints.push(json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}));
     }
@@ -393,9 +443,8 @@ fn node(r: &mut Rng, name: &str) -> Value {
     let mut status = json!({"allocatable": alloc.clone(), "capacity": alloc});
     if r.chance(0.6) {
         let mut images: Vec<Value> = Vec::new();
-        for i in IMAGES {
+        for (i, size) in IMAGES.iter().zip(sizes) {
             if r.chance(0.4) {
-                let size = r.pick(&[5u64, 30, 200, 900]) * 1024 * 1024;
                 images.push(json!({"names": [normalized_image(i)], "sizeBytes": size}));
             }
         }
@@ -443,7 +492,11 @@ fn label_selector(r: &mut Rng) -> Value {
         let op = r.pick(&["In", "NotIn", "Exists", "DoesNotExist"]);
         let mut e = json!({"key": key, "operator": op});
         if op == "In" || op == "NotIn" {
-            let vals: &[&str] = if key == "app" { APPS } else { &["front", "back"] };
+            let vals: &[&str] = if key == "app" {
+                APPS
+            } else {
+                &["front", "back"]
+            };
             let mut v = vec![r.pick(vals)];
             if r.chance(0.3) {
                 let w = r.pick(vals);
@@ -519,10 +572,11 @@ fn container(r: &mut Rng, name: &str, big: bool) -> Value {
 
 fn existing_pod(r: &mut Rng, i: u64, node: &str, nodes: &[String]) -> Value {
     let ns = r.pick(NAMESPACES);
+    let big = r.chance(0.3);
     let mut spec = json!({
         "nodeName": node,
         "schedulerName": "default-scheduler",
-        "containers": [container(r, "c", false)],
+        "containers": [container(r, "c", big)],
     });
     let priority = r.pick(&[0i64, 0, 100, 1000]);
     spec["priority"] = priority.into();
@@ -534,7 +588,8 @@ fn existing_pod(r: &mut Rng, i: u64, node: &str, nodes: &[String]) -> Value {
             "podAffinity"
         };
         if r.chance(0.6) {
-            spec["affinity"] = json!({kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}});
+            spec["affinity"] =
+                json!({kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}});
         } else {
             spec["affinity"] = json!({kind: {"preferredDuringSchedulingIgnoredDuringExecution":
                 [{"weight": r.range(1, 100), "podAffinityTerm": term}]}});
@@ -612,14 +667,17 @@ fn node_selector_term(r: &mut Rng, nodes: &[String]) -> Value {
 }
 
 fn incoming_pod(r: &mut Rng, ns: &str, nodes: &[String]) -> Value {
-    let big = r.chance(0.3);
+    // Half the pods ask for little, so that many fit somewhere and are scored.
+    let light = r.chance(0.5);
+    let k = if light { 0.3 } else { 1.0 };
+    let big = r.chance(0.3 * k);
     let n_containers = r.range(1, 2);
     let containers: Vec<Value> = (0..n_containers)
         .map(|i| container(r, &format!("c{i}"), big))
         .collect();
     let mut spec = json!({"schedulerName": "default-scheduler", "containers": containers,
         "priority": r.pick(&[0i64, 0, 500, 2000])});
-    if r.chance(0.25) {
+    if r.chance(0.25 * k) {
         let mut init = container(r, "init", big);
         init.as_object_mut().unwrap().remove("ports");
         if r.chance(0.4) {
@@ -627,13 +685,13 @@ fn incoming_pod(r: &mut Rng, ns: &str, nodes: &[String]) -> Value {
         }
         spec["initContainers"] = json!([init]);
     }
-    if r.chance(0.1) {
+    if r.chance(0.1 * k) {
         let cpu = quantity_cpu(r.range(2, 20) * 100);
         let mem = quantity_mem(r.range(2, 16) * 64);
         spec["resources"] = json!({"requests": {"cpu": cpu, "memory": mem},
             "limits": {"cpu": cpu, "memory": mem}});
     }
-    if r.chance(0.25) {
+    if r.chance(0.25 * k) {
         let mut sel = Map::new();
         if r.chance(0.6) {
             sel.insert("topology.kubernetes.io/zone".into(), r.pick(ZONES).into());
@@ -643,7 +701,7 @@ fn incoming_pod(r: &mut Rng, ns: &str, nodes: &[String]) -> Value {
         spec["nodeSelector"] = sel.into();
     }
     let mut affinity = Map::new();
-    if r.chance(0.35) {
+    if r.chance(0.35 * k) {
         let mut na = Map::new();
         if r.chance(0.5) {
             let terms: Vec<Value> = (0..r.range(1, 2))
@@ -673,7 +731,7 @@ fn incoming_pod(r: &mut Rng, ns: &str, nodes: &[String]) -> Value {
         affinity.insert("nodeAffinity".into(), na.into());
     }
     for kind in ["podAffinity", "podAntiAffinity"] {
-        if r.chance(0.25) {
+        if r.chance(0.25 * k) {
             let mut pa = Map::new();
             if r.chance(0.5) {
                 pa.insert(
@@ -696,7 +754,7 @@ fn incoming_pod(r: &mut Rng, ns: &str, nodes: &[String]) -> Value {
     if !affinity.is_empty() {
         spec["affinity"] = affinity.into();
     }
-    if r.chance(0.4) {
+    if r.chance(0.5 * k) {
         let tols: Vec<Value> = (0..r.range(1, 2))
             .map(|_| {
                 let mut t = Map::new();
@@ -714,7 +772,8 @@ fn incoming_pod(r: &mut Rng, ns: &str, nodes: &[String]) -> Value {
                 if r.chance(0.6) {
                     t.insert(
                         "effect".into(),
-                        r.pick(&["NoSchedule", "PreferNoSchedule", "NoExecute"]).into(),
+                        r.pick(&["NoSchedule", "PreferNoSchedule", "NoExecute"])
+                            .into(),
                     );
                 }
                 Value::Object(t)
@@ -722,7 +781,7 @@ fn incoming_pod(r: &mut Rng, ns: &str, nodes: &[String]) -> Value {
             .collect();
         spec["tolerations"] = tols.into();
     }
-    if r.chance(0.3) {
+    if r.chance(0.3 * k) {
         let n = r.range(1, 2);
         let mut keys_used = Vec::new();
         let mut tscs = Vec::new();
@@ -772,7 +831,13 @@ mod tests {
             normalized_image("registry.k8s.io/pause:3.10"),
             "registry.k8s.io/pause:3.10"
         );
-        assert_eq!(normalized_image("quay.io/example/big:2"), "quay.io/example/big:2");
-        assert_eq!(normalized_image("nginx:1.27"), "docker.io/library/nginx:1.27");
+        assert_eq!(
+            normalized_image("quay.io/example/big:2"),
+            "quay.io/example/big:2"
+        );
+        assert_eq!(
+            normalized_image("nginx:1.27"),
+            "docker.io/library/nginx:1.27"
+        );
     }
 }

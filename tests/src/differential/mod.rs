@@ -8,7 +8,7 @@ pub mod generate;
 
 use berth::simulate::{SimulateOptions, explain, simulate};
 use berth::wasm::Runtime;
-use compare::{CycleOutcome, Divergence};
+use compare::{CycleOutcome, Divergence, Explained};
 use generate::Case;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -98,13 +98,45 @@ pub struct Differential {
     dir: tempfile::TempDir,
     /// Also explain with the native twins, which must answer as the wasm plugins do.
     pub native: bool,
+    /// Keep every case's file in this directory (else they are removed once run).
+    pub keep: Option<PathBuf>,
+    /// Print each divergence the README explains (to standard error), with its case.
+    pub show_explained: bool,
+    /// What the oracle made of the cases so far.
+    pub shapes: Shapes,
+}
+
+/// What the cases were, as the oracle saw them: so that a clean run says what it
+/// covered.
+#[derive(Clone, Debug, Default)]
+pub struct Shapes {
+    /// The pod fits some node.
+    pub fits: u64,
+    /// It fits none, and preemption nominates a node.
+    pub preempts: u64,
+    /// It fits none, and preemption cannot help.
+    pub fits_nowhere: u64,
+    /// Filter verdicts compared (plugin × node).
+    pub filter_verdicts: u64,
+    /// Normalized scores compared (plugin × feasible node).
+    pub scores: u64,
+}
+
+impl std::fmt::Display for Shapes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} fit somewhere, {} preempt, {} fit nowhere; {} filter verdicts and {} scores compared",
+            self.fits, self.preempts, self.fits_nowhere, self.filter_verdicts, self.scores
+        )
+    }
 }
 
 /// What one case came to.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Berth and the oracle agree.
-    Agree,
+    /// Berth and the oracle agree, but where the README explains they do not.
+    Agree(Vec<&'static Explained>),
     /// They do not.
     Diverge(Vec<Divergence>),
     /// One side could not run the case (a generator bug, or an input one side
@@ -120,6 +152,9 @@ impl Differential {
             oracle: Oracle::start(bin)?,
             dir: tempfile::tempdir().map_err(|e| e.to_string())?,
             native: true,
+            show_explained: false,
+            keep: None,
+            shapes: Shapes::default(),
         })
     }
 
@@ -158,7 +193,11 @@ impl Differential {
 
     /// Writes `case` to a file in this run's directory.
     pub fn write(&self, case: &Case) -> PathBuf {
-        let path = self.dir.path().join(format!("case-{}.yaml", case.seed));
+        let dir = match &self.keep {
+            Some(d) => d.as_path(),
+            None => self.dir.path(),
+        };
+        let path = dir.join(format!("case-{}.yaml", case.seed));
         std::fs::write(&path, case.to_file_text()).expect("write case");
         path
     }
@@ -166,12 +205,27 @@ impl Differential {
     /// Runs one case.
     pub fn check(&mut self, case: &Case) -> Verdict {
         let file = self.write(case);
-        let verdict = self.check_file(&file, &case.pod);
-        let _ = std::fs::remove_file(&file);
+        let pod = case
+            .docs
+            .iter()
+            .find(|d| {
+                d["kind"] == "Pod"
+                    && format!(
+                        "{}/{}",
+                        d["metadata"]["namespace"].as_str().unwrap_or("default"),
+                        d["metadata"]["name"].as_str().unwrap_or_default()
+                    ) == case.pod
+            })
+            .cloned()
+            .unwrap_or_default();
+        let verdict = self.check_file(&file, &case.pod, &pod);
+        if self.keep.is_none() {
+            let _ = std::fs::remove_file(&file);
+        }
         verdict
     }
 
-    fn check_file(&mut self, file: &Path, pod: &str) -> Verdict {
+    fn check_file(&mut self, file: &Path, pod: &str, manifest: &Value) -> Verdict {
         let oracle = match self.oracle.explain(file, pod) {
             Ok(v) => v,
             Err(e) => return Verdict::Error(e),
@@ -180,11 +234,30 @@ impl Differential {
             Ok(v) => v,
             Err(e) => return Verdict::Error(e),
         };
-        let mut out = compare::explanations(&wasm, &oracle);
+        let nodes = oracle["nodes"].as_array().map_or(&[][..], Vec::as_slice);
+        self.shapes.filter_verdicts += nodes
+            .iter()
+            .map(|n| n["filters"].as_array().map_or(0, Vec::len) as u64)
+            .sum::<u64>();
+        self.shapes.scores += nodes
+            .iter()
+            .map(|n| n["scores"].as_array().map_or(0, Vec::len) as u64)
+            .sum::<u64>();
+        if nodes.iter().any(|n| n["feasible"] == true) {
+            self.shapes.fits += 1;
+        } else if oracle["post_filter"]["nominated_node"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty())
+        {
+            self.shapes.preempts += 1;
+        } else {
+            self.shapes.fits_nowhere += 1;
+        }
+        let mut out = compare::explanations(&wasm, &oracle, manifest);
         if self.native {
             match self.berth_explain(file, pod, true) {
                 Ok(native) => {
-                    for mut d in compare::explanations(&native, &oracle) {
+                    for mut d in compare::explanations(&native, &oracle, manifest) {
                         if !out.iter().any(|o| o.what == d.what) {
                             d.what = format!("native {}", d.what);
                             out.push(d);
@@ -194,14 +267,33 @@ impl Differential {
                 Err(e) => return Verdict::Error(format!("native: {e}")),
             }
         }
+        // A best node moved by a score the README explains is explained with it.
+        let scores_explained = match out.iter().find(|d| d.explained.is_none()) {
+            None => out.iter().find_map(|d| d.explained),
+            Some(_) => None,
+        };
         match self.berth_cycle(file, pod) {
-            Ok(outcome) => out.extend(compare::cycle(&outcome, &oracle)),
+            Ok(outcome) => out.extend(compare::cycle(&outcome, &oracle, scores_explained)),
             Err(e) => return Verdict::Error(e),
         }
-        if out.is_empty() {
-            Verdict::Agree
+        let (explained, unexplained): (Vec<Divergence>, Vec<Divergence>) =
+            out.into_iter().partition(|d| d.explained.is_some());
+        if self.show_explained {
+            for d in &explained {
+                eprintln!(
+                    "{}: explained ({}): {d}",
+                    file.display(),
+                    d.explained.map_or("", |e| e.id)
+                );
+            }
+        }
+        if unexplained.is_empty() {
+            let mut ids: Vec<&'static Explained> =
+                explained.iter().filter_map(|d| d.explained).collect();
+            ids.dedup_by_key(|e| e.id);
+            Verdict::Agree(ids)
         } else {
-            Verdict::Diverge(out)
+            Verdict::Diverge(unexplained)
         }
     }
 
@@ -339,11 +431,16 @@ pub struct Summary {
     pub cases: u64,
     /// Cases where both agreed.
     pub agreed: u64,
+    /// Cases that agreed but for divergences the README explains, by its name for
+    /// them.
+    pub explained: std::collections::BTreeMap<&'static str, u64>,
     /// Diverging cases, by the first divergence's `what`: count and the shrunk
     /// file of the first.
     pub divergences: std::collections::BTreeMap<String, (u64, PathBuf, String)>,
     /// Cases one side could not run: count and the first message and file.
     pub errors: Vec<(u64, String, PathBuf)>,
+    /// What the cases were (shrinking's reruns included).
+    pub shapes: Shapes,
 }
 
 impl Summary {
@@ -363,8 +460,16 @@ impl std::fmt::Display for Summary {
             self.divergences.values().map(|d| d.0).sum::<u64>(),
             self.errors.len()
         )?;
+        writeln!(f, "  {}", self.shapes)?;
+        for (id, n) in &self.explained {
+            writeln!(f, "  {n} agree but for the README's {id:?}")?;
+        }
         for (what, (n, file, detail)) in &self.divergences {
-            writeln!(f, "  {n} x {what}\n      {detail}\n      shrunk: {}", file.display())?;
+            writeln!(
+                f,
+                "  {n} x {what}\n      {detail}\n      shrunk: {}",
+                file.display()
+            )?;
         }
         for (seed, e, file) in self.errors.iter().take(10) {
             writeln!(f, "  error (seed {seed}, {}): {e}", file.display())?;
@@ -389,7 +494,12 @@ impl Differential {
             let case = generate::case(seed.wrapping_add(i));
             s.cases += 1;
             match self.check(&case) {
-                Verdict::Agree => s.agreed += 1,
+                Verdict::Agree(explained) => {
+                    s.agreed += 1;
+                    for e in explained {
+                        *s.explained.entry(e.id).or_default() += 1;
+                    }
+                }
                 Verdict::Diverge(ds) => {
                     let first = &ds[0];
                     if let Some(e) = s.divergences.get_mut(&first.what) {
@@ -406,8 +516,7 @@ impl Differential {
                                 .join("\n      "),
                             _ => first.to_string(),
                         };
-                        s.divergences
-                            .insert(first.what.clone(), (1, file, detail));
+                        s.divergences.insert(first.what.clone(), (1, file, detail));
                     }
                 }
                 Verdict::Error(e) => {
@@ -420,6 +529,7 @@ impl Differential {
             }
             progress(&s);
         }
+        s.shapes = self.shapes.clone();
         s
     }
 }
