@@ -34,6 +34,7 @@
 //! ```
 
 pub mod duration;
+pub mod fields;
 pub mod plugins;
 
 use berth_sdk::ExtensionPoint;
