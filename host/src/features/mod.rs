@@ -95,7 +95,8 @@ const ALWAYS: &str = "Berth has this feature and cannot turn it off yet";
 
 /// The gates kube-scheduler 1.37.2 reads when it schedules (`pkg/scheduler` and its
 /// plugins, and the default profile's plugins), each with what Berth does with it.
-/// The README lists them, with where Berth differs from upstream's default.
+/// The book lists them (docs/src/operators/feature-gates.md), with where Berth differs
+/// from upstream's default.
 pub const SCHEDULING: &[(&str, InBerth)] = &[
     ("CompositePodGroup", fixed(false, NOT_YET)),
     ("DRAAdminAccess", fixed(true, ALWAYS)),
@@ -404,14 +405,14 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_lists_every_scheduling_gate_as_berth_has_it() {
-        let readme = include_str!("../../../README.md");
+    fn the_book_lists_every_scheduling_gate_as_berth_has_it() {
+        let readme = include_str!("../../../docs/src/operators/feature-gates.md");
         for (name, what) in SCHEDULING {
             let prefix = format!("| `{name}` |");
             let row = readme
                 .lines()
                 .find(|l| l.starts_with(&prefix))
-                .unwrap_or_else(|| panic!("the README's feature gates have no row for {name}"));
+                .unwrap_or_else(|| panic!("the book's feature gates have no row for {name}"));
             let cells: Vec<&str> = row.split('|').map(str::trim).collect();
             let g = gate(name).unwrap();
             let upstream = if g.default { "on" } else { "off" };
