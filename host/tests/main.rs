@@ -14,6 +14,7 @@ mod proxy;
 mod registry;
 
 mod bench_cli;
+mod book;
 mod config_cli;
 mod deploy_manifests;
 mod live;
