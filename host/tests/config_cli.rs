@@ -64,7 +64,7 @@ fn default_prints_a_kube_scheduler_configuration_that_loads_back() {
     );
     assert_eq!(summary.matches("  may ").count(), 4, "{summary}");
     assert!(
-        summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), VolumeBinding(1), PodTopologySpread(2), InterPodAffinity(2), DynamicResources(1), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
+        summary.contains("  score       TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), VolumeBinding(1), PodTopologySpread(2), InterPodAffinity(2), DynamicResources(2), NodeResourcesBalancedAllocation(1), ImageLocality(1)\n"),
         "{summary}"
     );
     assert!(

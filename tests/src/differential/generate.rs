@@ -365,7 +365,7 @@ pub fn case(seed: u64) -> Case {
 }
 
 fn quantity_cpu(milli: u64) -> String {
-    if milli % 1000 == 0 {
+    if milli.is_multiple_of(1000) {
         (milli / 1000).to_string()
     } else {
         format!("{milli}m")
@@ -373,7 +373,7 @@ fn quantity_cpu(milli: u64) -> String {
 }
 
 fn quantity_mem(mi: u64) -> String {
-    if mi % 1024 == 0 {
+    if mi.is_multiple_of(1024) {
         format!("{}Gi", mi / 1024)
     } else {
         format!("{mi}Mi")
