@@ -70,12 +70,24 @@ impl Case {
 
 impl Case {
     /// Whether the case is one an API server could hold, the way the generator
-    /// writes it (the shrinker keeps to these): every pod has a container, every
+    /// writes it (the shrinker keeps to these): one pending pod, every pod has a
+    /// container and its claims' names, every
     /// node states how many pods it takes (where Berth deliberately assumes the
     /// kubelet's 110 for a manifest that says nothing, upstream reads 0; see the
     /// README's differences).
     pub fn is_valid(&self) -> bool {
         self.docs.iter().all(|d| match d["kind"].as_str() {
+            // One pending pod, the one explained: the others stay on their nodes.
+            Some("Pod")
+                if d["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
+                    && format!(
+                        "{}/{}",
+                        d["metadata"]["namespace"].as_str().unwrap_or("default"),
+                        d["metadata"]["name"].as_str().unwrap_or_default()
+                    ) != self.pod =>
+            {
+                false
+            }
             Some("Pod") => {
                 d["spec"]["containers"]
                     .as_array()
@@ -301,11 +313,24 @@ pub fn case(seed: u64) -> Case {
         }
     }
     let n_pods = r.range(0, 8);
+    // The host ports in use per node: a kubelet refuses a second pod on a port in
+    // use, so no two running pods of a node share one.
+    let mut ports_in_use: Vec<(String, Value, Value)> = Vec::new();
     for i in 0..n_pods {
         let on = r
             .pick(&nodes.iter().map(String::as_str).collect::<Vec<_>>())
             .to_owned();
         let mut pod = existing_pod(&mut r, i, &on, &nodes);
+        if let Some(c) = pod["spec"]["containers"][0].as_object_mut()
+            && let Some(p) = c.get("ports").and_then(|p| p.get(0)).cloned()
+        {
+            let key = (on.clone(), p["hostPort"].clone(), p["protocol"].clone());
+            if ports_in_use.contains(&key) {
+                c.remove("ports");
+            } else {
+                ports_in_use.push(key);
+            }
+        }
         // A pod on a node with devices may hold one, through a claim allocated to it.
         let free: Vec<usize> = (0..devices.len()).filter(|&d| devices[d].0 == on).collect();
         if !free.is_empty() && r.chance(0.5) {
@@ -822,6 +847,13 @@ mod tests {
     fn the_same_seed_makes_the_same_case() {
         assert_eq!(case(7).to_file_text(), case(7).to_file_text());
         assert_ne!(case(7).to_file_text(), case(8).to_file_text());
+    }
+
+    #[test]
+    fn generated_cases_keep_the_rules_the_shrinker_keeps() {
+        for seed in 0..500 {
+            assert!(case(seed).is_valid(), "seed {seed}");
+        }
     }
 
     #[test]
