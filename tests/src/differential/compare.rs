@@ -165,7 +165,8 @@ pub fn explanations(berth: &Value, oracle: &Value, pod: &Value) -> Vec<Divergenc
             );
             continue;
         }
-        let score = |v: &Value| -> BTreeMap<String, i64> {
+        // One field of every score entry, by plugin.
+        let field = |v: &Value, name: &str| -> BTreeMap<String, i64> {
             v["scores"]
                 .as_array()
                 .into_iter()
@@ -173,25 +174,13 @@ pub fn explanations(berth: &Value, oracle: &Value, pod: &Value) -> Vec<Divergenc
                 .map(|s| {
                     (
                         s["plugin"].as_str().unwrap_or_default().to_owned(),
-                        s["normalized"].as_i64().unwrap_or(i64::MIN),
+                        s[name].as_i64().unwrap_or(i64::MIN),
                     )
                 })
                 .collect()
         };
-        let weighted = |v: &Value| -> BTreeMap<String, i64> {
-            v["scores"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|s| {
-                    (
-                        s["plugin"].as_str().unwrap_or_default().to_owned(),
-                        s["weighted"].as_i64().unwrap_or(i64::MIN),
-                    )
-                })
-                .collect()
-        };
-        let (bs, os) = (score(b), score(o));
+        let (bs, os) = (field(b, "normalized"), field(o, "normalized"));
+        let (bw, ow) = (field(b, "weighted"), field(o, "weighted"));
         let plugins: BTreeSet<&String> = bs.keys().chain(os.keys()).collect();
         for p in plugins {
             if bs.get(p) != os.get(p) {
@@ -201,16 +190,13 @@ pub fn explanations(berth: &Value, oracle: &Value, pod: &Value) -> Vec<Divergenc
                     format!("{:?}", bs.get(p)),
                     format!("{:?}", os.get(p)),
                 );
-            } else {
-                let (bw, ow) = (weighted(b), weighted(o));
-                if bw.get(p) != ow.get(p) {
-                    diff(
-                        format!("weight {p}"),
-                        Some(n),
-                        format!("{:?}", bw.get(p)),
-                        format!("{:?}", ow.get(p)),
-                    );
-                }
+            } else if bw.get(p) != ow.get(p) {
+                diff(
+                    format!("weight {p}"),
+                    Some(n),
+                    format!("{:?}", bw.get(p)),
+                    format!("{:?}", ow.get(p)),
+                );
             }
         }
     }

@@ -68,6 +68,15 @@ impl Case {
     }
 }
 
+/// A manifest's `namespace/name` (`default` when it names no namespace).
+pub fn key_of(doc: &Value) -> String {
+    format!(
+        "{}/{}",
+        doc["metadata"]["namespace"].as_str().unwrap_or("default"),
+        doc["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}
+
 impl Case {
     /// Whether the case is one an API server could hold, the way the generator
     /// writes it (the shrinker keeps to these): one pending pod, every pod has a
@@ -80,11 +89,7 @@ impl Case {
             // One pending pod, the one explained: the others stay on their nodes.
             Some("Pod")
                 if d["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
-                    && format!(
-                        "{}/{}",
-                        d["metadata"]["namespace"].as_str().unwrap_or("default"),
-                        d["metadata"]["name"].as_str().unwrap_or_default()
-                    ) != self.pod =>
+                    && key_of(d) != self.pod =>
             {
                 false
             }

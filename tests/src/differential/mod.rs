@@ -208,14 +208,7 @@ impl Differential {
         let pod = case
             .docs
             .iter()
-            .find(|d| {
-                d["kind"] == "Pod"
-                    && format!(
-                        "{}/{}",
-                        d["metadata"]["namespace"].as_str().unwrap_or("default"),
-                        d["metadata"]["name"].as_str().unwrap_or_default()
-                    ) == case.pod
-            })
+            .find(|d| d["kind"] == "Pod" && generate::key_of(d) == case.pod)
             .cloned()
             .unwrap_or_default();
         let verdict = self.check_file(&file, &case.pod, &pod);
@@ -381,12 +374,7 @@ fn remove_at(case: &Case, path: &[Step]) -> Option<Case> {
     if rest.is_empty() {
         // Never the pod explained.
         let d = &c.docs[*doc];
-        let key = format!(
-            "{}/{}",
-            d["metadata"]["namespace"].as_str().unwrap_or("default"),
-            d["metadata"]["name"].as_str().unwrap_or_default()
-        );
-        if d["kind"] == "Pod" && key == c.pod {
+        if d["kind"] == "Pod" && generate::key_of(d) == c.pod {
             return None;
         }
         c.docs.remove(*doc);
