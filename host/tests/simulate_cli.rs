@@ -558,7 +558,7 @@ fn simulate_applies_and_deletes_workloads() {
 kind: PodGroup
 metadata: {name: job-workers}
 spec:
-  podGroupTemplateRef: {workload: {workloadName: job, podGroupTemplateName: workers}}
+  workloadRef: {workloadName: job, templateName: workers}
   schedulingPolicy: {gang: {minCount: 2}}
 ---
 apiVersion: v1

@@ -43,7 +43,7 @@ pub struct GroupSummary {
 }
 
 /// The Workload template a PodGroup was made from
-/// (`spec.podGroupTemplateRef.workload`), and whether the cluster has it.
+/// (`spec.workloadRef`), and whether the cluster has it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupTemplate {
     /// The Workload's namespace (the group's).
@@ -205,7 +205,7 @@ impl PodGroups {
         let key = (group.namespace.clone(), r.workload_name.clone());
         let found = match inner.workloads.get(&key) {
             None => TemplateFound::NoWorkload,
-            Some(w) if w.template(&r.pod_group_template_name).is_none() => {
+            Some(w) if w.template(&r.template_name).is_none() => {
                 TemplateFound::NoTemplate
             }
             Some(_) => TemplateFound::Yes,
@@ -213,7 +213,7 @@ impl PodGroups {
         Some(GroupTemplate {
             namespace: group.namespace.clone(),
             workload: r.workload_name.clone(),
-            template: r.pod_group_template_name.clone(),
+            template: r.template_name.clone(),
             found,
         })
     }
@@ -403,7 +403,7 @@ mod tests {
         let mut trainer = gang("trainer", 2);
         trainer.template_ref = Some(WorkloadTemplateRef {
             workload_name: "train".into(),
-            pod_group_template_name: "workers".into(),
+            template_name: "workers".into(),
         });
         g.set(trainer.clone());
         g.set(gang("plain", 2));

@@ -215,7 +215,7 @@ pub struct GroupPreemptionExplanation {
 }
 
 /// The Workload template a pod group was made from
-/// (`spec.podGroupTemplateRef.workload` of its PodGroup).
+/// (`spec.workloadRef` of its PodGroup).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct GroupWorkloadExplanation {
     /// The Workload, `namespace/name`.

@@ -496,12 +496,18 @@ pub async fn api_for(client: &kube::Client, obj: &DynamicObject) -> Api<DynamicO
 }
 
 /// Creates an object given as JSON (of a kind k8s-openapi may not know), in
-/// `default` when namespaced and it names no namespace.
+/// `default` when namespaced and it names no namespace. Field validation is strict:
+/// a field the API server does not know fails the test instead of being dropped (a
+/// test that means to send one would otherwise check nothing).
 pub async fn create_object(client: &kube::Client, v: Value) -> DynamicObject {
     let obj: DynamicObject = serde_json::from_value(v).unwrap();
-    api_for(client, &obj)
-        .await
-        .create(&PostParams::default(), &obj)
+    let api = api_for(client, &obj).await;
+    let request = hyper::Request::post(format!("{}?fieldValidation=Strict", api.resource_url()))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&obj).unwrap())
+        .unwrap();
+    client
+        .request::<DynamicObject>(request)
         .await
         .unwrap_or_else(|e| panic!("creating {:?} {:?}: {e}", obj.types, obj.metadata.name))
 }

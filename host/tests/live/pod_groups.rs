@@ -59,7 +59,7 @@ async fn a_gang_that_does_not_fit_binds_nothing_then_lands_whole_when_a_node_com
             "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
             "metadata": {"name": "train", "namespace": "default"},
             "spec": {
-                "podGroupTemplateRef": {"workload": {"workloadName": "train", "podGroupTemplateName": "workers"}},
+                "workloadRef": {"workloadName": "train", "templateName": "workers"},
                 "schedulingPolicy": {"gang": {"minCount": 3}},
             },
         }),

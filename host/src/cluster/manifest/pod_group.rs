@@ -41,8 +41,8 @@ pub struct PodGroupObject {
     /// `spec.disruptionMode` is `all: {}`: the members are preempted together or
     /// not at all (`single`, the default, lets each go alone).
     pub disruption_all: bool,
-    /// `spec.podGroupTemplateRef.workload`: the Workload and the template within it
-    /// the group was made from.
+    /// `spec.workloadRef`: the Workload and the template within it the group was
+    /// made from.
     pub template_ref: Option<WorkloadTemplateRef>,
     /// The priority admission still to be done when `spec.priority` is unset (a
     /// manifest's PodGroup naming a class): `simulate` does it as the API server's
@@ -50,13 +50,13 @@ pub struct PodGroupObject {
     pub admission: Option<PriorityAdmission>,
 }
 
-/// `spec.podGroupTemplateRef.workload` of a PodGroup.
+/// `spec.workloadRef` of a PodGroup.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WorkloadTemplateRef {
     /// `workloadName`.
     pub workload_name: String,
-    /// `podGroupTemplateName`.
-    pub pod_group_template_name: String,
+    /// `templateName`: one of the Workload's `spec.podGroupTemplates`.
+    pub template_name: String,
 }
 
 impl PodGroupObject {
@@ -108,9 +108,13 @@ pub struct PodGroupSpec {
     /// `disruptionMode`: exactly one of `single` and `all`.
     #[serde(default)]
     pub disruption_mode: Option<DisruptionMode>,
-    /// `podGroupTemplateRef`.
+    /// `workloadRef`.
     #[serde(default)]
-    pub pod_group_template_ref: Option<TemplateRef>,
+    pub workload_ref: Option<WorkloadRefManifest>,
+    /// `podGroupTemplateRef`: not a field of 1.37's PodGroup (it names its Workload
+    /// in `workloadRef`); kept to say so rather than drop it unread.
+    #[serde(default)]
+    pub pod_group_template_ref: Option<serde_json::Value>,
 }
 
 /// `spec.disruptionMode`.
@@ -125,25 +129,16 @@ pub struct DisruptionMode {
     pub all: Option<serde_json::Value>,
 }
 
-/// `spec.podGroupTemplateRef`.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TemplateRef {
-    /// `workload`.
-    #[serde(default)]
-    pub workload: Option<WorkloadRefManifest>,
-}
-
-/// `spec.podGroupTemplateRef.workload`.
+/// `spec.workloadRef`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadRefManifest {
     /// `workloadName`.
     #[serde(default)]
     pub workload_name: String,
-    /// `podGroupTemplateName`.
+    /// `templateName`.
     #[serde(default)]
-    pub pod_group_template_name: String,
+    pub template_name: String,
 }
 
 /// `spec.schedulingConstraints`.
@@ -323,30 +318,31 @@ pub fn pod_group_from(pg: &PodGroupManifest) -> Result<PodGroupObject, FieldErro
         }
     };
     let disruption_all = disruption_all_from(spec.disruption_mode.as_ref(), "spec.disruptionMode")?;
-    let template_ref = match spec.pod_group_template_ref.as_ref() {
+    if spec.pod_group_template_ref.is_some() {
+        return Err(FieldError::new(
+            "spec.podGroupTemplateRef",
+            "unknown field: a 1.37 PodGroup names its Workload in `spec.workloadRef` \
+             (`workloadName`, `templateName`)",
+        ));
+    }
+    let template_ref = match spec.workload_ref.as_ref() {
         None => None,
-        Some(TemplateRef { workload: None }) => {
-            return Err(FieldError::new(
-                "spec.podGroupTemplateRef",
-                "must specify one of: `workload`",
-            ));
-        }
-        Some(TemplateRef { workload: Some(w) }) => {
+        Some(w) => {
             if w.workload_name.is_empty() {
                 return Err(FieldError::new(
-                    "spec.podGroupTemplateRef.workload.workloadName",
+                    "spec.workloadRef.workloadName",
                     "required value",
                 ));
             }
-            if w.pod_group_template_name.is_empty() {
+            if w.template_name.is_empty() {
                 return Err(FieldError::new(
-                    "spec.podGroupTemplateRef.workload.podGroupTemplateName",
+                    "spec.workloadRef.templateName",
                     "required value",
                 ));
             }
             Some(WorkloadTemplateRef {
                 workload_name: w.workload_name.clone(),
-                pod_group_template_name: w.pod_group_template_name.clone(),
+                template_name: w.template_name.clone(),
             })
         }
     };
@@ -512,9 +508,16 @@ mod tests {
             "spec.disruptionMode: must specify one of: `single`, `all`"
         );
         assert_eq!(
-            bad(&|v| v["spec"]["podGroupTemplateRef"] =
-                json!({"workload": {"workloadName": "job-1"}})),
-            "spec.podGroupTemplateRef.workload.podGroupTemplateName: required value"
+            bad(&|v| v["spec"]["workloadRef"] = json!({"workloadName": "job-1"})),
+            "spec.workloadRef.templateName: required value"
+        );
+        let old = bad(&|v| {
+            v["spec"]["podGroupTemplateRef"] =
+                json!({"workload": {"workloadName": "job-1", "podGroupTemplateName": "w"}})
+        });
+        assert!(
+            old.starts_with("spec.podGroupTemplateRef: unknown field") && old.contains("spec.workloadRef"),
+            "{old}"
         );
     }
 
@@ -524,8 +527,7 @@ mod tests {
         v["spec"]["priority"] = 1000.into();
         v["spec"]["preemptionPolicy"] = "Never".into();
         v["spec"]["disruptionMode"] = json!({"all": {}});
-        v["spec"]["podGroupTemplateRef"] =
-            json!({"workload": {"workloadName": "job-1", "podGroupTemplateName": "workers"}});
+        v["spec"]["workloadRef"] = json!({"workloadName": "job-1", "templateName": "workers"});
         let g = pod_group_from_json(v).unwrap();
         assert_eq!(g.priority, 1000);
         assert_eq!(g.preemption_policy, PreemptionPolicy::Never);
@@ -535,7 +537,7 @@ mod tests {
             g.template_ref,
             Some(WorkloadTemplateRef {
                 workload_name: "job-1".into(),
-                pod_group_template_name: "workers".into(),
+                template_name: "workers".into(),
             })
         );
         // In a manifest, a class and no value: admitted later (by `simulate`); a
