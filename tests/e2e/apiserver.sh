@@ -360,10 +360,13 @@ case "${1:-}" in
   start) shift; cmd_start "$@" ;;
   start-controller-manager) cmd_start_controller_manager "${2:-}" "${3:-}" ;;
   stop)
+    # A test's control plane and its data are thrown away: killed at once rather than
+    # shut down gracefully (kube-apiserver and etcd take some 5 s together to drain,
+    # some 2.5 minutes over the end-to-end tier's servers).
     d=${2:?usage: apiserver.sh stop DIR}
-    stop_pid "$d/controller-manager.pid" TERM
-    stop_pid "$d/apiserver.pid" TERM
-    stop_pid "$d/etcd.pid" TERM
+    stop_pid "$d/controller-manager.pid" KILL
+    stop_pid "$d/apiserver.pid" KILL
+    stop_pid "$d/etcd.pid" KILL
     ;;
   kill-apiserver) stop_pid "${2:?DIR}/apiserver.pid" KILL ;;
   start-apiserver) start_apiserver "${2:?DIR}" ;;
