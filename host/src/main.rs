@@ -80,7 +80,7 @@ struct RunArgs {
     config: Option<PathBuf>,
     /// Feature gates, as kube-scheduler 1.37.2's flag: every gate it accepts, at its
     /// default; `OpportunisticBatching=false` turns opportunistic batching off; a gate
-    /// Berth cannot follow is refused by name (README, "Feature gates").
+    /// Berth cannot follow is refused by name (docs/src/operators/feature-gates.md).
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
     /// Read the configuration from this ConfigMap through the API, and watch it
@@ -210,7 +210,7 @@ struct BenchArgs {
     parallelism: Option<usize>,
     /// Feature gates, as kube-scheduler 1.37.2's flag: every gate it accepts, at its
     /// default; `OpportunisticBatching=false` turns opportunistic batching off; a gate
-    /// Berth cannot follow is refused by name (README, "Feature gates").
+    /// Berth cannot follow is refused by name (docs/src/operators/feature-gates.md).
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
     /// Where compiled plugin components are cached.
@@ -328,7 +328,7 @@ struct SimulateArgs {
     native: bool,
     /// Feature gates, as kube-scheduler 1.37.2's flag: every gate it accepts, at its
     /// default; `OpportunisticBatching=false` turns opportunistic batching off; a gate
-    /// Berth cannot follow is refused by name (README, "Feature gates").
+    /// Berth cannot follow is refused by name (docs/src/operators/feature-gates.md).
     #[arg(long, value_name = "NAME=BOOL,...")]
     feature_gates: Option<String>,
 }

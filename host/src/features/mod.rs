@@ -339,7 +339,7 @@ pub fn apply(list: &str, options: &mut FrameworkOptions) -> Result<Vec<String>, 
                 if on != g.default {
                     return Err(format!(
                         "--feature-gates: {name}={on}: Berth does not turn a whole stage on or \
-                         off; name the gates (see the README's feature gates)"
+                         off; name the gates (docs/src/operators/feature-gates.md lists them)"
                     ));
                 }
             }

@@ -1,6 +1,6 @@
 //! Which versions of the `berth:scheduler` WIT package this host loads modules of,
 //! and why it refuses the others: the plugin ABI's versioning policy, as code (the
-//! README's "Plugin ABI and versions" says it in prose).
+//! book's docs/src/plugin-authors/contract.md says it in prose).
 //!
 //! A version belongs to a compatible track, as wasmtime's semver-compatible name
 //! lookup has it (`wasmtime_environ::component::names::alternate_lookup_key`): 0.x

@@ -5,7 +5,7 @@
 //! tests/oracle), and prints progress, then a summary; each kind of divergence is
 //! shrunk to a cluster file in the output directory. Exits 1 on any divergence or
 //! error. `--dump` only writes the cases' cluster files to the output directory;
-//! `--show-explained` prints each divergence the README explains, with its case's
+//! `--show-explained` prints each divergence the book explains, with its case's
 //! file (kept in the output directory's `cases/`).
 
 use berth_tests::differential::{Differential, generate, oracle_bin, out_dir};

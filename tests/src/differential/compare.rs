@@ -13,15 +13,15 @@ pub struct Divergence {
     pub node: Option<String>,
     /// Berth's answer and the oracle's.
     pub detail: String,
-    /// When the divergence is one the README lists (upstream is wrong, or Berth
+    /// When the divergence is one the book lists (upstream is wrong, or Berth
     /// differs on purpose): which.
     pub explained: Option<&'static Explained>,
 }
 
-/// A divergence the README lists, with the reason.
+/// A divergence the book lists (docs/src/operators/differences.md), with the reason.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Explained {
-    /// Its name in the README's list.
+    /// Its name in the book's list.
     pub id: &'static str,
     /// Why Berth answers otherwise.
     pub why: &'static str,
@@ -243,7 +243,7 @@ pub fn best_nodes(oracle: &Value) -> BTreeSet<String> {
 /// Compares what Berth's cycle did with the oracle: the node it chose is one the
 /// oracle ranks highest; a pod that fits nowhere (and preempts nothing) waits with
 /// kube-scheduler's FailedScheduling message, word for word. `scores_explained`: the
-/// explanations differed only where the README says they do, which may move the
+/// explanations differed only where the book says they do, which may move the
 /// best node.
 pub fn cycle(
     outcome: &CycleOutcome,

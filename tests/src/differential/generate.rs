@@ -83,7 +83,7 @@ impl Case {
     /// container and its claims' names, every
     /// node states how many pods it takes (where Berth deliberately assumes the
     /// kubelet's 110 for a manifest that says nothing, upstream reads 0; see the
-    /// README's differences).
+    /// book's differences page, docs/src/operators/differences.md).
     pub fn is_valid(&self) -> bool {
         self.docs.iter().all(|d| match d["kind"].as_str() {
             // One pending pod, the one explained: the others stay on their nodes.

@@ -100,7 +100,7 @@ pub struct Differential {
     pub native: bool,
     /// Keep every case's file in this directory (else they are removed once run).
     pub keep: Option<PathBuf>,
-    /// Print each divergence the README explains (to standard error), with its case.
+    /// Print each divergence the book's differences page explains (to standard error), with its case.
     pub show_explained: bool,
     /// What the oracle made of the cases so far.
     pub shapes: Shapes,
@@ -135,7 +135,7 @@ impl std::fmt::Display for Shapes {
 /// What one case came to.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Berth and the oracle agree, but where the README explains they do not.
+    /// Berth and the oracle agree, but where the book's differences page explains they do not.
     Agree(Vec<&'static Explained>),
     /// They do not.
     Diverge(Vec<Divergence>),
@@ -260,7 +260,7 @@ impl Differential {
                 Err(e) => return Verdict::Error(format!("native: {e}")),
             }
         }
-        // A best node moved by a score the README explains is explained with it.
+        // A best node moved by a score the book explains is explained with it.
         let scores_explained = match out.iter().find(|d| d.explained.is_none()) {
             None => out.iter().find_map(|d| d.explained),
             Some(_) => None,
@@ -419,7 +419,7 @@ pub struct Summary {
     pub cases: u64,
     /// Cases where both agreed.
     pub agreed: u64,
-    /// Cases that agreed but for divergences the README explains, by its name for
+    /// Cases that agreed but for divergences the book explains, by its name for
     /// them.
     pub explained: std::collections::BTreeMap<&'static str, u64>,
     /// Diverging cases, by the first divergence's `what`: count and the shrunk
@@ -450,7 +450,7 @@ impl std::fmt::Display for Summary {
         )?;
         writeln!(f, "  {}", self.shapes)?;
         for (id, n) in &self.explained {
-            writeln!(f, "  {n} agree but for the README's {id:?}")?;
+            writeln!(f, "  {n} agree but for the book's {id:?}")?;
         }
         for (what, (n, file, detail)) in &self.divergences {
             writeln!(
