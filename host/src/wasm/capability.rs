@@ -14,7 +14,9 @@
 //! - the ResourceClaim writes of the `dra` interface, for the cycle's pod's
 //!   ResourceClaims (those `spec.resourceClaims` names, directly or through
 //!   `status.resourceClaimStatuses`, and `status.extendedResourceClaimStatus`'s):
-//!   `assume-resource-claim` at Reserve, `restore-resource-claim` at Reserve and
+//!   `assume-resource-claim` at Reserve and PreBind (PreBind re-assumes an allocation
+//!   it writes again to a claim that changed since Reserve read it, so that other
+//!   cycles keep off its devices meanwhile), `restore-resource-claim` at Reserve and
 //!   Unreserve (upstream's Reserve and Unreserve of DynamicResources),
 //!   `write-resource-claim-status` at PreBind, and at PostFilter only to deallocate
 //!   a claim no other consumer has reserved (upstream's PostFilter of DynamicResources).
@@ -118,7 +120,8 @@ impl HostCall {
             | HostCall::RestoreVolume
             | HostCall::RestoreClaim => Some(STORAGE_WRITES),
             HostCall::BindVolume | HostCall::SelectNodeForClaim => Some(&["PreBind"]),
-            HostCall::AssumeResourceClaim => Some(&["Reserve"]),
+            // PreBind: DynamicResources' retry of a write that met a changed claim.
+            HostCall::AssumeResourceClaim => Some(&["Reserve", "PreBind"]),
             HostCall::RestoreResourceClaim => Some(&["Reserve", "Unreserve"]),
             // PostFilter: upstream's DynamicResources deallocates a claim there.
             HostCall::WriteResourceClaimStatus => Some(&["PostFilter", "PreBind"]),
@@ -557,6 +560,7 @@ mod tests {
                 HostCall::RestoreClaim,
                 HostCall::BindVolume,
                 HostCall::SelectNodeForClaim,
+                HostCall::AssumeResourceClaim,
                 HostCall::WriteResourceClaimStatus,
                 HostCall::CreateExtendedResourceClaim,
                 HostCall::WriteExtendedResourceClaimStatus,
@@ -571,7 +575,7 @@ mod tests {
         assert_eq!(scope("Reserve").resource_claim(call, "ns", "gpu"), Ok(()));
         assert_eq!(
             scope("Unreserve").resource_claim(call, "ns", "gpu"),
-            Err("assume-resource-claim is allowed only at Reserve".into())
+            Err("assume-resource-claim is allowed only at Reserve, PreBind".into())
         );
         let restore = HostCall::RestoreResourceClaim;
         for point in ["Reserve", "Unreserve"] {
