@@ -205,9 +205,7 @@ impl PodGroups {
         let key = (group.namespace.clone(), r.workload_name.clone());
         let found = match inner.workloads.get(&key) {
             None => TemplateFound::NoWorkload,
-            Some(w) if w.template(&r.template_name).is_none() => {
-                TemplateFound::NoTemplate
-            }
+            Some(w) if w.template(&r.template_name).is_none() => TemplateFound::NoTemplate,
             Some(_) => TemplateFound::Yes,
         };
         Some(GroupTemplate {

@@ -516,7 +516,8 @@ mod tests {
                 json!({"workload": {"workloadName": "job-1", "podGroupTemplateName": "w"}})
         });
         assert!(
-            old.starts_with("spec.podGroupTemplateRef: unknown field") && old.contains("spec.workloadRef"),
+            old.starts_with("spec.podGroupTemplateRef: unknown field")
+                && old.contains("spec.workloadRef"),
             "{old}"
         );
     }
