@@ -402,7 +402,7 @@ fn read_key(file: &Path) -> Result<Option<[u8; 32]>, CacheError> {
 
 /// The bytes a string of lower-case hex digits spells; `None` for anything else.
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
