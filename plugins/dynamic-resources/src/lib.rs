@@ -611,7 +611,8 @@ impl PostFilter for DynamicResources {
         // No state: an earlier PreFilter rejected the pod before this plugin's ran,
         // so it has no claim to free. Upstream 1.37.2 answers Error "not found" here,
         // which ends its PostFilter phase and tails its FailedScheduling message;
-        // Berth lets preemption say why it cannot help (the book's "Differences from kube-scheduler" lists this).
+        // Berth lets preemption say why it cannot help (the book's "Differences from
+        // kube-scheduler" lists this).
         let Some(s) = state.value(&STATE) else {
             return Status::unschedulable("no new claims to deallocate").into();
         };

@@ -100,7 +100,8 @@ pub struct Differential {
     pub native: bool,
     /// Keep every case's file in this directory (else they are removed once run).
     pub keep: Option<PathBuf>,
-    /// Print each divergence the book's differences page explains (to standard error), with its case.
+    /// Print each divergence the book's differences page explains (to standard
+    /// error), with its case.
     pub show_explained: bool,
     /// What the oracle made of the cases so far.
     pub shapes: Shapes,
@@ -135,7 +136,8 @@ impl std::fmt::Display for Shapes {
 /// What one case came to.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Berth and the oracle agree, but where the book's differences page explains they do not.
+    /// Berth and the oracle agree, but where the book's differences page explains
+    /// they do not.
     Agree(Vec<&'static Explained>),
     /// They do not.
     Diverge(Vec<Divergence>),
