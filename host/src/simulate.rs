@@ -1330,6 +1330,195 @@ mod tests {
         (scheduler, timeline)
     }
 
+    /// A generated cluster for `explain_is_the_cycle_observed`: nodes in three
+    /// zones, some tainted, some full of low-priority pods; pending pods in groups
+    /// of identical replicas (so that the cycle batches), some with selectors,
+    /// tolerations, anti-affinity, spread constraints, and a priority high enough to
+    /// preempt (so that later cycles count nominated pods).
+    fn generated_cluster(seed: u64) -> String {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut out = String::new();
+        let nodes = rng.random_range(2..12);
+        for n in 0..nodes {
+            let taint = if rng.random_range(0..5) == 0 {
+                "\n  taints: [{key: dedicated, value: gpu, effect: NoSchedule}]"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "apiVersion: v1\nkind: Node\nmetadata: {{name: n{n}, labels: {{topology.kubernetes.io/zone: z{}, kubernetes.io/hostname: n{n}, disk: {}}}}}\nspec:{}\nstatus: {{allocatable: {{cpu: '{}', memory: {}Gi, pods: '110'}}}}\n---\n",
+                n % 3,
+                ["ssd", "hdd"][rng.random_range(0..2)],
+                if taint.is_empty() { " {}" } else { taint },
+                rng.random_range(1..9),
+                rng.random_range(2..17),
+            ));
+            for p in 0..rng.random_range(0..4) {
+                out.push_str(&format!(
+                    "apiVersion: v1\nkind: Pod\nmetadata: {{name: old-{n}-{p}, labels: {{app: a{}}}}}\nspec:\n  nodeName: n{n}\n  priority: {}\n  containers: [{{name: c, resources: {{requests: {{cpu: {}m, memory: {}Mi}}}}}}]\n---\n",
+                    rng.random_range(0..4),
+                    rng.random_range(0..3),
+                    rng.random_range(1..8) * 250,
+                    rng.random_range(1..8) * 512,
+                ));
+            }
+        }
+        for g in 0..rng.random_range(1..5) {
+            let mut spec = String::new();
+            match rng.random_range(0..6) {
+                0 => spec.push_str(&format!(
+                    "  nodeSelector: {{topology.kubernetes.io/zone: z{}}}\n",
+                    rng.random_range(0..3)
+                )),
+                1 => spec.push_str(
+                    "  tolerations: [{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}]\n",
+                ),
+                2 => spec.push_str(&format!(
+                    "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector: {{matchLabels: {{app: g{g}}}}}\n        topologyKey: kubernetes.io/hostname\n"
+                )),
+                3 => spec.push_str(&format!(
+                    "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: {}\n    labelSelector: {{matchLabels: {{app: g{g}}}}}\n",
+                    ["DoNotSchedule", "ScheduleAnyway"][rng.random_range(0..2)]
+                )),
+                4 => spec.push_str(
+                    "  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n      - {weight: 50, preference: {matchExpressions: [{key: disk, operator: In, values: [ssd]}]}}\n",
+                ),
+                _ => {}
+            }
+            let priority = [0, 0, 10, 100][rng.random_range(0..4)];
+            let (cpu, memory) = (rng.random_range(1..12) * 250, rng.random_range(1..12) * 512);
+            for r in 0..rng.random_range(1..6) {
+                out.push_str(&format!(
+                    "apiVersion: v1\nkind: Pod\nmetadata: {{name: g{g}-{r}, labels: {{app: g{g}}}}}\nspec:\n  priority: {priority}\n{spec}  containers: [{{name: c, resources: {{requests: {{cpu: {cpu}m, memory: {memory}Mi}}}}}}]\n---\n"
+                ));
+            }
+        }
+        out
+    }
+
+    /// What `explain` tells of a pod is what the cycle decides: on generated
+    /// clusters, before each cycle of the scheduler's own loop (batching on,
+    /// preemption nominating pods), the explanation is compared with the attempt's
+    /// own record (each node's first rejection, the feasible nodes, every plugin's
+    /// normalized score, the totals, the chosen node), and then with the cycle the
+    /// loop runs (the node it binds is one the explanation ranks best; a pod that
+    /// fits nowhere gets the attempt's message).
+    #[test]
+    fn explain_is_the_cycle_observed() {
+        use crate::framework::{ExplainOptions, ScheduleOutcome};
+        let (mut cycles, mut placed, mut batched, mut unschedulable, mut nominated) =
+            (0, 0, 0, 0, 0);
+        for seed in 0..40u64 {
+            let text = generated_cluster(seed);
+            let (mut scheduler, docs) = loaded(&text);
+            let mut timeline = Timeline::default();
+            for doc in docs {
+                timeline.apply(&mut scheduler, doc).unwrap();
+            }
+            let mut steps = 0;
+            while let Some(qp) = scheduler.queue().peek() {
+                steps += 1;
+                assert!(steps < 200, "seed {seed}: the queue does not drain");
+                let pod = qp.pod.clone();
+                let case = format!("seed {seed}, pod {}:\n{text}", pod.key());
+                nominated += usize::from(!scheduler.nominated().is_empty());
+                let e = scheduler
+                    .explain(&pod, &ExplainOptions::default())
+                    .unwrap_or_else(|err| panic!("{case}: explain: {err}"));
+                let again = scheduler.explain(&pod, &ExplainOptions::default()).unwrap();
+                assert_eq!(e, again, "{case}: explain changed what it explains");
+                let (fw, outcome, rec) = scheduler.attempt_recorded(&pod).unwrap();
+                let node = |name: &str| e.nodes.iter().find(|n| n.node == name).unwrap();
+                for (&slot, first) in &rec.filtered {
+                    let n = node(&scheduler.node_at(slot));
+                    let shown = n.filters.iter().find(|f| f.code != "Success");
+                    assert_eq!(
+                        shown.map(|f| f.plugin.as_str()),
+                        first.map(|i| fw.plugin_name(i)),
+                        "{case}: first rejection on {}",
+                        n.node
+                    );
+                    assert_eq!(n.feasible, first.is_none(), "{case}: {}", n.node);
+                }
+                if rec.scored {
+                    for (k, &slot) in rec.feasible.iter().enumerate() {
+                        let n = node(&scheduler.node_at(slot));
+                        for (&i, scores) in &rec.scores {
+                            let shown = n
+                                .scores
+                                .iter()
+                                .find(|s| s.plugin == fw.plugin_name(i))
+                                .map(|s| s.normalized);
+                            assert_eq!(shown, Some(scores[k]), "{case}: score on {}", n.node);
+                        }
+                        assert_eq!(n.total, rec.totals[k], "{case}: total on {}", n.node);
+                    }
+                }
+                let picked = rec.picked.map(|s| scheduler.node_at(s));
+                assert_eq!(e.chosen, picked, "{case}: chosen node");
+                let fit = match &outcome {
+                    ScheduleOutcome::Scheduled { node, .. } => {
+                        assert_eq!(e.chosen.as_ref(), Some(node), "{case}");
+                        None
+                    }
+                    ScheduleOutcome::Unschedulable(fit, _) => {
+                        assert_eq!(e.chosen, None, "{case}");
+                        Some(fit.to_string())
+                    }
+                    ScheduleOutcome::Error(err) => panic!("{case}: {err}"),
+                };
+
+                // The loop's own cycle of the pod (it may batch).
+                let attempts = scheduler.outcome(&pod.uid).map_or(0, |o| o.attempts);
+                assert!(scheduler.schedule_one());
+                scheduler.finish_bindings();
+                cycles += 1;
+                let out = scheduler.outcome(&pod.uid).unwrap();
+                assert_eq!(out.attempts, attempts + 1, "{case}: another pod was popped");
+                match (&out.node, fit) {
+                    (Some(bound), None) => {
+                        placed += 1;
+                        batched += usize::from(out.batched);
+                        let best = e
+                            .nodes
+                            .iter()
+                            .filter(|n| n.feasible && !n.scores.is_empty())
+                            .map(|n| n.total)
+                            .max();
+                        let bound_node = node(bound);
+                        assert!(bound_node.feasible, "{case}: bound to {bound}");
+                        if !bound_node.scores.is_empty() {
+                            assert_eq!(Some(bound_node.total), best, "{case}: bound to {bound}");
+                        } else {
+                            assert_eq!(e.chosen.as_ref(), Some(bound), "{case}");
+                        }
+                    }
+                    (None, Some(message)) => {
+                        unschedulable += 1;
+                        assert!(
+                            out.message.starts_with(&message),
+                            "{case}: {} / {message}",
+                            out.message
+                        );
+                    }
+                    (node, fit) => panic!("{case}: bound to {node:?}, the attempt said {fit:?}"),
+                }
+            }
+        }
+        eprintln!(
+            "{cycles} cycles: {placed} placed ({batched} from a batch), {unschedulable} not, {nominated} with nominated pods"
+        );
+        // The generated cases reach what the comparison is about.
+        assert!(cycles > 100, "{cycles} cycles");
+        assert!(
+            placed > 50 && unschedulable > 10,
+            "{placed} placed, {unschedulable} not"
+        );
+        assert!(batched > 0, "no cycle batched");
+        assert!(nominated > 0, "no cycle counted a nominated pod");
+    }
+
     const TEMPLATE: &str = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: one-gpu}\nspec:\n  metadata: {annotations: {team: ml}}\n  spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}\n";
     const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: trainer}\nspec:\n  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}, {name: nic, resourceClaimName: shared-nic}]\n  containers: [{name: c}]\n";
 

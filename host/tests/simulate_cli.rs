@@ -351,7 +351,7 @@ fn simulate_gives_extended_resources_as_devices_where_no_device_plugin_does() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("Devices on dra-node (the best-scoring node), as Reserve would assume them:\n  default/trainer-extended-resources-*  request container-0-request-1: device gpu.example.com/dra-node/gpu-0 (for trainer)\n"),
+        text.contains("Devices on dra-node (the node the cycle would choose), as Reserve would assume them:\n  default/trainer-extended-resources-*  request container-0-request-1: device gpu.example.com/dra-node/gpu-0 (for trainer)\n"),
         "{text}"
     );
 }
@@ -368,7 +368,9 @@ fn explain_shows_which_device_each_request_of_the_dra_example_would_get() {
     let text = stdout(&out);
     // gpu-a and gpu-b have a GPU and a NIC each and score the same: the first.
     assert!(
-        text.contains("Devices on gpu-a (the best-scoring node), as Reserve would assume them:\n"),
+        text.contains(
+            "Devices on gpu-a (the node the cycle would choose), as Reserve would assume them:\n"
+        ),
         "{text}"
     );
     let lines: Vec<&str> = text
@@ -599,7 +601,7 @@ fn explain_web_1(file: &str) -> serde_json::Value {
 fn explain_prints_every_filter_and_score() {
     let v = explain_web_1("examples/cluster.yaml");
     let top: Vec<&String> = v.as_object().unwrap().keys().collect();
-    assert_eq!(top, ["nodes", "pod", "prefilter"]);
+    assert_eq!(top, ["chosen", "nodes", "pod", "prefilter"]);
     assert_eq!(v["pod"], "default/web-1");
     let nodes = v["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 3);

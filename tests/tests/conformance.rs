@@ -11,7 +11,7 @@ use berth::cluster::{Binder, Namespaces};
 use berth::config::Profile;
 use berth::framework::registry::load_modules;
 use berth::framework::waiting::WaitingPods;
-use berth::framework::{CyclePod, ExplainOptions, Framework, FrameworkOptions};
+use berth::framework::{CyclePod, ExplainOptions, Framework, FrameworkOptions, NominatedPods};
 use berth::wasm::module::HostServices;
 use berth::wasm::{Module, Runtime};
 use berth_sdk::ExtensionPoint;
@@ -230,6 +230,7 @@ fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
         let explain = fw.explain(
             &CyclePod::new(pod.clone()),
             &snapshot,
+            &NominatedPods::new(),
             &ExplainOptions {
                 // Normalization depends on the set of nodes, not their order.
                 score_nodes,

@@ -1,8 +1,12 @@
-//! `berth explain`: one pod against every node, with every Filter plugin's answer on
-//! every node (no stopping at the first failure) and every Score plugin's raw,
-//! normalized and weighted score over the feasible nodes (no sampling).
+//! `berth explain`: one pod's scheduling attempt as the cycle would make it now,
+//! observed, not re-run: its decisions are the cycle's ([`Framework::attempt`]),
+//! shown with every Filter plugin's answer on every node (no stopping at the first
+//! failure) and every Score plugin's raw, normalized and weighted score.
 
-use super::{CyclePod, CycleState, Framework, InstanceSet, PluginError, lock};
+use super::{
+    CyclePod, CycleRecord, CycleState, Framework, InstanceSet, PluginError, Runner,
+    ScheduleOutcome, lock,
+};
 use crate::cache::Snapshot;
 use crate::cluster::pod_groups::{GroupTemplate, TemplateFound};
 use berth_sdk::dra::ResourceClaim;
@@ -69,6 +73,13 @@ pub struct Explanation {
     pub prefilter: Vec<PluginStatus>,
     /// One entry per node, in snapshot order.
     pub nodes: Vec<NodeExplanation>,
+    /// The node the scheduling cycle would choose now (among equal totals, the one
+    /// the next cycle's random choice would make); `None` when no node fits.
+    pub chosen: Option<String>,
+    /// The error the scheduling attempt would fail with (a plugin answered Error, or
+    /// failed); the pod would be retried after a backoff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// When no node is feasible: what PostFilter (preemption) would do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub post_filter: Option<PostFilterExplanation>,
@@ -285,16 +296,62 @@ pub struct ExplainOptions {
     pub score_nodes: Option<Vec<String>>,
 }
 
+/// The PreFilter answers an explanation shows: the cycle's, then those of the
+/// plugins after a rejection (run to show them; they decide nothing).
+struct PreFilterView {
+    /// Every PreFilter plugin's status, in profile order.
+    shown: Vec<PluginStatus>,
+    /// Plugins whose Filter does not run (Skip, or sat out).
+    skip: HashSet<usize>,
+    /// Plugins that rejected the pod, and how.
+    rejected_by: HashMap<usize, Status>,
+    /// Plugins that narrowed the nodes, and to which.
+    narrowing: Vec<(usize, HashSet<String>)>,
+}
+
 impl Framework {
-    /// Explains how the profile sees `pod` on every node of the snapshot.
+    /// Explains how the profile sees `pod` on every node of the snapshot, with
+    /// `nominated` pods counted on their nodes as the cycle counts them. The
+    /// decisions (which nodes fit, the scores the cycle gave, the node it would
+    /// choose, PostFilter's verdict) are the scheduling attempt's own
+    /// ([`Framework::attempt`] with an explaining record); what the cycle did not
+    /// need is run beside it to be shown: every Filter plugin on every node, the
+    /// PreFilter plugins after a rejection, and the scores of a lone feasible node.
     pub fn explain(
         &self,
         pod: &CyclePod,
         snapshot: &Snapshot,
+        nominated: &super::NominatedPods,
         options: &ExplainOptions,
     ) -> Result<Explanation, PluginError> {
-        let state = CycleState::new();
-        let mut main = lock(&self.main);
+        let state = CycleState::new().with_participants(self.participants(pod, snapshot));
+        let mut record = Some(CycleRecord::explaining());
+        let (outcome, state) = self.attempt(
+            pod,
+            snapshot,
+            nominated,
+            true,
+            None,
+            None,
+            state,
+            &mut record,
+        );
+        let rec = record.unwrap_or_default();
+        let (chosen, verdict, error) = match outcome {
+            ScheduleOutcome::Scheduled { node, .. } => (Some(node), None, None),
+            ScheduleOutcome::Unschedulable(_, verdict) => (None, verdict, None),
+            // What the cycle saw before it failed is shown with the failure.
+            ScheduleOutcome::Error(e) => (None, None, Some(e.to_string())),
+        };
+        let pre = self.pre_filter_view(pod, snapshot, &state, &rec)?;
+        let mut filters = self.filter_view(pod, snapshot, nominated, &state, &rec, &pre)?;
+        let prefilter_rejected = !pre.rejected_by.is_empty() || rec.unallocated.is_some();
+        let feasible_of = |s: u32, filters: &HashMap<u32, Vec<PluginStatus>>| {
+            !prefilter_rejected
+                && filters
+                    .get(&s)
+                    .is_none_or(|f| f.iter().all(|p| p.code == "Success"))
+        };
         let slots: Vec<u32> = snapshot.slots().to_vec();
         let name_of = |slot: u32| {
             snapshot
@@ -302,161 +359,28 @@ impl Framework {
                 .map(|n| n.name().to_owned())
                 .unwrap_or_default()
         };
-        let mut filters: HashMap<u32, Vec<PluginStatus>> = HashMap::new();
 
-        // PreFilter: every plugin, recorded.
-        let mut prefilter = Vec::new();
-        let mut skip: HashSet<usize> = HashSet::new();
-        let mut rejected_by: HashMap<usize, Status> = HashMap::new();
-        for &(i, _) in self.at(ExtensionPoint::PreFilter) {
-            let inst = main.get(i, &self.plugins)?;
-            inst.sync(snapshot)?;
-            let r = inst.pre_filter(&state, pod)?;
-            let name = &self.plugins[i].name;
-            prefilter.push(PluginStatus::new(name, &r.status));
-            match r.status.code {
-                Code::Skip => {
-                    skip.insert(i);
-                }
-                Code::Success => {
-                    if let Some(names) = r.node_names {
-                        let names: HashSet<String> = names.into_iter().collect();
-                        let left_out = Status::unresolvable(format!(
-                            "node(s) didn't satisfy plugin(s) [{name}]"
-                        ));
-                        for &s in &slots {
-                            if !names.contains(&name_of(s)) {
-                                filters
-                                    .entry(s)
-                                    .or_default()
-                                    .push(PluginStatus::new(name, &left_out));
-                            }
-                        }
-                    }
-                }
-                _ => {
-                    rejected_by.insert(i, r.status);
-                }
+        // The scores the cycle gave; a lone feasible node's (the cycle does not
+        // score it), or the nodes asked for, scored to be shown.
+        let mut scores = match &options.score_nodes {
+            Some(names) => {
+                let asked: Vec<u32> = names.iter().filter_map(|n| snapshot.slot_of(n)).collect();
+                self.scores_shown(&state, pod, snapshot, &asked)?
             }
-        }
-
-        // Claims no plugin allocates: rejected everywhere, in DynamicResources' name,
-        // as the scheduling cycle rejects them.
-        let unallocated = self.unallocated_claims(pod.pod());
-        if let Some((plugin, status)) = &unallocated {
-            prefilter.insert(0, PluginStatus::new(plugin, status));
-            for &s in &slots {
-                filters
-                    .entry(s)
-                    .or_default()
-                    .push(PluginStatus::new(plugin, status));
+            None if rec.scored => self.cycle_scores(&rec),
+            None => {
+                let feasible: Vec<u32> = slots
+                    .iter()
+                    .copied()
+                    .filter(|&s| feasible_of(s, &filters))
+                    .collect();
+                self.scores_shown(&state, pod, snapshot, &feasible)?
             }
-        }
-
-        // Filter: every plugin on every node.
-        for &(i, _) in self.at(ExtensionPoint::Filter) {
-            if skip.contains(&i) {
-                continue;
-            }
-            let name = &self.plugins[i].name;
-            if let Some(status) = rejected_by.get(&i) {
-                // Its PreFilter already rejected the pod everywhere.
-                for &s in &slots {
-                    filters
-                        .entry(s)
-                        .or_default()
-                        .push(PluginStatus::new(name, status));
-                }
-                continue;
-            }
-            let inst = main.get(i, &self.plugins)?;
-            inst.sync(snapshot)?;
-            let failed: HashMap<u32, Status> =
-                inst.filter(&state, pod, &slots)?.into_iter().collect();
-            for &s in &slots {
-                let status = failed.get(&s).cloned().unwrap_or_else(Status::success);
-                let entry = filters.entry(s).or_default();
-                // A node the PreFilter result left out already has that plugin's entry.
-                if !entry.iter().any(|e| &e.plugin == name) {
-                    entry.push(PluginStatus::new(name, &status));
-                }
-            }
-        }
-        let prefilter_rejected = !rejected_by.is_empty() || unallocated.is_some();
-        let feasible_of = |s: u32, filters: &HashMap<u32, Vec<PluginStatus>>| {
-            !prefilter_rejected
-                && filters
-                    .get(&s)
-                    .is_none_or(|f| f.iter().all(|p| p.code == "Success"))
         };
 
-        // Score over the feasible nodes, or the nodes asked for.
-        let score_slots: Vec<u32> = match &options.score_nodes {
-            Some(names) => names.iter().filter_map(|n| snapshot.slot_of(n)).collect(),
-            None => slots
-                .iter()
-                .copied()
-                .filter(|&s| feasible_of(s, &filters))
-                .collect(),
-        };
-        let mut scores: HashMap<u32, Vec<ScoreEntry>> = HashMap::new();
-        if !score_slots.is_empty() {
-            let mut skip_score: HashSet<usize> = HashSet::new();
-            for &(i, _) in self.at(ExtensionPoint::PreScore) {
-                let inst = main.get(i, &self.plugins)?;
-                inst.sync(snapshot)?;
-                let status = inst.pre_score(&state, pod, &score_slots)?;
-                match status.code {
-                    Code::Success => {}
-                    Code::Skip => {
-                        skip_score.insert(i);
-                    }
-                    _ => return Err(self.failure(i, &status)),
-                }
-            }
-            for &(i, weight) in self.at(ExtensionPoint::Score) {
-                let name = &self.plugins[i].name;
-                let (raw, normalized) = if skip_score.contains(&i) {
-                    (vec![0; score_slots.len()], vec![0; score_slots.len()])
-                } else {
-                    let inst = main.get(i, &self.plugins)?;
-                    inst.sync(snapshot)?;
-                    let raw = inst
-                        .score(&state, pod, &score_slots)?
-                        .map_err(|s| self.failure(i, &s))?;
-                    let normalized = if self.plugins[i].normalizes {
-                        inst.normalize_score(&state, pod, &raw)?
-                            .map_err(|s| self.failure(i, &s))?
-                    } else {
-                        raw.clone()
-                    };
-                    (raw, normalized)
-                };
-                for (k, &s) in score_slots.iter().enumerate() {
-                    scores.entry(s).or_default().push(ScoreEntry {
-                        plugin: name.clone(),
-                        raw: raw[k],
-                        normalized: normalized[k],
-                        weighted: normalized[k] * weight,
-                    });
-                }
-            }
-        }
-
-        // The devices of the pod's claims on the best node, as Reserve would assume
-        // them. A pod group's members reserve in their group's cycle, not alone.
-        let best = slots
-            .iter()
-            .copied()
-            .filter(|&s| feasible_of(s, &filters))
-            .map(|s| {
-                let total: i64 = scores
-                    .get(&s)
-                    .map_or(0, |e| e.iter().map(|e| e.weighted).sum());
-                (s, total)
-            })
-            .reduce(|a, b| if b.1 > a.1 { b } else { a })
-            .map(|(s, _)| name_of(s));
+        // The devices of the pod's claims on the node the cycle would choose, as
+        // Reserve would assume them. A pod group's members reserve in their group's
+        // cycle, not alone.
         let mut claims = crate::wasm::capability::resource_claim_names(pod.pod());
         // The claim DynamicResources would make for the pod's extended resources
         // backed by DRA, under the name Reserve assumes it by (shown only if it did).
@@ -465,74 +389,15 @@ impl Framework {
                 &pod.pod().uid,
             ));
         }
-        // A group's member reserves its devices in the group's cycle, not alone.
         let in_group = self.generic_workload && pod.pod().scheduling_group.is_some();
-        let devices = match best {
+        let devices = match &chosen {
             Some(node) if !claims.is_empty() && !in_group => {
-                Some(self.reserved_devices(&mut main, &state, pod, &node, &claims)?)
+                let mut main = lock(&self.main);
+                Some(self.reserved_devices(&mut main, &state, pod, node, &claims)?)
             }
             _ => None,
         };
-
-        drop(main);
-        let any_feasible = slots.iter().any(|&s| feasible_of(s, &filters));
-        let post_filter = if any_feasible || slots.is_empty() || !self.has_post_filter() {
-            None
-        } else {
-            // Each node's first rejection, or the PreFilter rejection, as PostFilter
-            // receives them in a cycle: the first in profile order, as the cycle stops
-            // at it.
-            let prefilter_status = self
-                .at(ExtensionPoint::PreFilter)
-                .iter()
-                .find_map(|(i, _)| rejected_by.get(i))
-                .cloned();
-            let statuses: Vec<(u32, Status)> = slots
-                .iter()
-                .map(|&s| {
-                    let first = filters
-                        .get(&s)
-                        .and_then(|f| f.iter().find(|p| p.code != "Success"));
-                    let status = match (first, &prefilter_status) {
-                        (_, Some(p)) => p.clone(),
-                        (Some(p), None) => Status::new(code_named(&p.code), p.reasons.clone()),
-                        (None, None) => Status::success(),
-                    };
-                    (s, status)
-                })
-                .collect();
-            let verdict = self.post_filter(
-                &state,
-                pod,
-                snapshot,
-                &super::NominatedPods::new(),
-                &statuses,
-                &skip,
-                &self.budgets,
-            )?;
-            verdict.map(|v| {
-                let key_of = |node: &str, uid: &str| {
-                    snapshot
-                        .node_by_name(node)
-                        .and_then(|n| n.pods.iter().find(|p| p.uid == uid))
-                        .map_or_else(|| uid.to_owned(), |p| p.key())
-                };
-                PostFilterExplanation {
-                    plugin: v.plugin.clone(),
-                    status: PluginStatus::new(&v.plugin, &v.status),
-                    nominated_node: v.nominated_node_name.clone().filter(|n| !n.is_empty()),
-                    candidates: v
-                        .candidates
-                        .iter()
-                        .map(|c| CandidateExplanation {
-                            node: c.node.clone(),
-                            victims: c.victims.iter().map(|u| key_of(&c.node, u)).collect(),
-                            pdb_violations: c.pdb_violations,
-                        })
-                        .collect(),
-                }
-            })
-        };
+        let post_filter = verdict.map(|v| post_filter_shown(&v, snapshot));
         let nodes = slots
             .iter()
             .map(|&s| {
@@ -548,12 +413,230 @@ impl Framework {
             .collect();
         Ok(Explanation {
             pod: format!("{}/{}", pod.namespace, pod.name),
-            prefilter,
+            prefilter: pre.shown,
             nodes,
+            chosen,
+            error,
             post_filter,
             pod_group: None,
             devices,
         })
+    }
+
+    /// Every PreFilter plugin's answer: the cycle's, and those the cycle did not ask
+    /// (after a rejection, or when no plugin allocates the pod's claims) asked now.
+    fn pre_filter_view(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        state: &CycleState,
+        rec: &CycleRecord,
+    ) -> Result<PreFilterView, PluginError> {
+        let mut view = PreFilterView {
+            shown: Vec::new(),
+            skip: HashSet::new(),
+            rejected_by: HashMap::new(),
+            narrowing: Vec::new(),
+        };
+        if let Some((plugin, status)) = &rec.unallocated {
+            view.shown.push(PluginStatus::new(plugin, status));
+        }
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::PreFilter) {
+            let (status, names) = match rec.pre_filter.get(&i) {
+                Some((status, names)) => (
+                    status.clone(),
+                    names.as_ref().map(|n| n.iter().cloned().collect()),
+                ),
+                None if !self.takes_part(i, pod, state) => {
+                    (Status::new(Code::Skip, Vec::new()), None)
+                }
+                None => {
+                    let inst = main.get(i, &self.plugins)?;
+                    inst.sync_for(snapshot, &[], pod)?;
+                    let r = inst.pre_filter(state, pod)?;
+                    (r.status, r.node_names.map(|n| n.into_iter().collect()))
+                }
+            };
+            view.shown
+                .push(PluginStatus::new(&self.plugins[i].name, &status));
+            match status.code {
+                Code::Skip => {
+                    view.skip.insert(i);
+                }
+                Code::Success => {
+                    if let Some(names) = names {
+                        view.narrowing.push((i, names));
+                    }
+                }
+                _ => {
+                    view.rejected_by.insert(i, status);
+                }
+            }
+        }
+        Ok(view)
+    }
+
+    /// Every Filter plugin's status on every node: the cycle's on the nodes it
+    /// filtered (it ran every plugin on them), the rest run now to be shown; a
+    /// PreFilter rejection stands for its plugin on every node, and a node a
+    /// PreFilter result left out has that plugin's status saying so.
+    fn filter_view(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        nominated: &super::NominatedPods,
+        state: &CycleState,
+        rec: &CycleRecord,
+        pre: &PreFilterView,
+    ) -> Result<HashMap<u32, Vec<PluginStatus>>, PluginError> {
+        let slots = snapshot.slots();
+        let mut shown: HashMap<u32, Vec<PluginStatus>> = HashMap::new();
+        if let Some((plugin, status)) = &rec.unallocated {
+            for &s in slots {
+                shown
+                    .entry(s)
+                    .or_default()
+                    .push(PluginStatus::new(plugin, status));
+            }
+        }
+        for (i, names) in &pre.narrowing {
+            let name = &self.plugins[*i].name;
+            let left_out =
+                Status::unresolvable(format!("node(s) didn't satisfy plugin(s) [{name}]"));
+            for &s in slots {
+                if snapshot.node(s).is_some_and(|n| !names.contains(n.name())) {
+                    shown
+                        .entry(s)
+                        .or_default()
+                        .push(PluginStatus::new(name, &left_out));
+                }
+            }
+        }
+        let run: Vec<usize> = self
+            .at(ExtensionPoint::Filter)
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|i| !pre.skip.contains(i) && !pre.rejected_by.contains_key(i))
+            .collect();
+        // The nodes the cycle did not filter, filtered now by every plugin.
+        let unvisited: Vec<u32> = slots
+            .iter()
+            .copied()
+            .filter(|s| !rec.filtered.contains_key(s))
+            .collect();
+        let mut verdicts: HashMap<u32, Vec<(usize, Status)>> =
+            rec.verdicts.iter().map(|(s, v)| (*s, v.clone())).collect();
+        if !unvisited.is_empty() && !run.is_empty() {
+            let overlays = self.nominated_overlays(pod, snapshot, nominated, state, &pre.skip)?;
+            let (_, failed) = self.filter_chunk(
+                Runner::Main,
+                state,
+                pod,
+                snapshot,
+                &unvisited,
+                &run,
+                &overlays,
+                true,
+            )?;
+            for (s, i, status) in failed {
+                verdicts.entry(s).or_default().push((i, status));
+            }
+        }
+        for &(i, _) in self.at(ExtensionPoint::Filter) {
+            if pre.skip.contains(&i) {
+                continue;
+            }
+            let name = &self.plugins[i].name;
+            for &s in slots {
+                let status = match pre.rejected_by.get(&i) {
+                    // Its PreFilter already rejected the pod everywhere.
+                    Some(status) => status.clone(),
+                    None => verdicts
+                        .get(&s)
+                        .and_then(|v| v.iter().find(|(p, _)| *p == i))
+                        .map_or_else(Status::success, |(_, status)| status.clone()),
+                };
+                let entry = shown.entry(s).or_default();
+                // A node the PreFilter result left out already has that plugin's entry.
+                if !entry.iter().any(|e| &e.plugin == name) {
+                    entry.push(PluginStatus::new(name, &status));
+                }
+            }
+        }
+        Ok(shown)
+    }
+
+    /// The scores the cycle gave its feasible nodes, every Score plugin's: its raw,
+    /// normalized and weighted score, zeros for a plugin that did not score (sat
+    /// out, or Skip at PreScore); a plugin that failed open is left out.
+    fn cycle_scores(&self, rec: &CycleRecord) -> HashMap<u32, Vec<ScoreEntry>> {
+        let mut scores: HashMap<u32, Vec<ScoreEntry>> = HashMap::new();
+        for &(i, weight) in self.at(ExtensionPoint::Score) {
+            let (raw, normalized) = match (rec.raw.get(&i), rec.scores.get(&i)) {
+                (Some(r), Some(n)) => (r.clone(), n.clone()),
+                _ if rec.skipped_score.contains(&i) => {
+                    (vec![0; rec.feasible.len()], vec![0; rec.feasible.len()])
+                }
+                _ => continue,
+            };
+            for (k, &s) in rec.feasible.iter().enumerate() {
+                scores.entry(s).or_default().push(ScoreEntry {
+                    plugin: self.plugins[i].name.clone(),
+                    raw: raw[k],
+                    normalized: normalized[k],
+                    weighted: normalized[k] * weight,
+                });
+            }
+        }
+        scores
+    }
+
+    /// Every Score plugin's scores over `slots`, feasible or not, run to be shown:
+    /// the lone feasible node the cycle does not score, or the nodes a conformance
+    /// test asks for (as upstream's score tests score exactly the nodes they list).
+    fn scores_shown(
+        &self,
+        state: &CycleState,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        slots: &[u32],
+    ) -> Result<HashMap<u32, Vec<ScoreEntry>>, PluginError> {
+        let mut scores: HashMap<u32, Vec<ScoreEntry>> = HashMap::new();
+        if slots.is_empty() {
+            return Ok(scores);
+        }
+        // PreScore as the cycle runs it (a plugin that sits the pod out, answers
+        // Skip or fails does not score).
+        let skip_score = self.run_pre_score(pod, state, snapshot, slots)?;
+        let mut main = lock(&self.main);
+        for &(i, weight) in self.at(ExtensionPoint::Score) {
+            let (raw, normalized) = if skip_score.contains(&i) {
+                (vec![0; slots.len()], vec![0; slots.len()])
+            } else {
+                let inst = main.get(i, &self.plugins)?;
+                inst.sync_for(snapshot, &[], pod)?;
+                let raw = inst
+                    .score(state, pod, slots)?
+                    .map_err(|s| self.failure(i, &s))?;
+                let normalized = if self.plugins[i].normalizes {
+                    inst.normalize_score(state, pod, &raw)?
+                        .map_err(|s| self.failure(i, &s))?
+                } else {
+                    raw.clone()
+                };
+                (raw, normalized)
+            };
+            for (k, &s) in slots.iter().enumerate() {
+                scores.entry(s).or_default().push(ScoreEntry {
+                    plugin: self.plugins[i].name.clone(),
+                    raw: raw[k],
+                    normalized: normalized[k],
+                    weighted: normalized[k] * weight,
+                });
+            }
+        }
+        Ok(scores)
     }
 
     /// Runs Reserve for `pod` on `node`, reads the claims named `claims` as the
@@ -604,20 +687,29 @@ impl Framework {
     }
 }
 
-/// The code of a recorded status (spelled as upstream's).
-fn code_named(name: &str) -> Code {
-    [
-        Code::Success,
-        Code::Error,
-        Code::Unschedulable,
-        Code::UnschedulableAndUnresolvable,
-        Code::Wait,
-        Code::Skip,
-        Code::Pending,
-    ]
-    .into_iter()
-    .find(|c| c.as_str() == name)
-    .unwrap_or(Code::Error)
+/// PostFilter's verdict as an explanation shows it: the victims by
+/// `namespace/name`.
+fn post_filter_shown(v: &super::PostFilterVerdict, snapshot: &Snapshot) -> PostFilterExplanation {
+    let key_of = |node: &str, uid: &str| {
+        snapshot
+            .node_by_name(node)
+            .and_then(|n| n.pods.iter().find(|p| p.uid == uid))
+            .map_or_else(|| uid.to_owned(), |p| p.key())
+    };
+    PostFilterExplanation {
+        plugin: v.plugin.clone(),
+        status: PluginStatus::new(&v.plugin, &v.status),
+        nominated_node: v.nominated_node_name.clone().filter(|n| !n.is_empty()),
+        candidates: v
+            .candidates
+            .iter()
+            .map(|c| CandidateExplanation {
+                node: c.node.clone(),
+                victims: c.victims.iter().map(|u| key_of(&c.node, u)).collect(),
+                pdb_violations: c.pdb_violations,
+            })
+            .collect(),
+    }
 }
 
 impl Explanation {
@@ -673,6 +765,12 @@ impl Explanation {
                 n.node
             ));
         }
+        if let Some(node) = &self.chosen {
+            out.push_str(&format!("The cycle would choose {node}.\n"));
+        }
+        if let Some(e) = &self.error {
+            out.push_str(&format!("The cycle would fail: {e}\n"));
+        }
         if let Some(pf) = &self.post_filter {
             out.push_str(&format!(
                 "PostFilter {}: {}{}\n",
@@ -696,7 +794,7 @@ impl Explanation {
         }
         if let Some(d) = &self.devices {
             out.push_str(&format!(
-                "Devices on {} (the best-scoring node), as Reserve would assume them:\n",
+                "Devices on {} (the node the cycle would choose), as Reserve would assume them:\n",
                 d.node
             ));
             for device in &d.devices {

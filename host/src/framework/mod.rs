@@ -9,6 +9,7 @@ mod fit_error;
 mod group_preemption;
 mod placement;
 pub mod preemption;
+mod record;
 pub mod registry;
 mod schedule;
 mod shadow;
@@ -25,6 +26,9 @@ pub use group_preemption::GroupPostFilterVerdict;
 pub use placement::{Feasibility, PlacementScores};
 pub use preemption::PostFilterVerdict;
 pub use schedule::{Cycle, NominatedPods, ScheduleOutcome, num_feasible_nodes_to_find};
+// What the observers of an attempt (explain, shadow) take from the cycle.
+pub(crate) use record::CycleRecord;
+use schedule::Runner;
 pub use shadow::{Disagreement, RECENT_DISAGREEMENTS, ShadowStats};
 
 use crate::config::Profile;
@@ -872,6 +876,16 @@ impl Framework {
             status: "Error",
             started: std::time::Instant::now(),
         }
+    }
+
+    /// [`Framework::time_point`] for a scheduling attempt: an explaining one
+    /// records no durations.
+    fn timer(&self, point: &'static str, record: &Option<record::CycleRecord>) -> PointTimer<'_> {
+        let mut timer = self.time_point(point);
+        if record.as_ref().is_some_and(|r| r.explaining) {
+            timer.metrics = None;
+        }
+        timer
     }
 
     /// When the cycle of `state` records plugin durations: now.

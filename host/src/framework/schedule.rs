@@ -3,7 +3,7 @@
 //! NormalizeScore, weights, and a random choice among the best.
 
 use super::batch::{BatchResult, Scored};
-use super::shadow::CycleRecord;
+use super::record::CycleRecord;
 use super::{CyclePod, CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use crate::cache::Snapshot;
 use berth_sdk::{Code, ExtensionPoint, NodeInfo, Pod, Status};
@@ -86,6 +86,11 @@ type ChunkResult = Result<ChunkPassed, PluginError>;
 /// A chunk's nodes that passed, and those that failed (slot, plugin, status).
 type ChunkPassed = (Vec<u32>, Vec<(u32, usize, Status)>);
 
+/// What Score made of the feasible nodes: the plugins that scored (index, weight),
+/// each node's total, and every plugin's raw scores when they were kept for the
+/// batch (and every plugin scored).
+type ScoredNodes = (Vec<(usize, i64)>, Vec<i64>, Option<Vec<Vec<i64>>>);
+
 /// Pods nominated to nodes (by preemption), by node name: later cycles count them
 /// on their node.
 pub type NominatedPods = HashMap<String, Vec<Pod>>;
@@ -93,7 +98,7 @@ pub type NominatedPods = HashMap<String, Vec<Pod>>;
 /// A node as it would be with the nominated pods of at least the pod's priority
 /// added (upstream's `addGENominatedPods`), and the cycle state those additions make
 /// when a plugin keeps per-cycle state (`None`: the cycle's state serves).
-struct Overlay {
+pub(super) struct Overlay {
     info: NodeInfo,
     state: Option<CycleState>,
 }
@@ -109,7 +114,7 @@ impl Framework {
     /// The nodes with nominated pods of at least `pod`'s priority, as they would be
     /// with those pods, by slot. When PreFilter plugins with extensions did not skip
     /// the pod, each such node gets its own copy of the state with AddPod told.
-    fn nominated_overlays(
+    pub(super) fn nominated_overlays(
         &self,
         pod: &CyclePod,
         snapshot: &Snapshot,
@@ -224,8 +229,17 @@ impl Framework {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn filter_chunk(
+    /// Filter over `chunk` on `runner`'s instances: the nodes that passed, in order,
+    /// and each rejection (node, plugin, status), a node's first rejection first.
+    /// `every` (explain's view): every plugin runs on every node of the chunk, also
+    /// after a node was rejected, and an Error answer is recorded as a rejection;
+    /// which nodes pass, and each node's first rejection, are the same as without
+    /// it, and [`Framework::cycle_error`] finds the Error the cycle would fail on.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the attempt's inputs, the nodes and the plugins"
+    )]
+    pub(super) fn filter_chunk(
         &self,
         runner: Runner,
         state: &CycleState,
@@ -234,9 +248,27 @@ impl Framework {
         chunk: &[u32],
         filters: &[usize],
         overlays: &HashMap<u32, Overlay>,
+        every: bool,
     ) -> ChunkResult {
         let mut set = lock(self.instances(runner));
         let mut failures = Vec::new();
+        let mut rejected: HashSet<u32> = HashSet::new();
+        // Records one plugin's answer over `asked`; an Error fails the attempt, or
+        // with `every` is recorded (see `Framework::cycle_error`).
+        let take = |i: usize,
+                    answer: Vec<(u32, Status)>,
+                    rejected: &mut HashSet<u32>,
+                    failures: &mut Vec<(u32, usize, Status)>|
+         -> Result<(), PluginError> {
+            for (slot, status) in answer {
+                if status.code == Code::Error && !every {
+                    return Err(self.node_failure(i, pod, snapshot, slot, &status));
+                }
+                rejected.insert(slot);
+                failures.push((slot, i, status));
+            }
+            Ok(())
+        };
         // Upstream's two passes: a node with nominated pods must fit the pod with
         // them counted, and without them. Overlaid nodes sharing the cycle's state are
         // filtered in one batch; a node with its own state (AddPod told) alone.
@@ -250,57 +282,68 @@ impl Framework {
                 None => {}
             }
         }
-        let mut failed_first_pass: HashSet<u32> = HashSet::new();
-        for (st, mut overlaid) in groups {
+        for (st, overlaid) in groups {
             for &i in filters {
-                if overlaid.is_empty() {
+                let asked: Vec<u32> = overlaid
+                    .iter()
+                    .copied()
+                    .filter(|s| every || !rejected.contains(s))
+                    .collect();
+                if asked.is_empty() {
                     break;
                 }
                 let inst = set.get(i, &self.plugins)?;
                 let views: Vec<(u32, &NodeInfo)> =
-                    overlaid.iter().map(|s| (*s, &overlays[s].info)).collect();
+                    asked.iter().map(|s| (*s, &overlays[s].info)).collect();
                 inst.sync_for(snapshot, &views, pod)?;
                 let t = self.plugin_clock(state);
-                let rejected = inst.filter(st, pod, &overlaid)?;
-                self.observe_plugin(i, "Filter", batch_code(&rejected), t);
-                for (slot, status) in rejected {
-                    if status.code == Code::Error {
-                        return Err(self.node_failure(i, pod, snapshot, slot, &status));
-                    }
-                    failed_first_pass.insert(slot);
-                    failures.push((slot, i, status));
-                }
-                overlaid.retain(|s| !failed_first_pass.contains(s));
+                let answer = inst.filter(st, pod, &asked)?;
+                self.observe_plugin(i, "Filter", batch_code(&answer), t);
+                take(i, answer, &mut rejected, &mut failures)?;
             }
         }
-        let mut survivors: Vec<u32> = chunk
-            .iter()
-            .copied()
-            .filter(|s| !failed_first_pass.contains(s))
-            .collect();
         for &i in filters {
-            if survivors.is_empty() {
+            let asked: Vec<u32> = chunk
+                .iter()
+                .copied()
+                .filter(|s| every || !rejected.contains(s))
+                .collect();
+            if asked.is_empty() {
                 break;
             }
             let inst = set.get(i, &self.plugins)?;
             inst.sync_for(snapshot, &[], pod)?;
             let t = self.plugin_clock(state);
-            let rejected = inst.filter(state, pod, &survivors)?;
-            self.observe_plugin(i, "Filter", batch_code(&rejected), t);
-            if rejected.is_empty() {
-                continue;
-            }
-            let mut out: HashSet<u32> = HashSet::with_capacity(rejected.len());
-            for (slot, status) in rejected {
-                if status.code == Code::Error {
-                    return Err(self.node_failure(i, pod, snapshot, slot, &status));
-                }
-                out.insert(slot);
-                failures.push((slot, i, status));
-            }
-            survivors.retain(|s| !out.contains(s));
+            let answer = inst.filter(state, pod, &asked)?;
+            self.observe_plugin(i, "Filter", batch_code(&answer), t);
+            take(i, answer, &mut rejected, &mut failures)?;
         }
+        let survivors = chunk
+            .iter()
+            .copied()
+            .filter(|s| !rejected.contains(s))
+            .collect();
         Ok((survivors, failures))
+    }
+
+    /// The failure of an attempt whose Filter answers, every one recorded
+    /// (`filter_chunk` with `every`), are `failed`: a node whose first rejection is
+    /// an Error, as the cycle (which asks a node no further once it is rejected)
+    /// would have stopped at; of several, the plugin first in `filters`.
+    fn cycle_error(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        failed: &[(u32, usize, Status)],
+        filters: &[usize],
+    ) -> Option<PluginError> {
+        let mut seen: HashSet<u32> = HashSet::new();
+        failed
+            .iter()
+            .filter(|(slot, _, _)| seen.insert(*slot))
+            .filter(|(_, _, status)| status.code == Code::Error)
+            .min_by_key(|(_, i, _)| filters.iter().position(|f| f == i))
+            .map(|(slot, i, status)| self.node_failure(*i, pod, snapshot, *slot, status))
     }
 
     /// Runs the PreScore plugins over `feasible`: the plugins that will not score
@@ -407,32 +450,94 @@ impl Framework {
         cycle: Option<Cycle>,
     ) -> ScheduleOutcome {
         let state = CycleState::sampled().with_participants(self.participants(pod, snapshot));
-        let mut skip_filter: HashSet<usize> = HashSet::new();
         let mut record = self.has_shadows().then(CycleRecord::default);
+        let (outcome, _) = self.attempt(
+            pod,
+            snapshot,
+            nominated,
+            post_filter,
+            within,
+            cycle,
+            state,
+            &mut record,
+        );
+        outcome
+    }
+
+    /// [`Framework::schedule_pod`] with a record of what the attempt did (as a
+    /// profile's shadows get it), for tests that hold an observer to the cycle.
+    #[cfg(test)]
+    pub(crate) fn schedule_pod_recorded(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+    ) -> (ScheduleOutcome, CycleRecord) {
+        let state = CycleState::sampled().with_participants(self.participants(pod, snapshot));
+        let mut record = Some(CycleRecord::default());
+        let (outcome, _) = self.attempt(
+            pod,
+            snapshot,
+            nominated,
+            true,
+            None,
+            None,
+            state,
+            &mut record,
+        );
+        (outcome, record.unwrap_or_default())
+    }
+
+    /// A plugin's name by its index in the profile.
+    #[cfg(test)]
+    pub(crate) fn plugin_name(&self, i: usize) -> &str {
+        &self.plugins[i].name
+    }
+
+    /// The one scheduling attempt that [`Framework::schedule_pod`] runs and its
+    /// observers watch: `record` (a profile's shadows', or `explain`'s) is filled as
+    /// it runs, and the attempt's cycle state is returned beside its outcome. The
+    /// shadows run on a record that is not explaining.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "schedule_pod's inputs, the attempt's state and its record"
+    )]
+    pub(super) fn attempt(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        post_filter: bool,
+        within: Option<&HashSet<String>>,
+        cycle: Option<Cycle>,
+        state: CycleState,
+        record: &mut Option<CycleRecord>,
+    ) -> (ScheduleOutcome, CycleState) {
+        let mut skip_filter: HashSet<usize> = HashSet::new();
         let outcome = match self.try_schedule(
             pod,
             snapshot,
             nominated,
             &state,
             &mut skip_filter,
-            &mut record,
+            record,
             within,
             cycle,
         ) {
             Ok(o) => o,
-            Err(e) => return ScheduleOutcome::Error(e),
+            Err(e) => return (ScheduleOutcome::Error(e), state),
         };
-        if let Some(r) = &record {
+        if let Some(r) = record.as_ref().filter(|r| !r.explaining) {
             self.run_shadows(pod, snapshot, r);
         }
         let ScheduleOutcome::Unschedulable(mut fit, _) = outcome else {
-            return outcome;
+            return (outcome, state);
         };
         if fit.num_all_nodes == 0 || !post_filter || !self.has_post_filter() {
-            return ScheduleOutcome::Unschedulable(fit, None);
+            return (ScheduleOutcome::Unschedulable(fit, None), state);
         }
         let statuses = fit.statuses_by_slot(snapshot);
-        match self.post_filter(
+        let outcome = match self.post_filter(
             &state,
             pod,
             snapshot,
@@ -450,7 +555,8 @@ impl Framework {
                 ScheduleOutcome::Unschedulable(fit, verdict)
             }
             Err(e) => ScheduleOutcome::Error(e),
-        }
+        };
+        (outcome, state)
     }
 
     /// When the pod has ResourceClaims (`spec.resourceClaims`) and no plugin of the
@@ -482,9 +588,106 @@ impl Framework {
         ))
     }
 
+    /// PreFilter, in profile order, over the attempt's nodes: the nodes left for
+    /// Filter (all of them, or those every narrowing plugin named) with the
+    /// diagnosis of those left out, or the FitError of a rejection.
+    fn run_pre_filter(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        state: &CycleState,
+        all_slots: &[u32],
+        skip_filter: &mut HashSet<usize>,
+        record: &mut Option<CycleRecord>,
+    ) -> Result<Result<(Vec<u32>, Diagnosis), FitError>, PluginError> {
+        let num_all = all_slots.len();
+        let mut narrowed: Option<HashSet<String>> = None;
+        let mut narrowing_plugins: Vec<String> = Vec::new();
+        let mut timer = self.timer("PreFilter", record);
+        let mut main = lock(&self.main);
+        for &(i, _) in self.at(ExtensionPoint::PreFilter) {
+            if !self.takes_part(i, pod, state) {
+                // As if it answered Skip, without a call.
+                if let Some(rec) = record.as_mut() {
+                    rec.pre_filter
+                        .insert(i, (Status::new(Code::Skip, Vec::new()), None));
+                }
+                skip_filter.insert(i);
+                continue;
+            }
+            let inst = main.get(i, &self.plugins)?;
+            inst.sync_for(snapshot, &[], pod)?;
+            let t = self.plugin_clock(state);
+            let r = inst.pre_filter(state, pod)?;
+            self.observe_plugin(i, "PreFilter", r.status.code.as_str(), t);
+            if let Some(rec) = record.as_mut() {
+                let names = r.node_names.as_ref().map(|n| n.iter().cloned().collect());
+                rec.pre_filter.insert(i, (r.status.clone(), names));
+            }
+            match r.status.code {
+                Code::Success => {}
+                Code::Skip => {
+                    skip_filter.insert(i);
+                    continue;
+                }
+                Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
+                    timer.status = r.status.code.as_str();
+                    if let Some(rec) = record.as_mut() {
+                        rec.pre_filter_rejected = Some(i);
+                    }
+                    return Ok(Err(FitError {
+                        num_all_nodes: num_all,
+                        diagnosis: Diagnosis {
+                            pre_filter_msg: Some(r.status.message()),
+                            pre_filter_code: Some(r.status.code),
+                            unschedulable_plugins: vec![self.plugins[i].name.clone()],
+                            ..Diagnosis::default()
+                        },
+                    }));
+                }
+                _ => return Err(self.failure(i, &r.status)),
+            }
+            if let Some(names) = r.node_names {
+                let names: HashSet<String> = names.into_iter().collect();
+                narrowed = Some(match narrowed {
+                    Some(prev) => prev.intersection(&names).cloned().collect(),
+                    None => names,
+                });
+                narrowing_plugins.push(self.plugins[i].name.clone());
+            }
+        }
+        timer.status = "Success";
+
+        let Some(names) = narrowed else {
+            return Ok(Ok((all_slots.to_vec(), Diagnosis::default())));
+        };
+        let candidates: Vec<u32> = all_slots
+            .iter()
+            .copied()
+            .filter(|&s| snapshot.node(s).is_some_and(|n| names.contains(n.name())))
+            .collect();
+        // Nodes the PreFilter result left out, as upstream reports them.
+        let mut diagnosis = Diagnosis::default();
+        let reason = format!(
+            "node(s) didn't satisfy plugin(s) [{}]",
+            narrowing_plugins.join(", ")
+        );
+        // `candidates` keeps the order of the slots it was taken from.
+        let mut next_candidate = candidates.iter().peekable();
+        for &s in all_slots {
+            if next_candidate.next_if_eq(&&s).is_none() {
+                diagnosis
+                    .node_statuses
+                    .push((s, Status::unresolvable(reason.clone())));
+            }
+        }
+        diagnosis.unschedulable_plugins = narrowing_plugins;
+        Ok(Ok((candidates, diagnosis)))
+    }
+
     #[allow(
         clippy::too_many_arguments,
-        reason = "the attempt's inputs and the two records it leaves for PostFilter and the shadows"
+        reason = "the attempt's inputs and the two records it leaves for PostFilter and the observers"
     )]
     fn try_schedule(
         &self,
@@ -509,169 +712,82 @@ impl Framework {
         let all_slots: &[u32] = placement_slots.as_deref().unwrap_or(snapshot.slots());
         let num_all = all_slots.len();
         let state = state.clone();
-        // PreFilter and PreScore see the placement's nodes as the cluster.
-        if let Some(slots) = &placement_slots {
-            berth_sdk::CycleState::new(&state).set(&berth_sdk::PLACEMENT_NODES, slots);
-        }
-        if num_all == 0 {
-            return Ok(ScheduleOutcome::Unschedulable(
-                FitError {
-                    num_all_nodes: 0,
-                    diagnosis: Diagnosis::default(),
-                },
-                None,
-            ));
-        }
-
-        // A pod whose devices no plugin of the profile allocates is not placed as if
-        // it had no claims.
-        if let Some((plugin, status)) = self.unallocated_claims(pod.pod()) {
-            return Ok(ScheduleOutcome::Unschedulable(
-                FitError {
-                    num_all_nodes: num_all,
-                    diagnosis: Diagnosis {
-                        pre_filter_msg: Some(status.message()),
-                        pre_filter_code: Some(status.code),
-                        unschedulable_plugins: vec![plugin.to_owned()],
-                        ..Diagnosis::default()
-                    },
-                },
-                None,
-            ));
-        }
-
-        // PreFilter.
-        let mut narrowed: Option<HashSet<String>> = None;
-        let mut narrowing_plugins: Vec<String> = Vec::new();
-        {
-            let mut timer = self.time_point("PreFilter");
-            let mut main = lock(&self.main);
-            for &(i, _) in self.at(ExtensionPoint::PreFilter) {
-                if !self.takes_part(i, pod, &state) {
-                    // As if it answered Skip, without a call.
-                    if let Some(rec) = record.as_mut()
-                        && self.is_shadowed(i)
-                    {
-                        rec.pre_filter.insert(i, (Code::Skip, None));
-                    }
-                    skip_filter.insert(i);
-                    continue;
-                }
-                let inst = main.get(i, &self.plugins)?;
-                inst.sync_for(snapshot, &[], pod)?;
-                let t = self.plugin_clock(&state);
-                let r = inst.pre_filter(&state, pod)?;
-                self.observe_plugin(i, "PreFilter", r.status.code.as_str(), t);
-                if let Some(rec) = record.as_mut()
-                    && self.is_shadowed(i)
-                {
-                    let names = r.node_names.as_ref().map(|n| n.iter().cloned().collect());
-                    rec.pre_filter.insert(i, (r.status.code, names));
-                }
-                match r.status.code {
-                    Code::Success => {}
-                    Code::Skip => {
-                        skip_filter.insert(i);
-                        continue;
-                    }
-                    Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
-                        timer.status = r.status.code.as_str();
-                        let plugin = self.plugins[i].name.clone();
-                        return Ok(ScheduleOutcome::Unschedulable(
-                            FitError {
-                                num_all_nodes: num_all,
-                                diagnosis: Diagnosis {
-                                    pre_filter_msg: Some(r.status.message()),
-                                    pre_filter_code: Some(r.status.code),
-                                    unschedulable_plugins: vec![plugin],
-                                    ..Diagnosis::default()
-                                },
-                            },
-                            None,
-                        ));
-                    }
-                    _ => {
-                        return Err(self.failure(i, &r.status));
-                    }
-                }
-                if let Some(names) = r.node_names {
-                    let names: HashSet<String> = names.into_iter().collect();
-                    narrowed = Some(match narrowed {
-                        Some(prev) => prev.intersection(&names).cloned().collect(),
-                        None => names,
-                    });
-                    narrowing_plugins.push(self.plugins[i].name.clone());
-                }
-            }
-            timer.status = "Success";
-        }
-
-        let candidates: Vec<u32> = match &narrowed {
-            Some(names) => all_slots
-                .iter()
-                .copied()
-                .filter(|&s| snapshot.node(s).is_some_and(|n| names.contains(n.name())))
-                .collect(),
-            None => all_slots.to_vec(),
-        };
-        let mut diagnosis = Diagnosis::default();
-        if narrowed.is_some() {
-            // Nodes the PreFilter result left out, as upstream reports them.
-            let reason = format!(
-                "node(s) didn't satisfy plugin(s) [{}]",
-                narrowing_plugins.join(", ")
-            );
-            // `candidates` keeps the order of the slots it was taken from.
-            let mut next_candidate = candidates.iter().peekable();
-            for &s in all_slots {
-                if next_candidate.next_if_eq(&&s).is_none() {
-                    diagnosis
-                        .node_statuses
-                        .push((s, Status::unresolvable(reason.clone())));
-                }
-            }
-            diagnosis
-                .unschedulable_plugins
-                .extend(narrowing_plugins.iter().cloned());
-        }
-        if candidates.is_empty() {
-            return Ok(ScheduleOutcome::Unschedulable(
+        let unschedulable = |diagnosis: Diagnosis| -> Result<ScheduleOutcome, PluginError> {
+            Ok(ScheduleOutcome::Unschedulable(
                 FitError {
                     num_all_nodes: num_all,
                     diagnosis,
                 },
                 None,
-            ));
+            ))
+        };
+        // PreFilter and PreScore see the placement's nodes as the cluster.
+        if let Some(slots) = &placement_slots {
+            berth_sdk::CycleState::new(&state).set(&berth_sdk::PLACEMENT_NODES, slots);
+        }
+        if num_all == 0 {
+            return unschedulable(Diagnosis::default());
+        }
+
+        // A pod whose devices no plugin of the profile allocates is not placed as if
+        // it had no claims.
+        if let Some((plugin, status)) = self.unallocated_claims(pod.pod()) {
+            if let Some(rec) = record.as_mut() {
+                rec.unallocated = Some((plugin, status.clone()));
+            }
+            return unschedulable(Diagnosis {
+                pre_filter_msg: Some(status.message()),
+                pre_filter_code: Some(status.code),
+                unschedulable_plugins: vec![plugin.to_owned()],
+                ..Diagnosis::default()
+            });
+        }
+
+        let (candidates, mut diagnosis) =
+            match self.run_pre_filter(pod, snapshot, &state, all_slots, skip_filter, record)? {
+                Ok(c) => c,
+                Err(fit) => return Ok(ScheduleOutcome::Unschedulable(fit, None)),
+            };
+        if candidates.is_empty() {
+            return unschedulable(diagnosis);
         }
 
         let overlays = self.nominated_overlays(pod, snapshot, nominated, &state, skip_filter)?;
+        let every = record.as_ref().is_some_and(|r| r.explaining);
         if let Some(rec) = record.as_mut() {
             rec.reached_filter = true;
             rec.overlaid = overlays.keys().copied().collect();
         }
-        let filters_for_pod: Vec<usize> = self
+        let filters: Vec<usize> = self
             .at(ExtensionPoint::Filter)
             .iter()
             .map(|&(i, _)| i)
             .filter(|i| !skip_filter.contains(i))
             .collect();
+        let filter = |slots: &[u32]| {
+            self.filter_chunk(
+                Runner::Main,
+                &state,
+                pod,
+                snapshot,
+                slots,
+                &filters,
+                &overlays,
+                every,
+            )
+        };
 
         // A pod nominated to a node (by an earlier preemption) tries that node first;
         // if it fits, it goes there without scoring, as upstream.
         if let Some(slot) = snapshot.slot_of(&pod.nominated_node_name)
             && candidates.contains(&slot)
         {
-            let (ok, bad) = self.filter_chunk(
-                Runner::Main,
-                &state,
-                pod,
-                snapshot,
-                &[slot],
-                &filters_for_pod,
-                &overlays,
-            )?;
+            let (ok, bad) = filter(&[slot])?;
             if let Some(rec) = record.as_mut() {
-                rec.filtered.insert(slot, bad.first().map(|(_, p, _)| *p));
+                rec.filtered_round(&[slot], &bad);
+                if let Some(e) = self.cycle_error(pod, snapshot, &bad, &filters) {
+                    return Err(e);
+                }
                 if !ok.is_empty() {
                     rec.feasible = vec![slot];
                     rec.picked = Some(slot);
@@ -697,18 +813,8 @@ impl Framework {
         };
         let mut hinted = false;
         if let (Some(c), Some(sig)) = (batching, signature.as_deref()) {
-            let mut fitting = |slots: &[u32]| -> Result<Vec<u32>, PluginError> {
-                let (ok, _) = self.filter_chunk(
-                    Runner::Main,
-                    &state,
-                    pod,
-                    snapshot,
-                    slots,
-                    &filters_for_pod,
-                    &overlays,
-                )?;
-                Ok(ok)
-            };
+            let mut fitting =
+                |slots: &[u32]| -> Result<Vec<u32>, PluginError> { Ok(filter(slots)?.0) };
             if let Some(hint) = self.batch_hint(pod, sig, c, &state, snapshot, &mut fitting)? {
                 hinted = true;
                 let fits = candidates.contains(&hint.slot)
@@ -746,97 +852,18 @@ impl Framework {
             BatchResult::NoHint
         };
 
-        // Filter, from the round-robin start, until enough nodes fit.
-        let n = candidates.len();
-        let to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n);
-        let start = *lock(&self.next_start) % n;
-        let filters = filters_for_pod;
-        let mut feasible: Vec<u32> = Vec::new();
-        let mut processed = 0usize;
-        while processed < n && feasible.len() < to_find {
-            let want = to_find - feasible.len();
-            let take = (n - processed).min(want.max(MIN_ROUND));
-            let begin = (start + processed) % n;
-            let round: Vec<u32> = candidates[begin..]
-                .iter()
-                .chain(&candidates[..begin])
-                .take(take)
-                .copied()
-                .collect();
-            let results = self.fan_out(&round, |w, chunk| {
-                self.filter_chunk(w, &state, pod, snapshot, chunk, &filters, &overlays)
-            });
-            // In round order: the chunks come back in order, each with its nodes that
-            // passed in order.
-            let mut passed: Vec<u32> = Vec::with_capacity(round.len());
-            let mut failed: Vec<(u32, usize, Status)> = Vec::new();
-            for r in self.first_failure(results, &filters)? {
-                let (ok, bad) = r;
-                passed.extend(ok);
-                failed.extend(bad);
-            }
-            if let Some(rec) = record.as_mut() {
-                let mut sorted = passed.clone();
-                sorted.sort_unstable();
-                let passed_has = |slot: &u32| sorted.binary_search(slot).is_ok();
-                for slot in &round {
-                    let by = (!passed_has(slot))
-                        .then(|| {
-                            failed
-                                .iter()
-                                .find(|(s, _, _)| s == slot)
-                                .map(|(_, p, _)| *p)
-                        })
-                        .flatten();
-                    rec.filtered.insert(*slot, by);
-                }
-            }
-            // Keep only the nodes up to the one that completed the count, as
-            // upstream counts processed nodes.
-            let mut cut = round.len();
-            let mut next_passed = passed.iter().peekable();
-            for (k, slot) in round.iter().enumerate() {
-                if next_passed.next_if_eq(&slot).is_some() {
-                    feasible.push(*slot);
-                    if feasible.len() == to_find {
-                        cut = k + 1;
-                        break;
-                    }
-                }
-            }
-            debug_assert!(
-                cut < round.len() || next_passed.next().is_none(),
-                "the nodes that passed are not in round order"
-            );
-            let mut kept: Vec<u32> = round[..cut].to_vec();
-            kept.sort_unstable();
-            for (slot, plugin, status) in failed {
-                if kept.binary_search(&slot).is_ok() {
-                    if !diagnosis
-                        .unschedulable_plugins
-                        .contains(&self.plugins[plugin].name)
-                    {
-                        diagnosis
-                            .unschedulable_plugins
-                            .push(self.plugins[plugin].name.clone());
-                    }
-                    diagnosis.node_statuses.push((slot, status));
-                }
-            }
-            processed += cut;
-        }
-        {
-            let mut next = lock(&self.next_start);
-            *next = (start + processed) % n;
-        }
+        let (feasible, processed) = self.find_feasible(
+            pod,
+            snapshot,
+            &state,
+            &candidates,
+            &filters,
+            &overlays,
+            &mut diagnosis,
+            record,
+        )?;
         if feasible.is_empty() {
-            return Ok(ScheduleOutcome::Unschedulable(
-                FitError {
-                    num_all_nodes: num_all,
-                    diagnosis,
-                },
-                None,
-            ));
+            return unschedulable(diagnosis);
         }
         let name_of = |slot: u32| {
             snapshot
@@ -862,79 +889,18 @@ impl Framework {
             });
         }
 
-        // PreScore.
-        let skip_score = self.run_pre_score(pod, &state, snapshot, &feasible)?;
-
-        // Score, NormalizeScore, weights.
-        let scorers = self.scorers(&skip_score);
-        let mut totals = vec![0i64; feasible.len()];
-        // The raw scores, kept for the batch when every plugin scored.
-        let mut kept_raw: Option<Vec<Vec<i64>>> = signature.as_ref().map(|_| Vec::new());
-        let mut kept_ok = true;
-        let mut timer = self.time_point("Score");
-        if !scorers.is_empty() {
-            let chunks = self.fan_out(&feasible, |w, chunk| {
-                self.score_chunk(w, &state, pod, snapshot, chunk, &scorers)
-            });
-            let mut per_plugin: Vec<Result<Vec<i64>, PluginError>> = (0..scorers.len())
-                .map(|_| Ok(Vec::with_capacity(feasible.len())))
-                .collect();
-            for chunk in chunks {
-                for (p, scores) in chunk.into_iter().enumerate() {
-                    match (&mut per_plugin[p], scores) {
-                        (Ok(all), Ok(s)) => all.extend(s),
-                        (slot, Err(e)) if slot.is_ok() => *slot = Err(e),
-                        _ => {}
-                    }
-                }
-            }
-            let mut main = lock(&self.main);
-            for (p, &(i, weight)) in scorers.iter().enumerate() {
-                let raw = std::mem::replace(&mut per_plugin[p], Ok(Vec::new()));
-                if let Some(kept) = kept_raw.as_mut() {
-                    match &raw {
-                        Ok(r) => kept.push(r.clone()),
-                        Err(_) => kept_ok = false,
-                    }
-                }
-                let final_scores =
-                    self.final_scores(&mut main, &state, pod, i, raw, &feasible, snapshot)?;
-                kept_ok &= final_scores.is_some();
-                if let Some(rec) = record.as_mut()
-                    && self.is_shadowed(i)
-                    && let Some(s) = &final_scores
-                {
-                    rec.scores.insert(i, s.clone());
-                }
-                // None: the plugin failed open; the others decide.
-                for (k, s) in final_scores.iter().flatten().enumerate() {
-                    totals[k] += s * weight;
-                }
-            }
-        }
-        timer.status = "Success";
-        drop(timer);
-
-        // The best score wins; ties are broken uniformly at random (reservoir sampling).
-        let mut best = 0usize;
-        let mut ties = 0u32;
-        {
-            let mut rng = lock(&self.rng);
-            for (k, &t) in totals.iter().enumerate() {
-                if t > totals[best] {
-                    best = k;
-                    ties = 1;
-                } else if t == totals[best] {
-                    ties += 1;
-                    if rng.random_range(0..ties) == 0 {
-                        best = k;
-                    }
-                }
-            }
-        }
+        let (scorers, totals, raw) = self.score_feasible(
+            pod,
+            snapshot,
+            &state,
+            &feasible,
+            signature.is_some(),
+            record,
+        )?;
+        let best = self.select(&totals, every);
         let node = name_of(feasible[best]);
         if let Some(c) = batching {
-            let scored = kept_raw.filter(|_| kept_ok).map(|raw| Scored {
+            let scored = raw.map(|raw| Scored {
                 scorers: scorers.clone(),
                 raw,
                 totals: totals.clone(),
@@ -961,6 +927,194 @@ impl Framework {
             feasible: feasible.len(),
             batched: false,
         })
+    }
+
+    /// Filter over `candidates`, from the round-robin start, until enough nodes fit
+    /// (`numFeasibleNodesToFind`): the feasible nodes in round order and how many
+    /// nodes were processed; each rejected node's first rejection goes into
+    /// `diagnosis`. An explaining record leaves the round-robin start as it was.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the attempt's inputs, its diagnosis and its record"
+    )]
+    fn find_feasible(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        state: &CycleState,
+        candidates: &[u32],
+        filters: &[usize],
+        overlays: &HashMap<u32, Overlay>,
+        diagnosis: &mut Diagnosis,
+        record: &mut Option<CycleRecord>,
+    ) -> Result<(Vec<u32>, usize), PluginError> {
+        let every = record.as_ref().is_some_and(|r| r.explaining);
+        let n = candidates.len();
+        let to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n);
+        let start = *lock(&self.next_start) % n;
+        let mut feasible: Vec<u32> = Vec::new();
+        let mut processed = 0usize;
+        while processed < n && feasible.len() < to_find {
+            let want = to_find - feasible.len();
+            let take = (n - processed).min(want.max(MIN_ROUND));
+            let begin = (start + processed) % n;
+            let round: Vec<u32> = candidates[begin..]
+                .iter()
+                .chain(&candidates[..begin])
+                .take(take)
+                .copied()
+                .collect();
+            let results = self.fan_out(&round, |w, chunk| {
+                self.filter_chunk(w, state, pod, snapshot, chunk, filters, overlays, every)
+            });
+            // In round order: the chunks come back in order, each with its nodes that
+            // passed in order.
+            let mut passed: Vec<u32> = Vec::with_capacity(round.len());
+            let mut failed: Vec<(u32, usize, Status)> = Vec::new();
+            for (ok, bad) in self.first_failure(results, filters)? {
+                passed.extend(ok);
+                failed.extend(bad);
+            }
+            if let Some(rec) = record.as_mut() {
+                rec.filtered_round(&round, &failed);
+            }
+            if let Some(e) = every
+                .then(|| self.cycle_error(pod, snapshot, &failed, filters))
+                .flatten()
+            {
+                return Err(e);
+            }
+            // Keep only the nodes up to the one that completed the count, as
+            // upstream counts processed nodes.
+            let mut cut = round.len();
+            let mut next_passed = passed.iter().peekable();
+            for (k, slot) in round.iter().enumerate() {
+                if next_passed.next_if_eq(&slot).is_some() {
+                    feasible.push(*slot);
+                    if feasible.len() == to_find {
+                        cut = k + 1;
+                        break;
+                    }
+                }
+            }
+            debug_assert!(
+                cut < round.len() || next_passed.next().is_none(),
+                "the nodes that passed are not in round order"
+            );
+            let mut kept: Vec<u32> = round[..cut].to_vec();
+            kept.sort_unstable();
+            // A node's first rejection is the cycle's (an explaining cycle has them
+            // all, the first first).
+            let mut seen: HashSet<u32> = HashSet::new();
+            for (slot, plugin, status) in failed {
+                if kept.binary_search(&slot).is_ok() && seen.insert(slot) {
+                    let name = &self.plugins[plugin].name;
+                    if !diagnosis.unschedulable_plugins.contains(name) {
+                        diagnosis.unschedulable_plugins.push(name.clone());
+                    }
+                    diagnosis.node_statuses.push((slot, status));
+                }
+            }
+            processed += cut;
+        }
+        if !every {
+            *lock(&self.next_start) = (start + processed) % n;
+        }
+        Ok((feasible, processed))
+    }
+
+    /// PreScore, Score, NormalizeScore and the weights over `feasible`: the plugins
+    /// that scored, each node's total, and (with `keep_raw`) every plugin's raw
+    /// scores for the batch when every plugin scored.
+    fn score_feasible(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        state: &CycleState,
+        feasible: &[u32],
+        keep_raw: bool,
+        record: &mut Option<CycleRecord>,
+    ) -> Result<ScoredNodes, PluginError> {
+        let skip_score = self.run_pre_score(pod, state, snapshot, feasible)?;
+        if let Some(rec) = record.as_mut() {
+            rec.skipped_score.clone_from(&skip_score);
+        }
+        let scorers = self.scorers(&skip_score);
+        let mut totals = vec![0i64; feasible.len()];
+        let mut kept_raw: Option<Vec<Vec<i64>>> = keep_raw.then(Vec::new);
+        let mut timer = self.timer("Score", record);
+        if !scorers.is_empty() {
+            let chunks = self.fan_out(feasible, |w, chunk| {
+                self.score_chunk(w, state, pod, snapshot, chunk, &scorers)
+            });
+            let mut per_plugin: Vec<Result<Vec<i64>, PluginError>> = (0..scorers.len())
+                .map(|_| Ok(Vec::with_capacity(feasible.len())))
+                .collect();
+            for chunk in chunks {
+                for (p, scores) in chunk.into_iter().enumerate() {
+                    match (&mut per_plugin[p], scores) {
+                        (Ok(all), Ok(s)) => all.extend(s),
+                        (slot, Err(e)) if slot.is_ok() => *slot = Err(e),
+                        _ => {}
+                    }
+                }
+            }
+            let mut main = lock(&self.main);
+            for (p, &(i, weight)) in scorers.iter().enumerate() {
+                let raw = std::mem::replace(&mut per_plugin[p], Ok(Vec::new()));
+                let raw_ok = raw.as_ref().ok().cloned();
+                if let Some(kept) = kept_raw.as_mut() {
+                    match &raw_ok {
+                        Some(r) => kept.push(r.clone()),
+                        None => kept_raw = None,
+                    }
+                }
+                let final_scores =
+                    self.final_scores(&mut main, state, pod, i, raw, feasible, snapshot)?;
+                if final_scores.is_none() {
+                    // Failed open: the others decide, and the batch keeps nothing.
+                    kept_raw = None;
+                }
+                if let (Some(rec), Some(s), Some(r)) = (record.as_mut(), &final_scores, raw_ok) {
+                    rec.scores.insert(i, s.clone());
+                    rec.raw.insert(i, r);
+                }
+                for (k, s) in final_scores.iter().flatten().enumerate() {
+                    totals[k] += s * weight;
+                }
+            }
+        }
+        timer.status = "Success";
+        Ok((scorers, totals, kept_raw))
+    }
+
+    /// The index of the best total; ties broken uniformly at random (reservoir
+    /// sampling). `explaining`: on a copy of the random source, which then picks as
+    /// the next cycle would and leaves it as it was.
+    fn select(&self, totals: &[i64], explaining: bool) -> usize {
+        let mut copy;
+        let mut shared;
+        let rng: &mut rand::rngs::StdRng = if explaining {
+            copy = lock(&self.rng).clone();
+            &mut copy
+        } else {
+            shared = lock(&self.rng);
+            &mut shared
+        };
+        let mut best = 0usize;
+        let mut ties = 0u32;
+        for (k, &t) in totals.iter().enumerate() {
+            if t > totals[best] {
+                best = k;
+                ties = 1;
+            } else if t == totals[best] {
+                ties += 1;
+                if rng.random_range(0..ties) == 0 {
+                    best = k;
+                }
+            }
+        }
+        best
     }
 }
 

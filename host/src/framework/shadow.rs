@@ -16,7 +16,9 @@
 //! instance with its own cycle state, and its failures are only counted: the pod's
 //! placement is the live plugin's. Its Reserve, Permit and binding points never run.
 
-use super::{CyclePod, CycleState, Framework, InstanceSet, PluginError, PluginSlot, lock};
+use super::{
+    CyclePod, CycleRecord, CycleState, Framework, InstanceSet, PluginError, PluginSlot, lock,
+};
 use crate::cache::Snapshot;
 use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use serde::Serialize;
@@ -27,33 +29,6 @@ use std::sync::{Arc, Mutex};
 pub const RECENT_DISAGREEMENTS: usize = 1000;
 /// How many nodes a disagreement's detail names before "and N more".
 const NAMED_NODES: usize = 3;
-
-/// What a live cycle did, as the shadows need it: filled by the cycle when the
-/// profile has shadows.
-#[derive(Debug, Default)]
-pub(super) struct CycleRecord {
-    /// The PreFilter answer of each shadowed plugin the cycle asked: its code and the
-    /// nodes it narrowed to.
-    pub pre_filter: BTreeMap<usize, (Code, Option<BTreeSet<String>>)>,
-    /// Whether the cycle got to Filter.
-    pub reached_filter: bool,
-    /// Every node Filter ran on (without nominated pods), and the plugin that rejected
-    /// it (`None`: it passed).
-    pub filtered: BTreeMap<u32, Option<usize>>,
-    /// Nodes filtered with nominated pods counted (not compared).
-    pub overlaid: HashSet<u32>,
-    /// The feasible nodes, in the order scores are given.
-    pub feasible: Vec<u32>,
-    /// Whether Score ran (two feasible nodes or more).
-    pub scored: bool,
-    /// The final (normalized, unweighted) scores of each shadowed plugin that scored;
-    /// absent: it skipped at PreScore or failed open.
-    pub scores: BTreeMap<usize, Vec<i64>>,
-    /// The weighted totals of the feasible nodes.
-    pub totals: Vec<i64>,
-    /// The node the cycle picked.
-    pub picked: Option<u32>,
-}
 
 /// A candidate module beside a live plugin of a profile.
 pub(super) struct ShadowSlot {
@@ -153,11 +128,6 @@ impl Framework {
         !self.shadows.is_empty()
     }
 
-    /// Whether plugin `i` has a shadow.
-    pub(super) fn is_shadowed(&self, i: usize) -> bool {
-        self.shadows.iter().any(|s| s.live == i)
-    }
-
     /// Runs every shadow on the cycle `record` describes and counts what it found.
     pub(super) fn run_shadows(&self, pod: &CyclePod, snapshot: &Snapshot, record: &CycleRecord) {
         for shadow in &self.shadows {
@@ -221,7 +191,10 @@ impl Framework {
             .iter()
             .find(|&&(i, _)| i == live)
             .map(|&(_, w)| w);
-        let live_pre_filter = record.pre_filter.get(&live);
+        let live_pre_filter = record
+            .pre_filter
+            .get(&live)
+            .map(|(status, names)| (status.code, names.clone()));
         if self.position_at(ExtensionPoint::PreFilter, live).is_some() && live_pre_filter.is_none()
         {
             return None;
@@ -271,7 +244,7 @@ impl Framework {
                 return Some(found);
             }
             candidate_skips = r.status.code == Code::Skip;
-            let (live_code, live_names) = live_pre_filter.cloned().unwrap_or((Code::Success, None));
+            let (live_code, live_names) = live_pre_filter.clone().unwrap_or((Code::Success, None));
             let cand_names: Option<BTreeSet<String>> =
                 r.node_names.map(|n| n.into_iter().collect());
             if rejects(live_code) != rejects(r.status.code) {
@@ -305,12 +278,12 @@ impl Framework {
             if rejects(live_code) || rejects(r.status.code) {
                 return Some(found);
             }
-        } else if live_pre_filter.is_some_and(|(c, _)| rejects(*c)) {
+        } else if live_pre_filter.as_ref().is_some_and(|(c, _)| rejects(*c)) {
             found.add(
                 "filter",
                 format!(
                     "PreFilter: live {}, candidate has no PreFilter",
-                    live_pre_filter.map_or("", |(c, _)| c.as_str())
+                    live_pre_filter.as_ref().map_or("", |(c, _)| c.as_str())
                 ),
             );
             return Some(found);

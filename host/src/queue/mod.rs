@@ -538,6 +538,30 @@ impl SchedulingQueue {
         None
     }
 
+    /// The pod [`SchedulingQueue::pop`] would take now, left where it is (a scan of
+    /// activeQ: for `explain` and tests, not the scheduling loop).
+    pub fn peek(&self) -> Option<&QueuedPod> {
+        let (_, uid) = self
+            .active_heap
+            .iter()
+            .filter_map(|Reverse(entry @ (_, seq, entity))| {
+                let uid = match entity {
+                    Entity::Pod(uid) => self
+                        .active
+                        .get(uid)
+                        .filter(|q| q.seq == *seq)
+                        .map(|_| uid)?,
+                    Entity::Group(g) => {
+                        let group = self.active_groups.get(g).filter(|a| a.seq == *seq)?;
+                        group.members.first_key_value()?.1
+                    }
+                };
+                Some((entry, uid))
+            })
+            .min_by(|a, b| a.0.cmp(b.0))?;
+        self.active.get(uid)
+    }
+
     /// Takes a pod group's member into its group's cycle, wherever it waits
     /// (upstream's `PopSpecificPod`): activeQ, backoffQ (its backoff cut short) or
     /// unschedulable. A gated pod, one whose key and gate must be asked again, and

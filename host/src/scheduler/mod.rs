@@ -1125,9 +1125,54 @@ impl Scheduler {
         self.cache.update_snapshot(&mut self.snapshot);
         let mut pod = pod.clone();
         pod.default_selector = self.default_selector(&pod);
-        let mut explanation = fw.explain(&CyclePod::new(pod.clone()), &self.snapshot, options)?;
+        let mut explanation = fw.explain(
+            &CyclePod::new(pod.clone()),
+            &self.snapshot,
+            &self.nominated,
+            options,
+        )?;
         explanation.pod_group = self.explain_group(&fw, &pod);
         Ok(explanation)
+    }
+
+    /// The attempt [`Scheduler::schedule_one`] would make for `pod` now, recorded
+    /// and not acted on (nothing assumed, bound or nominated), with its framework;
+    /// `None` when no profile has the pod's scheduler name.
+    #[cfg(test)]
+    pub(crate) fn attempt_recorded(
+        &mut self,
+        pod: &Pod,
+    ) -> Option<(
+        Arc<Framework>,
+        ScheduleOutcome,
+        crate::framework::CycleRecord,
+    )> {
+        let fw = self.framework_for(&pod.scheduler_name).cloned()?;
+        let mut pod = pod.clone();
+        pod.default_selector = self.default_selector(&pod);
+        self.cache.update_snapshot(&mut self.snapshot);
+        let (outcome, record) =
+            fw.schedule_pod_recorded(&CyclePod::new(pod), &self.snapshot, &self.nominated);
+        Some((fw, outcome, record))
+    }
+
+    /// Waits for every binding cycle in flight to end and takes in its result, as
+    /// the loop does before its next cycle.
+    #[cfg(test)]
+    pub(crate) fn finish_bindings(&mut self) {
+        while self.bindings_in_flight > 0 {
+            self.drain_bind_results(true);
+        }
+        self.drain_bind_results(false);
+    }
+
+    /// The name of the node at `slot` of the scheduler's snapshot.
+    #[cfg(test)]
+    pub(crate) fn node_at(&self, slot: u32) -> String {
+        self.snapshot
+            .node(slot)
+            .map(|n| n.name().to_owned())
+            .unwrap_or_default()
     }
 
     /// Schedules until nothing more can happen: activeQ is empty, no binding is in
