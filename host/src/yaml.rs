@@ -220,23 +220,29 @@ impl Messages<'_> {
             .filter(|s| !s.is_empty())
     }
 
-    /// `invalid type: string "abc", expected u64`, naming the value found at
-    /// `location` as serde does.
+    /// `invalid type: string "abc", expected u64`, naming what was found at
+    /// `location` as serde does (a block sequence or mapping, which starts with no
+    /// mark of its own, goes unnamed).
     fn invalid(&self, location: &Location, expected: &str) -> String {
         let Some(written) = self.scalar_at(location) else {
-            return format!("invalid value, expected {expected}");
+            return format!("invalid type, expected {expected}");
         };
-        let found = match from_str::<serde_json::Value>(written) {
-            Ok(serde_json::Value::String(s)) => format!("string {s:?}"),
-            Ok(serde_json::Value::Bool(b)) => format!("boolean `{b}`"),
-            Ok(serde_json::Value::Null) => "null".to_owned(),
-            Ok(serde_json::Value::Number(n)) if n.is_f64() => format!("floating point `{n}`"),
-            // An integer out of an integer type's range.
-            Ok(serde_json::Value::Number(n)) if integer_type(expected) => {
-                return format!("invalid value: integer `{n}`, expected {expected}");
-            }
-            Ok(serde_json::Value::Number(n)) => format!("integer `{n}`"),
-            _ => format!("`{written}`"),
+        let found = match written {
+            // The mark that opens a flow collection.
+            "[" => "sequence".to_owned(),
+            "{" => "map".to_owned(),
+            scalar => match from_str::<serde_json::Value>(scalar) {
+                Ok(serde_json::Value::String(s)) => format!("string {s:?}"),
+                Ok(serde_json::Value::Bool(b)) => format!("boolean `{b}`"),
+                Ok(serde_json::Value::Null) => "null".to_owned(),
+                Ok(serde_json::Value::Number(n)) if n.is_f64() => format!("floating point `{n}`"),
+                // An integer out of an integer type's range.
+                Ok(serde_json::Value::Number(n)) if integer_type(expected) => {
+                    return format!("invalid value: integer `{n}`, expected {expected}");
+                }
+                Ok(serde_json::Value::Number(n)) => format!("integer `{n}`"),
+                _ => format!("`{scalar}`"),
+            },
         };
         format!("invalid type: {found}, expected {expected}")
     }
@@ -260,14 +266,14 @@ impl MessageFormatter for Messages<'_> {
             }
             E::InvalidBooleanStrict { location } => self.invalid(location, "a boolean").into(),
             E::NullIntoString { .. } => "invalid type: null, expected a string".into(),
-            E::Unexpected { expected, .. } => {
+            E::Unexpected { expected, location } => {
                 let expected = match *expected {
                     "string scalar" => "a string",
                     "sequence start" => "a sequence",
                     "mapping start" => "a mapping",
                     other => other,
                 };
-                format!("invalid type, expected {expected}").into()
+                self.invalid(location, expected).into()
             }
             E::NonFiniteFloat { value, .. } => {
                 format!("{value} is not a finite number (quote it to make it a string)").into()
@@ -484,11 +490,19 @@ list:
         );
         assert_eq!(
             typed_error("name: [a]\n"),
-            "name: invalid type, expected a string at line 1 column 7"
+            "name: invalid type: sequence, expected a string at line 1 column 7"
+        );
+        assert_eq!(
+            typed_error("name: {a: b}\n"),
+            "name: invalid type: map, expected a string at line 1 column 7"
+        );
+        assert_eq!(
+            typed_error("name:\n  a: b\n"),
+            "name: invalid type, expected a string at line 2 column 3"
         );
         assert_eq!(
             typed_error("items: x\n"),
-            "items: invalid type, expected a sequence at line 1 column 8"
+            "items: invalid type: string \"x\", expected a sequence at line 1 column 8"
         );
         assert_eq!(
             typed_error("colour: red\n"),
