@@ -367,6 +367,32 @@ t: !!binary aGVsbG8=
         assert_eq!(value("# only a comment\n"), json!(null));
     }
 
+    /// Where serde-saphyr reads otherwise than serde_yaml did, as Go's YAML reader
+    /// (kubectl's) does: pinned, so that a change is seen.
+    #[test]
+    fn readings_that_differ_from_serde_yaml() {
+        // Upper-case radix prefixes are numbers (serde_yaml: strings).
+        assert_eq!(
+            value("a: 0X10\nb: 0B11\nc: 0O17\n"),
+            json!({"a": 16, "b": 3, "c": 15})
+        );
+        // An integer too large for 64 bits is a float (serde_yaml: an error).
+        assert_eq!(
+            value("a: 123456789012345678901234567890\n"),
+            json!({"a": 1.2345678901234568e29})
+        );
+        // Keys that read as numbers or booleans are their text (serde_yaml: a number
+        // or boolean key, which no string field takes); a null key is an error.
+        assert_eq!(
+            value("{1: a, 0x10: b, true: c}\n"),
+            json!({"1": "a", "0x10": "b", "true": "c"})
+        );
+        assert_eq!(
+            error("{~: a}\n"),
+            "invalid type: null, expected a string at line 1 column 2"
+        );
+    }
+
     #[test]
     fn duplicate_keys_are_refused_where_they_are() {
         assert_eq!(
