@@ -218,7 +218,7 @@ pub enum DefaultConfigError {
     Modules(#[from] RegistryError),
     /// The configuration could not be written as YAML.
     #[error(transparent)]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] serde_saphyr::SerializeError),
 }
 
 /// The effective default configuration as a `KubeSchedulerConfiguration`, with the
@@ -267,7 +267,7 @@ pub fn default_configuration(
             "plugins": {"multiPoint": {"enabled": multi_point}},
         }],
     });
-    let mut out = serde_yaml::to_string(&doc)?;
+    let mut out = crate::yaml::to_string(&doc)?;
     out.push_str("# The default profile's multiPoint list, expanded per extension point:\n");
     for point in CONFIGURABLE_POINTS {
         let list = profile.plugins_at(point);

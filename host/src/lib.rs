@@ -44,3 +44,4 @@ pub mod simulate;
 pub mod testing;
 pub mod wasm;
 pub mod watch;
+pub mod yaml;

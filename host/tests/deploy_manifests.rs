@@ -8,7 +8,6 @@ use crate::common;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -24,8 +23,8 @@ fn manifests() -> Vec<(PathBuf, Value)> {
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let docs = berth::yaml::documents(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for v in docs {
             if !v.is_null() {
                 out.push((f.clone(), v));
             }

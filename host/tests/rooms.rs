@@ -71,6 +71,8 @@ const LAYERS: &[&[&str]] = &[
         "cluster::affinity",
         "cluster::quantity",
     ],
+    // Reading and writing YAML (manifests, configuration): a leaf.
+    &["yaml"],
 ];
 
 /// The row of a room in [`LAYERS`].

@@ -95,7 +95,7 @@ impl Checker {
 fn run_table(runtime: &Arc<Runtime>, path: &Path, checker: &mut Checker) {
     let text = std::fs::read_to_string(path).unwrap();
     let table: Value =
-        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        berth::yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let plugin = table["plugin"].as_str().expect("plugin").to_owned();
     let modules: HashMap<String, Arc<Module>> = load_modules(
         runtime,

@@ -288,7 +288,7 @@ fn check(case: &Value, report: &Report) -> Vec<String> {
 fn preemption_follows_kube_scheduler_case_by_case() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("preemption/cases.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let table: Value = serde_yaml::from_str(&text).unwrap();
+    let table: Value = berth::yaml::from_str(&text).unwrap();
     let cases = table["cases"].as_array().expect("cases");
     assert!(cases.len() >= 25, "only {} cases", cases.len());
     let runtime = runtime();
@@ -322,7 +322,7 @@ fn preemption_follows_kube_scheduler_case_by_case() {
 #[test]
 fn preemption_follows_kube_scheduler_with_the_dry_run_on_two_workers() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("preemption/cases.yaml");
-    let table: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let table: Value = berth::yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let runtime = runtime();
     let dir = tempfile::tempdir().unwrap();
     let mut problems = Vec::new();

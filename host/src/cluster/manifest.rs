@@ -25,7 +25,7 @@ use berth_sdk::{
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_yaml::Value;
+use serde_json::Value;
 
 use super::quantity;
 
@@ -243,7 +243,9 @@ pub enum ManifestError {
         /// The operating system's error.
         error: std::io::Error,
     },
-    /// The text is not well-formed YAML or JSON (or has a bad `---` separator line).
+    /// The text is not well-formed YAML or JSON (or has a bad `---` separator line),
+    /// or the YAML reader refuses something at that place (a duplicate key, `.inf`:
+    /// see [`crate::yaml`]).
     #[error("{file}:{line}:{column}: {message}")]
     Syntax {
         /// The file.
@@ -252,7 +254,8 @@ pub enum ManifestError {
         line: usize,
         /// The column, from 1.
         column: usize,
-        /// What the parser found wrong.
+        /// What the parser found wrong, after the field's path when there is one
+        /// (`metadata.labels: duplicate entry with key "app"`).
         message: String,
     },
     /// A field is missing, has the wrong type or holds an invalid value.
@@ -457,34 +460,22 @@ fn yaml_document(
         document: documents.len() + 1,
         line,
     };
-    let mut value: Value = serde_yaml::from_str(text).map_err(|e| match e.location() {
-        Some(at) => {
-            // serde_yaml appends the position (relative to this document) to the
-            // message; the position is reported separately, in file coordinates.
-            let message = e.to_string();
-            let suffix = format!(" at line {} column {}", at.line(), at.column());
-            let message = match message.find(&suffix) {
-                Some(i) => message[..i].to_owned(),
-                None => message,
+    // Anchors, aliases and (as kubectl's reader) `<<` merge keys are expanded here.
+    let value: Value = crate::yaml::from_str(text).map_err(|e| {
+        if e.line == 0 {
+            return ManifestError::Invalid {
+                location: location.clone(),
+                path: e.path,
+                message: e.message,
             };
-            ManifestError::Syntax {
-                file: file.to_owned(),
-                line: first_line + at.line() - 1,
-                column: at.column(),
-                message,
-            }
         }
-        None => ManifestError::Invalid {
-            location: location.clone(),
-            path: String::new(),
-            message: e.to_string(),
-        },
-    })?;
-    // kubectl's YAML reader honours `<<` merge keys.
-    value.apply_merge().map_err(|e| ManifestError::Invalid {
-        location: location.clone(),
-        path: String::new(),
-        message: e.to_string(),
+        // The position is relative to this document: reported in the file's.
+        ManifestError::Syntax {
+            file: file.to_owned(),
+            line: first_line + e.line - 1,
+            column: e.column,
+            message: format!("{}{}", prefix(&e.path), e.message),
+        }
     })?;
     documents.push((location, value));
     Ok(())
@@ -520,12 +511,7 @@ fn json_documents(file: &str, text: &str) -> Result<Vec<(Location, Value)>, Mani
             document: documents.len() + 1,
             line,
         };
-        let value = serde_yaml::to_value(json).map_err(|e| ManifestError::Invalid {
-            location: location.clone(),
-            path: String::new(),
-            message: e.to_string(),
-        })?;
-        documents.push((location, value));
+        documents.push((location, json));
     }
     Ok(documents)
 }
@@ -537,15 +523,14 @@ fn describe(value: &Value) -> &'static str {
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
-        Value::Sequence(_) => "a sequence",
-        Value::Mapping(_) => "a mapping",
-        Value::Tagged(_) => "a tagged value",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a mapping",
     }
 }
 
 /// A string field of an object's top level (`apiVersion`, `kind`), if present.
 fn string_field(
-    map: &serde_yaml::Mapping,
+    map: &serde_json::Map<String, Value>,
     name: &str,
     path: &str,
     location: &Location,
@@ -577,7 +562,7 @@ fn collect(
         message,
     };
     let mut map = match value {
-        Value::Mapping(map) => map,
+        Value::Object(map) => map,
         other => {
             return Err(invalid(
                 "",
@@ -599,7 +584,7 @@ fn collect(
         (None, _, None) => return Err(invalid("apiVersion", "required value".into())),
         (_, None, None) => return Err(invalid("kind", "required value".into())),
     };
-    if let Some(Value::Mapping(meta)) = map.get("metadata") {
+    if let Some(Value::Object(meta)) = map.get("metadata") {
         let annotation = meta
             .get("annotations")
             .and_then(|a| a.get(SIMULATE_ANNOTATION))
@@ -647,10 +632,10 @@ fn collect(
     let mut admission = None;
     let object = match (api_version.as_str(), kind.as_str()) {
         ("v1", "Service") => {
-            Object::Selector(pod_selector(&kind, Value::Mapping(map), path, location)?)
+            Object::Selector(pod_selector(&kind, Value::Object(map), path, location)?)
         }
         ("v1", "ReplicationController") => {
-            let rc: k8s::ReplicationController = deserialize(Value::Mapping(map), path, location)?;
+            let rc: k8s::ReplicationController = deserialize(Value::Object(map), path, location)?;
             Object::Workload(
                 workload::replication_controller(&rc)
                     .map_err(|e| e.into_manifest_error(location, path))?,
@@ -658,32 +643,32 @@ fn collect(
         }
         ("apps/v1", "ReplicaSet") => {
             let rs: k8s_openapi::api::apps::v1::ReplicaSet =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::Workload(
                 workload::replica_set_of(&rs).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("apps/v1", "StatefulSet") => {
             let sts: k8s_openapi::api::apps::v1::StatefulSet =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::Workload(
                 workload::stateful_set(&sts).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("apps/v1", "Deployment") => {
             let d: k8s_openapi::api::apps::v1::Deployment =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::Workload(
                 workload::deployment(&d).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("batch/v1", "Job") => {
             let j: k8s_openapi::api::batch::v1::Job =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::Workload(workload::job(&j).map_err(|e| e.into_manifest_error(location, path))?)
         }
         ("v1", "Namespace") => {
-            let ns: k8s::Namespace = deserialize(Value::Mapping(map), path, location)?;
+            let ns: k8s::Namespace = deserialize(Value::Object(map), path, location)?;
             let name = ns.metadata.name.clone().unwrap_or_default();
             if name.is_empty() {
                 return Err(invalid("metadata.name", "required value".into()));
@@ -691,44 +676,44 @@ fn collect(
             Object::Namespace(name, ns.metadata.labels.clone().unwrap_or_default())
         }
         ("v1", "Pod") => {
-            let pod: k8s::Pod = deserialize(Value::Mapping(map), path, location)?;
+            let pod: k8s::Pod = deserialize(Value::Object(map), path, location)?;
             admission = priority_admission(&pod);
             Object::Pod(convert_pod(&pod).map_err(|e| e.into_manifest_error(location, path))?)
         }
         ("scheduling.k8s.io/v1", "PriorityClass") => {
             use k8s_openapi::api::scheduling::v1 as sched;
-            let pc: sched::PriorityClass = deserialize(Value::Mapping(map), path, location)?;
+            let pc: sched::PriorityClass = deserialize(Value::Object(map), path, location)?;
             Object::PriorityClass(
                 priority_class_from_k8s(&pc).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         (UPSTREAM_API_VERSION, UPSTREAM_KIND) => {
-            let text = serde_yaml::to_string(&Value::Mapping(map))
+            let text = crate::yaml::to_string(&Value::Object(map))
                 .map_err(|e| invalid("", e.to_string()))?;
             Object::Configuration(text)
         }
         ("policy/v1", "PodDisruptionBudget") => {
             let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::Budget(
                 budget_from_k8s(&pdb).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("v1", "PersistentVolumeClaim") => {
-            let c: k8s::PersistentVolumeClaim = deserialize(Value::Mapping(map), path, location)?;
+            let c: k8s::PersistentVolumeClaim = deserialize(Value::Object(map), path, location)?;
             Object::Claim(
                 storage::convert_claim(&c).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("v1", "PersistentVolume") => {
-            let v: k8s::PersistentVolume = deserialize(Value::Mapping(map), path, location)?;
+            let v: k8s::PersistentVolume = deserialize(Value::Object(map), path, location)?;
             Object::Volume(
                 storage::convert_volume(&v).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("storage.k8s.io/v1", "StorageClass") => {
             let c: k8s_openapi::api::storage::v1::StorageClass =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::StorageClass(
                 storage::convert_storage_class(&c)
                     .map_err(|e| e.into_manifest_error(location, path))?,
@@ -736,14 +721,14 @@ fn collect(
         }
         ("storage.k8s.io/v1", "CSINode") => {
             let n: k8s_openapi::api::storage::v1::CSINode =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::CsiNode(
                 storage::convert_csi_node(&n).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("storage.k8s.io/v1", "CSIDriver") => {
             let d: k8s_openapi::api::storage::v1::CSIDriver =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::CsiDriver(
                 storage::convert_csi_driver(&d)
                     .map_err(|e| e.into_manifest_error(location, path))?,
@@ -751,44 +736,44 @@ fn collect(
         }
         ("storage.k8s.io/v1", "CSIStorageCapacity") => {
             let c: k8s_openapi::api::storage::v1::CSIStorageCapacity =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::CsiStorageCapacity(
                 storage::convert_csi_storage_capacity(&c)
                     .map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         (dra::API_VERSION, "DeviceClass") => {
-            let c = deserialize(Value::Mapping(map), path, location)?;
+            let c = deserialize(Value::Object(map), path, location)?;
             Object::DeviceClass(
                 dra::device_class(&c).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         (dra::API_VERSION, "ResourceClaim") => {
-            let c = deserialize(Value::Mapping(map), path, location)?;
+            let c = deserialize(Value::Object(map), path, location)?;
             Object::ResourceClaim(
                 dra::resource_claim(&c).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         (dra::API_VERSION, "ResourceClaimTemplate") => {
-            let t = deserialize(Value::Mapping(map), path, location)?;
+            let t = deserialize(Value::Object(map), path, location)?;
             Object::ResourceClaimTemplate(
                 dra::claim_template(&t).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         (dra::API_VERSION, "ResourceSlice") => {
-            let s = deserialize(Value::Mapping(map), path, location)?;
+            let s = deserialize(Value::Object(map), path, location)?;
             Object::ResourceSlice(
                 dra::resource_slice(&s).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         (dra::API_VERSION, "DeviceTaintRule") => {
-            let r = deserialize(Value::Mapping(map), path, location)?;
+            let r = deserialize(Value::Object(map), path, location)?;
             Object::DeviceTaintRule(
                 dra::device_taint_rule(&r).map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         (v, "PodGroup") if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => {
-            let pg: pod_group::PodGroupManifest = deserialize(Value::Mapping(map), path, location)?;
+            let pg: pod_group::PodGroupManifest = deserialize(Value::Object(map), path, location)?;
             Object::PodGroup(
                 pod_group::pod_group_from(&pg)
                     .map_err(|e| e.into_manifest_error(location, path))?,
@@ -796,14 +781,14 @@ fn collect(
         }
         (v, "Workload") if scheduling_workload::WORKLOAD_API_VERSIONS.contains(&v) => {
             let w: scheduling_workload::WorkloadManifest =
-                deserialize(Value::Mapping(map), path, location)?;
+                deserialize(Value::Object(map), path, location)?;
             Object::SchedulingWorkload(
                 scheduling_workload::workload_from(&w)
                     .map_err(|e| e.into_manifest_error(location, path))?,
             )
         }
         ("v1", "Node") => {
-            let node: k8s::Node = deserialize(Value::Mapping(map), path, location)?;
+            let node: k8s::Node = deserialize(Value::Object(map), path, location)?;
             Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
         }
         (
@@ -819,7 +804,7 @@ fn collect(
             let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
             return match map.remove("items") {
                 None | Some(Value::Null) => Ok(()),
-                Some(Value::Sequence(items)) => {
+                Some(Value::Array(items)) => {
                     for (i, item) in items.into_iter().enumerate() {
                         let item_path = join(path, &format!("items[{i}]"));
                         collect(item, &item_path, item_kind, location, out)?;
@@ -983,7 +968,7 @@ pub fn selector_from_k8s<T: serde::Serialize>(
         document: 1,
         line: 1,
     };
-    let value = serde_yaml::to_value(object).map_err(|e| FieldError::new("", e.to_string()))?;
+    let value = serde_json::to_value(object).map_err(|e| FieldError::new("", e.to_string()))?;
     match pod_selector(kind, value, "", &location) {
         Ok(s) => Ok(s),
         Err(ManifestError::Invalid { path, message, .. }) => Err(FieldError { path, message }),
@@ -1868,6 +1853,98 @@ metadata:
         assert_eq!(labels["tier"], "back");
     }
 
+    /// Scalars read as they always have (YAML 1.2's core schema): a quantity may be
+    /// a number or a string, `08` and `yes` stay strings.
+    #[test]
+    fn yaml_scalars_keep_their_reading() {
+        let requests = |cpu: &str| {
+            let text = format!(
+                "{MINIMAL_POD}spec:\n  containers:\n  - name: c\n    resources: {{requests: {{cpu: {cpu}}}}}\n"
+            );
+            pod(&text).containers[0].requests["cpu"]
+        };
+        assert_eq!(requests("2"), 2000);
+        assert_eq!(requests("\"2\""), 2000);
+        assert_eq!(requests("0.5"), 500);
+        assert_eq!(requests("1e3"), 1_000_000);
+        assert_eq!(requests("0x10"), 16_000);
+        assert_eq!(requests("08"), 8000);
+        assert_eq!(requests("'250m'"), 250);
+        let labels = pod(&format!(
+            "{MINIMAL_POD}  labels: {{a: yes, b: on, c: '1', d: 08, e: 1_000, f: 2001-12-14}}\n"
+        ))
+        .labels;
+        let labels: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("a", "yes"),
+                ("b", "on"),
+                ("c", "1"),
+                ("d", "08"),
+                ("e", "1_000"),
+                ("f", "2001-12-14")
+            ]
+        );
+        assert_eq!(
+            error(&format!("{MINIMAL_POD}  labels: {{a: true}}\n")),
+            "t.yaml: document 1 (line 1): metadata.labels.a: invalid type: boolean `true`, expected a string"
+        );
+        assert_eq!(
+            error("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {unschedulable: yes}\n"),
+            "t.yaml: document 1 (line 1): spec.unschedulable: invalid type: string \"yes\", expected a boolean"
+        );
+        // Null, `~` and nothing are all null.
+        for none in ["null", "~", ""] {
+            let p = pod(&format!("{MINIMAL_POD}  labels: {none}\nspec: {none}\n"));
+            assert!(p.labels.is_empty());
+        }
+    }
+
+    /// What the YAML reader refuses is reported at its line and column, with the
+    /// field's path.
+    #[test]
+    fn yaml_reader_refusals_name_the_place() {
+        let text = format!("{MINIMAL_POD}  labels:\n    app: web\n    tier: a\n    app: db\n");
+        assert_eq!(
+            error(&text),
+            "t.yaml:8:5: metadata.labels: duplicate entry with key \"app\""
+        );
+        assert_eq!(
+            error(&format!(
+                "{MINIMAL_POD}spec:\n  containers:\n  - name: c\n    resources: {{requests: {{cpu: .inf}}}}\n"
+            )),
+            "t.yaml:8:33: spec.containers[0].resources.requests.cpu: .inf is not a finite number (quote it to make it a string)"
+        );
+        assert_eq!(
+            error(&format!("---\n{MINIMAL_POD}  labels: !custom {{a: b}}\n")),
+            "t.yaml:6:19: metadata: unsupported tag `!custom`"
+        );
+    }
+
+    #[test]
+    fn yaml_anchors_and_aliases_are_expanded() {
+        let text = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: &labels {app: web}}
+spec:
+  nodeSelector: *labels
+  containers:
+  - name: a
+    resources: &resources {requests: {cpu: 100m}}
+  - name: b
+    resources: *resources
+";
+        let p = pod(text);
+        assert_eq!(p.node_selector["app"], "web");
+        assert_eq!(p.containers[1].requests["cpu"], 100);
+        assert_eq!(p.requests().milli_cpu, 200);
+    }
+
     #[test]
     fn pod_defaults() {
         let p = pod(MINIMAL_POD);
@@ -2205,15 +2282,16 @@ metadata:
   name: p
  labels: x
 ";
-        assert_eq!(error(text), "t.yaml:10:2: did not find expected key");
+        assert_eq!(
+            error(text),
+            "t.yaml:10:2: while parsing a block mapping, did not find expected key"
+        );
         assert_eq!(
             error("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  - b\n"),
-            "t.yaml:5:3: did not find expected key"
+            "t.yaml:5:5: while parsing a block mapping, did not find expected key"
         );
-        assert_eq!(
-            error("a: [1, 2\n"),
-            "t.yaml:2:1: did not find expected ',' or ']'"
-        );
+        // Where the bracket that is never closed opens.
+        assert_eq!(error("a: [1, 2\n"), "t.yaml:1:4: unclosed bracket '['");
         assert_eq!(
             error("{\"apiVersion\": \"v1\",\n \"kind\": \"Pod\",\n}"),
             "t.yaml:3:1: trailing comma"
@@ -2224,7 +2302,7 @@ metadata:
         );
         assert_eq!(
             error("a: 1\na: 2\n"),
-            "t.yaml:1:1: duplicate entry with key \"a\""
+            "t.yaml:2:1: duplicate entry with key \"a\""
         );
         assert_eq!(
             error("apiVersion: v1\n--- |\n  text\n"),

@@ -1013,17 +1013,21 @@ impl Configuration {
 
     /// Parses the syntax and types only.
     pub fn parse_unchecked(file: &str, text: &str) -> Result<Self, ConfigError> {
-        let de = serde_yaml::Deserializer::from_str(text);
-        let config: Configuration = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            let inner = e.into_inner();
-            let message = match inner.location() {
-                Some(l) => format!("{inner} (line {}, column {})", l.line(), l.column()),
-                None => inner.to_string(),
+        let config: Configuration = crate::yaml::from_str(text).map_err(|e| {
+            let message = if e.line > 0 {
+                format!("{} (line {}, column {})", e.message, e.line, e.column)
+            } else {
+                e.message
             };
             ConfigError::Parse {
                 file: file.to_owned(),
-                field,
+                // The document as a whole (a syntax error): `.`, as serde_path_to_error
+                // writes the top.
+                field: if e.path.is_empty() {
+                    ".".to_owned()
+                } else {
+                    e.path
+                },
                 message,
             }
         })?;

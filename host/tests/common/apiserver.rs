@@ -445,8 +445,7 @@ pub async fn apply_deploy_rbac(client: &kube::Client) {
     let dir = workspace().join("deploy");
     for file in ["00-serviceaccount.yaml", "10-rbac.yaml"] {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = <serde_json::Value as serde::Deserialize>::deserialize(doc).unwrap();
+        for v in berth::yaml::documents(&text).unwrap() {
             let pp = PostParams::default();
             let c = client.clone();
             let r = match v["kind"].as_str().unwrap() {

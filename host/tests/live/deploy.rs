@@ -48,9 +48,8 @@ fn deploy_documents() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = <Value as serde::Deserialize>::deserialize(doc)
-                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let docs = berth::yaml::documents(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for v in docs {
             if !v.is_null() {
                 out.push((f.file_name().unwrap().to_string_lossy().into_owned(), v));
             }

@@ -219,7 +219,7 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
     Api::<rbac::ClusterRole>::all(admin.clone())
         .create(
             &PostParams::default(),
-            &serde_yaml::from_str(&reader).unwrap(),
+            &berth::yaml::from_str(&reader).unwrap(),
         )
         .await
         .unwrap();

@@ -217,7 +217,7 @@ async fn the_read_only_role_of_deploy_is_all_a_snapshot_needs() {
     let text =
         std::fs::read_to_string(crate::common::workspace().join("deploy/40-reader-rbac.yaml"))
             .unwrap();
-    let role: rbac::ClusterRole = serde_yaml::from_str(&text).unwrap();
+    let role: rbac::ClusterRole = berth::yaml::from_str(&text).unwrap();
     Api::<rbac::ClusterRole>::all(client.clone())
         .create(&PostParams::default(), &role)
         .await

@@ -141,7 +141,14 @@ fn the_conformance_table_holds_natively() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/conformance/inter-pod-affinity.yaml"
     );
-    let table: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    // Read as Berth reads YAML (berth::yaml): `yes` and `08` stay strings.
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        leading_zero_numbers_as_strings: true,
+        underscored_numbers_as_strings: true,
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    let table: Value = serde_saphyr::from_str_with_options(&text, options).unwrap();
     assert_eq!(table["plugin"], "InterPodAffinity");
     let cases = table["cases"].as_array().unwrap();
     assert!(cases.len() >= 15);
