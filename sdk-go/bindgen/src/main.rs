@@ -1,0 +1,23 @@
+//! `berth-go-bindgen bindings WIT_DIR OUT.go` writes the Go bindings;
+//! `berth-go-bindgen component WIT_DIR CORE.wasm OUT.wasm` makes the component.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["bindings", wit, out] => {
+            std::fs::write(out, berth_go_bindgen::bindings(Path::new(wit))?)?;
+        }
+        ["component", wit, core, out] => {
+            let core = std::fs::read(core)?;
+            std::fs::write(out, berth_go_bindgen::componentize(Path::new(wit), &core)?)?;
+        }
+        _ => bail!(
+            "usage: berth-go-bindgen bindings WIT_DIR OUT.go | component WIT_DIR CORE.wasm OUT.wasm"
+        ),
+    }
+    Ok(())
+}
