@@ -1,21 +1,19 @@
 #!/bin/sh
 # Builds a Go plugin directory into a Berth component:
 #   sdk-go/build.sh PLUGIN_DIR OUT.wasm
-# 1. berth-go-bindgen (sdk-go/bindgen, built with cargo unless $BERTH_GO_BINDGEN
-#    names it) generates the Go bindings to wit/ into a temporary file, which
-#    `go build -overlay` places in sdk-go/internal/wit: nothing is written to the
-#    source tree.
-# 2. The machine's Go builds a WASI preview 1 reactor
-#    (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared).
-# 3. berth-go-bindgen embeds the WIT and adapts preview 1 to the component model.
+# It is `berth plugin build` for a checkout without a built berth:
+# berth-go-bindgen (sdk-go/bindgen, built with cargo unless $BERTH_GO_BINDGEN
+# names it) copies the SDK and the Go bindings it generates from wit/ into a
+# temporary directory joined to the plugin's module by a go.work (nothing is
+# written to the source tree), runs the machine's Go ($GO, else go) for a WASI
+# preview 1 reactor (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared), then
+# embeds the WIT and adapts preview 1 to the component model.
 set -eu
 sdk=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$sdk")
 [ $# -eq 2 ] || { echo "usage: $0 PLUGIN_DIR OUT.wasm" >&2; exit 2; }
 dir=$(cd "$1" && pwd)
 out=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 bindgen=${BERTH_GO_BINDGEN:-}
 if [ -z "$bindgen" ]; then
@@ -25,8 +23,4 @@ if [ -z "$bindgen" ]; then
   bindgen=$target/release/berth-go-bindgen
 fi
 
-"$bindgen" bindings "$repo/wit" "$tmp/zz_bindings.go"
-printf '{"Replace":{"%s":"%s"}}\n' "$sdk/internal/wit/zz_bindings.go" "$tmp/zz_bindings.go" >"$tmp/overlay.json"
-(cd "$dir" && GOTOOLCHAIN=${GOTOOLCHAIN:-local} GOOS=wasip1 GOARCH=wasm \
-  go build -buildmode=c-shared -overlay "$tmp/overlay.json" -o "$tmp/core.wasm" .)
-"$bindgen" component "$repo/wit" "$tmp/core.wasm" "$out"
+GO=${GO:-go} "$bindgen" build "$repo/wit" "$dir" "$out"

@@ -18,8 +18,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use wit_parser::{Resolve, WorldId};
 
+mod build;
 mod core;
 mod golang;
+
+pub use build::{GoBuild, SDK_MODULE, build};
 
 /// The world every plugin is built for.
 pub const WORLD: &str = "scheduler-plugin";
@@ -27,11 +30,17 @@ pub const WORLD: &str = "scheduler-plugin";
 /// The Go package the bindings belong to (`sdk-go/internal/wit`).
 pub const GO_PACKAGE: &str = "wit";
 
-fn load(wit: &Path) -> Result<(Resolve, WorldId)> {
+/// The WIT source of the package in `wit` (its one file, `scheduler.wit`).
+pub fn wit_source(wit: &Path) -> Result<String> {
+    let file = wit.join("scheduler.wit");
+    std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))
+}
+
+fn load(wit: &str) -> Result<(Resolve, WorldId)> {
     let mut resolve = Resolve::default();
-    let (pkg, _) = resolve
-        .push_dir(wit)
-        .with_context(|| format!("reading the WIT package in {}", wit.display()))?;
+    let pkg = resolve
+        .push_str("scheduler.wit", wit)
+        .context("reading the WIT package")?;
     let world = resolve.select_world(&[pkg], Some(WORLD))?;
     Ok((resolve, world))
 }
@@ -41,6 +50,11 @@ fn load(wit: &Path) -> Result<(Resolve, WorldId)> {
 /// functions as Go functions, and every export as a `//go:wasmexport` function that
 /// calls the `Export<Interface>` value the SDK sets.
 pub fn bindings(wit: &Path) -> Result<String> {
+    bindings_source(&wit_source(wit)?)
+}
+
+/// [`bindings`] of a WIT source.
+pub fn bindings_source(wit: &str) -> Result<String> {
     let (resolve, world) = load(wit)?;
     golang::generate(&resolve, world, GO_PACKAGE)
 }
@@ -50,6 +64,11 @@ pub fn bindings(wit: &Path) -> Result<String> {
 /// embedded and the WASI preview 1 imports are adapted to preview 2 with the
 /// reactor adapter of the wasmtime release the host runs.
 pub fn componentize(wit: &Path, core: &[u8]) -> Result<Vec<u8>> {
+    componentize_source(&wit_source(wit)?, core)
+}
+
+/// [`componentize`] with a WIT source.
+pub fn componentize_source(wit: &str, core: &[u8]) -> Result<Vec<u8>> {
     let (resolve, world) = load(wit)?;
     let mut module = core::prepare(core)?;
     wit_component::embed_component_metadata(
