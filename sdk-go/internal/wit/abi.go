@@ -33,9 +33,39 @@ func cabiAlloc(size, align uint32) uint32 {
 	return uint32(uintptr(unsafe.Pointer(&buf[0])))
 }
 
+// The host writes an export's arguments, and an import's results, through
+// cabi_realloc, where it refuses any call out of the instance: a Go allocation
+// that starts a collection (which reads the clock through WASI) would trap there.
+// So cabi_realloc hands out memory from pool, allocated beforehand and grown
+// between calls to twice the most a call has taken (at least minPool); only a call
+// larger than that falls back to the Go allocator.
+var (
+	pool     []uint64
+	poolUsed uint32
+	poolPeak uint32
+)
+
+const minPool = 4 << 20
+
+func init() { pool = make([]uint64, minPool/8) }
+
+func poolAlloc(size, align uint32) uint32 {
+	if size == 0 {
+		return align
+	}
+	base := uint32(uintptr(unsafe.Pointer(&pool[0])))
+	start := (base + poolUsed + align - 1) &^ (align - 1)
+	if start+size > base+uint32(len(pool))*8 {
+		poolUsed += size // counted, so that the pool grows for the next call
+		return cabiAlloc(size, align)
+	}
+	poolUsed = start + size - base
+	return start
+}
+
 //go:wasmexport cabi_realloc
 func cabiRealloc(old, oldSize, align, newSize uint32) uint32 {
-	p := cabiAlloc(newSize, align)
+	p := poolAlloc(newSize, align)
 	if old != 0 && oldSize != 0 {
 		n := min(oldSize, newSize)
 		copy(bytesAt(p, n), bytesAt(old, n))
@@ -43,13 +73,18 @@ func cabiRealloc(old, oldSize, align, newSize uint32) uint32 {
 	return p
 }
 
-// unpin lets the collector have every buffer given out so far.
+// unpin lets the collector have every buffer given out so far, and readies the
+// pool for the next call (an export calls it once its arguments are Go values).
 func unpin() {
 	clear(pinned)
 	pinned = pinned[:0]
+	poolPeak = max(poolPeak, poolUsed)
+	if want := max(minPool, 2*poolPeak); uint32(len(pool))*8 < want {
+		pool = make([]uint64, want/8)
+	}
+	poolUsed = 0
 }
 
-//go:nocheckptr
 func addr(p uint32) unsafe.Pointer {
 	return unsafe.Pointer(uintptr(p))
 }
