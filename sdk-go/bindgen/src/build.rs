@@ -12,7 +12,10 @@ const SDK_FILES: &[(&str, &str)] = &[
     ("plugin.go", include_str!("../../plugin.go")),
     ("types.go", include_str!("../../types.go")),
     ("exports.go", include_str!("../../exports.go")),
-    ("internal/wit/abi.go", include_str!("../../internal/wit/abi.go")),
+    (
+        "internal/wit/abi.go",
+        include_str!("../../internal/wit/abi.go"),
+    ),
 ];
 
 /// The SDK's module path, which a plugin's go.mod requires.
