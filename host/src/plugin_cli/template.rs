@@ -410,24 +410,6 @@ fn native_and_component_agree() {{
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_in_either_spelling() {
-        let n = |s: &str| names(s).unwrap();
-        assert_eq!(n("AvoidSpot"), ("AvoidSpot".into(), "avoid-spot".into()));
-        assert_eq!(n("avoid-spot"), ("AvoidSpot".into(), "avoid-spot".into()));
-        assert_eq!(n("avoid_spot"), ("AvoidSpot".into(), "avoid-spot".into()));
-        assert_eq!(n("GPUGuard"), ("GPUGuard".into(), "gpu-guard".into()));
-        assert_eq!(n("cost2"), ("Cost2".into(), "cost2".into()));
-        let e = names("9lives").unwrap_err().to_string();
-        assert!(e.starts_with("plugin name \"9lives\": use letters"), "{e}");
-        assert!(names("a b").is_err());
-    }
-}
-
 /// `berth plugin new --lang go`: a Go module for the Go SDK, built with `berth
 /// plugin build`. Its go.mod requires the SDK's module, which `berth plugin build`
 /// provides (the SDK comes with the binary; the module proxy does not serve it).
@@ -547,3 +529,42 @@ func init() { berth.Register(&Plugin{}) }
 // main is not called: the module is a reactor whose exports the scheduler calls.
 func main() {}
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_in_either_spelling() {
+        let n = |s: &str| names(s).unwrap();
+        assert_eq!(n("AvoidSpot"), ("AvoidSpot".into(), "avoid-spot".into()));
+        assert_eq!(n("avoid-spot"), ("AvoidSpot".into(), "avoid-spot".into()));
+        assert_eq!(n("avoid_spot"), ("AvoidSpot".into(), "avoid-spot".into()));
+        assert_eq!(n("GPUGuard"), ("GPUGuard".into(), "gpu-guard".into()));
+        assert_eq!(n("cost2"), ("Cost2".into(), "cost2".into()));
+        let e = names("9lives").unwrap_err().to_string();
+        assert!(e.starts_with("plugin name \"9lives\": use letters"), "{e}");
+        assert!(names("a b").is_err());
+    }
+
+    #[test]
+    fn a_go_module_has_the_plugins_name_and_requires_the_sdk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("m");
+        let made = write_go("avoid-drain", Some(&dir), Point::Score).unwrap();
+        assert_eq!(made.plugin, "AvoidDrain");
+        let go_mod = std::fs::read_to_string(dir.join("go.mod")).unwrap();
+        assert!(
+            go_mod.contains("module example.com/avoid-drain"),
+            "{go_mod}"
+        );
+        assert!(go_mod.contains(berth_go_bindgen::SDK_MODULE), "{go_mod}");
+        let main = std::fs::read_to_string(dir.join("main.go")).unwrap();
+        assert!(main.contains("return \"AvoidDrain\""), "{main}");
+        assert!(main.contains("func (*Plugin) Score("), "{main}");
+        assert!(matches!(
+            write_go("avoid-drain", Some(&dir), Point::Filter),
+            Err(NewError::NotEmpty(_))
+        ));
+    }
+}
