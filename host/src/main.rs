@@ -41,7 +41,7 @@ enum Command {
     /// Check a configuration file, or print the default one.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Write, check, test and push plugins: new, check, test, push.
+    /// Write, build, check, test and push plugins: new, build, check, test, push.
     #[command(subcommand)]
     Plugin(berth::plugin_cli::PluginCommand),
 }

@@ -1,4 +1,5 @@
-//! `berth plugin`: what a plugin author runs. `new` writes a plugin crate, `check`
+//! `berth plugin`: what a plugin author runs. `new` writes a plugin crate (or a Go
+//! module), `build` turns a Go plugin directory into a component, `check`
 //! loads a module as the scheduler would and says what it is (or exactly why it
 //! would be refused), `test` plays the SDK's test cases through a component, `push`
 //! checks a module as `check` does and pushes it to an OCI registry.
@@ -70,6 +71,22 @@ pub enum PluginCliError {
     /// `push`: the registry refused or could not be reached.
     #[error(transparent)]
     Oci(#[from] crate::oci::OciError),
+    /// `build`: the Go plugin could not be built (Go's own messages included).
+    #[error("{}: cannot build the plugin: {why}", .dir.display())]
+    Build {
+        /// The plugin's directory.
+        dir: PathBuf,
+        /// Why, with the causes.
+        why: String,
+    },
+    /// `build`: the component could not be written.
+    #[error("{}: cannot write: {error}", .path.display())]
+    WriteModule {
+        /// The output file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
 }
 
 /// The one WIT source, read at build time: the plugin world's imports and exports
@@ -80,8 +97,13 @@ const WIT_SOURCE: &str = include_str!("../../wit/scheduler.wit");
 #[derive(clap::Subcommand, Debug)]
 pub enum PluginCommand {
     /// Write a new plugin crate: Cargo.toml, src/lib.rs with one extension point,
-    /// a table of test cases run natively and through the component.
+    /// a table of test cases run natively and through the component (with `--lang
+    /// go`, a Go module for the Go SDK instead).
     New(NewArgs),
+    /// Build a Go plugin (a directory with a go.mod that uses the Go SDK) into a
+    /// component with the machine's Go: the SDK and its bindings to the WIT package
+    /// come with this binary.
+    Build(BuildArgs),
     /// Load a module as the scheduler would and report what it is, or exactly why
     /// it would be refused.
     Check(CheckArgs),
@@ -129,6 +151,33 @@ pub struct NewArgs {
     /// when it is still there; otherwise by version).
     #[arg(long)]
     pub sdk_path: Option<PathBuf>,
+    /// The plugin's language: a Rust crate, or a Go module built with `berth
+    /// plugin build`.
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    pub lang: Lang,
+}
+
+/// The language `berth plugin new` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// A crate that uses the Rust SDK.
+    Rust,
+    /// A Go module that uses the Go SDK.
+    Go,
+}
+
+/// Arguments of `berth plugin build`.
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// The plugin's directory (a Go module).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The component file to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// The Go command.
+    #[arg(long, default_value = "go")]
+    pub go: PathBuf,
 }
 
 /// The extension point `berth plugin new` implements.
@@ -179,6 +228,30 @@ pub enum Format {
 pub fn run(cmd: PluginCommand) -> Result<std::process::ExitCode, PluginCliError> {
     use std::process::ExitCode;
     match cmd {
+        PluginCommand::New(args) if args.lang == Lang::Go => {
+            let made = template::write_go(&args.name, args.dir.as_deref(), args.point)?;
+            let wasm = format!("{}.wasm", made.crate_name.replace('-', "_"));
+            println!(
+                "created plugin {} (Go module {}) in {}",
+                made.plugin,
+                made.crate_name,
+                made.dir.display()
+            );
+            println!("next:");
+            println!("  cd {}", made.dir.display());
+            println!("  berth plugin build . -o {wasm}");
+            println!("  berth plugin check {wasm}");
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginCommand::Build(args) => {
+            let bytes = build_go(&args.dir, &args.go)?;
+            std::fs::write(&args.output, &bytes).map_err(|error| PluginCliError::WriteModule {
+                path: args.output.clone(),
+                error,
+            })?;
+            println!("built {} ({} bytes)", args.output.display(), bytes.len());
+            Ok(ExitCode::SUCCESS)
+        }
         PluginCommand::New(args) => {
             let sdk = args.sdk_path.clone().or_else(built_sdk_path);
             let made = template::write(&args.name, args.dir.as_deref(), args.point, sdk)?;
@@ -326,6 +399,18 @@ pin it as {}",
         target.pinned(&pushed.digest),
     );
     Ok(pushed)
+}
+
+/// `berth plugin build`: the Go plugin in `dir` as a component of this host's WIT.
+pub fn build_go(dir: &Path, go: &Path) -> Result<Vec<u8>, PluginCliError> {
+    let opts = berth_go_bindgen::GoBuild {
+        go: go.to_path_buf(),
+        wit: WIT_SOURCE.to_owned(),
+    };
+    berth_go_bindgen::build(dir, &opts).map_err(|e| PluginCliError::Build {
+        dir: dir.to_path_buf(),
+        why: format!("{e:#}"),
+    })
 }
 
 /// The SDK next to the sources this binary was built from, if it is still there.

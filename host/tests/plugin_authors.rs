@@ -1,7 +1,8 @@
 //! What a plugin author does, end to end: the example plugins of examples/plugins
 //! built out of the workspace and run in `berth simulate`; `berth plugin new`,
 //! `check` and `test`; the SDK's table of cases played natively and through the
-//! component; a plugin in Python when componentize-py is at hand.
+//! component; a plugin in Python when componentize-py is at hand, and plugins in
+//! Go (the example, and one from `berth plugin new --lang go`) when Go is.
 //!
 //! The example crates are built by a nested cargo, as an author builds them, with
 //! a target directory of their own under this build's (the outer build holds the
@@ -746,6 +747,245 @@ fn a_plugin_in_python_builds_loads_and_schedules() {
             "default/web-1  quiet  1 attempt",
             "default/web-2  quiet  1 attempt",
             "2 scheduled (1 from a batch), 0 unschedulable, 2",
+        ],
+        "{report}"
+    );
+}
+
+/// The Go toolchain: `$GO`, else `go` on `PATH`.
+fn go_tool() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("GO") {
+        return Some(p.into());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("go"))
+        .find(|p| p.is_file())
+}
+
+/// `berth plugin build DIR -o OUT --go GO`, one package at a time (the machine's
+/// cores are the test run's).
+fn go_build(go: &Path, dir: &Path, wasm: &Path) {
+    let out = Command::new(BERTH)
+        .args(["plugin", "build"])
+        .arg(dir)
+        .arg("-o")
+        .arg(wasm)
+        .arg("--go")
+        .arg(go)
+        .env("GOFLAGS", "-p=1")
+        .output()
+        .unwrap();
+    ok("berth plugin build (Go)", out);
+}
+
+/// NodeResourcesAllocatable's normalized scores written again in Rust, the
+/// comparison for the Go port: each node's allocatable CPU (millicores) and memory
+/// (bytes) weighted and summed, negated in mode Least, then mapped linearly onto
+/// [0, 100] (all equal: 0).
+fn allocatable_scores(
+    nodes: &[(&str, i64, i64)],
+    weights: (i64, i64),
+    most: bool,
+) -> Vec<(String, i64)> {
+    let raw: Vec<i64> = nodes
+        .iter()
+        .map(|&(_, cpu, mem)| {
+            let s = cpu * weights.0 + mem * weights.1;
+            if most { s } else { -s }
+        })
+        .collect();
+    let lo = raw.iter().copied().min().unwrap_or(0);
+    let hi = raw.iter().copied().max().unwrap_or(0);
+    nodes
+        .iter()
+        .zip(raw)
+        .map(|(&(name, ..), r)| {
+            let s = if hi == lo {
+                0
+            } else {
+                (r - lo) * 100 / (hi - lo)
+            };
+            (name.to_owned(), s)
+        })
+        .collect()
+}
+
+/// The Go example, a port of scheduler-plugins' NodeResourcesAllocatable: built
+/// from source with `berth plugin build` and the machine's Go, checked, its scores
+/// compared with the same logic in Rust, and run in `berth simulate`.
+#[test]
+fn a_plugin_in_go_builds_loads_and_schedules() {
+    let Some(go) = go_tool() else {
+        println!("skipped: go not found ($GO, PATH)");
+        return;
+    };
+    let dir = repo().join("examples/plugins/go-node-resources-allocatable");
+    let tmp = tempfile::tempdir().unwrap();
+    let wasm = tmp.path().join("node_resources_allocatable.wasm");
+    go_build(&go, &dir, &wasm);
+
+    let out = Command::new(BERTH)
+        .args(["plugin", "check", "--output", "json"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&ok("berth plugin check", out)).unwrap();
+    assert_eq!(report["name"], "NodeResourcesAllocatable");
+    assert_eq!(report["wit_version"], berth::wasm::abi::WIT_VERSION);
+    assert_eq!(report["refused"], serde_json::Value::Null);
+    assert_eq!(
+        report["extension_points"],
+        serde_json::json!(["score", "normalizeScore"])
+    );
+
+    // The same answers as the Rust version of the logic, case by case.
+    let harness = ComponentHarness::load(&wasm).unwrap();
+    let nodes = [
+        ("small", 2000, 8 * GI),
+        ("mid", 8000, 16 * GI),
+        ("large", 32000, 128 * GI),
+    ];
+    let cluster = |case: Case| {
+        nodes.iter().fold(case, |c, &(name, cpu, mem)| {
+            c.node(node(name).cpu(cpu).memory(mem))
+        })
+    };
+    let upstream_default = (1 << 20, 1);
+    harness
+        .check_all(&[
+            cluster(Case::new("least: the smallest node first")).scores(allocatable_scores(
+                &nodes,
+                upstream_default,
+                false,
+            )),
+            cluster(Case::new("most: the largest node first"))
+                .args(serde_json::json!({"mode": "Most"}))
+                .scores(allocatable_scores(&nodes, upstream_default, true)),
+            cluster(Case::new("memory only"))
+                .args(serde_json::json!({"resources": [{"name": "memory", "weight": 1}]}))
+                .scores(allocatable_scores(&nodes, (0, 1), false)),
+            Case::new("equal nodes score the minimum")
+                .node(node("a").cpu(4000).memory(8 * GI))
+                .node(node("b").cpu(4000).memory(8 * GI))
+                .scores([("a", 0), ("b", 0)]),
+        ])
+        .unwrap();
+    let e = harness
+        .run(&Case::new("bad args").args(serde_json::json!({"mode": "Fastest"})))
+        .unwrap_err();
+    assert!(
+        format!("{e:#}").contains("mode: want Least or Most, got \"Fastest\""),
+        "{e:#}"
+    );
+
+    let config = dir.join("simulate/config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "path: ../node_resources_allocatable.wasm",
+        &format!("path: {}", wasm.display()),
+    );
+    let config = tmp.path().join("config.yaml");
+    std::fs::write(&config, text).unwrap();
+    let report = simulate(&config, &[dir.join("simulate/cluster.yaml")]);
+    assert_eq!(
+        placements(&report),
+        [
+            "default/web-1  small  1 attempt",
+            "default/web-2  small  1 attempt",
+            "2 scheduled, 0 unschedulable, 2",
+        ],
+        "{report}"
+    );
+}
+
+/// From an empty directory to a Go plugin scheduling, by the commands the book
+/// gives: `berth plugin new --lang go`, `berth plugin build`, `berth plugin check`,
+/// `berth simulate`.
+#[test]
+fn a_go_plugin_from_berth_plugin_new_schedules() {
+    let Some(go) = go_tool() else {
+        println!("skipped: go not found ($GO, PATH)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("avoid-drain");
+    let out = Command::new(BERTH)
+        .args(["plugin", "new", "AvoidDrain", "--lang", "go", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let said = ok("berth plugin new --lang go", out);
+    assert!(
+        said.contains("berth plugin build . -o avoid_drain.wasm"),
+        "{said}"
+    );
+    let wasm = dir.join("avoid_drain.wasm");
+    go_build(&go, &dir, &wasm);
+    let out = Command::new(BERTH)
+        .args(["plugin", "check", "--output", "json"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&ok("berth plugin check", out)).unwrap();
+    assert_eq!(report["name"], "AvoidDrain");
+    assert_eq!(report["refused"], serde_json::Value::Null);
+    assert_eq!(report["extension_points"], serde_json::json!(["filter"]));
+
+    let cluster = tmp.path().join("cluster.yaml");
+    std::fs::write(
+        &cluster,
+        "apiVersion: v1\nkind: Node\nmetadata: {name: big, labels: {example.com/drain: \"true\"}}\nstatus:\n  allocatable: {cpu: \"64\", memory: 256Gi, pods: \"110\"}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: small}\nstatus:\n  allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - {name: web, image: nginx, resources: {requests: {cpu: 500m}}}\n",
+    )
+    .unwrap();
+    let config = tmp.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    filter:\n      enabled: [{{name: AvoidDrain}}]\nberth:\n  modules:\n  - name: AvoidDrain\n    path: {}\n",
+            wasm.display()
+        ),
+    )
+    .unwrap();
+    let report = simulate(&config, &[cluster]);
+    assert_eq!(
+        placements(&report),
+        [
+            "default/web  small  1 attempt",
+            "1 scheduled, 0 unschedulable, 1",
+        ],
+        "{report}"
+    );
+}
+
+/// The Go SDK's PreFilter, CycleState and Filter path, and a host call (the log):
+/// sdk-go/testdata/zone-of-label writes the pod's zone to the cycle state at
+/// PreFilter and reads it back in Filter for every node.
+#[test]
+fn a_go_plugin_keeps_cycle_state_from_prefilter_to_filter() {
+    let Some(go) = go_tool() else {
+        println!("skipped: go not found ($GO, PATH)");
+        return;
+    };
+    let dir = repo().join("sdk-go/testdata/zone-of-label");
+    let tmp = tempfile::tempdir().unwrap();
+    let wasm = tmp.path().join("zone_of_label.wasm");
+    go_build(&go, &dir, &wasm);
+    let text = std::fs::read_to_string(dir.join("config.yaml"))
+        .unwrap()
+        .replace(
+            "path: zone_of_label.wasm",
+            &format!("path: {}", wasm.display()),
+        );
+    let config = tmp.path().join("config.yaml");
+    std::fs::write(&config, text).unwrap();
+    let report = simulate(&config, &[dir.join("cluster.yaml")]);
+    assert_eq!(
+        placements(&report),
+        [
+            "default/in-b      small      1 attempt",
+            "default/in-c      <pending>  2 attempts  0/2 nodes are available: 2 node(s) are not in zone c. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+            "default/anywhere  big        1 attempt",
+            "2 scheduled, 1 unschedulable, 3",
         ],
         "{report}"
     );

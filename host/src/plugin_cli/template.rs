@@ -410,6 +410,126 @@ fn native_and_component_agree() {{
     )
 }
 
+/// `berth plugin new --lang go`: a Go module for the Go SDK, built with `berth
+/// plugin build`. Its go.mod requires the SDK's module, which `berth plugin build`
+/// provides (the SDK comes with the binary; the module proxy does not serve it).
+pub fn write_go(name: &str, dir: Option<&Path>, point: Point) -> Result<Made, NewError> {
+    let (plugin, crate_name) = names(name)?;
+    let dir = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(&crate_name));
+    if let Ok(mut entries) = std::fs::read_dir(&dir)
+        && entries.next().is_some()
+    {
+        return Err(NewError::NotEmpty(dir));
+    }
+    let go_mod = format!(
+        "module example.com/{crate_name}\n\ngo 1.26\n\n// Provided by `berth plugin build`, which carries the SDK.\nrequire {} v0.0.0\n",
+        berth_go_bindgen::SDK_MODULE
+    );
+    let main = match point {
+        Point::Filter => GO_FILTER,
+        Point::Score => GO_SCORE,
+    }
+    .replace("PLUGIN", &plugin)
+    .replace("SDK_MODULE", berth_go_bindgen::SDK_MODULE);
+    let files = [
+        ("go.mod", go_mod),
+        ("main.go", main),
+        (".gitignore", "*.wasm\n".to_owned()),
+    ];
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(&dir).map_err(|error| NewError::CreateDir {
+            dir: dir.clone(),
+            error,
+        })?;
+        std::fs::write(&path, text).map_err(|error| NewError::Write { path, error })?;
+    }
+    Ok(Made {
+        plugin,
+        crate_name,
+        dir,
+    })
+}
+
+/// main.go of a Go Filter plugin: as the Rust template's, nodes labelled
+/// `example.com/drain` (or the `label` arg) take no new pods.
+const GO_FILTER: &str = r#"// PLUGIN: a Berth Filter plugin in Go. Nodes that carry the label named by the
+// `label` arg (default `example.com/drain`) do not take new pods.
+package main
+
+import (
+	"encoding/json"
+
+	berth "SDK_MODULE"
+)
+
+type Plugin struct {
+	label string
+}
+
+func (*Plugin) Name() string { return "PLUGIN" }
+
+// Configure reads the args from the profile's pluginConfig.
+func (p *Plugin) Configure(args json.RawMessage) error {
+	var a struct {
+		Label string `json:"label"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return err
+	}
+	p.label = "example.com/drain"
+	if a.Label != "" {
+		p.label = a.Label
+	}
+	return nil
+}
+
+func (p *Plugin) Filter(_ *berth.CycleState, _ *berth.Pod, node *berth.NodeInfo) *berth.Status {
+	for _, l := range node.Node.Labels {
+		if l.F0 == p.label {
+			return berth.NewStatus(berth.UnschedulableAndUnresolvable, "node is labelled "+p.label)
+		}
+	}
+	return nil
+}
+
+func init() { berth.Register(&Plugin{}) }
+
+// main is not called: the module is a reactor whose exports the scheduler calls.
+func main() {}
+"#;
+
+/// main.go of a Go Score plugin: nodes with more room for pods score higher.
+const GO_SCORE: &str = r#"// PLUGIN: a Berth Score plugin in Go. Nodes with more room for pods (by their
+// pod capacity) score higher.
+package main
+
+import berth "SDK_MODULE"
+
+type Plugin struct{}
+
+func (*Plugin) Name() string { return "PLUGIN" }
+
+func (*Plugin) Score(_ *berth.CycleState, _ *berth.Pod, node *berth.NodeInfo) (int64, *berth.Status) {
+	capacity := node.Node.Allocatable.AllowedPodNumber
+	if capacity <= 0 {
+		return 0, nil
+	}
+	free := max(capacity-int64(node.PodCount), 0)
+	return free * berth.MaxNodeScore / capacity, nil
+}
+
+// ScoreExtensions: the scores are in [0, 100] already.
+func (*Plugin) ScoreExtensions() berth.ScoreExtensions { return nil }
+
+func init() { berth.Register(&Plugin{}) }
+
+// main is not called: the module is a reactor whose exports the scheduler calls.
+func main() {}
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,5 +545,26 @@ mod tests {
         let e = names("9lives").unwrap_err().to_string();
         assert!(e.starts_with("plugin name \"9lives\": use letters"), "{e}");
         assert!(names("a b").is_err());
+    }
+
+    #[test]
+    fn a_go_module_has_the_plugins_name_and_requires_the_sdk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("m");
+        let made = write_go("avoid-drain", Some(&dir), Point::Score).unwrap();
+        assert_eq!(made.plugin, "AvoidDrain");
+        let go_mod = std::fs::read_to_string(dir.join("go.mod")).unwrap();
+        assert!(
+            go_mod.contains("module example.com/avoid-drain"),
+            "{go_mod}"
+        );
+        assert!(go_mod.contains(berth_go_bindgen::SDK_MODULE), "{go_mod}");
+        let main = std::fs::read_to_string(dir.join("main.go")).unwrap();
+        assert!(main.contains("return \"AvoidDrain\""), "{main}");
+        assert!(main.contains("func (*Plugin) Score("), "{main}");
+        assert!(matches!(
+            write_go("avoid-drain", Some(&dir), Point::Filter),
+            Err(NewError::NotEmpty(_))
+        ));
     }
 }

@@ -1,0 +1,3 @@
+module example.invalid/berth/sdk-go
+
+go 1.26
