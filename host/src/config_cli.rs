@@ -120,9 +120,9 @@ pub fn validate(
     // no loop and no binding threads.
     let cluster: Arc<dyn crate::cluster::Binder> =
         Arc::new(crate::cluster::memory::MemoryCluster::new());
-    let builder = Builder {
-        runtime: runtime.clone(),
-        services: HostServices {
+    let builder = Builder::new(
+        runtime.clone(),
+        HostServices {
             binder: Some(cluster.clone()),
             claim_writer: Some(cluster),
             namespaces: Namespaces::new(),
@@ -135,8 +135,8 @@ pub fn validate(
             // The framework gives its plugins its options' gates.
             gates: Default::default(),
         },
-        options: gates.clone(),
-    };
+        gates.clone(),
+    );
     if let Err(e) = builder.build(&config, &file, None, None) {
         return Err(vec![match e.field {
             Some(_) => e.to_string(),

@@ -1,11 +1,15 @@
 //! The host's rooms import each other in one direction only: no module of the
-//! `berth` library reaches, through any chain of references, back to itself.
+//! host's crates reaches, through any chain of references, back to itself.
 //!
-//! This test reads `host/src`, finds each module's references to other modules of
-//! the crate (`crate::a::b`, `use crate::{a, b::c}`, `super::x`, `self::x` and paths
-//! that start with a child module's name), and builds the graph at the granularity
-//! of ARCHITECTURE.md's rooms: the top-level modules, and the submodules of
-//! `framework` and `cluster` named in [`ROOMS`]. It fails naming every edge that
+//! This test reads the sources of the host's four crates ([`CRATES`]), finds each
+//! module's references to other modules of the host (`crate::a::b`, `use
+//! crate::{a, b::c}`, `super::x`, `self::x`, paths that start with a child module's
+//! name, and `berth_cluster::..`, `berth_runtime::..`, `berth_scheduler::..`), and
+//! builds the graph at the granularity of ARCHITECTURE.md's rooms: the top-level
+//! modules (the cluster crate's are `cluster::..`, as `berth` re-exports them), and
+//! the submodules of `framework` and `cluster` named in [`ROOMS`]. Cargo keeps the
+//! crates' own arrows; this test keeps the rooms inside them in order, and each
+//! crate's rooms in the rows between those of the crates above and below it. It fails naming every edge that
 //! lies on a cycle, each with a shortest cycle through it and the lines that make
 //! its references. A plain scan of the source, no dependencies: it understands
 //! comments, strings and `use` trees, which is all that module references need.
@@ -28,6 +32,28 @@ const ROOMS: &[&str] = &[
     "cluster::affinity",
     "cluster::quantity",
 ];
+
+/// The host's crates, from the top: the directory of each (under the workspace) and
+/// its name in paths. Each may depend only on those after it.
+const CRATES: &[(&str, &str)] = &[
+    ("host", "berth"),
+    ("scheduler", "berth_scheduler"),
+    ("runtime", "berth_runtime"),
+    ("cluster", "berth_cluster"),
+];
+
+/// The host-wide path of a module given by its path inside crate `krate`: the
+/// cluster crate's modules are `cluster::..` (its root is `cluster`), except its
+/// `yaml`, a room of its own, as `berth` re-exports them.
+fn place(krate: &str, raw: &[String]) -> Vec<String> {
+    if krate == "berth_cluster" && raw.first().is_none_or(|f| f != "yaml") {
+        std::iter::once("cluster".to_owned())
+            .chain(raw.iter().cloned())
+            .collect()
+    } else {
+        raw.to_vec()
+    }
+}
 
 /// Which room may use which: each row may use the rows below it (and its own row, as
 /// long as no cycle forms), never a row above. ARCHITECTURE.md draws the same.
@@ -55,14 +81,18 @@ const LAYERS: &[&[&str]] = &[
     // Running a plugin on a built-in case (`berth plugin test`, the trial call).
     &["testing"],
     &["framework", "framework::explain", "framework::shadow"],
-    &["native"],
     &["framework::registry", "framework::preemption"],
     &["config"],
+    // The scheduling queue: the lowest room of berth-scheduler.
+    &["queue"],
+    // berth-runtime: native twins, the sandbox, the plugin boundary, the leaves.
+    &["native"],
     &["wasm"],
     // The plugin boundary: the extension-point table, PluginCalls, CyclePod, CycleState.
     &["plugin"],
     // State the loop keeps, and modules pulled from registries: leaves.
-    &["cache", "queue", "metrics", "clock", "oci"],
+    &["cache", "metrics", "clock", "oci"],
+    // berth-cluster.
     &["cluster::kube", "cluster::memory"],
     &["cluster"],
     &[
@@ -100,7 +130,26 @@ impl Graph {
     }
 }
 
-/// Every module of the crate, as paths of names (`[]` is the crate root), with the
+/// A module of the host: the file that holds it, its crate, and its path inside the
+/// crate.
+struct Module {
+    file: PathBuf,
+    krate: &'static str,
+    raw: Vec<String>,
+}
+
+/// Every module of the host's crates, by host-wide path ([`place`]).
+fn host_modules(workspace: &Path) -> BTreeMap<Vec<String>, Module> {
+    let mut out = BTreeMap::new();
+    for (dir, krate) in CRATES {
+        for (raw, file) in modules(&workspace.join(dir).join("src")) {
+            out.insert(place(krate, &raw), Module { file, krate, raw });
+        }
+    }
+    out
+}
+
+/// Every module of one crate, as paths of names (`[]` is the crate root), with the
 /// file that holds it.
 fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
     fn walk(dir: &Path, prefix: &[String], out: &mut BTreeMap<Vec<String>, PathBuf>) {
@@ -357,13 +406,18 @@ fn use_tree(
     }
 }
 
-/// The module a path in `module` names, if it is one of the crate's (the longest
-/// prefix that is a module).
+/// The module a path in `module` (of crate `krate`) names, if it is one of the
+/// host's (the longest prefix that is a module), by host-wide path.
 fn resolve(
+    krate: &str,
     module: &[String],
     path: &[String],
     known: &BTreeSet<Vec<String>>,
 ) -> Option<Vec<String>> {
+    let first = path.first()?;
+    if let Some((_, other)) = CRATES.iter().find(|(_, k)| k == first) {
+        return resolve(other, &[], &path[1..], known);
+    }
     let (mut base, rest): (Vec<String>, &[String]) = match path.first()?.as_str() {
         "crate" => (Vec::new(), &path[1..]),
         "self" => (module.to_vec(), &path[1..]),
@@ -379,7 +433,7 @@ fn resolve(
         first => {
             let mut child = module.to_vec();
             child.push(first.to_owned());
-            if !known.contains(&child) {
+            if !known.contains(&place(krate, &child)) {
                 return None;
             }
             (module.to_vec(), path)
@@ -388,8 +442,9 @@ fn resolve(
     let mut best = None;
     for seg in rest {
         base.push(seg.clone());
-        if known.contains(&base) {
-            best = Some(base.clone());
+        let at = place(krate, &base);
+        if known.contains(&at) {
+            best = Some(at);
         } else {
             break;
         }
@@ -397,14 +452,15 @@ fn resolve(
     best
 }
 
-fn graph(src: &Path) -> Graph {
-    let mods = modules(src);
+fn graph(workspace: &Path) -> Graph {
+    let mods = host_modules(workspace);
     let mut known: BTreeSet<Vec<String>> = mods.keys().cloned().collect();
-    let root = src.parent().unwrap();
+    let root = workspace;
     let mut g = Graph::default();
     // Inline modules (`mod tests { .. }`) are found as each file is read; they belong
     // to their file's room, so knowing them only keeps `super::` right.
-    for (module, file) in &mods {
+    for (module, m) in &mods {
+        let Module { file, krate, raw } = m;
         let text = std::fs::read_to_string(file).unwrap();
         let toks = tokens(&strip(&text));
         let shown = file
@@ -419,7 +475,7 @@ fn graph(src: &Path) -> Graph {
         let mut refs: Vec<(Vec<String>, Vec<String>, usize)> = Vec::new();
         let mut i = 0;
         while i < toks.len() {
-            let here: Vec<String> = module
+            let here: Vec<String> = raw
                 .iter()
                 .cloned()
                 .chain(inline.iter().map(|(n, _)| n.clone()))
@@ -442,7 +498,7 @@ fn graph(src: &Path) -> Graph {
                     {
                         let mut m = here.clone();
                         m.push(name.clone());
-                        known.insert(m);
+                        known.insert(place(krate, &m));
                         depth += 1;
                         inline.push((name.clone(), depth));
                         i += 3;
@@ -481,7 +537,7 @@ fn graph(src: &Path) -> Graph {
             }
         }
         for (here, p, line) in refs {
-            let Some(target) = resolve(&here, &p, &known) else {
+            let Some(target) = resolve(krate, &here, &p, &known) else {
                 continue;
             };
             let Some(to) = room(&target) else { continue };
@@ -643,14 +699,49 @@ fn cycles_report(g: &Graph) -> String {
 
 #[test]
 fn the_host_rooms_use_only_rooms_below_them_and_no_cycle_forms() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let g = graph(&src);
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let g = graph(workspace);
+    // Each crate's rooms sit in the rows between the crates above and below it.
+    let mods = host_modules(workspace);
+    let rank = |krate: &str| CRATES.iter().position(|(_, k)| *k == krate).unwrap();
+    let mut rooms_of: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+    for (path, m) in &mods {
+        if let Some(r) = room(path) {
+            rooms_of.entry(r).or_default().insert(rank(m.krate));
+        }
+    }
+    let mut misplaced = Vec::new();
+    let mut deepest = 0;
+    for row in LAYERS {
+        for r in *row {
+            let Some(ranks) = rooms_of.get(*r) else {
+                misplaced.push(format!("{r}: no module of the host is this room"));
+                continue;
+            };
+            if ranks.len() > 1 {
+                misplaced.push(format!("{r}: its modules lie in more than one crate"));
+            }
+            let k = *ranks.iter().next().unwrap();
+            if k < deepest {
+                misplaced.push(format!(
+                    "{r} ({}) sits below a room of {}",
+                    CRATES[k].1, CRATES[deepest].1
+                ));
+            }
+            deepest = deepest.max(k);
+        }
+    }
+    assert!(
+        misplaced.is_empty(),
+        "LAYERS does not follow the crates (CRATES):\n  {}",
+        misplaced.join("\n  ")
+    );
     // A sanity check that the scan found references at all.
     assert!(
         g.edges
             .get("scheduler")
             .is_some_and(|m| m.contains_key("queue")),
-        "the scan found no reference from scheduler to queue; it reads host/src wrong"
+        "the scan found no reference from scheduler to queue; it reads the sources wrong"
     );
     if std::env::var_os("ROOMS_GRAPH").is_some() {
         // Every edge, for a reader redrawing ARCHITECTURE.md's diagram.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
-// The JSON `berth explain --output json` prints (host/src/framework/explain.rs), the
+// The JSON `berth explain --output json` prints (scheduler/src/framework/explain.rs), the
 // parts the oracle computes, with the same field names.
 
 // PluginStatus is one plugin's status.

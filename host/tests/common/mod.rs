@@ -18,7 +18,7 @@ pub fn berth(args: &[&str]) -> Output {
 /// The component cache every test of a run shares, in cargo's directory for
 /// integration tests' files: each component is compiled once per run rather than once
 /// per test. The cache itself is tested with caches of its own
-/// (`host/src/wasm/cache.rs`, `tests/tests/components.rs`).
+/// (`runtime/src/wasm/cache.rs`, `tests/tests/components.rs`).
 pub fn component_cache() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
 }
