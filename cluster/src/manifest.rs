@@ -584,50 +584,9 @@ fn collect(
         (None, _, None) => return Err(invalid("apiVersion", "required value".into())),
         (_, None, None) => return Err(invalid("kind", "required value".into())),
     };
-    if let Some(Value::Object(meta)) = map.get("metadata") {
-        let annotation = meta
-            .get("annotations")
-            .and_then(|a| a.get(SIMULATE_ANNOTATION))
-            .and_then(Value::as_str);
-        match annotation {
-            None => {}
-            Some("delete") if deletable(&api_version, &kind) => {
-                let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
-                if name.is_empty() {
-                    return Err(invalid("metadata.name", "required value".into()));
-                }
-                let cluster_scoped = CLUSTER_SCOPED.contains(&kind.as_str())
-                    || (api_version == dra::API_VERSION
-                        && dra::CLUSTER_SCOPED.contains(&kind.as_str()));
-                let namespace = if !cluster_scoped {
-                    meta.get("namespace")
-                        .and_then(Value::as_str)
-                        .filter(|n| !n.is_empty())
-                        .unwrap_or(DEFAULT_NAMESPACE)
-                        .to_owned()
-                } else {
-                    String::new()
-                };
-                out.push(Document {
-                    object: Object::Delete {
-                        kind: kind.clone(),
-                        namespace,
-                        name: name.to_owned(),
-                    },
-                    source: location.clone(),
-                    admission: None,
-                });
-                return Ok(());
-            }
-            Some(other) => {
-                return Err(invalid(
-                    &format!("metadata.annotations.{SIMULATE_ANNOTATION}"),
-                    format!(
-                        "unsupported value {other:?}: only \"delete\" (of an object Berth reads)"
-                    ),
-                ));
-            }
-        }
+    if let Some(deleted) = deletion(&map, &api_version, &kind, path, location)? {
+        out.push(deleted);
+        return Ok(());
     }
     let mut admission = None;
     let object = match (api_version.as_str(), kind.as_str()) {
@@ -635,57 +594,26 @@ fn collect(
             Object::Selector(pod_selector(&kind, Value::Object(map), path, location)?)
         }
         ("v1", "ReplicationController") => {
-            let rc: k8s::ReplicationController = deserialize(Value::Object(map), path, location)?;
-            Object::Workload(
-                workload::replication_controller(&rc)
-                    .map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::Workload(read(map, path, location, workload::replication_controller)?)
         }
         ("apps/v1", "ReplicaSet") => {
-            let rs: k8s_openapi::api::apps::v1::ReplicaSet =
-                deserialize(Value::Object(map), path, location)?;
-            Object::Workload(
-                workload::replica_set_of(&rs).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::Workload(read(map, path, location, workload::replica_set_of)?)
         }
         ("apps/v1", "StatefulSet") => {
-            let sts: k8s_openapi::api::apps::v1::StatefulSet =
-                deserialize(Value::Object(map), path, location)?;
-            Object::Workload(
-                workload::stateful_set(&sts).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::Workload(read(map, path, location, workload::stateful_set)?)
         }
         ("apps/v1", "Deployment") => {
-            let d: k8s_openapi::api::apps::v1::Deployment =
-                deserialize(Value::Object(map), path, location)?;
-            Object::Workload(
-                workload::deployment(&d).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::Workload(read(map, path, location, workload::deployment)?)
         }
-        ("batch/v1", "Job") => {
-            let j: k8s_openapi::api::batch::v1::Job =
-                deserialize(Value::Object(map), path, location)?;
-            Object::Workload(workload::job(&j).map_err(|e| e.into_manifest_error(location, path))?)
-        }
-        ("v1", "Namespace") => {
-            let ns: k8s::Namespace = deserialize(Value::Object(map), path, location)?;
-            let name = ns.metadata.name.clone().unwrap_or_default();
-            if name.is_empty() {
-                return Err(invalid("metadata.name", "required value".into()));
-            }
-            Object::Namespace(name, ns.metadata.labels.clone().unwrap_or_default())
-        }
+        ("batch/v1", "Job") => Object::Workload(read(map, path, location, workload::job)?),
+        ("v1", "Namespace") => read(map, path, location, namespace_object)?,
         ("v1", "Pod") => {
             let pod: k8s::Pod = deserialize(Value::Object(map), path, location)?;
             admission = priority_admission(&pod);
             Object::Pod(convert_pod(&pod).map_err(|e| e.into_manifest_error(location, path))?)
         }
         ("scheduling.k8s.io/v1", "PriorityClass") => {
-            use k8s_openapi::api::scheduling::v1 as sched;
-            let pc: sched::PriorityClass = deserialize(Value::Object(map), path, location)?;
-            Object::PriorityClass(
-                priority_class_from_k8s(&pc).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::PriorityClass(read(map, path, location, priority_class_from_k8s)?)
         }
         (UPSTREAM_API_VERSION, UPSTREAM_KIND) => {
             let text = crate::yaml::to_string(&Value::Object(map))
@@ -693,104 +621,56 @@ fn collect(
             Object::Configuration(text)
         }
         ("policy/v1", "PodDisruptionBudget") => {
-            let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
-                deserialize(Value::Object(map), path, location)?;
-            Object::Budget(
-                budget_from_k8s(&pdb).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::Budget(read(map, path, location, budget_from_k8s)?)
         }
         ("v1", "PersistentVolumeClaim") => {
-            let c: k8s::PersistentVolumeClaim = deserialize(Value::Object(map), path, location)?;
-            Object::Claim(
-                storage::convert_claim(&c).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::Claim(read(map, path, location, storage::convert_claim)?)
         }
         ("v1", "PersistentVolume") => {
-            let v: k8s::PersistentVolume = deserialize(Value::Object(map), path, location)?;
-            Object::Volume(
-                storage::convert_volume(&v).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::Volume(read(map, path, location, storage::convert_volume)?)
         }
         ("storage.k8s.io/v1", "StorageClass") => {
-            let c: k8s_openapi::api::storage::v1::StorageClass =
-                deserialize(Value::Object(map), path, location)?;
-            Object::StorageClass(
-                storage::convert_storage_class(&c)
-                    .map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::StorageClass(read(map, path, location, storage::convert_storage_class)?)
         }
         ("storage.k8s.io/v1", "CSINode") => {
-            let n: k8s_openapi::api::storage::v1::CSINode =
-                deserialize(Value::Object(map), path, location)?;
-            Object::CsiNode(
-                storage::convert_csi_node(&n).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::CsiNode(read(map, path, location, storage::convert_csi_node)?)
         }
         ("storage.k8s.io/v1", "CSIDriver") => {
-            let d: k8s_openapi::api::storage::v1::CSIDriver =
-                deserialize(Value::Object(map), path, location)?;
-            Object::CsiDriver(
-                storage::convert_csi_driver(&d)
-                    .map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::CsiDriver(read(map, path, location, storage::convert_csi_driver)?)
         }
-        ("storage.k8s.io/v1", "CSIStorageCapacity") => {
-            let c: k8s_openapi::api::storage::v1::CSIStorageCapacity =
-                deserialize(Value::Object(map), path, location)?;
-            Object::CsiStorageCapacity(
-                storage::convert_csi_storage_capacity(&c)
-                    .map_err(|e| e.into_manifest_error(location, path))?,
-            )
-        }
+        ("storage.k8s.io/v1", "CSIStorageCapacity") => Object::CsiStorageCapacity(read(
+            map,
+            path,
+            location,
+            storage::convert_csi_storage_capacity,
+        )?),
         (dra::API_VERSION, "DeviceClass") => {
-            let c = deserialize(Value::Object(map), path, location)?;
-            Object::DeviceClass(
-                dra::device_class(&c).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::DeviceClass(read(map, path, location, dra::device_class)?)
         }
         (dra::API_VERSION, "ResourceClaim") => {
-            let c = deserialize(Value::Object(map), path, location)?;
-            Object::ResourceClaim(
-                dra::resource_claim(&c).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::ResourceClaim(read(map, path, location, dra::resource_claim)?)
         }
         (dra::API_VERSION, "ResourceClaimTemplate") => {
-            let t = deserialize(Value::Object(map), path, location)?;
-            Object::ResourceClaimTemplate(
-                dra::claim_template(&t).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::ResourceClaimTemplate(read(map, path, location, dra::claim_template)?)
         }
         (dra::API_VERSION, "ResourceSlice") => {
-            let s = deserialize(Value::Object(map), path, location)?;
-            Object::ResourceSlice(
-                dra::resource_slice(&s).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::ResourceSlice(read(map, path, location, dra::resource_slice)?)
         }
         (dra::API_VERSION, "DeviceTaintRule") => {
-            let r = deserialize(Value::Object(map), path, location)?;
-            Object::DeviceTaintRule(
-                dra::device_taint_rule(&r).map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::DeviceTaintRule(read(map, path, location, dra::device_taint_rule)?)
         }
         (v, "PodGroup") if pod_group::POD_GROUP_API_VERSIONS.contains(&v) => {
-            let pg: pod_group::PodGroupManifest = deserialize(Value::Object(map), path, location)?;
-            Object::PodGroup(
-                pod_group::pod_group_from(&pg)
-                    .map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::PodGroup(read(map, path, location, pod_group::pod_group_from)?)
         }
         (v, "Workload") if scheduling_workload::WORKLOAD_API_VERSIONS.contains(&v) => {
-            let w: scheduling_workload::WorkloadManifest =
-                deserialize(Value::Object(map), path, location)?;
-            Object::SchedulingWorkload(
-                scheduling_workload::workload_from(&w)
-                    .map_err(|e| e.into_manifest_error(location, path))?,
-            )
+            Object::SchedulingWorkload(read(
+                map,
+                path,
+                location,
+                scheduling_workload::workload_from,
+            )?)
         }
-        ("v1", "Node") => {
-            let node: k8s::Node = deserialize(Value::Object(map), path, location)?;
-            Object::Node(convert_node(&node).map_err(|e| e.into_manifest_error(location, path))?)
-        }
+        ("v1", "Node") => Object::Node(read(map, path, location, convert_node)?),
         (
             "v1",
             "List"
@@ -802,20 +682,7 @@ fn collect(
             | "PersistentVolumeList",
         ) => {
             let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
-            return match map.remove("items") {
-                None | Some(Value::Null) => Ok(()),
-                Some(Value::Array(items)) => {
-                    for (i, item) in items.into_iter().enumerate() {
-                        let item_path = join(path, &format!("items[{i}]"));
-                        collect(item, &item_path, item_kind, location, out)?;
-                    }
-                    Ok(())
-                }
-                Some(other) => Err(invalid(
-                    "items",
-                    format!("invalid type: {}, expected a sequence", describe(&other)),
-                )),
-            };
+            return collect_items(map.remove("items"), path, item_kind, location, out);
         }
         _ => Object::Ignored { api_version, kind },
     };
@@ -825,6 +692,111 @@ fn collect(
         admission,
     });
     Ok(())
+}
+
+/// The deletion an object stands for when it carries the simulate annotation
+/// `delete` (of a kind Berth reads); an error for any other value of it.
+fn deletion(
+    map: &serde_json::Map<String, Value>,
+    api_version: &str,
+    kind: &str,
+    path: &str,
+    location: &Location,
+) -> Result<Option<Document>, ManifestError> {
+    let invalid = |field: &str, message: String| ManifestError::Invalid {
+        location: location.clone(),
+        path: join(path, field),
+        message,
+    };
+    let Some(Value::Object(meta)) = map.get("metadata") else {
+        return Ok(None);
+    };
+    let annotation = meta
+        .get("annotations")
+        .and_then(|a| a.get(SIMULATE_ANNOTATION))
+        .and_then(Value::as_str);
+    match annotation {
+        None => Ok(None),
+        Some("delete") if deletable(api_version, kind) => {
+            let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
+            if name.is_empty() {
+                return Err(invalid("metadata.name", "required value".into()));
+            }
+            let cluster_scoped = CLUSTER_SCOPED.contains(&kind)
+                || (api_version == dra::API_VERSION && dra::CLUSTER_SCOPED.contains(&kind));
+            let namespace = if !cluster_scoped {
+                meta.get("namespace")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or(DEFAULT_NAMESPACE)
+                    .to_owned()
+            } else {
+                String::new()
+            };
+            Ok(Some(Document {
+                object: Object::Delete {
+                    kind: kind.to_owned(),
+                    namespace,
+                    name: name.to_owned(),
+                },
+                source: location.clone(),
+                admission: None,
+            }))
+        }
+        Some(other) => Err(invalid(
+            &format!("metadata.annotations.{SIMULATE_ANNOTATION}"),
+            format!("unsupported value {other:?}: only \"delete\" (of an object Berth reads)"),
+        )),
+    }
+}
+
+/// The items of a List at `path` (none when absent or null), each collected.
+fn collect_items(
+    items: Option<Value>,
+    path: &str,
+    item_kind: Option<&str>,
+    location: &Location,
+    out: &mut Vec<Document>,
+) -> Result<(), ManifestError> {
+    match items {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(items)) => {
+            for (i, item) in items.into_iter().enumerate() {
+                let item_path = join(path, &format!("items[{i}]"));
+                collect(item, &item_path, item_kind, location, out)?;
+            }
+            Ok(())
+        }
+        Some(other) => Err(ManifestError::Invalid {
+            location: location.clone(),
+            path: join(path, "items"),
+            message: format!("invalid type: {}, expected a sequence", describe(&other)),
+        }),
+    }
+}
+
+/// A Namespace: its name (required) and labels.
+fn namespace_object(ns: &k8s::Namespace) -> Result<Object, FieldError> {
+    let name = ns.metadata.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        return Err(FieldError::new("metadata.name", "required value"));
+    }
+    Ok(Object::Namespace(
+        name,
+        ns.metadata.labels.clone().unwrap_or_default(),
+    ))
+}
+
+/// An object of type `T` read from `map` at `path`, converted to Berth's by
+/// `convert`; an error names the field of either.
+fn read<T: serde::de::DeserializeOwned, U>(
+    map: serde_json::Map<String, Value>,
+    path: &str,
+    location: &Location,
+    convert: impl FnOnce(&T) -> Result<U, FieldError>,
+) -> Result<U, ManifestError> {
+    let object: T = deserialize(Value::Object(map), path, location)?;
+    convert(&object).map_err(|e| e.into_manifest_error(location, path))
 }
 
 /// The kinds a manifest may hold that scheduling reads.
@@ -1181,46 +1153,7 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
     let host_network = spec.host_network.unwrap_or(false);
 
     let status = pod.status.as_ref();
-    let statuses = status
-        .and_then(|s| s.container_statuses.as_ref())
-        .into_iter()
-        .flatten()
-        .chain(
-            status
-                .and_then(|s| s.init_container_statuses.as_ref())
-                .into_iter()
-                .flatten(),
-        )
-        .collect::<Vec<_>>();
-    let containers = spec
-        .containers
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            container(
-                c,
-                &format!("spec.containers[{i}]"),
-                false,
-                host_network,
-                &statuses,
-            )
-        })
-        .collect::<Result<_, _>>()?;
-    let init_containers = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, c)| {
-            container(
-                c,
-                &format!("spec.initContainers[{i}]"),
-                true,
-                host_network,
-                &statuses,
-            )
-        })
-        .collect::<Result<_, _>>()?;
+    let (containers, init_containers) = pod_containers(spec, status, host_network)?;
     let resource_claims = spec
         .resource_claims
         .iter()
@@ -1328,35 +1261,98 @@ fn convert_pod(pod: &k8s::Pod) -> Result<Pod, FieldError> {
             .and_then(|g| non_empty(&g.pod_group_name)),
         host_network,
         host_users: spec.host_users,
-        ephemeral_containers: spec
-            .ephemeral_containers
-            .iter()
-            .flatten()
-            .map(|c| Container {
-                name: c.name.clone(),
-                image: c.image.clone().unwrap_or_default(),
-                restart_policy_rule_actions: restart_rule_actions(c.restart_policy_rules.as_ref()),
-                volume_mounts: volume_mounts(c.volume_mounts.as_ref()),
-                ..Container::default()
-            })
-            .collect(),
-        extended_resource_claim_status: status
-            .and_then(|s| s.extended_resource_claim_status.as_ref())
-            .map(|s| berth_sdk::PodExtendedResourceClaimStatus {
-                resource_claim_name: s.resource_claim_name.clone(),
-                request_mappings: s
-                    .request_mappings
-                    .iter()
-                    .map(|m| berth_sdk::ContainerExtendedResourceRequest {
-                        container_name: m.container_name.clone(),
-                        resource_name: m.resource_name.clone(),
-                        request_name: m.request_name.clone(),
-                    })
-                    .collect(),
-            }),
+        ephemeral_containers: ephemeral_containers(spec),
+        extended_resource_claim_status: extended_resource_claim_status(status),
     };
     converted.resources = pod_level_resources(spec.resources.as_ref(), &converted)?;
     Ok(converted)
+}
+
+/// A pod's containers and init containers, each with its status (by name, from
+/// either list of statuses).
+fn pod_containers(
+    spec: &k8s::PodSpec,
+    status: Option<&k8s::PodStatus>,
+    host_network: bool,
+) -> Result<(Vec<Container>, Vec<Container>), FieldError> {
+    let statuses = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .chain(
+            status
+                .and_then(|s| s.init_container_statuses.as_ref())
+                .into_iter()
+                .flatten(),
+        )
+        .collect::<Vec<_>>();
+    let containers = spec
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            container(
+                c,
+                &format!("spec.containers[{i}]"),
+                false,
+                host_network,
+                &statuses,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    let init_containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| {
+            container(
+                c,
+                &format!("spec.initContainers[{i}]"),
+                true,
+                host_network,
+                &statuses,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((containers, init_containers))
+}
+
+/// A pod's ephemeral containers: what scheduling reads of them (name, image,
+/// restart rules, volume mounts).
+fn ephemeral_containers(spec: &k8s::PodSpec) -> Vec<Container> {
+    spec.ephemeral_containers
+        .iter()
+        .flatten()
+        .map(|c| Container {
+            name: c.name.clone(),
+            image: c.image.clone().unwrap_or_default(),
+            restart_policy_rule_actions: restart_rule_actions(c.restart_policy_rules.as_ref()),
+            volume_mounts: volume_mounts(c.volume_mounts.as_ref()),
+            ..Container::default()
+        })
+        .collect()
+}
+
+/// `status.extendedResourceClaimStatus`: the claim made for a pod's extended
+/// resources backed by DRA, and which request serves which container's resource.
+fn extended_resource_claim_status(
+    status: Option<&k8s::PodStatus>,
+) -> Option<berth_sdk::PodExtendedResourceClaimStatus> {
+    status
+        .and_then(|s| s.extended_resource_claim_status.as_ref())
+        .map(|s| berth_sdk::PodExtendedResourceClaimStatus {
+            resource_claim_name: s.resource_claim_name.clone(),
+            request_mappings: s
+                .request_mappings
+                .iter()
+                .map(|m| berth_sdk::ContainerExtendedResourceRequest {
+                    container_name: m.container_name.clone(),
+                    resource_name: m.resource_name.clone(),
+                    request_name: m.request_name.clone(),
+                })
+                .collect(),
+        })
 }
 
 /// Converts `spec.resources` (pod-level resources), with the API server's defaults

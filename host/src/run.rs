@@ -121,30 +121,7 @@ async fn run_until(
     stop: Stop<'_>,
 ) -> Result<(), RunError> {
     let cwd = std::env::current_dir().map_err(RunError::WorkingDir)?;
-    // A configuration in a ConfigMap: read with the kubeconfig of the command line
-    // (the configuration's own clientConnection is in the ConfigMap), module paths
-    // relative to the working directory.
-    let mut config_text = None;
-    let (config, config_name) = match (&options.config, &options.config_map) {
-        (Some(p), _) => (Configuration::load(p)?, p.display().to_string()),
-        (None, Some(cm)) => {
-            let bootstrap = KubeCluster::connect(&KubeOptions {
-                kubeconfig: options.kubeconfig.clone(),
-                qps: crate::cluster::kube::DEFAULT_QPS,
-                burst: crate::cluster::kube::DEFAULT_BURST,
-            })
-            .await?;
-            let text = cm.fetch(&bootstrap.client).await?;
-            let config = cm.parse_config(&text, &cwd)?;
-            config_text = Some(text);
-            (config, cm.label())
-        }
-        (None, None) => (
-            Configuration::default(),
-            "<default configuration>".to_owned(),
-        ),
-    };
-    let cc = config.client_connection.clone().unwrap_or_default();
+    let (config, config_name, config_text) = read_config(options, &cwd).await?;
     let mut election = config
         .leader_election
         .clone()
@@ -153,64 +130,24 @@ async fn run_until(
     if let Some(on) = options.leader_elect {
         election.enabled = on;
     }
-    let kube_options = KubeOptions {
-        kubeconfig: options
-            .kubeconfig
-            .clone()
-            .or(cc.kubeconfig.filter(|k| !k.as_os_str().is_empty())),
-        qps: cc.qps.unwrap_or(crate::cluster::kube::DEFAULT_QPS),
-        burst: cc.burst.unwrap_or(crate::cluster::kube::DEFAULT_BURST),
-    };
-    // Profiles and modules are checked before the server is asked anything.
-    let specs =
-        config.resolve_profiles(&config_name, options.scheduler.framework.generic_workload)?;
-    let mut names: Vec<String> = Vec::new();
-    for p in &specs {
-        for n in p.plugin_names() {
-            if !names.contains(&n) {
-                names.push(n);
-            }
-        }
-    }
-    {
-        let runtime = runtime.clone();
-        let sources = config.modules();
-        let file = config_name.clone();
-        tokio::task::spawn_blocking(move || -> Result<(), RunError> {
-            let modules = crate::framework::registry::load_modules(&runtime, &sources, &names)?;
-            crate::config::expand_profiles(&specs, &file, &modules)?;
-            Ok(())
-        })
-        .await??;
-    }
-    let cluster = KubeCluster::connect(&kube_options).await?;
+    check_profiles(runtime, &config, &config_name, options).await?;
+    let cluster = KubeCluster::connect(&kube_options(&config, options)).await?;
     let handle = tokio::runtime::Handle::current();
     let binder = Arc::new(KubeBinder::new(cluster.clone(), handle.clone()));
     let fence = binder.clone();
     let recorder = Arc::new(KubeRecorder::start(cluster.clone(), &handle));
     let clock: Arc<dyn Clock> = Arc::new(RealClock::default());
-    let mut scheduler_options = options.scheduler.clone();
-    scheduler_options.confirm_bindings = true;
-    // The loop never waits on a bind against an API server.
-    scheduler_options.settle_bindings = false;
-    scheduler_options.keep_bound_outcomes = false;
-    crate::features::complete(&mut scheduler_options.framework);
-    let runtime = runtime.clone();
-    let loop_clock = clock.clone();
-    let config_for_build = config.clone();
-    // Loading modules compiles components: off the async threads.
-    let mut scheduler = tokio::task::spawn_blocking(move || {
-        Scheduler::new(
-            &runtime,
-            &config_for_build,
-            &config_name,
-            &scheduler_options,
-            binder,
-            loop_clock,
-        )
-    })
-    .await??;
+    let scheduler = build_scheduler(
+        runtime,
+        options,
+        &config,
+        config_name,
+        binder,
+        clock.clone(),
+    )
+    .await?;
     let events = recorder.clone();
+    let mut scheduler = scheduler;
     scheduler.set_recorder(recorder);
     let metrics = scheduler.metrics().clone();
     {
@@ -235,43 +172,14 @@ async fn run_until(
         },
     )
     .map_err(RunError::Loop)?;
-    if let Some(path) = &options.config {
-        match crate::watch::watch_config(
-            path.clone(),
-            live.sender(),
-            crate::watch::DEFAULT_DEBOUNCE,
-        ) {
-            Ok(()) => tracing::info!(
-                config = %path.display(),
-                "watching the configuration and the modules it names; a change is checked and swapped in while scheduling goes on"
-            ),
-            // Scheduling does not depend on it: go on without hot swap.
-            Err(e) => tracing::warn!(
-                config = %path.display(),
-                "cannot watch the configuration, changes take a restart: {e:#}"
-            ),
-        }
-    }
+    let mut tasks = watch_configuration(options, &live, &cluster, config_text, cwd, &handle);
     // `oci:` modules that follow a tag: their registries are asked where the tags
     // point, and a moved tag is reloaded.
-    let registry_poll = crate::watch::poll_registries(followed, live.sender(), &handle);
-    let config_map_watch = match (&options.config_map, config_text) {
-        (Some(cm), Some(first)) => {
-            tracing::info!(
-                configmap = %cm.label(),
-                "watching the configuration in the ConfigMap; a change is checked and swapped in while scheduling goes on"
-            );
-            Some(crate::watch::watch_config_map(
-                cluster.client.clone(),
-                cm.clone(),
-                first,
-                cwd.clone(),
-                live.sender(),
-                &handle,
-            ))
-        }
-        _ => None,
-    };
+    tasks.push(crate::watch::poll_registries(
+        followed,
+        live.sender(),
+        &handle,
+    ));
     let mut elector = election.enabled.then(|| {
         LeaderElector::new(
             cluster.client.clone(),
@@ -299,71 +207,244 @@ async fn run_until(
         page: None,
         access: Some(cluster.access.clone()),
     });
-    let server = match &options.serve {
-        Some(serve) => {
-            let server = Server::bind(serve, health.clone()).await?;
-            let scheme = if server.is_tls() { "https" } else { "http" };
-            let addr = server.local_addr().map_err(RunError::ServeAddr)?;
-            tracing::info!(
-                "serving /healthz, /livez, /readyz, /metrics, /plugins and /debug/explain on {scheme}://{addr}{}",
-                if server.is_delegated() {
-                    ", authenticated and authorized through the API server"
-                } else {
-                    ""
-                }
-            );
-            if !server.is_delegated() {
-                tracing::warn!(
-                    "the endpoints on {scheme}://{addr} answer anyone, without authentication \
-                     or authorization (--serve-http: for local development only)"
-                );
-            }
-            Some(tokio::spawn(server.serve()))
-        }
-        None => None,
-    };
-    let watchers = start_watchers(
+    let server = serve(options, &health).await?;
+    tasks.extend(start_watchers(
         &cluster,
         &handle,
         live.sender(),
         options.scheduler.framework.generic_workload,
-    );
+    ));
     tracing::info!(server = %cluster.server, "berth is running");
-    let mut stop = stop;
-    let mut stopped = false;
-    let mut lost = None;
-    if let Some(e) = elector.as_mut() {
-        tracing::info!(identity = %e.identity(), lease = %format!("{}/{}", election.namespace, election.name), "competing for the lease");
-        tokio::select! {
-            _ = e.acquire() => {}
-            _ = &mut stop => stopped = true,
-        }
-        if !stopped {
-            live.lead();
-            tokio::select! {
-                why = e.hold() => lost = Some(why),
-                _ = &mut stop => {}
-            }
-        }
-    } else {
-        stop.await;
-    }
+    let lost = lead_until_stopped(elector.as_mut(), &election, &live, stop).await;
     health.shutting_down.store(true, Ordering::Relaxed);
-    registry_poll.abort();
-    for w in watchers.iter().chain(&config_map_watch) {
-        w.abort();
+    for t in &tasks {
+        t.abort();
     }
-    if let Some(why) = lost {
+    let result = match lost {
         // Another replica may be scheduling already: stop at once, finish nothing.
-        tracing::error!("leader election lost ({why}); stopping scheduling at once");
-        fence.fence();
-        let _ = tokio::task::spawn_blocking(move || live.stop()).await;
-        if let Some(s) = server {
-            s.abort();
+        Some(why) => {
+            tracing::error!("leader election lost ({why}); stopping scheduling at once");
+            fence.fence();
+            let _ = tokio::task::spawn_blocking(move || live.stop()).await;
+            Err(RunError::LeadershipLost(why))
         }
-        return Err(RunError::LeadershipLost(why));
+        None => shut_down(live, elector, &fence, &events, options.shutdown_timeout).await,
+    };
+    if let Some(s) = server {
+        s.abort();
     }
-    let timeout = options.shutdown_timeout;
+    if result.is_ok() {
+        tracing::info!("stopped");
+    }
+    result
+}
+
+/// The configuration `run` starts from, its name for messages, and (read from a
+/// ConfigMap) its text: a file, a ConfigMap read with the kubeconfig of the command
+/// line (the configuration's own clientConnection is in the ConfigMap, its module
+/// paths relative to the working directory `cwd`), or the default.
+async fn read_config(
+    options: &RunOptions,
+    cwd: &std::path::Path,
+) -> Result<(Configuration, String, Option<String>), RunError> {
+    Ok(match (&options.config, &options.config_map) {
+        (Some(p), _) => (Configuration::load(p)?, p.display().to_string(), None),
+        (None, Some(cm)) => {
+            let bootstrap = KubeCluster::connect(&KubeOptions {
+                kubeconfig: options.kubeconfig.clone(),
+                qps: crate::cluster::kube::DEFAULT_QPS,
+                burst: crate::cluster::kube::DEFAULT_BURST,
+            })
+            .await?;
+            let text = cm.fetch(&bootstrap.client).await?;
+            let config = cm.parse_config(&text, cwd)?;
+            (config, cm.label(), Some(text))
+        }
+        (None, None) => (
+            Configuration::default(),
+            "<default configuration>".to_owned(),
+            None,
+        ),
+    })
+}
+
+/// How to reach the API server: the command line's kubeconfig over the
+/// configuration's `clientConnection`, whose qps and burst apply.
+fn kube_options(config: &Configuration, options: &RunOptions) -> KubeOptions {
+    let cc = config.client_connection.clone().unwrap_or_default();
+    KubeOptions {
+        kubeconfig: options
+            .kubeconfig
+            .clone()
+            .or(cc.kubeconfig.filter(|k| !k.as_os_str().is_empty())),
+        qps: cc.qps.unwrap_or(crate::cluster::kube::DEFAULT_QPS),
+        burst: cc.burst.unwrap_or(crate::cluster::kube::DEFAULT_BURST),
+    }
+}
+
+/// Checks the profiles and loads the modules they name before the server is asked
+/// anything (loading compiles components: off the async threads).
+async fn check_profiles(
+    runtime: &Arc<Runtime>,
+    config: &Configuration,
+    config_name: &str,
+    options: &RunOptions,
+) -> Result<(), RunError> {
+    let specs =
+        config.resolve_profiles(config_name, options.scheduler.framework.generic_workload)?;
+    let names = crate::config::plugin_names_of(&specs);
+    let runtime = runtime.clone();
+    let sources = config.modules();
+    let file = config_name.to_owned();
+    tokio::task::spawn_blocking(move || -> Result<(), RunError> {
+        let modules = crate::framework::registry::load_modules(&runtime, &sources, &names)?;
+        crate::config::expand_profiles(&specs, &file, &modules)?;
+        Ok(())
+    })
+    .await?
+}
+
+/// The scheduler of a real cluster: bindings confirmed by the watch, never waited
+/// on by the loop, no outcome kept once bound (built off the async threads: it loads
+/// modules).
+async fn build_scheduler(
+    runtime: &Arc<Runtime>,
+    options: &RunOptions,
+    config: &Configuration,
+    config_name: String,
+    binder: Arc<KubeBinder>,
+    clock: Arc<dyn Clock>,
+) -> Result<Scheduler, RunError> {
+    let mut scheduler_options = options.scheduler.clone();
+    scheduler_options.confirm_bindings = true;
+    // The loop never waits on a bind against an API server.
+    scheduler_options.settle_bindings = false;
+    scheduler_options.keep_bound_outcomes = false;
+    crate::features::complete(&mut scheduler_options.framework);
+    let runtime = runtime.clone();
+    let config = config.clone();
+    Ok(tokio::task::spawn_blocking(move || {
+        Scheduler::new(
+            &runtime,
+            &config,
+            &config_name,
+            &scheduler_options,
+            binder,
+            clock,
+        )
+    })
+    .await??)
+}
+
+/// Hot swap's watches: the configuration file and the modules it names, or the
+/// ConfigMap that holds the configuration (first read as `config_text`). A file that
+/// cannot be watched leaves scheduling going on without hot swap.
+fn watch_configuration(
+    options: &RunOptions,
+    live: &LiveLoop,
+    cluster: &KubeCluster,
+    config_text: Option<String>,
+    cwd: PathBuf,
+    handle: &tokio::runtime::Handle,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    if let Some(path) = &options.config {
+        match crate::watch::watch_config(
+            path.clone(),
+            live.sender(),
+            crate::watch::DEFAULT_DEBOUNCE,
+        ) {
+            Ok(()) => tracing::info!(
+                config = %path.display(),
+                "watching the configuration and the modules it names; a change is checked and swapped in while scheduling goes on"
+            ),
+            // Scheduling does not depend on it: go on without hot swap.
+            Err(e) => tracing::warn!(
+                config = %path.display(),
+                "cannot watch the configuration, changes take a restart: {e:#}"
+            ),
+        }
+    }
+    match (&options.config_map, config_text) {
+        (Some(cm), Some(first)) => {
+            tracing::info!(
+                configmap = %cm.label(),
+                "watching the configuration in the ConfigMap; a change is checked and swapped in while scheduling goes on"
+            );
+            vec![crate::watch::watch_config_map(
+                cluster.client.clone(),
+                cm.clone(),
+                first,
+                cwd,
+                live.sender(),
+                handle,
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The endpoints, served on a task of their own when `options` asks for them.
+async fn serve(
+    options: &RunOptions,
+    health: &Arc<Health>,
+) -> Result<Option<tokio::task::JoinHandle<()>>, RunError> {
+    let Some(serve) = &options.serve else {
+        return Ok(None);
+    };
+    let server = Server::bind(serve, health.clone()).await?;
+    let scheme = if server.is_tls() { "https" } else { "http" };
+    let addr = server.local_addr().map_err(RunError::ServeAddr)?;
+    tracing::info!(
+        "serving /healthz, /livez, /readyz, /metrics, /plugins and /debug/explain on {scheme}://{addr}{}",
+        if server.is_delegated() {
+            ", authenticated and authorized through the API server"
+        } else {
+            ""
+        }
+    );
+    if !server.is_delegated() {
+        tracing::warn!(
+            "the endpoints on {scheme}://{addr} answer anyone, without authentication \
+             or authorization (--serve-http: for local development only)"
+        );
+    }
+    Ok(Some(tokio::spawn(server.serve())))
+}
+
+/// Schedules until `stop` resolves: at once without leader election, else once the
+/// Lease is acquired and while it is held. The reason the Lease was lost, if it was.
+async fn lead_until_stopped(
+    elector: Option<&mut LeaderElector>,
+    election: &crate::config::LeaderElection,
+    live: &LiveLoop,
+    mut stop: Stop<'_>,
+) -> Option<crate::cluster::kube::lease::LeadershipLost> {
+    let Some(e) = elector else {
+        stop.await;
+        return None;
+    };
+    tracing::info!(identity = %e.identity(), lease = %format!("{}/{}", election.namespace, election.name), "competing for the lease");
+    tokio::select! {
+        _ = e.acquire() => {}
+        _ = &mut stop => return None,
+    }
+    live.lead();
+    tokio::select! {
+        why = e.hold() => Some(why),
+        _ = &mut stop => None,
+    }
+}
+
+/// A graceful shutdown: no new pods; binding cycles under way may finish within
+/// `timeout` while the Lease is kept (so that no other replica starts early), then
+/// nothing binds any more, the Lease is released and the last events are written.
+async fn shut_down(
+    live: LiveLoop,
+    mut elector: Option<LeaderElector>,
+    fence: &KubeBinder,
+    events: &KubeRecorder,
+    timeout: Duration,
+) -> Result<(), RunError> {
     let shutdown_began = std::time::Instant::now();
     tracing::info!(
         "shutting down: taking no new pods; binding cycles under way may finish within {timeout:?}"
@@ -405,9 +486,6 @@ async fn run_until(
     }
     if let Some(why) = lost_while_draining {
         // Not ours to release.
-        if let Some(s) = server {
-            s.abort();
-        }
         return Err(RunError::LeadershipLost(why));
     }
     if let Some(e) = elector.as_mut()
@@ -429,9 +507,5 @@ async fn run_until(
             "{n} event(s) and pod condition(s) could not be written before the shutdown timeout"
         ),
     }
-    if let Some(s) = server {
-        s.abort();
-    }
-    tracing::info!("stopped");
     Ok(())
 }

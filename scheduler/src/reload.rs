@@ -432,61 +432,89 @@ impl Builder {
             ));
         }
         if let Some(base) = base {
-            let now: Vec<String> = specs.iter().map(|s| s.scheduler_name.clone()).collect();
-            let was = base.scheduler_names();
-            if now != was {
-                return Err(ReloadError {
-                    file: file.to_owned(),
-                    field: Some("profiles".into()),
-                    plugin: None,
-                    module: None,
-                    reason: format!(
-                        "the profiles' scheduler names changed (from {was:?} to {now:?}); pods belong to a profile by name, so adding, removing or renaming a profile takes a restart"
-                    ),
-                });
-            }
-            for (what, old, new) in [
-                (
-                    "clientConnection",
-                    format!("{:?}", base.config.client_connection),
-                    format!("{:?}", config.client_connection),
-                ),
-                (
-                    "leaderElection",
-                    format!("{:?}", base.config.leader_election),
-                    format!("{:?}", config.leader_election),
-                ),
-                (
-                    "podInitialBackoffSeconds",
-                    format!("{:?}", base.config.pod_initial_backoff_seconds),
-                    format!("{:?}", config.pod_initial_backoff_seconds),
-                ),
-                (
-                    "podMaxBackoffSeconds",
-                    format!("{:?}", base.config.pod_max_backoff_seconds),
-                    format!("{:?}", config.pod_max_backoff_seconds),
-                ),
-            ] {
-                if old != new {
-                    tracing::warn!(
-                        "{file}: {what} changed; it is read only at start and takes effect at the next start"
-                    );
-                }
-            }
+            check_restart_settings(base, config, file, &specs)?;
         }
-        let mut names: Vec<String> = Vec::new();
-        for p in &specs {
-            for n in p.plugin_names() {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
+        let names = crate::config::plugin_names_of(&specs);
+        let modules = self.load_modules(config, file, &names, base)?;
+        if let Some(refused) =
+            refused_args_of_disabled_builtins(&self.runtime, config, &specs, file)
+                .into_iter()
+                .next()
+        {
+            return Err(refused);
         }
-        // One plugin at a time, so that a failure names its plugin.
+        let profiles = crate::config::expand_profiles(&specs, file, &modules)
+            .map_err(|e| ReloadError::config(file, e))?;
+        let candidates = self.load_candidates(config, file, &profiles, base)?;
+        let options = self.profile_options(config, &profiles);
+        // What changed, plugin by plugin, against the base; each changed module, args
+        // and sandbox put through its trial.
+        let (changed, queue_sort_changed) = match base {
+            Some(base) => {
+                Self::trial_changed(config, file, base, &profiles, &modules)?;
+                changes_against(base, &profiles, &modules)
+            }
+            None => (BTreeSet::new(), false),
+        };
+        let frameworks = profiles
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let kept =
+                    base.filter(|b| b.keeps_framework(i, p, &options[i], &modules, &candidates));
+                match kept {
+                    Some(b) => Ok(b.frameworks[i].clone()),
+                    None => {
+                        let made = self.make_framework(config, file, i, p, &modules, &options[i]);
+                        let mut fw = made?;
+                        add_shadows(&mut fw, file, p, &candidates)?;
+                        if let Some(s) = snapshot {
+                            fw.warm(s).map_err(|e| ReloadError {
+                                file: file.to_owned(),
+                                field: Some(module_field(config, &e.plugin)),
+                                module: modules.get(&e.plugin).map(|m| m.source().to_owned()),
+                                plugin: Some(e.plugin.clone()),
+                                reason: format!("syncing the cluster's nodes: {e}"),
+                            })?;
+                        }
+                        Ok(Arc::new(fw))
+                    }
+                }
+            })
+            .collect::<Result<Vec<_>, ReloadError>>()?;
+        Ok(Built {
+            generation: Generation {
+                number: base.map_or(1, |b| b.number + 1),
+                file: file.to_owned(),
+                config: config.clone(),
+                profiles,
+                frameworks,
+                modules,
+                candidates,
+                options,
+                loaded_at: std::time::SystemTime::now(),
+            },
+            base: base.map_or(0, |b| b.number),
+            changed,
+            queue_sort_changed,
+        })
+    }
+
+    /// The modules of the plugins `names`, one plugin at a time so that a failure
+    /// names its plugin. Against `base`, a built-in plugin in the same sandbox, or the
+    /// same bytes from the same source in the same sandbox, keep the module already
+    /// loaded (and its load time).
+    fn load_modules(
+        &self,
+        config: &Configuration,
+        file: &str,
+        names: &[String],
+        base: Option<&Generation>,
+    ) -> Result<HashMap<String, Arc<Module>>, ReloadError> {
         let defaults = self.runtime.limits();
         let sources = config.modules();
         let mut modules: HashMap<String, Arc<Module>> = HashMap::new();
-        for name in &names {
+        for name in names {
             // A built-in plugin in the same sandbox: the same module (its bytes are in
             // the binary); nothing to load again.
             if let Some(old) = base.and_then(|b| b.modules.get(name))
@@ -514,8 +542,6 @@ impl Builder {
                 reason: e.to_string(),
             })?;
             let mut m = loaded.into_values().next().expect("one module per name");
-            // The same bytes in the same sandbox: keep the module already loaded (and
-            // its load time).
             if let Some(old) = base.and_then(|b| b.modules.get(name))
                 && old.sha256() == m.sha256()
                 && old.source() == m.source()
@@ -525,17 +551,17 @@ impl Builder {
             }
             modules.insert(name.clone(), m);
         }
-        if let Some(refused) =
-            refused_args_of_disabled_builtins(&self.runtime, config, &specs, file)
-                .into_iter()
-                .next()
-        {
-            return Err(refused);
-        }
-        let profiles = crate::config::expand_profiles(&specs, file, &modules)
-            .map_err(|e| ReloadError::config(file, e))?;
-        let candidates = self.load_candidates(config, file, &profiles, base)?;
+        Ok(modules)
+    }
 
+    /// Each profile's framework options: the builder's, with the configuration's
+    /// parallelism and percentage of nodes to score, and the profile's own
+    /// percentage over both.
+    fn profile_options(
+        &self,
+        config: &Configuration,
+        profiles: &[Profile],
+    ) -> Vec<FrameworkOptions> {
         let mut base_options = self.options.clone();
         if let Some(p) = config.parallelism {
             base_options.parallelism = p;
@@ -543,7 +569,7 @@ impl Builder {
         if let Some(p) = config.percentage_of_nodes_to_score {
             base_options.percentage_of_nodes_to_score = p;
         }
-        let options: Vec<FrameworkOptions> = profiles
+        profiles
             .iter()
             .map(|p| {
                 let mut o = base_options.clone();
@@ -552,146 +578,216 @@ impl Builder {
                 }
                 o
             })
-            .collect();
+            .collect()
+    }
 
-        // What changed, plugin by plugin, against the base.
-        let mut changed: BTreeSet<String> = BTreeSet::new();
-        let mut queue_sort_changed = false;
-        if let Some(base) = base {
-            for (i, p) in profiles.iter().enumerate() {
-                let old = &base.profiles[i];
-                let mut all: BTreeSet<String> = p.plugin_names().into_iter().collect();
-                all.extend(old.plugin_names());
-                for name in all {
-                    if setup(p, &modules, &name) != setup(old, &base.modules, &name) {
-                        changed.insert(name);
-                    }
+    /// The trial of a reload: once per module, args and sandbox that changed against
+    /// `base`, `configure` with the args (so that args it refuses are blamed on the
+    /// args), then the trial call on the built-in pod and node.
+    fn trial_changed(
+        config: &Configuration,
+        file: &str,
+        base: &Generation,
+        profiles: &[Profile],
+        modules: &HashMap<String, Arc<Module>>,
+    ) -> Result<(), ReloadError> {
+        let mut tried: BTreeSet<String> = BTreeSet::new();
+        for (i, p) in profiles.iter().enumerate() {
+            let old = &base.profiles[i];
+            for name in p.plugin_names() {
+                let m = &modules[&name];
+                let key = Self::trial_key(p, m, &name);
+                let unchanged = base
+                    .modules
+                    .get(&name)
+                    .is_some_and(|om| Self::trial_key(old, om, &name) == key);
+                if unchanged || !tried.insert(format!("{name}|{key}")) {
+                    continue;
                 }
-                let sort = |p: &Profile, mods: &HashMap<String, Arc<Module>>| {
-                    p.plugins_at(ExtensionPoint::QueueSort)
-                        .iter()
-                        .map(|(n, _)| setup(p, mods, n))
-                        .collect::<Vec<_>>()
-                };
-                if sort(p, &modules) != sort(old, &base.modules) {
-                    queue_sort_changed = true;
-                }
-            }
-            // The trial: once per changed module, args and sandbox.
-            let mut tried: BTreeSet<String> = BTreeSet::new();
-            for (i, p) in profiles.iter().enumerate() {
-                let old = &base.profiles[i];
-                for name in p.plugin_names() {
-                    let m = &modules[&name];
-                    let key = Self::trial_key(p, m, &name);
-                    let unchanged = base
-                        .modules
-                        .get(&name)
-                        .is_some_and(|om| Self::trial_key(old, om, &name) == key);
-                    if unchanged || !tried.insert(format!("{name}|{key}")) {
-                        continue;
-                    }
-                    let args = crate::config::args_json(&p.args, &name);
-                    // `configure` first, so that args it refuses are blamed on the args.
-                    m.instantiate(&args, HostServices::default())
-                        .map_err(|e| ReloadError {
-                            file: file.to_owned(),
-                            field: Some(args_field(config, i, &name)),
-                            plugin: Some(name.clone()),
-                            module: Some(m.source().to_owned()),
-                            reason: e.to_string(),
-                        })?;
-                    let mut lines = Vec::new();
-                    crate::testing::trial(m, &args, &mut lines).map_err(|why| ReloadError {
+                let args = crate::config::args_json(&p.args, &name);
+                m.instantiate(&args, HostServices::default())
+                    .map_err(|e| ReloadError {
                         file: file.to_owned(),
-                        field: Some(module_field(config, &name)),
+                        field: Some(args_field(config, i, &name)),
                         plugin: Some(name.clone()),
                         module: Some(m.source().to_owned()),
-                        reason: format!(
-                            "plugin {name} ({}): the trial call failed: {why}",
-                            m.source()
-                        ),
+                        reason: e.to_string(),
                     })?;
-                    tracing::debug!(plugin = %name, module = m.source(), "trial: {}", lines.join("; "));
-                }
-            }
-        }
-
-        let mut frameworks = Vec::with_capacity(profiles.len());
-        for (i, p) in profiles.iter().enumerate() {
-            if let Some(base) = base
-                && base.profiles[i] == *p
-                && base.options[i].parallelism == options[i].parallelism
-                && base.options[i].percentage_of_nodes_to_score
-                    == options[i].percentage_of_nodes_to_score
-                && p.plugin_names()
-                    .iter()
-                    .all(|n| Arc::ptr_eq(&modules[n], &base.modules[n]))
-                && p.shadows.keys().all(|n| {
-                    base.candidates
-                        .get(n)
-                        .is_some_and(|old| Arc::ptr_eq(old, &candidates[n]))
-                })
-            {
-                frameworks.push(base.frameworks[i].clone());
-                continue;
-            }
-            let mut fw = Framework::new(p, &modules, &options[i], &self.services).map_err(|e| {
-                let plugin = plugin_of(&e);
-                let field = plugin.as_ref().map(|n| match &e {
-                    FrameworkError::Load(LoadError::Configure { .. }) => args_field(config, i, n),
-                    _ => module_field(config, n),
-                });
-                ReloadError {
+                let mut lines = Vec::new();
+                crate::testing::trial(m, &args, &mut lines).map_err(|why| ReloadError {
                     file: file.to_owned(),
-                    field,
-                    module: plugin
-                        .as_ref()
-                        .and_then(|n| modules.get(n))
-                        .map(|m| m.source().to_owned()),
-                    plugin,
-                    reason: e.to_string(),
-                }
-            })?;
-            fw.add_shadows(p, &candidates).map_err(|e| {
-                let plugin =
-                    plugin_of(&e).map(|n| n.trim_end_matches(" (shadow candidate)").to_owned());
-                let shadow = plugin.as_ref().and_then(|n| p.shadows.get(n));
-                ReloadError {
-                    file: file.to_owned(),
-                    field: shadow.map(|s| s.field()),
-                    module: shadow.map(|s| s.path.display().to_string()),
-                    plugin,
-                    reason: e.to_string(),
-                }
-            })?;
-            if let Some(s) = snapshot {
-                fw.warm(s).map_err(|e| ReloadError {
-                    file: file.to_owned(),
-                    field: Some(module_field(config, &e.plugin)),
-                    module: modules.get(&e.plugin).map(|m| m.source().to_owned()),
-                    plugin: Some(e.plugin.clone()),
-                    reason: format!("syncing the cluster's nodes: {e}"),
+                    field: Some(module_field(config, &name)),
+                    plugin: Some(name.clone()),
+                    module: Some(m.source().to_owned()),
+                    reason: format!(
+                        "plugin {name} ({}): the trial call failed: {why}",
+                        m.source()
+                    ),
                 })?;
+                tracing::debug!(plugin = %name, module = m.source(), "trial: {}", lines.join("; "));
             }
-            frameworks.push(Arc::new(fw));
         }
-        Ok(Built {
-            generation: Generation {
-                number: base.map_or(1, |b| b.number + 1),
+        Ok(())
+    }
+
+    /// Profile `i`'s framework, made anew; an error names the plugin, and the field
+    /// of its args or of its module.
+    fn make_framework(
+        &self,
+        config: &Configuration,
+        file: &str,
+        i: usize,
+        p: &Profile,
+        modules: &HashMap<String, Arc<Module>>,
+        options: &FrameworkOptions,
+    ) -> Result<Framework, ReloadError> {
+        Framework::new(p, modules, options, &self.services).map_err(|e| {
+            let plugin = plugin_of(&e);
+            let field = plugin.as_ref().map(|n| match &e {
+                FrameworkError::Load(LoadError::Configure { .. }) => args_field(config, i, n),
+                _ => module_field(config, n),
+            });
+            ReloadError {
                 file: file.to_owned(),
-                config: config.clone(),
-                profiles,
-                frameworks,
-                modules,
-                candidates,
-                options,
-                loaded_at: std::time::SystemTime::now(),
-            },
-            base: base.map_or(0, |b| b.number),
-            changed,
-            queue_sort_changed,
+                field,
+                module: plugin
+                    .as_ref()
+                    .and_then(|n| modules.get(n))
+                    .map(|m| m.source().to_owned()),
+                plugin,
+                reason: e.to_string(),
+            }
         })
+    }
+}
+
+/// Refuses a reload that changes what only a restart can: the profiles' scheduler
+/// names; warns of settings read only at start.
+fn check_restart_settings(
+    base: &Generation,
+    config: &Configuration,
+    file: &str,
+    specs: &[crate::config::ProfileSpec],
+) -> Result<(), ReloadError> {
+    let now: Vec<String> = specs.iter().map(|s| s.scheduler_name.clone()).collect();
+    let was = base.scheduler_names();
+    if now != was {
+        return Err(ReloadError {
+            file: file.to_owned(),
+            field: Some("profiles".into()),
+            plugin: None,
+            module: None,
+            reason: format!(
+                "the profiles' scheduler names changed (from {was:?} to {now:?}); pods belong to a profile by name, so adding, removing or renaming a profile takes a restart"
+            ),
+        });
+    }
+    for (what, old, new) in [
+        (
+            "clientConnection",
+            format!("{:?}", base.config.client_connection),
+            format!("{:?}", config.client_connection),
+        ),
+        (
+            "leaderElection",
+            format!("{:?}", base.config.leader_election),
+            format!("{:?}", config.leader_election),
+        ),
+        (
+            "podInitialBackoffSeconds",
+            format!("{:?}", base.config.pod_initial_backoff_seconds),
+            format!("{:?}", config.pod_initial_backoff_seconds),
+        ),
+        (
+            "podMaxBackoffSeconds",
+            format!("{:?}", base.config.pod_max_backoff_seconds),
+            format!("{:?}", config.pod_max_backoff_seconds),
+        ),
+    ] {
+        if old != new {
+            tracing::warn!(
+                "{file}: {what} changed; it is read only at start and takes effect at the next start"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The plugins whose setup changed against `base` (in any profile), and whether a
+/// profile's QueueSort did.
+fn changes_against(
+    base: &Generation,
+    profiles: &[Profile],
+    modules: &HashMap<String, Arc<Module>>,
+) -> (BTreeSet<String>, bool) {
+    let mut changed: BTreeSet<String> = BTreeSet::new();
+    let mut queue_sort_changed = false;
+    for (i, p) in profiles.iter().enumerate() {
+        let old = &base.profiles[i];
+        let mut all: BTreeSet<String> = p.plugin_names().into_iter().collect();
+        all.extend(old.plugin_names());
+        for name in all {
+            if setup(p, modules, &name) != setup(old, &base.modules, &name) {
+                changed.insert(name);
+            }
+        }
+        let sort = |p: &Profile, mods: &HashMap<String, Arc<Module>>| {
+            p.plugins_at(ExtensionPoint::QueueSort)
+                .iter()
+                .map(|(n, _)| setup(p, mods, n))
+                .collect::<Vec<_>>()
+        };
+        if sort(p, modules) != sort(old, &base.modules) {
+            queue_sort_changed = true;
+        }
+    }
+    (changed, queue_sort_changed)
+}
+
+/// Adds profile `p`'s shadow runs to `fw`; an error names the shadowed plugin and
+/// its shadow's field and module.
+fn add_shadows(
+    fw: &mut Framework,
+    file: &str,
+    p: &Profile,
+    candidates: &HashMap<String, Arc<Module>>,
+) -> Result<(), ReloadError> {
+    fw.add_shadows(p, candidates).map_err(|e| {
+        let plugin = plugin_of(&e).map(|n| n.trim_end_matches(" (shadow candidate)").to_owned());
+        let shadow = plugin.as_ref().and_then(|n| p.shadows.get(n));
+        ReloadError {
+            file: file.to_owned(),
+            field: shadow.map(|s| s.field()),
+            module: shadow.map(|s| s.path.display().to_string()),
+            plugin,
+            reason: e.to_string(),
+        }
+    })
+}
+
+impl Generation {
+    /// Whether profile `i`, now `p` with `options`, keeps this generation's framework:
+    /// nothing of it changed (the profile, its parallelism and percentage, each
+    /// plugin's module and each shadow's candidate are the same).
+    fn keeps_framework(
+        &self,
+        i: usize,
+        p: &Profile,
+        options: &FrameworkOptions,
+        modules: &HashMap<String, Arc<Module>>,
+        candidates: &HashMap<String, Arc<Module>>,
+    ) -> bool {
+        self.profiles[i] == *p
+            && self.options[i].parallelism == options.parallelism
+            && self.options[i].percentage_of_nodes_to_score == options.percentage_of_nodes_to_score
+            && p.plugin_names()
+                .iter()
+                .all(|n| Arc::ptr_eq(&modules[n], &self.modules[n]))
+            && p.shadows.keys().all(|n| {
+                self.candidates
+                    .get(n)
+                    .is_some_and(|old| Arc::ptr_eq(old, &candidates[n]))
+            })
     }
 }
 

@@ -704,6 +704,18 @@ pub struct ProfileSpec {
     pub shadows: Vec<(String, usize, plugins::ShadowConfig)>,
 }
 
+/// Every plugin the profiles enable anywhere, once, in first-use order: the modules
+/// to load before [`expand_profiles`].
+pub fn plugin_names_of(specs: &[ProfileSpec]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for n in specs.iter().flat_map(ProfileSpec::plugin_names) {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    names
+}
+
 impl ProfileSpec {
     /// Every plugin the profile enables anywhere, once, in first-use order: the
     /// modules to load before [`ProfileSpec::expand`].
