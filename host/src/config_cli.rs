@@ -114,6 +114,23 @@ pub fn validate(
     if !found.is_empty() {
         return Err(found);
     }
+    build_as_the_scheduler(runtime, &config, &file, gates)?;
+    let mut out = format!("{file}: valid\n");
+    for p in &profiles {
+        out.push_str(&profile_summary(runtime, &config, p));
+    }
+    out.push_str(&memory_summary(runtime, &config, &profiles));
+    Ok(out)
+}
+
+/// Builds the profiles of `config` as a scheduler builds them: every plugin
+/// instantiated with its args.
+fn build_as_the_scheduler(
+    runtime: &Arc<Runtime>,
+    config: &Configuration,
+    file: &str,
+    gates: &FrameworkOptions,
+) -> Result<(), Vec<String>> {
     // Instantiating every plugin with its args is what the scheduler does next; a
     // plugin that refuses its args fails here. The profiles are built as a scheduler
     // builds them, with the host services it gives (the embedded cluster binds), but
@@ -137,74 +154,80 @@ pub fn validate(
         },
         gates.clone(),
     );
-    if let Err(e) = builder.build(&config, &file, None, None) {
-        return Err(vec![match e.field {
-            Some(_) => e.to_string(),
-            None => format!("{file}: {}", e.reason),
-        }]);
-    }
-    let mut out = format!("{file}: valid\n");
-    for p in &profiles {
-        out.push_str(&format!(
-            "profile {}: {} plugins\n",
-            p.scheduler_name,
-            p.plugin_names().len()
-        ));
-        for point in CONFIGURABLE_POINTS {
-            let list = p.plugins_at(point);
-            if list.is_empty() {
-                continue;
-            }
-            let names: Vec<String> = list
-                .iter()
-                .map(|(n, w)| {
-                    if point.weighted() {
-                        format!("{n}({w})")
-                    } else {
-                        n.clone()
-                    }
-                })
-                .collect();
-            out.push_str(&format!("  {:<11} {}\n", point.as_str(), names.join(", ")));
+    builder
+        .build(config, file, None, None)
+        .map(drop)
+        .map_err(|e| {
+            vec![match e.field {
+                Some(_) => e.to_string(),
+                None => format!("{file}: {}", e.reason),
+            }]
+        })
+}
+
+/// The lines `validate` prints of one profile: its plugins at each point, what each
+/// may do beyond reading, its shadow runs.
+fn profile_summary(
+    runtime: &Arc<Runtime>,
+    config: &Configuration,
+    p: &crate::config::Profile,
+) -> String {
+    let mut out = format!(
+        "profile {}: {} plugins\n",
+        p.scheduler_name,
+        p.plugin_names().len()
+    );
+    for point in CONFIGURABLE_POINTS {
+        let list = p.plugins_at(point);
+        if list.is_empty() {
+            continue;
         }
-        // What each plugin may do beyond reading (see `wasm::capability`).
-        let mut by_plugin: Vec<(String, Vec<berth_sdk::ExtensionPoint>)> = Vec::new();
-        for point in CONFIGURABLE_POINTS {
-            for (name, _) in p.plugins_at(point) {
-                match by_plugin.iter_mut().find(|(n, _)| n == name) {
-                    Some((_, points)) => points.push(point),
-                    None => by_plugin.push((name.clone(), vec![point])),
+        let names: Vec<String> = list
+            .iter()
+            .map(|(n, w)| {
+                if point.weighted() {
+                    format!("{n}({w})")
+                } else {
+                    n.clone()
                 }
+            })
+            .collect();
+        out.push_str(&format!("  {:<11} {}\n", point.as_str(), names.join(", ")));
+    }
+    // What each plugin may do beyond reading (see `wasm::capability`).
+    let mut by_plugin: Vec<(String, Vec<berth_sdk::ExtensionPoint>)> = Vec::new();
+    for point in CONFIGURABLE_POINTS {
+        for (name, _) in p.plugins_at(point) {
+            match by_plugin.iter_mut().find(|(n, _)| n == name) {
+                Some((_, points)) => points.push(point),
+                None => by_plugin.push((name.clone(), vec![point])),
             }
         }
-        for (name, points) in &by_plugin {
-            let mut calls: Vec<String> = crate::wasm::capability::granted(points)
-                .iter()
-                .map(|(call, at)| {
-                    format!("{} at {} ({})", call.as_str(), at.join("/"), call.scope())
-                })
-                .collect();
-            let waits_of = config.sandbox_for(name, runtime.limits()).grants.waits_of;
-            if !waits_of.is_empty() {
-                calls.push(format!(
-                    "allow-waiting-pod, reject-waiting-pod for the waits of {} too (sandbox.grants.waitsOf)",
-                    waits_of.join(", ")
-                ));
-            }
-            if !calls.is_empty() {
-                out.push_str(&format!("  {:<11} {name}: {}\n", "may", calls.join("; ")));
-            }
-        }
-        for (name, shadow) in &p.shadows {
-            out.push_str(&format!(
-                "  {:<11} {name}: candidate {}\n",
-                "shadow",
-                shadow.path.display()
+    }
+    for (name, points) in &by_plugin {
+        let mut calls: Vec<String> = crate::wasm::capability::granted(points)
+            .iter()
+            .map(|(call, at)| format!("{} at {} ({})", call.as_str(), at.join("/"), call.scope()))
+            .collect();
+        let waits_of = config.sandbox_for(name, runtime.limits()).grants.waits_of;
+        if !waits_of.is_empty() {
+            calls.push(format!(
+                "allow-waiting-pod, reject-waiting-pod for the waits of {} too (sandbox.grants.waitsOf)",
+                waits_of.join(", ")
             ));
         }
+        if !calls.is_empty() {
+            out.push_str(&format!("  {:<11} {name}: {}\n", "may", calls.join("; ")));
+        }
     }
-    out.push_str(&memory_summary(runtime, &config, &profiles));
-    Ok(out)
+    for (name, shadow) in &p.shadows {
+        out.push_str(&format!(
+            "  {:<11} {name}: candidate {}\n",
+            "shadow",
+            shadow.path.display()
+        ));
+    }
+    out
 }
 
 /// Why the default configuration could not be printed.

@@ -164,9 +164,64 @@ crate-type = ["cdylib", "rlib"]
 }
 
 fn lib_rs(plugin: &str, point: Point) -> String {
-    match point {
-        Point::Filter => format!(
-            r#"//! {plugin}: a Berth Filter plugin. Nodes that carry the label named by the `label`
+    let (head, body, exports) = match point {
+        Point::Filter => (filter_head(plugin), filter_body(plugin), "filter, sign_pod"),
+        Point::Score => (
+            score_head(plugin),
+            score_body(plugin),
+            "score, normalize_score, sign_pod",
+        ),
+    };
+    format!(
+        r#"{head}
+/// The plugin, configured from its args.
+pub struct {plugin} {{
+    label: String,
+}}
+
+impl Plugin for {plugin} {{
+    const NAME: &'static str = "{plugin}";
+
+    fn new(args: Value) -> Result<Self, String> {{
+        let label = match args.get("label") {{
+            None => DEFAULT_LABEL.to_owned(),
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(other) => return Err(format!("label: want a non-empty string, got {{other}}")),
+        }};
+        Ok({plugin} {{ label }})
+    }}
+}}
+
+{body}/// SignPod: what of the pod this plugin's Filter and Score read, so that the
+/// scheduler may place a pod signed like the last one from that cycle's ranking
+/// (opportunistic batching). This plugin reads only the node: every pod signs alike.
+/// Sign what it reads of the pod if you make it read some (`berth_sdk::sign`).
+impl Sign for {plugin} {{
+    fn sign_pod(&self, _pod: &Pod) -> Result<Vec<SignFragment>, Status> {{
+        Ok(Vec::new())
+    }}
+}}
+
+berth_sdk::export_plugin!({plugin}: {exports});
+
+#[cfg(test)]
+mod cases;
+
+#[cfg(test)]
+mod tests {{
+    #[test]
+    fn cases_pass_natively() {{
+        berth_sdk::testing::check_all::<super::{plugin}>(&super::cases::cases());
+    }}
+}}
+"#
+    )
+}
+
+/// The Filter template's crate docs, imports and default label.
+fn filter_head(plugin: &str) -> String {
+    format!(
+        r#"//! {plugin}: a Berth Filter plugin. Nodes that carry the label named by the `label`
 //! arg (default `example.com/drain`) do not take new pods.
 //!
 //! Enable it in a KubeSchedulerConfiguration:
@@ -190,26 +245,14 @@ use berth_sdk::{{CycleState, Filter, NodeInfo, Plugin, Pod, Sign, SignFragment, 
 
 /// The label this plugin looks for unless the args name another.
 pub const DEFAULT_LABEL: &str = "example.com/drain";
+"#
+    )
+}
 
-/// The plugin, configured from its args.
-pub struct {plugin} {{
-    label: String,
-}}
-
-impl Plugin for {plugin} {{
-    const NAME: &'static str = "{plugin}";
-
-    fn new(args: Value) -> Result<Self, String> {{
-        let label = match args.get("label") {{
-            None => DEFAULT_LABEL.to_owned(),
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            Some(other) => return Err(format!("label: want a non-empty string, got {{other}}")),
-        }};
-        Ok({plugin} {{ label }})
-    }}
-}}
-
-impl Filter for {plugin} {{
+/// The Filter template's extension points.
+fn filter_body(plugin: &str) -> String {
+    format!(
+        r#"impl Filter for {plugin} {{
     fn filter(&self, _state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {{
         if node.node.labels.contains_key(&self.label) {{
             // Preempting pods on the node would not help: UnschedulableAndUnresolvable.
@@ -220,32 +263,14 @@ impl Filter for {plugin} {{
     }}
 }}
 
-/// SignPod: what of the pod this plugin's Filter and Score read, so that the
-/// scheduler may place a pod signed like the last one from that cycle's ranking
-/// (opportunistic batching). This plugin reads only the node: every pod signs alike.
-/// Sign what it reads of the pod if you make it read some (`berth_sdk::sign`).
-impl Sign for {plugin} {{
-    fn sign_pod(&self, _pod: &Pod) -> Result<Vec<SignFragment>, Status> {{
-        Ok(Vec::new())
-    }}
-}}
-
-berth_sdk::export_plugin!({plugin}: filter, sign_pod);
-
-#[cfg(test)]
-mod cases;
-
-#[cfg(test)]
-mod tests {{
-    #[test]
-    fn cases_pass_natively() {{
-        berth_sdk::testing::check_all::<super::{plugin}>(&super::cases::cases());
-    }}
-}}
 "#
-        ),
-        Point::Score => format!(
-            r#"//! {plugin}: a Berth Score plugin. Nodes score the number in the label named by
+    )
+}
+
+/// The Score template's crate docs, imports and default label.
+fn score_head(plugin: &str) -> String {
+    format!(
+        r#"//! {plugin}: a Berth Score plugin. Nodes score the number in the label named by
 //! the `label` arg (default `example.com/preference`), rescaled so that the highest
 //! gets 100; nodes without it score 0.
 //!
@@ -271,26 +296,14 @@ use berth_sdk::{{
 
 /// The label this plugin reads unless the args name another.
 pub const DEFAULT_LABEL: &str = "example.com/preference";
+"#
+    )
+}
 
-/// The plugin, configured from its args.
-pub struct {plugin} {{
-    label: String,
-}}
-
-impl Plugin for {plugin} {{
-    const NAME: &'static str = "{plugin}";
-
-    fn new(args: Value) -> Result<Self, String> {{
-        let label = match args.get("label") {{
-            None => DEFAULT_LABEL.to_owned(),
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            Some(other) => return Err(format!("label: want a non-empty string, got {{other}}")),
-        }};
-        Ok({plugin} {{ label }})
-    }}
-}}
-
-impl Score for {plugin} {{
+/// The Score template's extension points.
+fn score_body(plugin: &str) -> String {
+    format!(
+        r#"impl Score for {plugin} {{
     fn score(&self, _state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {{
         Ok(node
             .node
@@ -308,31 +321,8 @@ impl NormalizeScore for {plugin} {{
     }}
 }}
 
-/// SignPod: what of the pod this plugin's Filter and Score read, so that the
-/// scheduler may place a pod signed like the last one from that cycle's ranking
-/// (opportunistic batching). This plugin reads only the node: every pod signs alike.
-/// Sign what it reads of the pod if you make it read some (`berth_sdk::sign`).
-impl Sign for {plugin} {{
-    fn sign_pod(&self, _pod: &Pod) -> Result<Vec<SignFragment>, Status> {{
-        Ok(Vec::new())
-    }}
-}}
-
-berth_sdk::export_plugin!({plugin}: score, normalize_score, sign_pod);
-
-#[cfg(test)]
-mod cases;
-
-#[cfg(test)]
-mod tests {{
-    #[test]
-    fn cases_pass_natively() {{
-        berth_sdk::testing::check_all::<super::{plugin}>(&super::cases::cases());
-    }}
-}}
 "#
-        ),
-    }
+    )
 }
 
 fn cases_rs(point: Point) -> String {

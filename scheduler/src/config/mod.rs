@@ -747,130 +747,178 @@ impl ProfileSpec {
         implements: &dyn Fn(&str) -> Option<Vec<ExtensionPoint>>,
     ) -> Result<Profile, ConfigError> {
         let mut errors: Vec<ConfigError> = Vec::new();
-        let field = |f: &str| format!("profiles[{}].plugins.{f}", self.index);
-        let mut err = |f: String, message: String| {
-            errors.push(ConfigError::Invalid {
-                file: file.to_owned(),
-                field: f,
-                message,
-            })
-        };
-        let describe = |pts: &[ExtensionPoint]| {
-            pts.iter()
-                .map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         for (k, name) in self.multi_point_in_file.iter().enumerate() {
             if implements(name).is_none() {
-                err(
-                    field(&format!("multiPoint.enabled[{k}]")),
+                errors.push(self.invalid(
+                    file,
+                    &format!("multiPoint.enabled[{k}]"),
                     format!("unknown plugin {name:?}"),
-                );
+                ));
             }
         }
         let mut points: BTreeMap<ExtensionPoint, Vec<(String, i64)>> = BTreeMap::new();
         for point in CONFIGURABLE_POINTS {
             let empty = MergedSet::default();
             let set = self.sets.get(&point).unwrap_or(&empty);
-            let at = point.as_str();
-            for (k, p) in set.enabled.iter().enumerate() {
-                match implements(&p.name) {
-                    None => err(
-                        field(&format!("{at}.enabled[{k}]")),
-                        format!("unknown plugin {:?}", p.name),
-                    ),
-                    Some(pts) if !pts.contains(&point) => {
-                        // The points a profile can enable it at: not those that come
-                        // with another (NormalizeScore) or that the host asks of every
-                        // plugin implementing them (SignPod).
-                        let configurable: Vec<ExtensionPoint> = pts
-                            .into_iter()
-                            .filter(|p| CONFIGURABLE_POINTS.contains(p))
-                            .collect();
-                        err(
-                            field(&format!("{at}.enabled[{k}]")),
-                            format!(
-                                "plugin {:?} does not implement {at} (it implements {})",
-                                p.name,
-                                describe(&configurable)
-                            ),
-                        )
-                    }
-                    Some(_) => {}
-                }
-                if !point.weighted() && p.weight.is_some() {
-                    err(
-                        field(&format!("{at}.enabled[{k}].weight")),
-                        format!(
-                            "weights apply to {} plugins only",
-                            ExtensionPoint::ALL
-                                .iter()
-                                .filter(|p| p.weighted())
-                                .map(|p| p.as_str())
-                                .collect::<Vec<_>>()
-                                .join(" and ")
-                        ),
-                    );
-                }
-            }
-            let own: Vec<&str> = set.enabled.iter().map(|p| p.name.as_str()).collect();
-            let mut list: Vec<&str> = Vec::new();
-            if set.disabled.iter().any(|d| d == "*") {
-                list.extend(own.iter().copied());
-            } else {
-                let mut overrides: Vec<&str> = Vec::new();
-                let mut from_multi: Vec<&str> = Vec::new();
-                for p in &self.multi_point.enabled {
-                    let implemented = implements(&p.name).is_some_and(|pts| pts.contains(&point));
-                    if !implemented || set.disabled.contains(&p.name) {
-                        continue;
-                    }
-                    if own.contains(&p.name.as_str()) {
-                        overrides.push(&p.name);
-                    } else if !from_multi.contains(&p.name.as_str()) {
-                        from_multi.push(&p.name);
-                    }
-                }
-                list.extend(overrides.iter().copied());
-                list.extend(from_multi);
-                list.extend(own.iter().copied().filter(|n| !overrides.contains(n)));
-            }
-            let weighted: Vec<(String, i64)> = list
-                .iter()
-                .map(|name| {
-                    let weight = if point.weighted() {
-                        set.enabled
-                            .iter()
-                            .chain(self.multi_point.enabled.iter())
-                            .find(|p| p.name == *name)
-                            .and_then(|p| p.weight)
-                            .filter(|w| *w != 0)
-                            .unwrap_or(1)
-                    } else {
-                        1
-                    };
-                    ((*name).to_owned(), weight)
-                })
-                .collect();
+            self.check_enabled(file, point, set, implements, &mut errors);
+            let weighted = self.merged_at(point, set, implements);
             if !weighted.is_empty() {
                 points.insert(point, weighted);
             }
         }
         if points.get(&ExtensionPoint::QueueSort).map_or(0, Vec::len) != 1 {
-            err(
-                field("queueSort"),
+            errors.push(self.invalid(
+                file,
+                "queueSort",
                 "exactly one queueSort plugin must be enabled".into(),
-            );
+            ));
         }
         if points.get(&ExtensionPoint::Bind).is_none_or(Vec::is_empty) {
-            err(
-                field("bind"),
+            errors.push(self.invalid(
+                file,
+                "bind",
                 "at least one bind plugin must be enabled".into(),
-            );
+            ));
         }
-        // Failing open drops a plugin's scores; a plugin that also filters, reserves
-        // or binds would let a pod through that it should have stopped.
+        let fail_open = self.fail_open_of(file, &points, &mut errors);
+        let shadows = self.shadows_of(file, &points, &mut errors);
+        if !errors.is_empty() {
+            return Err(ConfigError::many(errors));
+        }
+        Ok(Profile {
+            scheduler_name: self.scheduler_name.clone(),
+            points,
+            args: self.args.clone(),
+            percentage_of_nodes_to_score: self.percentage_of_nodes_to_score,
+            fail_open,
+            shadows,
+        })
+    }
+
+    /// An error in the field `f` of this profile's `plugins`.
+    fn invalid(&self, file: &str, f: &str, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            file: file.to_owned(),
+            field: format!("profiles[{}].plugins.{f}", self.index),
+            message,
+        }
+    }
+
+    /// Checks the plugins `set` enables at `point`: known, implementing the point,
+    /// weighted only where weights apply.
+    fn check_enabled(
+        &self,
+        file: &str,
+        point: ExtensionPoint,
+        set: &MergedSet,
+        implements: &dyn Fn(&str) -> Option<Vec<ExtensionPoint>>,
+        errors: &mut Vec<ConfigError>,
+    ) {
+        let at = point.as_str();
+        for (k, p) in set.enabled.iter().enumerate() {
+            match implements(&p.name) {
+                None => errors.push(self.invalid(
+                    file,
+                    &format!("{at}.enabled[{k}]"),
+                    format!("unknown plugin {:?}", p.name),
+                )),
+                Some(pts) if !pts.contains(&point) => {
+                    // The points a profile can enable it at: not those that come
+                    // with another (NormalizeScore) or that the host asks of every
+                    // plugin implementing them (SignPod).
+                    let configurable: Vec<ExtensionPoint> = pts
+                        .into_iter()
+                        .filter(|p| CONFIGURABLE_POINTS.contains(p))
+                        .collect();
+                    errors.push(self.invalid(
+                        file,
+                        &format!("{at}.enabled[{k}]"),
+                        format!(
+                            "plugin {:?} does not implement {at} (it implements {})",
+                            p.name,
+                            describe_points(&configurable)
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+            if !point.weighted() && p.weight.is_some() {
+                errors.push(self.invalid(
+                    file,
+                    &format!("{at}.enabled[{k}].weight"),
+                    format!(
+                        "weights apply to {} plugins only",
+                        ExtensionPoint::ALL
+                            .iter()
+                            .filter(|p| p.weighted())
+                            .map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" and ")
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// The plugins at `point`, in upstream's merge order, with their weights: with
+    /// `disabled: ['*']` the point's own list; else the `multiPoint` plugins that
+    /// implement it and are not disabled (those the point re-configures first), then
+    /// the point's own.
+    fn merged_at(
+        &self,
+        point: ExtensionPoint,
+        set: &MergedSet,
+        implements: &dyn Fn(&str) -> Option<Vec<ExtensionPoint>>,
+    ) -> Vec<(String, i64)> {
+        let own: Vec<&str> = set.enabled.iter().map(|p| p.name.as_str()).collect();
+        let mut list: Vec<&str> = Vec::new();
+        if set.disabled.iter().any(|d| d == "*") {
+            list.extend(own.iter().copied());
+        } else {
+            let mut overrides: Vec<&str> = Vec::new();
+            let mut from_multi: Vec<&str> = Vec::new();
+            for p in &self.multi_point.enabled {
+                let implemented = implements(&p.name).is_some_and(|pts| pts.contains(&point));
+                if !implemented || set.disabled.contains(&p.name) {
+                    continue;
+                }
+                if own.contains(&p.name.as_str()) {
+                    overrides.push(&p.name);
+                } else if !from_multi.contains(&p.name.as_str()) {
+                    from_multi.push(&p.name);
+                }
+            }
+            list.extend(overrides.iter().copied());
+            list.extend(from_multi);
+            list.extend(own.iter().copied().filter(|n| !overrides.contains(n)));
+        }
+        list.iter()
+            .map(|name| {
+                let weight = if point.weighted() {
+                    set.enabled
+                        .iter()
+                        .chain(self.multi_point.enabled.iter())
+                        .find(|p| p.name == *name)
+                        .and_then(|p| p.weight)
+                        .filter(|w| *w != 0)
+                        .unwrap_or(1)
+                } else {
+                    1
+                };
+                ((*name).to_owned(), weight)
+            })
+            .collect()
+    }
+
+    /// The plugins that fail open. Failing open drops a plugin's scores; a plugin
+    /// that also filters, reserves or binds would let a pod through that it should
+    /// have stopped, so that is an error.
+    fn fail_open_of(
+        &self,
+        file: &str,
+        points: &BTreeMap<ExtensionPoint, Vec<(String, i64)>>,
+        errors: &mut Vec<ConfigError>,
+    ) -> std::collections::BTreeSet<String> {
         let mut fail_open = std::collections::BTreeSet::new();
         for (name, k) in &self.fail_open {
             let used: Vec<&str> = points
@@ -889,18 +937,28 @@ impl ProfileSpec {
             if others.is_empty() {
                 fail_open.insert(name.clone());
             } else {
-                err(
-                    format!("berth.plugins[{k}].failurePolicy"),
-                    format!(
+                errors.push(ConfigError::Invalid {
+                    file: file.to_owned(),
+                    field: format!("berth.plugins[{k}].failurePolicy"),
+                    message: format!(
                         "FailOpen is allowed only for plugins used at preScore and score alone; profile {} enables {name} at {}",
                         self.scheduler_name,
                         others.join(", ")
                     ),
-                );
+                });
             }
         }
-        // A shadow compares Filter and Score answers: a plugin enabled at neither
-        // has nothing to compare.
+        fail_open
+    }
+
+    /// The shadow runs of the profile's plugins. A shadow compares Filter and Score
+    /// answers: a plugin enabled at neither has nothing to compare (an error).
+    fn shadows_of(
+        &self,
+        file: &str,
+        points: &BTreeMap<ExtensionPoint, Vec<(String, i64)>>,
+        errors: &mut Vec<ConfigError>,
+    ) -> BTreeMap<String, Shadow> {
         let mut shadows = BTreeMap::new();
         for (name, k, shadow) in &self.shadows {
             let used: Vec<ExtensionPoint> = points
@@ -912,14 +970,15 @@ impl ProfileSpec {
                 continue;
             }
             if !used.iter().any(|p| SHADOWED_POINTS.contains(p)) {
-                err(
-                    format!("berth.plugins[{k}].shadow"),
-                    format!(
+                errors.push(ConfigError::Invalid {
+                    file: file.to_owned(),
+                    field: format!("berth.plugins[{k}].shadow"),
+                    message: format!(
                         "a shadow run compares Filter and Score answers; profile {} enables {name} at {} only",
                         self.scheduler_name,
-                        describe(&used)
+                        describe_points(&used)
                     ),
-                );
+                });
                 continue;
             }
             shadows.insert(
@@ -936,18 +995,17 @@ impl ProfileSpec {
                 },
             );
         }
-        if !errors.is_empty() {
-            return Err(ConfigError::many(errors));
-        }
-        Ok(Profile {
-            scheduler_name: self.scheduler_name.clone(),
-            points,
-            args: self.args.clone(),
-            percentage_of_nodes_to_score: self.percentage_of_nodes_to_score,
-            fail_open,
-            shadows,
-        })
+        shadows
     }
+}
+
+/// Extension points as a message lists them: `Filter, Score`.
+fn describe_points(points: &[ExtensionPoint]) -> String {
+    points
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The extension points a plugin with `failurePolicy: FailOpen` may be enabled at:
@@ -1136,6 +1194,25 @@ impl Configuration {
                 format!("{p} is not in 0..=100"),
             ));
         }
+        errors.extend(self.check_modules(file));
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::many(errors))
+        }
+    }
+
+    /// Checks the modules and Berth's own settings (`berth:`): the memory limit of
+    /// all instances, each module's source, the OCI settings, each plugin's settings
+    /// (given once).
+    fn check_modules(&self, file: &str) -> Vec<ConfigError> {
+        let config = self;
+        let invalid = |field: &str, message: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            field: field.to_owned(),
+            message,
+        };
+        let mut errors: Vec<ConfigError> = Vec::new();
         if let Some(total) = config
             .berth
             .as_ref()
@@ -1203,11 +1280,7 @@ impl Configuration {
             seen.push(&p.name);
             errors.extend(p.check(file, k));
         }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigError::many(errors))
-        }
+        errors
     }
 
     /// The profiles after merging with the defaults (upstream's rules; a
