@@ -142,8 +142,8 @@ fn object_identity(o: &Object) -> (&'static str, String) {
 /// out whose result has not been taken in, those in `bind_arrived` included. A pod is
 /// in at most one of `binding`, `doubtful` and `unconfirmed`: in `binding` from
 /// Reserve until its binding cycle ends, then in `unconfirmed` (with
-/// `confirm_bindings`) until the cluster shows it bound, or in `doubtful` while no
-/// one can say whether its bind happened. With `settle`, results are taken in only
+/// `confirm_bindings`) until the cluster shows it bound or `assumed_pod_expiry`
+/// passes, or in `doubtful` while no one can say whether its bind happened. With `settle`, results are taken in only
 /// in job order, at points the loop fixes (see [`Scheduler::settle_bindings`]).
 pub(super) struct Bindings {
     /// Where jobs go to the binding threads.
@@ -177,6 +177,20 @@ pub(super) struct Bindings {
     pub(super) doubtful: HashMap<String, (Binding, String, Option<Duration>)>,
 }
 
+impl Bindings {
+    /// Hands a job to the binding threads, numbered; false when no thread is left
+    /// to run it.
+    fn send(&mut self, job: Job) -> bool {
+        let number = self.bind_jobs_sent;
+        if self.bind_tx.send((number, job)).is_err() {
+            return false;
+        }
+        self.bind_jobs_sent += 1;
+        self.bindings_in_flight += 1;
+        true
+    }
+}
+
 impl Scheduler {
     /// Asks the cluster again, on a binding thread, about the pods whose bind may
     /// have happened and whose time has come.
@@ -193,7 +207,7 @@ impl Scheduler {
                 uid: uid.clone(),
                 pod,
             };
-            if !self.send_bind_job(job) {
+            if !self.bindings.send(job) {
                 // No binding thread is left to ask: the pod stays in doubt.
                 continue;
             }
@@ -231,7 +245,7 @@ impl Scheduler {
             pod: CyclePod::new(b.assumed.clone()),
             node: b.node.clone(),
         };
-        if !self.send_bind_job(Job::Bind(job)) {
+        if !self.bindings.send(Job::Bind(job)) {
             // It never ran: the pod is not bound.
             self.finish_binding(
                 uid.to_owned(),
@@ -242,18 +256,6 @@ impl Scheduler {
                 Some(PodState::Pending),
             );
         }
-    }
-
-    /// Hands a job to the binding threads, numbered; false when no thread is left
-    /// to run it.
-    fn send_bind_job(&mut self, job: Job) -> bool {
-        let number = self.bindings.bind_jobs_sent;
-        if self.bindings.bind_tx.send((number, job)).is_err() {
-            return false;
-        }
-        self.bindings.bind_jobs_sent += 1;
-        self.bindings.bindings_in_flight += 1;
-        true
     }
 
     /// Takes in what the binding threads finished; with `block`, waits for at least

@@ -417,9 +417,7 @@ impl Scheduler {
             verdict,
         };
         let group_state = CycleState::sampled();
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         let placements = match fw.generate_placements(&group_state, &info, &self.cluster.snapshot) {
             Ok(p) => p,
             Err(e) => return failed(Verdict::Error(e.to_string())),
@@ -594,9 +592,7 @@ impl Scheduler {
         pod: &Pod,
         within: Option<&HashSet<String>>,
     ) -> Result<Member, String> {
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         let wpod = CyclePod::new(pod.clone());
         match fw.schedule_pod(
             &wpod,

@@ -62,9 +62,7 @@ impl Scheduler {
         let mut info = self.group_info(group);
         info.unscheduled_pods = members.to_vec();
         let state = CycleState::sampled();
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         let snapshot = self.cluster.snapshot.clone();
         let mut aside: Vec<SetAside> = Vec::new();
         let run = fw.pod_group_post_filter(&state, &info, snapshot, &mut |question| {
@@ -74,9 +72,7 @@ impl Scheduler {
         while let Some(a) = aside.pop() {
             self.cluster.cache.put_back(a);
         }
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         let verdict = match run? {
             None => return Ok(GroupPostFilterOutcome::NoPlugin),
             Some(v) if !v.status.is_success() => {

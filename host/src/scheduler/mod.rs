@@ -274,13 +274,14 @@ pub struct Scheduler {
 /// other objects a scheduling cycle reads.
 ///
 /// What must hold: `snapshot` is `cache` as of the last
-/// [`Cache::update_snapshot`], brought up to date before each cycle (and before a
-/// reload or an explanation reads it); a cycle reads the snapshot, never the cache.
-/// `namespaces`, `budgets`, `storage`, `dra` and `pod_groups` are handles shared with
-/// the plugins' host services (the profiles' builder holds clones): what is set here
-/// is what plugins read. The cache tracks `pod_groups` only with the
-/// `GenericWorkload` gate on. Each object kind here changes only when the cluster
-/// reports it (or, for assumed volumes and claims, when a cycle assumes them).
+/// [`ClusterState::refresh_snapshot`], which runs before each scheduling cycle (and
+/// before a reload or an explanation reads the snapshot): the plugins see the
+/// snapshot, not the cache. `namespaces`, `budgets`, `storage`, `dra` and
+/// `pod_groups` are handles shared with the plugins' host services (the profiles'
+/// builder holds clones): what is set here is what plugins read. The cache tracks
+/// `pod_groups` only with the `GenericWorkload` gate on. Besides what the cluster
+/// reports, only the scheduler's own assumptions change them (pods assumed on
+/// nodes, volumes and claims assumed for them), undone if the pod is not bound.
 struct ClusterState {
     /// The nodes and the pods on them, bound and assumed.
     cache: Cache,
@@ -307,9 +308,16 @@ struct ClusterState {
     forbidden: std::collections::BTreeMap<String, String>,
 }
 
-/// What the scheduler talks to. All are handles, fixed when the scheduler is built,
-/// except the recorder ([`Scheduler::set_recorder`]) and the waker
-/// ([`Scheduler::set_waker`]), which the binding and preemption threads share.
+impl ClusterState {
+    /// Brings the snapshot up to date with the cache.
+    fn refresh_snapshot(&mut self) {
+        self.cache.update_snapshot(&mut self.snapshot);
+    }
+}
+
+/// What the scheduler talks to, each a handle fixed when the scheduler is built but
+/// for the recorder ([`Scheduler::set_recorder`]). The waker is shared with the
+/// binding and preemption threads, which call it; [`Scheduler::set_waker`] fills it.
 struct Services {
     /// The time the queue, Permit waits and bindings go by (virtual in a simulation).
     clock: Arc<dyn Clock>,
@@ -1174,9 +1182,7 @@ impl Scheduler {
                 scheduler_name: pod.scheduler_name.clone(),
                 pod: pod.key(),
             })?;
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         let mut pod = pod.clone();
         pod.default_selector = self.default_selector(&pod);
         let mut explanation = fw.explain(
@@ -1204,9 +1210,7 @@ impl Scheduler {
         let fw = self.framework_for(&pod.scheduler_name).cloned()?;
         let mut pod = pod.clone();
         pod.default_selector = self.default_selector(&pod);
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         let (outcome, record) =
             fw.schedule_pod_recorded(&CyclePod::new(pod), &self.cluster.snapshot, &self.nominated);
         Some((fw, outcome, record))
@@ -1309,9 +1313,7 @@ impl Scheduler {
         qp.pod.default_selector = self.default_selector(&qp.pod);
         let started = Instant::now();
         let started_at = self.services.clock.now();
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         let wpod = CyclePod::new(qp.pod.clone());
         match fw.schedule_pod(
             &wpod,

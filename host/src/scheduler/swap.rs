@@ -49,6 +49,20 @@ pub(super) struct Profiles {
     pub(super) shadows_view: ShadowsView,
 }
 
+impl Profiles {
+    /// Brings the views others keep (`/plugins`, `/shadows`, the tag poll) up to date
+    /// with `generation`.
+    fn publish_views(&self) {
+        *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
+        *self
+            .followed_view
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = self.generation.followed_tags();
+        *self.shadows_view.write().unwrap_or_else(|e| e.into_inner()) =
+            self.generation.shadow_stats();
+    }
+}
+
 impl Scheduler {
     /// The profiles' current version: configuration, profiles, modules, frameworks.
     pub fn generation(&self) -> &Arc<Generation> {
@@ -86,9 +100,7 @@ impl Scheduler {
     /// with). Cheap; run [`ReloadJob::build`] off the scheduling thread, then hand its
     /// result to [`Scheduler::finish_reload`].
     pub fn prepare_reload(&mut self, source: ReloadSource) -> ReloadJob {
-        self.cluster
-            .cache
-            .update_snapshot(&mut self.cluster.snapshot);
+        self.cluster.refresh_snapshot();
         ReloadJob {
             builder: self.profiles.builder.clone(),
             base: self.profiles.generation.clone(),
@@ -238,21 +250,7 @@ impl Scheduler {
                 Err(e) => self.enqueue_failed(pod, &e),
             }
         }
-        *self
-            .profiles
-            .plugins_view
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = self.profiles.generation.describe();
-        *self
-            .profiles
-            .followed_view
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = self.profiles.generation.followed_tags();
-        *self
-            .profiles
-            .shadows_view
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = self.profiles.generation.shadow_stats();
+        self.profiles.publish_views();
         for p in &changed {
             self.services.metrics.count_reload(p, "success");
         }
