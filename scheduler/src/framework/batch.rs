@@ -28,6 +28,26 @@ use std::time::Duration;
 /// (a pod deleted, a node added) are not seen by a batch, so it must not live long.
 pub const MAX_BATCH_AGE: Duration = Duration::from_millis(500);
 
+/// What a profile's batching needs: which plugins sign a pod, whether batching is on,
+/// and the signatures and ranked nodes kept from cycle to cycle. `signers`,
+/// `batchable` and `signers_builtin` are fixed when the framework is built and
+/// follow from its plugins; `templates` and `batch` change with each cycle (each
+/// behind its own lock, taken one at a time).
+pub(super) struct Batching {
+    /// The plugins whose fragments sign a pod (every PreFilter, Filter, PreScore and
+    /// Score plugin, see [`Framework::signers`]).
+    pub(super) signers: Vec<usize>,
+    /// Batching is on and every signer implements SignPod.
+    pub(super) batchable: bool,
+    /// Every signer is a built-in plugin, whose fragments never read a pod's name or
+    /// UID: a pod template's signature may be kept.
+    pub(super) signers_builtin: bool,
+    /// Signatures of pod templates signed lately (used only when `signers_builtin`).
+    pub(super) templates: std::sync::Mutex<Templates>,
+    /// The ranked nodes of the last full cycle, for the next pods of its signature.
+    pub(super) batch: std::sync::Mutex<Batch>,
+}
+
 /// Pod templates signed lately (see [`Framework::template_key`]): at most
 /// [`TEMPLATES_KEPT`], the oldest forgotten first.
 #[derive(Default)]
@@ -138,7 +158,7 @@ impl Framework {
     /// Whether the profile batches: every plugin at PreFilter, Filter, PreScore and
     /// Score signs pods, and no shadow compares its cycles.
     pub(super) fn batchable(&self) -> bool {
-        self.batchable && !self.has_shadows()
+        self.batching.batchable && !self.has_shadows()
     }
 
     /// The plugins whose fragments make a signature: every plugin at PreFilter,
@@ -174,13 +194,13 @@ impl Framework {
     ) -> Result<Option<String>, PluginError> {
         let key = self.template_key(pod, state);
         if let Some(k) = &key
-            && let Some(known) = lock(&self.templates).get(k)
+            && let Some(known) = lock(&self.batching.templates).get(k)
         {
             return Ok(known);
         }
         let signature = self.sign_with_plugins(pod, state, snapshot)?;
         if let Some(k) = key {
-            lock(&self.templates).put(k, signature.clone());
+            lock(&self.batching.templates).put(k, signature.clone());
         }
         Ok(signature)
     }
@@ -191,13 +211,14 @@ impl Framework {
     /// fragments do not read the pod's identity (pods of one ReplicaSet differ in
     /// nothing else, so they share one signing).
     fn template_key(&self, pod: &CyclePod, state: &CycleState) -> Option<String> {
-        if !self.signers_builtin {
+        if !self.batching.signers_builtin {
             return None;
         }
         let mut template = pod.pod().clone();
         template.uid.clear();
         template.name.clear();
         let taking_part: Vec<bool> = self
+            .batching
             .signers
             .iter()
             .map(|&i| self.takes_part(i, pod, state))
@@ -217,9 +238,9 @@ impl Framework {
             berth_sdk::sign::SCHEDULER_NAME.to_owned(),
             pod.scheduler_name.clone(),
         ));
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         let mut taking_part: Vec<&str> = Vec::new();
-        for &i in &self.signers {
+        for &i in &self.batching.signers {
             if !self.takes_part(i, pod, state) {
                 continue;
             }
@@ -290,7 +311,7 @@ impl Framework {
         snapshot: &Snapshot,
         filter: &mut FitFilter<'_>,
     ) -> Result<Option<Hint>, PluginError> {
-        let mut batch = lock(&self.batch);
+        let mut batch = lock(&self.batching.batch);
         let Some(ranked) = &batch.ranked else {
             return Ok(None);
         };
@@ -397,7 +418,7 @@ impl Framework {
             .collect();
         let mut totals = vec![0i64; ranked.nodes.len()];
         {
-            let mut main = lock(&self.main);
+            let mut main = lock(&self.instances.main);
             for (p, &(i, weight)) in scorers.iter().enumerate() {
                 let raw: Vec<i64> = ranked.nodes.iter().map(|n| n.raw[p]).collect();
                 let normalized =
@@ -440,7 +461,7 @@ impl Framework {
         if let Some(m) = &self.metrics {
             m.count_batch_attempt(&self.scheduler_name, result.as_str());
         }
-        let mut batch = lock(&self.batch);
+        let mut batch = lock(&self.batching.batch);
         batch.last = Some(LastCycle {
             cycle: cycle.number,
             chosen: chosen.to_owned(),

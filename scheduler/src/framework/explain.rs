@@ -392,7 +392,7 @@ impl Framework {
         let in_group = self.generic_workload && pod.pod().scheduling_group.is_some();
         let devices = match &chosen {
             Some(node) if !claims.is_empty() && !in_group => {
-                let mut main = lock(&self.main);
+                let mut main = lock(&self.instances.main);
                 Some(self.reserved_devices(&mut main, &state, pod, node, &claims)?)
             }
             _ => None,
@@ -441,7 +441,7 @@ impl Framework {
         if let Some((plugin, status)) = &rec.unallocated {
             view.shown.push(PluginStatus::new(plugin, status));
         }
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::PreFilter) {
             let (status, names) = match rec.pre_filter.get(&i) {
                 Some((status, names)) => (
@@ -609,7 +609,7 @@ impl Framework {
         // PreScore as the cycle runs it (a plugin that sits the pod out, answers
         // Skip or fails does not score).
         let skip_score = self.run_pre_score(pod, state, snapshot, slots)?;
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, weight) in self.at(ExtensionPoint::Score) {
             let (raw, normalized) = if skip_score.contains(&i) {
                 (vec![0; slots.len()], vec![0; slots.len()])
@@ -664,7 +664,7 @@ impl Framework {
                 break;
             }
         }
-        let dra = &self.binding_services.dra;
+        let dra = &self.instances.binding_services.dra;
         let shown: Vec<Arc<ResourceClaim>> = claims
             .iter()
             .filter_map(|name| dra.claim(&pod.namespace, name))

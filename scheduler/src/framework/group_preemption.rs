@@ -113,7 +113,7 @@ impl Framework {
         asks: Sender<GroupAsk>,
         answers: Receiver<GroupAnswer>,
     ) -> Result<Option<GroupPostFilterVerdict>, PluginError> {
-        let mut set = lock(&self.group_post_filter);
+        let mut set = lock(&self.instances.group_post_filter);
         let mut lent = Some(Lent {
             asks,
             answers,

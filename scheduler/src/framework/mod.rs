@@ -309,36 +309,58 @@ pub struct Framework {
     metrics: Option<berth_runtime::metrics::Metrics>,
     plugins: Arc<[PluginSlot]>,
     points: HashMap<ExtensionPoint, Vec<(usize, i64)>>,
+    /// The plugin instances the profile's calls run on.
+    instances: Instances,
+    budgets: berth_cluster::Budgets,
+    /// Where a cycle's search for feasible nodes starts, and how far it goes.
+    search: Search,
+    /// Candidates run beside live plugins (shadow runs).
+    shadows: Vec<shadow::ShadowSlot>,
+    /// The `GenericWorkload` gate: whether a pod with a scheduling group is scheduled
+    /// in its group's cycle rather than alone.
+    generic_workload: bool,
+    /// What placing pods from a batch needs.
+    batching: batch::Batching,
+}
+
+/// The plugin instances of a profile, one set per place a plugin call can run: the
+/// scheduling thread, each worker, PodGroupPostFilter's thread, and the binding
+/// cycles. Each set holds one instance of every plugin of `Framework::plugins` (made
+/// when first called), in the same order, and is locked by whoever runs on it: a
+/// set's instances never run two calls at once. Only the binding cycles' sets may
+/// bind (they alone are given a binder).
+struct Instances {
+    /// The scheduling thread's set; every plugin is made on it once when the
+    /// framework is built, so args it refuses are refused then.
     main: Mutex<InstanceSet>,
+    /// One set per worker (as many as the parallelism, at least one): worker `i` of
+    /// `pool` runs on `workers[i]`, and preemption's dry runs use them too.
     workers: Vec<Mutex<InstanceSet>>,
     /// The instances PodGroupPostFilter calls run on (on a thread of their own).
     group_post_filter: Mutex<InstanceSet>,
     /// Idle binding-cycle instance sets: a binding cycle takes one (or makes one) and
     /// gives it back, so there are as many as binding cycles ever ran at once.
     binding: Mutex<Vec<InstanceSet>>,
+    /// The services a binding-cycle set is made with (the binder included).
     binding_services: HostServices,
+    /// The worker threads, when the parallelism is above one; worker `i` runs on
+    /// `workers[i]`.
     pool: Option<Arc<rayon::ThreadPool>>,
-    budgets: berth_cluster::Budgets,
+}
+
+/// The search for feasible nodes: as upstream, a cycle looks at the nodes from where
+/// the last one stopped, round the list, until it has found enough, and breaks ties
+/// between the best nodes at random. `next_start` and `rng` carry over from cycle to
+/// cycle, so placements depend on the order of the cycles and on the seed only.
+struct Search {
+    /// `percentageOfNodesToScore`: how many feasible nodes a cycle looks for (0 is
+    /// upstream's adaptive default).
     percentage_of_nodes_to_score: u32,
+    /// Where the next cycle's search starts, as an index in the snapshot's nodes
+    /// (taken modulo their number).
     next_start: Mutex<usize>,
+    /// Breaks ties between nodes of the same score; seeded from the options.
     rng: Mutex<StdRng>,
-    /// Candidates run beside live plugins (shadow runs).
-    shadows: Vec<shadow::ShadowSlot>,
-    /// The plugins whose fragments sign a pod (every PreFilter, Filter, PreScore and
-    /// Score plugin).
-    signers: Vec<usize>,
-    /// Batching is on and every signer implements SignPod.
-    batchable: bool,
-    /// The `GenericWorkload` gate: whether a pod with a scheduling group is scheduled
-    /// in its group's cycle rather than alone.
-    generic_workload: bool,
-    /// Every signer is a built-in plugin, whose fragments never read a pod's name or
-    /// UID: a pod template's signature may be kept.
-    signers_builtin: bool,
-    /// Signatures of pod templates signed lately.
-    templates: Mutex<batch::Templates>,
-    /// The ranked nodes of the last full cycle, for the next pods of its signature.
-    batch: Mutex<batch::Batch>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -463,30 +485,38 @@ impl Framework {
         let fw = Framework {
             scheduler_name: profile.scheduler_name.clone(),
             metrics: services.metrics.clone(),
-            main: Mutex::new(main),
-            workers: (0..parallelism)
-                .map(|_| Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone())))
-                .collect(),
-            group_post_filter: Mutex::new(group_preemption::instance_set(
-                plugins.len(),
-                scheduling_services.clone(),
-            )),
-            binding: Mutex::new(Vec::new()),
-            binding_services: services.clone(),
+            instances: Instances {
+                main: Mutex::new(main),
+                workers: (0..parallelism)
+                    .map(|_| {
+                        Mutex::new(InstanceSet::new(plugins.len(), scheduling_services.clone()))
+                    })
+                    .collect(),
+                group_post_filter: Mutex::new(group_preemption::instance_set(
+                    plugins.len(),
+                    scheduling_services.clone(),
+                )),
+                binding: Mutex::new(Vec::new()),
+                binding_services: services.clone(),
+                pool,
+            },
             plugins: plugins.into(),
             points,
-            pool,
             budgets: services.budgets.clone(),
-            percentage_of_nodes_to_score: options.percentage_of_nodes_to_score,
-            next_start: Mutex::new(0),
-            rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
+            search: Search {
+                percentage_of_nodes_to_score: options.percentage_of_nodes_to_score,
+                next_start: Mutex::new(0),
+                rng: Mutex::new(StdRng::seed_from_u64(options.seed)),
+            },
             shadows: Vec::new(),
-            batchable,
             generic_workload: options.generic_workload,
-            signers_builtin,
-            templates: Mutex::new(batch::Templates::default()),
-            signers,
-            batch: Mutex::new(batch::Batch::default()),
+            batching: batch::Batching {
+                signers,
+                batchable,
+                signers_builtin,
+                templates: Mutex::new(batch::Templates::default()),
+                batch: Mutex::new(batch::Batch::default()),
+            },
         };
         Ok(fw)
     }
@@ -543,7 +573,7 @@ impl Framework {
                 1,
                 HostServices {
                     binder: None,
-                    ..self.binding_services.clone()
+                    ..self.instances.binding_services.clone()
                 },
             );
             instances
@@ -576,7 +606,7 @@ impl Framework {
     /// swap starts its first cycle with replicas that need only what changed since.
     /// Binding-cycle instances keep no replica and are made on first use.
     pub fn warm(&self, snapshot: &berth_runtime::cache::Snapshot) -> Result<(), PluginError> {
-        for set in std::iter::once(&self.main).chain(&self.workers) {
+        for set in std::iter::once(&self.instances.main).chain(&self.instances.workers) {
             let mut set = lock(set);
             for i in 0..self.plugins.len() {
                 set.get(i, &self.plugins)?.sync(snapshot)?;
@@ -598,7 +628,7 @@ impl Framework {
 
     /// How many worker threads Filter and Score use.
     pub fn parallelism(&self) -> usize {
-        self.workers.len()
+        self.instances.workers.len()
     }
 
     fn at(&self, point: ExtensionPoint) -> &[(usize, i64)] {
@@ -636,14 +666,14 @@ impl Framework {
         let Some(&(i, _)) = self.at(ExtensionPoint::QueueSort).first() else {
             return Ok(vec![-i64::from(pod.priority)]);
         };
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         Ok(main.get(i, &self.plugins)?.sort_key(pod)?)
     }
 
     /// Runs PreEnqueue plugins: `Ok(None)` lets the pod in, `Ok(Some(..))` names the
     /// plugin that keeps it out and why.
     pub fn pre_enqueue(&self, pod: &CyclePod) -> Result<Option<(String, Status)>, PluginError> {
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::PreEnqueue) {
             let status = main.get(i, &self.plugins)?.pre_enqueue(pod)?;
             if !status.is_success() {
@@ -661,7 +691,7 @@ impl Framework {
         node: &str,
     ) -> Result<(), PluginError> {
         let mut timer = self.time_point("Reserve");
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve) {
             if !self.takes_part(i, pod, state) {
                 continue;
@@ -682,7 +712,7 @@ impl Framework {
     pub fn unreserve(&self, state: &CycleState, pod: &CyclePod, node: &str) {
         let mut timer = self.time_point("Unreserve");
         timer.status = "Success";
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::Reserve).iter().rev() {
             if !self.takes_part(i, pod, state) {
                 continue;
@@ -711,7 +741,7 @@ impl Framework {
         node: &str,
     ) -> Result<PermitOutcome, PluginError> {
         let mut timer = self.time_point("Permit");
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         let mut waiting: BTreeSet<String> = BTreeSet::new();
         let mut timeout = MAX_PERMIT_TIMEOUT;
         for &(i, _) in self.at(ExtensionPoint::Permit) {
@@ -769,7 +799,7 @@ impl Framework {
         if !reg.has_hint {
             return Queue;
         }
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         match main.get(i, &self.plugins).and_then(|inst| {
             inst.queueing_hint(event, pod, old, new)
                 .map_err(PluginError::from)
@@ -789,11 +819,12 @@ impl Framework {
     /// The binding cycle: PreBind, Bind (until a plugin does not Skip), PostBind. Runs
     /// on its own instances, so several binding cycles may run at once.
     pub fn bind(&self, state: &CycleState, pod: &CyclePod, node: &str) -> Result<(), PluginError> {
-        let taken = lock(&self.binding).pop();
-        let mut set = taken
-            .unwrap_or_else(|| InstanceSet::new(self.plugins.len(), self.binding_services.clone()));
+        let taken = lock(&self.instances.binding).pop();
+        let mut set = taken.unwrap_or_else(|| {
+            InstanceSet::new(self.plugins.len(), self.instances.binding_services.clone())
+        });
         let r = self.bind_with(&mut set, state, pod, node);
-        lock(&self.binding).push(set);
+        lock(&self.instances.binding).push(set);
         r
     }
 

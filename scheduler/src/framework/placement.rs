@@ -56,7 +56,7 @@ impl Framework {
             by_plugin: Vec::new(),
         };
         let group_key = format!("{}/{}", group.namespace, group.name);
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, weight) in self.at(ExtensionPoint::PlacementScore) {
             let name = &self.plugins[i].name;
             let refused = |what: &str, status: &berth_sdk::Status| PluginError {
@@ -150,7 +150,7 @@ impl Framework {
                 .collect(),
         };
         let mut placements = vec![every_node];
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::PlacementGenerate) {
             let name = &self.plugins[i].name;
             let inst = main.get(i, &self.plugins)?;
@@ -220,7 +220,7 @@ impl Framework {
     ) -> Result<Feasibility, PluginError> {
         let mut timer = self.time_point("PlacementFeasible");
         let mut verdict = Feasibility::Feasible;
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::PlacementFeasible) {
             let t = self.plugin_clock(state);
             let status = main

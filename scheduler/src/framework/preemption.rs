@@ -464,15 +464,15 @@ impl Framework {
         }
         // Worker 0's instances are idle between Filter and Score: lend them.
         let set = {
-            let mut w = lock(&self.workers[0]);
+            let mut w = lock(&self.instances.workers[0]);
             let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
             std::mem::replace(&mut *w, empty)
         };
         // The other workers' instances too, for a plugin that has its nodes' dry runs
         // spread over the workers (SelectVictimsOnNode).
-        let spread = self.pool.as_ref().map(|pool| Spread {
+        let spread = self.instances.pool.as_ref().map(|pool| Spread {
             pool: pool.clone(),
-            others: self.workers[1..]
+            others: self.instances.workers[1..]
                 .iter()
                 .map(|w| {
                     let mut w = lock(w);
@@ -499,7 +499,7 @@ impl Framework {
         let mut verdict = None;
         let mut failure = None;
         {
-            let mut main = lock(&self.main);
+            let mut main = lock(&self.instances.main);
             for &(i, _) in points {
                 // A plugin the pod's features leave out of its cycles (it wrote no
                 // PreFilter state for it) has nothing to do after them either.
@@ -595,9 +595,9 @@ impl Framework {
                 }
             }
         }
-        *lock(&self.workers[0]) = dry.set;
+        *lock(&self.instances.workers[0]) = dry.set;
         if let Some(spread) = dry.spread {
-            for (w, set) in self.workers[1..].iter().zip(spread.others) {
+            for (w, set) in self.instances.workers[1..].iter().zip(spread.others) {
                 *lock(w) = set;
             }
         }

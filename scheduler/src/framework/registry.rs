@@ -141,7 +141,7 @@ pub fn load_modules_with(
 }
 
 /// Loads a module from where its source says: a file, or a registry (pulled, or
-/// from the runtime's store of pulled modules; see [`crate::oci`]).
+/// from the runtime's store of pulled modules; see [`berth_runtime::oci`]).
 fn load_source(
     runtime: &Arc<Runtime>,
     src: &ModuleSource,

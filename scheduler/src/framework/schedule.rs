@@ -149,7 +149,7 @@ impl Framework {
                 p.node_name = node.clone();
                 info.add_pod(&p);
                 if let Some(st) = &own {
-                    let mut main = lock(&self.main);
+                    let mut main = lock(&self.instances.main);
                     for &i in &extensions {
                         let inst = main.get(i, &self.plugins)?;
                         inst.sync_for(snapshot, &[], pod)?;
@@ -169,8 +169,8 @@ impl Framework {
     /// the worker that owns the instances of that index; a small batch runs inline on
     /// the main instances. Results come in item order.
     fn fan_out<R: Send>(&self, items: &[u32], f: impl Fn(Runner, &[u32]) -> R + Sync) -> Vec<R> {
-        let workers = self.workers.len();
-        match &self.pool {
+        let workers = self.instances.workers.len();
+        match &self.instances.pool {
             Some(pool) if items.len() >= INLINE_BELOW => {
                 let per = items.len().div_ceil(workers).max(MIN_NODES_PER_WORKER);
                 let chunks: Vec<&[u32]> = items.chunks(per).collect();
@@ -224,8 +224,8 @@ impl Framework {
     /// The instance set `runner` names.
     fn instances(&self, runner: Runner) -> &std::sync::Mutex<super::InstanceSet> {
         match runner {
-            Runner::Main => &self.main,
-            Runner::Worker(w) => &self.workers[w],
+            Runner::Main => &self.instances.main,
+            Runner::Worker(w) => &self.instances.workers[w],
         }
     }
 
@@ -357,7 +357,7 @@ impl Framework {
     ) -> Result<HashSet<usize>, PluginError> {
         let mut skip_score: HashSet<usize> = HashSet::new();
         let mut timer = self.time_point("PreScore");
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::PreScore) {
             if !self.takes_part(i, pod, state) {
                 skip_score.insert(i);
@@ -606,7 +606,7 @@ impl Framework {
         let mut narrowed: Option<HashSet<String>> = None;
         let mut narrowing_plugins: Vec<String> = Vec::new();
         let mut timer = self.timer("PreFilter", record);
-        let mut main = lock(&self.main);
+        let mut main = lock(&self.instances.main);
         for &(i, _) in self.at(ExtensionPoint::PreFilter) {
             if !self.takes_part(i, pod, state) {
                 // As if it answered Skip, without a call.
@@ -952,8 +952,8 @@ impl Framework {
     ) -> Result<(Vec<u32>, usize), PluginError> {
         let every = record.as_ref().is_some_and(|r| r.explaining);
         let n = candidates.len();
-        let to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n);
-        let start = *lock(&self.next_start) % n;
+        let to_find = num_feasible_nodes_to_find(self.search.percentage_of_nodes_to_score, n);
+        let start = *lock(&self.search.next_start) % n;
         let mut feasible: Vec<u32> = Vec::new();
         let mut processed = 0usize;
         while processed < n && feasible.len() < to_find {
@@ -1020,7 +1020,7 @@ impl Framework {
             processed += cut;
         }
         if !every {
-            *lock(&self.next_start) = (start + processed) % n;
+            *lock(&self.search.next_start) = (start + processed) % n;
         }
         Ok((feasible, processed))
     }
@@ -1061,7 +1061,7 @@ impl Framework {
                     }
                 }
             }
-            let mut main = lock(&self.main);
+            let mut main = lock(&self.instances.main);
             for (p, &(i, weight)) in scorers.iter().enumerate() {
                 let raw = std::mem::replace(&mut per_plugin[p], Ok(Vec::new()));
                 let raw_ok = raw.as_ref().ok().cloned();
@@ -1097,10 +1097,10 @@ impl Framework {
         let mut copy;
         let mut shared;
         let rng: &mut rand::rngs::StdRng = if explaining {
-            copy = lock(&self.rng).clone();
+            copy = lock(&self.search.rng).clone();
             &mut copy
         } else {
-            shared = lock(&self.rng);
+            shared = lock(&self.search.rng);
             &mut shared
         };
         let mut best = 0usize;

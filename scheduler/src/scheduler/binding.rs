@@ -13,7 +13,7 @@ use crate::framework::{CyclePod, CycleState, Framework, PluginError};
 use crate::queue::QueuedPod;
 use berth_cluster::{Binder, FailureReason, PodState};
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Object, Pod};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -133,11 +133,70 @@ fn object_identity(o: &Object) -> (&'static str, String) {
     }
 }
 
+/// The binding cycles: the jobs on the binding threads, the pods between Reserve and
+/// the end of their binding cycle, and the bound pods whose binding the cluster has
+/// not confirmed yet.
+///
+/// What must hold: jobs are numbered in the order they are handed out
+/// (`bind_jobs_sent` is the next number); `bindings_in_flight` counts the jobs handed
+/// out whose result has not been taken in, those in `bind_arrived` included. A pod is
+/// in at most one of `binding`, `doubtful` and `unconfirmed`: in `binding` from
+/// Reserve until its binding cycle ends, then in `unconfirmed` (with
+/// `confirm_bindings`) until the cluster shows it bound or `assumed_pod_expiry`
+/// passes, or in `doubtful` while no one can say whether its bind happened. With `settle`, results are taken in only
+/// in job order, at points the loop fixes (see [`Scheduler::settle_bindings`]).
+pub(super) struct Bindings {
+    /// Where jobs go to the binding threads.
+    pub(super) bind_tx: PoolSender<Numbered<Job>>,
+    /// Where the binding threads' results come from.
+    pub(super) bind_rx: Receiver<Numbered<BindResult>>,
+    /// Jobs handed to the binding threads so far (the next one's number).
+    pub(super) bind_jobs_sent: u64,
+    /// Results received and not yet taken in, by job number (see
+    /// [`Scheduler::settle_bindings`]).
+    pub(super) bind_arrived: std::collections::BTreeMap<u64, BindResult>,
+    /// See [`super::SchedulerOptions::settle_bindings`].
+    pub(super) settle: bool,
+    /// The pods between Reserve and the end of their binding cycle (Permit waits
+    /// included), by UID.
+    pub(super) binding: HashMap<String, Binding>,
+    /// Jobs on the binding threads: binding cycles and lookups.
+    pub(super) bindings_in_flight: usize,
+    /// See [`super::SchedulerOptions::confirm_bindings`].
+    pub(super) confirm_bindings: bool,
+    /// See [`super::SchedulerOptions::assumed_pod_expiry`].
+    pub(super) assumed_pod_expiry: Option<Duration>,
+    /// Pods whose binding succeeded and that wait for the cluster's confirmation:
+    /// when their binding ended.
+    pub(super) unconfirmed: HashMap<String, Duration>,
+    /// Pods whose bind failed in a way that may have bound them (an answer lost), and
+    /// the cluster could not be asked: they stay counted where they were assumed until
+    /// it answers (asked again at most every [`DOUBT_RECHECK`], by a lookup on a
+    /// binding thread), so that no other pod takes their room meanwhile. The time is
+    /// when to ask next; none while a lookup is under way.
+    pub(super) doubtful: HashMap<String, (Binding, String, Option<Duration>)>,
+}
+
+impl Bindings {
+    /// Hands a job to the binding threads, numbered; false when no thread is left
+    /// to run it.
+    fn send(&mut self, job: Job) -> bool {
+        let number = self.bind_jobs_sent;
+        if self.bind_tx.send((number, job)).is_err() {
+            return false;
+        }
+        self.bind_jobs_sent += 1;
+        self.bindings_in_flight += 1;
+        true
+    }
+}
+
 impl Scheduler {
     /// Asks the cluster again, on a binding thread, about the pods whose bind may
     /// have happened and whose time has come.
     pub(super) fn recheck_doubtful(&mut self, now: Duration) {
         let due: Vec<(String, Pod)> = self
+            .bindings
             .doubtful
             .iter()
             .filter(|(_, (_, _, at))| at.is_some_and(|at| at <= now))
@@ -148,11 +207,11 @@ impl Scheduler {
                 uid: uid.clone(),
                 pod,
             };
-            if !self.send_bind_job(job) {
+            if !self.bindings.send(job) {
                 // No binding thread is left to ask: the pod stays in doubt.
                 continue;
             }
-            if let Some(d) = self.doubtful.get_mut(&uid) {
+            if let Some(d) = self.bindings.doubtful.get_mut(&uid) {
                 d.2 = None;
             }
         }
@@ -160,20 +219,20 @@ impl Scheduler {
 
     /// A lookup of a pod in doubt ended.
     fn looked(&mut self, uid: String, state: PodState) {
-        let Some((b, error, _)) = self.doubtful.remove(&uid) else {
+        let Some((b, error, _)) = self.bindings.doubtful.remove(&uid) else {
             return;
         };
         match state {
             PodState::Unknown => {
-                let at = self.clock.now() + DOUBT_RECHECK;
-                self.doubtful.insert(uid, (b, error, Some(at)));
+                let at = self.services.clock.now() + DOUBT_RECHECK;
+                self.bindings.doubtful.insert(uid, (b, error, Some(at)));
             }
             state => self.settle_failed_binding(uid, b, state, error),
         }
     }
 
     pub(super) fn start_binding(&mut self, uid: &str) {
-        let Some(b) = self.binding.get(uid) else {
+        let Some(b) = self.bindings.binding.get(uid) else {
             return;
         };
         // Past Permit no cluster event decides where the pod goes: the queue keeps
@@ -186,7 +245,7 @@ impl Scheduler {
             pod: CyclePod::new(b.assumed.clone()),
             node: b.node.clone(),
         };
-        if !self.send_bind_job(Job::Bind(job)) {
+        if !self.bindings.send(Job::Bind(job)) {
             // It never ran: the pod is not bound.
             self.finish_binding(
                 uid.to_owned(),
@@ -199,18 +258,6 @@ impl Scheduler {
         }
     }
 
-    /// Hands a job to the binding threads, numbered; false when no thread is left
-    /// to run it.
-    fn send_bind_job(&mut self, job: Job) -> bool {
-        let number = self.bind_jobs_sent;
-        if self.bind_tx.send((number, job)).is_err() {
-            return false;
-        }
-        self.bind_jobs_sent += 1;
-        self.bindings_in_flight += 1;
-        true
-    }
-
     /// Takes in what the binding threads finished; with `block`, waits for at least
     /// one result first when any job is in flight. In an embedded run (see
     /// [`super::SchedulerOptions::settle_bindings`]) it first waits for every
@@ -218,16 +265,16 @@ impl Scheduler {
     /// the threads ran.
     pub(super) fn drain_bind_results(&mut self, block: bool) {
         self.take_preemptions_ended();
-        if self.settle {
+        if self.bindings.settle {
             self.settle_bindings(block);
         } else {
             if block
-                && self.bindings_in_flight > 0
-                && let Ok((_, done)) = self.bind_rx.recv()
+                && self.bindings.bindings_in_flight > 0
+                && let Ok((_, done)) = self.bindings.bind_rx.recv()
             {
                 self.bind_done(done);
             }
-            while let Ok((_, done)) = self.bind_rx.try_recv() {
+            while let Ok((_, done)) = self.bindings.bind_rx.try_recv() {
                 self.bind_done(done);
             }
         }
@@ -236,8 +283,8 @@ impl Scheduler {
         // hears of it here. Two binding cycles on two threads may have written
         // them interleaved: an embedded run hears of them object by object (each
         // object's changes in the order they were made), not in the threads' order.
-        let mut changes = self.binder.take_storage_changes();
-        if self.settle {
+        let mut changes = self.services.binder.take_storage_changes();
+        if self.bindings.settle {
             changes.sort_by_cached_key(|(_, new)| object_identity(new));
         }
         for (old, new) in changes {
@@ -268,36 +315,37 @@ impl Scheduler {
     /// of them ends.
     pub(super) fn settle_bindings(&mut self, block: bool) {
         loop {
-            while let Ok((number, done)) = self.bind_rx.try_recv() {
-                self.bind_arrived.insert(number, done);
+            while let Ok((number, done)) = self.bindings.bind_rx.try_recv() {
+                self.bindings.bind_arrived.insert(number, done);
             }
-            let waiting = self.bind_tx.parked();
+            let waiting = self.bindings.bind_tx.parked();
             let running = self
+                .bindings
                 .bindings_in_flight
-                .saturating_sub(self.bind_arrived.len() + waiting);
+                .saturating_sub(self.bindings.bind_arrived.len() + waiting);
             let wait_for_one =
-                running > 0 || (block && self.bind_arrived.is_empty() && waiting > 0);
+                running > 0 || (block && self.bindings.bind_arrived.is_empty() && waiting > 0);
             if !wait_for_one {
                 break;
             }
             // A running job either reports or starts waiting on the cluster, which
             // sends nothing: look at the count again now and then.
-            match self.bind_rx.recv_timeout(SETTLE_POLL) {
+            match self.bindings.bind_rx.recv_timeout(SETTLE_POLL) {
                 Ok((number, done)) => {
-                    self.bind_arrived.insert(number, done);
+                    self.bindings.bind_arrived.insert(number, done);
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 // Every binding thread is gone: nothing more will come.
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
-        while let Some((_, done)) = self.bind_arrived.pop_first() {
+        while let Some((_, done)) = self.bindings.bind_arrived.pop_first() {
             self.bind_done(done);
         }
     }
 
     fn bind_done(&mut self, done: BindResult) {
-        self.bindings_in_flight -= 1;
+        self.bindings.bindings_in_flight -= 1;
         match done {
             BindResult::Bound { uid, result, state } => self.finish_binding(uid, result, state),
             BindResult::Looked { uid, state } => self.looked(uid, state),
@@ -312,17 +360,18 @@ impl Scheduler {
         result: Result<(), PluginError>,
         state: Option<PodState>,
     ) {
-        let Some(b) = self.binding.remove(&uid) else {
+        let Some(b) = self.bindings.binding.remove(&uid) else {
             return;
         };
-        self.storage.forget_pod(&uid);
-        self.dra.forget_pod(&uid);
+        self.cluster.storage.forget_pod(&uid);
+        self.cluster.dra.forget_pod(&uid);
         match result {
             Ok(()) => {
                 let deleted = self.queue.deleted_in_flight(&uid);
                 self.queue.done(&uid);
                 if let Some(first) = b.qp.initial_attempt {
-                    self.metrics
+                    self.services
+                        .metrics
                         .observe_scheduled_pod(b.qp.attempts, first.elapsed());
                 }
                 let message = format!("Successfully assigned {} to {}", b.assumed.key(), b.node);
@@ -332,27 +381,30 @@ impl Scheduler {
                 {
                     o.batched = true;
                 }
-                self.recorder
+                self.services
+                    .recorder
                     .scheduled(b.framework.scheduler_name(), &b.assumed, &b.node);
                 if deleted {
                     // Deleted while it was being bound: it is gone from the cluster too.
-                    self.unconfirmed.remove(&uid);
-                    let _ = self.cache.remove_pod(&uid);
+                    self.bindings.unconfirmed.remove(&uid);
+                    let _ = self.cluster.cache.remove_pod(&uid);
                     self.outcomes.remove(&uid);
                     return;
                 }
-                if self.confirm_bindings {
+                if self.bindings.confirm_bindings {
                     // Counted as assumed until the cluster shows it bound (which may
                     // already have happened: then it is no longer assumed).
-                    if self.cache.finish_binding(&uid).is_ok() {
-                        self.unconfirmed.insert(uid, self.clock.now());
+                    if self.cluster.cache.finish_binding(&uid).is_ok() {
+                        self.bindings
+                            .unconfirmed
+                            .insert(uid, self.services.clock.now());
                     }
                     return;
                 }
                 // The embedded cluster confirms the binding at once: the pod is counted
                 // for good.
-                let _ = self.cache.finish_binding(&uid);
-                let _ = self.cache.add_pod(&b.assumed);
+                let _ = self.cluster.cache.finish_binding(&uid);
+                let _ = self.cluster.cache.add_pod(&b.assumed);
                 self.event(
                     ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
                     None,
@@ -369,7 +421,7 @@ impl Scheduler {
     /// The outcome of a pod now bound to `node`: kept for a report, or forgotten
     /// (see [`super::SchedulerOptions::keep_bound_outcomes`]).
     fn bound_outcome(&mut self, pod: &Pod, node: String, message: String, attempts: u32) {
-        if self.keep_bound_outcomes {
+        if self.settings.keep_bound_outcomes {
             self.set_outcome(pod, Some(node), message, attempts);
         } else {
             self.outcomes.remove(&pod.uid);
@@ -382,21 +434,21 @@ impl Scheduler {
             PodState::BoundTo(node) if node == b.node => {
                 // The bind happened; only its answer was lost.
                 tracing::info!(pod = %b.assumed.key(), %node, "the bind happened though its answer was lost: {error}");
-                self.binding.insert(uid.clone(), b);
+                self.bindings.binding.insert(uid.clone(), b);
                 self.finish_binding(uid, Ok(()), None);
             }
             PodState::Unknown => {
                 // It may be bound: it stays counted on its node until the cluster
                 // can say.
                 tracing::info!(pod = %b.assumed.key(), node = %b.node, "the bind failed and the cluster cannot be asked whether it happened; the pod keeps its room on the node until it can: {error}");
-                let _ = self.cache.finish_binding(&uid);
-                let at = self.clock.now() + DOUBT_RECHECK;
-                self.doubtful.insert(uid, (b, error, Some(at)));
+                let _ = self.cluster.cache.finish_binding(&uid);
+                let at = self.services.clock.now() + DOUBT_RECHECK;
+                self.bindings.doubtful.insert(uid, (b, error, Some(at)));
             }
             state => {
                 b.framework
                     .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
-                let _ = self.cache.forget_pod(&uid);
+                let _ = self.cluster.cache.forget_pod(&uid);
                 match state {
                     PodState::BoundTo(other) => {
                         // Someone else bound it (409 Conflict): drop it from the queue,
@@ -406,7 +458,7 @@ impl Scheduler {
                         tracing::info!(pod = %b.assumed.key(), node = %other, "bound by someone else: {error}");
                         let mut pod = b.assumed.clone();
                         pod.node_name = other.clone();
-                        if self.cache.add_pod(&pod).is_ok() {
+                        if self.cluster.cache.add_pod(&pod).is_ok() {
                             self.event(
                                 ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
                                 None,
@@ -437,33 +489,34 @@ impl Scheduler {
     pub fn finish_in_flight(&mut self, timeout: Duration) -> usize {
         let deadline = Instant::now() + timeout;
         let waiting: Vec<String> = self
+            .bindings
             .binding
             .keys()
             .filter(|uid| self.waiting.remove(uid))
             .cloned()
             .collect();
         for uid in waiting {
-            let b = self.binding.remove(&uid).expect("listed");
+            let b = self.bindings.binding.remove(&uid).expect("listed");
             b.framework
                 .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
-            let _ = self.cache.forget_pod(&uid);
+            let _ = self.cluster.cache.forget_pod(&uid);
             self.queue.done(&uid);
         }
-        while let Some((_, done)) = self.bind_arrived.pop_first() {
+        while let Some((_, done)) = self.bindings.bind_arrived.pop_first() {
             self.bind_done(done);
         }
-        while self.bindings_in_flight > 0 {
+        while self.bindings.bindings_in_flight > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.bind_rx.recv_timeout(left) {
+            match self.bindings.bind_rx.recv_timeout(left) {
                 Ok((_, done)) => self.bind_done(done),
                 Err(_) => break,
             }
         }
-        self.bindings_in_flight
+        self.bindings.bindings_in_flight
     }
 
     /// Binding cycles (and lookups of pods in doubt) under way.
     pub fn bindings_in_flight(&self) -> usize {
-        self.bindings_in_flight
+        self.bindings.bindings_in_flight
     }
 }

@@ -15,12 +15,12 @@ type Event = (ClusterEvent, Option<Object>, Option<Object>);
 impl Scheduler {
     /// The cluster's dynamic resource allocation objects, as plugins read them.
     pub fn dra(&self) -> &Dra {
-        &self.dra
+        &self.cluster.dra
     }
 
     /// A `resource.k8s.io` object appeared, changed or is gone.
     pub fn apply_dra(&mut self, change: DraChange) {
-        for (event, old, new) in apply(&self.dra, change) {
+        for (event, old, new) in apply(&self.cluster.dra, change) {
             self.event(event, old, new);
         }
     }
@@ -29,7 +29,7 @@ impl Scheduler {
     /// claims of its template entries (`cluster::dra::claims_from_templates`; the pod
     /// records them). False, changing nothing, when a template does not exist yet.
     pub fn make_claims_from_templates(&mut self, pod: &mut berth_sdk::Pod) -> bool {
-        let Some(claims) = berth_cluster::dra::claims_from_templates(&self.dra, pod) else {
+        let Some(claims) = berth_cluster::dra::claims_from_templates(&self.cluster.dra, pod) else {
             return false;
         };
         for claim in claims {
@@ -41,7 +41,7 @@ impl Scheduler {
     /// The embedded cluster's resourceclaim controller once the pod of `uid` is gone
     /// (`cluster::dra::released_by_pod`).
     pub fn release_claims_of(&mut self, uid: &str) {
-        for change in berth_cluster::dra::released_by_pod(&self.dra, uid) {
+        for change in berth_cluster::dra::released_by_pod(&self.cluster.dra, uid) {
             self.apply_dra(change);
         }
     }

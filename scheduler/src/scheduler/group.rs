@@ -120,11 +120,11 @@ impl Scheduler {
     /// nothing waits for the object). None with GenericWorkload off, as upstream's
     /// queue has it: every pod is then scheduled alone.
     pub(super) fn group_of(&self, pod: &Pod) -> Option<PodGroupObject> {
-        if !self.generic_workload {
+        if !self.settings.generic_workload {
             return None;
         }
         let name = pod.scheduling_group.as_deref()?;
-        self.pod_groups.get(&pod.namespace, name)
+        self.cluster.pod_groups.get(&pod.namespace, name)
     }
 
     /// Runs the pod group cycle of `group`, whose member `first` was popped.
@@ -155,7 +155,7 @@ impl Scheduler {
         // upstream, only for Unschedulable, not for an error).
         let mut preemption = None;
         if matches!(verdict, Verdict::Unschedulable { .. }) && fw.has_pod_group_post_filter() {
-            self.metrics.count_preemption_attempt();
+            self.services.metrics.count_preemption_attempt();
             let tried_pods: Vec<Pod> = members.iter().map(|q| q.pod.clone()).collect();
             match self.group_post_filter(&fw, &group, &tried_pods) {
                 Ok(GroupPostFilterOutcome::Preempt(p)) => {
@@ -202,7 +202,8 @@ impl Scheduler {
                 message: e.clone(),
             },
         };
-        self.recorder
+        self.services
+            .recorder
             .pod_group_scheduled(&group.namespace, &group.name, &outcome);
         let elapsed = started.elapsed();
         let nominees: Vec<Pod> = if preemption.is_some() {
@@ -213,7 +214,7 @@ impl Scheduler {
         for (qp, t) in members.into_iter().zip(tried) {
             match (t, &verdict) {
                 (Member::Placed { node, state }, Verdict::Feasible) => {
-                    self.metrics.observe_attempt(
+                    self.services.metrics.observe_attempt(
                         AttemptResult::Scheduled,
                         fw.scheduler_name(),
                         elapsed,
@@ -224,7 +225,7 @@ impl Scheduler {
                     Member::Failed { plugins, message },
                     Verdict::Feasible | Verdict::Unschedulable { .. },
                 ) => {
-                    self.metrics.observe_attempt(
+                    self.services.metrics.observe_attempt(
                         AttemptResult::Unschedulable,
                         fw.scheduler_name(),
                         elapsed,
@@ -233,7 +234,7 @@ impl Scheduler {
                     self.fail(qp, plugins, FailureReason::Unschedulable, message);
                 }
                 (_, Verdict::Error(e)) => {
-                    self.metrics.observe_attempt(
+                    self.services.metrics.observe_attempt(
                         AttemptResult::Error,
                         fw.scheduler_name(),
                         elapsed,
@@ -242,7 +243,7 @@ impl Scheduler {
                     self.fail(qp, BTreeSet::new(), FailureReason::SchedulerError, message);
                 }
                 (_, Verdict::Unschedulable { plugin, message }) => {
-                    self.metrics.observe_attempt(
+                    self.services.metrics.observe_attempt(
                         AttemptResult::Unschedulable,
                         fw.scheduler_name(),
                         elapsed,
@@ -360,7 +361,7 @@ impl Scheduler {
                 let mut assumed = (*pod).clone();
                 assumed.node_name = node.clone();
                 fw.unreserve(state, &CyclePod::new(assumed), node);
-                let _ = self.cache.forget_pod(&pod.uid);
+                let _ = self.cluster.cache.forget_pod(&pod.uid);
             }
         }
     }
@@ -369,16 +370,17 @@ impl Scheduler {
     /// bound or assumed before this cycle (how many, and on which nodes).
     pub(super) fn group_info(&self, group: &PodGroupObject) -> PodGroup {
         let mut scheduled =
-            self.pod_groups
+            self.cluster
+                .pod_groups
                 .members_in(&group.namespace, &group.name, MemberState::Assumed);
-        scheduled.extend(self.pod_groups.members_in(
+        scheduled.extend(self.cluster.pod_groups.members_in(
             &group.namespace,
             &group.name,
             MemberState::Bound,
         ));
         let mut scheduled_nodes: Vec<String> = scheduled
             .iter()
-            .filter_map(|uid| self.cache.pod(uid).map(|p| p.node_name.clone()))
+            .filter_map(|uid| self.cluster.cache.pod(uid).map(|p| p.node_name.clone()))
             .collect();
         scheduled_nodes.sort();
         scheduled_nodes.dedup();
@@ -415,8 +417,8 @@ impl Scheduler {
             verdict,
         };
         let group_state = CycleState::sampled();
-        self.cache.update_snapshot(&mut self.snapshot);
-        let placements = match fw.generate_placements(&group_state, &info, &self.snapshot) {
+        self.cluster.refresh_snapshot();
+        let placements = match fw.generate_placements(&group_state, &info, &self.cluster.snapshot) {
             Ok(p) => p,
             Err(e) => return failed(Verdict::Error(e.to_string())),
         };
@@ -487,6 +489,7 @@ impl Scheduler {
         // its next pop.
         self.regate();
         let mut members: Vec<(Pod, Option<u64>)> = self
+            .cluster
             .pod_groups
             .members_in(&group.namespace, &group.name, MemberState::Pending)
             .into_iter()
@@ -531,7 +534,7 @@ impl Scheduler {
                 Some(n) => format!("gang, minCount {n}"),
                 None => "basic".to_owned(),
             },
-            workload: self.pod_groups.template_of(&group).map(Into::into),
+            workload: self.cluster.pod_groups.template_of(&group).map(Into::into),
             scheduled_before: before,
             placement,
             members: pods
@@ -562,6 +565,7 @@ impl Scheduler {
     /// into the cycle, in name order.
     fn take_members(&mut self, first: &QueuedPod, group: &PodGroupObject) -> Vec<QueuedPod> {
         let mut candidates: Vec<(String, String)> = self
+            .cluster
             .pod_groups
             .members_in(&group.namespace, &group.name, MemberState::Pending)
             .into_iter()
@@ -588,19 +592,27 @@ impl Scheduler {
         pod: &Pod,
         within: Option<&HashSet<String>>,
     ) -> Result<Member, String> {
-        self.cache.update_snapshot(&mut self.snapshot);
+        self.cluster.refresh_snapshot();
         let wpod = CyclePod::new(pod.clone());
-        match fw.schedule_pod(&wpod, &self.snapshot, &self.nominated, false, within, None) {
+        match fw.schedule_pod(
+            &wpod,
+            &self.cluster.snapshot,
+            &self.nominated,
+            false,
+            within,
+            None,
+        ) {
             ScheduleOutcome::Scheduled { node, state, .. } => {
                 let mut assumed = pod.clone();
                 assumed.node_name = node.clone();
-                self.cache
+                self.cluster
+                    .cache
                     .assume_pod(&assumed)
                     .map_err(|e| format!("cannot assume pod {}: {e}", assumed.key()))?;
                 let wassumed = CyclePod::new(assumed);
                 if let Err(e) = fw.reserve(&state, &wassumed, &node) {
                     fw.unreserve(&state, &wassumed, &node);
-                    let _ = self.cache.forget_pod(&pod.uid);
+                    let _ = self.cluster.cache.forget_pod(&pod.uid);
                     return Ok(Member::Failed {
                         plugins: BTreeSet::from([e.plugin.clone()]),
                         message: e.to_string(),
@@ -644,10 +656,10 @@ impl Scheduler {
     /// again, or retried (a gang's `minCount` lowered may let it fit).
     /// With GenericWorkload off the scheduler knows no PodGroups, as upstream's cache.
     pub fn add_or_update_pod_group(&mut self, group: PodGroupObject) {
-        if !self.generic_workload {
+        if !self.settings.generic_workload {
             return;
         }
-        let old = self.pod_groups.set(group.clone());
+        let old = self.cluster.pod_groups.set(group.clone());
         if old.as_ref() == Some(&group) {
             return;
         }
@@ -663,19 +675,20 @@ impl Scheduler {
             "PodGroupAdd"
         };
         let members =
-            self.pod_groups
+            self.cluster
+                .pod_groups
                 .members_in(&group.namespace, &group.name, MemberState::Pending);
-        let now = self.clock.now();
+        let now = self.services.clock.now();
         self.queue.group_changed(&members, now, event);
     }
 
     /// A PodGroup is gone: its members stay where they are (a member popped now is
     /// scheduled alone; GangScheduling holds back the ones its PreEnqueue asks next).
     pub fn remove_pod_group(&mut self, namespace: &str, name: &str) {
-        if !self.generic_workload {
+        if !self.settings.generic_workload {
             return;
         }
-        self.pod_groups.remove(namespace, name);
+        self.cluster.pod_groups.remove(namespace, name);
         self.queue
             .forget_group(&(namespace.to_owned(), name.to_owned()));
     }
@@ -683,7 +696,8 @@ impl Scheduler {
     /// A member of the PodGroup that waits in the queue, if any: whose profile keys
     /// the group.
     pub(super) fn waiting_member(&self, namespace: &str, name: &str) -> Option<&QueuedPod> {
-        self.pod_groups
+        self.cluster
+            .pod_groups
             .members_in(namespace, name, MemberState::Pending)
             .iter()
             .find_map(|uid| self.queue.get(uid))

@@ -46,7 +46,7 @@ impl Scheduler {
     pub(super) fn preemption_priority(&self, pod: &Pod) -> i32 {
         pod.scheduling_group
             .as_deref()
-            .and_then(|g| self.pod_groups.get(&pod.namespace, g))
+            .and_then(|g| self.cluster.pod_groups.get(&pod.namespace, g))
             .map_or(pod.priority, |g| g.priority)
     }
 
@@ -62,17 +62,17 @@ impl Scheduler {
         let mut info = self.group_info(group);
         info.unscheduled_pods = members.to_vec();
         let state = CycleState::sampled();
-        self.cache.update_snapshot(&mut self.snapshot);
-        let snapshot = self.snapshot.clone();
+        self.cluster.refresh_snapshot();
+        let snapshot = self.cluster.snapshot.clone();
         let mut aside: Vec<SetAside> = Vec::new();
         let run = fw.pod_group_post_filter(&state, &info, snapshot, &mut |question| {
             self.answer_group_what_if(fw, group, members, &mut aside, question)
         });
         // Whatever the what-if left aside comes back, the last first.
         while let Some(a) = aside.pop() {
-            self.cache.put_back(a);
+            self.cluster.cache.put_back(a);
         }
-        self.cache.update_snapshot(&mut self.snapshot);
+        self.cluster.refresh_snapshot();
         let verdict = match run? {
             None => return Ok(GroupPostFilterOutcome::NoPlugin),
             Some(v) if !v.status.is_success() => {
@@ -87,8 +87,11 @@ impl Scheduler {
             Ok(p) => Ok(GroupPostFilterOutcome::Preempt(p)),
             Err(why) => {
                 tracing::warn!(plugin = %verdict.plugin, group = %format!("{}/{}", group.namespace, group.name), "preemption refused: {why}");
-                self.metrics
-                    .count_refused_call(&verdict.plugin, "evict", "PodGroupPostFilter");
+                self.services.metrics.count_refused_call(
+                    &verdict.plugin,
+                    "evict",
+                    "PodGroupPostFilter",
+                );
                 Err(PluginError {
                     plugin: verdict.plugin,
                     message: format!("was refused evictions at PodGroupPostFilter: {why}"),
@@ -148,7 +151,7 @@ impl Scheduler {
             GroupAsk::Remove(uid) => {
                 GroupAnswer::Status(match self.may_preempt(group, members, &uid) {
                     Err(why) => Status::error(why),
-                    Ok(()) => match self.cache.set_aside(&uid) {
+                    Ok(()) => match self.cluster.cache.set_aside(&uid) {
                         Ok(a) => {
                             aside.push(a);
                             Status::success()
@@ -160,7 +163,7 @@ impl Scheduler {
             GroupAsk::Add(uid) => {
                 GroupAnswer::Status(match aside.iter().position(|a| a.pod().uid == uid) {
                     Some(i) => {
-                        self.cache.put_back(aside.swap_remove(i));
+                        self.cluster.cache.put_back(aside.swap_remove(i));
                         Status::success()
                     }
                     None => Status::error(format!("pod {uid} was not removed from the what-if")),
@@ -189,7 +192,7 @@ impl Scheduler {
         members: &[Pod],
         uid: &str,
     ) -> Result<(), String> {
-        let Some(pod) = self.cache.pod(uid) else {
+        let Some(pod) = self.cluster.cache.pod(uid) else {
             return Err(format!("pod {uid} is not on a node"));
         };
         if members.iter().any(|m| m.uid == uid)
@@ -273,7 +276,7 @@ impl Scheduler {
                     a.pod_uid
                 ));
             }
-            if self.snapshot.slot_of(&a.node).is_none() {
+            if self.cluster.snapshot.slot_of(&a.node).is_none() {
                 return Err(format!(
                     "nominated pod {} to node {}, which does not exist",
                     a.pod_uid, a.node
@@ -288,19 +291,24 @@ impl Scheduler {
         let named: HashSet<&str> = v.victims.iter().map(String::as_str).collect();
         for uid in &v.victims {
             self.may_preempt(group, members, uid)?;
-            let pod = self.cache.pod(uid).cloned().expect("checked on a node");
+            let pod = self
+                .cluster
+                .cache
+                .pod(uid)
+                .cloned()
+                .expect("checked on a node");
             if let Some(name) = pod.scheduling_group.as_deref()
-                && let Some(g) = self.pod_groups.get(&pod.namespace, name)
+                && let Some(g) = self.cluster.pod_groups.get(&pod.namespace, name)
                 && g.disruption_all
             {
-                let placed = self.pod_groups.members_in(
+                let placed = self.cluster.pod_groups.members_in(
                     &pod.namespace,
                     name,
                     berth_cluster::pod_groups::MemberState::Bound,
                 );
                 if let Some(spared) = placed
                     .iter()
-                    .find(|m| self.cache.pod(m).is_some() && !named.contains(m.as_str()))
+                    .find(|m| self.cluster.cache.pod(m).is_some() && !named.contains(m.as_str()))
                 {
                     return Err(format!(
                         "named {} but not {spared} of pod group {}/{name}, whose members are preempted all together",

@@ -33,7 +33,7 @@ use crate::queue::{
     HintOracle, QueueConfig, QueueName, QueuedPod, SchedulingQueue, node_update_actions,
     pod_update_actions,
 };
-use crate::reload::{Builder, FollowedView, Generation, PluginsView, ReloadError, ShadowsView};
+use crate::reload::{Builder, ReloadError};
 use berth_cluster::access;
 use berth_cluster::dra::Dra;
 use berth_cluster::manifest::PodSelector;
@@ -47,11 +47,9 @@ use berth_runtime::wasm::Runtime;
 use berth_runtime::wasm::module::HostServices;
 use berth_sdk::affinity::LabelSelector;
 use berth_sdk::{ActionType, ClusterEvent, EventResource, Labels, Node, Object, Pod, QueueingHint};
-use binding::{BindResult, Binding, Job, spawn_binders};
-use pool::PoolSender;
+use binding::{Binding, spawn_binders};
 use preemption::Preemptions;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::mpsc::Receiver;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -239,80 +237,111 @@ impl std::fmt::Display for Bookkeeping {
     }
 }
 
-/// The scheduler: its profiles, the cache, the queue, the binding cycle.
+/// The scheduler: its profiles, the cluster as it sees it, the queue, the binding
+/// cycles. Each part owns one job; see each part's type for what must hold.
 pub struct Scheduler {
-    frameworks: Vec<Arc<Framework>>,
-    /// The profiles' current version (its frameworks are `frameworks`).
-    generation: Arc<Generation>,
-    /// Builds new versions for a reload.
-    builder: Builder,
-    /// What `/plugins` shows, kept up to date at each swap.
-    plugins_view: PluginsView,
-    /// The `oci:` modules that follow a tag, kept up to date at each swap.
-    followed_view: FollowedView,
-    shadows_view: ShadowsView,
-    cache: Cache,
+    /// The profiles' current version and the views of it that others keep.
+    profiles: swap::Profiles,
+    /// The cluster as the scheduler sees it: nodes, pods and the objects scheduling
+    /// reads.
+    cluster: ClusterState,
     queue: SchedulingQueue,
-    snapshot: Snapshot,
+    /// What happened to each pod this scheduler is responsible for, by UID (see
+    /// [`SchedulerOptions::keep_bound_outcomes`] for the bound ones).
     outcomes: HashMap<String, PodOutcome>,
+    /// Pods waiting at Permit (a handle shared with the plugins).
+    waiting: WaitingPods,
+    /// The pods a PreEnqueue plugin holds back, as last told to the recorder (KEP-5501):
+    /// by UID, the pod and its plugin's message.
+    not_ready: HashMap<String, (Pod, String)>,
+    /// The preemption threads, and the preemptors waiting for them.
+    preemption: Preemptions,
+    /// Pods nominated to a node by preemption, by node.
+    nominated: NominatedPods,
+    /// Scheduling cycles run (one per pod or pod group popped): a profile's batch
+    /// serves only the cycle right after the one that made or used it.
+    cycles: u64,
+    /// The binding cycles under way and what the loop knows of their ends.
+    bindings: binding::Bindings,
+    /// What the scheduler talks to: the clock, the cluster, the recorder, whoever
+    /// drives it, the metrics.
+    services: Services,
+    /// Settings fixed when the scheduler is built.
+    settings: Settings,
+}
+
+/// The cluster as the scheduler sees it: the nodes and the pods on them, and the
+/// other objects a scheduling cycle reads.
+///
+/// What must hold: `snapshot` is `cache` as of the last
+/// [`ClusterState::refresh_snapshot`], which runs before each scheduling cycle (and
+/// before a reload or an explanation reads the snapshot): the plugins see the
+/// snapshot, not the cache. `namespaces`, `budgets`, `storage`, `dra` and
+/// `pod_groups` are handles shared with the plugins' host services (the profiles'
+/// builder holds clones): what is set here is what plugins read. The cache tracks
+/// `pod_groups` only with the `GenericWorkload` gate on. Besides what the cluster
+/// reports, only the scheduler's own assumptions change them (pods assumed on
+/// nodes, volumes and claims assumed for them), undone if the pod is not bound.
+struct ClusterState {
+    /// The nodes and the pods on them, bound and assumed.
+    cache: Cache,
+    /// The cache's contents as of the last update, which scheduling cycles read.
+    snapshot: Snapshot,
+    /// The namespaces' labels.
     namespaces: Namespaces,
+    /// The PodDisruptionBudgets (preemption reads them).
     budgets: Budgets,
+    /// The storage objects: volumes, claims, classes, CSI nodes and drivers,
+    /// capacities.
     storage: Storage,
     /// The dynamic resource allocation objects.
     dra: Dra,
     /// The PodGroups and where their members are (the cache tells it of assumed,
     /// bound and forgotten members; pending ones are told here).
     pod_groups: PodGroups,
-    waiting: WaitingPods,
-    clock: Arc<dyn Clock>,
-    binder: Arc<dyn Binder>,
-    recorder: Arc<dyn Recorder>,
-    /// The pods a PreEnqueue plugin holds back, as last told to the recorder (KEP-5501):
-    /// by UID, the pod and its plugin's message.
-    not_ready: HashMap<String, (Pod, String)>,
-    waker: Arc<RwLock<Option<Waker>>>,
-    bind_tx: PoolSender<binding::Numbered<Job>>,
-    bind_rx: Receiver<binding::Numbered<BindResult>>,
-    /// Jobs handed to the binding threads so far (the next one's number).
-    bind_jobs_sent: u64,
-    /// Results received and not yet taken in, by job number (see
-    /// [`Scheduler::settle_bindings`]).
-    bind_arrived: std::collections::BTreeMap<u64, BindResult>,
-    /// See [`SchedulerOptions::settle_bindings`].
-    settle: bool,
-    /// The preemption threads, and the preemptors waiting for them.
-    preemption: Preemptions,
-    binding: HashMap<String, Binding>,
-    /// Jobs on the binding threads: binding cycles and lookups.
-    bindings_in_flight: usize,
-    metrics: Metrics,
-    max_attempts: u32,
     /// The selectors of Services and controllers, by namespace, then by kind and
     /// name: a pod's cycle reads its own namespace's, and a relist costs one insert
     /// each.
     selectors: HashMap<String, std::collections::BTreeMap<(String, String), LabelSelector>>,
-    nominated: NominatedPods,
-    confirm_bindings: bool,
-    assumed_pod_expiry: Option<Duration>,
-    keep_bound_outcomes: bool,
-    /// Pods whose binding succeeded and that wait for the cluster's confirmation:
-    /// when their binding ended.
-    unconfirmed: HashMap<String, Duration>,
-    /// Pods whose bind failed in a way that may have bound them (an answer lost), and
-    /// the cluster could not be asked: they stay counted where they were assumed until
-    /// it answers (asked again at most every [`binding::DOUBT_RECHECK`], by a lookup on
-    /// a binding thread), so that no other pod takes their room meanwhile. The time
-    /// is when to ask next; none while a lookup is under way.
-    doubtful: HashMap<String, (Binding, String, Option<Duration>)>,
-    /// Scheduling cycles run (one per pod or pod group popped): a profile's batch
-    /// serves only the cycle right after the one that made or used it.
-    cycles: u64,
-    /// The `GenericWorkload` gate: off, PodGroups and Workloads are ignored and every
-    /// pod is scheduled alone, as kube-scheduler 1.37 does by default.
-    generic_workload: bool,
     /// The kinds the scheduler may not list, with the API server's words: pods whose
     /// scheduling needs one wait (see [`berth_cluster::access`]).
     forbidden: std::collections::BTreeMap<String, String>,
+}
+
+impl ClusterState {
+    /// Brings the snapshot up to date with the cache.
+    fn refresh_snapshot(&mut self) {
+        self.cache.update_snapshot(&mut self.snapshot);
+    }
+}
+
+/// What the scheduler talks to, each a handle fixed when the scheduler is built but
+/// for the recorder ([`Scheduler::set_recorder`]). The waker is shared with the
+/// binding and preemption threads, which call it; [`Scheduler::set_waker`] fills it.
+struct Services {
+    /// The time the queue, Permit waits and bindings go by (virtual in a simulation).
+    clock: Arc<dyn Clock>,
+    /// The cluster: binds, evictions, lookups, storage and claim writes.
+    binder: Arc<dyn Binder>,
+    /// Where events and pod status go.
+    recorder: Arc<dyn Recorder>,
+    /// Wakes whoever drives the scheduler when a binding or preemption thread ends a
+    /// job (shared with those threads).
+    waker: Arc<RwLock<Option<Waker>>>,
+    /// The metrics (a handle shared with the queue and the plugins' host services).
+    metrics: Metrics,
+}
+
+/// Settings fixed when the scheduler is built, from [`SchedulerOptions`] and the
+/// framework options.
+struct Settings {
+    /// See [`SchedulerOptions::max_attempts`] (at least 1).
+    max_attempts: u32,
+    /// See [`SchedulerOptions::keep_bound_outcomes`].
+    keep_bound_outcomes: bool,
+    /// The `GenericWorkload` gate: off, PodGroups and Workloads are ignored and every
+    /// pod is scheduled alone, as kube-scheduler 1.37 does by default.
+    generic_workload: bool,
 }
 
 /// Asks the frameworks' plugins for queueing hints.
@@ -403,65 +432,79 @@ impl Scheduler {
         let shadows_view = Arc::new(RwLock::new(generation.shadow_stats()));
         let followed_view = Arc::new(RwLock::new(generation.followed_tags()));
         Ok(Scheduler {
-            frameworks,
-            generation,
-            builder,
-            plugins_view,
-            followed_view,
-            shadows_view,
-            cache: {
-                let mut cache = Cache::new();
-                // With GenericWorkload off no group is known, so members count in none.
-                if options.framework.generic_workload {
-                    cache.track_groups(services.pod_groups.clone());
-                }
-                cache
+            profiles: swap::Profiles {
+                frameworks,
+                generation,
+                builder,
+                plugins_view,
+                followed_view,
+                shadows_view,
+            },
+            cluster: ClusterState {
+                cache: {
+                    let mut cache = Cache::new();
+                    // With GenericWorkload off no group is known, so members count in none.
+                    if options.framework.generic_workload {
+                        cache.track_groups(services.pod_groups.clone());
+                    }
+                    cache
+                },
+                snapshot: Snapshot::default(),
+                namespaces: services.namespaces,
+                budgets: services.budgets,
+                storage: services.storage,
+                dra: services.dra,
+                pod_groups: services.pod_groups,
+                selectors: HashMap::new(),
+                forbidden: std::collections::BTreeMap::new(),
             },
             queue,
-            snapshot: Snapshot::default(),
             outcomes: HashMap::new(),
-            namespaces: services.namespaces,
-            budgets: services.budgets,
-            storage: services.storage,
-            dra: services.dra,
-            pod_groups: services.pod_groups,
             waiting: services.waiting,
-            clock,
-            binder,
-            recorder: Arc::new(NoRecorder),
             not_ready: HashMap::new(),
-            waker,
-            bind_tx,
-            bind_rx,
-            bind_jobs_sent: 0,
-            bind_arrived: std::collections::BTreeMap::new(),
-            settle: options.settle_bindings,
             preemption,
-            binding: HashMap::new(),
-            bindings_in_flight: 0,
-            metrics,
-            max_attempts: options.max_attempts.max(1),
-            selectors: HashMap::new(),
             nominated: NominatedPods::new(),
-            confirm_bindings: options.confirm_bindings,
-            assumed_pod_expiry: options.assumed_pod_expiry,
-            keep_bound_outcomes: options.keep_bound_outcomes,
-            unconfirmed: HashMap::new(),
-            doubtful: HashMap::new(),
             cycles: 0,
-            generic_workload: options.framework.generic_workload,
-            forbidden: std::collections::BTreeMap::new(),
+            bindings: binding::Bindings {
+                bind_tx,
+                bind_rx,
+                bind_jobs_sent: 0,
+                bind_arrived: std::collections::BTreeMap::new(),
+                settle: options.settle_bindings,
+                binding: HashMap::new(),
+                bindings_in_flight: 0,
+                confirm_bindings: options.confirm_bindings,
+                assumed_pod_expiry: options.assumed_pod_expiry,
+                unconfirmed: HashMap::new(),
+                doubtful: HashMap::new(),
+            },
+            services: Services {
+                clock,
+                binder,
+                recorder: Arc::new(NoRecorder),
+                waker,
+                metrics,
+            },
+            settings: Settings {
+                max_attempts: options.max_attempts.max(1),
+                keep_bound_outcomes: options.keep_bound_outcomes,
+                generic_workload: options.framework.generic_workload,
+            },
         })
     }
 
     /// Where events and pod status go (the embedded cluster records nothing).
     pub fn set_recorder(&mut self, recorder: Arc<dyn Recorder>) {
-        self.recorder = recorder;
+        self.services.recorder = recorder;
     }
 
     /// Called whenever a binding cycle ends, so that a loop waiting for input wakes.
     pub fn set_waker(&self, waker: Waker) {
-        *self.waker.write().unwrap_or_else(|e| e.into_inner()) = Some(waker);
+        *self
+            .services
+            .waker
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(waker);
     }
 
     /// Applies a change a cluster source reported.
@@ -478,9 +521,11 @@ impl Scheduler {
             }
             Change::PodDeleted(uid) => self.delete_pod(&uid),
             Change::Namespace(name, labels) => self.add_or_update_namespace(&name, labels),
-            Change::NamespaceDeleted(name) => self.namespaces.remove(&name),
-            Change::Budget(b) => self.budgets.set(b),
-            Change::BudgetDeleted { namespace, name } => self.budgets.remove(&namespace, &name),
+            Change::NamespaceDeleted(name) => self.cluster.namespaces.remove(&name),
+            Change::Budget(b) => self.cluster.budgets.set(b),
+            Change::BudgetDeleted { namespace, name } => {
+                self.cluster.budgets.remove(&namespace, &name)
+            }
             Change::Selector(s) => self.add_or_update_selector(s),
             Change::SelectorDeleted {
                 kind,
@@ -518,8 +563,8 @@ impl Scheduler {
     /// The scheduler may not list `kind`: pods whose scheduling needs it wait, from
     /// their next attempt on.
     pub fn forbid_kind(&mut self, kind: String, message: String) {
-        self.metrics.set_kind_forbidden(&kind, true);
-        self.forbidden.insert(kind, message);
+        self.services.metrics.set_kind_forbidden(&kind, true);
+        self.cluster.forbidden.insert(kind, message);
         // Pods a PreEnqueue plugin holds back for want of the kind's objects are let
         // in, to wait for the kind itself (see `gate`).
         let gates: BTreeSet<String> = self
@@ -527,10 +572,10 @@ impl Scheduler {
             .waiting()
             .filter_map(|q| q.gated_by.clone())
             .collect();
-        let now = self.clock.now();
+        let now = self.services.clock.now();
         for pod in self.queue.gated_by(&gates) {
             if !pod.scheduling_gates.is_empty()
-                || access::waiting_message(&pod, &self.forbidden).is_none()
+                || access::waiting_message(&pod, &self.cluster.forbidden).is_none()
             {
                 continue;
             }
@@ -540,7 +585,7 @@ impl Scheduler {
             match self.gate(&fw, &pod) {
                 Ok((key, gate)) => {
                     self.queue
-                        .update(pod, key, gate, now, &Oracle(&self.frameworks))
+                        .update(pod, key, gate, now, &Oracle(&self.profiles.frameworks))
                 }
                 Err(e) => self.enqueue_failed(pod, &e),
             }
@@ -549,10 +594,10 @@ impl Scheduler {
 
     /// `kind` is listed again: the pods that waited for it are tried again.
     pub fn allow_kind(&mut self, kind: &str) {
-        self.metrics.set_kind_forbidden(kind, false);
-        if self.forbidden.remove(kind).is_some() {
+        self.services.metrics.set_kind_forbidden(kind, false);
+        if self.cluster.forbidden.remove(kind).is_some() {
             let waiting = BTreeSet::from([access::LIST_ACCESS.to_owned()]);
-            let now = self.clock.now();
+            let now = self.services.clock.now();
             let moved = self.queue.move_rejected_by(&waiting, now, "KindAllowed");
             tracing::debug!(kind, moved, "may list it again: its pods are tried again");
         }
@@ -563,27 +608,28 @@ impl Scheduler {
     /// `simulate` say which template each group was made from.
     /// With GenericWorkload off the scheduler knows no Workloads, as upstream's.
     pub fn add_or_update_workload(&mut self, workload: WorkloadObject) {
-        if self.generic_workload {
-            self.pod_groups.set_workload(workload);
+        if self.settings.generic_workload {
+            self.cluster.pod_groups.set_workload(workload);
         }
     }
 
     /// A Workload is gone; the PodGroups made from it stay and are scheduled.
     pub fn remove_workload(&mut self, namespace: &str, name: &str) {
-        if self.generic_workload {
-            self.pod_groups.remove_workload(namespace, name);
+        if self.settings.generic_workload {
+            self.cluster.pod_groups.remove_workload(namespace, name);
         }
     }
 
     /// Whether pod groups are scheduled as groups (the `GenericWorkload` gate).
     pub fn generic_workload(&self) -> bool {
-        self.generic_workload
+        self.settings.generic_workload
     }
 
     /// The pod with this UID as the scheduler has it now: on a node or assumed, or
     /// queued (not while a cycle holds it).
     pub fn pod(&self, uid: &str) -> Option<&Pod> {
-        self.cache
+        self.cluster
+            .cache
             .pod(uid)
             .or_else(|| self.queue.get(uid).map(|q| &q.pod))
     }
@@ -591,9 +637,9 @@ impl Scheduler {
     /// Whether the scheduler has this pod: on a node, assumed, queued, in a
     /// scheduling or binding cycle.
     pub fn knows_pod(&self, uid: &str) -> bool {
-        self.cache.pod(uid).is_some()
-            || self.binding.contains_key(uid)
-            || self.doubtful.contains_key(uid)
+        self.cluster.cache.pod(uid).is_some()
+            || self.bindings.binding.contains_key(uid)
+            || self.bindings.doubtful.contains_key(uid)
             || self.queue.is_in_flight(uid)
             || self.queue.queue_of(uid).is_some()
     }
@@ -623,24 +669,30 @@ impl Scheduler {
     }
 
     fn expire_unconfirmed(&mut self, now: Duration) {
-        let Some(ttl) = self.assumed_pod_expiry else {
+        let Some(ttl) = self.bindings.assumed_pod_expiry else {
             return;
         };
         let expired: Vec<String> = self
+            .bindings
             .unconfirmed
             .iter()
             .filter(|(_, at)| now.saturating_sub(**at) > ttl)
             .map(|(uid, _)| uid.clone())
             .collect();
         for uid in expired {
-            self.unconfirmed.remove(&uid);
-            if self.cache.is_assumed(&uid) {
-                let key = self.cache.pod(&uid).map(|p| p.key()).unwrap_or_default();
+            self.bindings.unconfirmed.remove(&uid);
+            if self.cluster.cache.is_assumed(&uid) {
+                let key = self
+                    .cluster
+                    .cache
+                    .pod(&uid)
+                    .map(|p| p.key())
+                    .unwrap_or_default();
                 tracing::warn!(
                     pod = %key,
                     "the cluster never confirmed the binding within {ttl:?}; forgetting the assumed pod"
                 );
-                let _ = self.cache.forget_pod(&uid);
+                let _ = self.cluster.cache.forget_pod(&uid);
             }
         }
     }
@@ -651,23 +703,23 @@ impl Scheduler {
             queued: self.queue.waiting_len(),
             in_flight: self.queue.in_flight_len(),
             queue_events: self.queue.events_kept(),
-            cached_pods: self.cache.pod_count(),
+            cached_pods: self.cluster.cache.pod_count(),
             outcomes: self.outcomes.len(),
-            binding: self.binding.len(),
-            unconfirmed: self.unconfirmed.len(),
-            doubtful: self.doubtful.len(),
+            binding: self.bindings.binding.len(),
+            unconfirmed: self.bindings.unconfirmed.len(),
+            doubtful: self.bindings.doubtful.len(),
             nominated: self.nominated.values().map(Vec::len).sum(),
         }
     }
 
     /// Bound pods still waiting for the cluster to confirm them.
     pub fn unconfirmed(&self) -> usize {
-        self.unconfirmed.len()
+        self.bindings.unconfirmed.len()
     }
 
     /// The cache (read-only).
     pub fn cache(&self) -> &Cache {
-        &self.cache
+        &self.cluster.cache
     }
 
     /// The queue (read-only).
@@ -677,19 +729,19 @@ impl Scheduler {
 
     /// The PodGroups and where their members are.
     pub fn pod_groups(&self) -> &PodGroups {
-        &self.pod_groups
+        &self.cluster.pod_groups
     }
 
     /// The metrics, in the Prometheus text format.
     pub fn metrics_text(&self) -> String {
         self.publish_metrics();
-        self.metrics.render()
+        self.services.metrics.render()
     }
 
     /// The metrics (a handle that clones share: an HTTP server can render it while
     /// the loop schedules).
     pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+        &self.services.metrics
     }
 
     /// Tells the recorder which pods a PreEnqueue plugin holds back, and with what
@@ -719,7 +771,7 @@ impl Scheduler {
             let entry = match self.not_ready.remove(&qp.pod.uid) {
                 Some(told) if told.1 == message => told,
                 _ => {
-                    self.recorder.not_ready(&qp.pod, Some(message));
+                    self.services.recorder.not_ready(&qp.pod, Some(message));
                     (qp.pod.clone(), message.to_owned())
                 }
             };
@@ -728,7 +780,7 @@ impl Scheduler {
         // What is left was held and no longer is.
         for (uid, (pod, _)) in self.not_ready.drain() {
             if self.queue.get(&uid).is_some() || self.queue.is_in_flight(&uid) {
-                self.recorder.not_ready(&pod, None);
+                self.services.recorder.not_ready(&pod, None);
             }
         }
         self.not_ready = held;
@@ -737,14 +789,17 @@ impl Scheduler {
     /// Brings the gauges that mirror the queue up to date.
     pub fn publish_metrics(&self) {
         let pending = self.queue.pending();
-        self.metrics
+        self.services
+            .metrics
             .set_pending(pending.iter().map(|(q, n)| (q.as_str(), *n)));
-        self.metrics
+        self.services
+            .metrics
             .set_unschedulable(&self.queue.unschedulable_by_plugin());
     }
 
     fn framework_for(&self, scheduler_name: &str) -> Option<&Arc<Framework>> {
-        self.frameworks
+        self.profiles
+            .frameworks
             .iter()
             .find(|f| f.scheduler_name() == scheduler_name)
     }
@@ -755,15 +810,16 @@ impl Scheduler {
     }
 
     fn event(&mut self, event: ClusterEvent, old: Option<Object>, new: Option<Object>) {
-        let now = self.clock.now();
+        let now = self.services.clock.now();
         self.queue
-            .on_event(event, old, new, now, &Oracle(&self.frameworks));
+            .on_event(event, old, new, now, &Oracle(&self.profiles.frameworks));
     }
 
     /// A Service or controller appeared or changed: its selector feeds the default
     /// selector of the pods it selects.
     pub fn add_or_update_selector(&mut self, selector: PodSelector) {
-        self.selectors
+        self.cluster
+            .selectors
             .entry(selector.namespace)
             .or_default()
             .insert((selector.kind, selector.name), selector.selector);
@@ -771,10 +827,10 @@ impl Scheduler {
 
     /// A Service or controller is gone.
     pub fn remove_selector(&mut self, kind: &str, namespace: &str, name: &str) {
-        if let Some(of_namespace) = self.selectors.get_mut(namespace) {
+        if let Some(of_namespace) = self.cluster.selectors.get_mut(namespace) {
             of_namespace.remove(&(kind.to_owned(), name.to_owned()));
             if of_namespace.is_empty() {
-                self.selectors.remove(namespace);
+                self.cluster.selectors.remove(namespace);
             }
         }
     }
@@ -785,7 +841,7 @@ impl Scheduler {
     /// controller made.
     fn default_selector(&self, pod: &Pod) -> Option<LabelSelector> {
         let mut merged: Option<LabelSelector> = None;
-        for selector in self.selectors.get(&pod.namespace)?.values() {
+        for selector in self.cluster.selectors.get(&pod.namespace)?.values() {
             if selector.is_empty() || !selector.matches(&pod.labels) {
                 continue;
             }
@@ -799,13 +855,13 @@ impl Scheduler {
 
     /// A PodDisruptionBudget appeared or changed (preemption reads them).
     pub fn add_or_update_budget(&mut self, budget: berth_sdk::PodDisruptionBudget) {
-        self.budgets.set(budget);
+        self.cluster.budgets.set(budget);
     }
 
     /// A namespace appeared or changed (its labels feed namespace selectors).
     pub fn add_or_update_namespace(&mut self, name: &str, labels: Labels) {
-        let known = self.namespaces.labels(name).is_some();
-        self.namespaces.set(name, labels);
+        let known = self.cluster.namespaces.labels(name).is_some();
+        self.cluster.namespaces.set(name, labels);
         let actions = if known {
             ActionType::UPDATE_OTHER
         } else {
@@ -820,8 +876,8 @@ impl Scheduler {
 
     /// A node appeared or changed.
     pub fn add_or_update_node(&mut self, node: Node) {
-        let old = self.cache.node(&node.name).map(|n| n.node.clone());
-        self.cache.add_or_update_node(node.clone());
+        let old = self.cluster.cache.node(&node.name).map(|n| n.node.clone());
+        self.cluster.cache.add_or_update_node(node.clone());
         let actions = match &old {
             Some(o) => node_update_actions(o, &node),
             None => ActionType::ADD,
@@ -835,8 +891,8 @@ impl Scheduler {
 
     /// A node is gone.
     pub fn remove_node(&mut self, name: &str) {
-        let old = self.cache.node(name).map(|n| n.node.clone());
-        self.cache.remove_node(name);
+        let old = self.cluster.cache.node(name).map(|n| n.node.clone());
+        self.cluster.cache.remove_node(name);
         if let Some(old) = old {
             self.event(
                 ClusterEvent::new(EventResource::Node, ActionType::DELETE),
@@ -851,7 +907,7 @@ impl Scheduler {
         let key = fw.sort_key(&wpod)?;
         self.key_group_of(fw, pod)?;
         if pod.scheduling_gates.is_empty()
-            && access::waiting_message(pod, &self.forbidden).is_some()
+            && access::waiting_message(pod, &self.cluster.forbidden).is_some()
         {
             // PreEnqueue plugins would judge it on a view without the kind
             // (DynamicResources: its claim "not found"); its cycle says what it waits
@@ -877,7 +933,7 @@ impl Scheduler {
     fn enqueue_failed(&mut self, pod: Pod, e: &PluginError) {
         let attempts = self.queue.get(&pod.uid).map_or(0, |q| q.attempts) + 1;
         let message = self.enqueue_failure(&pod, e, attempts);
-        let now = self.clock.now();
+        let now = self.services.clock.now();
         self.queue.add_failed(pod, message, now);
     }
 
@@ -885,7 +941,7 @@ impl Scheduler {
     fn enqueue_failure(&mut self, pod: &Pod, e: &PluginError, attempts: u32) -> String {
         let message = format!("cannot enqueue the pod: {e}");
         tracing::warn!(pod = %pod.key(), "{message}");
-        self.recorder.failed(
+        self.services.recorder.failed(
             &pod.scheduler_name,
             pod,
             FailureReason::SchedulerError,
@@ -912,7 +968,7 @@ impl Scheduler {
                 Err(e) => {
                     let pod = qp.pod.clone();
                     let message = self.enqueue_failure(&pod, &e, qp.attempts + 1);
-                    let now = self.clock.now();
+                    let now = self.services.clock.now();
                     self.queue.regate_failed(qp, message, now);
                 }
             }
@@ -937,11 +993,11 @@ impl Scheduler {
     /// the profiles is queued (or gated); others are ignored.
     pub fn add_pod(&mut self, pod: Pod) -> Result<(), PodError> {
         if !pod.node_name.is_empty() {
-            if self.cache.is_assumed(&pod.uid) {
+            if self.cluster.cache.is_assumed(&pod.uid) {
                 self.confirm(pod);
                 return Ok(());
             }
-            self.cache.add_pod(&pod)?;
+            self.cluster.cache.add_pod(&pod)?;
             self.event(
                 ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
                 None,
@@ -956,10 +1012,14 @@ impl Scheduler {
         // lets it in once enough members exist, itself included). With GenericWorkload
         // off a pod's schedulingGroup means nothing to the scheduler.
         if let Some(group) = &pod.scheduling_group
-            && self.generic_workload
+            && self.settings.generic_workload
         {
-            self.pod_groups
-                .set_member(&pod.uid, &pod.namespace, group, MemberState::Pending);
+            self.cluster.pod_groups.set_member(
+                &pod.uid,
+                &pod.namespace,
+                group,
+                MemberState::Pending,
+            );
         }
         let (key, gate) = match self.gate(&fw, &pod) {
             Ok(g) => g,
@@ -971,11 +1031,11 @@ impl Scheduler {
         let message = enqueue_message(&gate);
         self.set_outcome(&pod, None, message, 0);
         self.nominate(&pod);
-        let now = self.clock.now();
+        let now = self.services.clock.now();
         self.queue.add(pod.clone(), key, gate, now);
         // Upstream's UnscheduledPod/Add, which GangScheduling registers: a new member
         // may complete a gang that waits. Upstream sends it only with GenericWorkload on.
-        if self.generic_workload {
+        if self.settings.generic_workload {
             self.event(
                 ClusterEvent::new(EventResource::UnscheduledPod, ActionType::ADD),
                 None,
@@ -989,9 +1049,9 @@ impl Scheduler {
     /// (its gates checked again); a pending pod that someone else bound leaves the
     /// queue and is counted on its node.
     pub fn update_pod(&mut self, pod: Pod) -> Result<(), PodError> {
-        if let Some(old) = self.cache.pod(&pod.uid).cloned() {
-            if self.cache.is_assumed(&pod.uid) {
-                if pod.node_name.is_empty() || !self.confirm_bindings {
+        if let Some(old) = self.cluster.cache.pod(&pod.uid).cloned() {
+            if self.cluster.cache.is_assumed(&pod.uid) {
+                if pod.node_name.is_empty() || !self.bindings.confirm_bindings {
                     // Ours, being bound: the binding cycle will confirm it.
                     return Ok(());
                 }
@@ -1000,7 +1060,7 @@ impl Scheduler {
                 self.confirm(pod);
                 return Ok(());
             }
-            self.cache.update_pod(&pod)?;
+            self.cluster.cache.update_pod(&pod)?;
             let actions = pod_update_actions(&old, &pod);
             self.event(
                 ClusterEvent::new(EventResource::AssignedPod, actions),
@@ -1038,15 +1098,15 @@ impl Scheduler {
             self.set_outcome(&pod, None, "pending".into(), 0);
         }
         self.nominate(&pod);
-        let now = self.clock.now();
+        let now = self.services.clock.now();
         self.queue
-            .update(pod, key, gate, now, &Oracle(&self.frameworks));
+            .update(pod, key, gate, now, &Oracle(&self.profiles.frameworks));
         Ok(())
     }
 
     fn confirm(&mut self, pod: Pod) {
-        self.unconfirmed.remove(&pod.uid);
-        if let Err(e) = self.cache.add_pod(&pod) {
+        self.bindings.unconfirmed.remove(&pod.uid);
+        if let Err(e) = self.cluster.cache.add_pod(&pod) {
             tracing::warn!(pod = %pod.key(), "confirming the binding: {e}");
             return;
         }
@@ -1060,16 +1120,16 @@ impl Scheduler {
     /// A pod is gone: it leaves the queue, the binding cycle or its node.
     pub fn delete_pod(&mut self, uid: &str) {
         self.unnominate(uid);
-        self.unconfirmed.remove(uid);
-        self.recorder.forget(uid);
-        self.pod_groups.remove_member(uid);
-        if self.binding.contains_key(uid) {
+        self.bindings.unconfirmed.remove(uid);
+        self.services.recorder.forget(uid);
+        self.cluster.pod_groups.remove_member(uid);
+        if self.bindings.binding.contains_key(uid) {
             if self.waiting.remove(uid) {
                 // Waiting at Permit: give back what it reserved.
-                let b = self.binding.remove(uid).expect("checked");
+                let b = self.bindings.binding.remove(uid).expect("checked");
                 b.framework
                     .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
-                let _ = self.cache.forget_pod(uid);
+                let _ = self.cluster.cache.forget_pod(uid);
                 self.queue.done(uid);
                 self.outcomes.remove(uid);
                 return;
@@ -1078,14 +1138,14 @@ impl Scheduler {
             // end what its PreBind waits for in the cluster (its volumes, its
             // claims' binding conditions).
             self.queue.delete(uid);
-            self.storage.end_waits_of(uid);
-            self.dra.end_waits_of(uid);
+            self.cluster.storage.end_waits_of(uid);
+            self.cluster.dra.end_waits_of(uid);
             return;
         }
         if self.queue.delete(uid) && !self.queue.is_in_flight(uid) {
             self.outcomes.remove(uid);
         }
-        if let Ok(pod) = self.cache.remove_pod(uid) {
+        if let Ok(pod) = self.cluster.cache.remove_pod(uid) {
             self.event(
                 ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE),
                 Some(Object::Pod(pod)),
@@ -1122,12 +1182,12 @@ impl Scheduler {
                 scheduler_name: pod.scheduler_name.clone(),
                 pod: pod.key(),
             })?;
-        self.cache.update_snapshot(&mut self.snapshot);
+        self.cluster.refresh_snapshot();
         let mut pod = pod.clone();
         pod.default_selector = self.default_selector(&pod);
         let mut explanation = fw.explain(
             &CyclePod::new(pod.clone()),
-            &self.snapshot,
+            &self.cluster.snapshot,
             &self.nominated,
             options,
         )?;
@@ -1151,9 +1211,9 @@ impl Scheduler {
         let fw = self.framework_for(&pod.scheduler_name).cloned()?;
         let mut pod = pod.clone();
         pod.default_selector = self.default_selector(&pod);
-        self.cache.update_snapshot(&mut self.snapshot);
+        self.cluster.refresh_snapshot();
         let (outcome, record) =
-            fw.schedule_pod_recorded(&CyclePod::new(pod), &self.snapshot, &self.nominated);
+            fw.schedule_pod_recorded(&CyclePod::new(pod), &self.cluster.snapshot, &self.nominated);
         Some((fw, outcome, record))
     }
 
@@ -1162,7 +1222,7 @@ impl Scheduler {
     /// For the tests of the crates above this one (not a scheduler's API).
     #[doc(hidden)]
     pub fn finish_bindings(&mut self) {
-        while self.bindings_in_flight > 0 {
+        while self.bindings.bindings_in_flight > 0 {
             self.drain_bind_results(true);
         }
         self.drain_bind_results(false);
@@ -1172,7 +1232,8 @@ impl Scheduler {
     /// For the tests of the crates above this one (not a scheduler's API).
     #[doc(hidden)]
     pub fn node_at(&self, slot: u32) -> String {
-        self.snapshot
+        self.cluster
+            .snapshot
             .node(slot)
             .map(|n| n.name().to_owned())
             .unwrap_or_default()
@@ -1184,29 +1245,33 @@ impl Scheduler {
     pub fn run_until_idle(&mut self) -> usize {
         let mut attempts = 0;
         loop {
-            let now = self.clock.now();
+            let now = self.services.clock.now();
             self.queue.flush_backoff(now);
             self.resolve_waiting(now);
             self.recheck_doubtful(now);
             while self.schedule_one() {
                 attempts += 1;
                 self.drain_bind_results(false);
-                self.resolve_waiting(self.clock.now());
+                self.resolve_waiting(self.services.clock.now());
             }
-            if self.bindings_in_flight > 0 {
+            if self.bindings.bindings_in_flight > 0 {
                 self.drain_bind_results(true);
                 continue;
             }
             let next = [
-                self.queue.next_backoff_flush(self.max_attempts),
+                self.queue.next_backoff_flush(self.settings.max_attempts),
                 self.waiting.next_deadline(),
-                self.doubtful.values().filter_map(|(_, _, at)| *at).min(),
+                self.bindings
+                    .doubtful
+                    .values()
+                    .filter_map(|(_, _, at)| *at)
+                    .min(),
             ]
             .into_iter()
             .flatten()
             .min();
             match next {
-                Some(t) if self.clock.advance_to(t.max(now)) => {}
+                Some(t) if self.services.clock.advance_to(t.max(now)) => {}
                 _ => break,
             }
         }
@@ -1216,7 +1281,7 @@ impl Scheduler {
     /// Pops one pod and runs its scheduling cycle (the binding cycle goes on apart);
     /// false when activeQ is empty.
     pub fn schedule_one(&mut self) -> bool {
-        if self.settle {
+        if self.bindings.settle {
             // The binding cycles of earlier pods end before this cycle begins (see
             // `SchedulerOptions::settle_bindings`).
             self.drain_bind_results(false);
@@ -1235,10 +1300,10 @@ impl Scheduler {
             self.schedule_group(fw, qp, group);
             return true;
         }
-        if let Some(message) = access::waiting_message(&qp.pod, &self.forbidden) {
+        if let Some(message) = access::waiting_message(&qp.pod, &self.cluster.forbidden) {
             // Placed on a view without the kind, it could land where it cannot run
             // (or take devices or volumes someone else holds): it waits.
-            self.metrics.observe_attempt(
+            self.services.metrics.observe_attempt(
                 AttemptResult::Unschedulable,
                 fw.scheduler_name(),
                 Duration::ZERO,
@@ -1250,12 +1315,12 @@ impl Scheduler {
         let mut qp = qp;
         qp.pod.default_selector = self.default_selector(&qp.pod);
         let started = Instant::now();
-        let started_at = self.clock.now();
-        self.cache.update_snapshot(&mut self.snapshot);
+        let started_at = self.services.clock.now();
+        self.cluster.refresh_snapshot();
         let wpod = CyclePod::new(qp.pod.clone());
         match fw.schedule_pod(
             &wpod,
-            &self.snapshot,
+            &self.cluster.snapshot,
             &self.nominated,
             true,
             None,
@@ -1273,7 +1338,7 @@ impl Scheduler {
                 if batched {
                     tracing::debug!(pod = %qp.pod.key(), %node, "placed from the batch of an earlier cycle");
                 }
-                self.metrics.observe_attempt(
+                self.services.metrics.observe_attempt(
                     AttemptResult::Scheduled,
                     fw.scheduler_name(),
                     started.elapsed(),
@@ -1281,7 +1346,7 @@ impl Scheduler {
                 self.assume_and_permit(fw, qp, node, state, batched);
             }
             ScheduleOutcome::Unschedulable(fit, verdict) => {
-                self.metrics.observe_attempt(
+                self.services.metrics.observe_attempt(
                     AttemptResult::Unschedulable,
                     fw.scheduler_name(),
                     started.elapsed(),
@@ -1290,7 +1355,7 @@ impl Scheduler {
                 let mut preemption = None;
                 if let Some(v) = verdict {
                     let plugin = v.plugin;
-                    self.metrics.count_preemption_attempt();
+                    self.services.metrics.count_preemption_attempt();
                     match v.nominated_node_name.as_deref() {
                         Some("") if !qp.pod.nominated_node_name.is_empty() => {
                             qp.pod.nominated_node_name.clear();
@@ -1311,7 +1376,7 @@ impl Scheduler {
                 }
             }
             ScheduleOutcome::Error(e) => {
-                self.metrics.observe_attempt(
+                self.services.metrics.observe_attempt(
                     AttemptResult::Error,
                     fw.scheduler_name(),
                     started.elapsed(),
@@ -1338,7 +1403,7 @@ impl Scheduler {
     ) {
         let mut assumed = qp.pod.clone();
         assumed.node_name = node.clone();
-        if let Err(e) = self.cache.assume_pod(&assumed) {
+        if let Err(e) = self.cluster.cache.assume_pod(&assumed) {
             self.fail(
                 qp,
                 BTreeSet::new(),
@@ -1356,7 +1421,7 @@ impl Scheduler {
         let uid = assumed.uid.clone();
         match permit {
             Ok(PermitOutcome::Allow) => {
-                self.binding.insert(
+                self.bindings.binding.insert(
                     uid.clone(),
                     Binding {
                         qp,
@@ -1371,7 +1436,7 @@ impl Scheduler {
             }
             Ok(PermitOutcome::Wait(plugins, timeout)) => {
                 tracing::debug!(pod = %assumed.key(), %node, ?plugins, "waiting at Permit");
-                let deadline = self.clock.now() + timeout;
+                let deadline = self.services.clock.now() + timeout;
                 self.waiting.add(
                     &uid,
                     &assumed.namespace,
@@ -1382,7 +1447,7 @@ impl Scheduler {
                 );
                 let message = format!("waiting at Permit on node {node}");
                 self.set_outcome(&assumed, None, message, qp.attempts);
-                self.binding.insert(
+                self.bindings.binding.insert(
                     uid,
                     Binding {
                         qp,
@@ -1396,7 +1461,7 @@ impl Scheduler {
             }
             Err(e) => {
                 fw.unreserve(&state, &wassumed, &node);
-                let _ = self.cache.forget_pod(&uid);
+                let _ = self.cluster.cache.forget_pod(&uid);
                 // A Permit rejection names its plugin, which an event may satisfy.
                 let plugins = BTreeSet::from([e.plugin.clone()]);
                 self.fail(qp, plugins, FailureReason::Unschedulable, e.to_string());
@@ -1410,10 +1475,10 @@ impl Scheduler {
             match state {
                 WaitState::Allowed => self.start_binding(&uid),
                 WaitState::Rejected(plugin, message) => {
-                    if let Some(b) = self.binding.remove(&uid) {
+                    if let Some(b) = self.bindings.binding.remove(&uid) {
                         b.framework
                             .unreserve(&b.state, &CyclePod::new(b.assumed.clone()), &b.node);
-                        let _ = self.cache.forget_pod(&uid);
+                        let _ = self.cluster.cache.forget_pod(&uid);
                         let plugins = BTreeSet::from([plugin.clone()]);
                         self.fail(
                             b.qp,
@@ -1440,13 +1505,18 @@ impl Scheduler {
         // Back in the queue, its nomination (if any) counts again.
         self.nominate(&pod);
         let attempts = qp.attempts;
-        let now = self.clock.now();
-        let went =
-            self.queue
-                .requeue_failed(qp, plugins, message.clone(), now, &Oracle(&self.frameworks));
+        let now = self.services.clock.now();
+        let went = self.queue.requeue_failed(
+            qp,
+            plugins,
+            message.clone(),
+            now,
+            &Oracle(&self.profiles.frameworks),
+        );
         match went {
             Some(_) => {
-                self.recorder
+                self.services
+                    .recorder
                     .failed(&pod.scheduler_name, &pod, reason, &message);
                 self.set_outcome(&pod, None, message, attempts)
             }
@@ -1464,8 +1534,8 @@ impl Scheduler {
     /// Whether nothing is in flight: no pod in a scheduling or binding cycle, none
     /// waiting at Permit.
     pub fn is_quiet(&self) -> bool {
-        self.binding.is_empty()
-            && self.doubtful.is_empty()
+        self.bindings.binding.is_empty()
+            && self.bindings.doubtful.is_empty()
             && self.preemption.is_idle()
             && self.queue.in_flight().is_empty()
             && self.waiting.is_empty()

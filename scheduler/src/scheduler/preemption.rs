@@ -182,8 +182,8 @@ impl Scheduler {
             pod: Box::new(pod.clone()),
             node: node.to_owned(),
         };
-        if !self.binder.reports_deletions() {
-            write_nomination(self.binder.as_ref(), pod, node);
+        if !self.services.binder.reports_deletions() {
+            write_nomination(self.services.binder.as_ref(), pod, node);
         } else if self.preemption.jobs.send(job).is_err() {
             tracing::warn!(pod = %pod.key(), node, "cannot write nominatedNodeName: the preemption threads are gone");
         }
@@ -221,7 +221,9 @@ impl Scheduler {
             return;
         };
         let first = first.clone();
-        self.metrics.observe_preemption_victims(victims.len());
+        self.services
+            .metrics
+            .observe_preemption_victims(victims.len());
         tracing::debug!(
             pod = %first.key(),
             preemptors = preemptors.len(),
@@ -252,7 +254,7 @@ impl Scheduler {
                 self.waiting
                     .reject(&v.uid, "DefaultPreemption", "preempted");
                 let (p, node) = preemptor_of(&preemptors, &v);
-                self.recorder.preempted(&v, p, node);
+                self.services.recorder.preempted(&v, p, node);
             } else if !v.terminating {
                 evict.push(v);
             }
@@ -267,11 +269,11 @@ impl Scheduler {
             ),
             evict,
         };
-        if !self.binder.reports_deletions() {
-            let ended = preemption.carry_out(self.binder.as_ref());
+        if !self.services.binder.reports_deletions() {
+            let ended = preemption.carry_out(self.services.binder.as_ref());
             for v in &ended.evicted {
                 let (p, node) = preemptor_of(&ended.preemptors, v);
-                self.recorder.preempted(v, p, node);
+                self.services.recorder.preempted(v, p, node);
                 self.delete_pod(&v.uid);
                 // Nor a resourceclaim controller: the victim's devices are let go here.
                 self.release_claims_of(&v.uid);
@@ -317,9 +319,11 @@ impl Scheduler {
         while let Ok(ended) = self.preemption.ended.try_recv() {
             for v in &ended.evicted {
                 let (p, node) = preemptor_of(&ended.preemptors, v);
-                self.recorder.preempted(v, p, node);
+                self.services.recorder.preempted(v, p, node);
             }
-            self.metrics.count_preemption_carried_out(ended.all_evicted);
+            self.services
+                .metrics
+                .count_preemption_carried_out(ended.all_evicted);
             for (p, _) in &ended.preemptors {
                 let uid = &p.uid;
                 self.preemption.preempting.remove(uid);

@@ -12,7 +12,7 @@ use berth_sdk::{
 impl Scheduler {
     /// The cluster's storage objects, as plugins read them.
     pub fn storage(&self) -> &Storage {
-        &self.storage
+        &self.cluster.storage
     }
 
     /// A storage object appeared (`old` none) or changed: the event that may make
@@ -39,7 +39,7 @@ impl Scheduler {
 
     /// A PersistentVolumeClaim appeared or changed.
     pub fn add_or_update_claim(&mut self, claim: PersistentVolumeClaim) {
-        let old = self.storage.set_claim(claim.clone());
+        let old = self.cluster.storage.set_claim(claim.clone());
         self.storage_event(
             EventResource::PersistentVolumeClaim,
             old.map(Object::PersistentVolumeClaim),
@@ -49,7 +49,7 @@ impl Scheduler {
 
     /// A PersistentVolumeClaim is gone.
     pub fn remove_claim(&mut self, namespace: &str, name: &str) {
-        let old = self.storage.remove_claim(namespace, name);
+        let old = self.cluster.storage.remove_claim(namespace, name);
         self.storage_deleted(
             EventResource::PersistentVolumeClaim,
             old.map(Object::PersistentVolumeClaim),
@@ -58,7 +58,7 @@ impl Scheduler {
 
     /// A PersistentVolume appeared or changed.
     pub fn add_or_update_volume(&mut self, volume: PersistentVolume) {
-        let old = self.storage.set_volume(volume.clone());
+        let old = self.cluster.storage.set_volume(volume.clone());
         self.storage_event(
             EventResource::PersistentVolume,
             old.map(Object::PersistentVolume),
@@ -68,7 +68,7 @@ impl Scheduler {
 
     /// A PersistentVolume is gone.
     pub fn remove_volume(&mut self, name: &str) {
-        let old = self.storage.remove_volume(name);
+        let old = self.cluster.storage.remove_volume(name);
         self.storage_deleted(
             EventResource::PersistentVolume,
             old.map(Object::PersistentVolume),
@@ -77,7 +77,7 @@ impl Scheduler {
 
     /// A StorageClass appeared or changed.
     pub fn add_or_update_storage_class(&mut self, class: StorageClass) {
-        let old = self.storage.set_class(class.clone());
+        let old = self.cluster.storage.set_class(class.clone());
         self.storage_event(
             EventResource::StorageClass,
             old.map(Object::StorageClass),
@@ -87,13 +87,13 @@ impl Scheduler {
 
     /// A StorageClass is gone.
     pub fn remove_storage_class(&mut self, name: &str) {
-        let old = self.storage.remove_class(name);
+        let old = self.cluster.storage.remove_class(name);
         self.storage_deleted(EventResource::StorageClass, old.map(Object::StorageClass));
     }
 
     /// A CSINode appeared or changed.
     pub fn add_or_update_csi_node(&mut self, node: CsiNode) {
-        let old = self.storage.set_csi_node(node.clone());
+        let old = self.cluster.storage.set_csi_node(node.clone());
         self.storage_event(
             EventResource::CsiNode,
             old.map(Object::CsiNode),
@@ -103,13 +103,13 @@ impl Scheduler {
 
     /// A CSINode is gone.
     pub fn remove_csi_node(&mut self, name: &str) {
-        let old = self.storage.remove_csi_node(name);
+        let old = self.cluster.storage.remove_csi_node(name);
         self.storage_deleted(EventResource::CsiNode, old.map(Object::CsiNode));
     }
 
     /// A CSIDriver appeared or changed.
     pub fn add_or_update_csi_driver(&mut self, driver: CsiDriver) {
-        let old = self.storage.set_csi_driver(driver.clone());
+        let old = self.cluster.storage.set_csi_driver(driver.clone());
         self.storage_event(
             EventResource::CsiDriver,
             old.map(Object::CsiDriver),
@@ -119,13 +119,13 @@ impl Scheduler {
 
     /// A CSIDriver is gone.
     pub fn remove_csi_driver(&mut self, name: &str) {
-        let old = self.storage.remove_csi_driver(name);
+        let old = self.cluster.storage.remove_csi_driver(name);
         self.storage_deleted(EventResource::CsiDriver, old.map(Object::CsiDriver));
     }
 
     /// A CSIStorageCapacity appeared or changed.
     pub fn add_or_update_storage_capacity(&mut self, capacity: CsiStorageCapacity) {
-        let old = self.storage.set_capacity(capacity.clone());
+        let old = self.cluster.storage.set_capacity(capacity.clone());
         self.storage_event(
             EventResource::CsiStorageCapacity,
             old.map(Object::CsiStorageCapacity),
@@ -135,7 +135,7 @@ impl Scheduler {
 
     /// A CSIStorageCapacity is gone.
     pub fn remove_storage_capacity(&mut self, namespace: &str, name: &str) {
-        let old = self.storage.remove_capacity(namespace, name);
+        let old = self.cluster.storage.remove_capacity(namespace, name);
         self.storage_deleted(
             EventResource::CsiStorageCapacity,
             old.map(Object::CsiStorageCapacity),

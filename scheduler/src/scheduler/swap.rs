@@ -2,9 +2,10 @@
 //! between two scheduling cycles (or refused, and the running version keeps serving).
 
 use super::{Oracle, Scheduler};
-use crate::framework::CyclePod;
+use crate::framework::{CyclePod, Framework};
 use crate::reload::{
-    Built, FollowedView, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource, ShadowsView,
+    Builder, Built, FollowedView, Generation, PluginsView, ReloadError, ReloadJob, ReloadSource,
+    ShadowsView,
 };
 use berth_sdk::Pod;
 use std::collections::{BTreeSet, HashMap};
@@ -25,31 +26,69 @@ pub struct SwapReport {
     pub rekeyed: usize,
 }
 
+/// The profiles: the version of them that serves, and what a reload needs to build
+/// the next one.
+///
+/// What must hold: `frameworks` is `generation.frameworks` (kept beside it so that a
+/// cycle finds its profile without going through the `Arc`), and the three views
+/// show `generation` once a swap has ended; a swap replaces them together, between
+/// two scheduling cycles. Cycles and binding cycles under way keep the framework they
+/// hold.
+pub(super) struct Profiles {
+    /// The frameworks of `generation`, one per profile.
+    pub(super) frameworks: Vec<Arc<Framework>>,
+    /// The profiles' current version (its frameworks are `frameworks`).
+    pub(super) generation: Arc<Generation>,
+    /// Builds new versions for a reload.
+    pub(super) builder: Builder,
+    /// What `/plugins` shows, kept up to date at each swap.
+    pub(super) plugins_view: PluginsView,
+    /// The `oci:` modules that follow a tag, kept up to date at each swap.
+    pub(super) followed_view: FollowedView,
+    /// What `/shadows` shows, kept up to date at each swap.
+    pub(super) shadows_view: ShadowsView,
+}
+
+impl Profiles {
+    /// Brings the views others keep (`/plugins`, `/shadows`, the tag poll) up to date
+    /// with `generation`.
+    fn publish_views(&self) {
+        *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
+        *self
+            .followed_view
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = self.generation.followed_tags();
+        *self.shadows_view.write().unwrap_or_else(|e| e.into_inner()) =
+            self.generation.shadow_stats();
+    }
+}
+
 impl Scheduler {
     /// The profiles' current version: configuration, profiles, modules, frameworks.
     pub fn generation(&self) -> &Arc<Generation> {
-        &self.generation
+        &self.profiles.generation
     }
 
     /// What `/plugins` shows (a handle the HTTP server keeps; each swap updates it).
     pub fn plugins_view(&self) -> PluginsView {
-        self.plugins_view.clone()
+        self.profiles.plugins_view.clone()
     }
 
     /// The `oci:` modules that follow a tag (a handle `berth run`'s registry poll
     /// keeps; each swap updates it).
     pub fn followed_view(&self) -> FollowedView {
-        self.followed_view.clone()
+        self.profiles.followed_view.clone()
     }
 
     /// What `/shadows` shows (a handle the HTTP server keeps; each swap updates it).
     pub fn shadows_view(&self) -> ShadowsView {
-        self.shadows_view.clone()
+        self.profiles.shadows_view.clone()
     }
 
     /// What each shadow run of the current version has seen so far.
     pub fn shadow_reports(&self) -> Vec<crate::framework::ShadowStats> {
-        self.generation
+        self.profiles
+            .generation
             .shadow_stats()
             .iter()
             .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
@@ -61,11 +100,11 @@ impl Scheduler {
     /// with). Cheap; run [`ReloadJob::build`] off the scheduling thread, then hand its
     /// result to [`Scheduler::finish_reload`].
     pub fn prepare_reload(&mut self, source: ReloadSource) -> ReloadJob {
-        self.cache.update_snapshot(&mut self.snapshot);
+        self.cluster.refresh_snapshot();
         ReloadJob {
-            builder: self.builder.clone(),
-            base: self.generation.clone(),
-            snapshot: self.snapshot.clone(),
+            builder: self.profiles.builder.clone(),
+            base: self.profiles.generation.clone(),
+            snapshot: self.cluster.snapshot.clone(),
             source,
         }
     }
@@ -88,7 +127,8 @@ impl Scheduler {
     ) -> Result<SwapReport, ReloadError> {
         let r = built.and_then(|b| self.swap(b));
         if let Err(e) = &r {
-            self.metrics
+            self.services
+                .metrics
                 .count_reload(e.plugin.as_deref().unwrap_or(""), "refused");
             tracing::warn!(
                 plugin = e.plugin.as_deref().unwrap_or("-"),
@@ -105,7 +145,7 @@ impl Scheduler {
     /// plugin rejected are retried, and gated pods a changed PreEnqueue plugin keeps
     /// out are asked again.
     fn swap(&mut self, built: Built) -> Result<SwapReport, ReloadError> {
-        if built.base != self.generation.number {
+        if built.base != self.profiles.generation.number {
             return Err(ReloadError {
                 file: built.generation.file.clone(),
                 field: None,
@@ -113,7 +153,7 @@ impl Scheduler {
                 module: None,
                 reason: format!(
                     "built against version {} of the profiles, but version {} serves now",
-                    built.base, self.generation.number
+                    built.base, self.profiles.generation.number
                 ),
             });
         }
@@ -122,12 +162,12 @@ impl Scheduler {
                 .generation
                 .frameworks
                 .iter()
-                .zip(&self.frameworks)
+                .zip(&self.profiles.frameworks)
                 .all(|(a, b)| Arc::ptr_eq(a, b));
         if same {
             tracing::debug!(file = %built.generation.file, "configuration reloaded: nothing changed");
             return Ok(SwapReport {
-                generation: self.generation.number,
+                generation: self.profiles.generation.number,
                 ..SwapReport::default()
             });
         }
@@ -145,7 +185,7 @@ impl Scheduler {
                 .queue
                 .waiting()
                 .map(|q| &q.pod)
-                .chain(self.binding.values().map(|b| &b.qp.pod));
+                .chain(self.bindings.binding.values().map(|b| &b.qp.pod));
             for pod in pods {
                 let Some(fw) = profile_of(pod) else { continue };
                 let key = fw
@@ -156,7 +196,7 @@ impl Scheduler {
             // Each pod group keyed in the queue, with the profile of a waiting member
             // (with none waiting, it is keyed again when the next is enqueued).
             for id in self.queue.keyed_groups() {
-                let Some(group) = self.pod_groups.get(&id.0, &id.1) else {
+                let Some(group) = self.cluster.pod_groups.get(&id.0, &id.1) else {
                     continue;
                 };
                 let Some(fw) = self
@@ -178,21 +218,22 @@ impl Scheduler {
             ..
         } = built;
         generation.loaded_at = std::time::SystemTime::now();
-        self.frameworks = generation.frameworks.clone();
-        self.builder
+        self.profiles.frameworks = generation.frameworks.clone();
+        self.profiles
+            .builder
             .runtime
             .memory()
             .set_limit(generation.config.total_memory_limit());
-        self.generation = Arc::new(generation);
+        self.profiles.generation = Arc::new(generation);
         if queue_sort_changed {
             self.queue.rekey(&keys, &group_keys);
-            for (uid, b) in self.binding.iter_mut() {
+            for (uid, b) in self.bindings.binding.iter_mut() {
                 if let Some(k) = keys.get(uid) {
                     b.qp.key = k.clone();
                 }
             }
         }
-        let now = self.clock.now();
+        let now = self.services.clock.now();
         let moved = self.queue.move_rejected_by(&changed, now, "PluginReload");
         let mut regated = 0;
         for pod in self.queue.gated_by(&changed) {
@@ -203,31 +244,25 @@ impl Scheduler {
                 Ok((key, gate)) => {
                     regated += 1;
                     self.queue
-                        .update(pod, key, gate, now, &Oracle(&self.frameworks));
+                        .update(pod, key, gate, now, &Oracle(&self.profiles.frameworks));
                 }
                 // Not dropped: it backs off and is asked again.
                 Err(e) => self.enqueue_failed(pod, &e),
             }
         }
-        *self.plugins_view.write().unwrap_or_else(|e| e.into_inner()) = self.generation.describe();
-        *self
-            .followed_view
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = self.generation.followed_tags();
-        *self.shadows_view.write().unwrap_or_else(|e| e.into_inner()) =
-            self.generation.shadow_stats();
+        self.profiles.publish_views();
         for p in &changed {
-            self.metrics.count_reload(p, "success");
+            self.services.metrics.count_reload(p, "success");
         }
         tracing::info!(
-            file = %self.generation.file,
-            generation = self.generation.number,
+            file = %self.profiles.generation.file,
+            generation = self.profiles.generation.number,
             "configuration reloaded: plugins changed: [{}]; {moved} unschedulable pod(s) they rejected retried, {regated} gated pod(s) asked again{}",
             changed.iter().cloned().collect::<Vec<_>>().join(", "),
             if keys.is_empty() { String::new() } else { format!("; {} pod(s) re-keyed for the new QueueSort", keys.len()) },
         );
         Ok(SwapReport {
-            generation: self.generation.number,
+            generation: self.profiles.generation.number,
             changed,
             moved,
             regated,
