@@ -104,6 +104,37 @@ fn histogram(
     h
 }
 
+fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry.register(Box::new(g.clone())).expect("unique name");
+    g
+}
+
+/// The gauges: pending pods per queue, unschedulable pods per plugin and profile,
+/// and the kinds the scheduler may not list.
+fn gauges(r: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) {
+    (
+        gauge(
+            r,
+            "scheduler_pending_pods",
+            "Pods waiting to be scheduled, per queue: active (activeQ), backoff (backoffQ), unschedulable (tried and failed), gated (held back by a PreEnqueue plugin, never tried).",
+            &["queue"],
+        ),
+        gauge(
+            r,
+            "scheduler_unschedulable_pods",
+            "Pending pods per plugin that rejected their last attempt or gates them (a pod counts once for each such plugin), and profile; a pod leaves the count when its next attempt starts or it is deleted.",
+            &["plugin", "profile"],
+        ),
+        gauge(
+            r,
+            "berth_list_forbidden",
+            "1 while the API server forbids the scheduler to list the kind (403; pods whose scheduling needs it wait), 0 once it may list it again; per kind (resource.group).",
+            &["kind"],
+        ),
+    )
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
@@ -114,171 +145,141 @@ impl Metrics {
     /// A fresh set, in its own registry.
     pub fn new() -> Self {
         let r = Registry::new();
-        let pending_pods = IntGaugeVec::new(
-            Opts::new(
-                "scheduler_pending_pods",
-                "Pods waiting to be scheduled, per queue: active (activeQ), backoff (backoffQ), unschedulable (tried and failed), gated (held back by a PreEnqueue plugin, never tried).",
-            ),
-            &["queue"],
-        )
-        .expect("valid metric");
-        r.register(Box::new(pending_pods.clone()))
-            .expect("unique name");
-        let unschedulable_pods = IntGaugeVec::new(
-            Opts::new(
-                "scheduler_unschedulable_pods",
-                "Pending pods per plugin that rejected their last attempt or gates them (a pod counts once for each such plugin), and profile; a pod leaves the count when its next attempt starts or it is deleted.",
-            ),
-            &["plugin", "profile"],
-        )
-        .expect("valid metric");
-        r.register(Box::new(unschedulable_pods.clone()))
-            .expect("unique name");
-        let kinds_forbidden = IntGaugeVec::new(
-            Opts::new(
-                "berth_list_forbidden",
-                "1 while the API server forbids the scheduler to list the kind (403; pods whose scheduling needs it wait), 0 once it may list it again; per kind (resource.group).",
-            ),
-            &["kind"],
-        )
-        .expect("valid metric");
-        r.register(Box::new(kinds_forbidden.clone()))
-            .expect("unique name");
-        let inner = Inner {
-            schedule_attempts: counter(
-                &r,
-                "scheduler_schedule_attempts_total",
-                "Scheduling attempts per result (scheduled; unschedulable: no node fits; error: a plugin or the scheduler failed) and profile.",
-                &["result", "profile"],
-            ),
-            attempt_duration: histogram(
-                &r,
-                "scheduler_scheduling_attempt_duration_seconds",
-                "Seconds one scheduling cycle took, per result and profile.",
-                &["result", "profile"],
-                buckets(0.001, 2.0, 15),
-            ),
-            pending_pods,
-            unschedulable_pods,
-            unschedulable_series: Default::default(),
-            incoming_pods: counter(
-                &r,
-                "scheduler_queue_incoming_pods_total",
-                "Pods moved into a queue, per queue and the event that moved them.",
-                &["queue", "event"],
-            ),
-            extension_point_duration: histogram(
-                &r,
-                "scheduler_framework_extension_point_duration_seconds",
-                "Seconds the plugins of one extension point took together, per extension point, status and profile.",
-                &["extension_point", "status", "profile"],
-                buckets(0.0001, 2.0, 12),
-            ),
-            plugin_execution_duration: histogram(
-                &r,
-                "scheduler_plugin_execution_duration_seconds",
-                "Seconds one plugin took at one extension point, per status; measured in a sample of the scheduling cycles.",
-                &["plugin", "extension_point", "status"],
-                buckets(0.00001, 1.5, 20),
-            ),
-            sli_duration: histogram(
-                &r,
-                "scheduler_pod_scheduling_sli_duration_seconds",
-                "Seconds from a pod's first scheduling attempt to its successful binding, per number of attempts it needed.",
-                &["attempts"],
-                buckets(0.01, 2.0, 20),
-            ),
-            plugin_traps: counter(
-                &r,
-                "berth_plugin_traps_total",
-                "Number of calls into a plugin's WebAssembly instance that trapped (a panic, a deadline, a memory fault); the instance is rebuilt after each.",
-                &["plugin"],
-            ),
-            plugin_refused_calls: counter(
-                &r,
-                "berth_plugin_refused_calls_total",
-                "Number of host calls refused to a plugin: a call outside what its extension point and cycle allow (binding another pod, approving another plugin's wait, writing storage from Filter).",
-                &["plugin", "call", "extension_point"],
-            ),
-            plugin_call_duration: histogram(
-                &r,
-                "berth_plugin_call_duration_seconds",
-                "Time spent inside a plugin's WebAssembly instance per call, without the host's work around it.",
-                &["plugin", "extension_point"],
-                buckets(0.00001, 1.5, 20),
-            ),
-            preemption_attempts: counter(
-                &r,
-                "scheduler_preemption_attempts_total",
-                "Preemption attempts: PostFilter runs of a profile with a PostFilter plugin.",
-                &[],
-            ),
-            preemption_victims: histogram(
-                &r,
-                "scheduler_preemption_victims",
-                "Number of pods a preemption evicted.",
-                &[],
-                buckets(1.0, 2.0, 7),
-            ),
-            preemption_carried_out: counter(
-                &r,
-                "scheduler_preemption_goroutines_execution_total",
-                "Preemptions carried out apart from the scheduling loop (nominations written, victims evicted), by result: error when an eviction failed. Upstream's name; Berth runs them on its preemption threads.",
-                &["result"],
-            ),
-            plugin_failures_ignored: counter(
-                &r,
-                "berth_plugin_failures_ignored_total",
-                "Failures of a plugin whose failurePolicy is FailOpen that were ignored: its scores were dropped for that scheduling cycle and the pod was scheduled on the other plugins' scores.",
-                &["plugin"],
-            ),
-            records_dropped: counter(
-                &r,
-                "berth_event_records_dropped_total",
-                "Events and pod conditions dropped because 1000 were already waiting for the API server (as client-go's event broadcaster drops them).",
-                &[],
-            ),
-            plugin_output_lines: counter(
-                &r,
-                "berth_plugin_output_lines_total",
-                "Lines a plugin wrote to stdout or stderr or sent through the SDK's log call, per outcome: logged, or suppressed by the per-instance rate limit.",
-                &["plugin", "outcome"],
-            ),
-            plugin_reloads: counter(
-                &r,
-                "berth_plugin_reloads_total",
-                "Reloads of a plugin's module or configuration while the scheduler runs, per result: success (swapped in) or refused (the old version keeps serving). A configuration refused before any plugin could be told apart counts under plugin=\"\".",
-                &["plugin", "result"],
-            ),
-            shadow_cycles: counter(
-                &r,
-                "berth_shadow_cycles_total",
-                "Scheduling cycles on which a plugin's shadow candidate was compared with it.",
-                &["plugin"],
-            ),
-            shadow_disagreements: counter(
-                &r,
-                "berth_shadow_disagreements_total",
-                "Cycles on which a plugin's shadow candidate answered otherwise, per kind: filter (a PreFilter or Filter verdict), score (a normalized score), node (the node that would be picked), error (the candidate failed).",
-                &["plugin", "kind"],
-            ),
-            batch_attempts: counter(
-                &r,
-                "scheduler_batch_attempts_total",
-                "Scheduling cycles of pods in a batchable profile (opportunistic batching), per result: hint_used (placed on the node a previous cycle ranked next, without filtering or scoring the others), hint_not_used (the hint did not fit; the cycle ran in full), no_hint (no usable batch).",
-                &["profile", "result"],
-            ),
-            batch_flushes: counter(
-                &r,
-                "scheduler_batch_cache_flushed_total",
-                "Times a profile's batch (a previous cycle's ranked nodes) was thrown away, per reason.",
-                &["profile", "reason"],
-            ),
-            kinds_forbidden,
-            registry: r,
-        };
+        let (pending_pods, unschedulable_pods, kinds_forbidden) = gauges(&r);
         Metrics {
-            inner: Arc::new(inner),
+            inner: Arc::new(Inner {
+                schedule_attempts: counter(
+                    &r,
+                    "scheduler_schedule_attempts_total",
+                    "Scheduling attempts per result (scheduled; unschedulable: no node fits; error: a plugin or the scheduler failed) and profile.",
+                    &["result", "profile"],
+                ),
+                attempt_duration: histogram(
+                    &r,
+                    "scheduler_scheduling_attempt_duration_seconds",
+                    "Seconds one scheduling cycle took, per result and profile.",
+                    &["result", "profile"],
+                    buckets(0.001, 2.0, 15),
+                ),
+                pending_pods,
+                unschedulable_pods,
+                unschedulable_series: Default::default(),
+                incoming_pods: counter(
+                    &r,
+                    "scheduler_queue_incoming_pods_total",
+                    "Pods moved into a queue, per queue and the event that moved them.",
+                    &["queue", "event"],
+                ),
+                extension_point_duration: histogram(
+                    &r,
+                    "scheduler_framework_extension_point_duration_seconds",
+                    "Seconds the plugins of one extension point took together, per extension point, status and profile.",
+                    &["extension_point", "status", "profile"],
+                    buckets(0.0001, 2.0, 12),
+                ),
+                plugin_execution_duration: histogram(
+                    &r,
+                    "scheduler_plugin_execution_duration_seconds",
+                    "Seconds one plugin took at one extension point, per status; measured in a sample of the scheduling cycles.",
+                    &["plugin", "extension_point", "status"],
+                    buckets(0.00001, 1.5, 20),
+                ),
+                sli_duration: histogram(
+                    &r,
+                    "scheduler_pod_scheduling_sli_duration_seconds",
+                    "Seconds from a pod's first scheduling attempt to its successful binding, per number of attempts it needed.",
+                    &["attempts"],
+                    buckets(0.01, 2.0, 20),
+                ),
+                plugin_traps: counter(
+                    &r,
+                    "berth_plugin_traps_total",
+                    "Number of calls into a plugin's WebAssembly instance that trapped (a panic, a deadline, a memory fault); the instance is rebuilt after each.",
+                    &["plugin"],
+                ),
+                plugin_refused_calls: counter(
+                    &r,
+                    "berth_plugin_refused_calls_total",
+                    "Number of host calls refused to a plugin: a call outside what its extension point and cycle allow (binding another pod, approving another plugin's wait, writing storage from Filter).",
+                    &["plugin", "call", "extension_point"],
+                ),
+                plugin_call_duration: histogram(
+                    &r,
+                    "berth_plugin_call_duration_seconds",
+                    "Time spent inside a plugin's WebAssembly instance per call, without the host's work around it.",
+                    &["plugin", "extension_point"],
+                    buckets(0.00001, 1.5, 20),
+                ),
+                preemption_attempts: counter(
+                    &r,
+                    "scheduler_preemption_attempts_total",
+                    "Preemption attempts: PostFilter runs of a profile with a PostFilter plugin.",
+                    &[],
+                ),
+                preemption_victims: histogram(
+                    &r,
+                    "scheduler_preemption_victims",
+                    "Number of pods a preemption evicted.",
+                    &[],
+                    buckets(1.0, 2.0, 7),
+                ),
+                preemption_carried_out: counter(
+                    &r,
+                    "scheduler_preemption_goroutines_execution_total",
+                    "Preemptions carried out apart from the scheduling loop (nominations written, victims evicted), by result: error when an eviction failed. Upstream's name; Berth runs them on its preemption threads.",
+                    &["result"],
+                ),
+                plugin_failures_ignored: counter(
+                    &r,
+                    "berth_plugin_failures_ignored_total",
+                    "Failures of a plugin whose failurePolicy is FailOpen that were ignored: its scores were dropped for that scheduling cycle and the pod was scheduled on the other plugins' scores.",
+                    &["plugin"],
+                ),
+                records_dropped: counter(
+                    &r,
+                    "berth_event_records_dropped_total",
+                    "Events and pod conditions dropped because 1000 were already waiting for the API server (as client-go's event broadcaster drops them).",
+                    &[],
+                ),
+                plugin_output_lines: counter(
+                    &r,
+                    "berth_plugin_output_lines_total",
+                    "Lines a plugin wrote to stdout or stderr or sent through the SDK's log call, per outcome: logged, or suppressed by the per-instance rate limit.",
+                    &["plugin", "outcome"],
+                ),
+                plugin_reloads: counter(
+                    &r,
+                    "berth_plugin_reloads_total",
+                    "Reloads of a plugin's module or configuration while the scheduler runs, per result: success (swapped in) or refused (the old version keeps serving). A configuration refused before any plugin could be told apart counts under plugin=\"\".",
+                    &["plugin", "result"],
+                ),
+                shadow_cycles: counter(
+                    &r,
+                    "berth_shadow_cycles_total",
+                    "Scheduling cycles on which a plugin's shadow candidate was compared with it.",
+                    &["plugin"],
+                ),
+                shadow_disagreements: counter(
+                    &r,
+                    "berth_shadow_disagreements_total",
+                    "Cycles on which a plugin's shadow candidate answered otherwise, per kind: filter (a PreFilter or Filter verdict), score (a normalized score), node (the node that would be picked), error (the candidate failed).",
+                    &["plugin", "kind"],
+                ),
+                batch_attempts: counter(
+                    &r,
+                    "scheduler_batch_attempts_total",
+                    "Scheduling cycles of pods in a batchable profile (opportunistic batching), per result: hint_used (placed on the node a previous cycle ranked next, without filtering or scoring the others), hint_not_used (the hint did not fit; the cycle ran in full), no_hint (no usable batch).",
+                    &["profile", "result"],
+                ),
+                batch_flushes: counter(
+                    &r,
+                    "scheduler_batch_cache_flushed_total",
+                    "Times a profile's batch (a previous cycle's ranked nodes) was thrown away, per reason.",
+                    &["profile", "reason"],
+                ),
+                kinds_forbidden,
+                registry: r,
+            }),
         }
     }
 

@@ -1477,96 +1477,8 @@ pub fn run_one(
 ) -> Result<BenchResult, BenchError> {
     reset_peak_rss();
     let label = label(w, size, mode);
-    // Measured before the scheduler is dropped (which joins its threads).
-    let batched_so_far = |s: &Scheduler| {
-        s.metrics()
-            .batch_attempts(crate::config::DEFAULT_SCHEDULER_NAME, "hint_used")
-    };
     let (seconds, peak, mut latencies, measured_pods, scheduled, batched) = match size.steady {
-        None => {
-            let Prepared {
-                scheduler: mut s,
-                clock,
-                measured,
-                ..
-            } = prepare(runtime, w, size, mode, options, true, progress)?;
-            let batched_before = batched_so_far(&s);
-            let churn = w
-                .churn
-                .map(|c| Ok::<_, BenchError>((template(c.template)?, c.every)))
-                .transpose()?;
-            let mut churned: u32 = 0;
-            let preemptions_before = s.metrics().preemption_attempts();
-            let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
-            let start = Instant::now();
-            let mut last_report = start;
-            loop {
-                if let Some((template, every)) = &churn {
-                    // Upstream's churn makes its pods beside the scheduler, at its
-                    // pace whatever the scheduler does: every pod due by now is made
-                    // before the next attempt.
-                    while start.elapsed() >= *every * churned {
-                        add(
-                            &mut s,
-                            make_pod(template, w.measure_namespace, "churn", churned as usize)?,
-                        )?;
-                        churned += 1;
-                    }
-                    // As the scheduler's own loop: results taken in, and pods whose
-                    // backoff ended (the preemptors, once their victims are gone)
-                    // back in activeQ. The churn comes at a wall-clock pace, so the
-                    // scheduler's clock follows the wall clock here.
-                    clock.catch_up();
-                    let now = crate::clock::Clock::now(&*clock);
-                    s.poll(now);
-                    s.flush_backoff(now);
-                }
-                let t = Instant::now();
-                if !s.schedule_one() {
-                    break;
-                }
-                latencies.push(t.elapsed());
-                if last_report.elapsed() >= Duration::from_secs(5) {
-                    last_report = Instant::now();
-                    progress(&format!(
-                        "{label}: {} attempts{}, {:.1} s",
-                        latencies.len(),
-                        if churn.is_some() {
-                            format!(" ({churned} churn pods made)")
-                        } else {
-                            String::new()
-                        },
-                        start.elapsed().as_secs_f64()
-                    ));
-                }
-            }
-            if churn.is_some() {
-                progress(&format!(
-                    "{label}: {churned} churn pods made while measuring, {} preemption attempts",
-                    s.metrics().preemption_attempts() - preemptions_before
-                ));
-                // The binding cycles of the last pods; the churn's pods still
-                // waiting (preemptors in backoff) are not what is measured.
-                s.finish_in_flight(Duration::from_secs(60));
-            } else {
-                // Wait for the binding cycles still under way (and retry what can be
-                // retried).
-                s.run_until_idle();
-            }
-            let seconds = start.elapsed().as_secs_f64();
-            let scheduled = measured
-                .iter()
-                .filter(|uid| s.outcome(uid).is_some_and(|o| o.node.is_some()))
-                .count();
-            (
-                seconds,
-                peak_rss_mib(),
-                latencies,
-                size.measure_pods,
-                scheduled,
-                batched_so_far(&s) - batched_before,
-            )
-        }
+        None => measure_burst(runtime, w, size, mode, options, &label, progress)?,
         Some(duration) => {
             let (mut s, clock, _) = setup(runtime, w, size, mode, options, true, progress)?;
             let batched_before = batched_so_far(&s);
@@ -1623,6 +1535,112 @@ pub fn run_one(
         cores: cores(),
         wasm_over_native: None,
     })
+}
+
+/// Pods placed from a batch so far (measured before the scheduler is dropped, which
+/// joins its threads).
+fn batched_so_far(s: &Scheduler) -> u64 {
+    s.metrics()
+        .batch_attempts(crate::config::DEFAULT_SCHEDULER_NAME, "hint_used")
+}
+
+/// What one measurement found: seconds, peak RSS (MiB), each attempt's latency, the
+/// pods measured, those scheduled, those placed from a batch.
+type Measured = (f64, f64, Vec<Duration>, usize, usize, u64);
+
+/// The measurement of a workload whose measured pods are made at once (with its
+/// churn, if any, made beside the scheduler at the churn's pace).
+fn measure_burst(
+    runtime: &Arc<Runtime>,
+    w: &Workload,
+    size: Size,
+    mode: Mode,
+    options: &SchedulerOptions,
+    label: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Measured, BenchError> {
+    let Prepared {
+        scheduler: mut s,
+        clock,
+        measured,
+        ..
+    } = prepare(runtime, w, size, mode, options, true, progress)?;
+    let batched_before = batched_so_far(&s);
+    let churn = w
+        .churn
+        .map(|c| Ok::<_, BenchError>((template(c.template)?, c.every)))
+        .transpose()?;
+    let mut churned: u32 = 0;
+    let preemptions_before = s.metrics().preemption_attempts();
+    let mut latencies: Vec<Duration> = Vec::with_capacity(size.measure_pods);
+    let start = Instant::now();
+    let mut last_report = start;
+    loop {
+        if let Some((template, every)) = &churn {
+            // Upstream's churn makes its pods beside the scheduler, at its
+            // pace whatever the scheduler does: every pod due by now is made
+            // before the next attempt.
+            while start.elapsed() >= *every * churned {
+                add(
+                    &mut s,
+                    make_pod(template, w.measure_namespace, "churn", churned as usize)?,
+                )?;
+                churned += 1;
+            }
+            // As the scheduler's own loop: results taken in, and pods whose
+            // backoff ended (the preemptors, once their victims are gone)
+            // back in activeQ. The churn comes at a wall-clock pace, so the
+            // scheduler's clock follows the wall clock here.
+            clock.catch_up();
+            let now = crate::clock::Clock::now(&*clock);
+            s.poll(now);
+            s.flush_backoff(now);
+        }
+        let t = Instant::now();
+        if !s.schedule_one() {
+            break;
+        }
+        latencies.push(t.elapsed());
+        if last_report.elapsed() >= Duration::from_secs(5) {
+            last_report = Instant::now();
+            progress(&format!(
+                "{label}: {} attempts{}, {:.1} s",
+                latencies.len(),
+                if churn.is_some() {
+                    format!(" ({churned} churn pods made)")
+                } else {
+                    String::new()
+                },
+                start.elapsed().as_secs_f64()
+            ));
+        }
+    }
+    if churn.is_some() {
+        progress(&format!(
+            "{label}: {churned} churn pods made while measuring, {} preemption attempts",
+            s.metrics().preemption_attempts() - preemptions_before
+        ));
+        // The binding cycles of the last pods; the churn's pods still
+        // waiting (preemptors in backoff) are not what is measured.
+        s.finish_in_flight(Duration::from_secs(60));
+    } else {
+        // Wait for the binding cycles still under way (and retry what can be
+        // retried).
+        s.run_until_idle();
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let scheduled = measured
+        .iter()
+        .filter(|uid| s.outcome(uid).is_some_and(|o| o.node.is_some()))
+        .count();
+    Ok((
+        seconds,
+        peak_rss_mib(),
+        latencies,
+        size.measure_pods,
+        scheduled,
+        batched_so_far(&s) - batched_before,
+    ))
 }
 
 /// Runs the chosen workloads; `progress` receives a line now and then.

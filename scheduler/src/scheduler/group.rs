@@ -151,33 +151,7 @@ impl Scheduler {
             tried, mut verdict, ..
         } = self.place(&fw, &group, &pods);
         let group_key = format!("{}/{}", group.namespace, group.name);
-        // Unschedulable as a whole: workload-aware preemption may make room (as
-        // upstream, only for Unschedulable, not for an error).
-        let mut preemption = None;
-        if matches!(verdict, Verdict::Unschedulable { .. }) && fw.has_pod_group_post_filter() {
-            self.services.metrics.count_preemption_attempt();
-            let tried_pods: Vec<Pod> = members.iter().map(|q| q.pod.clone()).collect();
-            match self.group_post_filter(&fw, &group, &tried_pods) {
-                Ok(GroupPostFilterOutcome::Preempt(p)) => {
-                    if let Verdict::Unschedulable { message, .. } = &mut verdict {
-                        message.push_str(&format!(
-                            "; preempting {} pod(s) to make room for {} member(s)",
-                            p.victims.len(),
-                            p.nominations.len()
-                        ));
-                    }
-                    preemption = Some(p);
-                }
-                Ok(GroupPostFilterOutcome::Declined { status, .. }) => {
-                    if let Verdict::Unschedulable { message, .. } = &mut verdict {
-                        // As upstream appends the PodGroupPostFilter's reason.
-                        message.push_str(&format!("; {}", status.message()));
-                    }
-                }
-                Ok(GroupPostFilterOutcome::NoPlugin) => {}
-                Err(e) => verdict = Verdict::Error(e.to_string()),
-            }
-        }
+        let preemption = self.preempt_for_group(&fw, &group, &members, &mut verdict);
         tracing::debug!(
             group = %group_key,
             members = members.len(),
@@ -280,6 +254,45 @@ impl Scheduler {
                 .collect();
             self.carry_preemption(preemptors, group.priority, p.victims, &p.plugin);
         }
+    }
+
+    /// Workload-aware preemption for a group unschedulable as a whole (as upstream,
+    /// only for Unschedulable, not for an error): the preemption PodGroupPostFilter
+    /// decides on, if any, with its reason added to the verdict's message.
+    fn preempt_for_group(
+        &mut self,
+        fw: &Arc<Framework>,
+        group: &PodGroupObject,
+        members: &[QueuedPod],
+        verdict: &mut Verdict,
+    ) -> Option<GroupPreemption> {
+        if !matches!(verdict, Verdict::Unschedulable { .. }) || !fw.has_pod_group_post_filter() {
+            return None;
+        }
+        let mut preemption = None;
+        self.services.metrics.count_preemption_attempt();
+        let tried_pods: Vec<Pod> = members.iter().map(|q| q.pod.clone()).collect();
+        match self.group_post_filter(fw, group, &tried_pods) {
+            Ok(GroupPostFilterOutcome::Preempt(p)) => {
+                if let Verdict::Unschedulable { message, .. } = verdict {
+                    message.push_str(&format!(
+                        "; preempting {} pod(s) to make room for {} member(s)",
+                        p.victims.len(),
+                        p.nominations.len()
+                    ));
+                }
+                preemption = Some(p);
+            }
+            Ok(GroupPostFilterOutcome::Declined { status, .. }) => {
+                if let Verdict::Unschedulable { message, .. } = verdict {
+                    // As upstream appends the PodGroupPostFilter's reason.
+                    message.push_str(&format!("; {}", status.message()));
+                }
+            }
+            Ok(GroupPostFilterOutcome::NoPlugin) => {}
+            Err(e) => *verdict = Verdict::Error(e.to_string()),
+        }
+        preemption
     }
 
     /// Tries `members` (in this order) as one pod group cycle: PlacementFeasible
