@@ -448,39 +448,8 @@ impl Framework {
             .map(|&(i, _)| i)
             .filter(|i| !skip_filter.contains(i) && self.plugins[*i].extensions)
             .collect();
-        let mut by_slot: HashMap<u32, Vec<Pod>> = HashMap::new();
-        for (node, pods) in nominated {
-            let Some(slot) = snapshot.slot_of(node) else {
-                continue;
-            };
-            let ge: Vec<Pod> = pods
-                .iter()
-                .filter(|p| p.uid != pod.uid && p.priority >= pod.priority)
-                .cloned()
-                .collect();
-            if !ge.is_empty() {
-                by_slot.insert(slot, ge);
-            }
-        }
-        // Worker 0's instances are idle between Filter and Score: lend them.
-        let set = {
-            let mut w = lock(&self.instances.workers[0]);
-            let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
-            std::mem::replace(&mut *w, empty)
-        };
-        // The other workers' instances too, for a plugin that has its nodes' dry runs
-        // spread over the workers (SelectVictimsOnNode).
-        let spread = self.instances.pool.as_ref().map(|pool| Spread {
-            pool: pool.clone(),
-            others: self.instances.workers[1..]
-                .iter()
-                .map(|w| {
-                    let mut w = lock(w);
-                    let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
-                    std::mem::replace(&mut *w, empty)
-                })
-                .collect(),
-        });
+        let by_slot = nominated_by_slot(pod, snapshot, nominated);
+        let (set, spread) = self.lend_workers();
         let mut dry = Box::new(DryRun {
             set,
             plugins: self.plugins.clone(),
@@ -543,34 +512,7 @@ impl Framework {
                     .filter_map(|uid| on_node?.pods.iter().find(|p| &p.uid == uid).cloned())
                     .collect::<Vec<_>>();
                 if code == Code::Success {
-                    // The host checks the victims before anything is evicted: on the
-                    // nominated node, and of lower priority than the preemptor.
-                    let refusal = if victims.len() != r.victims.len() {
-                        Some("named victims that are not on the nominated node".to_owned())
-                    } else if let Some(v) = victims.iter().find(|v| v.priority >= pod.priority) {
-                        Some(format!(
-                            "named victim {} of priority {}, not lower than the preemptor's {}",
-                            v.key(),
-                            v.priority,
-                            pod.priority
-                        ))
-                    } else {
-                        // Upstream may violate a budget when nothing else makes room,
-                        // so violations are not refused; under-reporting them is (the
-                        // candidates decide and `explain` shows them).
-                        let node = r.nominated_node_name.as_deref().unwrap_or_default();
-                        r.candidates.iter().find(|c| c.node == node).and_then(|c| {
-                            let least =
-                                berth_sdk::least_budget_violations(&victims, &budgets.list());
-                            (c.pdb_violations < least).then(|| {
-                                format!(
-                                    "reported {} PodDisruptionBudget violations on node {node}, but its victims cause at least {least}",
-                                    c.pdb_violations
-                                )
-                            })
-                        })
-                    };
-                    if let Some(why) = refusal {
+                    if let Some(why) = refusal(pod, &r, &victims, budgets) {
                         let plugin = &self.plugins[i].name;
                         tracing::warn!(plugin = %plugin, pod = %pod.key(), "eviction refused: {why}");
                         if let Some(m) = &self.metrics {
@@ -595,12 +537,7 @@ impl Framework {
                 }
             }
         }
-        *lock(&self.instances.workers[0]) = dry.set;
-        if let Some(spread) = dry.spread {
-            for (w, set) in self.instances.workers[1..].iter().zip(spread.others) {
-                *lock(w) = set;
-            }
-        }
+        self.give_workers_back(*dry);
         if let Some(e) = failure {
             return Err(e);
         }
@@ -613,6 +550,93 @@ impl Framework {
             }
         }
         Ok(verdict)
+    }
+
+    /// Lends the workers' instances to a dry run: worker 0's are idle between Filter
+    /// and Score; the other workers' too, for a plugin that has its nodes' dry runs
+    /// spread over the workers (SelectVictimsOnNode).
+    fn lend_workers(&self) -> (InstanceSet, Option<Spread>) {
+        let take = |w: &std::sync::Mutex<InstanceSet>| {
+            let mut w = lock(w);
+            let empty = InstanceSet::new(self.plugins.len(), w.services.clone());
+            std::mem::replace(&mut *w, empty)
+        };
+        let set = take(&self.instances.workers[0]);
+        let spread = self.instances.pool.as_ref().map(|pool| Spread {
+            pool: pool.clone(),
+            others: self.instances.workers[1..].iter().map(take).collect(),
+        });
+        (set, spread)
+    }
+
+    /// Gives the workers' instances a dry run borrowed back.
+    fn give_workers_back(&self, dry: DryRun) {
+        *lock(&self.instances.workers[0]) = dry.set;
+        if let Some(spread) = dry.spread {
+            for (w, set) in self.instances.workers[1..].iter().zip(spread.others) {
+                *lock(w) = set;
+            }
+        }
+    }
+}
+
+/// The pods nominated to each node (by slot) that count against `pod`: of its
+/// priority or higher, itself left out.
+fn nominated_by_slot(
+    pod: &CyclePod,
+    snapshot: &Snapshot,
+    nominated: &super::NominatedPods,
+) -> HashMap<u32, Vec<Pod>> {
+    let mut by_slot: HashMap<u32, Vec<Pod>> = HashMap::new();
+    for (node, pods) in nominated {
+        let Some(slot) = snapshot.slot_of(node) else {
+            continue;
+        };
+        let ge: Vec<Pod> = pods
+            .iter()
+            .filter(|p| p.uid != pod.uid && p.priority >= pod.priority)
+            .cloned()
+            .collect();
+        if !ge.is_empty() {
+            by_slot.insert(slot, ge);
+        }
+    }
+    by_slot
+}
+
+/// Why the host refuses a PostFilter plugin's evictions, if it does: the host checks
+/// the victims before anything is evicted (on the nominated node, of lower priority
+/// than the preemptor, PodDisruptionBudget violations not under-reported).
+fn refusal(
+    pod: &CyclePod,
+    r: &berth_sdk::PostFilterResult,
+    victims: &[Pod],
+    budgets: &Budgets,
+) -> Option<String> {
+    if victims.len() != r.victims.len() {
+        Some("named victims that are not on the nominated node".to_owned())
+    } else if let Some(v) = victims.iter().find(|v| v.priority >= pod.priority) {
+        Some(format!(
+            "named victim {} of priority {}, not lower than the preemptor's {}",
+            v.key(),
+            v.priority,
+            pod.priority
+        ))
+    } else {
+        // Upstream may violate a budget when nothing else makes room,
+        // so violations are not refused; under-reporting them is (the
+        // candidates decide and `explain` shows them).
+        let node = r.nominated_node_name.as_deref().unwrap_or_default();
+        r.candidates.iter().find(|c| c.node == node).and_then(|c| {
+            let least =
+                berth_sdk::least_budget_violations(victims, &budgets.list());
+            (c.pdb_violations < least).then(|| {
+                format!(
+                    "reported {} PodDisruptionBudget violations on node {node}, but its victims cause at least {least}",
+                    c.pdb_violations
+                )
+            })
+        })
     }
 }
 

@@ -2,7 +2,7 @@
 //! round-robin start until `numFeasibleNodesToFind` nodes fit, PreScore, Score and
 //! NormalizeScore, weights, and a random choice among the best.
 
-use super::batch::{BatchResult, Scored};
+use super::batch::{BatchResult, FitFilter, Scored};
 use super::record::CycleRecord;
 use super::{CyclePod, CycleState, Diagnosis, FitError, Framework, PluginError, lock};
 use berth_runtime::cache::Snapshot;
@@ -703,14 +703,7 @@ impl Framework {
         cycle: Option<Cycle>,
     ) -> Result<ScheduleOutcome, PluginError> {
         // The nodes of the attempt: every node, or a pod group's placement's.
-        let placement_slots: Option<Vec<u32>> = within.map(|w| {
-            snapshot
-                .slots()
-                .iter()
-                .copied()
-                .filter(|&s| snapshot.node(s).is_some_and(|n| w.contains(n.name())))
-                .collect()
-        });
+        let placement_slots = within.map(|w| placement_slots(snapshot, w));
         let all_slots: &[u32] = placement_slots.as_deref().unwrap_or(snapshot.slots());
         let num_all = all_slots.len();
         let state = state.clone();
@@ -733,16 +726,8 @@ impl Framework {
 
         // A pod whose devices no plugin of the profile allocates is not placed as if
         // it had no claims.
-        if let Some((plugin, status)) = self.unallocated_claims(pod.pod()) {
-            if let Some(rec) = record.as_mut() {
-                rec.unallocated = Some((plugin, status.clone()));
-            }
-            return unschedulable(Diagnosis {
-                pre_filter_msg: Some(status.message()),
-                pre_filter_code: Some(status.code),
-                unschedulable_plugins: vec![plugin.to_owned()],
-                ..Diagnosis::default()
-            });
+        if let Some(diagnosis) = self.unallocated_diagnosis(pod, record) {
+            return unschedulable(diagnosis);
         }
 
         let (candidates, mut diagnosis) =
@@ -781,29 +766,14 @@ impl Framework {
 
         // A pod nominated to a node (by an earlier preemption) tries that node first;
         // if it fits, it goes there without scoring, as upstream.
-        if let Some(slot) = snapshot.slot_of(&pod.nominated_node_name)
-            && candidates.contains(&slot)
-        {
-            let (ok, bad) = filter(&[slot])?;
-            if let Some(rec) = record.as_mut() {
-                rec.filtered_round(&[slot], &bad);
-                if let Some(e) = self.cycle_error(pod, snapshot, &bad, &filters) {
-                    return Err(e);
-                }
-                if !ok.is_empty() {
-                    rec.feasible = vec![slot];
-                    rec.picked = Some(slot);
-                }
-            }
-            if !ok.is_empty() {
-                return Ok(ScheduleOutcome::Scheduled {
-                    node: pod.nominated_node_name.clone(),
-                    state,
-                    evaluated: 1,
-                    feasible: 1,
-                    batched: false,
-                });
-            }
+        if self.nominated_node_fits(pod, snapshot, &candidates, &filters, &filter, record)? {
+            return Ok(ScheduleOutcome::Scheduled {
+                node: pod.nominated_node_name.clone(),
+                state,
+                evaluated: 1,
+                feasible: 1,
+                batched: false,
+            });
         }
 
         // Opportunistic batching: a pod signed like the last one may go to the node
@@ -817,18 +787,8 @@ impl Framework {
         if let (Some(c), Some(sig)) = (batching, signature.as_deref()) {
             let mut fitting =
                 |slots: &[u32]| -> Result<Vec<u32>, PluginError> { Ok(filter(slots)?.0) };
-            if let Some(hint) = self.batch_hint(pod, sig, c, &state, snapshot, &mut fitting)? {
-                hinted = true;
-                let fits = candidates.contains(&hint.slot)
-                    && match hint.fits {
-                        Some(known) => known,
-                        None => !fitting(&[hint.slot])?.is_empty(),
-                    };
-                if fits {
-                    let node = snapshot
-                        .node(hint.slot)
-                        .map(|n| n.name().to_owned())
-                        .unwrap_or_default();
+            match self.batched_node(pod, sig, c, &state, snapshot, &candidates, &mut fitting)? {
+                Some(Some(node)) => {
                     self.store_batch(
                         signature,
                         c,
@@ -846,6 +806,8 @@ impl Framework {
                         batched: true,
                     });
                 }
+                Some(None) => hinted = true,
+                None => {}
             }
         }
         let batch_result = if hinted {
@@ -867,6 +829,34 @@ impl Framework {
         if feasible.is_empty() {
             return unschedulable(diagnosis);
         }
+        self.pick(
+            pod,
+            snapshot,
+            state,
+            &feasible,
+            processed,
+            batching.map(|c| (c, signature, batch_result)),
+            record,
+        )
+    }
+
+    /// The node of a pod with `feasible` nodes (`processed` were filtered): the only
+    /// one, else the best scored (ties broken at random); the batch, when batching,
+    /// keeps the ranking for the next pods signed alike.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the cycle's state after Filter, and the records it leaves"
+    )]
+    fn pick(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        state: CycleState,
+        feasible: &[u32],
+        processed: usize,
+        batching: Option<(Cycle, Option<String>, BatchResult)>,
+        record: &mut Option<CycleRecord>,
+    ) -> Result<ScheduleOutcome, PluginError> {
         let name_of = |slot: u32| {
             snapshot
                 .node(slot)
@@ -874,13 +864,13 @@ impl Framework {
                 .unwrap_or_default()
         };
         if let Some(rec) = record.as_mut() {
-            rec.feasible = feasible.clone();
+            rec.feasible = feasible.to_vec();
             rec.picked = (feasible.len() == 1).then(|| feasible[0]);
         }
         if feasible.len() == 1 {
             let node = name_of(feasible[0]);
-            if let Some(c) = batching {
-                self.store_batch(signature, c, &node, batch_result, &feasible, None, snapshot);
+            if let Some((c, signature, batch_result)) = batching {
+                self.store_batch(signature, c, &node, batch_result, feasible, None, snapshot);
             }
             return Ok(ScheduleOutcome::Scheduled {
                 node,
@@ -895,13 +885,14 @@ impl Framework {
             pod,
             snapshot,
             &state,
-            &feasible,
-            signature.is_some(),
+            feasible,
+            batching.as_ref().is_some_and(|(_, sig, _)| sig.is_some()),
             record,
         )?;
+        let every = record.as_ref().is_some_and(|r| r.explaining);
         let best = self.select(&totals, every);
         let node = name_of(feasible[best]);
-        if let Some(c) = batching {
+        if let Some((c, signature, batch_result)) = batching {
             let scored = raw.map(|raw| Scored {
                 scorers: scorers.clone(),
                 raw,
@@ -912,7 +903,7 @@ impl Framework {
                 c,
                 &node,
                 batch_result,
-                &feasible,
+                feasible,
                 scored,
                 snapshot,
             );
@@ -929,6 +920,88 @@ impl Framework {
             feasible: feasible.len(),
             batched: false,
         })
+    }
+
+    /// The diagnosis of a pod whose devices no plugin of the profile allocates (it is
+    /// not placed as if it had no claims), recorded.
+    fn unallocated_diagnosis(
+        &self,
+        pod: &CyclePod,
+        record: &mut Option<CycleRecord>,
+    ) -> Option<Diagnosis> {
+        let (plugin, status) = self.unallocated_claims(pod.pod())?;
+        if let Some(rec) = record.as_mut() {
+            rec.unallocated = Some((plugin, status.clone()));
+        }
+        Some(Diagnosis {
+            pre_filter_msg: Some(status.message()),
+            pre_filter_code: Some(status.code),
+            unschedulable_plugins: vec![plugin.to_owned()],
+            ..Diagnosis::default()
+        })
+    }
+
+    /// Whether the node the pod is nominated to (by an earlier preemption), if it is
+    /// among `candidates`, passes Filter alone (recorded as a round of its own).
+    fn nominated_node_fits(
+        &self,
+        pod: &CyclePod,
+        snapshot: &Snapshot,
+        candidates: &[u32],
+        filters: &[usize],
+        filter: &dyn Fn(&[u32]) -> ChunkResult,
+        record: &mut Option<CycleRecord>,
+    ) -> Result<bool, PluginError> {
+        let Some(slot) = snapshot
+            .slot_of(&pod.nominated_node_name)
+            .filter(|s| candidates.contains(s))
+        else {
+            return Ok(false);
+        };
+        let (ok, bad) = filter(&[slot])?;
+        if let Some(rec) = record.as_mut() {
+            rec.filtered_round(&[slot], &bad);
+            if let Some(e) = self.cycle_error(pod, snapshot, &bad, filters) {
+                return Err(e);
+            }
+            if !ok.is_empty() {
+                rec.feasible = vec![slot];
+                rec.picked = Some(slot);
+            }
+        }
+        Ok(!ok.is_empty())
+    }
+
+    /// The node the batch offers a pod signed `signature`: `None` without an offer,
+    /// `Some(None)` when the offered node does not fit, else `Some(Some(node))`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the cycle's inputs the batch's offer is checked against"
+    )]
+    fn batched_node(
+        &self,
+        pod: &CyclePod,
+        signature: &str,
+        cycle: Cycle,
+        state: &CycleState,
+        snapshot: &Snapshot,
+        candidates: &[u32],
+        fitting: &mut FitFilter<'_>,
+    ) -> Result<Option<Option<String>>, PluginError> {
+        let Some(hint) = self.batch_hint(pod, signature, cycle, state, snapshot, fitting)? else {
+            return Ok(None);
+        };
+        let fits = candidates.contains(&hint.slot)
+            && match hint.fits {
+                Some(known) => known,
+                None => !fitting(&[hint.slot])?.is_empty(),
+            };
+        Ok(Some(fits.then(|| {
+            snapshot
+                .node(hint.slot)
+                .map(|n| n.name().to_owned())
+                .unwrap_or_default()
+        })))
     }
 
     /// Filter over `candidates`, from the round-robin start, until enough nodes fit
@@ -1139,4 +1212,15 @@ mod tests {
         assert_eq!(num_feasible_nodes_to_find(30, 1000), 300);
         assert_eq!(num_feasible_nodes_to_find(100, 1000), 1000);
     }
+}
+
+/// The slots of the nodes named in `within` (a pod group's placement), in the
+/// snapshot's order.
+fn placement_slots(snapshot: &Snapshot, within: &HashSet<String>) -> Vec<u32> {
+    snapshot
+        .slots()
+        .iter()
+        .copied()
+        .filter(|&s| snapshot.node(s).is_some_and(|n| within.contains(n.name())))
+        .collect()
 }

@@ -17,7 +17,8 @@
 //! placement is the live plugin's. Its Reserve, Permit and binding points never run.
 
 use super::{
-    CyclePod, CycleRecord, CycleState, Framework, InstanceSet, PluginError, PluginSlot, lock,
+    CyclePod, CycleRecord, CycleState, Framework, InstanceSet, PluginError, PluginInstance,
+    PluginSlot, lock,
 };
 use berth_runtime::cache::Snapshot;
 use berth_sdk::{Code, ExtensionPoint, MAX_NODE_SCORE, MIN_NODE_SCORE};
@@ -184,13 +185,6 @@ impl Framework {
         record: &CycleRecord,
     ) -> Option<Findings> {
         let live = shadow.live;
-        let points = shadow.candidate[0].module.extension_points();
-        let at_filter = self.position_at(ExtensionPoint::Filter, live);
-        let at_score = self
-            .at(ExtensionPoint::Score)
-            .iter()
-            .find(|&&(i, _)| i == live)
-            .map(|&(_, w)| w);
         let live_pre_filter = record
             .pre_filter
             .get(&live)
@@ -202,274 +196,266 @@ impl Framework {
         if live_pre_filter.is_none() && !record.reached_filter {
             return None;
         }
-        let mut found = Findings::default();
-        let mut set = lock(&shadow.instances);
-        let inst = match set.get(0, &shadow.candidate) {
-            Ok(i) => i,
-            Err(e) => {
-                found.add("error", format!("candidate: {}", e.message));
-                return Some(found);
-            }
+        let mut c = Comparison {
+            shadow,
+            pod,
+            snapshot,
+            record,
+            state: CycleState::new(),
+            found: Findings::default(),
         };
-        if let Err(e) = inst.sync(snapshot) {
-            found.add(
-                "error",
-                format!("candidate: {}", PluginError::from(e).message),
-            );
-            return Some(found);
-        }
-        let state = CycleState::new();
+        // A phase that finds what ends the comparison (an error, a rejection) says so
+        // in the findings and stops the rest.
+        let _ = self.compare_phases(&mut c, live_pre_filter);
+        Some(c.found)
+    }
 
+    /// The comparison's phases in the cycle's order: PreFilter, Filter on the nodes
+    /// the live plugin was asked about, PreScore and Score on the feasible nodes, and
+    /// the node picked. `None` when a phase ended it.
+    fn compare_phases(
+        &self,
+        c: &mut Comparison<'_>,
+        live_pre_filter: Option<(Code, Option<BTreeSet<String>>)>,
+    ) -> Option<()> {
+        let live = c.shadow.live;
+        let points = c.shadow.candidate[0].module.extension_points();
+        let at_filter = self.position_at(ExtensionPoint::Filter, live);
+        let at_score = self
+            .at(ExtensionPoint::Score)
+            .iter()
+            .find(|&&(i, _)| i == live)
+            .map(|&(_, w)| w);
+        let mut set = lock(&c.shadow.instances);
+        let inst = match set.get(0, &c.shadow.candidate) {
+            Ok(i) => i,
+            Err(e) => return c.stop(format!("candidate: {}", e.message)),
+        };
+        if let Err(e) = inst.sync(c.snapshot) {
+            return c.stop(format!("candidate: {}", PluginError::from(e).message));
+        }
         // PreFilter: run when the candidate has it and the live plugin filters or was
         // asked at PreFilter (what multiPoint would enable once it is promoted).
         let mut candidate_skips = false;
         if points.contains(&ExtensionPoint::PreFilter)
             && (at_filter.is_some() || live_pre_filter.is_some())
         {
-            let r = match inst.pre_filter(&state, pod) {
-                Ok(r) => r,
-                Err(e) => {
-                    found.add(
-                        "error",
-                        format!("candidate PreFilter: {}", PluginError::from(e).message),
-                    );
-                    return Some(found);
-                }
-            };
-            if r.status.code == Code::Error {
-                found.add(
-                    "error",
-                    format!("candidate PreFilter: {}", r.status.message()),
-                );
-                return Some(found);
-            }
-            candidate_skips = r.status.code == Code::Skip;
-            let (live_code, live_names) = live_pre_filter.clone().unwrap_or((Code::Success, None));
-            let cand_names: Option<BTreeSet<String>> =
-                r.node_names.map(|n| n.into_iter().collect());
-            if rejects(live_code) != rejects(r.status.code) {
-                found.add(
-                    "filter",
-                    format!(
-                        "PreFilter: live {}, candidate {}{}",
-                        live_code.as_str(),
-                        r.status.code.as_str(),
-                        if r.status.message().is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", r.status.message())
-                        }
-                    ),
-                );
-            } else if !rejects(live_code) && live_names != cand_names {
-                let show = |n: &Option<BTreeSet<String>>| match n {
-                    None => "all nodes".to_owned(),
-                    Some(s) => format!("{} node(s)", s.len()),
-                };
-                found.add(
-                    "filter",
-                    format!(
-                        "PreFilter: live narrows to {}, candidate to {}",
-                        show(&live_names),
-                        show(&cand_names)
-                    ),
-                );
-            }
-            if rejects(live_code) || rejects(r.status.code) {
-                return Some(found);
-            }
-        } else if live_pre_filter.as_ref().is_some_and(|(c, _)| rejects(*c)) {
-            found.add(
+            candidate_skips = compare_pre_filter(c, inst, live_pre_filter)?;
+        } else if let Some((code, _)) = live_pre_filter.filter(|(code, _)| rejects(*code)) {
+            c.found.add(
                 "filter",
                 format!(
                     "PreFilter: live {}, candidate has no PreFilter",
-                    live_pre_filter.as_ref().map_or("", |(c, _)| c.as_str())
+                    code.as_str()
                 ),
             );
-            return Some(found);
+            return None;
         }
-        if !record.reached_filter {
-            return Some(found);
+        if !c.record.reached_filter {
+            return None;
         }
-
-        // Filter, on the nodes the live plugin was asked about.
-        let mut candidate_rejected: HashSet<u32> = HashSet::new();
-        if let Some(pos) = at_filter {
-            let order = |i: usize| {
-                self.position_at(ExtensionPoint::Filter, i)
-                    .unwrap_or(usize::MAX)
-            };
-            let asked: Vec<u32> = record
-                .filtered
-                .iter()
-                .filter(|(s, _)| !record.overlaid.contains(s))
-                .filter(|(_, by)| by.is_none_or(|p| order(p) >= pos))
-                .map(|(s, _)| *s)
-                .collect();
-            let live_rejected: BTreeSet<u32> = record
-                .filtered
-                .iter()
-                .filter(|(s, by)| !record.overlaid.contains(s) && **by == Some(live))
-                .map(|(s, _)| *s)
-                .collect();
-            if !candidate_skips && !asked.is_empty() {
-                match inst.filter(&state, pod, &asked) {
-                    Ok(rejected) => {
-                        for (slot, status) in rejected {
-                            if status.code == Code::Error {
-                                let node = snapshot.node(slot).map_or("<gone>", |n| n.name());
-                                found.add(
-                                    "error",
-                                    format!("candidate Filter on {node}: {}", status.message()),
-                                );
-                                return Some(found);
-                            }
-                            candidate_rejected.insert(slot);
-                        }
-                    }
-                    Err(e) => {
-                        found.add(
-                            "error",
-                            format!("candidate Filter: {}", PluginError::from(e).message),
-                        );
-                        return Some(found);
-                    }
-                }
-            }
-            let only_candidate: Vec<u32> = asked
-                .iter()
-                .copied()
-                .filter(|s| candidate_rejected.contains(s) && !live_rejected.contains(s))
-                .collect();
-            let only_live: Vec<u32> = live_rejected
-                .iter()
-                .copied()
-                .filter(|s| !candidate_rejected.contains(s))
-                .collect();
-            if !only_candidate.is_empty() {
-                found.add(
-                    "filter",
-                    format!(
-                        "Filter: candidate rejects {} node(s) live lets through ({})",
-                        only_candidate.len(),
-                        names(&only_candidate, snapshot)
-                    ),
-                );
-            }
-            if !only_live.is_empty() {
-                found.add(
-                    "filter",
-                    format!(
-                        "Filter: candidate lets through {} node(s) live rejects ({})",
-                        only_live.len(),
-                        names(&only_live, snapshot)
-                    ),
-                );
-            }
-        }
-
-        // Score, on the feasible nodes.
-        let mut candidate_scores: Option<Vec<i64>> = None;
-        if let Some(weight) = at_score
-            && record.scored
-        {
-            let feasible = &record.feasible;
-            let mut skipped = false;
-            if points.contains(&ExtensionPoint::PreScore) {
-                match inst.pre_score(&state, pod, feasible) {
-                    Ok(s) if s.code == Code::Success => {}
-                    Ok(s) if s.code == Code::Skip => skipped = true,
-                    Ok(s) => {
-                        found.add(
-                            "error",
-                            format!("candidate PreScore: {}: {}", s.code.as_str(), s.message()),
-                        );
-                        return Some(found);
-                    }
-                    Err(e) => {
-                        found.add(
-                            "error",
-                            format!("candidate PreScore: {}", PluginError::from(e).message),
-                        );
-                        return Some(found);
-                    }
-                }
-            }
-            if !skipped {
-                match self.candidate_scores(shadow, &mut set, &state, pod, feasible) {
-                    Ok(s) => candidate_scores = Some(s),
-                    Err(why) => {
-                        found.add("error", format!("candidate Score: {why}"));
-                        return Some(found);
-                    }
-                }
-            }
-            let live_scores = record.scores.get(&live);
-            match (live_scores, &candidate_scores) {
-                (Some(l), Some(c)) if l != c => {
-                    let differ: Vec<String> = feasible
-                        .iter()
-                        .zip(l.iter().zip(c))
-                        .filter(|(_, (a, b))| a != b)
-                        .map(|(s, (a, b))| {
-                            let node = snapshot.node(*s).map_or("<gone>", |n| n.name());
-                            format!("{node} live {a} candidate {b}")
-                        })
-                        .collect();
-                    let shown = differ
-                        .iter()
-                        .take(NAMED_NODES)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    let more = differ.len().saturating_sub(NAMED_NODES);
-                    found.add(
-                        "score",
-                        format!(
-                            "Score differs on {} of {} node(s): {shown}{}",
-                            differ.len(),
-                            feasible.len(),
-                            if more > 0 {
-                                format!(" and {more} more")
-                            } else {
-                                String::new()
-                            }
-                        ),
-                    );
-                }
-                (Some(_), None) => found.add("score", "Score: candidate skips, live scores".into()),
-                (None, Some(_)) => found.add("score", "Score: live skips, candidate scores".into()),
-                _ => {}
-            }
-            // The node: the live totals with the candidate's scores in place of the
-            // live plugin's, among the nodes the candidate lets through.
-            if let Some(picked) = record.picked {
-                let totals: Vec<i64> = (0..feasible.len())
-                    .map(|k| {
-                        record.totals[k] - live_scores.map_or(0, |l| l[k] * weight)
-                            + candidate_scores.as_ref().map_or(0, |c| c[k] * weight)
-                    })
-                    .collect();
+        let candidate_rejected = match at_filter {
+            Some(pos) => self.compare_filter(c, inst, pos, candidate_skips)?,
+            None => HashSet::new(),
+        };
+        let Some(weight) = at_score.filter(|_| c.record.scored) else {
+            if let Some(picked) = c.record.picked {
+                let found = &mut c.found;
                 self.compare_pick(
                     picked,
-                    feasible,
-                    Some(&totals),
+                    &c.record.feasible,
+                    None,
                     &candidate_rejected,
-                    snapshot,
-                    &mut found,
+                    c.snapshot,
+                    found,
                 );
             }
-        } else if let Some(picked) = record.picked {
-            self.compare_pick(
-                picked,
-                &record.feasible,
-                None,
-                &candidate_rejected,
-                snapshot,
-                &mut found,
+            return Some(());
+        };
+        let mut skipped = false;
+        if points.contains(&ExtensionPoint::PreScore) {
+            match inst.pre_score(&c.state, c.pod, &c.record.feasible) {
+                Ok(s) if s.code == Code::Success => {}
+                Ok(s) if s.code == Code::Skip => skipped = true,
+                Ok(s) => {
+                    return c.stop(format!(
+                        "candidate PreScore: {}: {}",
+                        s.code.as_str(),
+                        s.message()
+                    ));
+                }
+                Err(e) => {
+                    return c.stop(format!(
+                        "candidate PreScore: {}",
+                        PluginError::from(e).message
+                    ));
+                }
+            }
+        }
+        let candidate_scores = if skipped {
+            None
+        } else {
+            match self.candidate_scores(c.shadow, &mut set, &c.state, c.pod, &c.record.feasible) {
+                Ok(s) => Some(s),
+                Err(why) => return c.stop(format!("candidate Score: {why}")),
+            }
+        };
+        self.compare_scores(c, weight, candidate_scores, &candidate_rejected);
+        Some(())
+    }
+
+    /// Filter, on the nodes the live plugin (at position `pos` of the profile's
+    /// Filter plugins) was asked about: the nodes the candidate rejects, or `None`
+    /// when it failed.
+    fn compare_filter(
+        &self,
+        c: &mut Comparison<'_>,
+        inst: &mut PluginInstance,
+        pos: usize,
+        candidate_skips: bool,
+    ) -> Option<HashSet<u32>> {
+        let (record, snapshot, live) = (c.record, c.snapshot, c.shadow.live);
+        let order = |i: usize| {
+            self.position_at(ExtensionPoint::Filter, i)
+                .unwrap_or(usize::MAX)
+        };
+        let asked: Vec<u32> = record
+            .filtered
+            .iter()
+            .filter(|(s, _)| !record.overlaid.contains(s))
+            .filter(|(_, by)| by.is_none_or(|p| order(p) >= pos))
+            .map(|(s, _)| *s)
+            .collect();
+        let live_rejected: BTreeSet<u32> = record
+            .filtered
+            .iter()
+            .filter(|(s, by)| !record.overlaid.contains(s) && **by == Some(live))
+            .map(|(s, _)| *s)
+            .collect();
+        let mut candidate_rejected: HashSet<u32> = HashSet::new();
+        if !candidate_skips && !asked.is_empty() {
+            match inst.filter(&c.state, c.pod, &asked) {
+                Ok(rejected) => {
+                    for (slot, status) in rejected {
+                        if status.code == Code::Error {
+                            let node = snapshot.node(slot).map_or("<gone>", |n| n.name());
+                            return c
+                                .stop(format!("candidate Filter on {node}: {}", status.message()));
+                        }
+                        candidate_rejected.insert(slot);
+                    }
+                }
+                Err(e) => {
+                    return c.stop(format!(
+                        "candidate Filter: {}",
+                        PluginError::from(e).message
+                    ));
+                }
+            }
+        }
+        let only_candidate: Vec<u32> = asked
+            .iter()
+            .copied()
+            .filter(|s| candidate_rejected.contains(s) && !live_rejected.contains(s))
+            .collect();
+        let only_live: Vec<u32> = live_rejected
+            .iter()
+            .copied()
+            .filter(|s| !candidate_rejected.contains(s))
+            .collect();
+        if !only_candidate.is_empty() {
+            c.found.add(
+                "filter",
+                format!(
+                    "Filter: candidate rejects {} node(s) live lets through ({})",
+                    only_candidate.len(),
+                    names(&only_candidate, snapshot)
+                ),
             );
         }
-        Some(found)
+        if !only_live.is_empty() {
+            c.found.add(
+                "filter",
+                format!(
+                    "Filter: candidate lets through {} node(s) live rejects ({})",
+                    only_live.len(),
+                    names(&only_live, snapshot)
+                ),
+            );
+        }
+        Some(candidate_rejected)
+    }
+
+    /// Score, on the feasible nodes: the candidate's normalized scores (none when it
+    /// skips) against the live plugin's, then the node with the candidate's scores
+    /// in place of the live plugin's (`weight` unchanged), among the nodes the
+    /// candidate lets through.
+    fn compare_scores(
+        &self,
+        c: &mut Comparison<'_>,
+        weight: i64,
+        candidate_scores: Option<Vec<i64>>,
+        candidate_rejected: &HashSet<u32>,
+    ) {
+        let (record, snapshot) = (c.record, c.snapshot);
+        let feasible = &record.feasible;
+        let live_scores = record.scores.get(&c.shadow.live);
+        match (live_scores, &candidate_scores) {
+            (Some(l), Some(cand)) if l != cand => {
+                let differ: Vec<String> = feasible
+                    .iter()
+                    .zip(l.iter().zip(cand))
+                    .filter(|(_, (a, b))| a != b)
+                    .map(|(s, (a, b))| {
+                        let node = snapshot.node(*s).map_or("<gone>", |n| n.name());
+                        format!("{node} live {a} candidate {b}")
+                    })
+                    .collect();
+                let shown = differ
+                    .iter()
+                    .take(NAMED_NODES)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let more = differ.len().saturating_sub(NAMED_NODES);
+                c.found.add(
+                    "score",
+                    format!(
+                        "Score differs on {} of {} node(s): {shown}{}",
+                        differ.len(),
+                        feasible.len(),
+                        if more > 0 {
+                            format!(" and {more} more")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                );
+            }
+            (Some(_), None) => c
+                .found
+                .add("score", "Score: candidate skips, live scores".into()),
+            (None, Some(_)) => c
+                .found
+                .add("score", "Score: live skips, candidate scores".into()),
+            _ => {}
+        }
+        if let Some(picked) = record.picked {
+            let totals: Vec<i64> = (0..feasible.len())
+                .map(|k| {
+                    record.totals[k] - live_scores.map_or(0, |l| l[k] * weight)
+                        + candidate_scores.as_ref().map_or(0, |s| s[k] * weight)
+                })
+                .collect();
+            self.compare_pick(
+                picked,
+                feasible,
+                Some(&totals),
+                candidate_rejected,
+                snapshot,
+                &mut c.found,
+            );
+        }
     }
 
     /// Whether the picked node would still be picked: it must pass the candidate's
@@ -589,4 +575,80 @@ impl Framework {
         }
         Ok(scores)
     }
+}
+
+/// One shadow's comparison under way: what it compares, the candidate's cycle
+/// state, and what it found so far.
+struct Comparison<'a> {
+    shadow: &'a ShadowSlot,
+    pod: &'a CyclePod,
+    snapshot: &'a Snapshot,
+    record: &'a CycleRecord,
+    state: CycleState,
+    found: Findings,
+}
+
+impl Comparison<'_> {
+    /// Ends the comparison on the candidate's failure.
+    fn stop<T>(&mut self, why: String) -> Option<T> {
+        self.found.add("error", why);
+        None
+    }
+}
+
+/// PreFilter: the candidate's verdict and node list against the live plugin's
+/// (`live`, none when it has no PreFilter: Success on all nodes). Whether the
+/// candidate skips Filter; `None` when the comparison ends here (the candidate
+/// failed, or either rejected the pod).
+fn compare_pre_filter(
+    c: &mut Comparison<'_>,
+    inst: &mut PluginInstance,
+    live: Option<(Code, Option<BTreeSet<String>>)>,
+) -> Option<bool> {
+    let r = match inst.pre_filter(&c.state, c.pod) {
+        Ok(r) => r,
+        Err(e) => {
+            return c.stop(format!(
+                "candidate PreFilter: {}",
+                PluginError::from(e).message
+            ));
+        }
+    };
+    if r.status.code == Code::Error {
+        return c.stop(format!("candidate PreFilter: {}", r.status.message()));
+    }
+    let (live_code, live_names) = live.unwrap_or((Code::Success, None));
+    let cand_names: Option<BTreeSet<String>> = r.node_names.map(|n| n.into_iter().collect());
+    if rejects(live_code) != rejects(r.status.code) {
+        c.found.add(
+            "filter",
+            format!(
+                "PreFilter: live {}, candidate {}{}",
+                live_code.as_str(),
+                r.status.code.as_str(),
+                if r.status.message().is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", r.status.message())
+                }
+            ),
+        );
+    } else if !rejects(live_code) && live_names != cand_names {
+        let show = |n: &Option<BTreeSet<String>>| match n {
+            None => "all nodes".to_owned(),
+            Some(s) => format!("{} node(s)", s.len()),
+        };
+        c.found.add(
+            "filter",
+            format!(
+                "PreFilter: live narrows to {}, candidate to {}",
+                show(&live_names),
+                show(&cand_names)
+            ),
+        );
+    }
+    if rejects(live_code) || rejects(r.status.code) {
+        return None;
+    }
+    Some(r.status.code == Code::Skip)
 }
