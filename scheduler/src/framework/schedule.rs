@@ -222,7 +222,7 @@ impl Framework {
     }
 
     /// The instance set `runner` names.
-    fn instances(&self, runner: Runner) -> &std::sync::Mutex<super::InstanceSet> {
+    fn instance_set(&self, runner: Runner) -> &std::sync::Mutex<super::InstanceSet> {
         match runner {
             Runner::Main => &self.instances.main,
             Runner::Worker(w) => &self.instances.workers[w],
@@ -250,7 +250,7 @@ impl Framework {
         overlays: &HashMap<u32, Overlay>,
         every: bool,
     ) -> ChunkResult {
-        let mut set = lock(self.instances(runner));
+        let mut set = lock(self.instance_set(runner));
         let mut failures = Vec::new();
         let mut rejected: HashSet<u32> = HashSet::new();
         // Records one plugin's answer over `asked`; an Error fails the attempt, or
@@ -410,7 +410,7 @@ impl Framework {
         chunk: &[u32],
         scorers: &[(usize, i64)],
     ) -> Vec<Result<Vec<i64>, PluginError>> {
-        let mut set = lock(self.instances(runner));
+        let mut set = lock(self.instance_set(runner));
         let mut out = Vec::with_capacity(scorers.len());
         for &(i, _) in scorers {
             let mut score = || -> Result<Vec<i64>, PluginError> {
