@@ -511,19 +511,19 @@ impl Framework {
                     .iter()
                     .filter_map(|uid| on_node?.pods.iter().find(|p| &p.uid == uid).cloned())
                     .collect::<Vec<_>>();
-                if code == Code::Success {
-                    if let Some(why) = refusal(pod, &r, &victims, budgets) {
-                        let plugin = &self.plugins[i].name;
-                        tracing::warn!(plugin = %plugin, pod = %pod.key(), "eviction refused: {why}");
-                        if let Some(m) = &self.metrics {
-                            m.count_refused_call(plugin, "evict", "PostFilter");
-                        }
-                        failure = Some(PluginError {
-                            plugin: plugin.clone(),
-                            message: format!("was refused evictions at PostFilter: {why}"),
-                        });
-                        break;
+                if code == Code::Success
+                    && let Some(why) = refusal(pod, &r, &victims, budgets)
+                {
+                    let plugin = &self.plugins[i].name;
+                    tracing::warn!(plugin = %plugin, pod = %pod.key(), "eviction refused: {why}");
+                    if let Some(m) = &self.metrics {
+                        m.count_refused_call(plugin, "evict", "PostFilter");
                     }
+                    failure = Some(PluginError {
+                        plugin: plugin.clone(),
+                        message: format!("was refused evictions at PostFilter: {why}"),
+                    });
+                    break;
                 }
                 verdict = Some(PostFilterVerdict {
                     plugin: self.plugins[i].name.clone(),

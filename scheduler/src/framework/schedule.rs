@@ -1193,6 +1193,17 @@ impl Framework {
     }
 }
 
+/// The slots of the nodes named in `within` (a pod group's placement), in the
+/// snapshot's order.
+fn placement_slots(snapshot: &Snapshot, within: &HashSet<String>) -> Vec<u32> {
+    snapshot
+        .slots()
+        .iter()
+        .copied()
+        .filter(|&s| snapshot.node(s).is_some_and(|n| within.contains(n.name())))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1212,15 +1223,4 @@ mod tests {
         assert_eq!(num_feasible_nodes_to_find(30, 1000), 300);
         assert_eq!(num_feasible_nodes_to_find(100, 1000), 1000);
     }
-}
-
-/// The slots of the nodes named in `within` (a pod group's placement), in the
-/// snapshot's order.
-fn placement_slots(snapshot: &Snapshot, within: &HashSet<String>) -> Vec<u32> {
-    snapshot
-        .slots()
-        .iter()
-        .copied()
-        .filter(|&s| snapshot.node(s).is_some_and(|n| within.contains(n.name())))
-        .collect()
 }
