@@ -49,8 +49,9 @@ fn exact<T: serde::de::DeserializeOwned + serde::Serialize>(file: &Path, v: &Val
     t
 }
 
-#[test]
-fn every_manifest_parses_into_its_kubernetes_type() {
+/// Parses every manifest of deploy/ into its Kubernetes type exactly, and asserts
+/// which kinds there are; the ConfigMap and the Deployment.
+fn parse_every_manifest() -> (ConfigMap, Deployment) {
     let mut kinds = Vec::new();
     let mut deployment = None;
     let mut config = None;
@@ -99,11 +100,12 @@ fn every_manifest_parses_into_its_kubernetes_type() {
             "ServiceAccount"
         ]
     );
+    (config.unwrap(), deployment.unwrap())
+}
 
-    // The ConfigMap's configuration loads, with leader election on the Lease the Role
-    // grants.
-    let config = config.unwrap();
-    let text = &config.data.as_ref().unwrap()["config.yaml"];
+/// Asserts the ConfigMap's configuration `text` loads, with leader election on the
+/// Lease the Role grants; its plugins' total memory limit.
+fn assert_the_configuration_loads(text: &str) -> usize {
     let c = berth::config::Configuration::parse("deploy/20-configmap.yaml", text).unwrap();
     c.resolve_profiles("deploy/20-configmap.yaml", false)
         .unwrap();
@@ -120,10 +122,71 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         (le.name.as_str(), le.namespace.as_str()),
         ("berth", "kube-system")
     );
+    plugin_memory
+}
 
-    // The Deployment: two replicas, locked down, probing the endpoints Berth serves,
-    // with flags `berth run` accepts.
-    let d = deployment.unwrap();
+/// Asserts the registry credentials are an optional Secret mounted read-only where
+/// the ConfigMap's example (`config_text`) names the docker config file.
+fn assert_registry_credentials_mounted(
+    pod: &k8s_openapi::api::core::v1::PodSpec,
+    c: &k8s_openapi::api::core::v1::Container,
+    config_text: &str,
+) {
+    // Registry credentials for `oci:` modules: an optional Secret, mounted read-only
+    // where the ConfigMap's example names the docker config file.
+    let volume = pod
+        .volumes
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|v| v.name == "registry-credentials")
+        .expect("a registry-credentials volume");
+    let secret = volume.secret.as_ref().expect("a Secret volume");
+    assert_eq!(secret.optional, Some(true));
+    let item = &secret.items.as_ref().unwrap()[0];
+    assert_eq!(
+        (item.key.as_str(), item.path.as_str()),
+        (".dockerconfigjson", "config.json")
+    );
+    let mount = c
+        .volume_mounts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|m| m.name == "registry-credentials")
+        .expect("the registry credentials mounted");
+    assert_eq!(mount.read_only, Some(true));
+    assert!(
+        config_text.contains(&format!("dockerConfig: {}/config.json", mount.mount_path)),
+        "the ConfigMap's example names the mounted file"
+    );
+}
+
+/// Asserts the container's arguments are `run` and flags `berth run` accepts.
+fn assert_berth_run_accepts_the_args(c: &k8s_openapi::api::core::v1::Container) {
+    let mut args: Vec<&str> = c
+        .args
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(args.remove(0), "run");
+    let mut cli = vec!["run"];
+    cli.extend(args);
+    cli.push("--help");
+    let out = common::berth(&cli);
+    assert!(
+        out.status.success(),
+        "berth {cli:?}: {}",
+        common::stderr(&out)
+    );
+}
+
+/// Asserts the Deployment runs two replicas, locked down, within its memory limit
+/// (`plugin_memory` and its request), probing the endpoints Berth serves, with the
+/// registry credentials mounted and flags `berth run` accepts.
+fn assert_the_deployment(d: Deployment, plugin_memory: usize, config_text: &str) {
     let spec = d.spec;
     assert_eq!(spec.replicas, Some(2));
     let pod = spec.template.spec.unwrap();
@@ -158,54 +221,25 @@ fn every_manifest_parses_into_its_kubernetes_type() {
             .clone()
             .unwrap()
     };
-    // Registry credentials for `oci:` modules: an optional Secret, mounted read-only
-    // where the ConfigMap's example names the docker config file.
-    let volume = pod
-        .volumes
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|v| v.name == "registry-credentials")
-        .expect("a registry-credentials volume");
-    let secret = volume.secret.as_ref().expect("a Secret volume");
-    assert_eq!(secret.optional, Some(true));
-    let item = &secret.items.as_ref().unwrap()[0];
-    assert_eq!(
-        (item.key.as_str(), item.path.as_str()),
-        (".dockerconfigjson", "config.json")
-    );
-    let mount = c
-        .volume_mounts
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|m| m.name == "registry-credentials")
-        .expect("the registry credentials mounted");
-    assert_eq!(mount.read_only, Some(true));
-    assert!(
-        text.contains(&format!("dockerConfig: {}/config.json", mount.mount_path)),
-        "the ConfigMap's example names the mounted file"
-    );
+    assert_registry_credentials_mounted(&pod, c, config_text);
     assert_eq!(path(&c.liveness_probe), "/livez");
     assert_eq!(path(&c.readiness_probe), "/readyz");
     assert!(c.resources.as_ref().unwrap().limits.is_some());
-    let mut args: Vec<&str> = c
-        .args
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(args.remove(0), "run");
-    let mut cli = vec!["run"];
-    cli.extend(args);
-    cli.push("--help");
-    let out = common::berth(&cli);
-    assert!(
-        out.status.success(),
-        "berth {cli:?}: {}",
-        common::stderr(&out)
-    );
+    assert_berth_run_accepts_the_args(c);
+}
+
+#[test]
+fn every_manifest_parses_into_its_kubernetes_type() {
+    let (config, deployment) = parse_every_manifest();
+
+    // The ConfigMap's configuration loads, with leader election on the Lease the Role
+    // grants.
+    let text = &config.data.as_ref().unwrap()["config.yaml"];
+    let plugin_memory = assert_the_configuration_loads(text);
+
+    // The Deployment: two replicas, locked down, probing the endpoints Berth serves,
+    // with flags `berth run` accepts.
+    assert_the_deployment(deployment, plugin_memory, text);
 }
 
 /// The ClusterRole named `name` in deploy/.

@@ -834,11 +834,26 @@ fn workload(api: &str, kind: &str, name: &str, spec: &str, cpu: &str) -> String 
     )
 }
 
-#[test]
-fn workload_controllers_create_the_pods_their_controllers_would() {
-    let dir = tempfile::tempdir().unwrap();
-    let selector = |name: &str| format!("  selector: {{matchLabels: {{app: {name}}}}}\n");
-    let manifest = format!(
+/// The `selector:` line of a workload matching `app: NAME`.
+fn selector(name: &str) -> String {
+    format!("  selector: {{matchLabels: {{app: {name}}}}}\n")
+}
+
+/// The placements of `berth simulate FILE --output json`.
+fn simulate_placements(file: &std::path::Path) -> Vec<(String, String)> {
+    placements(&berth(&[
+        "simulate",
+        file.to_str().unwrap(),
+        "--output",
+        "json",
+    ]))
+}
+
+/// Two nodes and five workloads: a Deployment `web`, an ordered StatefulSet `db`
+/// whose pods fit nowhere, a Parallel one `cache` that fits nowhere either, an
+/// Indexed Job `train` and an ordered StatefulSet `kv` that fits.
+fn five_workloads() -> String {
+    format!(
         "{TWO_NODES}{}{}{}{}{}",
         workload(
             "apps/v1",
@@ -879,15 +894,13 @@ fn workload_controllers_create_the_pods_their_controllers_would() {
             &format!("  replicas: 2\n{}", selector("kv")),
             "100m"
         ),
-    );
-    let file = dir.path().join("workloads.yaml");
-    std::fs::write(&file, &manifest).unwrap();
-    let placed = placements(&berth(&[
-        "simulate",
-        file.to_str().unwrap(),
-        "--output",
-        "json",
-    ]));
+    )
+}
+
+/// Asserts the pods of [`five_workloads`]: the Deployment's three of one ReplicaSet,
+/// db-0 alone and pending, both of cache pending, train's two lowest indexes and
+/// both of kv placed.
+fn assert_the_pods_of_five_workloads(placed: &[(String, String)]) {
     let names: Vec<&str> = placed.iter().map(|(n, _)| n.as_str()).collect();
     // The Deployment's three pods: NAME-HASH-XXXXX, one ReplicaSet's.
     let web: Vec<&str> = names
@@ -924,7 +937,7 @@ fn workload_controllers_create_the_pods_their_controllers_would() {
         train[0].starts_with("train-0-") && train[1].starts_with("train-1-"),
         "{train:?}"
     );
-    for (n, node) in &placed {
+    for (n, node) in placed {
         let pending = n.starts_with("db-") || n.starts_with("cache-");
         assert_eq!(node == "<pending>", pending, "{placed:?}");
     }
@@ -932,19 +945,13 @@ fn workload_controllers_create_the_pods_their_controllers_would() {
         names.contains(&"kv-0") && names.contains(&"kv-1"),
         "{placed:?}"
     );
-    // The same files, the same names: a run is repeatable.
-    let again = placements(&berth(&[
-        "simulate",
-        file.to_str().unwrap(),
-        "--output",
-        "json",
-    ]));
-    assert_eq!(again, placed);
+}
 
-    // A later document scales the Deployment down to one pod; a ReplicaSet counts the
-    // pods its selector already matches.
+/// Two nodes, the Deployment `web` of three pods scaled to one by a later document,
+/// a pod `lone` labelled `app: rs`, and a ReplicaSet `rs` of two selecting it.
+fn scaled_down_and_a_replica_set() -> String {
     let lone = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: lone, labels: {app: rs}}\nspec: {containers: [{name: c, image: app}]}\n";
-    let scaled = format!(
+    format!(
         "{TWO_NODES}{}{}{lone}{}",
         workload(
             "apps/v1",
@@ -967,14 +974,25 @@ fn workload_controllers_create_the_pods_their_controllers_would() {
             &format!("  replicas: 2\n{}", selector("rs")),
             "100m"
         ),
-    );
+    )
+}
+
+#[test]
+fn workload_controllers_create_the_pods_their_controllers_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("workloads.yaml");
+    std::fs::write(&file, five_workloads()).unwrap();
+    let placed = simulate_placements(&file);
+    assert_the_pods_of_five_workloads(&placed);
+    // The same files, the same names: a run is repeatable.
+    let again = simulate_placements(&file);
+    assert_eq!(again, placed);
+
+    // A later document scales the Deployment down to one pod; a ReplicaSet counts the
+    // pods its selector already matches.
+    let scaled = scaled_down_and_a_replica_set();
     std::fs::write(&file, &scaled).unwrap();
-    let placed = placements(&berth(&[
-        "simulate",
-        file.to_str().unwrap(),
-        "--output",
-        "json",
-    ]));
+    let placed = simulate_placements(&file);
     let names: Vec<&str> = placed.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names.iter().filter(|n| n.starts_with("web-")).count(),
@@ -993,12 +1011,7 @@ fn workload_controllers_create_the_pods_their_controllers_would() {
         "{scaled}---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, annotations: {{berth.dev/simulate: delete}}}}\n"
     );
     std::fs::write(&file, &deleted).unwrap();
-    let placed = placements(&berth(&[
-        "simulate",
-        file.to_str().unwrap(),
-        "--output",
-        "json",
-    ]));
+    let placed = simulate_placements(&file);
     assert!(
         placed.iter().all(|(n, _)| !n.starts_with("web-")),
         "{placed:?}"

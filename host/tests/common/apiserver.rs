@@ -4,6 +4,7 @@
 
 use crate::common::{component_cache, workspace};
 use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1 as rbac;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::discovery::{self, Scope};
@@ -343,6 +344,18 @@ pub async fn create_nodes(client: &kube::Client, nodes: &[k8s::Node]) {
     }
 }
 
+/// Creates node-a and node-b, each with 4 CPUs, 8Gi and room for 110 pods.
+pub async fn create_nodes_a_and_b(client: &kube::Client) {
+    create_nodes(
+        client,
+        &[
+            node("node-a", "4", "8Gi", 110),
+            node("node-b", "4", "8Gi", 110),
+        ],
+    )
+    .await;
+}
+
 /// Creates pods in `namespace`.
 pub async fn create_pods(client: &kube::Client, namespace: &str, pods: &[k8s::Pod]) {
     let api: Api<k8s::Pod> = Api::namespaced(client.clone(), namespace);
@@ -351,6 +364,34 @@ pub async fn create_pods(client: &kube::Client, namespace: &str, pods: &[k8s::Po
             .await
             .expect("create pod");
     }
+}
+
+/// Waits until `namespace` holds a FailedScheduling event regarding the pod `name`;
+/// those events then.
+pub async fn failed_scheduling_events(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Vec<Event> {
+    eventually(30, &format!("{name}'s FailedScheduling event"), || async {
+        let failed: Vec<Event> = Api::<Event>::namespaced(client.clone(), namespace)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.reason.as_deref() == Some("FailedScheduling")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+            })
+            .collect();
+        if failed.is_empty() {
+            Err("none yet".to_owned())
+        } else {
+            Ok(failed)
+        }
+    })
+    .await
 }
 
 /// Every pod of `namespace`.
@@ -614,5 +655,16 @@ pub fn gpu_slice(node: &str, devices: &[(&str, &str)]) -> Value {
             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
             "devices": devices,
         },
+    })
+}
+
+/// The ResourceClaimTemplate `one-gpu` of `default`: one device of [`GPU_CLASS`].
+pub fn one_gpu_template() -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS}},
+        ]}}},
     })
 }

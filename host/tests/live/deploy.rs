@@ -282,42 +282,20 @@ fn deploy_config() -> String {
         .expect("deploy/ has the berth-config ConfigMap")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_a_gang() {
-    let _serial = serial().await;
-    let server = ApiServer::start_with(&["--rbac"]);
-    // The resourceclaim controller makes the pod's claim from its template.
-    server.start_controller_manager();
-    let admin = server.client().await;
-    apply_deploy(&admin).await;
-    create_nodes(
-        &admin,
-        &[
-            node("node-a", "4", "8Gi", 110),
-            node("node-b", "4", "8Gi", 110),
-        ],
-    )
-    .await;
+/// Creates node-a (with two devices) and node-b, the device class, the claim
+/// template `one-gpu` and the PodGroup `trio` (a gang of three).
+async fn create_nodes_devices_and_the_gang(admin: &kube::Client) {
+    create_nodes_a_and_b(admin).await;
     // Two devices on node-a, of a class every device of the driver belongs to.
-    create_object(&admin, gpu_class()).await;
+    create_object(admin, gpu_class()).await;
     create_object(
-        &admin,
+        admin,
         gpu_slice("node-a", &[("gpu-0", "a100"), ("gpu-1", "a100")]),
     )
     .await;
+    create_object(admin, one_gpu_template()).await;
     create_object(
-        &admin,
-        json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "one-gpu", "namespace": "default"},
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS}},
-            ]}}},
-        }),
-    )
-    .await;
-    create_object(
-        &admin,
+        admin,
         json!({
             "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
             "metadata": {"name": "trio", "namespace": "default"},
@@ -325,24 +303,11 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
         }),
     )
     .await;
+}
 
-    // Berth as deploy/'s ServiceAccount, with deploy/'s configuration.
-    let dir = server.dir.path();
-    let config = dir.join("deploy-config.yaml");
-    std::fs::write(&config, deploy_config()).unwrap();
-    let sa = dir.join("kubeconfig-sa");
-    // With the gate deploy/30-deployment.yaml names for pod groups (this API server
-    // serves them).
-    let berth = Berth::run_in(
-        dir,
-        &sa,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--feature-gates=GenericWorkload=true",
-        ],
-    );
-
+/// Creates the pods for deploy/'s profile (`schedulerName: berth`): `plain`,
+/// `with-gpu` (a claim from `one-gpu`) and the gang's `trio-0` to `trio-2`.
+async fn create_plain_device_and_gang_pods(api: &Api<k8s::Pod>) {
     // deploy/'s profile serves `schedulerName: berth`.
     let ours = |mut extra: Value| {
         merge_json(&mut extra, json!({"spec": {"schedulerName": "berth"}}));
@@ -369,7 +334,6 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
             ours(json!({"spec": {"schedulingGroup": {"podGroupName": "trio"}}})),
         ));
     }
-    let api: Api<k8s::Pod> = Api::namespaced(admin.clone(), "default");
     for p in &pods {
         api.create(
             &PostParams::default(),
@@ -378,7 +342,11 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
         .await
         .unwrap_or_else(|e| panic!("creating pod {}: {e}", p["metadata"]["name"]));
     }
+}
 
+/// Waits until all five pods are bound, and asserts `with-gpu` is on node-a and the
+/// gang spans both nodes.
+async fn assert_every_pod_bound(admin: &kube::Client) {
     let bound: BTreeMap<String, String> = eventually(90, "every pod bound", || {
         let admin = admin.clone();
         async move {
@@ -401,7 +369,11 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
         .map(|i| bound[&format!("trio-{i}")].clone())
         .collect();
     assert_eq!(trio.len(), 2, "the gang's members: {bound:?}");
+}
 
+/// Asserts the claim the controller made for `with-gpu` is allocated one of node-a's
+/// devices and reserved for the pod, as Berth wrote it.
+async fn assert_the_pod_claim_allocated(admin: &kube::Client, api: &Api<k8s::Pod>) {
     // The claim the controller made: allocated one of node-a's devices and reserved
     // for the pod, as Berth wrote it.
     let pod = api.get("with-gpu").await.unwrap();
@@ -413,7 +385,7 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
         .and_then(|s| s.resource_claim_name.clone())
         .expect("the pod's claim is named in its status");
     let claim = get_object(
-        &admin,
+        admin,
         "resource.k8s.io/v1",
         "ResourceClaim",
         "resourceclaims",
@@ -434,7 +406,10 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
         pod.metadata.uid.as_deref(),
         "{claim:#}"
     );
+}
 
+/// Waits until the PodGroup `trio` says PodGroupInitiallyScheduled=True.
+async fn wait_the_gang_initially_scheduled(admin: &kube::Client) {
     // The gang's PodGroup says it was scheduled (written after the binds).
     eventually(30, "the PodGroup's PodGroupInitiallyScheduled=True", || {
         let admin = admin.clone();
@@ -460,6 +435,40 @@ async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_
         }
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_as_the_readme_applies_it_schedules_a_plain_pod_a_device_pod_and_a_gang() {
+    let _serial = serial().await;
+    let server = ApiServer::start_with(&["--rbac"]);
+    // The resourceclaim controller makes the pod's claim from its template.
+    server.start_controller_manager();
+    let admin = server.client().await;
+    apply_deploy(&admin).await;
+    create_nodes_devices_and_the_gang(&admin).await;
+
+    // Berth as deploy/'s ServiceAccount, with deploy/'s configuration.
+    let dir = server.dir.path();
+    let config = dir.join("deploy-config.yaml");
+    std::fs::write(&config, deploy_config()).unwrap();
+    let sa = dir.join("kubeconfig-sa");
+    // With the gate deploy/30-deployment.yaml names for pod groups (this API server
+    // serves them).
+    let berth = Berth::run_in(
+        dir,
+        &sa,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--feature-gates=GenericWorkload=true",
+        ],
+    );
+
+    let api: Api<k8s::Pod> = Api::namespaced(admin.clone(), "default");
+    create_plain_device_and_gang_pods(&api).await;
+    assert_every_pod_bound(&admin).await;
+    assert_the_pod_claim_allocated(&admin, &api).await;
+    wait_the_gang_initially_scheduled(&admin).await;
 
     // Nothing was refused to Berth's account along the way.
     let log = berth.log_text();

@@ -91,31 +91,25 @@ fn reserved_for(claim: &Value) -> Vec<String> {
     v
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
-    let _serial = serial().await;
-    let server = ApiServer::start();
-    server.start_controller_manager();
-    let admin = server.client().await;
-    create_nodes(
-        &admin,
-        &[
-            node("node-a", "4", "8Gi", 110),
-            node("node-b", "4", "8Gi", 110),
-        ],
-    )
-    .await;
-    create_object(&admin, gpu_class()).await;
+/// A CEL selector of the devices of this model.
+fn model(m: &str) -> Value {
+    json!([{"cel": {"expression": format!("device.attributes['{CLASS}'].model == '{m}'")}}])
+}
+
+/// Creates node-a (two a100s) and node-b (one h100), the device class, the claim
+/// `shared` (node-b's h100) and the templates `b200-or-a100` and `one-gpu`.
+async fn create_devices_claims_and_templates(admin: &kube::Client) {
+    create_nodes_a_and_b(admin).await;
+    create_object(admin, gpu_class()).await;
     create_object(
-        &admin,
+        admin,
         gpu_slice("node-a", &[("gpu-0", "a100"), ("gpu-1", "a100")]),
     )
     .await;
-    create_object(&admin, gpu_slice("node-b", &[("gpu-0", "h100")])).await;
-    let model = |m: &str| json!([{"cel": {"expression": format!("device.attributes['{CLASS}'].model == '{m}'")}}]);
+    create_object(admin, gpu_slice("node-b", &[("gpu-0", "h100")])).await;
     // One claim for two pods: node-b's h100.
     create_object(
-        &admin,
+        admin,
         json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": "shared", "namespace": "default"},
@@ -127,7 +121,7 @@ async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
     .await;
     // Alternatives in order: a b200 (there is none), else an a100.
     create_object(
-        &admin,
+        admin,
         json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": "b200-or-a100", "namespace": "default"},
@@ -138,44 +132,39 @@ async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
         }),
     )
     .await;
-    create_object(
-        &admin,
-        json!({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "one-gpu", "namespace": "default"},
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpu", "exactly": {"deviceClassName": CLASS}},
-            ]}}},
-        }),
+    create_object(admin, one_gpu_template()).await;
+}
+
+/// Creates a pod given as JSON.
+async fn create_pod(pods: &Api<k8s::Pod>, p: Value) {
+    pods.create(&PostParams::default(), &serde_json::from_value(p).unwrap())
+        .await
+        .unwrap();
+}
+
+/// Creates `share-0` and `share-1` (the claim `shared`) and `either` (a claim from
+/// `b200-or-a100`), and asserts each is bound where its device is, its claim
+/// allocated and reserved; the device `either` got.
+async fn assert_shared_and_prioritized_claims(
+    admin: &kube::Client,
+    pods: &Api<k8s::Pod>,
+) -> String {
+    let shared = json!({"resourceClaimName": "shared"});
+    create_pod(pods, dra_pod("share-0", &[("gpu", shared.clone())])).await;
+    create_pod(pods, dra_pod("share-1", &[("gpu", shared)])).await;
+    create_pod(
+        pods,
+        dra_pod(
+            "either",
+            &[("gpu", json!({"resourceClaimTemplateName": "b200-or-a100"}))],
+        ),
     )
     .await;
-    let berth = Berth::run_in(
-        server.dir.path(),
-        &server.kubeconfig(),
-        &["--leader-elect=false"],
-    );
-    let pods: Api<k8s::Pod> = Api::namespaced(admin.clone(), "default");
-    let create = |p: Value| {
-        let pods = pods.clone();
-        async move {
-            pods.create(&PostParams::default(), &serde_json::from_value(p).unwrap())
-                .await
-                .unwrap()
-        }
-    };
-    let shared = json!({"resourceClaimName": "shared"});
-    create(dra_pod("share-0", &[("gpu", shared.clone())])).await;
-    create(dra_pod("share-1", &[("gpu", shared)])).await;
-    create(dra_pod(
-        "either",
-        &[("gpu", json!({"resourceClaimTemplateName": "b200-or-a100"}))],
-    ))
-    .await;
-    let b = wait_bound(&admin, &["share-0", "share-1", "either"]).await;
+    let b = wait_bound(admin, &["share-0", "share-1", "either"]).await;
     assert_eq!(b["share-0"], "node-b", "{b:?}");
     assert_eq!(b["share-1"], "node-b", "{b:?}");
     assert_eq!(b["either"], "node-a", "{b:?}");
-    let claim = claim_of(&admin, &pods.get("share-0").await.unwrap(), "gpu").await;
+    let claim = claim_of(admin, &pods.get("share-0").await.unwrap(), "gpu").await;
     assert_eq!(
         results(&claim),
         [("gpu".to_owned(), "node-b".to_owned(), "gpu-0".to_owned())],
@@ -183,14 +172,23 @@ async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
     );
     assert_eq!(reserved_for(&claim), ["share-0", "share-1"], "{claim:#}");
     let either = pods.get("either").await.unwrap();
-    let claim = claim_of(&admin, &either, "gpu").await;
+    let claim = claim_of(admin, &either, "gpu").await;
     let r = results(&claim);
     assert_eq!(r.len(), 1, "{claim:#}");
     assert_eq!(r[0].0, "gpu/a100", "the second alternative: {claim:#}");
     assert_eq!(r[0].1, "node-a", "{claim:#}");
     let either_device = r[0].2.clone();
     assert_eq!(reserved_for(&claim), ["either"], "{claim:#}");
+    either_device
+}
 
+/// Taints node-a's a100 other than `either_device` by a DeviceTaintRule, creates
+/// `late` (a claim from `one-gpu`), and asserts it waits, unschedulable.
+async fn assert_late_waits_for_a_free_device(
+    admin: &kube::Client,
+    pods: &Api<k8s::Pod>,
+    either_device: &str,
+) {
     // node-a's other a100 tainted by a rule: a pod asking for any GPU finds none free
     // (node-b's is taken by the shared claim, not shareable by another claim).
     let other = if either_device == "gpu-0" {
@@ -199,7 +197,7 @@ async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
         "gpu-0"
     };
     create_object(
-        &admin,
+        admin,
         json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
             "metadata": {"name": "maintenance"},
@@ -212,10 +210,13 @@ async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
     .await;
     // Berth sees the rule before the pod comes (its watch is as fast as the pod's).
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    create(dra_pod(
-        "late",
-        &[("gpu", json!({"resourceClaimTemplateName": "one-gpu"}))],
-    ))
+    create_pod(
+        pods,
+        dra_pod(
+            "late",
+            &[("gpu", json!({"resourceClaimTemplateName": "one-gpu"}))],
+        ),
+    )
     .await;
     let waiting = eventually(60, "late unschedulable", || {
         let pods = pods.clone();
@@ -237,6 +238,23 @@ async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
             .contains("cannot allocate all claims"),
         "{waiting:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_from_templates_shared_prioritized_tainted_and_freed() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    server.start_controller_manager();
+    let admin = server.client().await;
+    create_devices_claims_and_templates(&admin).await;
+    let berth = Berth::run_in(
+        server.dir.path(),
+        &server.kubeconfig(),
+        &["--leader-elect=false"],
+    );
+    let pods: Api<k8s::Pod> = Api::namespaced(admin.clone(), "default");
+    let either_device = assert_shared_and_prioritized_claims(&admin, &pods).await;
+    assert_late_waits_for_a_free_device(&admin, &pods, &either_device).await;
 
     // "either" deleted: the controller deletes its claim, the a100 is free again, and
     // "late" gets it (not the tainted one).

@@ -91,24 +91,14 @@ fn write_cert(dir: &Path, cert: &rcgen::CertifiedKey<rcgen::KeyPair>) -> (String
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn endpoints_authenticate_and_authorize_through_the_api_server() {
-    let _serial = serial().await;
-    let server = ApiServer::start_with(&["--rbac"]);
-    let admin = server.client().await;
-    apply_deploy_rbac(&admin).await;
-    bind_user_to(&admin, "berth-e2e-monitor", "berth-metrics-reader").await;
-
-    let dir = server.dir.path();
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    let (cert_file, key_file) = write_cert(dir, &cert);
-    let tls = connector(&cert);
-    let port = free_port();
+/// Starts `berth run` as deploy/'s ServiceAccount (for the cluster and the reviews
+/// alike), natively, serving HTTPS on `port` with this certificate and key.
+fn start_berth_with_reviews(dir: &Path, port: u16, cert_file: &str, key_file: &str) -> Berth {
     // Berth as deploy/'s ServiceAccount, for the cluster and for the reviews alike;
     // natively, since which plugins run does not matter here.
     let sa = dir.join("kubeconfig-sa");
     let sa = sa.to_str().unwrap();
-    let berth = Berth::start(
+    Berth::start(
         &[
             "--kubeconfig",
             sa,
@@ -117,26 +107,26 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
             &format!("--secure-port={port}"),
             "--bind-address=127.0.0.1",
             "--tls-cert-file",
-            &cert_file,
+            cert_file,
             "--tls-private-key-file",
-            &key_file,
+            key_file,
             "--authentication-kubeconfig",
             sa,
             "--authorization-kubeconfig",
             sa,
         ],
         dir.join("berth.log"),
-    );
-    let (status, body) = eventually(120, "/healthz over HTTPS", || async {
-        get(&tls, port, "/healthz", None).await
-    })
-    .await;
-    assert_eq!((status, body.as_str()), (200, "ok"), "{}", berth.log_text());
+    )
+}
 
-    // A client that sends part of its headers and then nothing: cut off by the
-    // server's header-read timeout, while the rest of the test goes on.
+/// A client that sends part of its headers and then nothing; what it read once cut
+/// off.
+fn spawn_slow_client(
+    tls: &tokio_rustls::TlsConnector,
+    port: u16,
+) -> tokio::task::JoinHandle<String> {
     let slow_tls = tls.clone();
-    let slow = tokio::spawn(async move {
+    tokio::spawn(async move {
         let mut s = tls_connect(&slow_tls, port).await.unwrap();
         s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
             .await
@@ -144,41 +134,49 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
         let mut out = Vec::new();
         let _ = s.read_to_end(&mut out).await;
         String::from_utf8_lossy(&out).into_owned()
-    });
+    })
+}
 
+/// Asserts the health paths answer anyone, with or without a token.
+async fn assert_health_answers_anyone(tls: &tokio_rustls::TlsConnector, port: u16) {
     // The health paths answer anyone, with or without a token.
     for path in ["/healthz", "/livez", "/readyz?verbose"] {
-        let (status, body) = get(&tls, port, path, None).await.unwrap();
+        let (status, body) = get(tls, port, path, None).await.unwrap();
         assert_ne!(status, 401, "{path}: {body}");
         assert_ne!(status, 403, "{path}: {body}");
     }
     assert_eq!(
-        get(&tls, port, "/healthz", Some("berth-nobody-token"))
+        get(tls, port, "/healthz", Some("berth-nobody-token"))
             .await
             .unwrap(),
         (200, "ok".to_owned())
     );
+}
 
+/// Asserts who may get `/metrics` and `/plugins`: not the anonymous (403), not an
+/// unknown token (401), not a known user without the role (403); the monitor may get
+/// `/metrics` only; system:masters may get anything.
+async fn assert_metrics_and_plugins_access(tls: &tokio_rustls::TlsConnector, port: u16) {
     // No token: anonymous, which RBAC does not let read /metrics (kube-scheduler
     // answers the same 403). A token the API server does not know: 401.
-    let (status, body) = get(&tls, port, "/metrics", None).await.unwrap();
+    let (status, body) = get(tls, port, "/metrics", None).await.unwrap();
     assert_eq!(status, 403, "{body}");
     assert!(
         body.contains(r#"forbidden: User \"system:anonymous\" cannot get path \"/metrics\""#),
         "{body}"
     );
-    let (status, body) = get(&tls, port, "/metrics", Some("no-such-token"))
+    let (status, body) = get(tls, port, "/metrics", Some("no-such-token"))
         .await
         .unwrap();
     assert_eq!(status, 401, "{body}");
     assert!(body.contains(r#""reason":"Unauthorized""#), "{body}");
-    let (status, _) = get(&tls, port, "/healthz", Some("no-such-token"))
+    let (status, _) = get(tls, port, "/healthz", Some("no-such-token"))
         .await
         .unwrap();
     assert_eq!(status, 401, "a rejected token is rejected on every path");
 
     // Known, but not allowed to get /metrics.
-    let (status, body) = get(&tls, port, "/metrics", Some("berth-nobody-token"))
+    let (status, body) = get(tls, port, "/metrics", Some("berth-nobody-token"))
         .await
         .unwrap();
     assert_eq!(status, 403, "{body}");
@@ -189,32 +187,25 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
 
     // Bound to deploy/'s monitoring role: /metrics, and nothing else it does not name.
     for _ in 0..5 {
-        let (status, body) = get(&tls, port, "/metrics", Some("berth-monitor-token"))
+        let (status, body) = get(tls, port, "/metrics", Some("berth-monitor-token"))
             .await
             .unwrap();
         assert_eq!(status, 200, "{body}");
         assert!(body.contains("scheduler_pending_pods"), "{body}");
     }
-    let (status, body) = get(&tls, port, "/plugins", Some("berth-monitor-token"))
+    let (status, body) = get(tls, port, "/plugins", Some("berth-monitor-token"))
         .await
         .unwrap();
     assert_eq!(status, 403, "{body}");
     // system:masters passes without a review, as kube-scheduler's AlwaysAllowGroups.
-    let (status, body) = get(&tls, port, "/plugins", Some("berth-admin-token"))
+    let (status, body) = get(tls, port, "/plugins", Some("berth-admin-token"))
         .await
         .unwrap();
     assert_eq!(status, 200, "{body}");
+}
 
-    // /debug/explain: the running scheduler explains a waiting pod on its own cache,
-    // to whoever may get that path (deploy/'s reader role names it), with the same
-    // verdicts `berth explain --kubeconfig` gives on the same cluster.
-    create_nodes(&admin, &[node("n1", "2", "4Gi", 10)]).await;
-    create_pods(&admin, "default", &[pod("huge", "3", "default-scheduler")]).await;
-    let path = "/debug/explain/default/huge";
-    let (status, body) = get(&tls, port, path, Some("berth-nobody-token"))
-        .await
-        .unwrap();
-    assert_eq!(status, 403, "{body}");
+/// Creates deploy/'s reader ClusterRole and binds the user `berth-e2e-nobody` to it.
+async fn grant_the_reader_role_to_nobody(admin: &kube::Client) {
     let reader = std::fs::read_to_string(workspace().join("deploy/40-reader-rbac.yaml")).unwrap();
     Api::<rbac::ClusterRole>::all(admin.clone())
         .create(
@@ -223,9 +214,28 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
         )
         .await
         .unwrap();
-    bind_user_to(&admin, "berth-e2e-nobody", "berth-reader").await;
+    bind_user_to(admin, "berth-e2e-nobody", "berth-reader").await;
+}
+
+/// Creates node n1 and the pod `huge` that does not fit it, and asserts
+/// `/debug/explain` explains it only to a reader, as `berth explain --kubeconfig`
+/// does, in JSON or text, and answers 404 for a pod that is not waiting.
+async fn assert_explain_for_readers(
+    server: &ApiServer,
+    admin: &kube::Client,
+    tls: &tokio_rustls::TlsConnector,
+    port: u16,
+) {
+    create_nodes(admin, &[node("n1", "2", "4Gi", 10)]).await;
+    create_pods(admin, "default", &[pod("huge", "3", "default-scheduler")]).await;
+    let path = "/debug/explain/default/huge";
+    let (status, body) = get(tls, port, path, Some("berth-nobody-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 403, "{body}");
+    grant_the_reader_role_to_nobody(admin).await;
     let explained: serde_json::Value = eventually(60, "an explanation of huge", || async {
-        let (status, body) = get(&tls, port, path, Some("berth-nobody-token")).await?;
+        let (status, body) = get(tls, port, path, Some("berth-nobody-token")).await?;
         let v: serde_json::Value =
             serde_json::from_str(&body).map_err(|e| format!("{status} {body}: {e}"))?;
         // Once the loop has tried it.
@@ -257,7 +267,7 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
     let cli: serde_json::Value = serde_json::from_str(&common::stdout(&cli)).unwrap();
     assert_eq!(explained["explanation"], cli);
     let (status, body) = get(
-        &tls,
+        tls,
         port,
         "/debug/explain/default/huge?output=text",
         Some("berth-nobody-token"),
@@ -267,7 +277,7 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
     assert_eq!(status, 200, "{body}");
     assert!(body.starts_with("default/huge: "), "{body}");
     let (status, body) = get(
-        &tls,
+        tls,
         port,
         "/debug/explain/default/nope",
         Some("berth-admin-token"),
@@ -276,16 +286,21 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
     .unwrap();
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("no pod default/nope is waiting"), "{body}");
+}
+
+/// Asserts the page (`/page.json` and `/`) shows n1 and `huge` to a reader and not
+/// to the metrics reader, and that a malformed explain path answers 400.
+async fn assert_page_for_readers(tls: &tokio_rustls::TlsConnector, port: u16) {
     // The page of the running scheduler: its nodes and pending pods, rendered by the
     // loop from its own state, for the same readers.
-    let (status, body) = get(&tls, port, "/page.json", Some("berth-nobody-token"))
+    let (status, body) = get(tls, port, "/page.json", Some("berth-nobody-token"))
         .await
         .unwrap();
     assert_eq!(status, 200, "{body}");
     let page: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(page["nodes"][0]["name"], "n1", "{page}");
     assert_eq!(page["pending"][0]["pod"], "default/huge", "{page}");
-    let (status, body) = get(&tls, port, "/", Some("berth-nobody-token"))
+    let (status, body) = get(tls, port, "/", Some("berth-nobody-token"))
         .await
         .unwrap();
     assert_eq!(status, 200, "{body}");
@@ -293,14 +308,47 @@ async fn endpoints_authenticate_and_authorize_through_the_api_server() {
         body.contains("default/huge") && body.contains("n1"),
         "{body}"
     );
-    let (status, _) = get(&tls, port, "/page.json", Some("berth-monitor-token"))
+    let (status, _) = get(tls, port, "/page.json", Some("berth-monitor-token"))
         .await
         .unwrap();
     assert_eq!(status, 403, "the metrics reader may not see the page");
-    let (status, body) = get(&tls, port, "/debug/explain/huge", Some("berth-admin-token"))
+    let (status, body) = get(tls, port, "/debug/explain/huge", Some("berth-admin-token"))
         .await
         .unwrap();
     assert_eq!(status, 400, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_authenticate_and_authorize_through_the_api_server() {
+    let _serial = serial().await;
+    let server = ApiServer::start_with(&["--rbac"]);
+    let admin = server.client().await;
+    apply_deploy_rbac(&admin).await;
+    bind_user_to(&admin, "berth-e2e-monitor", "berth-metrics-reader").await;
+
+    let dir = server.dir.path();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert_file, key_file) = write_cert(dir, &cert);
+    let tls = connector(&cert);
+    let port = free_port();
+    let berth = start_berth_with_reviews(dir, port, &cert_file, &key_file);
+    let (status, body) = eventually(120, "/healthz over HTTPS", || async {
+        get(&tls, port, "/healthz", None).await
+    })
+    .await;
+    assert_eq!((status, body.as_str()), (200, "ok"), "{}", berth.log_text());
+
+    // A client that sends part of its headers and then nothing: cut off by the
+    // server's header-read timeout, while the rest of the test goes on.
+    let slow = spawn_slow_client(&tls, port);
+
+    assert_health_answers_anyone(&tls, port).await;
+    assert_metrics_and_plugins_access(&tls, port).await;
+    // /debug/explain: the running scheduler explains a waiting pod on its own cache,
+    // to whoever may get that path (deploy/'s reader role names it), with the same
+    // verdicts `berth explain --kubeconfig` gives on the same cluster.
+    assert_explain_for_readers(&server, &admin, &tls, port).await;
+    assert_page_for_readers(&tls, port).await;
 
     // Five scrapes in a row reuse the answer of the API server (for 10 s).
     let log = berth.log_text();

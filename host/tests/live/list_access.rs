@@ -9,7 +9,7 @@ use crate::apiserver::*;
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1 as rbac;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 use std::time::Duration;
 
@@ -26,14 +26,12 @@ fn waiting_message() -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
-    let _serial = serial().await;
-    let server = ApiServer::start_with(&["--rbac"]);
-    let admin = server.client().await;
-    apply_deploy_rbac(&admin).await;
+/// Replaces deploy/'s ClusterRole `berth` with one without its `resource.k8s.io`
+/// rules (an administrator who left DRA out): (the role as granted, as replaced).
+async fn drop_dra_from_the_role(
+    roles: &Api<rbac::ClusterRole>,
+) -> (rbac::ClusterRole, rbac::ClusterRole) {
     // deploy/'s role without resource.k8s.io: an administrator who left DRA out.
-    let roles: Api<rbac::ClusterRole> = Api::all(admin.clone());
     let granted = roles.get("berth").await.unwrap();
     let mut without_dra = granted.clone();
     let rules = without_dra.rules.take().unwrap_or_default();
@@ -57,19 +55,16 @@ async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
         .replace("berth", &PostParams::default(), &without_dra)
         .await
         .unwrap();
+    (granted, without_dra)
+}
 
-    create_nodes(
-        &admin,
-        &[
-            node("node-a", "4", "8Gi", 110),
-            node("node-b", "4", "8Gi", 110),
-        ],
-    )
-    .await;
-    create_object(&admin, gpu_class()).await;
-    create_object(&admin, gpu_slice("node-a", &[("gpu-0", "a100")])).await;
+/// Creates node-a (with one device) and node-b, the device class and the claim `gpu`.
+async fn create_nodes_device_and_claim(admin: &kube::Client) {
+    create_nodes_a_and_b(admin).await;
+    create_object(admin, gpu_class()).await;
+    create_object(admin, gpu_slice("node-a", &[("gpu-0", "a100")])).await;
     create_object(
-        &admin,
+        admin,
         json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": "gpu", "namespace": "default"},
@@ -79,22 +74,10 @@ async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
         }),
     )
     .await;
+}
 
-    // Berth under deploy/'s ServiceAccount: it starts scheduling although five kinds
-    // never list.
-    let dir = server.dir.path();
-    let port = free_port();
-    let berth = Berth::run_in(
-        dir,
-        &dir.join("kubeconfig-sa"),
-        &[
-            "--leader-elect=false",
-            &format!("--secure-port={port}"),
-            "--bind-address=127.0.0.1",
-            "--serve-http",
-        ],
-    );
-    let pods: Api<k8s::Pod> = Api::namespaced(admin.clone(), "default");
+/// Creates the pods `plain` and `with-gpu` (which uses the claim `gpu`).
+async fn create_plain_and_device_pods(pods: &Api<k8s::Pod>) {
     for p in [
         pod_json("plain", "1", json!({})),
         pod_json(
@@ -113,7 +96,15 @@ async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
             .await
             .unwrap();
     }
+}
 
+/// Asserts `plain` is bound and `with-gpu` waits, unschedulable, its condition and
+/// its one FailedScheduling event naming the forbidden kinds.
+async fn assert_only_the_device_pod_waits(
+    admin: &kube::Client,
+    pods: &Api<k8s::Pod>,
+    berth: &Berth,
+) {
     // The plain pod does not need them: bound.
     eventually(60, "plain bound", || async {
         let p = pods.get("plain").await.map_err(|e| e.to_string())?;
@@ -137,29 +128,16 @@ async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
         "{}",
         berth.log_text()
     );
-    let failed: Vec<Event> = eventually(30, "with-gpu's FailedScheduling event", || async {
-        let failed: Vec<Event> = Api::<Event>::namespaced(admin.clone(), "default")
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?
-            .items
-            .into_iter()
-            .filter(|e| {
-                e.reason.as_deref() == Some("FailedScheduling")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("with-gpu")
-            })
-            .collect();
-        if failed.is_empty() {
-            Err("none yet".to_owned())
-        } else {
-            Ok(failed)
-        }
-    })
-    .await;
+    let failed: Vec<Event> = failed_scheduling_events(admin, "default", "with-gpu").await;
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
     assert_eq!(failed[0].note.as_deref(), Some(message.as_str()));
+}
 
+/// Asserts the log says once per kind that it may not be listed, with the API
+/// server's words, and that `/readyz` (ready, verbose naming the kinds) and
+/// `/metrics` say so too.
+async fn assert_the_forbidden_kinds_reported(berth: &Berth, port: u16) {
     // Said once per kind in the log, with the API server's words.
     let log = berth.log_text();
     for kind in [
@@ -188,17 +166,17 @@ async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
         let gauge = format!("berth_list_forbidden{{kind=\"{kind}.resource.k8s.io\"}} 1");
         assert!(metrics.contains(&gauge), "{gauge}\n{metrics}");
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(node_of(&pods.get("with-gpu").await.unwrap()), None);
+}
 
-    // The role grants resource.k8s.io again: the lists Berth retries succeed, and the
-    // device pod is scheduled where the device is, its claim allocated.
-    let mut restored = granted;
-    restored.metadata.resource_version = without_dra.metadata.resource_version;
-    roles
-        .replace("berth", &PostParams::default(), &restored)
-        .await
-        .unwrap();
+/// Asserts, once the role grants `resource.k8s.io` again, that `with-gpu` is bound
+/// to node-a with its claim allocated and reserved, and that `/readyz`, `/metrics`
+/// and the log say the kinds list now.
+async fn assert_the_device_pod_scheduled_once_granted(
+    admin: &kube::Client,
+    pods: &Api<k8s::Pod>,
+    berth: &Berth,
+    port: u16,
+) {
     let node = eventually(90, "with-gpu bound", || async {
         let p = pods.get("with-gpu").await.map_err(|e| e.to_string())?;
         node_of(&p).ok_or_else(|| format!("{:?}", pod_scheduled(&p)))
@@ -206,7 +184,7 @@ async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
     .await;
     assert_eq!(node, "node-a", "{}", berth.log_text());
     let claim = get_object(
-        &admin,
+        admin,
         "resource.k8s.io/v1",
         "ResourceClaim",
         "resourceclaims",
@@ -231,4 +209,46 @@ async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
         "{}",
         berth.log_text()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_the_account_may_not_list_holds_only_the_pods_that_need_it() {
+    let _serial = serial().await;
+    let server = ApiServer::start_with(&["--rbac"]);
+    let admin = server.client().await;
+    apply_deploy_rbac(&admin).await;
+    let roles: Api<rbac::ClusterRole> = Api::all(admin.clone());
+    let (granted, without_dra) = drop_dra_from_the_role(&roles).await;
+    create_nodes_device_and_claim(&admin).await;
+
+    // Berth under deploy/'s ServiceAccount: it starts scheduling although five kinds
+    // never list.
+    let dir = server.dir.path();
+    let port = free_port();
+    let berth = Berth::run_in(
+        dir,
+        &dir.join("kubeconfig-sa"),
+        &[
+            "--leader-elect=false",
+            &format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1",
+            "--serve-http",
+        ],
+    );
+    let pods: Api<k8s::Pod> = Api::namespaced(admin.clone(), "default");
+    create_plain_and_device_pods(&pods).await;
+    assert_only_the_device_pod_waits(&admin, &pods, &berth).await;
+    assert_the_forbidden_kinds_reported(&berth, port).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(node_of(&pods.get("with-gpu").await.unwrap()), None);
+
+    // The role grants resource.k8s.io again: the lists Berth retries succeed, and the
+    // device pod is scheduled where the device is, its claim allocated.
+    let mut restored = granted;
+    restored.metadata.resource_version = without_dra.metadata.resource_version;
+    roles
+        .replace("berth", &PostParams::default(), &restored)
+        .await
+        .unwrap();
+    assert_the_device_pod_scheduled_once_granted(&admin, &pods, &berth, port).await;
 }

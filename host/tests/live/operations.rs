@@ -111,33 +111,9 @@ fn pods(from: usize, to: usize) -> Vec<k8s::Pod> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
-    let _serial = serial().await;
-    let server =
-        ApiServer::start_with(&["--rbac", "--runtime-config=scheduling.k8s.io/v1beta1=false"]);
-    let admin = server.client().await;
-    create_nodes(
-        &admin,
-        &[
-            node("node-a", "4", "8Gi", 110),
-            node("node-b", "4", "8Gi", 110),
-            node("node-c", "4", "8Gi", 110),
-        ],
-    )
-    .await;
-    let port = free_port();
-    // Started as the ServiceAccount before its role exists: it cannot list anything
-    // and must not claim to be ready.
-    let sa = server.dir.path().join("kubeconfig-sa");
-    // With pod groups asked for (GenericWorkload on), on a server that serves none.
-    let mut berth = start_with(
-        server.dir.path(),
-        "berth",
-        &sa,
-        port,
-        &["--feature-gates=GenericWorkload=true"],
-    );
+/// Asserts `/readyz` answers 500 (its verbose form naming the handlers' sync) while
+/// Berth's account may list nothing, and `/healthz` 200.
+async fn assert_not_ready_without_the_role(port: u16) {
     let body = eventually(60, "/readyz answering", || async {
         http_get(port, "/readyz").await
     })
@@ -148,25 +124,17 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
     assert_eq!(status, 500, "{body}");
     assert!(body.contains("[-]sched-handler-sync failed"), "{body}");
     assert_eq!(http_get(port, "/healthz").await.unwrap().0, 200);
+}
 
-    apply_deploy_rbac(&admin).await;
-    eventually(60, "/readyz ready", || async {
-        match http_get(port, "/readyz").await? {
-            (200, _) => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
-    berth.wait_running();
-    // The role exists, the lists and the lease went through: from here on every call
-    // Berth makes (bindings, events, conditions, renewals) must be allowed.
-    let allowed_from = berth.log_text().len();
-
+/// Creates 30 small pods and `huge` (which fits nowhere), and waits until the 30 are
+/// bound and the Scheduled and FailedScheduling events and huge's PodScheduled=False
+/// condition are written.
+async fn schedule_thirty_and_one_that_waits(admin: &kube::Client) {
     let names: Vec<k8s::Pod> = pods(0, 30);
-    create_pods(&admin, NS, &names).await;
-    create_pods(&admin, NS, &[pod("huge", "6", "default-scheduler")]).await;
+    create_pods(admin, NS, &names).await;
+    create_pods(admin, NS, &[pod("huge", "6", "default-scheduler")]).await;
     let bound = eventually(60, "30 pods bound", || async {
-        let pods = list_pods(&admin, NS).await?;
+        let pods = list_pods(admin, NS).await?;
         let n = pods.iter().filter(|p| node_of(p).is_some()).count();
         if n == 30 {
             Ok(n)
@@ -209,9 +177,11 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
         }
     })
     .await;
-    let holder = lease_holder(&admin).await.expect("the lease is held");
-    assert!(!holder.is_empty());
+}
 
+/// Asserts `/metrics` counts 30 pods scheduled and one kept out by NodeResourcesFit,
+/// under upstream's names.
+async fn assert_metrics_count_what_happened(port: u16) {
     // /metrics: upstream's names, and the counts of what happened.
     let m = eventually(30, "metrics up to date", || async {
         let m = scrape(port).await;
@@ -268,12 +238,11 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
             &[("event", "PodAdd")]
         ) >= 31.0
     );
+}
 
-    berth.terminate();
-    let status = berth.wait_exit(Duration::from_secs(60));
-    assert!(status.success(), "{status}:\n{}", berth.log_text());
-    assert_eq!(lease_holder(&admin).await, None, "the lease is released");
-    let log = berth.log_text();
+/// Asserts nothing was denied in `log` after byte `allowed_from`, and that the
+/// missing PodGroups were warned about once.
+fn assert_allowed_and_warned_once_about_pod_groups(log: &str, allowed_from: usize) {
     let after = &log[allowed_from..];
     assert!(
         !after.to_lowercase().contains("forbidden"),
@@ -287,6 +256,60 @@ async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
     let lines: Vec<&str> = log.lines().filter(|l| l.contains(warning)).collect();
     assert_eq!(lines.len(), 1, "{log}");
     assert!(lines[0].contains("WARN"), "{}", lines[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_rbac_suffices_readyz_waits_for_sync_and_metrics_count() {
+    let _serial = serial().await;
+    let server =
+        ApiServer::start_with(&["--rbac", "--runtime-config=scheduling.k8s.io/v1beta1=false"]);
+    let admin = server.client().await;
+    create_nodes(
+        &admin,
+        &[
+            node("node-a", "4", "8Gi", 110),
+            node("node-b", "4", "8Gi", 110),
+            node("node-c", "4", "8Gi", 110),
+        ],
+    )
+    .await;
+    let port = free_port();
+    // Started as the ServiceAccount before its role exists: it cannot list anything
+    // and must not claim to be ready.
+    let sa = server.dir.path().join("kubeconfig-sa");
+    // With pod groups asked for (GenericWorkload on), on a server that serves none.
+    let mut berth = start_with(
+        server.dir.path(),
+        "berth",
+        &sa,
+        port,
+        &["--feature-gates=GenericWorkload=true"],
+    );
+    assert_not_ready_without_the_role(port).await;
+
+    apply_deploy_rbac(&admin).await;
+    eventually(60, "/readyz ready", || async {
+        match http_get(port, "/readyz").await? {
+            (200, _) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    berth.wait_running();
+    // The role exists, the lists and the lease went through: from here on every call
+    // Berth makes (bindings, events, conditions, renewals) must be allowed.
+    let allowed_from = berth.log_text().len();
+
+    schedule_thirty_and_one_that_waits(&admin).await;
+    let holder = lease_holder(&admin).await.expect("the lease is held");
+    assert!(!holder.is_empty());
+    assert_metrics_count_what_happened(port).await;
+
+    berth.terminate();
+    let status = berth.wait_exit(Duration::from_secs(60));
+    assert!(status.success(), "{status}:\n{}", berth.log_text());
+    assert_eq!(lease_holder(&admin).await, None, "the lease is released");
+    assert_allowed_and_warned_once_about_pod_groups(&berth.log_text(), allowed_from);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -94,69 +94,38 @@ fn nominated(p: &k8s::Pod) -> Option<String> {
         .filter(|n| !n.is_empty())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor() {
-    let _serial = serial().await;
-    let server = ApiServer::start();
-    let client = server.client().await;
+/// Creates node-a and node-b, the classes `low` and `high`, the budget `protected`
+/// and four low-priority pods, two pinned to each node; those pods.
+async fn create_nodes_classes_and_low_pods(client: &kube::Client) -> [k8s::Pod; 4] {
     create_nodes(
-        &client,
+        client,
         &[
             node("node-a", "2", "8Gi", 110),
             node("node-b", "2", "8Gi", 110),
         ],
     )
     .await;
-    create_priority_class(&client, "low", 1).await;
-    create_priority_class(&client, "high", 1000).await;
+    create_priority_class(client, "low", 1).await;
+    create_priority_class(client, "high", 1000).await;
     // node-a's pods are under a budget that allows no disruption; node-b's are not.
-    create_budget(&client, "protected", "protected").await;
+    create_budget(client, "protected", "protected").await;
     let low = [
         prio_pod("protected-1", "1", "low", 1, "protected", Some("node-a")),
         prio_pod("protected-2", "1", "low", 1, "protected", Some("node-a")),
         prio_pod("batch-1", "1", "low", 1, "batch", Some("node-b")),
         prio_pod("batch-2", "1", "low", 1, "batch", Some("node-b")),
     ];
-    create_pods(&client, NS, &low).await;
+    create_pods(client, NS, &low).await;
+    low
+}
 
-    // Berth's requests go through a proxy that, later, holds the victims' deletes.
-    let proxy = FaultProxy::start(server.dir.path(), server.port()).await;
-    let berth = Berth::run_in(
-        server.dir.path(),
-        &proxy.write_kubeconfig(server.dir.path()),
-        &[],
-    );
-    let names = low.iter().map(name_of).collect::<BTreeSet<_>>();
-    eventually(60, "the low-priority pods bound", || async {
-        let pods = list_pods(&client, NS).await?;
-        let bound = pods
-            .iter()
-            .filter(|p| names.contains(&name_of(p)) && node_of(p).is_some());
-        match bound.count() {
-            4 => Ok(()),
-            n => Err(format!("{n} of 4 bound")),
-        }
-    })
-    .await;
-
-    // Nothing fits the preemptor: evicting two pods on either node would. node-a's
-    // would violate the budget, so node-b is the one (pickOneNodeForPreemption's
-    // first criterion). Each delete of a victim is held three seconds.
-    proxy.set(Fault::Hold(
-        "DELETE /api/v1/namespaces/default/pods/",
-        std::time::Duration::from_secs(3),
-    ));
-    proxy.drop_connections();
-    create_pods(
-        &client,
-        NS,
-        &[prio_pod("critical", "2", "high", 1000, "critical", None)],
-    )
-    .await;
+/// Waits until a pod carries a DisruptionTarget condition, then adds a big tainted
+/// node: an event that retries the preemptor while the victims' deletes are held.
+async fn add_a_tainted_node_once_victims_are_marked(client: &kube::Client) {
     // While the deletes are held, a big node that nobody may use joins: an event
     // that retries the preemptor (NodeResourcesFit: it would fit there).
     eventually(30, "the victims marked for disruption", || async {
-        let pods = list_pods(&client, NS).await?;
+        let pods = list_pods(client, NS).await?;
         let marked = pods
             .iter()
             .filter(|p| condition(p, "DisruptionTarget").is_some())
@@ -178,12 +147,17 @@ async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor(
         }]),
         ..Default::default()
     });
-    create_nodes(&client, &[tainted]).await;
+    create_nodes(client, &[tainted]).await;
+}
+
+/// Waits until `critical` is nominated and two pods terminate, and asserts it is
+/// nominated to node-b, not yet bound, node-b's pods the victims and node-a's kept.
+async fn assert_critical_nominated_and_victims_terminating(client: &kube::Client) {
     let pods = eventually(
         60,
         "critical nominated and its victims terminating",
         || async {
-            let pods = list_pods(&client, NS).await?;
+            let pods = list_pods(client, NS).await?;
             let by_name: BTreeMap<String, k8s::Pod> =
                 pods.into_iter().map(|p| (name_of(&p), p)).collect();
             let critical = by_name.get("critical").ok_or("no critical")?;
@@ -222,6 +196,114 @@ async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor(
             "{kept} is protected by its budget"
         );
     }
+}
+
+/// Waits until `critical` is bound and asserts it is on node-b, the victims gone,
+/// node-a's pods kept and the latecomer pending; the pods by name then.
+async fn assert_critical_bound_in_the_room_kept(
+    client: &kube::Client,
+) -> BTreeMap<String, k8s::Pod> {
+    let pods = eventually(60, "critical bound", || async {
+        let pods = list_pods(client, NS).await?;
+        let by_name: BTreeMap<String, k8s::Pod> =
+            pods.into_iter().map(|p| (name_of(&p), p)).collect();
+        match by_name.get("critical").and_then(node_of) {
+            Some(_) => Ok(by_name),
+            None => Err("critical not bound".to_owned()),
+        }
+    })
+    .await;
+    assert_eq!(node_of(&pods["critical"]).as_deref(), Some("node-b"));
+    assert!(!pods.contains_key("batch-1") && !pods.contains_key("batch-2"));
+    assert_eq!(node_of(&pods["protected-1"]).as_deref(), Some("node-a"));
+    assert_eq!(node_of(&pods["protected-2"]).as_deref(), Some("node-a"));
+    // Nowhere to go: node-a is full, node-b is critical's.
+    assert_eq!(
+        node_of(&pods["latecomer"]),
+        None,
+        "the latecomer took a place"
+    );
+    pods
+}
+
+/// Asserts one Preempted event on each victim, naming the preemptor (UID
+/// `critical_uid`), as upstream writes it.
+async fn assert_each_victim_preempted_once(client: &kube::Client, critical_uid: &str) {
+    // A Preempted event on each victim, naming the preemptor, as upstream writes it.
+    let evs: Vec<Event> = Api::<Event>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items;
+    for victim in ["batch-1", "batch-2"] {
+        let preempted: Vec<&Event> = evs
+            .iter()
+            .filter(|e| {
+                e.reason.as_deref() == Some("Preempted")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(victim)
+            })
+            .collect();
+        // Once: the retry while its deletes were held did not preempt again.
+        assert_eq!(
+            preempted.len(),
+            1,
+            "{victim} preempted again: {preempted:?}"
+        );
+        let count = preempted[0].series.as_ref().map_or(1, |s| s.count);
+        assert_eq!(count, 1, "{victim} preempted {count} times");
+        let e = preempted[0];
+        assert_eq!(e.type_.as_deref(), Some("Normal"));
+        assert!(
+            e.note.as_deref().unwrap_or("").contains(critical_uid),
+            "{victim}: {:?}",
+            e.note
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor() {
+    let _serial = serial().await;
+    let server = ApiServer::start();
+    let client = server.client().await;
+    let low = create_nodes_classes_and_low_pods(&client).await;
+
+    // Berth's requests go through a proxy that, later, holds the victims' deletes.
+    let proxy = FaultProxy::start(server.dir.path(), server.port()).await;
+    let berth = Berth::run_in(
+        server.dir.path(),
+        &proxy.write_kubeconfig(server.dir.path()),
+        &[],
+    );
+    let names = low.iter().map(name_of).collect::<BTreeSet<_>>();
+    eventually(60, "the low-priority pods bound", || async {
+        let pods = list_pods(&client, NS).await?;
+        let bound = pods
+            .iter()
+            .filter(|p| names.contains(&name_of(p)) && node_of(p).is_some());
+        match bound.count() {
+            4 => Ok(()),
+            n => Err(format!("{n} of 4 bound")),
+        }
+    })
+    .await;
+
+    // Nothing fits the preemptor: evicting two pods on either node would. node-a's
+    // would violate the budget, so node-b is the one (pickOneNodeForPreemption's
+    // first criterion). Each delete of a victim is held three seconds.
+    proxy.set(Fault::Hold(
+        "DELETE /api/v1/namespaces/default/pods/",
+        std::time::Duration::from_secs(3),
+    ));
+    proxy.drop_connections();
+    create_pods(
+        &client,
+        NS,
+        &[prio_pod("critical", "2", "high", 1000, "critical", None)],
+    )
+    .await;
+    add_a_tainted_node_once_victims_are_marked(&client).await;
+    assert_critical_nominated_and_victims_terminating(&client).await;
 
     // While the victims terminate, a low-priority pod that would fit where they were
     // arrives: the room is critical's.
@@ -242,58 +324,9 @@ async fn preemption_evicts_through_the_api_and_keeps_the_room_for_the_preemptor(
             .expect("remove a terminated victim");
     }
 
-    let pods = eventually(60, "critical bound", || async {
-        let pods = list_pods(&client, NS).await?;
-        let by_name: BTreeMap<String, k8s::Pod> =
-            pods.into_iter().map(|p| (name_of(&p), p)).collect();
-        match by_name.get("critical").and_then(node_of) {
-            Some(_) => Ok(by_name),
-            None => Err("critical not bound".to_owned()),
-        }
-    })
-    .await;
-    assert_eq!(node_of(&pods["critical"]).as_deref(), Some("node-b"));
-    assert!(!pods.contains_key("batch-1") && !pods.contains_key("batch-2"));
-    assert_eq!(node_of(&pods["protected-1"]).as_deref(), Some("node-a"));
-    assert_eq!(node_of(&pods["protected-2"]).as_deref(), Some("node-a"));
-    // Nowhere to go: node-a is full, node-b is critical's.
-    assert_eq!(
-        node_of(&pods["latecomer"]),
-        None,
-        "the latecomer took a place"
-    );
-
-    // A Preempted event on each victim, naming the preemptor, as upstream writes it.
-    let evs: Vec<Event> = Api::<Event>::namespaced(client.clone(), NS)
-        .list(&ListParams::default())
-        .await
-        .expect("list events")
-        .items;
+    let pods = assert_critical_bound_in_the_room_kept(&client).await;
     let critical_uid = pods["critical"].metadata.uid.clone().unwrap();
-    for victim in ["batch-1", "batch-2"] {
-        let preempted: Vec<&Event> = evs
-            .iter()
-            .filter(|e| {
-                e.reason.as_deref() == Some("Preempted")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(victim)
-            })
-            .collect();
-        // Once: the retry while its deletes were held did not preempt again.
-        assert_eq!(
-            preempted.len(),
-            1,
-            "{victim} preempted again: {preempted:?}"
-        );
-        let count = preempted[0].series.as_ref().map_or(1, |s| s.count);
-        assert_eq!(count, 1, "{victim} preempted {count} times");
-        let e = preempted[0];
-        assert_eq!(e.type_.as_deref(), Some("Normal"));
-        assert!(
-            e.note.as_deref().unwrap_or("").contains(&critical_uid),
-            "{victim}: {:?}",
-            e.note
-        );
-    }
+    assert_each_victim_preempted_once(&client, &critical_uid).await;
     drop(berth);
     drop(proxy);
 }

@@ -11,7 +11,6 @@
 
 use crate::apiserver::*;
 use k8s_openapi::api::core::v1 as k8s;
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
@@ -147,15 +146,9 @@ fn logs(server: &ApiServer, berth: &Berth) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere() {
-    let started = std::time::Instant::now();
-    let _serial = serial().await;
-    let server = ApiServer::start_with(&["--rbac"]);
-    server.start_controller_manager();
-    let admin = server.client().await;
-    apply_deploy_rbac(&admin).await;
-    create_nodes(&admin, &NODES.map(ready_node)).await;
+/// Creates the storage classes `local` (no provisioner) and `provisioned` (the test
+/// plays its provisioner), and the local volumes of [`VOLUMES`].
+async fn create_classes_and_volumes(admin: &kube::Client) {
     // Local volumes made beforehand, and a class whose volumes a provisioner makes
     // on the node the scheduler selects (the test plays that provisioner).
     for class in [
@@ -173,16 +166,13 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
             .await
             .expect("create a persistent volume");
     }
-    let node_of_volume: BTreeMap<&str, &str> = VOLUMES.iter().map(|(v, n, _)| (*v, *n)).collect();
+}
 
-    // Berth as its ServiceAccount, with deploy/'s role.
-    let sa = server.dir.path().join("kubeconfig-sa");
-    let berth = Berth::run_in(server.dir.path(), &sa, &[]);
-
-    // The set's claims and pods, and a pod whose claim no volume is big enough for.
+/// Creates the set's claims and pods (`names`), and `huge`, whose claim no volume is
+/// big enough for.
+async fn create_set_and_huge(admin: &kube::Client, names: &[String]) {
     let pvcs: Api<k8s::PersistentVolumeClaim> = Api::namespaced(admin.clone(), NS);
-    let names: Vec<String> = (0..REPLICAS).map(|i| format!("web-{i}")).collect();
-    for name in &names {
+    for name in names {
         pvcs.create(
             &PostParams::default(),
             &claim(&format!("data-{name}"), "1Gi"),
@@ -194,15 +184,25 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
         .await
         .expect("create a claim");
     let pods: Vec<k8s::Pod> = names.iter().map(|n| pod_with_claim(n)).collect();
-    create_pods(&admin, NS, &pods).await;
-    create_pods(&admin, NS, &[pod_with_claim("huge")]).await;
+    create_pods(admin, NS, &pods).await;
+    create_pods(admin, NS, &[pod_with_claim("huge")]).await;
+}
 
+/// Waits until every pod of the set (`names`) is bound, failing if one is bound
+/// before its claim; the set's pods then, pod -> node.
+async fn wait_set_bound(
+    admin: &kube::Client,
+    names: &[String],
+    server: &ApiServer,
+    berth: &Berth,
+) -> BTreeMap<String, String> {
+    let pvcs: Api<k8s::PersistentVolumeClaim> = Api::namespaced(admin.clone(), NS);
     // Every pod of the set bound; a pod is bound only after its claim is (PreBind
     // waits for the controller): pods are listed before claims, and a bound claim
     // stays bound, so a bound pod whose claim is not yet Bound is a pod bound too
     // early.
-    let bound: BTreeMap<String, String> = eventually(60, "every pod of the set bound", || async {
-        let listed = list_pods(&admin, NS).await?;
+    eventually(60, "every pod of the set bound", || async {
+        let listed = list_pods(admin, NS).await?;
         let claims = pvcs
             .list(&ListParams::default())
             .await
@@ -221,7 +221,7 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
                 "{} was bound to {node} before its claim was: {:?}\n{}",
                 name_of(p),
                 c.status,
-                logs(&server, &berth)
+                logs(server, berth)
             );
             bound.insert(name_of(p), node);
         }
@@ -232,12 +232,20 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
                 "{} of {} bound ({bound:?})\n{}",
                 bound.len(),
                 names.len(),
-                logs(&server, &berth)
+                logs(server, berth)
             ))
         }
     })
-    .await;
+    .await
+}
 
+/// Asserts each bound pod of the set is on the node of its claim's volume, bound by
+/// the controller to the volume Berth chose, no volume shared, two pods on each node
+/// with volumes.
+async fn assert_set_on_its_volumes(admin: &kube::Client, bound: &BTreeMap<String, String>) {
+    let pvcs: Api<k8s::PersistentVolumeClaim> = Api::namespaced(admin.clone(), NS);
+    let pvs: Api<k8s::PersistentVolume> = Api::all(admin.clone());
+    let node_of_volume: BTreeMap<&str, &str> = VOLUMES.iter().map(|(v, n, _)| (*v, *n)).collect();
     // Each pod is on the node of the volume its claim is bound to, the claim bound by
     // the controller (bind-completed) to the volume Berth chose (the volume's claimRef
     // names the claim, UID included), and no volume went to two claims.
@@ -248,7 +256,7 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
         .map(|v| (v.metadata.name.clone().unwrap_or_default(), v))
         .collect();
     let mut used = BTreeSet::new();
-    for (pod, node) in &bound {
+    for (pod, node) in bound {
         let c = claims
             .iter()
             .find(|c| c.metadata.name.as_deref() == Some(format!("data-{pod}").as_str()))
@@ -288,7 +296,12 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
         BTreeMap::from([("node-a", 2), ("node-b", 2)]),
         "{bound:?}"
     );
+}
 
+/// Asserts `huge`, whose claim fits nowhere, stays pending with FailedScheduling and
+/// its PodScheduled condition saying why, its claim untouched.
+async fn assert_huge_pending(admin: &kube::Client, server: &ApiServer, berth: &Berth) {
+    let pvcs: Api<k8s::PersistentVolumeClaim> = Api::namespaced(admin.clone(), NS);
     // The pod whose claim fits nowhere: pending, with FailedScheduling and the
     // PodScheduled condition saying why; its claim untouched.
     let pod_api: Api<k8s::Pod> = Api::namespaced(admin.clone(), NS);
@@ -296,7 +309,7 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
         let p = pod_api.get("huge").await.map_err(|e| e.to_string())?;
         match pod_scheduled(&p) {
             Some(c) if c.status == "False" => Ok(c),
-            other => Err(format!("{other:?}\n{}", logs(&server, &berth))),
+            other => Err(format!("{other:?}\n{}", logs(server, berth))),
         }
     })
     .await;
@@ -307,26 +320,7 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
     );
     assert_eq!(condition.reason.as_deref(), Some("Unschedulable"));
     assert_eq!(condition.message.as_deref(), Some(message.as_str()));
-    let failed = eventually(30, "huge's FailedScheduling event", || async {
-        let evs: Vec<Event> = Api::<Event>::namespaced(admin.clone(), NS)
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?
-            .items;
-        let failed: Vec<Event> = evs
-            .into_iter()
-            .filter(|e| {
-                e.reason.as_deref() == Some("FailedScheduling")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("huge")
-            })
-            .collect();
-        if failed.is_empty() {
-            Err("none yet".to_owned())
-        } else {
-            Ok(failed)
-        }
-    })
-    .await;
+    let failed = failed_scheduling_events(admin, NS, "huge").await;
     assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
     assert_eq!(failed[0].note.as_deref(), Some(message.as_str()));
     let huge = pod_api.get("huge").await.unwrap();
@@ -339,7 +333,19 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
         None,
         "{c:?}"
     );
+}
 
+/// Creates a claim of the `provisioned` class and its pod, and asserts Berth selects a
+/// node for the claim and binds the pod there only once the test, playing the
+/// provisioner, has made the volume and the controller has bound it.
+async fn provisioned_claim_bound_where_berth_selected(
+    admin: &kube::Client,
+    server: &ApiServer,
+    berth: &Berth,
+) {
+    let pvcs: Api<k8s::PersistentVolumeClaim> = Api::namespaced(admin.clone(), NS);
+    let pvs: Api<k8s::PersistentVolume> = Api::all(admin.clone());
+    let pod_api: Api<k8s::Pod> = Api::namespaced(admin.clone(), NS);
     // A claim to provision: Berth selects a node for it (a merge patch of the
     // claim) and waits; the pod is not bound while no volume exists.
     pvcs.create(
@@ -348,7 +354,7 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
     )
     .await
     .expect("create a claim");
-    create_pods(&admin, NS, &[pod_with_claim("provisioned")]).await;
+    create_pods(admin, NS, &[pod_with_claim("provisioned")]).await;
     let (selected, uid) = eventually(30, "a node selected for data-provisioned", || async {
         let c = pvcs
             .get("data-provisioned")
@@ -356,7 +362,7 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
             .map_err(|e| e.to_string())?;
         match annotation(&c.metadata, "volume.kubernetes.io/selected-node") {
             Some(n) => Ok((n.to_owned(), c.metadata.uid.clone().unwrap())),
-            None => Err(format!("{:?}\n{}", c.metadata, logs(&server, &berth))),
+            None => Err(format!("{:?}\n{}", c.metadata, logs(server, berth))),
         }
     })
     .await;
@@ -365,7 +371,26 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     let p = pod_api.get("provisioned").await.unwrap();
     assert_eq!(node_of(&p), None, "bound before its claim");
-    let mut made = local_volume("provisioned-pv", &selected, "1Gi");
+    pvs.create(&PostParams::default(), &provisioned_volume(&selected, uid))
+        .await
+        .expect("create the provisioned volume");
+    let node = eventually(60, "provisioned bound", || async {
+        let p = pod_api
+            .get("provisioned")
+            .await
+            .map_err(|e| e.to_string())?;
+        node_of(&p).ok_or_else(|| format!("pending\n{}", logs(server, berth)))
+    })
+    .await;
+    assert_eq!(node, selected);
+    let c = pvcs.get("data-provisioned").await.unwrap();
+    assert_eq!(phase_of_claim(&c), "Bound", "{c:?}");
+    assert_eq!(volume_name(&c), Some("provisioned-pv"), "{c:?}");
+}
+
+/// The volume the provisioner makes for `data-provisioned` (UID `uid`) on `node`.
+fn provisioned_volume(node: &str, uid: String) -> k8s::PersistentVolume {
+    let mut made = local_volume("provisioned-pv", node, "1Gi");
     made.metadata.annotations = Some(
         [(
             "pv.kubernetes.io/provisioned-by".to_owned(),
@@ -384,21 +409,31 @@ async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere(
         uid: Some(uid),
         ..Default::default()
     });
-    pvs.create(&PostParams::default(), &made)
-        .await
-        .expect("create the provisioned volume");
-    let node = eventually(60, "provisioned bound", || async {
-        let p = pod_api
-            .get("provisioned")
-            .await
-            .map_err(|e| e.to_string())?;
-        node_of(&p).ok_or_else(|| format!("pending\n{}", logs(&server, &berth)))
-    })
-    .await;
-    assert_eq!(node, selected);
-    let c = pvcs.get("data-provisioned").await.unwrap();
-    assert_eq!(phase_of_claim(&c), "Bound", "{c:?}");
-    assert_eq!(volume_name(&c), Some("provisioned-pv"), "{c:?}");
+    made
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_volumes_bound_by_the_pv_controller_and_a_claim_that_fits_nowhere() {
+    let started = std::time::Instant::now();
+    let _serial = serial().await;
+    let server = ApiServer::start_with(&["--rbac"]);
+    server.start_controller_manager();
+    let admin = server.client().await;
+    apply_deploy_rbac(&admin).await;
+    create_nodes(&admin, &NODES.map(ready_node)).await;
+    create_classes_and_volumes(&admin).await;
+
+    // Berth as its ServiceAccount, with deploy/'s role.
+    let sa = server.dir.path().join("kubeconfig-sa");
+    let berth = Berth::run_in(server.dir.path(), &sa, &[]);
+
+    // The set's claims and pods, and a pod whose claim no volume is big enough for.
+    let names: Vec<String> = (0..REPLICAS).map(|i| format!("web-{i}")).collect();
+    create_set_and_huge(&admin, &names).await;
+    let bound = wait_set_bound(&admin, &names, &server, &berth).await;
+    assert_set_on_its_volumes(&admin, &bound).await;
+    assert_huge_pending(&admin, &server, &berth).await;
+    provisioned_claim_bound_where_berth_selected(&admin, &server, &berth).await;
 
     let log = berth.log_text();
     assert!(!log.to_lowercase().contains("forbidden"), "{log}");
