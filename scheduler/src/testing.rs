@@ -3,7 +3,7 @@
 //! natively with `berth_sdk::testing::run`, played against the `.wasm` file.
 //!
 //! ```no_run
-//! use berth::testing::ComponentHarness;
+//! use berth_scheduler::testing::ComponentHarness;
 //! use berth_sdk::testing::{Case, node, pod};
 //!
 //! let cases = vec![

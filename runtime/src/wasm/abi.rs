@@ -20,7 +20,7 @@ pub const WIT_VERSION: &str = "0.9.4";
 /// Earlier tracks whose modules this host still loads through an adapter, each by
 /// its last version: that version's WIT kept beside the current one
 /// (`wit/adapted/`), bound with `bindgen!` too, and its calls adapted to the current
-/// world (`berth::wasm::adapted`). 0.7.1 was the 0.7 track's last package, 0.8.2
+/// world (`berth_runtime::wasm::adapted`). 0.7.1 was the 0.7 track's last package, 0.8.2
 /// the 0.8 track's.
 pub const ADAPTED_TRACKS: &[&str] = &["0.7.1", "0.8.2"];
 
